@@ -1,0 +1,56 @@
+#pragma once
+// Filter serialization for BF.SCANDUMP / BF.LOADCHUNK (and reused by snapshots).
+//
+// Iterator protocol, as RedisBloom's: SCANDUMP key 0 answers (1, header);
+// each later call answers (next, chunk) where next = (end byte offset of the
+// chunk in the concatenated layer bit arrays) + 1, and finally (0, "").
+// LOADCHUNK key 1 header creates the filter; LOADCHUNK key next chunk writes
+// the chunk at offset next - 1 - payload_length.
+//
+// Encoding (all integers little-endian), specified in proto/resp.md:
+//   header = "BLMDUMP1" magic, u32 version, FilterOptions, u32 layer count,
+//            per layer (u64 capacity, f64 error_rate, u64 bits, u32 hashes,
+//            u64 items), u64 XXH64 of everything before it.
+//   chunk  = payload (whole little-endian words, within one layer), then u64
+//            XXH64 of (u64 byte offset, payload).
+// Every decode checks lengths, ranges and checksums: bad input is an error
+// message, never a crash or a half-written filter.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "bloomery/bloom/scalable_filter.hpp"
+
+namespace bloomery::bloom {
+
+inline constexpr std::size_t kMaxDumpChunkBytes = 16 * 1024 * 1024;
+
+std::string encode_header(const ScalableFilter& filter);
+
+// Decodes a header into a new, all-zero filter with the same geometry.
+// Returns nullptr and sets `error` (Redis wording, no "ERR " prefix) on bad input
+// or if any layer exceeds `max_layer_bytes` (0 = unbounded).
+std::unique_ptr<ScalableFilter> decode_header(std::string_view bytes, std::uint64_t max_layer_bytes,
+                                              std::string& error);
+
+struct DumpChunk {
+    std::int64_t next_iter;  // 0 when the dump is complete
+    std::string data;        // empty when complete
+};
+
+// iter 0: the header; iter >= 1: the chunk starting at byte offset iter - 1.
+// Chunks are at most `max_chunk_bytes` of payload (rounded down to words, at
+// least one word) and never cross a layer boundary. An iter past the end (or
+// not word aligned + 1) yields {0, ""}.
+DumpChunk dump_chunk(const ScalableFilter& filter, std::int64_t iter,
+                     std::size_t max_chunk_bytes = kMaxDumpChunkBytes);
+
+// Writes a data chunk produced by dump_chunk() into `filter`. Returns false and
+// sets `error` if the iterator, length, alignment, bounds or checksum are wrong;
+// the filter is then unchanged.
+bool load_chunk(ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
+                std::string& error);
+
+}  // namespace bloomery::bloom

@@ -1,0 +1,27 @@
+#pragma once
+// Item hashing: one MurmurHash3 x64_128 per item gives (h1, h2); the k probe
+// positions come from enhanced double hashing (Kirsch–Mitzenmacher, Dillinger):
+//   g_i = h1 + i·h2 + (i³ − i)/6  (mod 2^64), reduced to [0, m) by fast range
+//   ((g_i · m) >> 64), so every bit position is reachable for any m.
+
+#include <cstdint>
+#include <string_view>
+
+namespace bloomery::bloom {
+
+struct ItemHash {
+    std::uint64_t h1;
+    std::uint64_t h2;
+};
+
+// Stable across versions and platforms: snapshots and SCANDUMPs depend on it.
+ItemHash hash_item(std::string_view item);
+
+// Position of probe `i` (0-based) in a filter of `bits` bits.
+inline std::uint64_t probe_position(const ItemHash& hash, std::uint32_t i, std::uint64_t bits) {
+    const std::uint64_t ii = i;
+    const std::uint64_t g = hash.h1 + ii * hash.h2 + (ii * ii * ii - ii) / 6;
+    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(g) * bits) >> 64);
+}
+
+}  // namespace bloomery::bloom

@@ -1,0 +1,76 @@
+#pragma once
+// Incremental RESP request parser. It does no I/O and knows nothing of sockets:
+// the caller hands it the unconsumed bytes of a connection's query buffer and
+// it either yields one command (argv as views into those bytes), asks for more
+// bytes, or reports a protocol error.
+//
+// Accepted input: RESP2 multibulk (`*<n>\r\n$<len>\r\n<bytes>\r\n...`) and inline
+// commands (`PING\r\n`, words split on spaces/tabs, "double" and 'single' quotes
+// with Redis's escapes). A command split at any byte boundary parses the same.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bloomery::resp {
+
+// Limits, with Redis's defaults. Every one is a named config value of the server.
+struct ParserLimits {
+    std::size_t max_bulk_length = 512ull * 1024 * 1024;  // proto-max-bulk-len
+    std::size_t max_inline_length = 64 * 1024;           // PROTO_INLINE_MAX_SIZE
+    std::size_t max_multibulk_length = 1024 * 1024;      // arguments per command
+};
+
+enum class ParseStatus {
+    complete,    // one command parsed; argv and consumed are set
+    incomplete,  // need more bytes; call again with the same bytes plus more
+    error,       // protocol error; error_message() says why; the connection must close
+};
+
+class Parser {
+public:
+    explicit Parser(ParserLimits limits = {});
+
+    // Parses at most one command from the front of `input`, which must start at
+    // the first byte not yet consumed. On `complete`: `argv` holds views into
+    // `input` (valid while those bytes live), `consumed` is how many bytes of
+    // `input` the command took. An empty inline line or a `*0`/`*-1` multibulk is
+    // consumed and yields an empty argv (the caller skips it).
+    // On `incomplete` the parser remembers how far it got (as offsets, so the
+    // caller may move or grow its buffer) and resumes at the next call, which must
+    // pass the same unconsumed bytes with more appended.
+    ParseStatus parse(std::string_view input, std::vector<std::string_view>& argv,
+                      std::size_t& consumed);
+
+    // Text after "ERR Protocol error: " for the last `error`, e.g.
+    // "invalid multibulk length", "invalid bulk length", "expected '$', got 'x'",
+    // "too big inline request", "unbalanced quotes in request". Never contains CR/LF.
+    const std::string& error_message() const { return error_; }
+
+    // A hint for buffer management: the total size of the command being parsed
+    // once known (0 if unknown), so a caller can reserve room for a large bulk.
+    std::size_t bytes_expected() const { return bytes_expected_; }
+
+    void reset();
+
+private:
+    ParseStatus parse_inline(std::string_view input, std::vector<std::string_view>& argv,
+                             std::size_t& consumed);
+    ParseStatus parse_multibulk(std::string_view input, std::vector<std::string_view>& argv,
+                                std::size_t& consumed);
+    ParseStatus fail(std::string message);
+
+    ParserLimits limits_;
+    std::string error_;
+    // Resumable multibulk state (offsets relative to the start of the command).
+    std::int64_t args_expected_ = -1;           // -1: header not parsed yet
+    std::size_t pos_ = 0;                       // next byte to parse
+    std::vector<std::pair<std::size_t, std::size_t>> arg_spans_;  // (offset, length)
+    std::size_t bytes_expected_ = 0;
+    // Inline commands with quotes are unescaped into this storage.
+    std::vector<std::string> inline_storage_;
+};
+
+}  // namespace bloomery::resp

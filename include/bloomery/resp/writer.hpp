@@ -1,0 +1,41 @@
+#pragma once
+// Reply encoder. Appends RESP2 or RESP3 replies to a caller-owned, reusable
+// byte buffer (the connection's output buffer): no allocation per reply once
+// the buffer has grown. Not thread-safe; one writer per connection.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace bloomery::resp {
+
+class Writer {
+public:
+    explicit Writer(std::string& out) : out_(&out) {}
+
+    // 2 (default) or 3, set by HELLO. RESP3-only types degrade to RESP2 forms.
+    void set_protocol(int version) { protocol_ = version; }
+    int protocol() const { return protocol_; }
+
+    void simple(std::string_view text);            // +text  (CR/LF replaced by spaces)
+    void error(std::string_view text);             // -text  (text includes the prefix, e.g. "ERR ...")
+    void integer(std::int64_t value);              // :value
+    void bulk(std::string_view bytes);             // $len bytes
+    void null();                                   // RESP2 $-1, RESP3 _
+    void null_array();                             // RESP2 *-1, RESP3 _
+    void array(std::size_t count);                 // *count, elements follow
+    void map(std::size_t pairs);                   // RESP3 %pairs, RESP2 *2·pairs
+    void set(std::size_t count);                   // RESP3 ~count, RESP2 *count
+    void boolean(bool value);                      // RESP3 #t/#f, RESP2 :1/:0
+    void real(double value);                       // RESP3 ,value, RESP2 bulk string
+    void verbatim(std::string_view text);          // RESP3 =len txt:..., RESP2 bulk
+    void ok() { simple("OK"); }
+
+    std::string& buffer() { return *out_; }
+
+private:
+    std::string* out_;
+    int protocol_ = 2;
+};
+
+}  // namespace bloomery::resp
