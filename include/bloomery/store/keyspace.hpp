@@ -1,0 +1,141 @@
+#pragma once
+// The keyspace: a map from key name to Bloom filter, sharded by a hash of the
+// key, one reader/writer lock per shard, so clients using different filters do
+// not contend. Filters are held by shared_ptr so that a snapshot can keep one
+// alive after releasing the shard lock; the command path never copies the
+// pointer (no reference-count traffic per command).
+//
+// Expiry: a key past its deadline is invisible to every lookup (lazy) and is
+// erased by the next write to its shard or by active_expire_cycle().
+//
+// Thread safety: every member function may be called from any thread.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "bloomery/bloom/scalable_filter.hpp"
+
+namespace bloomery::store {
+
+using FilterPtr = std::shared_ptr<bloom::ScalableFilter>;
+
+// Milliseconds since the Unix epoch (wall clock), the unit of every deadline.
+std::int64_t now_ms();
+
+struct Entry {
+    FilterPtr filter;
+    std::int64_t expire_at_ms = 0;  // 0: no expiry
+
+    bool expired(std::int64_t now) const { return expire_at_ms != 0 && expire_at_ms <= now; }
+};
+
+// One key as seen by a snapshot or SCAN: a consistent copy of its entry.
+struct KeySnapshot {
+    std::string key;
+    FilterPtr filter;
+    std::int64_t expire_at_ms;
+};
+
+class Keyspace {
+public:
+    explicit Keyspace(std::size_t num_shards = 64);
+
+    std::size_t num_shards() const { return shards_.size(); }
+    std::size_t shard_of(std::string_view key) const;
+
+    // Calls fn(bloom::ScalableFilter&) under the shard's shared lock if the key
+    // exists and has not expired. Returns whether it did.
+    template <class Fn>
+    bool with_filter(std::string_view key, Fn&& fn) const {
+        const Shard& shard = shards_[shard_of(key)];
+        std::shared_lock lock(shard.mutex);
+        auto it = shard.map.find(key);
+        if (it == shard.map.end() || it->second.expired(now_ms())) return false;
+        fn(*it->second.filter);
+        return true;
+    }
+
+    // Like with_filter, but if the key is missing (or expired) calls make(),
+    // which returns a FilterPtr or nullptr to refuse, and inserts it under the
+    // exclusive lock. fn runs under the shared lock. Returns false if make()
+    // refused (and fn was not called).
+    template <class Make, class Fn>
+    bool with_filter_or_create(std::string_view key, Make&& make, Fn&& fn) {
+        if (with_filter(key, fn)) return true;
+        Shard& shard = shards_[shard_of(key)];
+        {
+            std::unique_lock lock(shard.mutex);
+            auto it = shard.map.find(key);
+            const std::int64_t now = now_ms();
+            if (it == shard.map.end() || it->second.expired(now)) {
+                FilterPtr created = make();
+                if (!created) return false;
+                if (it == shard.map.end()) {
+                    shard.map.emplace(std::string(key), Entry{std::move(created), 0});
+                } else {
+                    it->second = Entry{std::move(created), 0};
+                }
+            }
+        }
+        // Another client may delete it between the two locks; then the add
+        // simply lands in a filter nobody sees, as if the delete came after.
+        if (!with_filter(key, fn)) return with_filter_or_create(key, make, fn);
+        return true;
+    }
+
+    // Inserts `filter` under `key` only if the key is absent (or expired).
+    bool insert_new(std::string_view key, FilterPtr filter, std::int64_t expire_at_ms = 0);
+    // Inserts or replaces.
+    void put(std::string_view key, FilterPtr filter, std::int64_t expire_at_ms = 0);
+    bool erase(std::string_view key);
+    bool contains(std::string_view key) const;
+    std::optional<KeySnapshot> get(std::string_view key) const;
+
+    // Deadline management. set_expiry with 0 removes it (PERSIST).
+    // Returns false if the key is missing. A deadline in the past deletes the key.
+    bool set_expiry(std::string_view key, std::int64_t expire_at_ms);
+    // nullopt: key missing; 0: no expiry; otherwise the deadline.
+    std::optional<std::int64_t> expiry(std::string_view key) const;
+
+    // Moves `from` to `to`, replacing `to`. False if `from` is missing.
+    bool rename(std::string_view from, std::string_view to);
+
+    std::size_t size() const;  // live keys (may include keys expired but not yet erased)
+    void clear();
+
+    // Copies the live entries of shard `index` (for snapshots and SCAN).
+    std::vector<KeySnapshot> shard_entries(std::size_t index) const;
+
+    // Erases expired keys in every shard; returns how many.
+    std::size_t active_expire_cycle();
+
+    // Approximate memory held by filters, in bytes.
+    std::uint64_t memory_bytes() const;
+
+private:
+    struct StringHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const noexcept {
+            return std::hash<std::string_view>{}(s);
+        }
+    };
+    struct alignas(64) Shard {
+        mutable std::shared_mutex mutex;
+        std::unordered_map<std::string, Entry, StringHash, std::equal_to<>> map;
+    };
+
+    Shard& shard_for(std::string_view key) { return shards_[shard_of(key)]; }
+    const Shard& shard_for(std::string_view key) const { return shards_[shard_of(key)]; }
+
+    std::vector<Shard> shards_;
+};
+
+}  // namespace bloomery::store

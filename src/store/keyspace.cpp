@@ -1,0 +1,208 @@
+#include "bloomery/store/keyspace.hpp"
+
+#include <chrono>
+
+namespace bloomery::store {
+
+std::int64_t now_ms() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+Keyspace::Keyspace(std::size_t num_shards) : shards_(num_shards == 0 ? 1 : num_shards) {}
+
+std::size_t Keyspace::shard_of(std::string_view key) const {
+    // The map inside a shard hashes the key again; a different mix here keeps
+    // the shard choice independent of the bucket choice.
+    const std::size_t h = std::hash<std::string_view>{}(key);
+    const std::uint64_t mixed = (static_cast<std::uint64_t>(h) ^ (h >> 29)) * 0x9E3779B97F4A7C15ull;
+    return static_cast<std::size_t>((mixed >> 32) % shards_.size());
+}
+
+bool Keyspace::insert_new(std::string_view key, FilterPtr filter, std::int64_t expire_at_ms) {
+    Shard& shard = shard_for(key);
+    std::unique_lock lock(shard.mutex);
+    auto it = shard.map.find(key);
+    if (it != shard.map.end()) {
+        if (!it->second.expired(now_ms())) return false;
+        it->second = Entry{std::move(filter), expire_at_ms};
+        return true;
+    }
+    shard.map.emplace(std::string(key), Entry{std::move(filter), expire_at_ms});
+    return true;
+}
+
+void Keyspace::put(std::string_view key, FilterPtr filter, std::int64_t expire_at_ms) {
+    Shard& shard = shard_for(key);
+    std::unique_lock lock(shard.mutex);
+    auto it = shard.map.find(key);
+    if (it != shard.map.end()) {
+        it->second = Entry{std::move(filter), expire_at_ms};
+    } else {
+        shard.map.emplace(std::string(key), Entry{std::move(filter), expire_at_ms});
+    }
+}
+
+bool Keyspace::erase(std::string_view key) {
+    Shard& shard = shard_for(key);
+    FilterPtr doomed;  // freed after the lock is released: a large filter takes a while
+    std::unique_lock lock(shard.mutex);
+    auto it = shard.map.find(key);
+    if (it == shard.map.end()) return false;
+    const bool live = !it->second.expired(now_ms());
+    doomed = std::move(it->second.filter);
+    shard.map.erase(it);
+    lock.unlock();
+    return live;
+}
+
+bool Keyspace::contains(std::string_view key) const {
+    const Shard& shard = shard_for(key);
+    std::shared_lock lock(shard.mutex);
+    auto it = shard.map.find(key);
+    return it != shard.map.end() && !it->second.expired(now_ms());
+}
+
+std::optional<KeySnapshot> Keyspace::get(std::string_view key) const {
+    const Shard& shard = shard_for(key);
+    std::shared_lock lock(shard.mutex);
+    auto it = shard.map.find(key);
+    if (it == shard.map.end() || it->second.expired(now_ms())) return std::nullopt;
+    return KeySnapshot{it->first, it->second.filter, it->second.expire_at_ms};
+}
+
+bool Keyspace::set_expiry(std::string_view key, std::int64_t expire_at_ms) {
+    Shard& shard = shard_for(key);
+    FilterPtr doomed;
+    std::unique_lock lock(shard.mutex);
+    auto it = shard.map.find(key);
+    const std::int64_t now = now_ms();
+    if (it == shard.map.end()) return false;
+    if (it->second.expired(now)) {
+        doomed = std::move(it->second.filter);
+        shard.map.erase(it);
+        return false;
+    }
+    if (expire_at_ms != 0 && expire_at_ms <= now) {
+        doomed = std::move(it->second.filter);
+        shard.map.erase(it);
+        return true;
+    }
+    it->second.expire_at_ms = expire_at_ms;
+    return true;
+}
+
+std::optional<std::int64_t> Keyspace::expiry(std::string_view key) const {
+    const Shard& shard = shard_for(key);
+    std::shared_lock lock(shard.mutex);
+    auto it = shard.map.find(key);
+    if (it == shard.map.end() || it->second.expired(now_ms())) return std::nullopt;
+    return it->second.expire_at_ms;
+}
+
+bool Keyspace::rename(std::string_view from, std::string_view to) {
+    const std::size_t a = shard_of(from);
+    const std::size_t b = shard_of(to);
+    FilterPtr doomed;
+    // Lock both shards in index order so two opposite renames cannot deadlock.
+    std::unique_lock<std::shared_mutex> first(shards_[std::min(a, b)].mutex);
+    std::unique_lock<std::shared_mutex> second;
+    if (a != b) second = std::unique_lock(shards_[std::max(a, b)].mutex);
+    auto& source = shards_[a].map;
+    auto it = source.find(from);
+    if (it == source.end()) return false;
+    if (it->second.expired(now_ms())) {
+        doomed = std::move(it->second.filter);
+        source.erase(it);
+        return false;
+    }
+    if (from == to) return true;
+    Entry moved = std::move(it->second);
+    source.erase(it);
+    auto& target = shards_[b].map;
+    auto existing = target.find(to);
+    if (existing != target.end()) {
+        doomed = std::move(existing->second.filter);
+        existing->second = std::move(moved);
+    } else {
+        target.emplace(std::string(to), std::move(moved));
+    }
+    return true;
+}
+
+std::size_t Keyspace::size() const {
+    std::size_t total = 0;
+    for (const Shard& shard : shards_) {
+        std::shared_lock lock(shard.mutex);
+        total += shard.map.size();
+    }
+    return total;
+}
+
+void Keyspace::clear() {
+    for (Shard& shard : shards_) {
+        decltype(shard.map) doomed;
+        {
+            std::unique_lock lock(shard.mutex);
+            doomed.swap(shard.map);
+        }
+    }
+}
+
+std::vector<KeySnapshot> Keyspace::shard_entries(std::size_t index) const {
+    std::vector<KeySnapshot> out;
+    const Shard& shard = shards_.at(index);
+    std::shared_lock lock(shard.mutex);
+    out.reserve(shard.map.size());
+    const std::int64_t now = now_ms();
+    for (const auto& [key, entry] : shard.map) {
+        if (!entry.expired(now)) out.push_back(KeySnapshot{key, entry.filter, entry.expire_at_ms});
+    }
+    return out;
+}
+
+std::size_t Keyspace::active_expire_cycle() {
+    std::size_t removed = 0;
+    for (Shard& shard : shards_) {
+        std::vector<FilterPtr> doomed;
+        {
+            const std::int64_t now = now_ms();
+            // Look under the shared lock first: most cycles find nothing to do.
+            bool any = false;
+            {
+                std::shared_lock lock(shard.mutex);
+                for (const auto& [key, entry] : shard.map) {
+                    if (entry.expired(now)) {
+                        any = true;
+                        break;
+                    }
+                }
+            }
+            if (!any) continue;
+            std::unique_lock lock(shard.mutex);
+            for (auto it = shard.map.begin(); it != shard.map.end();) {
+                if (it->second.expired(now)) {
+                    doomed.push_back(std::move(it->second.filter));
+                    it = shard.map.erase(it);
+                    ++removed;
+                } else {
+                    ++it;
+                }
+            }
+        }
+    }
+    return removed;
+}
+
+std::uint64_t Keyspace::memory_bytes() const {
+    std::uint64_t total = 0;
+    for (const Shard& shard : shards_) {
+        std::shared_lock lock(shard.mutex);
+        for (const auto& [key, entry] : shard.map) {
+            total += key.size() + sizeof(Entry) + entry.filter->byte_size();
+        }
+    }
+    return total;
+}
+
+}  // namespace bloomery::store
