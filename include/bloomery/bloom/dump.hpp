@@ -8,7 +8,8 @@
 // the chunk at offset next - 1 - payload_length.
 //
 // Encoding (all integers little-endian), specified in proto/resp.md:
-//   header = "BLMDUMP1" magic, u32 version, FilterOptions, u32 layer count,
+//   header = "BLMDUMP1" magic, u32 version, FilterOptions (f64 error_rate,
+//            u64 capacity, u32 expansion, u32 flags: bit 0 = nonscaling), u32 layer count,
 //            per layer (u64 capacity, f64 error_rate, u64 bits, u32 hashes,
 //            u64 items), u64 XXH64 of everything before it.
 //   chunk  = payload (whole little-endian words, within one layer), then u64

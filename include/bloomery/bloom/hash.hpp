@@ -21,7 +21,10 @@ ItemHash hash_item(std::string_view item);
 inline std::uint64_t probe_position(const ItemHash& hash, std::uint32_t i, std::uint64_t bits) {
     const std::uint64_t ii = i;
     const std::uint64_t g = hash.h1 + ii * hash.h2 + (ii * ii * ii - ii) / 6;
-    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(g) * bits) >> 64);
+    // __extension__: unsigned __int128 is a GCC/Clang extension that
+    // -Wpedantic would otherwise reject in every file including this header.
+    __extension__ typedef unsigned __int128 uint128;
+    return static_cast<std::uint64_t>((static_cast<uint128>(g) * bits) >> 64);
 }
 
 }  // namespace bloomery::bloom

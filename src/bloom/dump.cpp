@@ -1,0 +1,290 @@
+#include "bloomery/bloom/dump.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <vector>
+
+#include "bloomery/bloom/params.hpp"
+
+namespace bloomery::bloom {
+
+// Header layout (little-endian, 48 + 36·layers bytes):
+//   0  char[8] "BLMDUMP1"
+//   8  u32     version (kVersion)
+//   12 f64     options.error_rate
+//   20 u64     options.capacity
+//   28 u32     options.expansion
+//   32 u32     flags: bit 0 = nonscaling; other bits must be 0
+//   36 u32     layer count
+//   40 per layer: u64 capacity, f64 error_rate, u64 bits, u32 hashes, u64 items
+//   .. u64     XXH64 (seed 0) of every byte before it
+// Chunk: payload words (little-endian), then u64 XXH64 (seed 0) of
+// (u64 byte offset of the payload in the concatenated layers, payload).
+// Hashing the offset with the payload means a valid chunk replayed at another
+// iterator is rejected, not written to the wrong place.
+
+namespace {
+
+constexpr char kMagic[8] = {'B', 'L', 'M', 'D', 'U', 'M', 'P', '1'};
+constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kFlagNonscaling = 1;
+constexpr std::size_t kFixedHeaderBytes = 8 + 4 + 8 + 8 + 4 + 4 + 4;  // before the layers
+constexpr std::size_t kLayerBytes = 8 + 8 + 8 + 4 + 8;
+constexpr std::size_t kChecksumBytes = 8;
+constexpr std::uint64_t kChecksumSeed = 0;
+constexpr std::uint32_t kMaxHashes = 64;  // -log2(p) for p = 2^-64; anything more is garbage
+
+// Little-endian conversion. On little-endian hosts (all we ship on) these are
+// plain copies the compiler turns into single moves.
+std::uint64_t to_le(std::uint64_t v) {
+    if constexpr (std::endian::native == std::endian::big) return __builtin_bswap64(v);
+    return v;
+}
+std::uint32_t to_le(std::uint32_t v) {
+    if constexpr (std::endian::native == std::endian::big) return __builtin_bswap32(v);
+    return v;
+}
+
+void put_u32(std::string& out, std::uint32_t v) {
+    v = to_le(v);
+    out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+void put_u64(std::string& out, std::uint64_t v) {
+    v = to_le(v);
+    out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+void put_f64(std::string& out, double v) {
+    put_u64(out, std::bit_cast<std::uint64_t>(v));
+}
+
+// Bounds are checked by the caller (exact total length) before any read.
+class Reader {
+  public:
+    explicit Reader(std::string_view bytes) : bytes_(bytes) {}
+    std::uint32_t u32() {
+        std::uint32_t v;
+        std::memcpy(&v, bytes_.data() + pos_, sizeof v);
+        pos_ += sizeof v;
+        return to_le(v);
+    }
+    std::uint64_t u64() {
+        std::uint64_t v;
+        std::memcpy(&v, bytes_.data() + pos_, sizeof v);
+        pos_ += sizeof v;
+        return to_le(v);
+    }
+    double f64() { return std::bit_cast<double>(u64()); }
+    void skip(std::size_t n) { pos_ += n; }
+
+  private:
+    std::string_view bytes_;
+    std::size_t pos_ = 0;
+};
+
+bool valid_error_rate(double p) {
+    return p > kMinErrorRate && p < kMaxErrorRate;
+}  // false for NaN
+
+std::uint64_t chunk_checksum(std::uint64_t offset, std::string_view payload) {
+    struct StateDeleter {
+        void operator()(XXH64_state_t* s) const { XXH64_freeState(s); }
+    };
+    std::unique_ptr<XXH64_state_t, StateDeleter> state(XXH64_createState());
+    if (!state) throw std::bad_alloc();
+    const std::uint64_t le_offset = to_le(offset);
+    XXH64_reset(state.get(), kChecksumSeed);
+    XXH64_update(state.get(), &le_offset, sizeof le_offset);
+    XXH64_update(state.get(), payload.data(), payload.size());
+    return XXH64_digest(state.get());
+}
+
+struct Location {
+    std::size_t layer;
+    std::uint64_t layer_offset;  // byte offset inside the layer
+    std::uint64_t layer_bytes;
+};
+
+// Finds the layer holding byte `offset` of the concatenated bit arrays.
+bool locate(const ScalableFilter& filter, std::uint64_t offset, Location& loc) {
+    const std::size_t n = filter.num_layers();
+    std::uint64_t start = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t size = filter.layer(i).byte_size();
+        if (offset - start < size) {
+            loc = Location{i, offset - start, size};
+            return true;
+        }
+        start += size;
+    }
+    return false;
+}
+
+}  // namespace
+
+std::string encode_header(const ScalableFilter& filter) {
+    const std::size_t n = filter.num_layers();
+    const FilterOptions& options = filter.options();
+    std::string out;
+    out.reserve(kFixedHeaderBytes + n * kLayerBytes + kChecksumBytes);
+    out.append(kMagic, sizeof kMagic);
+    put_u32(out, kVersion);
+    put_f64(out, options.error_rate);
+    put_u64(out, options.capacity);
+    put_u32(out, options.expansion);
+    put_u32(out, options.nonscaling ? kFlagNonscaling : 0);
+    put_u32(out, static_cast<std::uint32_t>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+        const BloomLayer& layer = filter.layer(i);
+        put_u64(out, layer.capacity());
+        put_f64(out, layer.error_rate());
+        put_u64(out, layer.bits());
+        put_u32(out, layer.hashes());
+        put_u64(out, layer.items());
+    }
+    put_u64(out, XXH64(out.data(), out.size(), kChecksumSeed));
+    return out;
+}
+
+std::unique_ptr<ScalableFilter> decode_header(std::string_view bytes, std::uint64_t max_layer_bytes,
+                                              std::string& error) {
+    if (bytes.size() < kFixedHeaderBytes + kLayerBytes + kChecksumBytes) {
+        error = "invalid dump header";
+        return nullptr;
+    }
+    // The checksum is always the last 8 bytes, so it can be verified before
+    // trusting any field (a flipped bit in the layer count reads as a
+    // checksum mismatch, not as a confusing length error).
+    const std::string_view body = bytes.substr(0, bytes.size() - kChecksumBytes);
+    Reader trailer(bytes.substr(body.size()));
+    if (trailer.u64() != XXH64(body.data(), body.size(), kChecksumSeed)) {
+        error = "dump header checksum mismatch";
+        return nullptr;
+    }
+    if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+        error = "invalid dump header";
+        return nullptr;
+    }
+    Reader in(body);
+    in.skip(sizeof kMagic);
+    if (in.u32() != kVersion) {
+        error = "unsupported dump version";
+        return nullptr;
+    }
+    FilterOptions options;
+    options.error_rate = in.f64();
+    options.capacity = in.u64();
+    options.expansion = in.u32();
+    const std::uint32_t flags = in.u32();
+    options.nonscaling = (flags & kFlagNonscaling) != 0;
+    const std::uint32_t layers = in.u32();
+    if (!valid_error_rate(options.error_rate) || options.capacity < 1 || options.expansion < 1 ||
+        (flags & ~kFlagNonscaling) != 0 || layers < 1 || layers > ScalableFilter::kMaxLayers ||
+        (options.nonscaling && layers != 1) ||
+        body.size() != kFixedHeaderBytes + layers * kLayerBytes) {
+        error = "invalid dump header";
+        return nullptr;
+    }
+
+    struct LayerSpec {
+        std::uint64_t capacity;
+        double error_rate;
+        std::uint64_t bits;
+        std::uint32_t hashes;
+        std::uint64_t items;
+    };
+    std::vector<LayerSpec> specs(layers);
+    for (LayerSpec& spec : specs) {
+        spec.capacity = in.u64();
+        spec.error_rate = in.f64();
+        spec.bits = in.u64();
+        spec.hashes = in.u32();
+        spec.items = in.u64();
+        if (spec.capacity < 1 || !valid_error_rate(spec.error_rate) || spec.bits == 0 ||
+            spec.bits % 64 != 0 || spec.hashes < 1 || spec.hashes > kMaxHashes) {
+            error = "invalid dump header";
+            return nullptr;
+        }
+        if (max_layer_bytes != 0 && spec.bits / 8 > max_layer_bytes) {
+            error = "dump layer exceeds max layer size";
+            return nullptr;
+        }
+    }
+    // Validate everything before allocating anything.
+    try {
+        auto filter =
+            std::make_unique<ScalableFilter>(ScalableFilter::Empty{}, options, max_layer_bytes);
+        for (const LayerSpec& spec : specs) {
+            filter->append_layer(spec.capacity, spec.error_rate, spec.bits, spec.hashes)
+                .set_items(spec.items);
+        }
+        return filter;
+    } catch (const std::bad_alloc&) {
+        error = "not enough memory to load dump";
+        return nullptr;
+    }
+}
+
+DumpChunk dump_chunk(const ScalableFilter& filter, std::int64_t iter, std::size_t max_chunk_bytes) {
+    if (iter == 0) return DumpChunk{1, encode_header(filter)};
+    if (iter < 0) return DumpChunk{0, {}};
+    const auto offset = static_cast<std::uint64_t>(iter - 1);
+    Location loc;
+    if (offset % 8 != 0 || !locate(filter, offset, loc)) return DumpChunk{0, {}};
+
+    const std::uint64_t limit = std::max<std::uint64_t>(8, max_chunk_bytes & ~std::size_t{7});
+    const std::uint64_t length = std::min(limit, loc.layer_bytes - loc.layer_offset);
+    const std::uint64_t words = length / 8;
+    std::vector<std::uint64_t> buffer(words);
+    filter.layer(loc.layer).copy_words(loc.layer_offset / 8, words, buffer.data());
+    for (std::uint64_t& w : buffer) w = to_le(w);
+
+    DumpChunk chunk;
+    chunk.data.reserve(length + kChecksumBytes);
+    chunk.data.append(reinterpret_cast<const char*>(buffer.data()), length);
+    put_u64(chunk.data, chunk_checksum(offset, chunk.data));
+    // Filters are far below 2^63 bytes (memory-bound), so this cannot overflow.
+    chunk.next_iter = static_cast<std::int64_t>(offset + length + 1);
+    return chunk;
+}
+
+bool load_chunk(ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
+                std::string& error) {
+    if (iter < 1) {
+        error = "invalid chunk iterator";
+        return false;
+    }
+    if (chunk.size() < 8 + kChecksumBytes || chunk.size() % 8 != 0) {
+        error = "invalid chunk length";
+        return false;
+    }
+    const std::uint64_t length = chunk.size() - kChecksumBytes;
+    const auto end = static_cast<std::uint64_t>(iter - 1);
+    if (end < length || end % 8 != 0) {
+        error = "invalid chunk iterator";
+        return false;
+    }
+    const std::uint64_t offset = end - length;
+    Location loc;
+    if (!locate(filter, offset, loc) || length > loc.layer_bytes - loc.layer_offset) {
+        error = "chunk out of range";
+        return false;
+    }
+    const std::string_view payload = chunk.substr(0, length);
+    Reader trailer(chunk.substr(length));
+    if (trailer.u64() != chunk_checksum(offset, payload)) {
+        error = "chunk checksum mismatch";
+        return false;
+    }
+    std::vector<std::uint64_t> words(length / 8);
+    std::memcpy(words.data(), payload.data(), length);
+    for (std::uint64_t& w : words) w = to_le(w);
+    filter.layer(loc.layer).store_words(loc.layer_offset / 8, words.size(), words.data());
+    return true;
+}
+
+}  // namespace bloomery::bloom

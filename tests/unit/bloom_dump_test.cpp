@@ -1,0 +1,387 @@
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "bloomery/bloom/dump.hpp"
+
+namespace bloomery::bloom {
+namespace {
+
+std::string present_item(std::uint64_t i) {
+    return "present:" + std::to_string(i);
+}
+std::string absent_item(std::uint64_t i) {
+    return "absent:" + std::to_string(i);
+}
+
+FilterOptions make_options(std::uint64_t capacity, double error_rate, std::uint32_t expansion = 2,
+                           bool nonscaling = false) {
+    FilterOptions options;
+    options.capacity = capacity;
+    options.error_rate = error_rate;
+    options.expansion = expansion;
+    options.nonscaling = nonscaling;
+    return options;
+}
+
+// A scaling filter with three layers (100 + 200 + some of 400 items).
+std::unique_ptr<ScalableFilter> make_three_layer_filter() {
+    auto filter = std::make_unique<ScalableFilter>(make_options(100, 0.01, 2));
+    for (std::uint64_t i = 0; filter->num_layers() < 3 || filter->items() < 350; ++i) {
+        filter->add(present_item(i));
+    }
+    return filter;
+}
+
+std::vector<std::uint64_t> all_words(const ScalableFilter& filter) {
+    std::vector<std::uint64_t> words;
+    for (std::size_t l = 0; l < filter.num_layers(); ++l) {
+        const BloomLayer& layer = filter.layer(l);
+        const std::size_t start = words.size();
+        words.resize(start + layer.num_words());
+        layer.copy_words(0, layer.num_words(), words.data() + start);
+    }
+    return words;
+}
+
+struct Chunk {
+    std::int64_t iter;  // as returned with the chunk, i.e. what LOADCHUNK gets
+    std::string data;
+};
+
+std::vector<Chunk> dump_all(const ScalableFilter& filter, std::size_t max_chunk_bytes) {
+    std::vector<Chunk> chunks;
+    std::int64_t iter = 1;
+    for (;;) {
+        DumpChunk c = dump_chunk(filter, iter, max_chunk_bytes);
+        if (c.next_iter == 0) {
+            EXPECT_TRUE(c.data.empty());
+            break;
+        }
+        chunks.push_back(Chunk{c.next_iter, std::move(c.data)});
+        iter = c.next_iter;
+    }
+    return chunks;
+}
+
+void put_u32_at(std::string& s, std::size_t pos, std::uint32_t v) {
+    std::memcpy(&s[pos], &v, 4);
+}
+void put_u64_at(std::string& s, std::size_t pos, std::uint64_t v) {
+    std::memcpy(&s[pos], &v, 8);
+}
+
+// Recomputes the trailing checksum so that field checks, not the checksum,
+// are what reject a tampered header. (Tests run on little-endian hosts.)
+std::string reseal(std::string header) {
+    const std::size_t body = header.size() - 8;
+    put_u64_at(header, body, XXH64(header.data(), body, 0));
+    return header;
+}
+
+std::string seal_chunk(std::uint64_t offset, const std::string& payload) {
+    std::string buf(8, '\0');
+    put_u64_at(buf, 0, offset);
+    buf += payload;
+    std::string out = payload;
+    out.resize(payload.size() + 8);
+    put_u64_at(out, payload.size(), XXH64(buf.data(), buf.size(), 0));
+    return out;
+}
+
+TEST(BloomDump, HeaderIsTheFirstReplyAndIterStartsAtOne) {
+    const ScalableFilter filter(make_options(100, 0.01));
+    const DumpChunk first = dump_chunk(filter, 0);
+    EXPECT_EQ(first.next_iter, 1);
+    EXPECT_EQ(first.data, encode_header(filter));
+    EXPECT_EQ(first.data.substr(0, 8), "BLMDUMP1");
+    EXPECT_EQ(first.data.size(), 48u + 36u);
+}
+
+TEST(BloomDump, RoundTripThroughManySmallChunksIsIdentical) {
+    const auto source = make_three_layer_filter();
+    ASSERT_EQ(source->num_layers(), 3u);
+    const std::string header = dump_chunk(*source, 0).data;
+    const std::vector<Chunk> chunks = dump_all(*source, 64);
+
+    std::uint64_t total_bytes = 0;
+    for (std::size_t l = 0; l < source->num_layers(); ++l) {
+        total_bytes += source->layer(l).byte_size();
+    }
+    EXPECT_GT(chunks.size(), total_bytes / 64);  // layers are not multiples of 64 bytes
+    std::int64_t previous = 1;
+    for (const Chunk& c : chunks) {
+        ASSERT_LE(c.data.size(), 64u + 8);
+        ASSERT_EQ(c.iter - previous, static_cast<std::int64_t>(c.data.size() - 8));
+        previous = c.iter;
+    }
+    EXPECT_EQ(static_cast<std::uint64_t>(previous - 1), total_bytes);
+
+    std::string error;
+    auto copy = decode_header(header, 0, error);
+    ASSERT_NE(copy, nullptr) << error;
+    ASSERT_EQ(copy->num_layers(), 3u);
+    for (std::size_t l = 0; l < 3; ++l) {
+        EXPECT_EQ(copy->layer(l).bits(), source->layer(l).bits());
+        EXPECT_EQ(copy->layer(l).hashes(), source->layer(l).hashes());
+        EXPECT_EQ(copy->layer(l).capacity(), source->layer(l).capacity());
+        EXPECT_EQ(copy->layer(l).error_rate(), source->layer(l).error_rate());
+        EXPECT_EQ(copy->layer(l).items(), source->layer(l).items());
+        EXPECT_EQ(copy->layer(l).set_bits(), 0u);
+    }
+    EXPECT_EQ(copy->options().capacity, 100u);
+    EXPECT_EQ(copy->options().error_rate, 0.01);
+    EXPECT_EQ(copy->options().expansion, 2u);
+    EXPECT_FALSE(copy->options().nonscaling);
+
+    for (const Chunk& c : chunks) ASSERT_TRUE(load_chunk(*copy, c.iter, c.data, error)) << error;
+    EXPECT_EQ(all_words(*copy), all_words(*source));
+    EXPECT_EQ(copy->items(), source->items());
+    EXPECT_EQ(copy->capacity(), source->capacity());
+    EXPECT_EQ(copy->estimate_cardinality(), source->estimate_cardinality());
+    for (std::size_t l = 0; l < 3; ++l) {
+        EXPECT_EQ(copy->layer(l).set_bits(), source->layer(l).set_bits());
+    }
+    for (std::uint64_t i = 0; i < 2000; ++i) {
+        EXPECT_EQ(copy->contains(present_item(i)), source->contains(present_item(i)));
+        EXPECT_EQ(copy->contains(absent_item(i)), source->contains(absent_item(i)));
+    }
+    // The copy keeps growing like the original would.
+    EXPECT_EQ(copy->add("new item"), source->add("new item"));
+}
+
+TEST(BloomDump, DefaultChunkSizeDumpsOneChunkPerSmallLayer) {
+    const auto source = make_three_layer_filter();
+    const std::vector<Chunk> chunks = dump_all(*source, kMaxDumpChunkBytes);
+    ASSERT_EQ(chunks.size(), 3u);
+    for (std::size_t l = 0; l < 3; ++l) {
+        EXPECT_EQ(chunks[l].data.size(), source->layer(l).byte_size() + 8);
+    }
+}
+
+TEST(BloomDump, NonscalingFlagRoundTrips) {
+    const ScalableFilter source(make_options(500, 0.001, 4, true));
+    std::string error;
+    auto copy = decode_header(encode_header(source), 0, error);
+    ASSERT_NE(copy, nullptr) << error;
+    EXPECT_TRUE(copy->options().nonscaling);
+    EXPECT_EQ(copy->options().expansion, 4u);
+    EXPECT_EQ(copy->layer(0).error_rate(), 0.001);
+}
+
+TEST(BloomDump, IteratorsPastTheEndOrMisalignedFinishTheDump) {
+    const ScalableFilter filter(make_options(100, 0.01));
+    const std::int64_t end = static_cast<std::int64_t>(filter.layer(0).byte_size()) + 1;
+    EXPECT_EQ(dump_chunk(filter, end).next_iter, 0);
+    EXPECT_EQ(dump_chunk(filter, end + 8).next_iter, 0);
+    EXPECT_EQ(dump_chunk(filter, 2).next_iter, 0);
+    EXPECT_EQ(dump_chunk(filter, -1).next_iter, 0);
+    EXPECT_TRUE(dump_chunk(filter, 2).data.empty());
+    EXPECT_EQ(dump_chunk(filter, 9, 1).next_iter, 17);  // chunk size rounds up to one word
+}
+
+TEST(BloomDump, HeaderRejectsEveryTruncation) {
+    const auto source = make_three_layer_filter();
+    const std::string header = encode_header(*source);
+    for (std::size_t len = 0; len < header.size(); ++len) {
+        std::string error;
+        EXPECT_EQ(decode_header(header.substr(0, len), 0, error), nullptr) << len;
+        EXPECT_FALSE(error.empty());
+    }
+    std::string error;
+    EXPECT_EQ(decode_header(header + "x", 0, error), nullptr);
+}
+
+TEST(BloomDump, HeaderRejectsEveryFlippedBit) {
+    const auto source = make_three_layer_filter();
+    const std::string header = encode_header(*source);
+    for (std::size_t bit = 0; bit < header.size() * 8; ++bit) {
+        std::string bad = header;
+        bad[bit / 8] = static_cast<char>(bad[bit / 8] ^ (1 << (bit % 8)));
+        std::string error;
+        ASSERT_EQ(decode_header(bad, 0, error), nullptr) << bit;
+        EXPECT_EQ(error, "dump header checksum mismatch") << bit;
+    }
+}
+
+TEST(BloomDump, HeaderRejectsWrongMagicAndVersion) {
+    const ScalableFilter source(make_options(100, 0.01));
+    const std::string header = encode_header(source);
+    std::string error;
+
+    std::string bad = header;
+    bad[0] = 'X';
+    EXPECT_EQ(decode_header(reseal(bad), 0, error), nullptr);
+    EXPECT_EQ(error, "invalid dump header");
+
+    bad = header;
+    put_u32_at(bad, 8, 2);
+    EXPECT_EQ(decode_header(reseal(bad), 0, error), nullptr);
+    EXPECT_EQ(error, "unsupported dump version");
+
+    EXPECT_NE(decode_header(reseal(header), 0, error), nullptr);  // reseal itself is neutral
+}
+
+TEST(BloomDump, HeaderRejectsOutOfRangeFields) {
+    const ScalableFilter source(make_options(100, 0.01));
+    const std::string header = encode_header(source);
+    ASSERT_EQ(header.size(), 84u);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    struct Case {
+        const char* name;
+        std::size_t pos;
+        int width;  // 4 or 8
+        std::uint64_t value;
+    };
+    const std::vector<Case> cases = {
+        {"options error 0", 12, 8, std::bit_cast<std::uint64_t>(0.0)},
+        {"options error 1", 12, 8, std::bit_cast<std::uint64_t>(1.0)},
+        {"options error nan", 12, 8, std::bit_cast<std::uint64_t>(nan)},
+        {"options capacity 0", 20, 8, 0},
+        {"expansion 0", 28, 4, 0},
+        {"unknown flag", 32, 4, 2},
+        {"layer count larger than the layers present", 36, 4, 2},
+        {"zero layers", 36, 4, 0},
+        {"65 layers", 36, 4, 65},
+        {"layer capacity 0", 40, 8, 0},
+        {"layer error negative", 48, 8, std::bit_cast<std::uint64_t>(-0.5)},
+        {"layer error inf", 48, 8,
+         std::bit_cast<std::uint64_t>(std::numeric_limits<double>::infinity())},
+        {"bits 0", 56, 8, 0},
+        {"bits not a multiple of 64", 56, 8, 1000},
+        {"hashes 0", 64, 4, 0},
+        {"hashes 65", 64, 4, 65},
+    };
+    for (const Case& c : cases) {
+        std::string bad = header;
+        if (c.width == 4) {
+            put_u32_at(bad, c.pos, static_cast<std::uint32_t>(c.value));
+        } else {
+            put_u64_at(bad, c.pos, c.value);
+        }
+        std::string error;
+        EXPECT_EQ(decode_header(reseal(bad), 0, error), nullptr) << c.name;
+        EXPECT_EQ(error, "invalid dump header") << c.name;
+    }
+    // A nonscaling filter claiming two layers (with the right length).
+    const auto scaled = make_three_layer_filter();
+    std::string two = encode_header(*scaled);
+    put_u32_at(two, 32, 1);  // set nonscaling
+    std::string error;
+    EXPECT_EQ(decode_header(reseal(two), 0, error), nullptr);
+}
+
+TEST(BloomDump, HeaderRejectsLayersOverTheSizeLimit) {
+    const auto source = make_three_layer_filter();
+    const std::string header = encode_header(*source);
+    std::string error;
+    const std::uint64_t biggest = source->layer(2).byte_size();
+    EXPECT_NE(decode_header(header, biggest, error), nullptr);
+    EXPECT_EQ(decode_header(header, biggest - 1, error), nullptr);
+    EXPECT_EQ(error, "dump layer exceeds max layer size");
+}
+
+class BloomDumpChunks : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        source_ = make_three_layer_filter();
+        chunks_ = dump_all(*source_, 64);
+        std::string error;
+        target_ = decode_header(encode_header(*source_), 0, error);
+        ASSERT_NE(target_, nullptr) << error;
+        // Load every other chunk so the target has some bits to protect.
+        for (std::size_t i = 0; i < chunks_.size(); i += 2) {
+            ASSERT_TRUE(load_chunk(*target_, chunks_[i].iter, chunks_[i].data, error)) << error;
+        }
+        before_ = all_words(*target_);
+        before_set_bits_ = set_bits(*target_);
+    }
+
+    static std::uint64_t set_bits(const ScalableFilter& f) {
+        std::uint64_t total = 0;
+        for (std::size_t l = 0; l < f.num_layers(); ++l) total += f.layer(l).set_bits();
+        return total;
+    }
+
+    void expect_rejected(std::int64_t iter, const std::string& data, const char* what) {
+        std::string error;
+        EXPECT_FALSE(load_chunk(*target_, iter, data, error)) << what;
+        EXPECT_FALSE(error.empty()) << what;
+        EXPECT_EQ(all_words(*target_), before_) << what;
+        EXPECT_EQ(set_bits(*target_), before_set_bits_) << what;
+    }
+
+    std::unique_ptr<ScalableFilter> source_;
+    std::unique_ptr<ScalableFilter> target_;
+    std::vector<Chunk> chunks_;
+    std::vector<std::uint64_t> before_;
+    std::uint64_t before_set_bits_ = 0;
+};
+
+TEST_F(BloomDumpChunks, RejectBadChecksum) {
+    const Chunk& c = chunks_[1];
+    std::string bad = c.data;
+    bad[3] ^= 0x10;
+    expect_rejected(c.iter, bad, "payload bit flip");
+    bad = c.data;
+    bad.back() ^= 0x01;
+    expect_rejected(c.iter, bad, "checksum bit flip");
+    std::string error;
+    load_chunk(*target_, c.iter, bad, error);
+    EXPECT_EQ(error, "chunk checksum mismatch");
+}
+
+TEST_F(BloomDumpChunks, RejectWrongLength) {
+    const Chunk& c = chunks_[1];
+    expect_rejected(c.iter, c.data.substr(0, c.data.size() - 1), "one byte short");
+    expect_rejected(c.iter, c.data + "x", "one byte long");
+    expect_rejected(c.iter, c.data + std::string(8, '\0'), "one word long");
+    expect_rejected(c.iter, "", "empty");
+    expect_rejected(c.iter, c.data.substr(c.data.size() - 8), "checksum only");
+}
+
+TEST_F(BloomDumpChunks, RejectMisalignedOrInvalidIterator) {
+    const Chunk& c = chunks_[1];
+    expect_rejected(c.iter + 1, c.data, "misaligned");
+    expect_rejected(c.iter - 4, c.data, "misaligned backwards");
+    expect_rejected(0, c.data, "iter 0");
+    expect_rejected(-5, c.data, "negative");
+    expect_rejected(static_cast<std::int64_t>(c.data.size()) - 8, c.data, "starts before 0");
+    // A valid chunk replayed at another (aligned) offset: the checksum binds it.
+    expect_rejected(chunks_[3].iter, c.data, "replayed at another offset");
+}
+
+TEST_F(BloomDumpChunks, RejectOutOfBoundsIterator) {
+    std::uint64_t total = 0;
+    for (std::size_t l = 0; l < source_->num_layers(); ++l) total += source_->layer(l).byte_size();
+    const std::string payload(16, '\xff');
+    expect_rejected(static_cast<std::int64_t>(total + 16 + 1), seal_chunk(total, payload),
+                    "past the end");
+    expect_rejected(static_cast<std::int64_t>(total + 8 + 1), seal_chunk(total - 8, payload),
+                    "overhanging the end");
+    expect_rejected(std::numeric_limits<std::int64_t>::max() - 7,
+                    seal_chunk(std::numeric_limits<std::int64_t>::max() - 8 - 16, payload), "huge");
+}
+
+TEST_F(BloomDumpChunks, RejectChunkCrossingALayerBoundary) {
+    const std::uint64_t boundary = source_->layer(0).byte_size();
+    const std::string payload(16, '\xff');
+    const std::string sealed = seal_chunk(boundary - 8, payload);
+    expect_rejected(static_cast<std::int64_t>(boundary + 8 + 1), sealed, "crossing layers");
+    std::string error;
+    load_chunk(*target_, static_cast<std::int64_t>(boundary + 8 + 1), sealed, error);
+    EXPECT_EQ(error, "chunk out of range");
+    // The same bytes inside one layer are accepted: the rejection was the boundary.
+    EXPECT_TRUE(load_chunk(*target_, 16 + 1, seal_chunk(0, payload), error)) << error;
+    EXPECT_EQ(target_->layer(0).load_word(0), ~std::uint64_t{0});
+}
+
+}  // namespace
+}  // namespace bloomery::bloom
