@@ -1,0 +1,70 @@
+#pragma once
+// Server configuration: every limit is a named value with a default. Filled by
+// CLI11 from flags, an optional config file and BLOOMERY_* environment
+// variables (see src/net/config.cpp, where the flags are declared). Plain data,
+// no Asio, so command handlers can read it.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bloomery::net {
+
+struct SavePoint {
+    std::int64_t seconds;
+    std::int64_t changes;
+};
+
+struct Config {
+    // Network
+    std::string bind = "127.0.0.1";
+    std::uint16_t port = 6379;
+    unsigned threads = 0;  // 0: one per core
+    std::size_t max_clients = 10000;
+    std::int64_t timeout_seconds = 0;  // idle client timeout, 0 = never
+    // Protocol limits (Redis's defaults)
+    std::size_t proto_max_bulk_len = 512ull * 1024 * 1024;
+    std::size_t proto_max_inline_len = 64 * 1024;
+    std::size_t proto_max_multibulk_len = 1024 * 1024;
+    std::size_t client_query_buffer_limit = 1024ull * 1024 * 1024;
+    std::size_t client_output_buffer_limit = 1024ull * 1024 * 1024;
+    // Filters
+    double default_error_rate = 0.01;
+    std::uint64_t default_capacity = 100;
+    std::uint32_t default_expansion = 2;
+    std::uint64_t max_filter_bytes = 4ull * 1024 * 1024 * 1024;  // per sub-filter bit array
+    std::size_t keyspace_shards = 64;
+    // Persistence
+    std::string dir = "./data";
+    std::string dbfilename = "dump.bloomery";
+    std::vector<SavePoint> save_points = {{3600, 1}, {300, 100}, {60, 10000}};
+    std::string save_spec = "3600 1 300 100 60 10000";
+    // Logging
+    std::string log_level = "info";
+    std::string log_file;  // empty: stderr
+    std::string config_file;
+
+    std::string snapshot_path() const { return dir + "/" + dbfilename; }
+};
+
+// Parses a Redis-style save spec ("3600 1 300 100", "" to disable).
+// Returns false with a message on malformed input.
+bool parse_save_spec(const std::string& spec, std::vector<SavePoint>& out, std::string& error);
+
+}  // namespace bloomery::net
+
+namespace bloomery::net {
+
+// What main() should do after parsing the command line.
+struct CommandLine {
+    Config config;
+    std::string check_snapshot;  // --check-snapshot FILE: verify and exit
+    int exit_code = -1;          // >= 0: exit now with this code (--help, --version, error)
+};
+
+// Parses flags, the optional --config file and BLOOMERY_* environment
+// variables (flags win over the environment, which wins over the file).
+CommandLine parse_command_line(int argc, char** argv);
+
+}  // namespace bloomery::net

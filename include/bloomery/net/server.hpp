@@ -1,0 +1,106 @@
+#pragma once
+// The TCP server: one io_context per worker thread, an acceptor on the main
+// thread handing each new connection to the next worker round-robin, and a
+// 100 ms cron (active expiry, save points, ops/sec sampling) on the main thread.
+// Implements the command layer's ServerHooks.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
+#include <vector>
+
+#include <boost/asio.hpp>
+
+#include "bloomery/command/context.hpp"
+#include "bloomery/command/registry.hpp"
+#include "bloomery/net/config.hpp"
+#include "bloomery/persist/manager.hpp"
+#include "bloomery/store/keyspace.hpp"
+
+namespace bloomery::net {
+
+class Connection;
+
+class Server final : public command::ServerHooks {
+public:
+    Server(const Config& config, store::Keyspace& keyspace, const command::Registry& registry,
+           persist::Manager& persistence);
+    ~Server() override;
+
+    // Binds and listens; throws boost::system::system_error on failure.
+    void listen();
+    // Runs until a signal (SIGTERM/SIGINT) or SHUTDOWN; returns the exit code.
+    int run();
+    // Thread-safe: starts a clean stop (used by SHUTDOWN and signals).
+    void request_stop(bool save_on_exit);
+
+    // ServerHooks
+    std::size_t connected_clients() override;
+    std::string client_list() override;
+    bool kill_client(std::int64_t id) override;
+    bool kill_client(std::string_view address) override;
+    command::StatsTotals stats() override;
+    void reset_stats() override;
+    bool save(std::string& error) override;
+    bool bgsave(std::string& error) override;
+    command::PersistenceInfo persistence() override;
+    bool shutdown(command::ShutdownMode mode, std::string& error) override;
+    std::int64_t start_time_ms() override { return start_time_ms_; }
+    unsigned worker_threads() override { return static_cast<unsigned>(workers_.size()); }
+
+    // Called by connections.
+    struct Worker {
+        boost::asio::io_context context{1};
+        command::WorkerStats stats;
+        std::mutex connections_mutex;  // guards `connections` (changes on accept/close only)
+        std::list<std::weak_ptr<Connection>> connections;
+        std::thread thread;
+    };
+    const Config& config() const { return config_; }
+    store::Keyspace& keyspace() { return keyspace_; }
+    const command::Registry& registry() const { return registry_; }
+    std::list<std::weak_ptr<Connection>>::iterator track(Worker& worker,
+                                                         std::shared_ptr<Connection> connection);
+    void untrack(Worker& worker, std::list<std::weak_ptr<Connection>>::iterator position);
+
+private:
+    void accept_next();
+    void on_signal(const boost::system::error_code& error, int signal);
+    void cron();
+    void stop_now();
+    template <class Fn>
+    void for_each_connection(Fn&& fn);
+
+    const Config& config_;
+    store::Keyspace& keyspace_;
+    const command::Registry& registry_;
+    persist::Manager& persistence_;
+    boost::asio::io_context main_context_{1};
+    boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::signal_set signals_;
+    boost::asio::steady_timer cron_timer_;
+    std::vector<std::unique_ptr<Worker>> workers_;
+    std::size_t next_worker_ = 0;
+    std::atomic<std::int64_t> next_client_id_{1};
+    std::atomic<std::size_t> connected_{0};
+    std::int64_t start_time_ms_;
+    std::atomic<bool> stopping_{false};
+    std::atomic<bool> save_on_exit_{true};
+    int exit_code_ = 0;
+    // ops/sec: Redis-style samples of the command counter every 100 ms.
+    static constexpr std::size_t kOpsSamples = 16;
+    std::mutex ops_mutex_;
+    std::uint64_t ops_samples_[kOpsSamples] = {};
+    std::size_t ops_index_ = 0;
+    std::uint64_t last_commands_ = 0;
+    std::int64_t last_sample_ms_ = 0;
+    command::StatsTotals stats_base_;  // CONFIG RESETSTAT baseline, guarded by ops_mutex_
+};
+
+}  // namespace bloomery::net

@@ -1,0 +1,72 @@
+#pragma once
+// Orchestrates snapshots for the server: the load at start, SAVE (blocking),
+// BGSAVE (a background thread), save points checked by the server's cron, and
+// the state INFO persistence reports. Knows nothing of sockets.
+//
+// Thread safety: every member may be called from any thread; one snapshot
+// runs at a time.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "bloomery/command/context.hpp"
+#include "bloomery/net/config.hpp"
+#include "bloomery/store/keyspace.hpp"
+
+namespace bloomery::persist {
+
+class Manager {
+public:
+    // `total_changes` returns the server's running count of writes.
+    Manager(const net::Config& config, store::Keyspace& keyspace,
+            std::function<std::uint64_t()> total_changes);
+    ~Manager();
+
+    // Creates --dir if needed and loads the snapshot if one exists. False with
+    // a message naming the file and the reason if it exists but is bad.
+    bool load(std::string& error);
+
+    bool save(std::string& error);    // synchronous; fails if a save is running
+    bool bgsave(std::string& error);  // starts a background save
+    // Called every 100 ms: starts a background save when a save point is due.
+    void tick();
+    // Waits for a running background save to finish.
+    void wait();
+    bool saving_enabled() const { return !config_.save_points.empty(); }
+
+    command::PersistenceInfo info() const;
+
+private:
+    bool save_locked(std::string& error);  // requires running_ to be owned
+    void record(bool ok, std::uint64_t changes_at_start, double seconds, std::uint64_t bytes,
+                std::uint64_t keys, const std::string& error);
+
+    const net::Config& config_;
+    store::Keyspace& keyspace_;
+    std::function<std::uint64_t()> total_changes_;
+
+    mutable std::mutex mutex_;  // guards everything below
+    std::condition_variable finished_;
+    bool running_ = false;
+    bool running_background_ = false;
+    std::int64_t started_ms_ = 0;
+    std::thread background_;
+    std::uint64_t changes_at_last_save_ = 0;
+    std::int64_t last_save_time_ = 0;
+    std::int64_t last_attempt_ms_ = 0;
+    bool last_ok_ = true;
+    std::int64_t last_duration_sec_ = -1;
+    std::uint64_t saves_ = 0;
+    std::uint64_t last_bytes_ = 0;
+    std::uint64_t last_keys_ = 0;
+    std::string last_error_;
+    std::uint64_t loaded_keys_ = 0;
+    double load_seconds_ = 0;
+};
+
+}  // namespace bloomery::persist

@@ -1,0 +1,48 @@
+#pragma once
+// Argument parsing shared by the command families: Redis's strict number
+// rules (no spaces, no trailing bytes, no NaN) and case-insensitive tokens.
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+namespace bloomery::command {
+
+inline bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        char x = a[i], y = b[i];
+        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+        if (x != y) return false;
+    }
+    return true;
+}
+
+// Like Redis's string2ll: optional '-', digits, no '+', no spaces, no overflow.
+inline bool parse_int64(std::string_view text, std::int64_t& out) {
+    if (text.empty() || text.size() > 20 || text[0] == '+') return false;
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(text.data(), end, out);
+    return ec == std::errc() && ptr == end;
+}
+
+// Like Redis's getDoubleFromObject: the whole string is a finite-or-infinite
+// number; NaN and leading spaces are refused.
+inline bool parse_double(std::string_view text, double& out) {
+    if (text.empty() || text.size() > 256) return false;
+    if (text[0] == ' ' || text[0] == '\t') return false;
+    std::string copy(text);  // strtod needs a terminator; options are rare, not hot
+    char* end = nullptr;
+    errno = 0;
+    out = std::strtod(copy.c_str(), &end);
+    if (end != copy.c_str() + copy.size() || std::isnan(out)) return false;
+    if (errno == ERANGE && !std::isinf(out) && out != 0) return false;
+    return true;
+}
+
+}  // namespace bloomery::command

@@ -1,0 +1,392 @@
+// BF.* commands, with RedisBloom's semantics and reply shapes. Parsing and
+// replying live here; the filter math lives in bloom/, the map in store/.
+
+#include <new>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "bloomery/bloom/dump.hpp"
+#include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/command/errors.hpp"
+#include "bloomery/command/registry.hpp"
+#include "families.hpp"
+
+namespace bloomery::command {
+namespace {
+
+using bloom::AddResult;
+using bloom::FilterOptions;
+using bloom::ScalableFilter;
+
+FilterOptions default_options(const Context& ctx) {
+    FilterOptions options;
+    options.error_rate = ctx.config.default_error_rate;
+    options.capacity = ctx.config.default_capacity;
+    options.expansion = ctx.config.default_expansion;
+    return options;
+}
+
+// Allocates a filter within the configured limits; on refusal sets `error`.
+store::FilterPtr make_filter(const Context& ctx, const FilterOptions& options,
+                             std::string_view& error) {
+    if (!ScalableFilter::would_fit(options, ctx.config.max_filter_bytes)) {
+        error = errors::kFilterTooLarge;
+        return nullptr;
+    }
+    try {
+        return std::make_shared<ScalableFilter>(options, ctx.config.max_filter_bytes);
+    } catch (const std::bad_alloc&) {
+        error = errors::kOutOfMemory;
+        return nullptr;
+    }
+}
+
+std::string_view add_error(AddResult result) {
+    switch (result) {
+        case AddResult::full: return errors::kNonScalingFull;
+        case AddResult::too_many_layers: return errors::kMaxLayers;
+        case AddResult::too_large: return errors::kFilterTooLarge;
+        default: return {};
+    }
+}
+
+void note_change(Context& ctx, std::uint64_t n = 1) {
+    if (n) WorkerStats::bump(ctx.stats.changes, n);
+}
+
+// Adds `items` to the filter at `key`, creating it with `options` unless
+// `create` is false. Replies one integer (single) or an array that stops at
+// the first failing item, as RedisBloom does.
+void add_items(Context& ctx, std::string_view key, Args items, const FilterOptions& options,
+               bool create, bool multi) {
+    std::string_view create_error;
+    std::uint64_t added = 0;
+    // Results are gathered first because the array length is only known once
+    // a full NONSCALING filter stops the loop.
+    thread_local std::vector<AddResult> results;
+    results.clear();
+    auto run = [&](ScalableFilter& filter) {
+        for (std::string_view item : items) {
+            const AddResult result = filter.add(item);
+            results.push_back(result);
+            if (result == AddResult::added) ++added;
+            if (result != AddResult::added && result != AddResult::exists) break;
+        }
+    };
+    bool found;
+    try {
+        if (create) {
+            found = ctx.keyspace.with_filter_or_create(
+                key, [&] { return make_filter(ctx, options, create_error); }, run);
+        } else {
+            found = ctx.keyspace.with_filter(key, run);
+            if (!found) create_error = errors::kNotFound;
+        }
+    } catch (const std::bad_alloc&) {
+        // A new layer could not be allocated; what was added before stays.
+        found = true;
+        results.push_back(AddResult::too_large);
+    }
+    if (!found) {
+        ctx.out.error(create_error);
+        return;
+    }
+    note_change(ctx, added);
+    if (multi) ctx.out.array(results.size());
+    for (AddResult result : results) {
+        if (result == AddResult::added || result == AddResult::exists) {
+            ctx.out.integer(result == AddResult::added ? 1 : 0);
+        } else {
+            ctx.out.error(add_error(result));
+        }
+    }
+}
+
+void cmd_add(Context& ctx, Args argv) {
+    add_items(ctx, argv[1], argv.subspan(2), default_options(ctx), true, false);
+}
+
+void cmd_madd(Context& ctx, Args argv) {
+    add_items(ctx, argv[1], argv.subspan(2), default_options(ctx), true, true);
+}
+
+// Validation shared by RESERVE and INSERT, RedisBloom's texts.
+bool parse_error_rate(Context& ctx, std::string_view text, double& out) {
+    if (!parse_double(text, out)) {
+        ctx.out.error(errors::kErrorRateNotNumber);
+        return false;
+    }
+    if (!(out > 0 && out < 1)) {
+        ctx.out.error(errors::kBadErrorRate);
+        return false;
+    }
+    return true;
+}
+
+bool parse_capacity(Context& ctx, std::string_view text, std::uint64_t& out) {
+    std::int64_t value;
+    if (!parse_int64(text, value)) {
+        ctx.out.error(errors::kCapacityNotNumber);
+        return false;
+    }
+    if (value <= 0) {
+        ctx.out.error(errors::kBadCapacity);
+        return false;
+    }
+    out = static_cast<std::uint64_t>(value);
+    return true;
+}
+
+bool parse_expansion(Context& ctx, std::string_view text, std::uint32_t& out) {
+    std::int64_t value;
+    if (!parse_int64(text, value)) {
+        ctx.out.error(errors::kExpansionNotNumber);
+        return false;
+    }
+    if (value < 1 || value > 32768) {
+        ctx.out.error(errors::kBadExpansion);
+        return false;
+    }
+    out = static_cast<std::uint32_t>(value);
+    return true;
+}
+
+void cmd_reserve(Context& ctx, Args argv) {
+    if (argv.size() > 7) {
+        ctx.out.error("ERR wrong number of arguments for 'bf.reserve' command");
+        return;
+    }
+    FilterOptions options = default_options(ctx);
+    if (!parse_error_rate(ctx, argv[2], options.error_rate)) return;
+    if (!parse_capacity(ctx, argv[3], options.capacity)) return;
+    bool expansion_given = false;
+    for (std::size_t i = 4; i < argv.size(); ++i) {
+        if (iequals(argv[i], "NONSCALING")) {
+            options.nonscaling = true;
+        } else if (iequals(argv[i], "EXPANSION")) {
+            if (i + 1 == argv.size()) {
+                ctx.out.error("ERR no expansion");
+                return;
+            }
+            if (!parse_expansion(ctx, argv[++i], options.expansion)) return;
+            expansion_given = true;
+        } else {
+            ctx.out.error(errors::kSyntax);
+            return;
+        }
+    }
+    if (options.nonscaling && expansion_given) {
+        ctx.out.error(errors::kNonScalingExpansion);
+        return;
+    }
+    if (ctx.keyspace.contains(argv[1])) {
+        ctx.out.error(errors::kItemExists);
+        return;
+    }
+    std::string_view error;
+    store::FilterPtr filter = make_filter(ctx, options, error);
+    if (!filter) {
+        ctx.out.error(error);
+        return;
+    }
+    if (!ctx.keyspace.insert_new(argv[1], std::move(filter))) {
+        ctx.out.error(errors::kItemExists);  // another client created it meanwhile
+        return;
+    }
+    note_change(ctx);
+    ctx.out.ok();
+}
+
+void cmd_insert(Context& ctx, Args argv) {
+    FilterOptions options = default_options(ctx);
+    bool create = true;
+    std::size_t items_at = 0;
+    for (std::size_t i = 2; i < argv.size() && items_at == 0; ++i) {
+        const std::string_view token = argv[i];
+        const bool takes_value =
+            iequals(token, "CAPACITY") || iequals(token, "ERROR") || iequals(token, "EXPANSION");
+        if (takes_value && i + 1 == argv.size()) {
+            ctx.out.error("ERR wrong number of arguments for 'bf.insert' command");
+            return;
+        }
+        if (iequals(token, "ITEMS")) {
+            items_at = i + 1;
+        } else if (iequals(token, "CAPACITY")) {
+            if (!parse_capacity(ctx, argv[++i], options.capacity)) return;
+        } else if (iequals(token, "ERROR")) {
+            if (!parse_error_rate(ctx, argv[++i], options.error_rate)) return;
+        } else if (iequals(token, "EXPANSION")) {
+            if (!parse_expansion(ctx, argv[++i], options.expansion)) return;
+        } else if (iequals(token, "NOCREATE")) {
+            create = false;
+        } else if (iequals(token, "NONSCALING")) {
+            options.nonscaling = true;
+        } else {
+            ctx.out.error(errors::kBadOption);
+            return;
+        }
+    }
+    if (items_at == 0 || items_at >= argv.size()) {
+        ctx.out.error("ERR wrong number of arguments for 'bf.insert' command");
+        return;
+    }
+    add_items(ctx, argv[1], argv.subspan(items_at), options, create, true);
+}
+
+void cmd_exists(Context& ctx, Args argv) {
+    bool present = false;
+    const bool found = ctx.keyspace.with_filter(
+        argv[1], [&](const ScalableFilter& filter) { present = filter.contains(argv[2]); });
+    WorkerStats::bump(found ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
+    ctx.out.integer(present ? 1 : 0);
+}
+
+void cmd_mexists(Context& ctx, Args argv) {
+    const Args items = argv.subspan(2);
+    ctx.out.array(items.size());
+    const bool found = ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
+        for (std::string_view item : items) ctx.out.integer(filter.contains(item) ? 1 : 0);
+    });
+    WorkerStats::bump(found ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
+    if (!found) {
+        for (std::size_t i = 0; i < items.size(); ++i) ctx.out.integer(0);
+    }
+}
+
+void cmd_info(Context& ctx, Args argv) {
+    if (argv.size() > 3) {
+        ctx.out.error("ERR wrong number of arguments for 'bf.info' command");
+        return;
+    }
+    std::string_view error;
+    const bool found = ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
+        const bool nonscaling = filter.options().nonscaling;
+        auto expansion = [&] {
+            if (nonscaling) {
+                ctx.out.null();
+            } else {
+                ctx.out.integer(filter.options().expansion);
+            }
+        };
+        if (argv.size() == 3) {
+            const std::string_view field = argv[2];
+            if (iequals(field, "CAPACITY")) {
+                ctx.out.array(1);
+                ctx.out.integer(static_cast<std::int64_t>(filter.capacity()));
+            } else if (iequals(field, "SIZE")) {
+                ctx.out.array(1);
+                ctx.out.integer(static_cast<std::int64_t>(filter.byte_size()));
+            } else if (iequals(field, "FILTERS")) {
+                ctx.out.array(1);
+                ctx.out.integer(static_cast<std::int64_t>(filter.num_layers()));
+            } else if (iequals(field, "ITEMS")) {
+                ctx.out.array(1);
+                ctx.out.integer(static_cast<std::int64_t>(filter.items()));
+            } else if (iequals(field, "EXPANSION")) {
+                ctx.out.array(1);
+                expansion();
+            } else {
+                error = errors::kInvalidInfoField;
+            }
+            return;
+        }
+        ctx.out.map(5);
+        ctx.out.simple("Capacity");
+        ctx.out.integer(static_cast<std::int64_t>(filter.capacity()));
+        ctx.out.simple("Size");
+        ctx.out.integer(static_cast<std::int64_t>(filter.byte_size()));
+        ctx.out.simple("Number of filters");
+        ctx.out.integer(static_cast<std::int64_t>(filter.num_layers()));
+        ctx.out.simple("Number of items inserted");
+        ctx.out.integer(static_cast<std::int64_t>(filter.items()));
+        ctx.out.simple("Expansion rate");
+        expansion();
+    });
+    if (!found) error = errors::kNotFound;
+    if (!error.empty()) ctx.out.error(error);
+}
+
+void cmd_card(Context& ctx, Args argv) {
+    std::uint64_t estimate = 0;
+    ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
+        estimate = filter.estimate_cardinality();
+    });
+    ctx.out.integer(static_cast<std::int64_t>(estimate));
+}
+
+void cmd_scandump(Context& ctx, Args argv) {
+    std::int64_t iter;
+    if (!parse_int64(argv[2], iter) || iter < 0) {
+        ctx.out.error(errors::kInvalidIterator);
+        return;
+    }
+    const bool found = ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
+        bloom::DumpChunk chunk = bloom::dump_chunk(filter, iter);
+        ctx.out.array(2);
+        ctx.out.integer(chunk.next_iter);
+        ctx.out.bulk(chunk.data);
+    });
+    if (!found) ctx.out.error(errors::kNotFound);
+}
+
+void cmd_loadchunk(Context& ctx, Args argv) {
+    std::int64_t iter;
+    if (!parse_int64(argv[2], iter) || iter < 1) {
+        ctx.out.error(errors::kInvalidIterator);
+        return;
+    }
+    const std::string_view data = argv[3];
+    std::string error;
+    bool loaded = false;
+    const bool found = ctx.keyspace.with_filter(argv[1], [&](ScalableFilter& filter) {
+        loaded = iter != 1 && bloom::load_chunk(filter, iter, data, error);
+    });
+    if (found) {
+        if (!loaded) {
+            ctx.out.error(error.empty() ? std::string(errors::kInvalidChunk) : "ERR " + error);
+            return;
+        }
+        note_change(ctx);
+        ctx.out.ok();
+        return;
+    }
+    if (iter != 1) {
+        ctx.out.error(errors::kNotFound);
+        return;
+    }
+    std::unique_ptr<ScalableFilter> filter;
+    try {
+        filter = bloom::decode_header(data, ctx.config.max_filter_bytes, error);
+    } catch (const std::bad_alloc&) {
+        ctx.out.error(errors::kOutOfMemory);
+        return;
+    }
+    if (!filter) {
+        ctx.out.error("ERR " + error);
+        return;
+    }
+    if (!ctx.keyspace.insert_new(argv[1], std::move(filter))) {
+        ctx.out.error(errors::kItemExists);
+        return;
+    }
+    note_change(ctx);
+    ctx.out.ok();
+}
+
+}  // namespace
+
+void register_bf_commands(Registry& registry) {
+    registry.register_handler("bf.reserve", cmd_reserve);
+    registry.register_handler("bf.add", cmd_add);
+    registry.register_handler("bf.madd", cmd_madd);
+    registry.register_handler("bf.insert", cmd_insert);
+    registry.register_handler("bf.exists", cmd_exists);
+    registry.register_handler("bf.mexists", cmd_mexists);
+    registry.register_handler("bf.info", cmd_info);
+    registry.register_handler("bf.card", cmd_card);
+    registry.register_handler("bf.scandump", cmd_scandump);
+    registry.register_handler("bf.loadchunk", cmd_loadchunk);
+}
+
+}  // namespace bloomery::command

@@ -1,0 +1,10 @@
+#pragma once
+// One registration function per command family, defined at the bottom of
+// that family's file and called by build_default_registry().
+
+namespace bloomery::command {
+class Registry;
+void register_bf_commands(Registry& registry);
+void register_keyspace_commands(Registry& registry);
+void register_server_commands(Registry& registry);
+}  // namespace bloomery::command

@@ -1,0 +1,248 @@
+// Generic key commands (DEL, EXISTS, TYPE, KEYS, SCAN, RENAME, EXPIRE family,
+// TTL family, PERSIST, DBSIZE, FLUSHALL), worded as Redis words them.
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "args.hpp"
+#include "bloomery/command/errors.hpp"
+#include "bloomery/command/registry.hpp"
+#include "families.hpp"
+#include "glob.hpp"
+
+namespace bloomery::command {
+namespace {
+
+// RedisBloom's module type name, which TYPE reports for a Bloom filter.
+constexpr std::string_view kBloomTypeName = "MBbloom--";
+
+void cmd_del(Context& ctx, Args argv) {
+    std::int64_t removed = 0;
+    for (std::size_t i = 1; i < argv.size(); ++i) removed += ctx.keyspace.erase(argv[i]) ? 1 : 0;
+    if (removed) WorkerStats::bump(ctx.stats.changes, static_cast<std::uint64_t>(removed));
+    ctx.out.integer(removed);
+}
+
+void cmd_exists(Context& ctx, Args argv) {
+    std::int64_t count = 0;
+    for (std::size_t i = 1; i < argv.size(); ++i) count += ctx.keyspace.contains(argv[i]) ? 1 : 0;
+    ctx.out.integer(count);
+}
+
+void cmd_type(Context& ctx, Args argv) {
+    ctx.out.simple(ctx.keyspace.contains(argv[1]) ? kBloomTypeName : "none");
+}
+
+void cmd_dbsize(Context& ctx, Args) {
+    ctx.out.integer(static_cast<std::int64_t>(ctx.keyspace.size()));
+}
+
+void cmd_keys(Context& ctx, Args argv) {
+    std::vector<std::string> keys;
+    const bool match_all = argv[1] == "*";
+    for (std::size_t shard = 0; shard < ctx.keyspace.num_shards(); ++shard) {
+        for (auto& entry : ctx.keyspace.shard_entries(shard)) {
+            if (match_all || glob_match(argv[1], entry.key)) keys.push_back(std::move(entry.key));
+        }
+    }
+    ctx.out.array(keys.size());
+    for (const auto& key : keys) ctx.out.bulk(key);
+}
+
+// The cursor is the index of the next shard to visit: each call returns
+// whole shards until COUNT keys are gathered, so a key present for the whole
+// iteration is returned exactly once, whatever is added or deleted meanwhile.
+void cmd_scan(Context& ctx, Args argv) {
+    std::int64_t cursor;
+    if (!parse_int64(argv[1], cursor) || cursor < 0) {
+        ctx.out.error(errors::kInvalidCursor);
+        return;
+    }
+    std::string_view pattern;
+    std::int64_t count = 10;
+    bool type_mismatch = false;
+    for (std::size_t i = 2; i < argv.size(); i += 2) {
+        if (i + 1 >= argv.size()) {
+            ctx.out.error(errors::kSyntax);
+            return;
+        }
+        if (iequals(argv[i], "MATCH")) {
+            pattern = argv[i + 1];
+        } else if (iequals(argv[i], "COUNT")) {
+            if (!parse_int64(argv[i + 1], count)) {
+                ctx.out.error(errors::kNotInteger);
+                return;
+            }
+            if (count < 1) {
+                ctx.out.error(errors::kSyntax);
+                return;
+            }
+        } else if (iequals(argv[i], "TYPE")) {
+            type_mismatch = !iequals(argv[i + 1], kBloomTypeName);
+        } else {
+            ctx.out.error(errors::kSyntax);
+            return;
+        }
+    }
+    std::vector<std::string> keys;
+    std::size_t shard = static_cast<std::size_t>(cursor);
+    const std::size_t shards = ctx.keyspace.num_shards();
+    while (shard < shards && keys.size() < static_cast<std::size_t>(count)) {
+        for (auto& entry : ctx.keyspace.shard_entries(shard)) {
+            if (type_mismatch) continue;
+            if (pattern.empty() || glob_match(pattern, entry.key)) keys.push_back(std::move(entry.key));
+        }
+        ++shard;
+    }
+    ctx.out.array(2);
+    ctx.out.bulk(shard >= shards ? "0" : std::to_string(shard));
+    ctx.out.array(keys.size());
+    for (const auto& key : keys) ctx.out.bulk(key);
+}
+
+void cmd_rename(Context& ctx, Args argv) {
+    if (!ctx.keyspace.rename(argv[1], argv[2])) {
+        ctx.out.error(errors::kNoSuchKey);
+        return;
+    }
+    WorkerStats::bump(ctx.stats.changes);
+    ctx.out.ok();
+}
+
+// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT with NX / XX / GT / LT (Redis 7).
+void expire_generic(Context& ctx, Args argv, std::int64_t unit_ms, bool absolute,
+                    std::string_view name) {
+    std::int64_t amount;
+    if (!parse_int64(argv[2], amount)) {
+        ctx.out.error(errors::kNotInteger);
+        return;
+    }
+    bool nx = false, xx = false, gt = false, lt = false;
+    for (std::size_t i = 3; i < argv.size(); ++i) {
+        if (iequals(argv[i], "NX")) {
+            nx = true;
+        } else if (iequals(argv[i], "XX")) {
+            xx = true;
+        } else if (iequals(argv[i], "GT")) {
+            gt = true;
+        } else if (iequals(argv[i], "LT")) {
+            lt = true;
+        } else {
+            ctx.out.error(std::string("ERR Unsupported option ") + std::string(argv[i].substr(0, 64)));
+            return;
+        }
+    }
+    if (nx && (xx || gt || lt)) {
+        ctx.out.error(errors::kNxXxGtLt);
+        return;
+    }
+    if (gt && lt) {
+        ctx.out.error(errors::kGtLtNx);
+        return;
+    }
+    const std::int64_t base = absolute ? 0 : store::now_ms();
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    if ((amount > 0 && amount > (kMax - base) / unit_ms) ||
+        (amount < 0 && amount < (std::numeric_limits<std::int64_t>::min() + base) / unit_ms)) {
+        std::string message = "ERR invalid expire time in '";
+        message += name;
+        message += "' command";
+        ctx.out.error(message);
+        return;
+    }
+    std::int64_t deadline = base + amount * unit_ms;
+    const std::optional<std::int64_t> current = ctx.keyspace.expiry(argv[1]);
+    if (!current) {
+        ctx.out.integer(0);
+        return;
+    }
+    // No expiry counts as an infinite TTL for GT and LT, as in Redis.
+    const bool has_ttl = *current != 0;
+    if ((nx && has_ttl) || (xx && !has_ttl) || (gt && (!has_ttl || deadline <= *current)) ||
+        (lt && has_ttl && deadline >= *current)) {
+        ctx.out.integer(0);
+        return;
+    }
+    if (deadline <= 0) deadline = 1;  // in the past: delete now (0 would mean "no expiry")
+    const bool done = ctx.keyspace.set_expiry(argv[1], deadline);
+    if (done) WorkerStats::bump(ctx.stats.changes);
+    ctx.out.integer(done ? 1 : 0);
+}
+
+void cmd_expire(Context& ctx, Args argv) { expire_generic(ctx, argv, 1000, false, "expire"); }
+void cmd_pexpire(Context& ctx, Args argv) { expire_generic(ctx, argv, 1, false, "pexpire"); }
+void cmd_expireat(Context& ctx, Args argv) { expire_generic(ctx, argv, 1000, true, "expireat"); }
+void cmd_pexpireat(Context& ctx, Args argv) { expire_generic(ctx, argv, 1, true, "pexpireat"); }
+
+void ttl_generic(Context& ctx, Args argv, bool millis, bool absolute) {
+    const std::optional<std::int64_t> deadline = ctx.keyspace.expiry(argv[1]);
+    if (!deadline) {
+        ctx.out.integer(-2);
+        return;
+    }
+    if (*deadline == 0) {
+        ctx.out.integer(-1);
+        return;
+    }
+    if (absolute) {
+        ctx.out.integer(millis ? *deadline : *deadline / 1000);
+        return;
+    }
+    const std::int64_t remaining = std::max<std::int64_t>(0, *deadline - store::now_ms());
+    ctx.out.integer(millis ? remaining : (remaining + 500) / 1000);
+}
+
+void cmd_ttl(Context& ctx, Args argv) { ttl_generic(ctx, argv, false, false); }
+void cmd_pttl(Context& ctx, Args argv) { ttl_generic(ctx, argv, true, false); }
+void cmd_expiretime(Context& ctx, Args argv) { ttl_generic(ctx, argv, false, true); }
+void cmd_pexpiretime(Context& ctx, Args argv) { ttl_generic(ctx, argv, true, true); }
+
+void cmd_persist(Context& ctx, Args argv) {
+    const std::optional<std::int64_t> deadline = ctx.keyspace.expiry(argv[1]);
+    if (!deadline || *deadline == 0) {
+        ctx.out.integer(0);
+        return;
+    }
+    const bool done = ctx.keyspace.set_expiry(argv[1], 0);
+    if (done) WorkerStats::bump(ctx.stats.changes);
+    ctx.out.integer(done ? 1 : 0);
+}
+
+void cmd_flushall(Context& ctx, Args argv) {
+    if (argv.size() > 2 || (argv.size() == 2 && !iequals(argv[1], "ASYNC") &&
+                            !iequals(argv[1], "SYNC"))) {
+        ctx.out.error(errors::kSyntax);
+        return;
+    }
+    const std::size_t keys = ctx.keyspace.size();
+    ctx.keyspace.clear();
+    WorkerStats::bump(ctx.stats.changes, std::max<std::size_t>(keys, 1));
+    ctx.out.ok();
+}
+
+}  // namespace
+
+void register_keyspace_commands(Registry& registry) {
+    registry.register_handler("del", cmd_del);
+    registry.register_handler("unlink", cmd_del);
+    registry.register_handler("exists", cmd_exists);
+    registry.register_handler("type", cmd_type);
+    registry.register_handler("dbsize", cmd_dbsize);
+    registry.register_handler("keys", cmd_keys);
+    registry.register_handler("scan", cmd_scan);
+    registry.register_handler("rename", cmd_rename);
+    registry.register_handler("expire", cmd_expire);
+    registry.register_handler("pexpire", cmd_pexpire);
+    registry.register_handler("expireat", cmd_expireat);
+    registry.register_handler("pexpireat", cmd_pexpireat);
+    registry.register_handler("ttl", cmd_ttl);
+    registry.register_handler("pttl", cmd_pttl);
+    registry.register_handler("expiretime", cmd_expiretime);
+    registry.register_handler("pexpiretime", cmd_pexpiretime);
+    registry.register_handler("persist", cmd_persist);
+    registry.register_handler("flushall", cmd_flushall);
+    registry.register_handler("flushdb", cmd_flushall);
+}
+
+}  // namespace bloomery::command

@@ -1,0 +1,218 @@
+#include "bloomery/command/registry.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "bloomery/command/errors.hpp"
+#include "families.hpp"
+
+namespace bloomery::command {
+
+extern const std::string_view kCommandsJson;
+
+namespace {
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+// Copies at most `limit` bytes of `arg` into an error text, with CR/LF and
+// other control bytes replaced, so a hostile argument cannot break the reply.
+void append_sanitized(std::string& out, std::string_view arg, std::size_t limit) {
+    for (std::size_t i = 0; i < arg.size() && i < limit; ++i) {
+        const unsigned char c = static_cast<unsigned char>(arg[i]);
+        out.push_back(c < 0x20 || c == 0x7f ? ' ' : static_cast<char>(c));
+    }
+}
+
+bool parse_spec(const nlohmann::json& entry, CommandSpec& spec, std::string& error) {
+    try {
+        spec.name = lower(entry.at("name").get<std::string>());
+        spec.arity = entry.at("arity").get<int>();
+        spec.flags = entry.at("flags").get<std::vector<std::string>>();
+        spec.first_key = entry.at("first_key").get<int>();
+        spec.last_key = entry.at("last_key").get<int>();
+        spec.step = entry.at("step").get<int>();
+    } catch (const nlohmann::json::exception& e) {
+        error = "malformed command entry: " + std::string(e.what());
+        return false;
+    }
+    if (spec.arity == 0) {
+        error = "command '" + spec.name + "' has arity 0";
+        return false;
+    }
+    spec.write = std::find(spec.flags.begin(), spec.flags.end(), "write") != spec.flags.end();
+    spec.doc = entry;
+    return true;
+}
+
+}  // namespace
+
+const CommandSpec* CommandSpec::find_subcommand(std::string_view sub) const {
+    for (const auto& s : subcommands) {
+        const std::string_view full = s->name;
+        const std::string_view tail = full.substr(full.find('|') + 1);
+        if (tail.size() == sub.size() &&
+            std::equal(tail.begin(), tail.end(), sub.begin(), [](char a, char b) {
+                return a == std::tolower(static_cast<unsigned char>(b));
+            })) {
+            return s.get();
+        }
+    }
+    return nullptr;
+}
+
+void Registry::register_handler(std::string_view name, Handler handler) {
+    handlers_[lower(name)] = handler;
+}
+
+bool Registry::build_from_embedded(std::string& error) { return build(kCommandsJson, error); }
+
+bool Registry::build(std::string_view commands_json, std::string& error) {
+    commands_.clear();
+    ordered_.clear();
+    nlohmann::json root;
+    try {
+        root = nlohmann::json::parse(commands_json);
+    } catch (const nlohmann::json::exception& e) {
+        error = std::string("proto/commands.json does not parse: ") + e.what();
+        return false;
+    }
+    if (!root.contains("commands") || !root["commands"].is_array()) {
+        error = "proto/commands.json has no \"commands\" array";
+        return false;
+    }
+    std::unordered_map<std::string, bool> used;
+    auto take_handler = [&](CommandSpec& spec, bool container) -> bool {
+        auto it = handlers_.find(spec.name);
+        if (it == handlers_.end()) {
+            if (container) return true;  // dispatch goes to the subcommands
+            error = "command '" + spec.name + "' in proto/commands.json has no handler";
+            return false;
+        }
+        spec.handler = it->second;
+        used[spec.name] = true;
+        return true;
+    };
+    for (const auto& entry : root["commands"]) {
+        auto spec = std::make_unique<CommandSpec>();
+        if (!parse_spec(entry, *spec, error)) return false;
+        const bool container = entry.contains("subcommands");
+        if (container) {
+            for (const auto& sub_entry : entry["subcommands"]) {
+                auto sub = std::make_unique<CommandSpec>();
+                if (!parse_spec(sub_entry, *sub, error)) return false;
+                if (sub->name.rfind(spec->name + "|", 0) != 0) {
+                    error = "subcommand '" + sub->name + "' is not named '" + spec->name + "|...'";
+                    return false;
+                }
+                if (!take_handler(*sub, false)) return false;
+                spec->subcommands.push_back(std::move(sub));
+            }
+        }
+        if (!take_handler(*spec, container)) return false;
+        if (commands_.count(spec->name)) {
+            error = "command '" + spec->name + "' appears twice in proto/commands.json";
+            return false;
+        }
+        ordered_.push_back(spec.get());
+        commands_.emplace(spec->name, std::move(spec));
+    }
+    for (const auto& [name, handler] : handlers_) {
+        if (!used.count(name)) {
+            error = "handler '" + name + "' has no entry in proto/commands.json";
+            return false;
+        }
+    }
+    return true;
+}
+
+const CommandSpec* Registry::find(std::string_view name) const {
+    // Command names are short: lower-casing into a stack buffer avoids an
+    // allocation per command on the hot path.
+    char buffer[32] = {};
+    if (name.size() > sizeof(buffer)) return nullptr;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        buffer[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+    }
+    auto it = commands_.find(std::string_view(buffer, name.size()));
+    return it == commands_.end() ? nullptr : it->second.get();
+}
+
+std::vector<std::size_t> Registry::key_positions(const CommandSpec& spec, std::size_t argc) {
+    std::vector<std::size_t> keys;
+    if (spec.first_key <= 0 || spec.step <= 0) return keys;
+    const long last = spec.last_key < 0 ? static_cast<long>(argc) + spec.last_key
+                                        : static_cast<long>(spec.last_key);
+    for (long i = spec.first_key; i <= last && i < static_cast<long>(argc); i += spec.step) {
+        keys.push_back(static_cast<std::size_t>(i));
+    }
+    return keys;
+}
+
+bool build_default_registry(Registry& registry, std::string& error) {
+    register_bf_commands(registry);
+    register_keyspace_commands(registry);
+    register_server_commands(registry);
+    return registry.build_from_embedded(error);
+}
+
+namespace {
+void reply_wrong_arity(Context& ctx, const CommandSpec& spec) {
+    std::string message = "ERR wrong number of arguments for '";
+    message += spec.name;
+    message += "' command";
+    ctx.out.error(message);
+}
+}  // namespace
+
+void dispatch(const Registry& registry, Context& ctx, Args argv) {
+    WorkerStats::bump(ctx.stats.commands);
+    const CommandSpec* spec = registry.find(argv[0]);
+    if (spec == nullptr) {
+        std::string message = "ERR unknown command '";
+        append_sanitized(message, argv[0], 128);
+        message += "', with args beginning with: ";
+        std::size_t budget = 128;
+        for (std::size_t i = 1; i < argv.size() && budget > 0; ++i) {
+            message += '\'';
+            append_sanitized(message, argv[i], budget);
+            budget -= std::min(budget, argv[i].size());
+            message += "' ";
+        }
+        ctx.out.error(message);
+        WorkerStats::bump(ctx.stats.error_replies);
+        return;
+    }
+    if (!spec->subcommands.empty() && (argv.size() >= 2 || spec->handler == nullptr)) {
+        if (argv.size() < 2) {
+            reply_wrong_arity(ctx, *spec);
+            return;
+        }
+        const CommandSpec* sub = spec->find_subcommand(argv[1]);
+        if (sub == nullptr) {
+            std::string message = "ERR unknown subcommand '";
+            append_sanitized(message, argv[1], 128);
+            message += "'. Try ";
+            for (char c : spec->name) {
+                message.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+            }
+            message += " HELP.";
+            ctx.out.error(message);
+            WorkerStats::bump(ctx.stats.error_replies);
+            return;
+        }
+        spec = sub;
+    }
+    ctx.client.last_command.store(spec->name.c_str(), std::memory_order_relaxed);
+    if (!spec->arity_ok(argv.size())) {
+        reply_wrong_arity(ctx, *spec);
+        WorkerStats::bump(ctx.stats.error_replies);
+        return;
+    }
+    spec->handler(ctx, argv);
+}
+
+}  // namespace bloomery::command

@@ -1,0 +1,81 @@
+// bloomery: parse the configuration, set up logging, load the snapshot, serve.
+
+#include <signal.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "bloomery/command/registry.hpp"
+#include "bloomery/net/config.hpp"
+#include "bloomery/net/server.hpp"
+#include "bloomery/persist/manager.hpp"
+#include "bloomery/persist/snapshot.hpp"
+#include "bloomery/store/keyspace.hpp"
+
+int main(int argc, char** argv) {
+    using namespace bloomery;
+    net::CommandLine command_line = net::parse_command_line(argc, argv);
+    if (command_line.exit_code >= 0) return command_line.exit_code;
+    const net::Config& config = command_line.config;
+
+    if (!command_line.check_snapshot.empty()) {
+        std::string report, error;
+        if (!persist::check_snapshot(command_line.check_snapshot, report, error)) {
+            std::cerr << "bloomery: " << error << '\n';
+            return 1;
+        }
+        std::cout << report;
+        return 0;
+    }
+
+    try {
+        if (!config.log_file.empty()) {
+            spdlog::set_default_logger(spdlog::basic_logger_mt("bloomery", config.log_file));
+        } else {
+            spdlog::set_default_logger(spdlog::stderr_color_mt("bloomery"));
+        }
+    } catch (const spdlog::spdlog_ex& e) {
+        std::cerr << "bloomery: cannot open log file: " << e.what() << '\n';
+        return 1;
+    }
+    spdlog::set_level(spdlog::level::from_str(config.log_level));
+    spdlog::flush_on(spdlog::level::info);
+
+    // A write past RLIMIT_FSIZE must fail with EFBIG (and be reported) rather
+    // than kill the server; a closed peer must not kill it either.
+    signal(SIGXFSZ, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+
+    command::Registry registry;
+    std::string error;
+    if (!command::build_default_registry(registry, error)) {
+        spdlog::critical("command table: {}", error);
+        return 1;
+    }
+
+    store::Keyspace keyspace(config.keyspace_shards);
+    std::unique_ptr<net::Server> server;
+    persist::Manager persistence(config, keyspace, [&server] {
+        return server ? server->stats().changes : 0;
+    });
+    if (!persistence.load(error)) {
+        spdlog::critical("refusing to start: {}", error);
+        return 1;
+    }
+    server = std::make_unique<net::Server>(config, keyspace, registry, persistence);
+    try {
+        server->listen();
+    } catch (const boost::system::system_error& e) {
+        spdlog::critical("cannot listen on {}:{}: {}", config.bind, config.port, e.what());
+        return 1;
+    }
+    spdlog::info("bloomery {} ready on {}:{}, {} threads, data dir {}, save '{}'",
+                 BLOOMERY_VERSION, config.bind, config.port, config.threads, config.dir,
+                 config.save_spec);
+    const int code = server->run();
+    server.reset();
+    return code;
+}

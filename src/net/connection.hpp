@@ -1,0 +1,64 @@
+#pragma once
+// One client connection, owned by one worker thread. Reads into a bounded
+// query buffer, parses every complete command in it, runs them in order, and
+// sends all their replies with one write. While a write is in flight it does
+// not read, which bounds each client's memory (backpressure).
+
+#include <atomic>
+#include <list>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio.hpp>
+
+#include "bloomery/command/context.hpp"
+#include "bloomery/net/server.hpp"
+#include "bloomery/resp/parser.hpp"
+#include "bloomery/resp/writer.hpp"
+
+namespace bloomery::net {
+
+class Connection : public std::enable_shared_from_this<Connection> {
+public:
+    Connection(Server& server, Server::Worker& worker, boost::asio::ip::tcp::socket socket,
+               std::int64_t id);
+    void start();
+    // Thread-safe: closes the connection from its own worker thread.
+    void request_close();
+    // Thread-safe description for CLIENT LIST.
+    std::string describe() const;
+    const command::ClientState& client() const { return client_; }
+
+private:
+    void read();
+    void on_read(const boost::system::error_code& error, std::size_t bytes);
+    // Runs every complete command buffered; returns false if the connection
+    // must close once the replies are written.
+    void process();
+    void write();
+    void on_write(const boost::system::error_code& error, std::size_t bytes);
+    void close();
+    void make_room();
+
+    Server& server_;
+    Server::Worker& worker_;
+    boost::asio::ip::tcp::socket socket_;
+    command::ClientState client_;
+    resp::Parser parser_;
+    std::string out_;
+    resp::Writer writer_;
+    std::vector<char> in_;
+    std::size_t in_start_ = 0;  // first unconsumed byte
+    std::size_t in_end_ = 0;    // one past the last byte read
+    bool need_more_ = true;     // the last parse asked for more bytes
+    bool closing_ = false;
+    bool closed_ = false;
+    std::vector<std::string_view> argv_;
+    std::list<std::weak_ptr<Connection>>::iterator tracked_;
+    std::atomic<std::size_t> query_bytes_{0};
+    std::atomic<std::size_t> output_bytes_{0};
+};
+
+}  // namespace bloomery::net

@@ -1,0 +1,294 @@
+#include "bloomery/net/server.hpp"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include "connection.hpp"
+
+namespace bloomery::net {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+Server::Server(const Config& config, store::Keyspace& keyspace, const command::Registry& registry,
+               persist::Manager& persistence)
+    : config_(config),
+      keyspace_(keyspace),
+      registry_(registry),
+      persistence_(persistence),
+      acceptor_(main_context_),
+      signals_(main_context_, SIGINT, SIGTERM),
+      cron_timer_(main_context_),
+      start_time_ms_(store::now_ms()) {
+    const unsigned threads = std::max(1u, config.threads);
+    for (unsigned i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
+}
+
+Server::~Server() {
+    for (auto& worker : workers_) {
+        worker->context.stop();
+        if (worker->thread.joinable()) worker->thread.join();
+    }
+}
+
+void Server::listen() {
+    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(config_.bind), config_.port);
+    acceptor_.open(endpoint.protocol());
+    acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true));
+    acceptor_.bind(endpoint);
+    acceptor_.listen(511);  // Redis's tcp-backlog default
+}
+
+int Server::run() {
+    for (auto& worker : workers_) {
+        Worker* w = worker.get();
+        w->thread = std::thread([w] {
+            auto guard = asio::make_work_guard(w->context);
+            w->context.run();
+        });
+    }
+    signals_.async_wait([this](const error_code& error, int signal) { on_signal(error, signal); });
+    accept_next();
+    cron();
+    main_context_.run();
+    // Stopped: every connection is closed, the workers are idle.
+    for (auto& worker : workers_) {
+        worker->context.stop();
+        if (worker->thread.joinable()) worker->thread.join();
+    }
+    persistence_.wait();
+    if (save_on_exit_ && persistence_.saving_enabled()) {
+        std::string error;
+        if (persistence_.save(error)) {
+            spdlog::info("final snapshot saved");
+        } else {
+            spdlog::error("final snapshot failed: {}", error);
+            exit_code_ = 1;
+        }
+    }
+    spdlog::info("bloomery is now ready to exit, bye bye");
+    return exit_code_;
+}
+
+void Server::accept_next() {
+    Worker& worker = *workers_[next_worker_];
+    next_worker_ = (next_worker_ + 1) % workers_.size();
+    acceptor_.async_accept(worker.context, [this, &worker](const error_code& error,
+                                                           asio::ip::tcp::socket socket) {
+        if (error) {
+            if (error == asio::error::operation_aborted || stopping_) return;
+            // EMFILE and friends: log, back off briefly, keep accepting.
+            spdlog::warn("accept failed: {}", error.message());
+            auto timer = std::make_shared<asio::steady_timer>(main_context_,
+                                                              std::chrono::milliseconds(50));
+            timer->async_wait([this, timer](const error_code&) { accept_next(); });
+            return;
+        }
+        if (connected_.load() >= config_.max_clients) {
+            command::WorkerStats::bump(worker.stats.rejected_connections);
+            static constexpr std::string_view kTooMany = "-ERR max number of clients reached\r\n";
+            error_code ignored;
+            asio::write(socket, asio::buffer(kTooMany), ignored);
+            socket.close(ignored);
+        } else {
+            const std::int64_t id = next_client_id_.fetch_add(1);
+            asio::post(worker.context, [this, &worker, id, s = std::move(socket)]() mutable {
+                command::WorkerStats::bump(worker.stats.connections_received);
+                std::make_shared<Connection>(*this, worker, std::move(s), id)->start();
+            });
+        }
+        accept_next();
+    });
+}
+
+std::list<std::weak_ptr<Connection>>::iterator Server::track(Worker& worker,
+                                                             std::shared_ptr<Connection> connection) {
+    connected_.fetch_add(1);
+    std::lock_guard lock(worker.connections_mutex);
+    worker.connections.push_front(connection);
+    return worker.connections.begin();
+}
+
+void Server::untrack(Worker& worker, std::list<std::weak_ptr<Connection>>::iterator position) {
+    {
+        std::lock_guard lock(worker.connections_mutex);
+        worker.connections.erase(position);
+    }
+    if (connected_.fetch_sub(1) == 1 && stopping_) {
+        asio::post(main_context_, [this] { stop_now(); });
+    }
+}
+
+template <class Fn>
+void Server::for_each_connection(Fn&& fn) {
+    for (auto& worker : workers_) {
+        std::vector<std::shared_ptr<Connection>> live;
+        {
+            std::lock_guard lock(worker->connections_mutex);
+            for (auto& weak : worker->connections) {
+                if (auto connection = weak.lock()) live.push_back(std::move(connection));
+            }
+        }
+        for (auto& connection : live) fn(*connection);
+    }
+}
+
+void Server::on_signal(const error_code& error, int signal) {
+    if (error) return;
+    spdlog::info("received {}, scheduling shutdown", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    request_stop(true);
+}
+
+void Server::request_stop(bool save_on_exit) {
+    asio::post(main_context_, [this, save_on_exit] {
+        if (stopping_.exchange(true)) return;
+        save_on_exit_ = save_on_exit;
+        error_code ignored;
+        acceptor_.close(ignored);
+        signals_.cancel(ignored);
+        cron_timer_.cancel();
+        // Each connection closes on its own thread after the command it is
+        // running; replies already computed are lost only if the peer is slow.
+        for_each_connection([](Connection& connection) { connection.request_close(); });
+        if (connected_.load() == 0) stop_now();
+        // Do not wait forever for a stuck peer.
+        auto deadline = std::make_shared<asio::steady_timer>(main_context_, std::chrono::seconds(5));
+        deadline->async_wait([this, deadline](const error_code&) { stop_now(); });
+    });
+}
+
+void Server::stop_now() { main_context_.stop(); }
+
+void Server::cron() {
+    cron_timer_.expires_after(std::chrono::milliseconds(100));
+    cron_timer_.async_wait([this](const error_code& error) {
+        if (error || stopping_) return;
+        const std::size_t expired = keyspace_.active_expire_cycle();
+        if (expired) command::WorkerStats::bump(workers_[0]->stats.expired_keys, expired);
+        persistence_.tick();
+        // ops/sec sampling
+        const std::int64_t now = store::now_ms();
+        std::uint64_t commands = 0;
+        for (auto& worker : workers_) commands += worker->stats.commands.load(std::memory_order_relaxed);
+        {
+            std::lock_guard lock(ops_mutex_);
+            if (last_sample_ms_ != 0 && now > last_sample_ms_) {
+                ops_samples_[ops_index_] = (commands - last_commands_) * 1000 /
+                                           static_cast<std::uint64_t>(now - last_sample_ms_);
+                ops_index_ = (ops_index_ + 1) % kOpsSamples;
+            }
+            last_commands_ = commands;
+            last_sample_ms_ = now;
+        }
+        if (config_.timeout_seconds > 0) {
+            const std::int64_t limit = config_.timeout_seconds * 1000;
+            for_each_connection([&](Connection& connection) {
+                const auto last = connection.client().last_interaction_ms.load(std::memory_order_relaxed);
+                if (now - last > limit) connection.request_close();
+            });
+        }
+        cron();
+    });
+}
+
+std::size_t Server::connected_clients() { return connected_.load(); }
+
+std::string Server::client_list() {
+    std::string out;
+    for_each_connection([&](Connection& connection) {
+        out += connection.describe();
+        out += '\n';
+    });
+    return out;
+}
+
+bool Server::kill_client(std::int64_t id) {
+    bool found = false;
+    for_each_connection([&](Connection& connection) {
+        if (connection.client().id == id) {
+            connection.request_close();
+            found = true;
+        }
+    });
+    return found;
+}
+
+bool Server::kill_client(std::string_view address) {
+    bool found = false;
+    for_each_connection([&](Connection& connection) {
+        if (connection.client().address == address) {
+            connection.request_close();
+            found = true;
+        }
+    });
+    return found;
+}
+
+command::StatsTotals Server::stats() {
+    command::StatsTotals t;
+    for (auto& worker : workers_) {
+        const auto& s = worker->stats;
+        auto get = [](const std::atomic<std::uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+        t.commands += get(s.commands);
+        t.connections_received += get(s.connections_received);
+        t.rejected_connections += get(s.rejected_connections);
+        t.changes += get(s.changes);
+        t.keyspace_hits += get(s.keyspace_hits);
+        t.keyspace_misses += get(s.keyspace_misses);
+        t.expired_keys += get(s.expired_keys);
+        t.protocol_errors += get(s.protocol_errors);
+        t.net_input_bytes += get(s.net_input_bytes);
+        t.net_output_bytes += get(s.net_output_bytes);
+        t.error_replies += get(s.error_replies);
+    }
+    std::lock_guard lock(ops_mutex_);
+    std::uint64_t sum = 0;
+    for (std::uint64_t sample : ops_samples_) sum += sample;
+    t.instantaneous_ops_per_sec = static_cast<double>(sum) / kOpsSamples;
+    const command::StatsTotals& b = stats_base_;
+    t.commands -= std::min(t.commands, b.commands);
+    t.connections_received -= std::min(t.connections_received, b.connections_received);
+    t.rejected_connections -= std::min(t.rejected_connections, b.rejected_connections);
+    t.keyspace_hits -= std::min(t.keyspace_hits, b.keyspace_hits);
+    t.keyspace_misses -= std::min(t.keyspace_misses, b.keyspace_misses);
+    t.expired_keys -= std::min(t.expired_keys, b.expired_keys);
+    t.protocol_errors -= std::min(t.protocol_errors, b.protocol_errors);
+    t.net_input_bytes -= std::min(t.net_input_bytes, b.net_input_bytes);
+    t.net_output_bytes -= std::min(t.net_output_bytes, b.net_output_bytes);
+    t.error_replies -= std::min(t.error_replies, b.error_replies);
+    return t;  // `changes` is never reset: save points depend on it
+}
+
+void Server::reset_stats() {
+    {
+        std::lock_guard lock(ops_mutex_);
+        stats_base_ = {};
+    }
+    const command::StatsTotals current = stats();
+    std::lock_guard lock(ops_mutex_);
+    stats_base_ = current;
+    stats_base_.changes = 0;
+}
+
+bool Server::save(std::string& error) { return persistence_.save(error); }
+bool Server::bgsave(std::string& error) { return persistence_.bgsave(error); }
+
+command::PersistenceInfo Server::persistence() { return persistence_.info(); }
+
+bool Server::shutdown(command::ShutdownMode mode, std::string& error) {
+    const bool want_save = mode == command::ShutdownMode::save ||
+                           (mode == command::ShutdownMode::default_save &&
+                            persistence_.saving_enabled());
+    if (want_save) {
+        persistence_.wait();
+        if (!persistence_.save(error)) {
+            spdlog::error("SHUTDOWN: snapshot failed, not exiting: {}", error);
+            return false;
+        }
+    }
+    spdlog::info("SHUTDOWN requested by a client{}", want_save ? " (snapshot saved)" : "");
+    request_stop(false);
+    return true;
+}
+
+}  // namespace bloomery::net

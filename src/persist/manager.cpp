@@ -1,0 +1,180 @@
+#include "bloomery/persist/manager.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "bloomery/persist/snapshot.hpp"
+
+namespace bloomery::persist {
+
+namespace {
+std::int64_t now_seconds() { return store::now_ms() / 1000; }
+}  // namespace
+
+Manager::Manager(const net::Config& config, store::Keyspace& keyspace,
+                 std::function<std::uint64_t()> total_changes)
+    : config_(config), keyspace_(keyspace), total_changes_(std::move(total_changes)) {
+    last_save_time_ = now_seconds();
+    last_attempt_ms_ = store::now_ms();
+}
+
+Manager::~Manager() { wait(); }
+
+bool Manager::load(std::string& error) {
+    std::error_code ec;
+    std::filesystem::create_directories(config_.dir, ec);
+    if (ec) {
+        error = "cannot create data directory '" + config_.dir + "': " + ec.message();
+        return false;
+    }
+    const std::string path = config_.snapshot_path();
+    if (!std::filesystem::exists(path, ec)) {
+        spdlog::info("no snapshot at {}, starting empty", path);
+        return true;
+    }
+    LoadStats stats{};
+    if (!load_snapshot(path, keyspace_, config_.max_filter_bytes, stats, error)) return false;
+    std::lock_guard lock(mutex_);
+    loaded_keys_ = stats.keys;
+    load_seconds_ = stats.seconds;
+    spdlog::info("loaded {} filters ({} bytes) from {} in {:.3f} s ({} expired keys skipped)",
+                 stats.keys, stats.bytes, path, stats.seconds, stats.expired_skipped);
+    return true;
+}
+
+bool Manager::save_locked(std::string& error) {
+    const std::uint64_t changes_at_start = total_changes_();
+    SaveStats stats{};
+    const auto started = std::chrono::steady_clock::now();
+    const bool ok = save_snapshot(keyspace_, config_.snapshot_path(), stats, error);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    record(ok, changes_at_start, seconds, stats.bytes, stats.keys, error);
+    if (ok) {
+        spdlog::info("snapshot saved: {} filters, {} bytes, {:.3f} s", stats.keys, stats.bytes,
+                     seconds);
+    } else {
+        spdlog::error("snapshot failed: {}", error);
+    }
+    return ok;
+}
+
+void Manager::record(bool ok, std::uint64_t changes_at_start, double seconds, std::uint64_t bytes,
+                     std::uint64_t keys, const std::string& error) {
+    std::lock_guard lock(mutex_);
+    last_ok_ = ok;
+    last_duration_sec_ = static_cast<std::int64_t>(seconds + 0.5);
+    last_attempt_ms_ = store::now_ms();
+    if (ok) {
+        // Writes that raced with the snapshot may or may not be in it, so they
+        // still count as unsaved: only changes before the start are covered.
+        changes_at_last_save_ = changes_at_start;
+        last_save_time_ = now_seconds();
+        ++saves_;
+        last_bytes_ = bytes;
+        last_keys_ = keys;
+        last_error_.clear();
+    } else {
+        last_error_ = error;
+    }
+}
+
+bool Manager::save(std::string& error) {
+    {
+        std::unique_lock lock(mutex_);
+        if (running_) {
+            error = "ERR Background save already in progress";
+            return false;
+        }
+        running_ = true;
+        started_ms_ = store::now_ms();
+    }
+    const bool ok = save_locked(error);
+    {
+        std::lock_guard lock(mutex_);
+        running_ = false;
+    }
+    finished_.notify_all();
+    return ok;
+}
+
+bool Manager::bgsave(std::string& error) {
+    std::lock_guard lock(mutex_);
+    if (running_) {
+        error = "ERR Background save already in progress";
+        return false;
+    }
+    if (background_.joinable()) background_.join();  // finished: running_ is false
+    running_ = true;
+    running_background_ = true;
+    started_ms_ = store::now_ms();
+    background_ = std::thread([this] {
+        std::string ignored;
+        save_locked(ignored);
+        {
+            std::lock_guard inner(mutex_);
+            running_ = false;
+            running_background_ = false;
+        }
+        finished_.notify_all();
+    });
+    return true;
+}
+
+void Manager::tick() {
+    if (config_.save_points.empty()) return;
+    std::uint64_t changes;
+    std::int64_t since_save_s, since_attempt_s;
+    {
+        std::lock_guard lock(mutex_);
+        if (running_) return;
+        changes = total_changes_() - changes_at_last_save_;
+        since_save_s = now_seconds() - last_save_time_;
+        since_attempt_s = (store::now_ms() - last_attempt_ms_) / 1000;
+        // After a failure, retry no sooner than 5 s later (Redis's
+        // CONFIG_BGSAVE_RETRY_DELAY), so a full disk is not hammered.
+        if (!last_ok_ && since_attempt_s < 5) return;
+    }
+    if (changes == 0) return;
+    for (const net::SavePoint& point : config_.save_points) {
+        if (changes >= static_cast<std::uint64_t>(point.changes) && since_save_s >= point.seconds) {
+            spdlog::info("{} changes in {} seconds. Saving...", point.changes, point.seconds);
+            std::string error;
+            bgsave(error);
+            return;
+        }
+    }
+}
+
+void Manager::wait() {
+    std::thread finished;
+    {
+        std::unique_lock lock(mutex_);
+        finished_.wait(lock, [this] { return !running_; });
+        finished.swap(background_);
+    }
+    if (finished.joinable()) finished.join();
+}
+
+command::PersistenceInfo Manager::info() const {
+    command::PersistenceInfo info;
+    std::lock_guard lock(mutex_);
+    info.enabled = !config_.save_points.empty();
+    info.bgsave_in_progress = running_background_;
+    info.changes_since_last_save = total_changes_() - changes_at_last_save_;
+    info.last_save_time = last_save_time_;
+    info.last_bgsave_ok = last_ok_;
+    info.last_bgsave_time_sec = last_duration_sec_;
+    info.current_bgsave_time_sec = running_ ? (store::now_ms() - started_ms_) / 1000 : -1;
+    info.saves = saves_;
+    info.last_save_bytes = last_bytes_;
+    info.last_save_keys = last_keys_;
+    info.last_error = last_error_;
+    info.loaded_keys = loaded_keys_;
+    info.load_seconds = load_seconds_;
+    return info;
+}
+
+}  // namespace bloomery::persist
