@@ -1,0 +1,155 @@
+"""Starts and stops the real bloomery binary for integration tests.
+
+Every server listens on 127.0.0.1 on a free port, keeps its data in its own
+temporary directory, is waited for with a bounded loop, and is stopped by pid.
+The binary comes from $BLOOMERY_BIN (set by ctest), else the release build.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BINARY = os.environ.get("BLOOMERY_BIN", os.path.join(ROOT, "build", "release", "bloomery"))
+
+
+def free_port():
+    """A port the kernel just handed out on 127.0.0.1 (closed again at once)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One bloomery process. Use as a context manager or call start()/stop()."""
+
+    def __init__(self, *extra_args, data_dir=None, threads=2, save='""', env=None):
+        self.extra_args = list(extra_args)
+        self._own_dir = data_dir is None
+        self._tmp = tempfile.TemporaryDirectory(prefix="bloomery-test-") if data_dir is None else None
+        self.data_dir = data_dir if data_dir is not None else self._tmp.name
+        self.threads = threads
+        self.save = save
+        self.env = env
+        self.port = None
+        self.process = None
+        self.log_path = None
+
+    def args(self):
+        return [BINARY, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", self.data_dir,
+                "--threads", str(self.threads), "--save", self.save] + self.extra_args
+
+    def start(self, timeout=20.0, expect_failure=False):
+        """Starts the server; returns once it answers PING (or exits, if expect_failure)."""
+        for _attempt in range(5):
+            self.port = free_port()
+            self.log_path = os.path.join(self.data_dir, "server-%d.log" % self.port)
+            log = open(self.log_path, "wb")
+            environment = dict(os.environ)
+            if self.env:
+                environment.update(self.env)
+            self.process = subprocess.Popen(self.args(), stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, env=environment)
+            log.close()
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    break
+                if self.ping():
+                    return self
+                time.sleep(0.02)
+            if expect_failure and self.process.poll() is not None:
+                return self
+            if self.process.poll() is None:
+                self.kill()
+                raise RuntimeError("bloomery did not answer within %.0f s:\n%s" % (timeout, self.log()))
+            if "cannot listen" not in self.log():  # port taken between free_port() and bind: retry
+                if expect_failure:
+                    return self
+                raise RuntimeError("bloomery exited with %s:\n%s" % (self.process.returncode, self.log()))
+        raise RuntimeError("could not find a free port for bloomery")
+
+    def ping(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def log(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def terminate(self, timeout=30.0):
+        """SIGTERM and wait; returns the exit code."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.wait(timeout)
+
+    def kill(self):
+        """SIGKILL (a crash) and reap."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+        return self.wait(10.0)
+
+    def wait(self, timeout=30.0):
+        if self.process is None:
+            return None
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+            raise
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            try:
+                self.terminate(timeout=15.0)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def cleanup(self):
+        self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def client(self, **kwargs):
+        import redis  # Debian's python3-redis
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=30, **kwargs)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.cleanup()
+        return False
+
+
+def raw_connection(port, timeout=10.0):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def read_until_closed(sock, limit=1 << 24):
+    """Reads until the peer closes (or `limit` bytes); returns the bytes."""
+    chunks = []
+    total = 0
+    while total < limit:
+        try:
+            data = sock.recv(65536)
+        except socket.timeout:
+            break
+        if not data:
+            break
+        chunks.append(data)
+        total += len(data)
+    return b"".join(chunks)
