@@ -12,15 +12,19 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace bloomery::resp {
 
 // Limits, with Redis's defaults. Every one is a named config value of the server.
+// A value equal to a limit is accepted; one past it is an error (see proto/resp.md).
 struct ParserLimits {
-    std::size_t max_bulk_length = 512ull * 1024 * 1024;  // proto-max-bulk-len
-    std::size_t max_inline_length = 64 * 1024;           // PROTO_INLINE_MAX_SIZE
-    std::size_t max_multibulk_length = 1024 * 1024;      // arguments per command
+    std::size_t max_bulk_length = 512ull * 1024 * 1024;  // proto-max-bulk-len, bytes per argument
+    // PROTO_INLINE_MAX_SIZE: bytes an inline line may hold before its '\n', and
+    // bytes a `*<n>` / `$<len>` header line may hold before its '\r'.
+    std::size_t max_inline_length = 64 * 1024;
+    std::size_t max_multibulk_length = 1024 * 1024;  // arguments per command
 };
 
 enum class ParseStatus {
@@ -35,24 +39,34 @@ public:
 
     // Parses at most one command from the front of `input`, which must start at
     // the first byte not yet consumed. On `complete`: `argv` holds views into
-    // `input` (valid while those bytes live), `consumed` is how many bytes of
-    // `input` the command took. An empty inline line or a `*0`/`*-1` multibulk is
-    // consumed and yields an empty argv (the caller skips it).
+    // `input` (valid while those bytes live), except inline words that had quotes
+    // or escapes, which view the parser's own storage (valid until the next
+    // parse() or reset()); `consumed` is how many bytes of `input` the command
+    // took. An empty inline line or a `*0`/`*-1` multibulk is consumed and yields
+    // an empty argv (the caller skips it).
     // On `incomplete` the parser remembers how far it got (as offsets, so the
     // caller may move or grow its buffer) and resumes at the next call, which must
-    // pass the same unconsumed bytes with more appended.
+    // pass the same unconsumed bytes with more appended. Bytes already checked
+    // are not scanned again, so a pipeline costs O(total bytes).
+    // On `incomplete` and `error`, argv is empty and consumed is 0. After
+    // `complete` or `error` the parser is ready for the next command.
+    // Steady state does not allocate: argv's capacity is reused.
     ParseStatus parse(std::string_view input, std::vector<std::string_view>& argv,
                       std::size_t& consumed);
 
     // Text after "ERR Protocol error: " for the last `error`, e.g.
     // "invalid multibulk length", "invalid bulk length", "expected '$', got 'x'",
-    // "too big inline request", "unbalanced quotes in request". Never contains CR/LF.
+    // "too big inline request", "unbalanced quotes in request" (every text and
+    // when it occurs: proto/resp.md). Never contains CR/LF.
     const std::string& error_message() const { return error_; }
 
-    // A hint for buffer management: the total size of the command being parsed
-    // once known (0 if unknown), so a caller can reserve room for a large bulk.
+    // A hint for buffer management: while waiting for the body of a bulk
+    // argument, the input size (counted from the start of the command) at which
+    // that argument and its CRLF will be complete, so a caller can reserve room
+    // for a large bulk; 0 otherwise.
     std::size_t bytes_expected() const { return bytes_expected_; }
 
+    // Forgets any partly parsed command and the last error.
     void reset();
 
 private:
@@ -61,16 +75,23 @@ private:
     ParseStatus parse_multibulk(std::string_view input, std::vector<std::string_view>& argv,
                                 std::size_t& consumed);
     ParseStatus fail(std::string message);
+    bool split_inline_words(std::string_view line, std::vector<std::string_view>& argv);
+    void reset_command_state();
 
     ParserLimits limits_;
     std::string error_;
     // Resumable multibulk state (offsets relative to the start of the command).
-    std::int64_t args_expected_ = -1;           // -1: header not parsed yet
-    std::size_t pos_ = 0;                       // next byte to parse
+    std::int64_t args_expected_ = -1;  // -1: header not parsed yet
+    std::int64_t bulk_length_ = -1;    // -1: next bulk header not parsed yet
+    std::size_t pos_ = 0;              // next byte to parse
+    std::size_t scan_pos_ = 0;         // where the search for a line end resumes
     std::vector<std::pair<std::size_t, std::size_t>> arg_spans_;  // (offset, length)
     std::size_t bytes_expected_ = 0;
-    // Inline commands with quotes are unescaped into this storage.
+    // Inline commands with quotes are unescaped into this storage; its strings
+    // are reused across commands, the first inline_storage_used_ hold this one's.
     std::vector<std::string> inline_storage_;
+    std::size_t inline_storage_used_ = 0;
+    std::vector<std::pair<std::size_t, std::size_t>> stored_words_;  // (argv index, storage index)
 };
 
 }  // namespace bloomery::resp

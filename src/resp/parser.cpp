@@ -1,0 +1,355 @@
+#include "bloomery/resp/parser.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+namespace bloomery::resp {
+
+namespace {
+
+constexpr std::size_t kCrlfLength = 2;
+// Argument slots reserved up front for a multibulk header. A peer may announce
+// up to max_multibulk_length arguments and then send nothing, so the reservation
+// is capped (Redis caps its argv pre-allocation at 1024 for the same reason);
+// beyond it the vector grows as arguments actually arrive.
+constexpr std::size_t kMaxArgumentReservation = 1024;
+
+enum class LineSearch { found, incomplete, too_long };
+
+// Looks for `terminator` in the line that starts at `line_start`, resuming at
+// `scan_from` so bytes already searched on an earlier call are not searched
+// again. A line may hold at most `max_length` bytes before its terminator; the
+// search never looks further than that, which both bounds the work per line and
+// makes the too-long verdict independent of how the bytes were split.
+LineSearch find_line_end(std::string_view input, std::size_t line_start, std::size_t max_length,
+                         char terminator, std::size_t& scan_from, std::size_t& terminator_index) {
+    const std::size_t available = input.size() - line_start;
+    const std::size_t search_end =
+        available > max_length ? line_start + max_length + 1 : input.size();
+    if (scan_from < search_end) {
+        const void* hit = std::memchr(input.data() + scan_from, terminator, search_end - scan_from);
+        if (hit != nullptr) {
+            terminator_index =
+                static_cast<std::size_t>(static_cast<const char*>(hit) - input.data());
+            // Stay on the terminator: if the '\n' after a '\r' is still missing,
+            // the next call finds the '\r' again at once.
+            scan_from = terminator_index;
+            return LineSearch::found;
+        }
+        scan_from = search_end;
+    }
+    return available > max_length ? LineSearch::too_long : LineSearch::incomplete;
+}
+
+// Parses a count or length the way Redis's string2ll does: an optional '-', then
+// decimal digits with no leading zero (a lone "0" is fine), no '+', no spaces,
+// no "-0", and the value must fit in a signed 64-bit integer.
+bool parse_integer(std::string_view text, std::int64_t& value) {
+    std::size_t index = 0;
+    const bool negative = !text.empty() && text[0] == '-';
+    if (negative) index = 1;
+    if (index == text.size()) return false;
+    if (text[index] == '0') {
+        if (text.size() != 1) return false;
+        value = 0;
+        return true;
+    }
+    std::uint64_t magnitude = 0;
+    constexpr std::uint64_t kMaxMagnitude = std::numeric_limits<std::uint64_t>::max();
+    for (; index < text.size(); ++index) {
+        const unsigned digit = static_cast<unsigned char>(text[index]) - unsigned{'0'};
+        if (digit > 9) return false;
+        if (magnitude > (kMaxMagnitude - digit) / 10) return false;
+        magnitude = magnitude * 10 + digit;
+    }
+    constexpr auto kMaxPositive =
+        static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (magnitude > (negative ? kMaxPositive + 1 : kMaxPositive)) return false;
+    // C++20 defines the unsigned-to-signed conversion as modular, so 2^63 becomes INT64_MIN.
+    value = negative ? static_cast<std::int64_t>(std::uint64_t{0} - magnitude)
+                     : static_cast<std::int64_t>(magnitude);
+    return true;
+}
+
+// Error text for a bulk header that does not start with '$'. The byte is echoed
+// to the client, so anything that is not printable ASCII (CR, LF, NUL, high
+// bytes) is spelled as \xHH instead of being sent raw.
+std::string expected_dollar_message(char got) {
+    std::string message = "expected '$', got '";
+    const auto byte = static_cast<unsigned char>(got);
+    if (byte >= 0x20 && byte < 0x7f) {
+        message.push_back(got);
+    } else {
+        constexpr char kHexDigits[] = "0123456789abcdef";
+        message += "\\x";
+        message.push_back(kHexDigits[byte >> 4]);
+        message.push_back(kHexDigits[byte & 0x0f]);
+    }
+    message.push_back('\'');
+    return message;
+}
+
+// Whitespace as C's isspace() sees it in the "C" locale: what Redis's
+// sdssplitargs skips between words and accepts after a closing quote.
+bool is_blank(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+// What ends an unquoted word in sdssplitargs (narrower than is_blank: a \v or
+// \f inside a word is kept, as Redis does).
+bool ends_unquoted_word(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+bool is_hex_digit(char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+unsigned hex_value(char c) {
+    if (c >= '0' && c <= '9') return static_cast<unsigned>(c - '0');
+    if (c >= 'a' && c <= 'f') return static_cast<unsigned>(c - 'a' + 10);
+    return static_cast<unsigned>(c - 'A' + 10);
+}
+
+// Appends the body of a "double quoted" section starting just after the opening
+// quote; returns the index just past the closing quote, or npos if the quote is
+// never closed.
+std::size_t unescape_double_quoted(std::string_view line, std::size_t index, std::string& word) {
+    while (index < line.size()) {
+        const char c = line[index];
+        if (c == '\\' && index + 3 < line.size() && line[index + 1] == 'x' &&
+            is_hex_digit(line[index + 2]) && is_hex_digit(line[index + 3])) {
+            word.push_back(
+                static_cast<char>(hex_value(line[index + 2]) * 16 + hex_value(line[index + 3])));
+            index += 4;
+        } else if (c == '\\' && index + 1 < line.size()) {
+            char escaped = line[index + 1];
+            switch (escaped) {
+                case 'n':
+                    escaped = '\n';
+                    break;
+                case 'r':
+                    escaped = '\r';
+                    break;
+                case 't':
+                    escaped = '\t';
+                    break;
+                case 'b':
+                    escaped = '\b';
+                    break;
+                case 'a':
+                    escaped = '\a';
+                    break;
+                default:
+                    break;  // \\, \" and any other \c stand for c itself
+            }
+            word.push_back(escaped);
+            index += 2;
+        } else if (c == '"') {
+            return index + 1;
+        } else {
+            word.push_back(c);
+            ++index;
+        }
+    }
+    return std::string_view::npos;
+}
+
+// Same for a 'single quoted' section, where only \' is an escape.
+std::size_t unescape_single_quoted(std::string_view line, std::size_t index, std::string& word) {
+    while (index < line.size()) {
+        const char c = line[index];
+        if (c == '\\' && index + 1 < line.size() && line[index + 1] == '\'') {
+            word.push_back('\'');
+            index += 2;
+        } else if (c == '\'') {
+            return index + 1;
+        } else {
+            word.push_back(c);
+            ++index;
+        }
+    }
+    return std::string_view::npos;
+}
+
+}  // namespace
+
+Parser::Parser(ParserLimits limits) : limits_(limits) {}
+
+void Parser::reset() {
+    reset_command_state();
+    error_.clear();
+}
+
+void Parser::reset_command_state() {
+    args_expected_ = -1;
+    bulk_length_ = -1;
+    pos_ = 0;
+    scan_pos_ = 0;
+    bytes_expected_ = 0;
+    arg_spans_.clear();
+}
+
+ParseStatus Parser::fail(std::string message) {
+    error_ = std::move(message);
+    reset_command_state();
+    return ParseStatus::error;
+}
+
+ParseStatus Parser::parse(std::string_view input, std::vector<std::string_view>& argv,
+                          std::size_t& consumed) {
+    argv.clear();
+    consumed = 0;
+    if (input.empty()) return ParseStatus::incomplete;
+    // The caller must pass at least the bytes it passed last time. If it did
+    // not, start the command over rather than trust offsets past the end.
+    if (scan_pos_ > input.size()) reset_command_state();
+    return input[0] == '*' ? parse_multibulk(input, argv, consumed)
+                           : parse_inline(input, argv, consumed);
+}
+
+ParseStatus Parser::parse_multibulk(std::string_view input, std::vector<std::string_view>& argv,
+                                    std::size_t& consumed) {
+    std::size_t line_end = 0;
+    if (args_expected_ < 0) {
+        switch (find_line_end(input, 0, limits_.max_inline_length, '\r', scan_pos_, line_end)) {
+            case LineSearch::incomplete:
+                return ParseStatus::incomplete;
+            case LineSearch::too_long:
+                return fail("too big mbulk count string");
+            case LineSearch::found:
+                break;
+        }
+        if (line_end + 1 >= input.size()) return ParseStatus::incomplete;  // '\n' not here yet
+        std::int64_t count = 0;
+        if (input[line_end + 1] != '\n' || !parse_integer(input.substr(1, line_end - 1), count) ||
+            (count > 0 && static_cast<std::uint64_t>(count) > limits_.max_multibulk_length)) {
+            return fail("invalid multibulk length");
+        }
+        if (count <= 0) {  // `*0` and `*-1`: nothing to run, but the bytes are used up
+            consumed = line_end + kCrlfLength;
+            reset_command_state();
+            return ParseStatus::complete;
+        }
+        args_expected_ = count;
+        pos_ = line_end + kCrlfLength;
+        scan_pos_ = pos_;
+        arg_spans_.reserve(
+            std::min<std::size_t>(static_cast<std::size_t>(count), kMaxArgumentReservation));
+    }
+
+    const auto args_expected = static_cast<std::size_t>(args_expected_);
+    while (arg_spans_.size() < args_expected) {
+        if (bulk_length_ < 0) {
+            switch (
+                find_line_end(input, pos_, limits_.max_inline_length, '\r', scan_pos_, line_end)) {
+                case LineSearch::incomplete:
+                    return ParseStatus::incomplete;
+                case LineSearch::too_long:
+                    return fail("too big bulk count string");
+                case LineSearch::found:
+                    break;
+            }
+            if (line_end + 1 >= input.size()) return ParseStatus::incomplete;
+            if (input[pos_] != '$') return fail(expected_dollar_message(input[pos_]));
+            std::int64_t length = 0;
+            if (input[line_end + 1] != '\n' ||
+                !parse_integer(input.substr(pos_ + 1, line_end - pos_ - 1), length) || length < 0 ||
+                static_cast<std::uint64_t>(length) > limits_.max_bulk_length) {
+                return fail("invalid bulk length");
+            }
+            bulk_length_ = length;
+            pos_ = line_end + kCrlfLength;
+            scan_pos_ = pos_;
+            bytes_expected_ = pos_ + static_cast<std::size_t>(length) + kCrlfLength;
+        }
+        // The body is binary-safe and never scanned: only its size and the CRLF
+        // after it are checked, so resuming costs O(1) however large it is.
+        const auto length = static_cast<std::size_t>(bulk_length_);
+        if (input.size() - pos_ < length + kCrlfLength) return ParseStatus::incomplete;
+        if (input[pos_ + length] != '\r' || input[pos_ + length + 1] != '\n') {
+            return fail("missing CRLF after bulk data");
+        }
+        arg_spans_.emplace_back(pos_, length);
+        pos_ += length + kCrlfLength;
+        scan_pos_ = pos_;
+        bulk_length_ = -1;
+        bytes_expected_ = 0;
+    }
+
+    for (const auto& [offset, length] : arg_spans_)
+        argv.emplace_back(input.data() + offset, length);
+    consumed = pos_;
+    reset_command_state();
+    return ParseStatus::complete;
+}
+
+ParseStatus Parser::parse_inline(std::string_view input, std::vector<std::string_view>& argv,
+                                 std::size_t& consumed) {
+    std::size_t newline = 0;
+    switch (find_line_end(input, 0, limits_.max_inline_length, '\n', scan_pos_, newline)) {
+        case LineSearch::incomplete:
+            return ParseStatus::incomplete;
+        case LineSearch::too_long:
+            return fail("too big inline request");
+        case LineSearch::found:
+            break;
+    }
+    std::size_t line_length = newline;
+    if (line_length > 0 && input[line_length - 1] == '\r') --line_length;
+    if (!split_inline_words(input.substr(0, line_length), argv)) {
+        argv.clear();
+        return fail("unbalanced quotes in request");
+    }
+    consumed = newline + 1;
+    reset_command_state();
+    return ParseStatus::complete;
+}
+
+// Splits an inline line into words with the rules of Redis's sdssplitargs. A
+// word without quotes is a view into the line; a word with a quoted section is
+// unescaped into inline_storage_. The storage strings are reused across calls
+// (cleared, not freed) so steady-state parsing does not allocate.
+bool Parser::split_inline_words(std::string_view line, std::vector<std::string_view>& argv) {
+    inline_storage_used_ = 0;
+    stored_words_.clear();
+    std::size_t index = 0;
+    while (true) {
+        while (index < line.size() && is_blank(line[index])) ++index;
+        if (index == line.size()) break;
+
+        const std::size_t word_start = index;
+        while (index < line.size() && !ends_unquoted_word(line[index]) && line[index] != '"' &&
+               line[index] != '\'') {
+            ++index;
+        }
+        if (index == line.size() || ends_unquoted_word(line[index])) {
+            argv.push_back(line.substr(word_start, index - word_start));
+            continue;
+        }
+
+        // A quote: the word is its unquoted prefix plus the quoted section,
+        // which must close and then be followed by whitespace or the line end.
+        if (inline_storage_used_ == inline_storage_.size()) inline_storage_.emplace_back();
+        std::string& word = inline_storage_[inline_storage_used_];
+        word.assign(line.data() + word_start, index - word_start);
+        const char quote = line[index];
+        index = quote == '"' ? unescape_double_quoted(line, index + 1, word)
+                             : unescape_single_quoted(line, index + 1, word);
+        if (index == std::string_view::npos) return false;
+        if (index < line.size() && !is_blank(line[index])) return false;
+        stored_words_.emplace_back(argv.size(), inline_storage_used_);
+        ++inline_storage_used_;
+        argv.emplace_back();  // pointed at the storage below, once it stops moving
+    }
+    // inline_storage_ may have grown (moving its strings) while words were
+    // added, so the views into it are taken only now.
+    for (const auto& [argv_index, storage_index] : stored_words_) {
+        argv[argv_index] = inline_storage_[storage_index];
+    }
+    return true;
+}
+
+}  // namespace bloomery::resp
