@@ -1,0 +1,28 @@
+# Multi-stage build: compile on Debian 12 with the -dev packages, run on a
+# slim Debian 12 with only the runtime libraries, as a non-root user.
+FROM debian:12 AS build
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        g++ make cmake pkg-config libboost-dev libspdlog-dev libcli11-dev libmurmurhash-dev \
+        libxxhash-dev nlohmann-json3-dev libgtest-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBLOOMERY_BUILD_TESTS=OFF \
+    && cmake --build build -j"$(nproc)" --target bloomery
+
+FROM debian:12-slim
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        libspdlog1.10 libfmt9 libmurmurhash2 libxxhash0 redis-tools \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin bloomery \
+    && mkdir -p /data && chown bloomery:bloomery /data
+COPY --from=build /src/build/bloomery /usr/local/bin/bloomery
+USER bloomery
+VOLUME /data
+EXPOSE 6379
+ENV BLOOMERY_BIND=0.0.0.0 BLOOMERY_DIR=/data
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+    CMD redis-cli -p 6379 PING | grep -q PONG || exit 1
+# SIGTERM (docker stop) writes a final snapshot and exits 0.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/local/bin/bloomery"]
