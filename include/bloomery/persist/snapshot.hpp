@@ -1,0 +1,84 @@
+#pragma once
+// Snapshots: the whole keyspace in one file, written while clients keep adding,
+// read back at start. The format is specified byte by byte in proto/snapshot.md.
+//
+// Guarantees:
+// - A snapshot on disk is either the previous complete file or the new complete
+//   file, never a mix: the writer streams into a temporary file in the same
+//   directory, fsyncs it, renames it over the target and fsyncs the directory.
+// - Every add acknowledged before save_snapshot() was called is in the file
+//   (bits only go 0 -> 1, so copying live words while others add is safe).
+// - The loader inserts nothing unless the whole file verified: magic, version,
+//   every field's range, every record checksum and the whole-file checksum.
+//
+// Thread safety: all functions may run concurrently with any Keyspace traffic.
+// Two saves to the same path may run at once (each has its own temporary file;
+// the last rename wins), but the server is expected to serialize them.
+// None of these functions throws: every failure is a `false` return with a
+// human-readable `error` (lower case, no trailing period) naming the file.
+
+#include <cstdint>
+#include <string>
+
+#include "bloomery/store/keyspace.hpp"
+
+namespace bloomery::persist {
+
+// The on-disk format this build writes and the only one it reads.
+inline constexpr std::uint32_t kSnapshotFormatVersion = 1;
+inline constexpr char kSnapshotMagic[8] = {'B', 'L', 'O', 'O', 'M', 'E', 'R', 'Y'};
+
+struct SaveStats {
+    std::uint64_t keys = 0;   // filter records written
+    std::uint64_t bytes = 0;  // size of the new file
+    double seconds = 0;       // wall time of the whole save, fsyncs included
+};
+
+// Writes every live key of `keyspace` to `path`.
+//
+// Streams into "<path>.tmp-<pid>-<n>" with a fixed ~2 MiB of buffers (filter
+// words are copied 1 MiB at a time, so memory does not double for big filters),
+// fsyncs it, renames it over `path` and fsyncs the directory. Holds no keyspace
+// lock while writing: each shard's entry list is copied, then written.
+//
+// On failure (missing directory, EACCES, ENOSPC, EIO, EFBIG from RLIMIT_FSIZE
+// with SIGXFSZ ignored, ...) the temporary file is removed, the file at `path`
+// is untouched, and `error` names the file and the errno text. One exception:
+// if only the final directory fsync fails, the new file is already in place
+// (renamed) but may not survive a power loss; that is reported as a failure too.
+bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, SaveStats& stats,
+                   std::string& error);
+
+struct LoadStats {
+    std::uint64_t keys = 0;             // keys inserted into the keyspace
+    std::uint64_t bytes = 0;            // size of the file read
+    std::uint64_t expired_skipped = 0;  // records whose deadline had passed
+    double seconds = 0;
+};
+
+// Reads the snapshot at `path` into `keyspace`, which should be empty (a key
+// already present under the same name is replaced).
+//
+// All-or-nothing: every record is parsed and verified into a temporary list
+// first; the keyspace is touched only after the trailer checksum matched.
+// Keys whose deadline has passed are verified but not loaded (counted in
+// `expired_skipped`). No layer larger than `max_layer_bytes` (0 = unbounded) is
+// allocated, and no size is trusted before it is checked against the bytes
+// remaining in the file, so a hostile file cannot make the loader allocate more
+// than the file's own size.
+//
+// On failure `error` reads like "PATH: record 3 (key 'foo') at offset 1234:
+// record checksum mismatch" (records count from 1; offsets are byte offsets of
+// the offending field from the start of the file).
+bool load_snapshot(const std::string& path, store::Keyspace& keyspace,
+                   std::uint64_t max_layer_bytes, LoadStats& stats, std::string& error);
+
+// Verifies the snapshot at `path` without loading it (no filter is allocated)
+// and describes it in `report`, one line per item: format version, creation
+// time, then per key its name, expiry, options, layers, capacity, items and
+// bytes, then totals. For `bloomery --check-snapshot FILE`, like
+// redis-check-rdb. On failure `report` holds what was read up to the problem
+// and `error` the reason, worded as for load_snapshot().
+bool check_snapshot(const std::string& path, std::string& report, std::string& error);
+
+}  // namespace bloomery::persist

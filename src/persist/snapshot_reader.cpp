@@ -1,0 +1,568 @@
+// The validating snapshot reader (format: proto/snapshot.md), shared by
+// load_snapshot() and check_snapshot().
+//
+// Trust nothing: every length is checked against the bytes left in the file
+// before anything is allocated for it, every range before it reaches the bloom
+// code, and the data is only handed over once the whole-file checksum matched.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <functional>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "bloomery/persist/snapshot.hpp"
+#include "snapshot_format.hpp"
+
+namespace bloomery::persist {
+namespace {
+
+// Thrown inside the parser only, caught at the API boundary: a parse has many
+// nested reads, each of which can fail.
+struct ParseFailure {
+    std::string message;  // without the "PATH: " prefix
+};
+
+class FileSource {
+  public:
+    FileSource(int fd, std::uint64_t file_size) : fd_(fd), file_size_(file_size) {
+        // No bigger than the file (plus one byte to see the end in one read):
+        // small files are checked often (tests, fuzzing) and a zero-filled
+        // 1 MiB per open would dominate their cost.
+        const std::uint64_t wanted = file_size + 1;
+        buffer_.resize(wanted < format::kIoBufferBytes ? static_cast<std::size_t>(wanted)
+                                                       : format::kIoBufferBytes);
+    }
+
+    std::uint64_t offset() const { return offset_; }
+    // Bytes after the current offset, by the size the file had when opened.
+    std::uint64_t remaining() const { return offset_ < file_size_ ? file_size_ - offset_ : 0; }
+
+    // Fills `out` with the next `size` bytes, hashing them into both the record
+    // and the file checksum. Returns false at end of file; throws on I/O errors.
+    bool read(void* out, std::size_t size) {
+        auto* dest = static_cast<unsigned char*>(out);
+        std::size_t left = size;
+        while (left > 0) {
+            if (position_ == filled_ && !refill()) return false;
+            const std::size_t available = filled_ - position_;
+            const std::size_t take = left < available ? left : available;
+            std::memcpy(dest, buffer_.data() + position_, take);
+            position_ += take;
+            dest += take;
+            left -= take;
+        }
+        record_hash_.update(out, size);
+        file_hash_.update(out, size);
+        offset_ += size;
+        return true;
+    }
+
+    // True if no byte follows the current offset.
+    bool at_end() { return position_ == filled_ && !refill(); }
+
+    void begin_record() { record_hash_.reset(); }
+    std::uint64_t record_checksum() const { return record_hash_.digest(); }
+    std::uint64_t file_checksum() const { return file_hash_.digest(); }
+
+  private:
+    bool refill() {
+        for (;;) {
+            const ssize_t n = ::read(fd_, buffer_.data(), buffer_.size());
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) {
+                throw ParseFailure{"read error at offset " + std::to_string(offset_) + ": " +
+                                   format::errno_text(errno)};
+            }
+            position_ = 0;
+            filled_ = static_cast<std::size_t>(n);
+            return n > 0;
+        }
+    }
+
+    int fd_;
+    std::uint64_t file_size_;
+    std::uint64_t offset_ = 0;
+    std::vector<unsigned char> buffer_;
+    std::size_t position_ = 0;
+    std::size_t filled_ = 0;
+    format::Xxh64 record_hash_;
+    format::Xxh64 file_hash_;
+};
+
+struct LayerInfo {
+    std::uint64_t capacity;
+    double error_rate;
+    std::uint64_t bits;
+    std::uint32_t hashes;
+    std::uint64_t items;
+};
+
+struct Record {
+    std::uint64_t index = 0;   // 1-based
+    std::uint64_t offset = 0;  // of the type byte
+    std::uint64_t bytes = 0;   // whole record, checksum included
+    std::string key;
+    std::int64_t expire_at_ms = 0;
+    bloom::FilterOptions options;
+    std::vector<LayerInfo> layers;
+    store::FilterPtr filter;  // null unless materialized
+};
+
+struct FileHeader {
+    std::uint32_t version = 0;
+    std::int64_t created_at_ms = 0;
+};
+
+struct ParseHooks {
+    std::uint64_t max_layer_bytes = 0;  // 0 = unbounded
+    // Called once options and expiry are known: should the filter be built?
+    std::function<bool(const Record&)> materialize;
+    std::function<void(const FileHeader&)> on_header;
+    std::function<void(Record&&)> on_record;
+};
+
+bool error_rate_in_range(double rate) {
+    return rate > 0.0 && rate < 1.0;
+}  // false for NaN
+
+class Parser {
+  public:
+    Parser(FileSource& source, const ParseHooks& hooks) : in_(source), hooks_(hooks) {}
+
+    void parse() {
+        parse_header();
+        std::uint64_t records = 0;
+        for (;;) {
+            in_.begin_record();
+            const std::uint64_t record_offset = in_.offset();
+            context_ = Context{};
+            const std::uint8_t type = read_u8();
+            if (type == format::kRecordEnd) {
+                parse_end(records);
+                return;
+            }
+            ++records;
+            context_.record = records;
+            if (type != format::kRecordFilter) {
+                char hex[8];
+                std::snprintf(hex, sizeof hex, "0x%02x", type);
+                fail_at(record_offset, std::string("unknown record type ") + hex);
+            }
+            parse_filter_record(records, record_offset);
+        }
+    }
+
+  private:
+    struct Context {
+        std::uint64_t record = 0;  // 0: not inside a filter record
+        const std::string* key = nullptr;
+        bool in_end_record = false;
+    };
+
+    [[noreturn]] void fail_at(std::uint64_t offset, const std::string& reason) const {
+        std::string where;
+        if (context_.record != 0) {
+            where = "record " + std::to_string(context_.record);
+            if (context_.key) where += " (key " + format::printable_key(*context_.key) + ")";
+            where += " at offset ";
+        } else if (context_.in_end_record) {
+            where = "end of file record at offset ";
+        } else {
+            where = "header at offset ";
+        }
+        throw ParseFailure{where + std::to_string(offset) + ": " + reason};
+    }
+
+    void read_exact(void* out, std::size_t size) {
+        const std::uint64_t at = in_.offset();
+        if (!in_.read(out, size)) {
+            fail_at(at, "unexpected end of file (truncated)");
+        }
+    }
+    std::uint8_t read_u8() {
+        unsigned char b;
+        read_exact(&b, 1);
+        return b;
+    }
+    std::uint32_t read_u32() {
+        unsigned char b[4];
+        read_exact(b, 4);
+        return format::get_u32(b);
+    }
+    std::uint64_t read_u64() {
+        unsigned char b[8];
+        read_exact(b, 8);
+        return format::get_u64(b);
+    }
+    double read_f64() { return std::bit_cast<double>(read_u64()); }
+
+    void parse_header() {
+        unsigned char magic[format::kMagicBytes];
+        if (!in_.read(magic, sizeof magic)) {
+            throw ParseFailure{"not a bloomery snapshot (shorter than its magic)"};
+        }
+        if (std::memcmp(magic, kSnapshotMagic, format::kMagicBytes) != 0) {
+            throw ParseFailure{"not a bloomery snapshot (bad magic)"};
+        }
+        FileHeader header;
+        header.version = read_u32();
+        if (header.version != kSnapshotFormatVersion) {
+            fail_at(8, "unsupported snapshot format version " + std::to_string(header.version) +
+                           " (this build reads version " + std::to_string(kSnapshotFormatVersion) +
+                           ")");
+        }
+        header.created_at_ms = static_cast<std::int64_t>(read_u64());
+        if (hooks_.on_header) hooks_.on_header(header);
+    }
+
+    void parse_end(std::uint64_t records) {
+        context_.in_end_record = true;
+        const std::uint64_t count_offset = in_.offset();
+        const std::uint64_t count = read_u64();
+        if (count != records) {
+            fail_at(count_offset, "record count " + std::to_string(count) + " does not match the " +
+                                      std::to_string(records) + " records read");
+        }
+        const std::uint64_t computed = in_.file_checksum();
+        const std::uint64_t checksum_offset = in_.offset();
+        const std::uint64_t stored = read_u64();
+        if (stored != computed) fail_at(checksum_offset, "file checksum mismatch");
+        if (!in_.at_end()) fail_at(in_.offset(), "trailing garbage after the end of file record");
+    }
+
+    void parse_filter_record(std::uint64_t index, std::uint64_t record_offset) {
+        Record record;
+        record.index = index;
+        record.offset = record_offset;
+
+        std::uint64_t at = in_.offset();
+        const std::uint32_t key_length = read_u32();
+        if (key_length > in_.remaining()) {
+            fail_at(at, "key length " + std::to_string(key_length) + " exceeds the " +
+                            std::to_string(in_.remaining()) +
+                            " bytes left in the file (truncated or corrupt)");
+        }
+        record.key.resize(key_length);
+        read_exact(record.key.data(), key_length);
+        context_.key = &record.key;
+        if (!seen_keys_.insert(record.key).second) fail_at(record_offset, "duplicate key");
+
+        record.expire_at_ms = static_cast<std::int64_t>(read_u64());
+        if (record.expire_at_ms < 0) {
+            fail_at(in_.offset() - 8,
+                    "negative expiry " + std::to_string(record.expire_at_ms) + " ms");
+        }
+
+        at = in_.offset();
+        record.options.error_rate = read_f64();
+        if (!error_rate_in_range(record.options.error_rate)) {
+            fail_at(at,
+                    "error rate " + std::to_string(record.options.error_rate) + " not in (0, 1)");
+        }
+        at = in_.offset();
+        record.options.capacity = read_u64();
+        if (record.options.capacity == 0) fail_at(at, "capacity 0");
+        at = in_.offset();
+        record.options.expansion = read_u32();
+        const std::uint64_t expansion_offset = at;
+        at = in_.offset();
+        const std::uint8_t nonscaling = read_u8();
+        if (nonscaling > 1) {
+            fail_at(at, "nonscaling flag " + std::to_string(nonscaling) + " is neither 0 nor 1");
+        }
+        record.options.nonscaling = nonscaling == 1;
+        if (!record.options.nonscaling && record.options.expansion == 0) {
+            fail_at(expansion_offset, "expansion 0 for a scaling filter");
+        }
+
+        at = in_.offset();
+        const std::uint32_t num_layers = read_u32();
+        if (num_layers == 0 || num_layers > bloom::ScalableFilter::kMaxLayers) {
+            fail_at(at, "layer count " + std::to_string(num_layers) + " not in [1, " +
+                            std::to_string(bloom::ScalableFilter::kMaxLayers) + "]");
+        }
+        if (record.options.nonscaling && num_layers != 1) {
+            fail_at(at, "nonscaling filter with " + std::to_string(num_layers) + " layers");
+        }
+
+        const bool materialize = hooks_.materialize && hooks_.materialize(record);
+        std::unique_ptr<bloom::ScalableFilter> filter;
+        if (materialize) {
+            filter = std::make_unique<bloom::ScalableFilter>(
+                bloom::ScalableFilter::Empty{}, record.options, hooks_.max_layer_bytes);
+        }
+
+        record.layers.reserve(num_layers);
+        for (std::uint32_t i = 0; i < num_layers; ++i) {
+            parse_layer(record, i, filter.get());
+        }
+
+        const std::uint64_t computed = in_.record_checksum();
+        at = in_.offset();
+        const std::uint64_t stored = read_u64();
+        if (stored != computed) fail_at(at, "record checksum mismatch");
+
+        record.bytes = in_.offset() - record_offset;
+        record.filter = std::move(filter);
+        context_.key = nullptr;  // `record` is about to move
+        if (hooks_.on_record) hooks_.on_record(std::move(record));
+    }
+
+    void parse_layer(Record& record, std::uint32_t index, bloom::ScalableFilter* filter) {
+        const std::string which = "layer " + std::to_string(index) + ": ";
+        LayerInfo layer{};
+        std::uint64_t at = in_.offset();
+        layer.capacity = read_u64();
+        if (layer.capacity == 0) fail_at(at, which + "capacity 0");
+        at = in_.offset();
+        layer.error_rate = read_f64();
+        if (!error_rate_in_range(layer.error_rate)) {
+            fail_at(at,
+                    which + "error rate " + std::to_string(layer.error_rate) + " not in (0, 1)");
+        }
+        const std::uint64_t bits_offset = in_.offset();
+        layer.bits = read_u64();
+        at = in_.offset();
+        layer.hashes = read_u32();
+        if (layer.hashes == 0 || layer.hashes > format::kMaxHashes) {
+            fail_at(at, which + "hash count " + std::to_string(layer.hashes) + " not in [1, " +
+                            std::to_string(format::kMaxHashes) + "]");
+        }
+        layer.items = read_u64();
+
+        const std::uint64_t layer_bytes = layer.bits / 8;
+        if (layer.bits == 0 || layer.bits % 64 != 0) {
+            fail_at(bits_offset, which + "bit count " + std::to_string(layer.bits) +
+                                     " is not a positive multiple of 64");
+        }
+        // The check that bounds allocation by the file's own size.
+        if (layer_bytes > in_.remaining()) {
+            fail_at(bits_offset, which + "bit array of " + std::to_string(layer_bytes) +
+                                     " bytes exceeds the " + std::to_string(in_.remaining()) +
+                                     " bytes left in the file (truncated or corrupt)");
+        }
+        if (hooks_.max_layer_bytes != 0 && layer_bytes > hooks_.max_layer_bytes) {
+            fail_at(bits_offset, which + "bit array of " + std::to_string(layer_bytes) +
+                                     " bytes exceeds max layer size " +
+                                     std::to_string(hooks_.max_layer_bytes));
+        }
+
+        bloom::BloomLayer* target = nullptr;
+        if (filter) {
+            target =
+                &filter->append_layer(layer.capacity, layer.error_rate, layer.bits, layer.hashes);
+            target->set_items(layer.items);
+        }
+        const std::uint64_t num_words = layer.bits / 64;
+        // Grown on demand (the size was checked against the file above), at
+        // most one chunk.
+        if (words_.size() < format::kWordChunk && words_.size() < num_words) {
+            words_.resize(num_words < format::kWordChunk ? static_cast<std::size_t>(num_words)
+                                                         : format::kWordChunk);
+        }
+        for (std::uint64_t first = 0; first < num_words; first += format::kWordChunk) {
+            const std::uint64_t left = num_words - first;
+            const std::size_t count =
+                left < format::kWordChunk ? static_cast<std::size_t>(left) : format::kWordChunk;
+            read_exact(words_.data(), count * sizeof(std::uint64_t));
+            if (target) {
+                format::words_little_to_host(words_.data(), count);
+                target->store_words(first, count, words_.data());
+            }
+        }
+        record.layers.push_back(layer);
+    }
+
+    FileSource& in_;
+    const ParseHooks& hooks_;
+    Context context_;
+    std::vector<std::uint64_t> words_;
+    std::unordered_set<std::string> seen_keys_;
+};
+
+// Opens `path` and runs the parser over it. Returns false with `error`
+// prefixed by the path on any problem; never throws.
+bool parse_file(const std::string& path, const ParseHooks& hooks, std::uint64_t& file_size,
+                std::string& error) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        error = path + ": cannot open: " + format::errno_text(errno);
+        return false;
+    }
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+
+    struct stat info;
+    if (::fstat(fd, &info) != 0) {
+        error = path + ": cannot stat: " + format::errno_text(errno);
+        return false;
+    }
+    // The size bounds every allocation, so it has to mean something.
+    if (!S_ISREG(info.st_mode)) {
+        error = path + ": not a regular file";
+        return false;
+    }
+    file_size = static_cast<std::uint64_t>(info.st_size);
+    try {
+        FileSource source(fd, file_size);
+        Parser parser(source, hooks);
+        parser.parse();
+        return true;
+    } catch (const ParseFailure& failure) {
+        error = path + ": " + failure.message;
+    } catch (const std::bad_alloc&) {
+        error = path + ": out of memory while loading";
+    } catch (const std::exception& exception) {
+        error = path + ": " + exception.what();
+    }
+    return false;
+}
+
+std::string format_time_ms(std::int64_t ms) {
+    const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+    std::tm utc{};
+    if (!::gmtime_r(&seconds, &utc)) return std::to_string(ms) + " ms";
+    char text[64];
+    const std::size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+    char millis[16];
+    std::snprintf(millis, sizeof millis, ".%03dZ", static_cast<int>(ms % 1000));
+    return std::to_string(ms) + " ms (" + std::string(text, n) + millis + ")";
+}
+
+std::string format_rate(double rate) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", rate);
+    return text;
+}
+
+}  // namespace
+
+bool load_snapshot(const std::string& path, store::Keyspace& keyspace,
+                   std::uint64_t max_layer_bytes, LoadStats& stats, std::string& error) {
+    const auto started = std::chrono::steady_clock::now();
+    stats = LoadStats{};
+    // One clock reading for the whole file, so "expired" means the same thing
+    // for every record.
+    const std::int64_t now = store::now_ms();
+    std::vector<Record> records;
+    std::uint64_t expired = 0;
+
+    ParseHooks hooks;
+    hooks.max_layer_bytes = max_layer_bytes;
+    hooks.materialize = [&](const Record& record) {
+        const bool is_expired = record.expire_at_ms != 0 && record.expire_at_ms <= now;
+        return !is_expired;
+    };
+    hooks.on_record = [&](Record&& record) {
+        if (record.filter) {
+            records.push_back(std::move(record));
+        } else {
+            ++expired;
+        }
+    };
+
+    std::uint64_t file_size = 0;
+    try {
+        if (!parse_file(path, hooks, file_size, error)) return false;
+        // Only now, with every checksum verified, does the keyspace change.
+        for (Record& record : records) {
+            keyspace.put(record.key, std::move(record.filter), record.expire_at_ms);
+        }
+    } catch (const std::exception& exception) {
+        error = path + ": " + exception.what();
+        return false;
+    }
+    stats.keys = records.size();
+    stats.bytes = file_size;
+    stats.expired_skipped = expired;
+    stats.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return true;
+}
+
+bool check_snapshot(const std::string& path, std::string& report, std::string& error) {
+    report.clear();
+    std::uint64_t keys = 0;
+    std::uint64_t total_capacity = 0;
+    std::uint64_t total_items = 0;
+    std::uint64_t total_bit_bytes = 0;
+
+    ParseHooks hooks;
+    hooks.materialize = [](const Record&) { return false; };
+    hooks.on_header = [&](const FileHeader& header) {
+        report += "file: " + path + "\n";
+        report += "format version: " + std::to_string(header.version) + "\n";
+        report += "created at: " + format_time_ms(header.created_at_ms) + "\n";
+    };
+    hooks.on_record = [&](Record&& record) {
+        std::uint64_t capacity = 0;
+        std::uint64_t items = 0;
+        std::uint64_t bit_bytes = 0;
+        for (const LayerInfo& layer : record.layers) {
+            capacity += layer.capacity;
+            items += layer.items;
+            bit_bytes += layer.bits / 8;
+        }
+        ++keys;
+        total_capacity += capacity;
+        total_items += items;
+        total_bit_bytes += bit_bytes;
+
+        std::string line = "key " + format::printable_key(record.key) + ": ";
+        line += "layers " + std::to_string(record.layers.size());
+        line += ", capacity " + std::to_string(capacity);
+        line += ", items " + std::to_string(items);
+        line += ", error rate " + format_rate(record.options.error_rate);
+        if (record.options.nonscaling) {
+            line += ", nonscaling";
+        } else {
+            line += ", expansion " + std::to_string(record.options.expansion);
+        }
+        line += ", expiry ";
+        line += record.expire_at_ms == 0 ? "none" : format_time_ms(record.expire_at_ms);
+        line += ", bytes " + std::to_string(bit_bytes);
+        line += ", record bytes " + std::to_string(record.bytes);
+        line += ", offset " + std::to_string(record.offset);
+        report += line + "\n";
+        for (std::size_t i = 0; i < record.layers.size(); ++i) {
+            const LayerInfo& layer = record.layers[i];
+            report += "  layer " + std::to_string(i) + ": capacity " +
+                      std::to_string(layer.capacity) + ", error rate " +
+                      format_rate(layer.error_rate) + ", bits " + std::to_string(layer.bits) +
+                      ", hashes " + std::to_string(layer.hashes) + ", items " +
+                      std::to_string(layer.items) + "\n";
+        }
+    };
+
+    std::uint64_t file_size = 0;
+    try {
+        if (!parse_file(path, hooks, file_size, error)) {
+            report += "error: " + error + "\n";
+            return false;
+        }
+        report += "keys: " + std::to_string(keys) + ", capacity " + std::to_string(total_capacity) +
+                  ", items " + std::to_string(total_items) + ", filter bytes " +
+                  std::to_string(total_bit_bytes) + ", file bytes " + std::to_string(file_size) +
+                  "\n";
+        report += "checksums: ok\n";
+    } catch (const std::exception& exception) {
+        error = path + ": " + exception.what();
+        return false;
+    }
+    return true;
+}
+
+}  // namespace bloomery::persist

@@ -1,0 +1,301 @@
+// The streaming snapshot writer (format: proto/snapshot.md).
+//
+// Durability follows Redis' rdbSave(): temporary file in the target's
+// directory (rename is only atomic within one file system), fsync the file,
+// rename over the target, fsync the directory so the rename itself survives a
+// power loss.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "bloomery/persist/snapshot.hpp"
+#include "snapshot_format.hpp"
+
+namespace bloomery::persist {
+namespace {
+
+// Thrown inside the writer only, caught by save_snapshot(): I/O errors unwind
+// through the nested loops without an error check after every append.
+struct WriteFailure {
+    std::string message;
+};
+
+class SnapshotFileWriter {
+  public:
+    SnapshotFileWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {
+        buffer_.reserve(format::kIoBufferBytes);
+    }
+
+    // Bytes inside a record are hashed into the record checksum as well.
+    void begin_record() { record_hash_.reset(); }
+    std::uint64_t record_checksum() const { return record_hash_.digest(); }
+
+    void append(const void* data, std::size_t size, bool in_record = true) {
+        if (in_record) record_hash_.update(data, size);
+        const auto* bytes = static_cast<const unsigned char*>(data);
+        while (size > 0) {
+            const std::size_t room = format::kIoBufferBytes - buffer_.size();
+            const std::size_t take = size < room ? size : room;
+            buffer_.insert(buffer_.end(), bytes, bytes + take);
+            bytes += take;
+            size -= take;
+            if (buffer_.size() == format::kIoBufferBytes) flush();
+        }
+    }
+    void append_u8(std::uint8_t v) { append(&v, 1); }
+    void append_u32(std::uint32_t v) {
+        unsigned char b[4];
+        format::put_u32(b, v);
+        append(b, sizeof b);
+    }
+    void append_u64(std::uint64_t v, bool in_record = true) {
+        unsigned char b[8];
+        format::put_u64(b, v);
+        append(b, sizeof b, in_record);
+    }
+    void append_i64(std::int64_t v) { append_u64(static_cast<std::uint64_t>(v)); }
+    void append_f64(double v) { append_u64(std::bit_cast<std::uint64_t>(v)); }
+
+    // The whole-file checksum covers every byte handed to write(), so it is
+    // taken here over whole buffers rather than per field.
+    void flush() {
+        file_hash_.update(buffer_.data(), buffer_.size());
+        const unsigned char* p = buffer_.data();
+        std::size_t left = buffer_.size();
+        while (left > 0) {
+            const ssize_t n = ::write(fd_, p, left);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                fail("write", errno);
+            }
+            // A regular file only returns 0 for a 0-byte write; treat it as an
+            // I/O error rather than spin.
+            if (n == 0) fail("write", EIO);
+            p += n;
+            left -= static_cast<std::size_t>(n);
+            written_ += static_cast<std::uint64_t>(n);
+        }
+        buffer_.clear();
+    }
+
+    // Checksum of every byte appended so far (flushes first).
+    std::uint64_t file_checksum() {
+        flush();
+        return file_hash_.digest();
+    }
+
+    std::uint64_t bytes_written() const { return written_; }
+
+    [[noreturn]] void fail(const char* operation, int error_number) const {
+        throw WriteFailure{"cannot " + std::string(operation) + " '" + path_ +
+                           "': " + format::errno_text(error_number)};
+    }
+
+  private:
+    int fd_;
+    std::string path_;
+    std::vector<unsigned char> buffer_;
+    format::Xxh64 record_hash_;
+    format::Xxh64 file_hash_;
+    std::uint64_t written_ = 0;
+};
+
+void write_filter_record(SnapshotFileWriter& out, const store::KeySnapshot& entry,
+                         std::vector<std::uint64_t>& words) {
+    const bloom::ScalableFilter& filter = *entry.filter;
+    const bloom::FilterOptions& options = filter.options();
+
+    out.begin_record();
+    out.append_u8(format::kRecordFilter);
+    out.append_u32(static_cast<std::uint32_t>(entry.key.size()));
+    out.append(entry.key.data(), entry.key.size());
+    out.append_i64(entry.expire_at_ms);
+    out.append_f64(options.error_rate);
+    out.append_u64(options.capacity);
+    out.append_u32(options.expansion);
+    out.append_u8(options.nonscaling ? 1 : 0);
+
+    // Read the layer count once: a layer appended by a concurrent add after
+    // this point holds only adds that began after the snapshot, and writing
+    // exactly the layers counted keeps the record self-consistent.
+    const std::size_t num_layers = filter.num_layers();
+    if (num_layers == 0) {
+        // Every filter the server creates has a layer; writing an empty chain
+        // would produce a file the loader refuses, so refuse to save instead.
+        throw WriteFailure{"cannot save key " + format::printable_key(entry.key) +
+                           ": filter has no layers"};
+    }
+    out.append_u32(static_cast<std::uint32_t>(num_layers));
+    for (std::size_t i = 0; i < num_layers; ++i) {
+        const bloom::BloomLayer& layer = filter.layer(i);
+        // items is read before the words: every item it counts has its bits
+        // set already, so the loaded filter never claims more than it holds.
+        const std::uint64_t items = layer.items();
+        out.append_u64(layer.capacity());
+        out.append_f64(layer.error_rate());
+        out.append_u64(layer.bits());
+        out.append_u32(layer.hashes());
+        out.append_u64(items);
+
+        const std::uint64_t num_words = layer.num_words();
+        for (std::uint64_t first = 0; first < num_words; first += format::kWordChunk) {
+            const std::uint64_t left = num_words - first;
+            const std::size_t count =
+                left < format::kWordChunk ? static_cast<std::size_t>(left) : format::kWordChunk;
+            layer.copy_words(first, count, words.data());
+            format::words_host_to_little(words.data(), count);
+            out.append(words.data(), count * sizeof(std::uint64_t));
+        }
+    }
+    out.append_u64(out.record_checksum(), /*in_record=*/false);
+}
+
+std::string directory_of(const std::string& path) {
+    const auto slash = path.find_last_of('/');
+    if (slash == std::string::npos) return ".";
+    if (slash == 0) return "/";
+    return path.substr(0, slash);
+}
+
+std::string temporary_path_for(const std::string& path) {
+    // The sequence number keeps two saves in one process (say, SAVE during a
+    // BGSAVE) from sharing a temporary file.
+    static std::atomic<std::uint64_t> sequence{0};
+    return path + ".tmp-" + std::to_string(::getpid()) + "-" +
+           std::to_string(sequence.fetch_add(1, std::memory_order_relaxed));
+}
+
+// Closes the descriptor and removes the temporary file unless released, so
+// that every early exit (error or exception) leaves nothing behind.
+class TemporaryFile {
+  public:
+    explicit TemporaryFile(std::string path) : path_(std::move(path)) {}
+    ~TemporaryFile() {
+        if (fd_ >= 0) ::close(fd_);
+        if (!released_) ::unlink(path_.c_str());
+    }
+    TemporaryFile(const TemporaryFile&) = delete;
+    TemporaryFile& operator=(const TemporaryFile&) = delete;
+
+    bool open() {
+        fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        return fd_ >= 0;
+    }
+    int fd() const { return fd_; }
+    const std::string& path() const { return path_; }
+    // close() can report a delayed write error (NFS): it must be checked.
+    int close() {
+        const int result = ::close(fd_);
+        fd_ = -1;
+        return result;
+    }
+    void release() { released_ = true; }
+
+  private:
+    std::string path_;
+    int fd_ = -1;
+    bool released_ = false;
+};
+
+bool fsync_directory(const std::string& directory, std::string& error) {
+    const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        error = "cannot open directory '" + directory + "': " + format::errno_text(errno);
+        return false;
+    }
+    int result;
+    do {
+        result = ::fsync(fd);
+    } while (result != 0 && errno == EINTR);
+    const int fsync_errno = errno;
+    ::close(fd);
+    if (result != 0) {
+        error = "cannot fsync directory '" + directory + "': " + format::errno_text(fsync_errno);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, SaveStats& stats,
+                   std::string& error) {
+    const auto started = std::chrono::steady_clock::now();
+    stats = SaveStats{};
+    try {
+        TemporaryFile temporary(temporary_path_for(path));
+        if (!temporary.open()) {
+            error = "cannot create '" + temporary.path() + "': " + format::errno_text(errno);
+            return false;
+        }
+        std::uint64_t records = 0;
+        {
+            SnapshotFileWriter out(temporary.fd(), temporary.path());
+            std::vector<std::uint64_t> words(format::kWordChunk);
+
+            unsigned char header[format::kFileHeaderBytes];
+            std::memcpy(header, kSnapshotMagic, format::kMagicBytes);
+            format::put_u32(header + 8, kSnapshotFormatVersion);
+            format::put_u64(header + 12, static_cast<std::uint64_t>(store::now_ms()));
+            out.append(header, sizeof header, /*in_record=*/false);
+
+            for (std::size_t shard = 0; shard < keyspace.num_shards(); ++shard) {
+                // A copy of the shard's entries: the shard lock is already
+                // released while the (possibly gigabytes of) words are written.
+                const std::vector<store::KeySnapshot> entries = keyspace.shard_entries(shard);
+                for (const store::KeySnapshot& entry : entries) {
+                    if (!entry.filter) continue;
+                    write_filter_record(out, entry, words);
+                    ++records;
+                }
+            }
+
+            out.append_u8(format::kRecordEnd);
+            out.append_u64(records);
+            out.append_u64(out.file_checksum(), /*in_record=*/false);
+            out.flush();
+            stats.bytes = out.bytes_written();
+        }
+
+        int result;
+        do {
+            result = ::fsync(temporary.fd());
+        } while (result != 0 && errno == EINTR);
+        if (result != 0) {
+            error = "cannot fsync '" + temporary.path() + "': " + format::errno_text(errno);
+            return false;
+        }
+        if (temporary.close() != 0) {
+            error = "cannot close '" + temporary.path() + "': " + format::errno_text(errno);
+            return false;
+        }
+        if (::rename(temporary.path().c_str(), path.c_str()) != 0) {
+            error = "cannot rename '" + temporary.path() + "' to '" + path +
+                    "': " + format::errno_text(errno);
+            return false;
+        }
+        temporary.release();
+        stats.keys = records;
+        const bool durable = fsync_directory(directory_of(path), error);
+        stats.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        return durable;
+    } catch (const WriteFailure& failure) {
+        error = failure.message;
+    } catch (const std::bad_alloc&) {
+        error = "cannot save '" + path + "': out of memory";
+    } catch (const std::exception& exception) {
+        error = "cannot save '" + path + "': " + exception.what();
+    }
+    return false;
+}
+
+}  // namespace bloomery::persist
