@@ -1,0 +1,341 @@
+// Command handlers driven without sockets: argv in, RESP bytes out.
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bloomery/command/errors.hpp"
+#include "bloomery/command/registry.hpp"
+#include "bloomery/resp/writer.hpp"
+#include "command/glob.hpp"
+
+namespace bloomery::command {
+namespace {
+
+class FakeHooks : public ServerHooks {
+public:
+    std::size_t connected_clients() override { return 1; }
+    std::string client_list() override { return "id=1 addr=127.0.0.1:1 name=\n"; }
+    bool kill_client(std::int64_t id) override { return id == 1; }
+    bool kill_client(std::string_view) override { return false; }
+    StatsTotals stats() override { return {}; }
+    void reset_stats() override {}
+    bool save(std::string& error) override {
+        ++saves;
+        if (fail_saves) error = "disk on fire";
+        return !fail_saves;
+    }
+    bool bgsave(std::string&) override { return true; }
+    PersistenceInfo persistence() override { return {}; }
+    bool shutdown(ShutdownMode mode, std::string&) override {
+        last_shutdown = mode;
+        return true;
+    }
+    std::int64_t start_time_ms() override { return 0; }
+    unsigned worker_threads() override { return 1; }
+
+    int saves = 0;
+    bool fail_saves = false;
+    ShutdownMode last_shutdown = ShutdownMode::default_save;
+};
+
+class Commands : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string error;
+        ASSERT_TRUE(build_default_registry(registry, error)) << error;
+    }
+
+    // Runs one command and returns its raw reply.
+    std::string run(std::vector<std::string> words) {
+        std::vector<std::string_view> argv(words.begin(), words.end());
+        out.clear();
+        Context ctx{registry, keyspace, config, hooks, client, stats, writer};
+        dispatch(registry, ctx, argv);
+        return out;
+    }
+
+    Registry registry;
+    store::Keyspace keyspace{8};
+    net::Config config;
+    FakeHooks hooks;
+    ClientState client;
+    WorkerStats stats;
+    std::string out;
+    resp::Writer writer{out};
+};
+
+TEST_F(Commands, AddCreatesDefaultFilterAndReportsNewItemsOnce) {
+    EXPECT_EQ(run({"BF.ADD", "k", "a"}), ":1\r\n");
+    EXPECT_EQ(run({"bf.add", "k", "a"}), ":0\r\n");
+    EXPECT_EQ(run({"BF.EXISTS", "k", "a"}), ":1\r\n");
+    EXPECT_EQ(run({"BF.EXISTS", "k", "b"}), ":0\r\n");
+    EXPECT_EQ(run({"BF.INFO", "k", "CAPACITY"}), "*1\r\n:100\r\n");
+    EXPECT_EQ(run({"BF.INFO", "k", "EXPANSION"}), "*1\r\n:2\r\n");
+    EXPECT_EQ(run({"BF.INFO", "k", "ITEMS"}), "*1\r\n:1\r\n");
+}
+
+TEST_F(Commands, ExistsOnMissingKeyAnswersZeroWithoutCreatingIt) {
+    EXPECT_EQ(run({"BF.EXISTS", "missing", "a"}), ":0\r\n");
+    EXPECT_EQ(run({"BF.MEXISTS", "missing", "a", "b"}), "*2\r\n:0\r\n:0\r\n");
+    EXPECT_EQ(run({"EXISTS", "missing"}), ":0\r\n");
+    EXPECT_EQ(run({"BF.CARD", "missing"}), ":0\r\n");
+}
+
+TEST_F(Commands, ReserveValidatesLikeRedisBloom) {
+    EXPECT_EQ(run({"BF.RESERVE", "k", "abc", "100"}), "-ERR bad error rate\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "k", "1", "100"}), "-ERR (0 < error rate range < 1)\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "k", "0", "100"}), "-ERR (0 < error rate range < 1)\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "k", "0.01", "x"}), "-ERR bad capacity\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "k", "0.01", "0"}), "-ERR (capacity should be larger than 0)\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "k", "0.01", "10", "EXPANSION", "0"}),
+              "-ERR expansion should be greater or equal to 1\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "k", "0.01"}),
+              "-ERR wrong number of arguments for 'bf.reserve' command\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "k", "0.01", "10", "NONSCALING"}), "+OK\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "k", "0.01", "10"}), "-ERR item exists\r\n");
+    EXPECT_EQ(run({"BF.INFO", "k", "EXPANSION"}), "*1\r\n$-1\r\n");
+}
+
+TEST_F(Commands, ReserveRefusesFiltersBeyondMaxFilterBytes) {
+    config.max_filter_bytes = 1024 * 1024;
+    const std::string reply = run({"BF.RESERVE", "huge", "0.0001", "100000000"});
+    EXPECT_EQ(reply.rfind("-ERR filter would exceed max-filter-bytes", 0), 0u) << reply;
+    EXPECT_EQ(run({"EXISTS", "huge"}), ":0\r\n");
+}
+
+TEST_F(Commands, NonScalingFilterFillsUpAndMaddStopsAtTheFirstError) {
+    ASSERT_EQ(run({"BF.RESERVE", "k", "0.01", "2", "NONSCALING"}), "+OK\r\n");
+    EXPECT_EQ(run({"BF.MADD", "k", "a", "b", "c", "d"}),
+              "*3\r\n:1\r\n:1\r\n-ERR non scaling filter is full\r\n");
+    EXPECT_EQ(run({"BF.ADD", "k", "e"}), "-ERR non scaling filter is full\r\n");
+    EXPECT_EQ(run({"BF.ADD", "k", "a"}), ":0\r\n");
+}
+
+TEST_F(Commands, ScalingFilterAddsASubFilterWhenFull) {
+    ASSERT_EQ(run({"BF.RESERVE", "k", "0.01", "10"}), "+OK\r\n");
+    for (int i = 0; i < 10; ++i) run({"BF.ADD", "k", "item" + std::to_string(i)});
+    EXPECT_EQ(run({"BF.INFO", "k", "FILTERS"}), "*1\r\n:1\r\n");
+    // Adds that report "exists" (false positives) do not count; keep adding
+    // new names until one is accepted.
+    for (int i = 10; run({"BF.INFO", "k", "ITEMS"}) == "*1\r\n:10\r\n" && i < 100; ++i) {
+        run({"BF.ADD", "k", "item" + std::to_string(i)});
+    }
+    EXPECT_EQ(run({"BF.INFO", "k", "FILTERS"}), "*1\r\n:2\r\n");
+    EXPECT_EQ(run({"BF.INFO", "k", "CAPACITY"}), "*1\r\n:30\r\n");
+}
+
+TEST_F(Commands, InsertOptionsApplyOnlyWhenCreating) {
+    EXPECT_EQ(run({"BF.INSERT", "k", "CAPACITY", "1000", "ERROR", "0.001", "ITEMS", "a", "b"}),
+              "*2\r\n:1\r\n:1\r\n");
+    EXPECT_EQ(run({"BF.INFO", "k", "CAPACITY"}), "*1\r\n:1000\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "k", "CAPACITY", "5", "ITEMS", "c"}), "*1\r\n:1\r\n");
+    EXPECT_EQ(run({"BF.INFO", "k", "CAPACITY"}), "*1\r\n:1000\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "nope", "NOCREATE", "ITEMS", "a"}), "-ERR not found\r\n");
+    // Everything after ITEMS is an item, even option names.
+    EXPECT_EQ(run({"BF.INSERT", "k", "ITEMS", "NOCREATE", "CAPACITY"}), "*2\r\n:1\r\n:1\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "k", "ITEMS"}),
+              "-ERR wrong number of arguments for 'bf.insert' command\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "k", "BOGUS", "ITEMS", "a"}), "-ERR unknown argument received\r\n");
+}
+
+TEST_F(Commands, InfoRepliesWithRedisBloomFields) {
+    run({"BF.RESERVE", "k", "0.01", "100"});
+    const std::string reply = run({"BF.INFO", "k"});
+    EXPECT_EQ(reply.rfind("*10\r\n+Capacity\r\n:100\r\n+Size\r\n:", 0), 0u) << reply;
+    EXPECT_NE(reply.find("+Number of filters\r\n:1\r\n+Number of items inserted\r\n:0\r\n"
+                         "+Expansion rate\r\n:2\r\n"),
+              std::string::npos)
+        << reply;
+    EXPECT_EQ(run({"BF.INFO", "missing"}), "-ERR not found\r\n");
+    EXPECT_EQ(run({"BF.INFO", "k", "BOGUS"}), "-ERR Invalid information value\r\n");
+}
+
+TEST_F(Commands, CardEstimatesDistinctItems) {
+    run({"BF.RESERVE", "k", "0.001", "100000"});
+    for (int i = 0; i < 5000; ++i) run({"BF.ADD", "k", std::to_string(i)});
+    for (int i = 0; i < 5000; ++i) run({"BF.ADD", "k", std::to_string(i)});  // duplicates
+    const std::string reply = run({"BF.CARD", "k"});
+    const long estimate = std::stol(reply.substr(1));
+    EXPECT_NEAR(estimate, 5000, 5000 * 0.03) << reply;
+}
+
+TEST_F(Commands, ScandumpLoadchunkRoundTripIntoANewKey) {
+    run({"BF.RESERVE", "src", "0.01", "1000"});
+    for (int i = 0; i < 3000; ++i) run({"BF.ADD", "src", "x" + std::to_string(i)});
+    std::int64_t iter = 0;
+    for (int guard = 0; guard < 1000; ++guard) {
+        const std::string reply = run({"BF.SCANDUMP", "src", std::to_string(iter)});
+        // *2\r\n:<iter>\r\n$<len>\r\n<data>\r\n
+        std::size_t pos = reply.find(':') + 1;
+        const std::size_t eol = reply.find("\r\n", pos);
+        iter = std::stoll(reply.substr(pos, eol - pos));
+        pos = reply.find('$', eol) + 1;
+        const std::size_t len_end = reply.find("\r\n", pos);
+        const std::size_t len = std::stoul(reply.substr(pos, len_end - pos));
+        const std::string data = reply.substr(len_end + 2, len);
+        if (iter == 0) break;
+        ASSERT_EQ(run({"BF.LOADCHUNK", "dst", std::to_string(iter), data}), "+OK\r\n");
+    }
+    EXPECT_EQ(iter, 0);
+    EXPECT_EQ(run({"BF.INFO", "dst"}), run({"BF.INFO", "src"}));
+    for (int i = 0; i < 3000; ++i) {
+        ASSERT_EQ(run({"BF.EXISTS", "dst", "x" + std::to_string(i)}), ":1\r\n");
+    }
+    for (int i = 0; i < 200; ++i) {
+        const std::string item = "absent" + std::to_string(i);
+        EXPECT_EQ(run({"BF.EXISTS", "dst", item}), run({"BF.EXISTS", "src", item}));
+    }
+}
+
+TEST_F(Commands, LoadchunkRejectsBadPayloadsWithoutCreatingTheKey) {
+    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "1", "garbage"}).rfind("-ERR ", 0), 0u);
+    EXPECT_EQ(run({"EXISTS", "k"}), ":0\r\n");
+    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "9", "garbage"}), "-ERR not found\r\n");
+    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "x", "garbage"}), "-ERR invalid iterator\r\n");
+    run({"BF.ADD", "k", "a"});
+    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "9", "garbage"}).rfind("-ERR ", 0), 0u);
+    EXPECT_EQ(run({"BF.EXISTS", "k", "a"}), ":1\r\n");
+}
+
+TEST_F(Commands, UnknownCommandsAndWrongArityAnswerRedisTexts) {
+    EXPECT_EQ(run({"NOPE", "a", "b"}),
+              "-ERR unknown command 'NOPE', with args beginning with: 'a' 'b' \r\n");
+    EXPECT_EQ(run({"NOPE", "a\r\nb"}),
+              "-ERR unknown command 'NOPE', with args beginning with: 'a  b' \r\n");
+    EXPECT_EQ(run({"BF.ADD", "k"}), "-ERR wrong number of arguments for 'bf.add' command\r\n");
+    EXPECT_EQ(run({"CLIENT", "NOPE"}), "-ERR unknown subcommand 'NOPE'. Try CLIENT HELP.\r\n");
+}
+
+TEST_F(Commands, GenericKeyCommands) {
+    run({"BF.ADD", "a", "x"});
+    run({"BF.ADD", "b", "x"});
+    EXPECT_EQ(run({"TYPE", "a"}), "+MBbloom--\r\n");
+    EXPECT_EQ(run({"TYPE", "zz"}), "+none\r\n");
+    EXPECT_EQ(run({"EXISTS", "a", "b", "a", "zz"}), ":3\r\n");
+    EXPECT_EQ(run({"DBSIZE"}), ":2\r\n");
+    EXPECT_EQ(run({"RENAME", "a", "c"}), "+OK\r\n");
+    EXPECT_EQ(run({"RENAME", "a", "c"}), "-ERR no such key\r\n");
+    EXPECT_EQ(run({"BF.EXISTS", "c", "x"}), ":1\r\n");
+    EXPECT_EQ(run({"KEYS", "c*"}), "*1\r\n$1\r\nc\r\n");
+    EXPECT_EQ(run({"DEL", "b", "c", "zz"}), ":2\r\n");
+    EXPECT_EQ(run({"DBSIZE"}), ":0\r\n");
+    EXPECT_EQ(run({"SELECT", "0"}), "+OK\r\n");
+    EXPECT_EQ(run({"SELECT", "1"}), "-ERR DB index is out of range\r\n");
+}
+
+TEST_F(Commands, ExpiryFollowsRedisRules) {
+    run({"BF.ADD", "k", "x"});
+    EXPECT_EQ(run({"TTL", "k"}), ":-1\r\n");
+    EXPECT_EQ(run({"TTL", "missing"}), ":-2\r\n");
+    EXPECT_EQ(run({"EXPIRE", "k", "100", "XX"}), ":0\r\n");
+    EXPECT_EQ(run({"EXPIRE", "k", "100", "NX"}), ":1\r\n");
+    EXPECT_EQ(run({"TTL", "k"}), ":100\r\n");
+    EXPECT_EQ(run({"EXPIRE", "k", "50", "GT"}), ":0\r\n");
+    EXPECT_EQ(run({"EXPIRE", "k", "50", "LT"}), ":1\r\n");
+    EXPECT_EQ(run({"EXPIRE", "k", "50", "NX", "XX"}),
+              "-ERR NX and XX, GT or LT options at the same time are not compatible\r\n");
+    EXPECT_EQ(run({"PERSIST", "k"}), ":1\r\n");
+    EXPECT_EQ(run({"PERSIST", "k"}), ":0\r\n");
+    EXPECT_EQ(run({"EXPIRE", "k", "abc"}), "-ERR value is not an integer or out of range\r\n");
+    EXPECT_EQ(run({"EXPIRE", "k", "9223372036854775807"}),
+              "-ERR invalid expire time in 'expire' command\r\n");
+    EXPECT_EQ(run({"PEXPIRE", "k", "-1"}), ":1\r\n");  // in the past: deleted
+    EXPECT_EQ(run({"EXISTS", "k"}), ":0\r\n");
+}
+
+TEST_F(Commands, ScanVisitsEveryKeyExactlyOnce) {
+    for (int i = 0; i < 300; ++i) run({"BF.ADD", "key:" + std::to_string(i), "x"});
+    std::multiset<std::string> seen;
+    std::string cursor = "0";
+    for (int guard = 0; guard < 1000; ++guard) {
+        const std::string reply = run({"SCAN", cursor, "COUNT", "7"});
+        // *2\r\n$<n>\r\n<cursor>\r\n*<k>\r\n($<n>\r\n<key>\r\n)*
+        std::size_t pos = reply.find("\r\n", 4) + 2;
+        const std::size_t end = reply.find("\r\n", pos);
+        cursor = reply.substr(pos, end - pos);
+        pos = reply.find("\r\n", end + 2) + 2;  // past *<k>
+        while (pos < reply.size()) {
+            const std::size_t len_end = reply.find("\r\n", pos);
+            const std::size_t len = std::stoul(reply.substr(pos + 1, len_end - pos - 1));
+            seen.insert(reply.substr(len_end + 2, len));
+            pos = len_end + 2 + len + 2;
+        }
+        if (cursor == "0") break;
+    }
+    EXPECT_EQ(cursor, "0");
+    EXPECT_EQ(seen.size(), 300u);
+    EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 300u);
+}
+
+TEST_F(Commands, HelloSwitchesToResp3) {
+    const std::string reply = run({"HELLO", "3"});
+    EXPECT_EQ(reply.rfind("%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n", 0), 0u) << reply;
+    EXPECT_EQ(client.protocol.load(), 3);
+    run({"BF.RESERVE", "k", "0.01", "10", "NONSCALING"});
+    EXPECT_EQ(run({"BF.INFO", "k", "EXPANSION"}), "*1\r\n_\r\n");
+    EXPECT_EQ(run({"HELLO", "4"}), "-NOPROTO unsupported protocol version\r\n");
+}
+
+TEST_F(Commands, ClientNameAndShutdownGoThroughHooks) {
+    EXPECT_EQ(run({"CLIENT", "SETNAME", "worker-1"}), "+OK\r\n");
+    EXPECT_EQ(run({"CLIENT", "GETNAME"}), "$8\r\nworker-1\r\n");
+    EXPECT_EQ(run({"CLIENT", "SETNAME", "bad name"}).rfind("-ERR Client names cannot", 0), 0u);
+    EXPECT_EQ(run({"SHUTDOWN", "NOSAVE"}), "");
+    EXPECT_TRUE(client.close_after_reply);
+    EXPECT_EQ(hooks.last_shutdown, ShutdownMode::nosave);
+    hooks.fail_saves = true;
+    EXPECT_EQ(run({"SAVE"}), "-ERR disk on fire\r\n");
+}
+
+TEST_F(Commands, CommandTableMatchesProtoFile) {
+    EXPECT_EQ(run({"COMMAND", "COUNT"}), ":" + std::to_string(registry.all().size()) + "\r\n");
+    const std::string info = run({"COMMAND", "INFO", "bf.add"});
+    EXPECT_EQ(info.rfind("*1\r\n*10\r\n$6\r\nbf.add\r\n:3\r\n", 0), 0u) << info;
+    EXPECT_EQ(run({"COMMAND", "GETKEYS", "BF.ADD", "mykey", "item"}), "*1\r\n$5\r\nmykey\r\n");
+    EXPECT_EQ(run({"COMMAND", "GETKEYS", "DEL", "a", "b"}), "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
+    const CommandSpec* rename = registry.find("RENAME");
+    ASSERT_NE(rename, nullptr);
+    EXPECT_EQ(rename->first_key, 1);
+    EXPECT_EQ(rename->last_key, 2);
+}
+
+TEST(Registry, RefusesJsonWithoutHandlerOrHandlerWithoutJson) {
+    Registry registry;
+    std::string error;
+    registry.register_handler("ping", [](Context&, Args) {});
+    EXPECT_FALSE(registry.build(R"({"commands":[]})", error));
+    EXPECT_NE(error.find("ping"), std::string::npos) << error;
+    EXPECT_FALSE(registry.build(
+        R"({"commands":[{"name":"ping","arity":-1,"flags":[],"first_key":0,"last_key":0,"step":0},
+                        {"name":"echo","arity":2,"flags":[],"first_key":0,"last_key":0,"step":0}]})",
+        error));
+    EXPECT_NE(error.find("echo"), std::string::npos) << error;
+    EXPECT_TRUE(registry.build(
+        R"({"commands":[{"name":"ping","arity":-1,"flags":[],"first_key":0,"last_key":0,"step":0}]})",
+        error))
+        << error;
+}
+
+TEST(Glob, MatchesLikeRedis) {
+    EXPECT_TRUE(glob_match("*", "anything"));
+    EXPECT_TRUE(glob_match("h?llo", "hello"));
+    EXPECT_TRUE(glob_match("h[ae]llo", "hallo"));
+    EXPECT_FALSE(glob_match("h[ae]llo", "hillo"));
+    EXPECT_TRUE(glob_match("h[^e]llo", "hallo"));
+    EXPECT_FALSE(glob_match("h[^e]llo", "hello"));
+    EXPECT_TRUE(glob_match("h[a-c]llo", "hbllo"));
+    EXPECT_TRUE(glob_match("a\\*b", "a*b"));
+    EXPECT_FALSE(glob_match("a\\*b", "axb"));
+    EXPECT_TRUE(glob_match("user:*:name", "user:42:name"));
+    EXPECT_FALSE(glob_match("user:*:name", "user:42:age"));
+    EXPECT_TRUE(glob_match("SAVE", "save", true));
+    // A pathological pattern finishes quickly (no exponential backtracking).
+    const std::string text(10000, 'a');
+    EXPECT_FALSE(glob_match("*a*a*a*a*a*a*a*a*a*a*b", text));
+}
+
+}  // namespace
+}  // namespace bloomery::command
