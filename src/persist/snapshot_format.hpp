@@ -89,7 +89,7 @@ inline void words_little_to_host(std::uint64_t* words, std::size_t count) {
 // heap-allocated by the library because its layout is only public with
 // XXH_STATIC_LINKING_ONLY, which would tie us to one library version.
 class Xxh64 {
-  public:
+public:
     Xxh64() : state_(XXH64_createState()) {
         if (!state_) throw std::bad_alloc();
         reset();
@@ -100,7 +100,7 @@ class Xxh64 {
     }
     std::uint64_t digest() const { return XXH64_digest(state_.get()); }
 
-  private:
+private:
     struct Free {
         void operator()(XXH64_state_t* state) const { XXH64_freeState(state); }
     };

@@ -34,7 +34,7 @@ struct ParseFailure {
 };
 
 class FileSource {
-  public:
+public:
     FileSource(int fd, std::uint64_t file_size) : fd_(fd), file_size_(file_size) {
         // No bigger than the file (plus one byte to see the end in one read):
         // small files are checked often (tests, fuzzing) and a zero-filled
@@ -75,7 +75,7 @@ class FileSource {
     std::uint64_t record_checksum() const { return record_hash_.digest(); }
     std::uint64_t file_checksum() const { return file_hash_.digest(); }
 
-  private:
+private:
     bool refill() {
         for (;;) {
             const ssize_t n = ::read(fd_, buffer_.data(), buffer_.size());
@@ -137,7 +137,7 @@ bool error_rate_in_range(double rate) {
 }  // false for NaN
 
 class Parser {
-  public:
+public:
     Parser(FileSource& source, const ParseHooks& hooks) : in_(source), hooks_(hooks) {}
 
     void parse() {
@@ -163,7 +163,7 @@ class Parser {
         }
     }
 
-  private:
+private:
     struct Context {
         std::uint64_t record = 0;  // 0: not inside a filter record
         const std::string* key = nullptr;

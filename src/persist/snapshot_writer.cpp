@@ -29,7 +29,7 @@ struct WriteFailure {
 };
 
 class SnapshotFileWriter {
-  public:
+public:
     SnapshotFileWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {
         buffer_.reserve(format::kIoBufferBytes);
     }
@@ -99,7 +99,7 @@ class SnapshotFileWriter {
                            "': " + format::errno_text(error_number)};
     }
 
-  private:
+private:
     int fd_;
     std::string path_;
     std::vector<unsigned char> buffer_;
@@ -176,7 +176,7 @@ std::string temporary_path_for(const std::string& path) {
 // Closes the descriptor and removes the temporary file unless released, so
 // that every early exit (error or exception) leaves nothing behind.
 class TemporaryFile {
-  public:
+public:
     explicit TemporaryFile(std::string path) : path_(std::move(path)) {}
     ~TemporaryFile() {
         if (fd_ >= 0) ::close(fd_);
@@ -199,7 +199,7 @@ class TemporaryFile {
     }
     void release() { released_ = true; }
 
-  private:
+private:
     std::string path_;
     int fd_ = -1;
     bool released_ = false;

@@ -38,7 +38,7 @@ constexpr std::size_t kLayerBitsOffset = kLayerOffset + 16;
 constexpr std::size_t kLayerHashesOffset = kLayerOffset + 24;
 
 class TempDir {
-  public:
+public:
     TempDir() {
         const char* base = std::getenv("TMPDIR");
         std::string pattern = std::string(base ? base : "/tmp") + "/snapshot_test.XXXXXX";
@@ -59,7 +59,7 @@ class TempDir {
         return result;
     }
 
-  private:
+private:
     fs::path path_;
 };
 
