@@ -16,7 +16,7 @@ namespace {
 constexpr std::size_t kReadChunk = 16 * 1024;
 // Replies buffered before the connection stops running commands and writes:
 // keeps one pipelined burst from building an unbounded output buffer.
-constexpr std::size_t kWriteHighWater = 64 * 1024;
+constexpr std::size_t kWriteHighWater = 256 * 1024;
 
 std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint) {
     const auto address = endpoint.address();
@@ -53,7 +53,14 @@ void Connection::start() {
 }
 
 void Connection::request_close() {
-    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+        // Replies being written still go out; the socket closes after them.
+        if (self->writing_) {
+            self->closing_ = true;
+        } else {
+            self->close();
+        }
+    });
 }
 
 std::string Connection::describe() const {
@@ -166,6 +173,7 @@ void Connection::process() {
 }
 
 void Connection::write() {
+    writing_ = true;
     asio::async_write(socket_, asio::buffer(out_),
                       [self = shared_from_this()](const error_code& error, std::size_t bytes) {
                           self->on_write(error, bytes);
@@ -173,6 +181,7 @@ void Connection::write() {
 }
 
 void Connection::on_write(const error_code& error, std::size_t bytes) {
+    writing_ = false;
     if (error) {
         close();
         return;

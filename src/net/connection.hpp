@@ -54,6 +54,7 @@ private:
     std::size_t in_end_ = 0;    // one past the last byte read
     bool need_more_ = true;     // the last parse asked for more bytes
     bool closing_ = false;
+    bool writing_ = false;
     bool closed_ = false;
     std::vector<std::string_view> argv_;
     std::list<std::weak_ptr<Connection>>::iterator tracked_;
