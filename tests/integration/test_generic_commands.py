@@ -1,0 +1,524 @@
+"""Generic (non-BF) Redis commands bloomery serves, through redis-py, and the
+real redis-cli / redis-benchmark tools against the real binary.
+"""
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+import unittest
+
+import redis
+
+import harness
+from test_protocol import Err, RespConnection, encode
+
+COMMANDS_JSON = os.path.join(harness.ROOT, "proto", "commands.json")
+
+
+def run_tool(args, stdin_data=None, timeout=60):
+    return subprocess.run(args, input=stdin_data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=timeout, check=False)
+
+
+class GenericCommandsTest(unittest.TestCase):
+    server = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = harness.Server(threads=2)
+        cls.server.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+
+    def setUp(self):
+        self.r = self.server.client()
+        self.addCleanup(self.r.close)
+        self.r.flushall()
+
+    def raw(self):
+        c = RespConnection(self.server.port)
+        self.addCleanup(c.close)
+        return c
+
+    def error_of(self, *args):
+        reply = self.raw().call(*args)
+        self.assertIsInstance(reply, Err, "%r replied %r" % (args, reply))
+        return reply.decode()
+
+    def info_section(self, section):
+        text = self.raw().call("INFO", section)
+        fields = {}
+        for line in text.decode().splitlines():
+            if line and not line.startswith("#") and ":" in line:
+                k, v = line.split(":", 1)
+                fields[k] = v
+        return fields
+
+    # ---- connection -------------------------------------------------------
+
+    def test_ping_echo(self):
+        self.assertTrue(self.r.ping())
+        self.assertEqual(self.raw().call("PING", "hello"), b"hello")
+        self.assertEqual(self.r.echo("x y\r\nz"), b"x y\r\nz")
+        self.assertTrue(self.error_of("PING", "a", "b").startswith("ERR wrong number of arguments for 'ping'"))
+        self.assertTrue(self.error_of("ECHO").startswith("ERR wrong number of arguments for 'echo'"))
+
+    def test_select(self):
+        self.assertTrue(self.r.execute_command("SELECT", "0"))
+        self.assertEqual(self.error_of("SELECT", "1"), "ERR DB index is out of range")
+        self.assertTrue(self.error_of("SELECT", "abc").startswith("ERR"))
+        self.assertTrue(self.r.ping())
+
+    def test_unknown_command(self):
+        text = self.error_of("NOSUCHCMD", "a", "b")
+        self.assertTrue(text.startswith("ERR unknown command"), text)
+        self.assertIn("nosuchcmd", text.lower())
+        # Redis commands bloomery does not have are unknown too, not crashes.
+        for cmd in (("SET", "a", "b"), ("GET", "a"), ("CF.ADD", "a", "b"), ("BF.NOPE", "k")):
+            self.assertTrue(self.error_of(*cmd).startswith("ERR unknown command"), cmd)
+        # Never echoes CR/LF back (a name with CRLF can't forge a reply).
+        c = self.raw()
+        reply = c.call("BAD\r\n+OK", "x")
+        self.assertIsInstance(reply, Err)
+        self.assertEqual(c.call("PING"), b"PONG")
+
+    # ---- keyspace ---------------------------------------------------------
+
+    def test_dbsize_del_unlink_exists_type(self):
+        self.assertEqual(self.r.dbsize(), 0)
+        for k in ("a", "b", "c", "d"):
+            self.r.execute_command("BF.ADD", k, "x")
+        self.assertEqual(self.r.dbsize(), 4)
+        self.assertEqual(self.r.exists("a", "a", "b", "missing"), 3)
+        self.assertEqual(self.r.exists("missing"), 0)
+        self.assertEqual(self.r.type("a"), b"MBbloom--")
+        self.assertEqual(self.r.type("missing"), b"none")
+        self.assertEqual(self.r.delete("a", "b", "missing"), 2)
+        self.assertEqual(self.r.delete("a"), 0)
+        self.assertEqual(self.r.unlink("c", "d", "c"), 2)
+        self.assertEqual(self.r.dbsize(), 0)
+        self.assertEqual(self.r.execute_command("BF.EXISTS", "a", "x"), 0)
+        self.assertTrue(self.error_of("DEL").startswith("ERR wrong number of arguments"))
+
+    def test_keys_patterns(self):
+        names = ["hello", "hallo", "hxllo", "hllo", "heeeello", "user:1", "user:2", "user:10", "a*b", "x"]
+        for n in names:
+            self.r.execute_command("BF.ADD", n, "i")
+
+        def keys(p):
+            return sorted(k.decode() for k in self.r.keys(p))
+        self.assertEqual(keys("*"), sorted(names))
+        self.assertEqual(keys("h?llo"), ["hallo", "hello", "hxllo"])
+        self.assertEqual(keys("h*llo"), ["hallo", "heeeello", "hello", "hllo", "hxllo"])
+        self.assertEqual(keys("h[ae]llo"), ["hallo", "hello"])
+        self.assertEqual(keys("h[^e]llo"), ["hallo", "hxllo"])
+        self.assertEqual(keys("h[a-b]llo"), ["hallo"])
+        self.assertEqual(keys("user:?"), ["user:1", "user:2"])
+        self.assertEqual(keys("user:*"), ["user:1", "user:10", "user:2"])
+        self.assertEqual(keys("a\\*b"), ["a*b"])
+        self.assertEqual(keys("nomatch*"), [])
+        self.assertEqual(keys("x"), ["x"])
+
+    def test_scan_returns_every_key_exactly_once(self):
+        pipe = self.r.pipeline(transaction=False)
+        for i in range(500):
+            pipe.execute_command("BF.ADD", "key:%d" % i, "v")
+        for i in range(50):
+            pipe.execute_command("BF.ADD", "other:%d" % i, "v")
+        pipe.execute()
+        expected = {b"key:%d" % i for i in range(500)} | {b"other:%d" % i for i in range(50)}
+
+        def full_scan(*extra):
+            seen = []
+            cursor = b"0"
+            for _ in range(10000):
+                reply = self.r.execute_command("SCAN", cursor, *extra)
+                cursor, batch = reply
+                seen.extend(batch)
+                if cursor in (b"0", 0):
+                    return seen
+            self.fail("SCAN did not terminate")
+
+        for extra in ((), ("COUNT", "7"), ("COUNT", "1000")):
+            seen = full_scan(*extra)
+            self.assertEqual(len(seen), len(set(seen)), "duplicates with %r" % (extra,))
+            self.assertEqual(set(seen), expected)
+        seen = full_scan("MATCH", "other:*", "COUNT", "20")
+        self.assertEqual(sorted(seen), sorted(k for k in expected if k.startswith(b"other:")))
+        seen = full_scan("TYPE", "MBbloom--")
+        self.assertEqual(len(seen), 550)
+        self.assertEqual(set(seen), expected)
+        self.assertEqual(full_scan("TYPE", "string"), [])
+        # redis-py's scan_iter agrees.
+        self.assertEqual(set(self.r.scan_iter(match="key:1*", count=50)),
+                         {k for k in expected if k.startswith(b"key:1")})
+        self.assertEqual(self.error_of("SCAN", "notanumber"), "ERR invalid cursor")
+        self.assertTrue(self.error_of("SCAN", "0", "COUNT", "0").startswith("ERR"))
+        self.assertTrue(self.error_of("SCAN", "0", "BOGUS", "1").startswith("ERR"))
+
+    def test_rename(self):
+        self.r.execute_command("BF.RESERVE", "a", "0.01", "777")
+        self.r.execute_command("BF.ADD", "a", "item")
+        self.assertTrue(self.r.rename("a", "b"))
+        self.assertEqual(self.r.exists("a"), 0)
+        self.assertEqual(self.r.execute_command("BF.EXISTS", "b", "item"), 1)
+        self.assertEqual(self.r.execute_command("BF.INFO", "b", "CAPACITY"), [777])
+        self.assertEqual(self.error_of("RENAME", "missing", "x"), "ERR no such key")
+        self.assertEqual(self.r.exists("x"), 0)
+        # Onto an existing key: overwrites it.
+        self.r.execute_command("BF.ADD", "c", "other")
+        self.assertTrue(self.r.rename("b", "c"))
+        self.assertEqual(self.r.execute_command("BF.INFO", "c", "CAPACITY"), [777])
+        self.assertEqual(self.r.dbsize(), 1)
+        # To itself: fine, nothing changes.
+        self.assertTrue(self.r.rename("c", "c"))
+        self.assertEqual(self.r.execute_command("BF.EXISTS", "c", "item"), 1)
+        # TTL travels with the key.
+        self.r.expire("c", 1000)
+        self.r.rename("c", "d")
+        self.assertGreater(self.r.ttl("d"), 990)
+
+    # ---- expiry -----------------------------------------------------------
+
+    def test_ttl_pttl_persist(self):
+        self.assertEqual(self.r.ttl("missing"), -2)
+        self.assertEqual(self.r.pttl("missing"), -2)
+        self.r.execute_command("BF.ADD", "k", "x")
+        self.assertEqual(self.r.ttl("k"), -1)
+        self.assertEqual(self.r.pttl("k"), -1)
+        self.assertEqual(self.r.expire("k", 100), True)
+        self.assertIn(self.r.ttl("k"), (99, 100))
+        self.assertTrue(98000 < self.r.pttl("k") <= 100000)
+        self.assertTrue(self.r.persist("k"))
+        self.assertFalse(self.r.persist("k"))
+        self.assertFalse(self.r.persist("missing"))
+        self.assertEqual(self.r.ttl("k"), -1)
+        self.assertEqual(self.r.expire("missing", 100), False)
+        self.assertEqual(self.r.exists("missing"), 0)
+        self.assertTrue(self.r.pexpire("k", 50000))
+        self.assertTrue(49000 < self.r.pttl("k") <= 50000)
+        self.assertEqual(self.error_of("EXPIRE", "k", "abc"), "ERR value is not an integer or out of range")
+        self.assertEqual(self.error_of("EXPIRE", "k", "1.5"), "ERR value is not an integer or out of range")
+        # Still there, TTL unchanged by the failed calls.
+        self.assertTrue(49000 < self.r.pttl("k") <= 50000)
+
+    def test_expire_options_nx_xx_gt_lt(self):
+        self.r.execute_command("BF.ADD", "k", "x")
+        e = lambda *a: self.r.execute_command("EXPIRE", "k", *a)
+        self.assertEqual(e("100", "XX"), 0)   # no TTL yet
+        self.assertEqual(self.r.ttl("k"), -1)
+        self.assertEqual(e("100", "GT"), 0)   # no TTL counts as infinite
+        self.assertEqual(self.r.ttl("k"), -1)
+        self.assertEqual(e("100", "NX"), 1)
+        self.assertEqual(e("200", "NX"), 0)
+        self.assertIn(self.r.ttl("k"), (99, 100))
+        self.assertEqual(e("200", "XX"), 1)
+        self.assertIn(self.r.ttl("k"), (199, 200))
+        self.assertEqual(e("100", "GT"), 0)
+        self.assertEqual(e("300", "GT"), 1)
+        self.assertIn(self.r.ttl("k"), (299, 300))
+        self.assertEqual(e("400", "LT"), 0)
+        self.assertEqual(e("50", "LT"), 1)
+        self.assertIn(self.r.ttl("k"), (49, 50))
+        self.assertEqual(e("60", "xx", "gt"), 1)  # case-insensitive, combinable
+        self.assertEqual(self.error_of("EXPIRE", "k", "10", "NX", "XX"),
+                         "ERR NX and XX, GT or LT options at the same time are not compatible")
+        self.assertEqual(self.error_of("EXPIRE", "k", "10", "GT", "LT"),
+                         "ERR GT and LT options at the same time are not compatible")
+        self.assertTrue(self.error_of("EXPIRE", "k", "10", "BOGUS").startswith("ERR"))
+        self.r.persist("k")
+        self.assertEqual(e("100", "LT"), 1)  # no TTL is infinite: anything is less
+        self.assertEqual(self.r.execute_command("PEXPIRE", "k", "500000", "GT"), 1)
+        self.assertTrue(499000 < self.r.pttl("k") <= 500000)
+
+    def test_expireat_and_expiretime(self):
+        self.r.execute_command("BF.ADD", "k", "x")
+        self.assertEqual(self.r.execute_command("EXPIRETIME", "k"), -1)
+        self.assertEqual(self.r.execute_command("PEXPIRETIME", "k"), -1)
+        self.assertEqual(self.r.execute_command("EXPIRETIME", "missing"), -2)
+        self.assertEqual(self.r.execute_command("PEXPIRETIME", "missing"), -2)
+        at = int(time.time()) + 1000
+        self.assertEqual(self.r.execute_command("EXPIREAT", "k", at), 1)
+        self.assertEqual(self.r.execute_command("EXPIRETIME", "k"), at)
+        self.assertEqual(self.r.execute_command("PEXPIRETIME", "k"), at * 1000)
+        self.assertTrue(990 <= self.r.ttl("k") <= 1000)
+        pat = int(time.time() * 1000) + 2000500
+        self.assertEqual(self.r.execute_command("PEXPIREAT", "k", pat), 1)
+        self.assertEqual(self.r.execute_command("PEXPIRETIME", "k"), pat)
+        self.assertEqual(self.r.execute_command("EXPIRETIME", "k"), pat // 1000)
+        self.assertEqual(self.r.execute_command("EXPIREAT", "k", at, "GT"), 0)
+        self.assertEqual(self.r.execute_command("EXPIREAT", "k", at, "LT"), 1)
+        self.assertEqual(self.r.execute_command("EXPIREAT", "missing", at), 0)
+        # A time in the past deletes the key at once.
+        self.assertEqual(self.r.execute_command("EXPIREAT", "k", int(time.time()) - 10), 1)
+        self.assertEqual(self.r.exists("k"), 0)
+        self.r.execute_command("BF.ADD", "n", "x")
+        self.assertEqual(self.r.execute_command("EXPIRE", "n", "-1"), 1)
+        self.assertEqual(self.r.exists("n"), 0)
+        self.assertEqual(self.r.ttl("n"), -2)
+
+    def test_expired_filters_vanish(self):
+        for i in range(5):
+            self.r.execute_command("BF.ADD", "short:%d" % i, "x")
+        self.r.execute_command("BF.ADD", "long", "x")
+        for i in range(5):
+            self.assertTrue(self.r.pexpire("short:%d" % i, 100))
+        before_expired = int(self.info_section("stats").get("expired_keys", "0"))
+        self.assertEqual(self.info_section("keyspace")["db0"].split(",")[1], "expires=5")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and self.r.exists("short:0"):
+            time.sleep(0.02)
+        self.assertEqual(self.r.exists("short:0"), 0)
+        self.assertEqual(self.r.exists(*["short:%d" % i for i in range(5)]), 0)
+        self.assertEqual(self.r.ttl("short:1"), -2)
+        self.assertEqual(self.r.execute_command("BF.EXISTS", "short:2", "x"), 0)
+        self.assertEqual(self.r.exists("short:2"), 0)  # BF.EXISTS did not resurrect it
+        # Expired keys disappear from KEYS / SCAN / DBSIZE without being touched.
+        self.assertEqual(self.r.keys("*"), [b"long"])
+        self.assertEqual(self.raw().call("INFO", "keyspace").split(b"db0:")[1][:6], b"keys=1")
+        # Redis deletes an expired key when it is accessed (EXISTS above), so
+        # DBSIZE agrees with KEYS and INFO keyspace.
+        self.assertEqual(self.r.dbsize(), 1, "DBSIZE still counts expired keys that EXISTS reported gone")
+        self.assertEqual(self.r.execute_command("SCAN", "0", "COUNT", "1000")[1], [b"long"])
+        # BF.ADD to an expired key starts a fresh filter without a TTL.
+        self.assertEqual(self.r.execute_command("BF.ADD", "short:3", "x"), 1)
+        self.assertEqual(self.r.ttl("short:3"), -1)
+        self.assertEqual(self.r.execute_command("BF.INFO", "short:3", "ITEMS"), [1])
+        after_expired = int(self.info_section("stats").get("expired_keys", "0"))
+        self.assertGreaterEqual(after_expired - before_expired, 5)
+
+    def test_flushall_flushdb(self):
+        for i in range(20):
+            self.r.execute_command("BF.ADD", "f%d" % i, "x")
+        self.r.expire("f0", 100)
+        self.assertTrue(self.r.flushdb())
+        self.assertEqual(self.r.dbsize(), 0)
+        self.assertEqual(self.r.ttl("f0"), -2)
+        self.r.execute_command("BF.ADD", "g", "x")
+        self.assertTrue(self.r.flushall())
+        self.assertEqual(self.r.dbsize(), 0)
+        self.r.execute_command("BF.ADD", "g", "x")
+        self.assertTrue(self.r.execute_command("FLUSHALL", "ASYNC"))
+        self.assertEqual(self.r.dbsize(), 0)
+        self.r.execute_command("BF.ADD", "g", "x")
+        self.assertTrue(self.r.execute_command("FLUSHDB", "SYNC"))
+        self.assertEqual(self.r.dbsize(), 0)
+        self.assertEqual(self.r.execute_command("BF.EXISTS", "g", "x"), 0)
+        self.assertTrue(self.error_of("FLUSHALL", "BOGUS").startswith("ERR"))
+
+    # ---- server -----------------------------------------------------------
+
+    def test_time(self):
+        reply = self.raw().call("TIME")
+        self.assertEqual(len(reply), 2)
+        seconds, micros = int(reply[0]), int(reply[1])
+        self.assertLess(abs(seconds - time.time()), 5)
+        self.assertTrue(0 <= micros < 1000000)
+
+    def test_client_id_name_list(self):
+        r1 = self.server.client()
+        self.addCleanup(r1.close)
+        id1 = r1.client_id()
+        self.assertIsInstance(id1, int)
+        self.assertIsNone(r1.client_getname())
+        self.assertTrue(r1.client_setname("worker-one"))
+        self.assertEqual(r1.client_getname(), "worker-one")
+        id_self = self.r.client_id()
+        self.assertNotEqual(id1, id_self)
+        listing = self.r.execute_command("CLIENT", "LIST").decode()
+        lines = [line for line in listing.splitlines() if line]
+        self.assertGreaterEqual(len(lines), 2)
+        by_id = {}
+        for line in lines:
+            fields = dict(f.split("=", 1) for f in line.split(" ") if "=" in f)
+            by_id[int(fields["id"])] = fields
+        self.assertIn(id1, by_id)
+        self.assertEqual(by_id[id1]["name"], "worker-one")
+        self.assertIn(id_self, by_id)
+        self.assertEqual(by_id[id_self]["cmd"], "client|list")
+        self.assertTrue(self.error_of("CLIENT", "SETNAME", "has space").startswith("ERR"))
+        self.assertTrue(self.error_of("CLIENT", "NOSUCHSUB").startswith("ERR"))
+        # CLIENT LIST ID filters.
+        only = self.r.execute_command("CLIENT", "LIST", "ID", str(id1)).decode().strip().splitlines()
+        self.assertEqual(len(only), 1)
+        self.assertIn("name=worker-one", only[0])
+        # Setting an empty name clears it.
+        self.assertTrue(r1.client_setname(""))
+        self.assertIsNone(r1.client_getname())
+
+    def test_config_get(self):
+        # The harness passes --save '""' (periodic snapshots off).
+        self.assertIn(self.r.config_get("save"), ({"save": ""}, {"save": '""'}))
+        self.assertEqual(self.r.config_get("appendonly"), {"appendonly": "no"})
+        everything = self.r.config_get("*")
+        self.assertIn("save", everything)
+        self.assertIn("appendonly", everything)
+        self.assertEqual(everything["port"], str(self.server.port))
+        self.assertEqual(everything["maxclients"], "10000")
+        self.assertEqual(self.r.config_get("nosuchparam"), {})
+        both = self.raw().call("CONFIG", "GET", "save", "appendonly")
+        self.assertEqual(len(both), 4)
+        self.assertEqual(self.r.config_get("max*"), {k: v for k, v in everything.items() if k.startswith("max")})
+
+    def test_info_sections(self):
+        server = self.info_section("server")
+        self.assertIn("redis_version", server)
+        self.assertIn("bloomery_version", server)
+        self.assertEqual(server["tcp_port"], str(self.server.port))
+        self.assertEqual(int(server["process_id"]), self.server.process.pid)
+        clients = self.info_section("clients")
+        self.assertGreaterEqual(int(clients["connected_clients"]), 1)
+        memory = self.info_section("memory")
+        self.assertIn("used_memory", memory)
+        used_before = int(memory["used_memory"])
+        self.r.execute_command("BF.RESERVE", "mem", "0.001", "1000000")
+        used_after = int(self.info_section("memory")["used_memory"])
+        self.assertGreater(used_after - used_before, 1000000)  # ~1.8 MB of bits
+        stats = self.info_section("stats")
+        self.assertIn("instantaneous_ops_per_sec", stats)
+        n1 = int(stats["total_commands_processed"])
+        for _ in range(10):
+            self.r.ping()
+        n2 = int(self.info_section("stats")["total_commands_processed"])
+        self.assertGreaterEqual(n2 - n1, 10)
+        persistence = self.info_section("persistence")
+        for field in ("rdb_changes_since_last_save", "rdb_bgsave_in_progress", "rdb_last_save_time",
+                      "rdb_last_bgsave_status", "loading"):
+            self.assertIn(field, persistence)
+        changes = int(persistence["rdb_changes_since_last_save"])
+        self.r.execute_command("BF.MADD", "chg", "a", "b", "c")
+        self.assertGreater(int(self.info_section("persistence")["rdb_changes_since_last_save"]), changes)
+        # Keyspace.
+        self.r.flushall()
+        self.assertNotIn("db0", self.info_section("keyspace"))
+        for i in range(7):
+            self.r.execute_command("BF.ADD", "ks%d" % i, "x")
+        self.r.expire("ks0", 100)
+        self.r.expire("ks1", 100)
+        db0 = self.info_section("keyspace")["db0"]
+        self.assertTrue(db0.startswith("keys=7,expires=2"), db0)
+        # All sections at once, and "everything", and several names.
+        text = self.raw().call("INFO").decode()
+        for header in ("# Server", "# Clients", "# Memory", "# Persistence", "# Stats", "# Keyspace"):
+            self.assertIn(header, text)
+        self.assertIn("# Server", self.raw().call("INFO", "all").decode())
+        multi = self.raw().call("INFO", "server", "clients").decode()
+        self.assertIn("# Server", multi)
+        self.assertIn("# Clients", multi)
+        self.assertNotIn("# Memory", multi)
+        self.assertEqual(self.raw().call("INFO", "nosuchsection"), b"")
+
+    # ---- COMMAND ----------------------------------------------------------
+
+    def test_command_count_info_docs_getkeys(self):
+        with open(COMMANDS_JSON) as f:
+            table = json.load(f)["commands"]
+        c = self.raw()
+        self.assertEqual(c.call("COMMAND", "COUNT"), len(table))
+        info = c.call("COMMAND", "INFO", "bf.add")
+        self.assertEqual(len(info), 1)
+        entry = info[0]
+        self.assertEqual(entry[0], b"bf.add")
+        self.assertEqual(entry[1], 3)
+        self.assertIn(b"write", entry[2])
+        self.assertEqual(entry[3:6], [1, 1, 1])
+        self.assertEqual(c.call("COMMAND", "INFO", "nosuch"), [None])
+        self.assertEqual(len(c.call("COMMAND", "INFO", "BF.ADD", "ping")), 2)
+        docs = c.call("COMMAND", "DOCS", "bf.add")
+        self.assertEqual(docs[0], b"bf.add")
+        doc = dict(zip(docs[1][::2], docs[1][1::2]))
+        self.assertIn(b"summary", doc)
+        self.assertGreater(len(doc[b"summary"]), 10)
+        self.assertIn(b"arguments", doc)
+        self.assertEqual(c.call("COMMAND", "GETKEYS", "bf.add", "mykey", "item"), [b"mykey"])
+        self.assertEqual(c.call("COMMAND", "GETKEYS", "del", "a", "b", "c"), [b"a", b"b", b"c"])
+        self.assertEqual(c.call("COMMAND", "GETKEYS", "rename", "a", "b"), [b"a", b"b"])
+        self.assertIsInstance(c.call("COMMAND", "GETKEYS", "ping"), Err)
+        self.assertIsInstance(c.call("COMMAND", "GETKEYS", "nosuch", "a"), Err)
+        full = c.call("COMMAND")
+        self.assertEqual(len(full), len(table))
+
+    def test_every_command_in_commands_json_matches_command_info(self):
+        with open(COMMANDS_JSON) as f:
+            table = json.load(f)["commands"]
+        self.assertGreater(len(table), 30)
+        c = self.raw()
+        names = [cmd["name"] for cmd in table]
+        replies = c.call("COMMAND", "INFO", *names)
+        self.assertEqual(len(replies), len(table))
+        for cmd, entry in zip(table, replies):
+            self.assertIsNotNone(entry, cmd["name"])
+            self.assertEqual(entry[0].decode(), cmd["name"])
+            self.assertEqual(entry[1], cmd["arity"], cmd["name"])
+            self.assertEqual(entry[3:6], [cmd["first_key"], cmd["last_key"], cmd["step"]], cmd["name"])
+            self.assertEqual(sorted(x.decode() for x in entry[2]), sorted(cmd["flags"]), cmd["name"])
+            # Upper case lookups work as well.
+            self.assertEqual(c.call("COMMAND", "INFO", cmd["name"].upper())[0][1], cmd["arity"])
+            # And the server's arity check agrees with the table: one argument
+            # short of the minimum is refused with Redis's text.
+            minimum = abs(cmd["arity"])
+            if minimum >= 2 and cmd["name"] not in ("quit",):
+                args = [cmd["name"]] + ["x"] * (minimum - 2)
+                reply = c.call(*args)
+                self.assertIsInstance(reply, Err, cmd["name"])
+                self.assertEqual(reply.decode(),
+                                 "ERR wrong number of arguments for '%s' command" % cmd["name"])
+            self.assertEqual(c.call("PING"), b"PONG")
+
+    # ---- redis-cli --------------------------------------------------------
+
+    def cli(self, *args, stdin_data=None):
+        out = run_tool(["redis-cli", "-p", str(self.server.port)] + list(args), stdin_data=stdin_data)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return out.stdout.decode()
+
+    def test_redis_cli_basic_output(self):
+        self.assertEqual(self.cli("BF.ADD", "k", "a"), "1\n")
+        self.assertEqual(self.cli("BF.ADD", "k", "a"), "0\n")
+        self.assertEqual(self.cli("--no-raw", "BF.EXISTS", "k", "a"), "(integer) 1\n")
+        self.assertEqual(self.cli("--no-raw", "BF.MEXISTS", "k", "a", "b"), "1) (integer) 1\n2) (integer) 0\n")
+        self.assertEqual(self.cli("PING"), "PONG\n")
+        self.assertEqual(self.cli("BF.INFO", "k", "CAPACITY"), "100\n")
+        err = self.cli("BF.INFO", "missing")
+        self.assertIn("ERR not found", err)
+        self.assertEqual(self.cli("--no-raw", "TYPE", "k"), "MBbloom--\n")
+        self.assertEqual(self.cli("DBSIZE"), "1\n")
+
+    def test_redis_cli_commands_from_stdin(self):
+        script = b"BF.ADD s one\nBF.ADD s two\nBF.ADD s one\nBF.EXISTS s two\nBF.EXISTS s three\nDBSIZE\n"
+        self.assertEqual(self.cli(stdin_data=script), "1\n1\n0\n1\n0\n1\n")
+
+    def test_redis_cli_pipe_mass_insertion(self):
+        stream = b"".join(encode("BF.ADD", "mass", "item-%d" % i) for i in range(10000))
+        with tempfile.TemporaryFile() as f:
+            f.write(stream)
+            f.seek(0)
+            out = subprocess.run(["redis-cli", "-p", str(self.server.port), "--pipe"], stdin=f,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60, check=False)
+        text = out.stdout.decode()
+        self.assertEqual(out.returncode, 0, text)
+        self.assertIn("errors: 0, replies: 10000", text)
+        card = self.r.execute_command("BF.CARD", "mass")
+        self.assertTrue(9500 <= card <= 10500, card)
+        self.assertEqual(self.r.execute_command("BF.MEXISTS", "mass", *["item-%d" % i for i in range(0, 10000, 7)]),
+                         [1] * len(range(0, 10000, 7)))
+
+    def test_redis_benchmark_sanity(self):
+        out = run_tool(["redis-benchmark", "-p", str(self.server.port), "-t", "ping", "-n", "2000", "-q"],
+                       timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn(b"requests per second", out.stdout)
+        out = run_tool(["redis-benchmark", "-p", str(self.server.port), "-n", "2000", "-r", "100000", "-q",
+                        "BF.ADD", "bench", "__rand_int__"], timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn(b"requests per second", out.stdout)
+        self.assertGreater(self.r.execute_command("BF.INFO", "bench", "ITEMS")[0], 1000)
+        self.assertTrue(self.r.ping())
+
+
+if __name__ == "__main__":
+    unittest.main()
