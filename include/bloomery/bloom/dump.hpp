@@ -7,7 +7,8 @@
 // LOADCHUNK key 1 header creates the filter; LOADCHUNK key next chunk writes
 // the chunk at offset next - 1 - payload_length.
 //
-// Encoding (all integers little-endian), specified in proto/resp.md:
+// Encoding (all integers little-endian), specified in proto/resp.md
+// ("BF.SCANDUMP / BF.LOADCHUNK payloads"):
 //   header = "BLMDUMP1" magic, u32 version, FilterOptions (f64 error_rate,
 //            u64 capacity, u32 expansion, u32 flags: bit 0 = nonscaling), u32 layer count,
 //            per layer (u64 capacity, f64 error_rate, u64 bits, u32 hashes,
