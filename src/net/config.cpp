@@ -147,6 +147,7 @@ CommandLine parse_command_line(int argc, char** argv) {
         if (!parse_save_spec(c.save_spec, c.save_points, error)) {
             throw CLI::ValidationError("--save", error);
         }
+        if (c.save_points.empty()) c.save_spec.clear();  // `--save ""` as typed in a shell or file
         if (c.dbfilename.empty() || c.dbfilename.find('/') != std::string::npos) {
             throw CLI::ValidationError("--dbfilename", "must be a plain file name");
         }

@@ -29,6 +29,16 @@ bool Manager::load(std::string& error) {
         error = "cannot create data directory '" + config_.dir + "': " + ec.message();
         return false;
     }
+    // A crash during a save leaves its temporary file behind; nothing reads
+    // it, so remove it rather than let them pile up across restarts.
+    const std::string temp_prefix = config_.dbfilename + ".tmp-";
+    for (const auto& entry : std::filesystem::directory_iterator(config_.dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind(temp_prefix, 0) == 0 && entry.is_regular_file(ec)) {
+            spdlog::info("removing {} left by an interrupted save", entry.path().string());
+            std::filesystem::remove(entry.path(), ec);
+        }
+    }
     const std::string path = config_.snapshot_path();
     if (!std::filesystem::exists(path, ec)) {
         spdlog::info("no snapshot at {}, starting empty", path);

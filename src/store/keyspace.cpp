@@ -131,10 +131,13 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
 }
 
 std::size_t Keyspace::size() const {
+    // Keys past their deadline are already invisible to every lookup, so they
+    // must not be counted either, even before the expiry cycle erases them.
     std::size_t total = 0;
+    const std::int64_t now = now_ms();
     for (const Shard& shard : shards_) {
         std::shared_lock lock(shard.mutex);
-        total += shard.map.size();
+        for (const auto& [key, entry] : shard.map) total += entry.expired(now) ? 0 : 1;
     }
     return total;
 }

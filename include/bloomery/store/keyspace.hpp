@@ -108,7 +108,7 @@ public:
     // Moves `from` to `to`, replacing `to`. False if `from` is missing.
     bool rename(std::string_view from, std::string_view to);
 
-    std::size_t size() const;  // live keys (may include keys expired but not yet erased)
+    std::size_t size() const;  // live keys, O(keys): expired ones are not counted
     void clear();
 
     // Copies the live entries of shard `index` (for snapshots and SCAN).
