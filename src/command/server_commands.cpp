@@ -814,12 +814,18 @@ void cmd_command_help(Context& ctx, Args) {
 
 // ---- persistence ----
 
+// Persistence errors come either worded for the client ("ERR Background save
+// already in progress") or as a plain reason ("cannot write ..."); prefix the latter.
+void reply_persistence_error(Context& ctx, const std::string& error) {
+    ctx.out.error(error.rfind("ERR ", 0) == 0 ? error : "ERR " + error);
+}
+
 void cmd_save(Context& ctx, Args) {
     std::string error;
     if (ctx.server.save(error)) {
         ctx.out.ok();
     } else {
-        ctx.out.error("ERR " + error);
+        reply_persistence_error(ctx, error);
     }
 }
 
@@ -832,7 +838,7 @@ void cmd_bgsave(Context& ctx, Args argv) {
     if (ctx.server.bgsave(error)) {
         ctx.out.simple("Background saving started");
     } else {
-        ctx.out.error(error.rfind("ERR", 0) == 0 ? error : "ERR " + error);
+        reply_persistence_error(ctx, error);
     }
 }
 
