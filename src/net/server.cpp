@@ -163,8 +163,7 @@ void Server::cron() {
     cron_timer_.expires_after(std::chrono::milliseconds(100));
     cron_timer_.async_wait([this](const error_code& error) {
         if (error || stopping_) return;
-        const std::size_t expired = keyspace_.active_expire_cycle();
-        if (expired) command::WorkerStats::bump(workers_[0]->stats.expired_keys, expired);
+        keyspace_.active_expire_cycle();
         persistence_.tick();
         // ops/sec sampling
         const std::int64_t now = store::now_ms();
@@ -226,6 +225,7 @@ bool Server::kill_client(std::string_view address) {
 
 command::StatsTotals Server::stats() {
     command::StatsTotals t;
+    t.expired_keys = keyspace_.expired_keys();
     for (auto& worker : workers_) {
         const auto& s = worker->stats;
         auto get = [](const std::atomic<std::uint64_t>& v) { return v.load(std::memory_order_relaxed); };
@@ -235,7 +235,6 @@ command::StatsTotals Server::stats() {
         t.changes += get(s.changes);
         t.keyspace_hits += get(s.keyspace_hits);
         t.keyspace_misses += get(s.keyspace_misses);
-        t.expired_keys += get(s.expired_keys);
         t.protocol_errors += get(s.protocol_errors);
         t.net_input_bytes += get(s.net_input_bytes);
         t.net_output_bytes += get(s.net_output_bytes);

@@ -19,6 +19,18 @@ std::size_t Keyspace::shard_of(std::string_view key) const {
     return static_cast<std::size_t>((mixed >> 32) % shards_.size());
 }
 
+void Keyspace::reap(std::string_view key) const {
+    Shard& shard = shards_[shard_of(key)];
+    FilterPtr doomed;  // freed after the lock is released
+    std::unique_lock lock(shard.mutex);
+    auto it = shard.map.find(key);
+    if (it == shard.map.end() || !it->second.expired(now_ms())) return;
+    doomed = std::move(it->second.filter);
+    shard.map.erase(it);
+    expired_keys_.fetch_add(1, std::memory_order_relaxed);
+    lock.unlock();
+}
+
 bool Keyspace::insert_new(std::string_view key, FilterPtr filter, std::int64_t expire_at_ms) {
     Shard& shard = shard_for(key);
     std::unique_lock lock(shard.mutex);
@@ -60,14 +72,25 @@ bool Keyspace::contains(std::string_view key) const {
     const Shard& shard = shard_for(key);
     std::shared_lock lock(shard.mutex);
     auto it = shard.map.find(key);
-    return it != shard.map.end() && !it->second.expired(now_ms());
+    if (it == shard.map.end()) return false;
+    if (it->second.expired(now_ms())) {
+        lock.unlock();
+        reap(key);
+        return false;
+    }
+    return true;
 }
 
 std::optional<KeySnapshot> Keyspace::get(std::string_view key) const {
     const Shard& shard = shard_for(key);
     std::shared_lock lock(shard.mutex);
     auto it = shard.map.find(key);
-    if (it == shard.map.end() || it->second.expired(now_ms())) return std::nullopt;
+    if (it == shard.map.end()) return std::nullopt;
+    if (it->second.expired(now_ms())) {
+        lock.unlock();
+        reap(key);
+        return std::nullopt;
+    }
     return KeySnapshot{it->first, it->second.filter, it->second.expire_at_ms};
 }
 
@@ -96,7 +119,12 @@ std::optional<std::int64_t> Keyspace::expiry(std::string_view key) const {
     const Shard& shard = shard_for(key);
     std::shared_lock lock(shard.mutex);
     auto it = shard.map.find(key);
-    if (it == shard.map.end() || it->second.expired(now_ms())) return std::nullopt;
+    if (it == shard.map.end()) return std::nullopt;
+    if (it->second.expired(now_ms())) {
+        lock.unlock();
+        reap(key);
+        return std::nullopt;
+    }
     return it->second.expire_at_ms;
 }
 
@@ -188,6 +216,7 @@ std::size_t Keyspace::active_expire_cycle() {
                     doomed.push_back(std::move(it->second.filter));
                     it = shard.map.erase(it);
                     ++removed;
+                    expired_keys_.fetch_add(1, std::memory_order_relaxed);
                 } else {
                     ++it;
                 }

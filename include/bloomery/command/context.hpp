@@ -28,7 +28,6 @@ struct WorkerStats {
     std::atomic<std::uint64_t> changes{0};  // writes that changed data (for save points)
     std::atomic<std::uint64_t> keyspace_hits{0};
     std::atomic<std::uint64_t> keyspace_misses{0};
-    std::atomic<std::uint64_t> expired_keys{0};
     std::atomic<std::uint64_t> protocol_errors{0};
     std::atomic<std::uint64_t> net_input_bytes{0};
     std::atomic<std::uint64_t> net_output_bytes{0};

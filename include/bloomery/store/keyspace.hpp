@@ -10,6 +10,7 @@
 //
 // Thread safety: every member function may be called from any thread.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -58,7 +59,12 @@ public:
         const Shard& shard = shards_[shard_of(key)];
         std::shared_lock lock(shard.mutex);
         auto it = shard.map.find(key);
-        if (it == shard.map.end() || it->second.expired(now_ms())) return false;
+        if (it == shard.map.end()) return false;
+        if (it->second.expired(now_ms())) {
+            lock.unlock();
+            reap(key);
+            return false;
+        }
         fn(*it->second.filter);
         return true;
     }
@@ -116,11 +122,17 @@ public:
 
     // Erases expired keys in every shard; returns how many.
     std::size_t active_expire_cycle();
+    // Keys erased because their deadline passed, lazily or by the cycle.
+    std::uint64_t expired_keys() const { return expired_keys_.load(std::memory_order_relaxed); }
 
     // Approximate memory held by filters, in bytes.
     std::uint64_t memory_bytes() const;
 
 private:
+    // Erases `key` if it is still expired (a lookup found it so, as Redis
+    // deletes an expired key on access). Takes the shard's exclusive lock.
+    void reap(std::string_view key) const;
+
     struct StringHash {
         using is_transparent = void;
         std::size_t operator()(std::string_view s) const noexcept {
@@ -135,7 +147,8 @@ private:
     Shard& shard_for(std::string_view key) { return shards_[shard_of(key)]; }
     const Shard& shard_for(std::string_view key) const { return shards_[shard_of(key)]; }
 
-    std::vector<Shard> shards_;
+    mutable std::vector<Shard> shards_;  // mutable: lookups reap expired keys
+    mutable std::atomic<std::uint64_t> expired_keys_{0};
 };
 
 }  // namespace bloomery::store
