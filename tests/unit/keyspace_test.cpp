@@ -30,15 +30,19 @@ TEST(Keyspace, InsertNewRefusesAnExistingKeyAndPutReplaces) {
     EXPECT_EQ(keyspace.size(), 0u);
 }
 
-TEST(Keyspace, ExpiredKeysAreInvisibleAndSweptByTheCycle) {
+TEST(Keyspace, ExpiredKeysAreDeletedOnAccessOrByTheCycle) {
     Keyspace keyspace(4);
     keyspace.put("old", make_filter(), now_ms() - 1);
+    keyspace.put("untouched", make_filter(), now_ms() - 1);
     keyspace.put("new", make_filter(), now_ms() + 60000);
-    EXPECT_FALSE(keyspace.contains("old"));
+    EXPECT_EQ(keyspace.size(), 1u);  // expired keys are not counted
     EXPECT_FALSE(keyspace.with_filter("old", [](bloom::ScalableFilter&) {}));
+    EXPECT_EQ(keyspace.expired_keys(), 1u);  // the lookup deleted it
+    EXPECT_FALSE(keyspace.contains("old"));
     EXPECT_FALSE(keyspace.expiry("old").has_value());
     EXPECT_TRUE(keyspace.contains("new"));
-    EXPECT_EQ(keyspace.active_expire_cycle(), 1u);
+    EXPECT_EQ(keyspace.active_expire_cycle(), 1u);  // "untouched"
+    EXPECT_EQ(keyspace.expired_keys(), 2u);
     EXPECT_EQ(keyspace.size(), 1u);
     // An expired key can be created again.
     keyspace.put("old", make_filter(), now_ms() - 1);
