@@ -11,6 +11,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = os.environ.get("BLOOMERY_BIN", os.path.join(ROOT, "build", "release", "bloomery"))
@@ -153,3 +154,18 @@ def read_until_closed(sock, limit=1 << 24):
         chunks.append(data)
         total += len(data)
     return b"".join(chunks)
+
+
+class SharedServerTestCase(unittest.TestCase):
+    """A TestCase whose tests share one server, started once for the class."""
+
+    server = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(threads=2)
+        cls.server.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()

@@ -16,17 +16,7 @@ def err_text(exc):
     return "ERR " + str(exc)
 
 
-class BfCommandsTest(unittest.TestCase):
-    server = None
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = harness.Server(threads=2)
-        cls.server.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.cleanup()
+class BfCommandsTest(harness.SharedServerTestCase):
 
     def setUp(self):
         self.r = self.server.client()

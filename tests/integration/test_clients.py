@@ -19,17 +19,7 @@ def info_field(conn, section, field):
     raise AssertionError("%s not in INFO %s" % (field, section))
 
 
-class ClientsTest(unittest.TestCase):
-    server = None
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = harness.Server(threads=2)
-        cls.server.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.cleanup()
+class ClientsTest(harness.SharedServerTestCase):
 
     def setUp(self):
         with RespConnection(self.server.port) as c:

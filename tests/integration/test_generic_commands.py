@@ -22,17 +22,7 @@ def run_tool(args, stdin_data=None, timeout=60):
                           timeout=timeout, check=False)
 
 
-class GenericCommandsTest(unittest.TestCase):
-    server = None
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = harness.Server(threads=2)
-        cls.server.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.cleanup()
+class GenericCommandsTest(harness.SharedServerTestCase):
 
     def setUp(self):
         self.r = self.server.client()

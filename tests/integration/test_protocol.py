@@ -202,17 +202,7 @@ def read_exact_stream(sock, expected_len, timeout=20.0):
     return b"".join(chunks)
 
 
-class ProtocolTest(unittest.TestCase):
-    server = None
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = harness.Server(threads=2)
-        cls.server.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.cleanup()
+class ProtocolTest(harness.SharedServerTestCase):
 
     def setUp(self):
         with RespConnection(self.server.port) as c:
