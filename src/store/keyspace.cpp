@@ -19,6 +19,18 @@ std::size_t Keyspace::shard_of(std::string_view key) const {
     return static_cast<std::size_t>((mixed >> 32) % shards_.size());
 }
 
+const std::pair<const std::string, Entry>* Keyspace::find_live(
+    const Shard& shard, std::shared_lock<std::shared_mutex>& lock, std::string_view key) const {
+    auto it = shard.map.find(key);
+    if (it == shard.map.end()) return nullptr;
+    if (it->second.expired(now_ms())) {
+        lock.unlock();
+        reap(key);
+        return nullptr;
+    }
+    return &*it;
+}
+
 void Keyspace::reap(std::string_view key) const {
     Shard& shard = shards_[shard_of(key)];
     FilterPtr doomed;  // freed after the lock is released
@@ -71,27 +83,15 @@ bool Keyspace::erase(std::string_view key) {
 bool Keyspace::contains(std::string_view key) const {
     const Shard& shard = shard_for(key);
     std::shared_lock lock(shard.mutex);
-    auto it = shard.map.find(key);
-    if (it == shard.map.end()) return false;
-    if (it->second.expired(now_ms())) {
-        lock.unlock();
-        reap(key);
-        return false;
-    }
-    return true;
+    return find_live(shard, lock, key) != nullptr;
 }
 
 std::optional<KeySnapshot> Keyspace::get(std::string_view key) const {
     const Shard& shard = shard_for(key);
     std::shared_lock lock(shard.mutex);
-    auto it = shard.map.find(key);
-    if (it == shard.map.end()) return std::nullopt;
-    if (it->second.expired(now_ms())) {
-        lock.unlock();
-        reap(key);
-        return std::nullopt;
-    }
-    return KeySnapshot{it->first, it->second.filter, it->second.expire_at_ms};
+    const auto* found = find_live(shard, lock, key);
+    if (found == nullptr) return std::nullopt;
+    return KeySnapshot{found->first, found->second.filter, found->second.expire_at_ms};
 }
 
 bool Keyspace::set_expiry(std::string_view key, std::int64_t expire_at_ms) {
@@ -118,14 +118,9 @@ bool Keyspace::set_expiry(std::string_view key, std::int64_t expire_at_ms) {
 std::optional<std::int64_t> Keyspace::expiry(std::string_view key) const {
     const Shard& shard = shard_for(key);
     std::shared_lock lock(shard.mutex);
-    auto it = shard.map.find(key);
-    if (it == shard.map.end()) return std::nullopt;
-    if (it->second.expired(now_ms())) {
-        lock.unlock();
-        reap(key);
-        return std::nullopt;
-    }
-    return it->second.expire_at_ms;
+    const auto* found = find_live(shard, lock, key);
+    if (found == nullptr) return std::nullopt;
+    return found->second.expire_at_ms;
 }
 
 bool Keyspace::rename(std::string_view from, std::string_view to) {

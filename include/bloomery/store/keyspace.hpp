@@ -58,14 +58,9 @@ public:
     bool with_filter(std::string_view key, Fn&& fn) const {
         const Shard& shard = shards_[shard_of(key)];
         std::shared_lock lock(shard.mutex);
-        auto it = shard.map.find(key);
-        if (it == shard.map.end()) return false;
-        if (it->second.expired(now_ms())) {
-            lock.unlock();
-            reap(key);
-            return false;
-        }
-        fn(*it->second.filter);
+        const auto* found = find_live(shard, lock, key);
+        if (found == nullptr) return false;
+        fn(*found->second.filter);
         return true;
     }
 
@@ -129,6 +124,12 @@ public:
     std::uint64_t memory_bytes() const;
 
 private:
+    struct Shard;
+    // Looks `key` up in `shard` under `lock`, a shared lock on it. An expired
+    // entry is reaped (releasing the lock) and reported missing.
+    const std::pair<const std::string, Entry>* find_live(const Shard& shard,
+                                                         std::shared_lock<std::shared_mutex>& lock,
+                                                         std::string_view key) const;
     // Erases `key` if it is still expired (a lookup found it so, as Redis
     // deletes an expired key on access). Takes the shard's exclusive lock.
     void reap(std::string_view key) const;
