@@ -1,10 +1,12 @@
 // bloomery: parse the configuration, set up logging, load the snapshot, serve.
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -14,6 +16,26 @@
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
+
+namespace {
+
+// Like Redis, ask for enough descriptors for --maxclients plus files and
+// listeners (32 spare); the default soft limit of 1024 would make accept()
+// fail long before maxclients is reached.
+void raise_open_file_limit(std::size_t max_clients) {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+    const rlim_t wanted = static_cast<rlim_t>(max_clients) + 32;
+    if (limit.rlim_cur >= wanted) return;
+    const rlim_t old = limit.rlim_cur;
+    limit.rlim_cur = std::min(wanted, limit.rlim_max);
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur < wanted) {
+        spdlog::warn("open file limit is {} (wanted {} for maxclients {}); raise it with ulimit -n",
+                     limit.rlim_cur > old ? limit.rlim_cur : old, wanted, max_clients);
+    }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     using namespace bloomery;
@@ -48,6 +70,7 @@ int main(int argc, char** argv) {
     // than kill the server; a closed peer must not kill it either.
     signal(SIGXFSZ, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
+    raise_open_file_limit(config.max_clients);
 
     command::Registry registry;
     std::string error;

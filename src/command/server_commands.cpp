@@ -812,6 +812,29 @@ void cmd_command_help(Context& ctx, Args) {
                      "    Return the keys of a full command.", "HELP", "    Print this help."});
 }
 
+// ---- MODULE ----
+
+// Tools such as RedisInsight look for RedisBloom ("bf") in MODULE LIST before
+// they offer Bloom commands; bloomery has them built in, at the RedisBloom
+// version whose BF.* behaviour it follows.
+void cmd_module_list(Context& ctx, Args) {
+    ctx.out.array(1);
+    ctx.out.map(4);
+    ctx.out.bulk("name");
+    ctx.out.bulk("bf");
+    ctx.out.bulk("ver");
+    ctx.out.integer(20612);
+    ctx.out.bulk("path");
+    ctx.out.bulk("built-in");
+    ctx.out.bulk("args");
+    ctx.out.array(0);
+}
+
+void cmd_module_help(Context& ctx, Args) {
+    reply_help(ctx, {"MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "LIST",
+                     "    Return a list of loaded modules.", "HELP", "    Print this help."});
+}
+
 // ---- persistence ----
 
 // Persistence errors come either worded for the client ("ERR Background save
@@ -896,6 +919,8 @@ void register_server_commands(Registry& registry) {
     registry.register_handler("command|list", cmd_command_list);
     registry.register_handler("command|getkeys", cmd_command_getkeys);
     registry.register_handler("command|help", cmd_command_help);
+    registry.register_handler("module|list", cmd_module_list);
+    registry.register_handler("module|help", cmd_module_help);
     registry.register_handler("save", cmd_save);
     registry.register_handler("bgsave", cmd_bgsave);
     registry.register_handler("lastsave", cmd_lastsave);
