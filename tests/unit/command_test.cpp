@@ -302,6 +302,12 @@ TEST_F(Commands, CommandTableMatchesProtoFile) {
     EXPECT_EQ(rename->last_key, 2);
 }
 
+TEST_F(Commands, ModuleListReportsTheBloomModule) {
+    EXPECT_EQ(run({"MODULE", "LIST"}),
+              "*1\r\n*8\r\n$4\r\nname\r\n$2\r\nbf\r\n$3\r\nver\r\n:20612\r\n$4\r\npath\r\n"
+              "$8\r\nbuilt-in\r\n$4\r\nargs\r\n*0\r\n");
+}
+
 TEST(Registry, RefusesJsonWithoutHandlerOrHandlerWithoutJson) {
     Registry registry;
     std::string error;

@@ -64,7 +64,8 @@ struct CommandLine {
 };
 
 // Parses flags, the optional --config file and BLOOMERY_* environment
-// variables (flags win over the environment, which wins over the file).
+// variables (CLI11's order: flags win over the file, which wins over the
+// environment).
 CommandLine parse_command_line(int argc, char** argv);
 
 }  // namespace bloomery::net
