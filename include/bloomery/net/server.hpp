@@ -81,11 +81,13 @@ private:
     store::Keyspace& keyspace_;
     const command::Registry& registry_;
     persist::Manager& persistence_;
+    // Declared before main_context_ so they are destroyed after it: an accept
+    // still pending there holds a socket of a worker's io_context.
+    std::vector<std::unique_ptr<Worker>> workers_;
     boost::asio::io_context main_context_{1};
     boost::asio::ip::tcp::acceptor acceptor_;
     boost::asio::signal_set signals_;
     boost::asio::steady_timer cron_timer_;
-    std::vector<std::unique_ptr<Worker>> workers_;
     std::size_t next_worker_ = 0;
     std::atomic<std::int64_t> next_client_id_{1};
     std::atomic<std::size_t> connected_{0};
