@@ -297,12 +297,17 @@ TEST(SnapshotRoundTrip, BinaryKeyNamesSurviveExactly) {
 TEST(SnapshotLoad, SkipsKeysWhoseDeadlinePassedAndCountsThem) {
     TempDir dir;
     Keyspace keyspace(8);
-    keyspace.put("short", make_filter({0.01, 10, 2, false}, "s", 3), store::now_ms() + 40);
+    // Long enough to outlast the save even under a sanitizer on a busy machine.
+    const std::int64_t short_deadline = store::now_ms() + 1000;
+    keyspace.put("short", make_filter({0.01, 10, 2, false}, "s", 3), short_deadline);
     keyspace.put("long", make_filter({0.01, 10, 2, false}, "l", 3), store::now_ms() + 3600'000);
     keyspace.put("forever", make_filter({0.01, 10, 2, false}, "f", 3));
     const std::string path = dir.file("dump.bloomery");
     ASSERT_TRUE(save(keyspace, path));
-    std::this_thread::sleep_for(std::chrono::milliseconds(80));
+    ASSERT_LT(store::now_ms(), short_deadline) << "the save took longer than the test allows";
+    while (store::now_ms() <= short_deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
 
     Keyspace loaded(8);
     LoadStats stats;
