@@ -1,10 +1,10 @@
 // bloomery: parse the configuration, set up logging, load the snapshot, serve.
 
 #include <signal.h>
-#include <sys/resource.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -81,9 +81,8 @@ int main(int argc, char** argv) {
 
     store::Keyspace keyspace(config.keyspace_shards);
     std::unique_ptr<net::Server> server;
-    persist::Manager persistence(config, keyspace, [&server] {
-        return server ? server->stats().changes : 0;
-    });
+    persist::Manager persistence(config, keyspace,
+                                 [&server] { return server ? server->stats().changes : 0; });
     if (!persistence.load(error)) {
         spdlog::critical("refusing to start: {}", error);
         return 1;
@@ -95,9 +94,8 @@ int main(int argc, char** argv) {
         spdlog::critical("cannot listen on {}:{}: {}", config.bind, config.port, e.what());
         return 1;
     }
-    spdlog::info("bloomery {} ready on {}:{}, {} threads, data dir {}, save '{}'",
-                 BLOOMERY_VERSION, config.bind, config.port, config.threads, config.dir,
-                 config.save_spec);
+    spdlog::info("bloomery {} ready on {}:{}, {} threads, data dir {}, save '{}'", BLOOMERY_VERSION,
+                 config.bind, config.port, config.threads, config.dir, config.save_spec);
     const int code = server->run();
     server.reset();
     return code;

@@ -64,7 +64,7 @@ void put_f64(std::string& out, double v) {
 
 // Bounds are checked by the caller (exact total length) before any read.
 class Reader {
-  public:
+public:
     explicit Reader(std::string_view bytes) : bytes_(bytes) {}
     std::uint32_t u32() {
         std::uint32_t v;
@@ -81,7 +81,7 @@ class Reader {
     double f64() { return std::bit_cast<double>(u64()); }
     void skip(std::size_t n) { pos_ += n; }
 
-  private:
+private:
     std::string_view bytes_;
     std::size_t pos_ = 0;
 };

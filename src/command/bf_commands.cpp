@@ -44,10 +44,14 @@ store::FilterPtr make_filter(const Context& ctx, const FilterOptions& options,
 
 std::string_view add_error(AddResult result) {
     switch (result) {
-        case AddResult::full: return errors::kNonScalingFull;
-        case AddResult::too_many_layers: return errors::kMaxLayers;
-        case AddResult::too_large: return errors::kFilterTooLarge;
-        default: return {};
+        case AddResult::full:
+            return errors::kNonScalingFull;
+        case AddResult::too_many_layers:
+            return errors::kMaxLayers;
+        case AddResult::too_large:
+            return errors::kFilterTooLarge;
+        default:
+            return {};
     }
 }
 
@@ -309,9 +313,8 @@ void cmd_info(Context& ctx, Args argv) {
 
 void cmd_card(Context& ctx, Args argv) {
     std::uint64_t estimate = 0;
-    ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
-        estimate = filter.estimate_cardinality();
-    });
+    ctx.keyspace.with_filter(
+        argv[1], [&](const ScalableFilter& filter) { estimate = filter.estimate_cardinality(); });
     ctx.out.integer(static_cast<std::int64_t>(estimate));
 }
 

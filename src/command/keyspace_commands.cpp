@@ -91,7 +91,8 @@ void cmd_scan(Context& ctx, Args argv) {
     while (shard < shards && keys.size() < static_cast<std::size_t>(count)) {
         for (auto& entry : ctx.keyspace.shard_entries(shard)) {
             if (type_mismatch) continue;
-            if (pattern.empty() || glob_match(pattern, entry.key)) keys.push_back(std::move(entry.key));
+            if (pattern.empty() || glob_match(pattern, entry.key))
+                keys.push_back(std::move(entry.key));
         }
         ++shard;
     }
@@ -129,7 +130,8 @@ void expire_generic(Context& ctx, Args argv, std::int64_t unit_ms, bool absolute
         } else if (iequals(argv[i], "LT")) {
             lt = true;
         } else {
-            ctx.out.error(std::string("ERR Unsupported option ") + std::string(argv[i].substr(0, 64)));
+            ctx.out.error(std::string("ERR Unsupported option ") +
+                          std::string(argv[i].substr(0, 64)));
             return;
         }
     }
@@ -170,10 +172,18 @@ void expire_generic(Context& ctx, Args argv, std::int64_t unit_ms, bool absolute
     ctx.out.integer(done ? 1 : 0);
 }
 
-void cmd_expire(Context& ctx, Args argv) { expire_generic(ctx, argv, 1000, false, "expire"); }
-void cmd_pexpire(Context& ctx, Args argv) { expire_generic(ctx, argv, 1, false, "pexpire"); }
-void cmd_expireat(Context& ctx, Args argv) { expire_generic(ctx, argv, 1000, true, "expireat"); }
-void cmd_pexpireat(Context& ctx, Args argv) { expire_generic(ctx, argv, 1, true, "pexpireat"); }
+void cmd_expire(Context& ctx, Args argv) {
+    expire_generic(ctx, argv, 1000, false, "expire");
+}
+void cmd_pexpire(Context& ctx, Args argv) {
+    expire_generic(ctx, argv, 1, false, "pexpire");
+}
+void cmd_expireat(Context& ctx, Args argv) {
+    expire_generic(ctx, argv, 1000, true, "expireat");
+}
+void cmd_pexpireat(Context& ctx, Args argv) {
+    expire_generic(ctx, argv, 1, true, "pexpireat");
+}
 
 void ttl_generic(Context& ctx, Args argv, bool millis, bool absolute) {
     const std::optional<std::int64_t> deadline = ctx.keyspace.expiry(argv[1]);
@@ -193,10 +203,18 @@ void ttl_generic(Context& ctx, Args argv, bool millis, bool absolute) {
     ctx.out.integer(millis ? remaining : (remaining + 500) / 1000);
 }
 
-void cmd_ttl(Context& ctx, Args argv) { ttl_generic(ctx, argv, false, false); }
-void cmd_pttl(Context& ctx, Args argv) { ttl_generic(ctx, argv, true, false); }
-void cmd_expiretime(Context& ctx, Args argv) { ttl_generic(ctx, argv, false, true); }
-void cmd_pexpiretime(Context& ctx, Args argv) { ttl_generic(ctx, argv, true, true); }
+void cmd_ttl(Context& ctx, Args argv) {
+    ttl_generic(ctx, argv, false, false);
+}
+void cmd_pttl(Context& ctx, Args argv) {
+    ttl_generic(ctx, argv, true, false);
+}
+void cmd_expiretime(Context& ctx, Args argv) {
+    ttl_generic(ctx, argv, false, true);
+}
+void cmd_pexpiretime(Context& ctx, Args argv) {
+    ttl_generic(ctx, argv, true, true);
+}
 
 void cmd_persist(Context& ctx, Args argv) {
     const std::optional<std::int64_t> deadline = ctx.keyspace.expiry(argv[1]);
@@ -210,8 +228,8 @@ void cmd_persist(Context& ctx, Args argv) {
 }
 
 void cmd_flushall(Context& ctx, Args argv) {
-    if (argv.size() > 2 || (argv.size() == 2 && !iequals(argv[1], "ASYNC") &&
-                            !iequals(argv[1], "SYNC"))) {
+    if (argv.size() > 2 ||
+        (argv.size() == 2 && !iequals(argv[1], "ASYNC") && !iequals(argv[1], "SYNC"))) {
         ctx.out.error(errors::kSyntax);
         return;
     }

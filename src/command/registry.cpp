@@ -68,7 +68,9 @@ void Registry::register_handler(std::string_view name, Handler handler) {
     handlers_[lower(name)] = handler;
 }
 
-bool Registry::build_from_embedded(std::string& error) { return build(kCommandsJson, error); }
+bool Registry::build_from_embedded(std::string& error) {
+    return build(kCommandsJson, error);
+}
 
 bool Registry::build(std::string_view commands_json, std::string& error) {
     commands_.clear();

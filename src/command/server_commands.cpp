@@ -89,7 +89,9 @@ void cmd_ping(Context& ctx, Args argv) {
     }
 }
 
-void cmd_echo(Context& ctx, Args argv) { ctx.out.bulk(argv[1]); }
+void cmd_echo(Context& ctx, Args argv) {
+    ctx.out.bulk(argv[1]);
+}
 
 void cmd_quit(Context& ctx, Args) {
     ctx.out.ok();
@@ -186,7 +188,9 @@ void reply_help(Context& ctx, std::initializer_list<std::string_view> lines) {
 
 // ---- CLIENT ----
 
-void cmd_client_id(Context& ctx, Args) { ctx.out.integer(ctx.client.id); }
+void cmd_client_id(Context& ctx, Args) {
+    ctx.out.integer(ctx.client.id);
+}
 
 void cmd_client_setname(Context& ctx, Args argv) {
     if (!valid_client_name(argv[2])) {
@@ -253,7 +257,8 @@ void cmd_client_info(Context& ctx, Args) {
 
 void cmd_client_setinfo(Context& ctx, Args argv) {
     if (!valid_client_name(argv[3])) {
-        ctx.out.error("ERR lib-name and lib-ver cannot contain spaces, newlines or special characters.");
+        ctx.out.error(
+            "ERR lib-name and lib-ver cannot contain spaces, newlines or special characters.");
         return;
     }
     if (iequals(argv[2], "LIB-NAME")) {
@@ -302,21 +307,24 @@ void cmd_client_kill(Context& ctx, Args argv) {
 }
 
 void cmd_client_help(Context& ctx, Args) {
-    reply_help(ctx, {"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                     "ID", "    Return the ID of the current connection.", "SETNAME <name>",
-                     "    Assign the name <name> to the current connection.", "GETNAME",
-                     "    Return the name of the current connection.", "LIST [TYPE normal] [ID id ...]",
-                     "    Return information about client connections.", "INFO",
-                     "    Return information about the current client connection.",
-                     "SETINFO <LIB-NAME|LIB-VER> <value>",
-                     "    Record the client library's name or version.",
-                     "KILL <ip:port> | ID <id> | ADDR <ip:port>", "    Kill connections.", "HELP",
-                     "    Print this help."});
+    reply_help(
+        ctx,
+        {"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ID",
+         "    Return the ID of the current connection.", "SETNAME <name>",
+         "    Assign the name <name> to the current connection.", "GETNAME",
+         "    Return the name of the current connection.", "LIST [TYPE normal] [ID id ...]",
+         "    Return information about client connections.", "INFO",
+         "    Return information about the current client connection.",
+         "SETINFO <LIB-NAME|LIB-VER> <value>", "    Record the client library's name or version.",
+         "KILL <ip:port> | ID <id> | ADDR <ip:port>", "    Kill connections.", "HELP",
+         "    Print this help."});
 }
 
 // ---- CONFIG ----
 
-std::string human_bool(bool b) { return b ? "yes" : "no"; }
+std::string human_bool(bool b) {
+    return b ? "yes" : "no";
+}
 
 std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx) {
     const net::Config& c = ctx.config;
@@ -865,7 +873,9 @@ void cmd_bgsave(Context& ctx, Args argv) {
     }
 }
 
-void cmd_lastsave(Context& ctx, Args) { ctx.out.integer(ctx.server.persistence().last_save_time); }
+void cmd_lastsave(Context& ctx, Args) {
+    ctx.out.integer(ctx.server.persistence().last_save_time);
+}
 
 void cmd_shutdown(Context& ctx, Args argv) {
     ShutdownMode mode = ShutdownMode::default_save;

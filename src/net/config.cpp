@@ -38,15 +38,18 @@ bool parse_save_spec(const std::string& spec, std::vector<SavePoint>& out, std::
 CommandLine parse_command_line(int argc, char** argv) {
     CommandLine result;
     Config& c = result.config;
-    CLI::App app{"bloomery: a Bloom filter server speaking the Redis protocol (RedisBloom BF.* "
-                 "commands)"};
+    CLI::App app{
+        "bloomery: a Bloom filter server speaking the Redis protocol (RedisBloom BF.* "
+        "commands)"};
     app.set_version_flag("--version", std::string("bloomery ") + BLOOMERY_VERSION);
     app.set_config("--config", "", "Read options from a TOML/INI file (keys as the long flags)");
     app.get_config_ptr()->envname("BLOOMERY_CONFIG");
     app.option_defaults()->always_capture_default();
 
     auto* network = "Network";
-    app.add_option("--bind", c.bind, "Address to listen on")->envname("BLOOMERY_BIND")->group(network);
+    app.add_option("--bind", c.bind, "Address to listen on")
+        ->envname("BLOOMERY_BIND")
+        ->group(network);
     app.add_option("--port", c.port, "TCP port to listen on")
         ->envname("BLOOMERY_PORT")
         ->check(CLI::Range(1, 65535))
@@ -59,7 +62,8 @@ CommandLine parse_command_line(int argc, char** argv) {
         ->envname("BLOOMERY_MAXCLIENTS")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
         ->group(network);
-    app.add_option("--timeout", c.timeout_seconds, "Close idle clients after this many seconds (0 = never)")
+    app.add_option("--timeout", c.timeout_seconds,
+                   "Close idle clients after this many seconds (0 = never)")
         ->envname("BLOOMERY_TIMEOUT")
         ->check(CLI::NonNegativeNumber)
         ->group(network);
@@ -97,7 +101,8 @@ CommandLine parse_command_line(int argc, char** argv) {
         ->envname("BLOOMERY_BF_ERROR_RATE")
         ->check(CLI::Range(1e-15, 0.999999))
         ->group(filters);
-    app.add_option("--bf-initial-size", c.default_capacity, "Capacity of filters created implicitly")
+    app.add_option("--bf-initial-size", c.default_capacity,
+                   "Capacity of filters created implicitly")
         ->envname("BLOOMERY_BF_INITIAL_SIZE")
         ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40))
         ->group(filters);

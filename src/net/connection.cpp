@@ -72,7 +72,8 @@ std::string Connection::describe() const {
 void Connection::make_room() {
     if (in_start_ == in_end_) {
         in_start_ = in_end_ = 0;
-    } else if (in_start_ > 0 && (in_.size() - in_end_ < kReadChunk / 2 || in_start_ > in_.size() / 2)) {
+    } else if (in_start_ > 0 &&
+               (in_.size() - in_end_ < kReadChunk / 2 || in_start_ > in_.size() / 2)) {
         // Compact: the unconsumed tail moves to the front. The parser keeps
         // offsets relative to the command start, so this is safe mid-command.
         std::copy(in_.begin() + static_cast<std::ptrdiff_t>(in_start_),
@@ -82,7 +83,8 @@ void Connection::make_room() {
     }
     std::size_t wanted = in_end_ + kReadChunk;
     // A large bulk argument: grow once to its full size instead of doubling.
-    if (parser_.bytes_expected() > 0) wanted = std::max(wanted, in_start_ + parser_.bytes_expected());
+    if (parser_.bytes_expected() > 0)
+        wanted = std::max(wanted, in_start_ + parser_.bytes_expected());
     if (wanted > in_.size()) {
         in_.resize(std::max(wanted, std::min(in_.size() * 2, wanted + (1u << 20))));
     } else if (in_end_ == 0 && in_.size() > 4 * kReadChunk) {
@@ -113,9 +115,10 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
     const std::size_t pending = in_end_ - in_start_;
     query_bytes_.store(pending, std::memory_order_relaxed);
     if (pending > server_.config().client_query_buffer_limit) {
-        spdlog::warn("closing client id={} addr={}: query buffer {} bytes exceeds "
-                     "client-query-buffer-limit",
-                     client_.id, client_.address, pending);
+        spdlog::warn(
+            "closing client id={} addr={}: query buffer {} bytes exceeds "
+            "client-query-buffer-limit",
+            client_.id, client_.address, pending);
         close();
         return;
     }
@@ -131,8 +134,12 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
 }
 
 void Connection::process() {
-    command::Context ctx{server_.registry(), server_.keyspace(), server_.config(),
-                         server_,            client_,            worker_.stats,
+    command::Context ctx{server_.registry(),
+                         server_.keyspace(),
+                         server_.config(),
+                         server_,
+                         client_,
+                         worker_.stats,
                          writer_};
     while (!closing_ && in_start_ < in_end_ && out_.size() < kWriteHighWater) {
         std::size_t consumed = 0;
@@ -164,9 +171,10 @@ void Connection::process() {
     query_bytes_.store(in_end_ - in_start_, std::memory_order_relaxed);
     output_bytes_.store(out_.size(), std::memory_order_relaxed);
     if (out_.size() > server_.config().client_output_buffer_limit) {
-        spdlog::warn("closing client id={} addr={}: reply of {} bytes exceeds "
-                     "client-output-buffer-limit",
-                     client_.id, client_.address, out_.size());
+        spdlog::warn(
+            "closing client id={} addr={}: reply of {} bytes exceeds "
+            "client-output-buffer-limit",
+            client_.id, client_.address, out_.size());
         out_.clear();
         closing_ = true;
     }

@@ -79,8 +79,8 @@ void Server::accept_next() {
             if (error == asio::error::operation_aborted || stopping_) return;
             // EMFILE and friends: log, back off briefly, keep accepting.
             spdlog::warn("accept failed: {}", error.message());
-            auto timer = std::make_shared<asio::steady_timer>(main_context_,
-                                                              std::chrono::milliseconds(50));
+            auto timer =
+                std::make_shared<asio::steady_timer>(main_context_, std::chrono::milliseconds(50));
             timer->async_wait([this, timer](const error_code&) { accept_next(); });
             return;
         }
@@ -101,8 +101,8 @@ void Server::accept_next() {
     });
 }
 
-std::list<std::weak_ptr<Connection>>::iterator Server::track(Worker& worker,
-                                                             std::shared_ptr<Connection> connection) {
+std::list<std::weak_ptr<Connection>>::iterator Server::track(
+    Worker& worker, std::shared_ptr<Connection> connection) {
     connected_.fetch_add(1);
     std::lock_guard lock(worker.connections_mutex);
     worker.connections.push_front(connection);
@@ -152,12 +152,15 @@ void Server::request_stop(bool save_on_exit) {
         for_each_connection([](Connection& connection) { connection.request_close(); });
         if (connected_.load() == 0) stop_now();
         // Do not wait forever for a stuck peer.
-        auto deadline = std::make_shared<asio::steady_timer>(main_context_, std::chrono::seconds(5));
+        auto deadline =
+            std::make_shared<asio::steady_timer>(main_context_, std::chrono::seconds(5));
         deadline->async_wait([this, deadline](const error_code&) { stop_now(); });
     });
 }
 
-void Server::stop_now() { main_context_.stop(); }
+void Server::stop_now() {
+    main_context_.stop();
+}
 
 void Server::cron() {
     cron_timer_.expires_after(std::chrono::milliseconds(100));
@@ -168,7 +171,8 @@ void Server::cron() {
         // ops/sec sampling
         const std::int64_t now = store::now_ms();
         std::uint64_t commands = 0;
-        for (auto& worker : workers_) commands += worker->stats.commands.load(std::memory_order_relaxed);
+        for (auto& worker : workers_)
+            commands += worker->stats.commands.load(std::memory_order_relaxed);
         {
             std::lock_guard lock(ops_mutex_);
             if (last_sample_ms_ != 0 && now > last_sample_ms_) {
@@ -182,7 +186,8 @@ void Server::cron() {
         if (config_.timeout_seconds > 0) {
             const std::int64_t limit = config_.timeout_seconds * 1000;
             for_each_connection([&](Connection& connection) {
-                const auto last = connection.client().last_interaction_ms.load(std::memory_order_relaxed);
+                const auto last =
+                    connection.client().last_interaction_ms.load(std::memory_order_relaxed);
                 if (now - last > limit) connection.request_close();
             });
         }
@@ -190,7 +195,9 @@ void Server::cron() {
     });
 }
 
-std::size_t Server::connected_clients() { return connected_.load(); }
+std::size_t Server::connected_clients() {
+    return connected_.load();
+}
 
 std::string Server::client_list() {
     std::string out;
@@ -228,7 +235,9 @@ command::StatsTotals Server::stats() {
     t.expired_keys = keyspace_.expired_keys();
     for (auto& worker : workers_) {
         const auto& s = worker->stats;
-        auto get = [](const std::atomic<std::uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+        auto get = [](const std::atomic<std::uint64_t>& v) {
+            return v.load(std::memory_order_relaxed);
+        };
         t.commands += get(s.commands);
         t.connections_received += get(s.connections_received);
         t.rejected_connections += get(s.rejected_connections);
@@ -269,15 +278,21 @@ void Server::reset_stats() {
     stats_base_.changes = 0;
 }
 
-bool Server::save(std::string& error) { return persistence_.save(error); }
-bool Server::bgsave(std::string& error) { return persistence_.bgsave(error); }
+bool Server::save(std::string& error) {
+    return persistence_.save(error);
+}
+bool Server::bgsave(std::string& error) {
+    return persistence_.bgsave(error);
+}
 
-command::PersistenceInfo Server::persistence() { return persistence_.info(); }
+command::PersistenceInfo Server::persistence() {
+    return persistence_.info();
+}
 
 bool Server::shutdown(command::ShutdownMode mode, std::string& error) {
-    const bool want_save = mode == command::ShutdownMode::save ||
-                           (mode == command::ShutdownMode::default_save &&
-                            persistence_.saving_enabled());
+    const bool want_save =
+        mode == command::ShutdownMode::save ||
+        (mode == command::ShutdownMode::default_save && persistence_.saving_enabled());
     if (want_save) {
         persistence_.wait();
         if (!persistence_.save(error)) {

@@ -10,7 +10,9 @@
 namespace bloomery::persist {
 
 namespace {
-std::int64_t now_seconds() { return store::now_ms() / 1000; }
+std::int64_t now_seconds() {
+    return store::now_ms() / 1000;
+}
 }  // namespace
 
 Manager::Manager(const net::Config& config, store::Keyspace& keyspace,
@@ -20,7 +22,9 @@ Manager::Manager(const net::Config& config, store::Keyspace& keyspace,
     last_attempt_ms_ = store::now_ms();
 }
 
-Manager::~Manager() { wait(); }
+Manager::~Manager() {
+    wait();
+}
 
 bool Manager::load(std::string& error) {
     std::error_code ec;

@@ -289,7 +289,7 @@ TEST(BloomDump, HeaderRejectsLayersOverTheSizeLimit) {
 }
 
 class BloomDumpChunks : public ::testing::Test {
-  protected:
+protected:
     void SetUp() override {
         source_ = make_three_layer_filter();
         chunks_ = dump_all(*source_, 64);

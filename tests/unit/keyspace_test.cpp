@@ -81,7 +81,8 @@ TEST(Keyspace, ShardEntriesListEveryLiveKeyOnce) {
     Keyspace keyspace(8);
     for (int i = 0; i < 100; ++i) keyspace.put("key" + std::to_string(i), make_filter(10));
     std::size_t total = 0;
-    for (std::size_t s = 0; s < keyspace.num_shards(); ++s) total += keyspace.shard_entries(s).size();
+    for (std::size_t s = 0; s < keyspace.num_shards(); ++s)
+        total += keyspace.shard_entries(s).size();
     EXPECT_EQ(total, 100u);
 }
 

@@ -23,8 +23,7 @@ public:
     BloomLayer(std::uint64_t capacity, double error_rate);
     // Explicit geometry, for loading a dump or snapshot. `bits` must be a
     // positive multiple of 64 and `hashes` >= 1 (checked by the caller).
-    BloomLayer(std::uint64_t capacity, double error_rate, std::uint64_t bits,
-               std::uint32_t hashes);
+    BloomLayer(std::uint64_t capacity, double error_rate, std::uint64_t bits, std::uint32_t hashes);
     ~BloomLayer();
     BloomLayer(const BloomLayer&) = delete;
     BloomLayer& operator=(const BloomLayer&) = delete;

@@ -29,11 +29,11 @@ struct FilterOptions {
 };
 
 enum class AddResult {
-    added,          // the item was new (at least one bit was set)
-    exists,         // the filter already reported the item as present
-    full,           // NONSCALING filter at capacity: "non scaling filter is full"
-    too_many_layers,// scaling filter hit kMaxLayers
-    too_large,      // the next layer would exceed max_layer_bytes
+    added,            // the item was new (at least one bit was set)
+    exists,           // the filter already reported the item as present
+    full,             // NONSCALING filter at capacity: "non scaling filter is full"
+    too_many_layers,  // scaling filter hit kMaxLayers
+    too_large,        // the next layer would exceed max_layer_bytes
 };
 
 class ScalableFilter {
@@ -63,10 +63,10 @@ public:
     const BloomLayer& layer(std::size_t i) const { return *layers_[i]; }
     BloomLayer& layer(std::size_t i) { return *layers_[i]; }
 
-    std::uint64_t capacity() const;     // sum of layer capacities
-    std::uint64_t items() const;        // sum of layer item counts
-    std::uint64_t byte_size() const;    // bit arrays plus bookkeeping
-    std::uint64_t bits_size() const;    // bit arrays only, in bytes
+    std::uint64_t capacity() const;   // sum of layer capacities
+    std::uint64_t items() const;      // sum of layer item counts
+    std::uint64_t byte_size() const;  // bit arrays plus bookkeeping
+    std::uint64_t bits_size() const;  // bit arrays only, in bytes
     // sum over layers of round((m/k)·ln(m/m0)); see estimate_items().
     std::uint64_t estimate_cardinality() const;
 

@@ -16,7 +16,8 @@ inline constexpr std::string_view kDbIndexOutOfRange = "ERR DB index is out of r
 inline constexpr std::string_view kInvalidExpire = "ERR invalid expire time in '%s' command";
 inline constexpr std::string_view kNxXxGtLt =
     "ERR NX and XX, GT or LT options at the same time are not compatible";
-inline constexpr std::string_view kGtLtNx = "ERR GT and LT options at the same time are not compatible";
+inline constexpr std::string_view kGtLtNx =
+    "ERR GT and LT options at the same time are not compatible";
 inline constexpr std::string_view kInvalidCursor = "ERR invalid cursor";
 inline constexpr std::string_view kProtocolVersion = "NOPROTO unsupported protocol version";
 inline constexpr std::string_view kBgsaveInProgress = "ERR Background save already in progress";
@@ -30,8 +31,7 @@ inline constexpr std::string_view kBadExpansion = "ERR expansion should be great
 inline constexpr std::string_view kErrorRateNotNumber = "ERR bad error rate";
 inline constexpr std::string_view kCapacityNotNumber = "ERR bad capacity";
 inline constexpr std::string_view kExpansionNotNumber = "ERR bad expansion";
-inline constexpr std::string_view kNonScalingExpansion =
-    "ERR Non-scaling filters cannot expand";
+inline constexpr std::string_view kNonScalingExpansion = "ERR Non-scaling filters cannot expand";
 inline constexpr std::string_view kNonScalingFull = "ERR non scaling filter is full";
 inline constexpr std::string_view kMaxLayers = "ERR maximum number of sub-filters reached";
 inline constexpr std::string_view kFilterTooLarge =

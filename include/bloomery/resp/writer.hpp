@@ -17,19 +17,19 @@ public:
     void set_protocol(int version) { protocol_ = version; }
     int protocol() const { return protocol_; }
 
-    void simple(std::string_view text);            // +text  (CR/LF replaced by spaces)
-    void error(std::string_view text);             // -text  (prefix included, e.g. "ERR ..."; CR/LF -> spaces)
-    void integer(std::int64_t value);              // :value
-    void bulk(std::string_view bytes);             // $len bytes
-    void null();                                   // RESP2 $-1, RESP3 _
-    void null_array();                             // RESP2 *-1, RESP3 _
-    void array(std::size_t count);                 // *count, elements follow
-    void map(std::size_t pairs);                   // RESP3 %pairs, RESP2 *2·pairs
-    void set(std::size_t count);                   // RESP3 ~count, RESP2 *count
-    void boolean(bool value);                      // RESP3 #t/#f, RESP2 :1/:0
-    void real(double value);                       // RESP3 ,value, RESP2 bulk string; value in
-                                                   // shortest round-trip form, or inf, -inf, nan
-    void verbatim(std::string_view text);          // RESP3 =len txt:..., RESP2 bulk
+    void simple(std::string_view text);  // +text  (CR/LF replaced by spaces)
+    void error(std::string_view text);  // -text  (prefix included, e.g. "ERR ..."; CR/LF -> spaces)
+    void integer(std::int64_t value);   // :value
+    void bulk(std::string_view bytes);  // $len bytes
+    void null();                        // RESP2 $-1, RESP3 _
+    void null_array();                  // RESP2 *-1, RESP3 _
+    void array(std::size_t count);      // *count, elements follow
+    void map(std::size_t pairs);        // RESP3 %pairs, RESP2 *2·pairs
+    void set(std::size_t count);        // RESP3 ~count, RESP2 *count
+    void boolean(bool value);           // RESP3 #t/#f, RESP2 :1/:0
+    void real(double value);            // RESP3 ,value, RESP2 bulk string; value in
+                                        // shortest round-trip form, or inf, -inf, nan
+    void verbatim(std::string_view text);  // RESP3 =len txt:..., RESP2 bulk
     void ok() { simple("OK"); }
 
     std::string& buffer() { return *out_; }
