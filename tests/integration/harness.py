@@ -27,7 +27,7 @@ def free_port():
 class Server:
     """One bloomery process. Use as a context manager or call start()/stop()."""
 
-    def __init__(self, *extra_args, data_dir=None, threads=2, save='""', env=None):
+    def __init__(self, *extra_args, data_dir=None, threads=2, save='""', env=None, preexec_fn=None):
         self.extra_args = list(extra_args)
         self._own_dir = data_dir is None
         self._tmp = tempfile.TemporaryDirectory(prefix="bloomery-test-") if data_dir is None else None
@@ -35,6 +35,7 @@ class Server:
         self.threads = threads
         self.save = save
         self.env = env
+        self.preexec_fn = preexec_fn  # run in the child before exec (e.g. setrlimit)
         self.port = None
         self.process = None
         self.log_path = None
@@ -53,7 +54,8 @@ class Server:
             if self.env:
                 environment.update(self.env)
             self.process = subprocess.Popen(self.args(), stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env=environment)
+                                            stdin=subprocess.DEVNULL, env=environment,
+                                            preexec_fn=self.preexec_fn)
             log.close()
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:

@@ -652,7 +652,7 @@ class SaveFailures(TempDirCase):
     def test_file_size_limit(self):
         d = self.make_dir()
         limit = 64 * 1024
-        s = LimitedServer(limit, data_dir=d)
+        s = limited_server(limit, data_dir=d)
         self.addCleanup(s.cleanup)
         s.start()
         r = s.client()
@@ -689,42 +689,13 @@ class SaveFailures(TempDirCase):
         self.assertEqual(persistence_info(r)["rdb_last_bgsave_status"], "ok")
 
 
-class LimitedServer(Server):
-    """A Server started with RLIMIT_FSIZE set (the harness has no preexec hook)."""
+def limited_server(fsize_limit, **kwargs):
+    """A Server whose process has RLIMIT_FSIZE set to `fsize_limit` bytes."""
 
-    def __init__(self, fsize_limit, **kwargs):
-        super().__init__(**kwargs)
-        self.fsize_limit = fsize_limit
+    def preexec():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize_limit, fsize_limit))
 
-    def start(self, timeout=20.0, expect_failure=False):
-        from harness import free_port
-        limit = self.fsize_limit
-
-        def preexec():
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-        for _attempt in range(5):
-            self.port = free_port()
-            # The log lives outside the limited process's reach of 64 KiB only
-            # in size; keep it small with the default log level.
-            self.log_path = os.path.join(self.data_dir, "server-%d.log" % self.port)
-            log = open(self.log_path, "wb")
-            self.process = subprocess.Popen(self.args(), stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, preexec_fn=preexec)
-            log.close()
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if self.process.poll() is not None:
-                    break
-                if self.ping():
-                    return self
-                time.sleep(0.02)
-            if self.process.poll() is None:
-                self.kill()
-                raise RuntimeError("bloomery did not answer:\n" + self.log())
-            if "cannot listen" not in self.log():
-                raise RuntimeError("bloomery exited with %s:\n%s" % (self.process.returncode, self.log()))
-        raise RuntimeError("could not find a free port for bloomery")
+    return Server(preexec_fn=preexec, **kwargs)
 
 
 # ---------------------------------------------------------------------------

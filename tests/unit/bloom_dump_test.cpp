@@ -9,27 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "bloom_test_support.hpp"
 #include "bloomery/bloom/dump.hpp"
 
 namespace bloomery::bloom {
 namespace {
 
-std::string present_item(std::uint64_t i) {
-    return "present:" + std::to_string(i);
-}
-std::string absent_item(std::uint64_t i) {
-    return "absent:" + std::to_string(i);
-}
-
-FilterOptions make_options(std::uint64_t capacity, double error_rate, std::uint32_t expansion = 2,
-                           bool nonscaling = false) {
-    FilterOptions options;
-    options.capacity = capacity;
-    options.error_rate = error_rate;
-    options.expansion = expansion;
-    options.nonscaling = nonscaling;
-    return options;
-}
+using testing::absent_item;
+using testing::make_options;
+using testing::present_item;
 
 // A scaling filter with three layers (100 + 200 + some of 400 items).
 std::unique_ptr<ScalableFilter> make_three_layer_filter() {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bloom_test_support.hpp"
 #include "bloomery/bloom/filter.hpp"
 #include "bloomery/bloom/hash.hpp"
 #include "bloomery/bloom/params.hpp"
@@ -14,12 +15,9 @@
 namespace bloomery::bloom {
 namespace {
 
-std::string present_item(std::uint64_t i) {
-    return "present:" + std::to_string(i);
-}
-std::string absent_item(std::uint64_t i) {
-    return "absent:" + std::to_string(i);
-}
+using testing::absent_item;
+using testing::make_options;
+using testing::present_item;
 
 std::uint64_t popcount_words(const BloomLayer& layer) {
     std::vector<std::uint64_t> words(layer.num_words());

@@ -10,28 +10,16 @@
 #include <thread>
 #include <vector>
 
+#include "bloom_test_support.hpp"
 #include "bloomery/bloom/params.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 
 namespace bloomery::bloom {
 namespace {
 
-std::string present_item(std::uint64_t i) {
-    return "present:" + std::to_string(i);
-}
-std::string absent_item(std::uint64_t i) {
-    return "absent:" + std::to_string(i);
-}
-
-FilterOptions make_options(std::uint64_t capacity, double error_rate, std::uint32_t expansion = 2,
-                           bool nonscaling = false) {
-    FilterOptions options;
-    options.capacity = capacity;
-    options.error_rate = error_rate;
-    options.expansion = expansion;
-    options.nonscaling = nonscaling;
-    return options;
-}
+using testing::absent_item;
+using testing::make_options;
+using testing::present_item;
 
 // Adds distinct items until the filter has counted `target` items; returns the
 // next unused item index.
