@@ -82,11 +82,15 @@ void Connection::make_room() {
         in_start_ = 0;
     }
     std::size_t wanted = in_end_ + kReadChunk;
-    // A large bulk argument: grow once to its full size instead of doubling.
-    if (parser_.bytes_expected() > 0)
-        wanted = std::max(wanted, in_start_ + parser_.bytes_expected());
+    // A large bulk argument: grow toward its announced size by doubling, so
+    // memory follows the bytes that actually arrive; a client announcing
+    // 512 MB and sending nothing costs no more than what it sent (times two).
+    const std::size_t expected = parser_.bytes_expected();
+    if (expected > 0 && in_start_ + expected > wanted) {
+        wanted = std::min(in_start_ + expected, std::max(wanted, in_.size() * 2));
+    }
     if (wanted > in_.size()) {
-        in_.resize(std::max(wanted, std::min(in_.size() * 2, wanted + (1u << 20))));
+        in_.resize(wanted);
     } else if (in_end_ == 0 && in_.size() > 4 * kReadChunk) {
         // Give back memory once a large command has been consumed.
         in_.resize(kReadChunk);

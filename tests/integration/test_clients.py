@@ -208,3 +208,39 @@ class ClientsTest(harness.SharedServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def rss_bytes(pid):
+    with open("/proc/%d/statm" % pid) as f:
+        return int(f.read().split()[1]) * 4096
+
+
+class HostileClientsTest(harness.SharedServerTestCase):
+    def test_announced_huge_bulks_cost_only_what_was_sent(self):
+        """Clients announcing 512 MB arguments and sending little must not make
+        the server reserve 512 MB each."""
+        before = rss_bytes(self.server.process.pid)
+        socks = []
+        try:
+            for _ in range(20):
+                s = harness.raw_connection(self.server.port)
+                s.sendall(b"*2\r\n$4\r\nECHO\r\n$536870912\r\n" + b"x" * 4096)
+                socks.append(s)
+            # Wait (bounded) until the server has read what the 20 sent.
+            with RespConnection(self.server.port) as c:
+                deadline = time.monotonic() + 10
+                buffered = 0
+                while time.monotonic() < deadline:
+                    listing = c.call("CLIENT", "LIST").decode()
+                    buffered = sum(int(f[5:]) for f in listing.split() if f.startswith("qbuf="))
+                    if buffered >= 20 * 4096:
+                        break
+                    time.sleep(0.02)
+                self.assertGreaterEqual(buffered, 20 * 4096)
+            grown = rss_bytes(self.server.process.pid) - before
+            self.assertLess(grown, 64 * 1024 * 1024, "RSS grew by %d bytes" % grown)
+        finally:
+            for s in socks:
+                s.close()
+        with RespConnection(self.server.port) as c:
+            self.assertEqual(c.call("PING"), b"PONG")
