@@ -148,8 +148,12 @@ bool parse_expansion(Context& ctx, std::string_view text, std::uint32_t& out) {
         ctx.out.error(errors::kExpansionNotNumber);
         return false;
     }
-    if (value < 1 || value > 32768) {
+    if (value < 1) {
         ctx.out.error(errors::kBadExpansion);
+        return false;
+    }
+    if (value > 32768) {  // RedisBloom's bf-expansion-factor bound
+        ctx.out.error(errors::kExpansionTooLarge);
         return false;
     }
     out = static_cast<std::uint32_t>(value);
@@ -158,7 +162,7 @@ bool parse_expansion(Context& ctx, std::string_view text, std::uint32_t& out) {
 
 void cmd_reserve(Context& ctx, Args argv) {
     if (argv.size() > 7) {
-        ctx.out.error("ERR wrong number of arguments for 'bf.reserve' command");
+        reply_wrong_arity(ctx, "bf.reserve");
         return;
     }
     FilterOptions options = default_options(ctx);
@@ -211,7 +215,7 @@ void cmd_insert(Context& ctx, Args argv) {
         const bool takes_value =
             iequals(token, "CAPACITY") || iequals(token, "ERROR") || iequals(token, "EXPANSION");
         if (takes_value && i + 1 == argv.size()) {
-            ctx.out.error("ERR wrong number of arguments for 'bf.insert' command");
+            reply_wrong_arity(ctx, "bf.insert");
             return;
         }
         if (iequals(token, "ITEMS")) {
@@ -232,7 +236,7 @@ void cmd_insert(Context& ctx, Args argv) {
         }
     }
     if (items_at == 0 || items_at >= argv.size()) {
-        ctx.out.error("ERR wrong number of arguments for 'bf.insert' command");
+        reply_wrong_arity(ctx, "bf.insert");
         return;
     }
     add_items(ctx, argv[1], argv.subspan(items_at), options, create, true);
@@ -260,7 +264,7 @@ void cmd_mexists(Context& ctx, Args argv) {
 
 void cmd_info(Context& ctx, Args argv) {
     if (argv.size() > 3) {
-        ctx.out.error("ERR wrong number of arguments for 'bf.info' command");
+        reply_wrong_arity(ctx, "bf.info");
         return;
     }
     std::string_view error;
@@ -341,21 +345,24 @@ void cmd_loadchunk(Context& ctx, Args argv) {
     }
     const std::string_view data = argv[3];
     std::string error;
-    bool loaded = false;
-    const bool found = ctx.keyspace.with_filter(argv[1], [&](ScalableFilter& filter) {
-        loaded = iter != 1 && bloom::load_chunk(filter, iter, data, error);
-    });
-    if (found) {
-        if (!loaded) {
-            ctx.out.error(error.empty() ? std::string(errors::kInvalidChunk) : "ERR " + error);
-            return;
+    if (iter != 1) {  // a data chunk, into the filter its header created
+        bool loaded = false;
+        const bool found = ctx.keyspace.with_filter(argv[1], [&](ScalableFilter& filter) {
+            loaded = bloom::load_chunk(filter, iter, data, error);
+        });
+        if (!found) {
+            ctx.out.error(errors::kNotFound);
+        } else if (!loaded) {
+            ctx.out.error("ERR " + error);
+        } else {
+            note_change(ctx);
+            ctx.out.ok();
         }
-        note_change(ctx);
-        ctx.out.ok();
         return;
     }
-    if (iter != 1) {
-        ctx.out.error(errors::kNotFound);
+    // Iterator 1 is always a header, which creates the key.
+    if (ctx.keyspace.contains(argv[1])) {
+        ctx.out.error(errors::kItemExists);
         return;
     }
     std::unique_ptr<ScalableFilter> filter;

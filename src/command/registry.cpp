@@ -161,14 +161,13 @@ bool build_default_registry(Registry& registry, std::string& error) {
     return registry.build_from_embedded(error);
 }
 
-namespace {
-void reply_wrong_arity(Context& ctx, const CommandSpec& spec) {
+void reply_wrong_arity(Context& ctx, std::string_view command_name) {
     std::string message = "ERR wrong number of arguments for '";
-    message += spec.name;
+    message += command_name;
     message += "' command";
     ctx.out.error(message);
+    WorkerStats::bump(ctx.stats.error_replies);
 }
-}  // namespace
 
 void dispatch(const Registry& registry, Context& ctx, Args argv) {
     WorkerStats::bump(ctx.stats.commands);
@@ -190,7 +189,7 @@ void dispatch(const Registry& registry, Context& ctx, Args argv) {
     }
     if (!spec->subcommands.empty() && (argv.size() >= 2 || spec->handler == nullptr)) {
         if (argv.size() < 2) {
-            reply_wrong_arity(ctx, *spec);
+            reply_wrong_arity(ctx, spec->name);
             return;
         }
         const CommandSpec* sub = spec->find_subcommand(argv[1]);
@@ -210,8 +209,7 @@ void dispatch(const Registry& registry, Context& ctx, Args argv) {
     }
     ctx.client.last_command.store(spec->name.c_str(), std::memory_order_relaxed);
     if (!spec->arity_ok(argv.size())) {
-        reply_wrong_arity(ctx, *spec);
-        WorkerStats::bump(ctx.stats.error_replies);
+        reply_wrong_arity(ctx, spec->name);
         return;
     }
     spec->handler(ctx, argv);

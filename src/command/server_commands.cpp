@@ -81,7 +81,7 @@ namespace {
 
 void cmd_ping(Context& ctx, Args argv) {
     if (argv.size() > 2) {
-        ctx.out.error("ERR wrong number of arguments for 'ping' command");
+        reply_wrong_arity(ctx, "ping");
     } else if (argv.size() == 2) {
         ctx.out.bulk(argv[1]);
     } else {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "bloomery/command/errors.hpp"
 #include "bloomery/persist/snapshot.hpp"
 
 namespace bloomery::persist {
@@ -99,7 +100,7 @@ bool Manager::save(std::string& error) {
     {
         std::unique_lock lock(mutex_);
         if (running_) {
-            error = "ERR Background save already in progress";
+            error = command::errors::kBgsaveInProgress;
             return false;
         }
         running_ = true;
@@ -117,7 +118,7 @@ bool Manager::save(std::string& error) {
 bool Manager::bgsave(std::string& error) {
     std::lock_guard lock(mutex_);
     if (running_) {
-        error = "ERR Background save already in progress";
+        error = command::errors::kBgsaveInProgress;
         return false;
     }
     if (background_.joinable()) background_.join();  // finished: running_ is false

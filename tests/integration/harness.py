@@ -29,7 +29,6 @@ class Server:
 
     def __init__(self, *extra_args, data_dir=None, threads=2, save='""', env=None, preexec_fn=None):
         self.extra_args = list(extra_args)
-        self._own_dir = data_dir is None
         self._tmp = tempfile.TemporaryDirectory(prefix="bloomery-test-") if data_dir is None else None
         self.data_dir = data_dir if data_dir is not None else self._tmp.name
         self.threads = threads
@@ -140,22 +139,6 @@ def raw_connection(port, timeout=10.0):
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return s
-
-
-def read_until_closed(sock, limit=1 << 24):
-    """Reads until the peer closes (or `limit` bytes); returns the bytes."""
-    chunks = []
-    total = 0
-    while total < limit:
-        try:
-            data = sock.recv(65536)
-        except socket.timeout:
-            break
-        if not data:
-            break
-        chunks.append(data)
-        total += len(data)
-    return b"".join(chunks)
 
 
 class SharedServerTestCase(unittest.TestCase):

@@ -8,12 +8,8 @@ namespace bloomery::command::errors {
 
 inline constexpr std::string_view kSyntax = "ERR syntax error";
 inline constexpr std::string_view kNotInteger = "ERR value is not an integer or out of range";
-inline constexpr std::string_view kNotFloat = "ERR value is not a valid float";
-inline constexpr std::string_view kWrongType =
-    "WRONGTYPE Operation against a key holding the wrong kind of value";
 inline constexpr std::string_view kNoSuchKey = "ERR no such key";
 inline constexpr std::string_view kDbIndexOutOfRange = "ERR DB index is out of range";
-inline constexpr std::string_view kInvalidExpire = "ERR invalid expire time in '%s' command";
 inline constexpr std::string_view kNxXxGtLt =
     "ERR NX and XX, GT or LT options at the same time are not compatible";
 inline constexpr std::string_view kGtLtNx =
@@ -28,10 +24,11 @@ inline constexpr std::string_view kNotFound = "ERR not found";
 inline constexpr std::string_view kBadErrorRate = "ERR (0 < error rate range < 1)";
 inline constexpr std::string_view kBadCapacity = "ERR (capacity should be larger than 0)";
 inline constexpr std::string_view kBadExpansion = "ERR expansion should be greater or equal to 1";
+inline constexpr std::string_view kExpansionTooLarge = "ERR expansion should be at most 32768";
 inline constexpr std::string_view kErrorRateNotNumber = "ERR bad error rate";
 inline constexpr std::string_view kCapacityNotNumber = "ERR bad capacity";
 inline constexpr std::string_view kExpansionNotNumber = "ERR bad expansion";
-inline constexpr std::string_view kNonScalingExpansion = "ERR Non-scaling filters cannot expand";
+inline constexpr std::string_view kNonScalingExpansion = "ERR Nonscaling filters cannot expand";
 inline constexpr std::string_view kNonScalingFull = "ERR non scaling filter is full";
 inline constexpr std::string_view kMaxLayers = "ERR maximum number of sub-filters reached";
 inline constexpr std::string_view kFilterTooLarge =
@@ -39,8 +36,6 @@ inline constexpr std::string_view kFilterTooLarge =
 inline constexpr std::string_view kOutOfMemory = "ERR Insufficient memory to create filter";
 inline constexpr std::string_view kInvalidInfoField = "ERR Invalid information value";
 inline constexpr std::string_view kInvalidIterator = "ERR invalid iterator";
-inline constexpr std::string_view kInvalidChunk = "ERR received bad data";
-inline constexpr std::string_view kMissingItems = "ERR no items provided";
 inline constexpr std::string_view kBadOption = "ERR unknown argument received";
 
 }  // namespace bloomery::command::errors

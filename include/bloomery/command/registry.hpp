@@ -70,6 +70,10 @@ private:
 // registrations at the bottom) and builds from the embedded proto/commands.json.
 bool build_default_registry(Registry& registry, std::string& error);
 
+// Replies "ERR wrong number of arguments for 'NAME' command", for handlers
+// whose commands have an upper bound the arity in the table cannot express.
+void reply_wrong_arity(Context& ctx, std::string_view command_name);
+
 // Runs one command: lookup, arity, dispatch, error replies for unknown
 // commands and wrong arity. argv[0] is the name.
 void dispatch(const Registry& registry, Context& ctx, Args argv);
