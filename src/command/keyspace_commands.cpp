@@ -154,20 +154,18 @@ void expire_generic(Context& ctx, Args argv, std::int64_t unit_ms, bool absolute
         return;
     }
     std::int64_t deadline = base + amount * unit_ms;
-    const std::optional<std::int64_t> current = ctx.keyspace.expiry(argv[1]);
-    if (!current) {
-        ctx.out.integer(0);
-        return;
-    }
-    // No expiry counts as an infinite TTL for GT and LT, as in Redis.
-    const bool has_ttl = *current != 0;
-    if ((nx && has_ttl) || (xx && !has_ttl) || (gt && (!has_ttl || deadline <= *current)) ||
-        (lt && has_ttl && deadline >= *current)) {
-        ctx.out.integer(0);
-        return;
-    }
     if (deadline <= 0) deadline = 1;  // in the past: delete now (0 would mean "no expiry")
-    const bool done = ctx.keyspace.set_expiry(argv[1], deadline);
+    const std::optional<bool> changed = ctx.keyspace.update_expiry(
+        argv[1], [&](std::int64_t current) -> std::optional<std::int64_t> {
+            // No expiry counts as an infinite TTL for GT and LT, as in Redis.
+            const bool has_ttl = current != 0;
+            if ((nx && has_ttl) || (xx && !has_ttl) || (gt && (!has_ttl || deadline <= current)) ||
+                (lt && has_ttl && deadline >= current)) {
+                return std::nullopt;
+            }
+            return deadline;
+        });
+    const bool done = changed.value_or(false);
     if (done) WorkerStats::bump(ctx.stats.changes);
     ctx.out.integer(done ? 1 : 0);
 }
@@ -217,12 +215,12 @@ void cmd_pexpiretime(Context& ctx, Args argv) {
 }
 
 void cmd_persist(Context& ctx, Args argv) {
-    const std::optional<std::int64_t> deadline = ctx.keyspace.expiry(argv[1]);
-    if (!deadline || *deadline == 0) {
-        ctx.out.integer(0);
-        return;
-    }
-    const bool done = ctx.keyspace.set_expiry(argv[1], 0);
+    const std::optional<bool> changed = ctx.keyspace.update_expiry(
+        argv[1], [](std::int64_t current) -> std::optional<std::int64_t> {
+            if (current == 0) return std::nullopt;  // nothing to remove
+            return 0;
+        });
+    const bool done = changed.value_or(false);
     if (done) WorkerStats::bump(ctx.stats.changes);
     ctx.out.integer(done ? 1 : 0);
 }

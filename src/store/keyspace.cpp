@@ -94,25 +94,33 @@ std::optional<KeySnapshot> Keyspace::get(std::string_view key) const {
     return KeySnapshot{found->first, found->second.filter, found->second.expire_at_ms};
 }
 
-bool Keyspace::set_expiry(std::string_view key, std::int64_t expire_at_ms) {
+std::optional<bool> Keyspace::update_expiry(
+    std::string_view key, const std::function<std::optional<std::int64_t>(std::int64_t)>& decide) {
     Shard& shard = shard_for(key);
-    FilterPtr doomed;
+    FilterPtr doomed;  // declared before the lock: freed after it is released
     std::unique_lock lock(shard.mutex);
     auto it = shard.map.find(key);
+    if (it == shard.map.end()) return std::nullopt;
     const std::int64_t now = now_ms();
-    if (it == shard.map.end()) return false;
     if (it->second.expired(now)) {
         doomed = std::move(it->second.filter);
         shard.map.erase(it);
-        return false;
+        expired_keys_.fetch_add(1, std::memory_order_relaxed);
+        return std::nullopt;
     }
-    if (expire_at_ms != 0 && expire_at_ms <= now) {
+    const std::optional<std::int64_t> deadline = decide(it->second.expire_at_ms);
+    if (!deadline) return false;
+    if (*deadline != 0 && *deadline <= now) {
         doomed = std::move(it->second.filter);
         shard.map.erase(it);
         return true;
     }
-    it->second.expire_at_ms = expire_at_ms;
+    it->second.expire_at_ms = *deadline;
     return true;
+}
+
+bool Keyspace::set_expiry(std::string_view key, std::int64_t expire_at_ms) {
+    return update_expiry(key, [&](std::int64_t) { return expire_at_ms; }).has_value();
 }
 
 std::optional<std::int64_t> Keyspace::expiry(std::string_view key) const {

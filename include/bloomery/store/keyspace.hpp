@@ -100,8 +100,16 @@ public:
     bool contains(std::string_view key) const;
     std::optional<KeySnapshot> get(std::string_view key) const;
 
-    // Deadline management. set_expiry with 0 removes it (PERSIST).
-    // Returns false if the key is missing. A deadline in the past deletes the key.
+    // Deadline management, under the shard's exclusive lock so a conditional
+    // change (EXPIRE NX/XX/GT/LT, PERSIST) cannot race another one.
+    // decide(current) gets the current deadline (0: none) and returns the new
+    // one (0: none) or nullopt to leave it. A new deadline at or before now
+    // deletes the key. Returns nullopt if the key is missing, else whether
+    // anything changed.
+    std::optional<bool> update_expiry(
+        std::string_view key,
+        const std::function<std::optional<std::int64_t>(std::int64_t)>& decide);
+    // Unconditional form: 0 removes the deadline. False if the key is missing.
     bool set_expiry(std::string_view key, std::int64_t expire_at_ms);
     // nullopt: key missing; 0: no expiry; otherwise the deadline.
     std::optional<std::int64_t> expiry(std::string_view key) const;
