@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     spdlog::info("bloomery {} ready on {}:{}, {} threads, data dir {}, save '{}'", BLOOMERY_VERSION,
-                 config.bind, config.port, config.threads, config.dir, config.save_spec);
+                 config.bind, config.port, config.threads, config.dir, net::format_save_points(config.save_points));
     const int code = server->run();
     server.reset();
     return code;

@@ -344,7 +344,7 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"maxmemory", "0"},
         {"dir", c.dir},
         {"dbfilename", c.dbfilename},
-        {"save", c.save_spec},
+        {"save", net::format_save_points(c.save_points)},
         {"appendonly", "no"},
         {"loglevel", c.log_level},
         {"logfile", c.log_file},

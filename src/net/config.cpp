@@ -35,6 +35,15 @@ bool parse_save_spec(const std::string& spec, std::vector<SavePoint>& out, std::
     return true;
 }
 
+std::string format_save_points(const std::vector<SavePoint>& points) {
+    std::string spec;
+    for (const SavePoint& point : points) {
+        if (!spec.empty()) spec += ' ';
+        spec += std::to_string(point.seconds) + " " + std::to_string(point.changes);
+    }
+    return spec;
+}
+
 CommandLine parse_command_line(int argc, char** argv) {
     CommandLine result;
     Config& c = result.config;
@@ -128,7 +137,8 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--dbfilename", c.dbfilename, "Snapshot file name inside --dir")
         ->envname("BLOOMERY_DBFILENAME")
         ->group(persistence);
-    app.add_option("--save", c.save_spec,
+    std::string save_spec = format_save_points(c.save_points);
+    app.add_option("--save", save_spec,
                    "Save points 'SECONDS CHANGES ...': snapshot after SECONDS if at least CHANGES "
                    "writes; \"\" disables periodic snapshots")
         ->envname("BLOOMERY_SAVE")
@@ -149,10 +159,9 @@ CommandLine parse_command_line(int argc, char** argv) {
     try {
         app.parse(argc, argv);
         std::string error;
-        if (!parse_save_spec(c.save_spec, c.save_points, error)) {
+        if (!parse_save_spec(save_spec, c.save_points, error)) {
             throw CLI::ValidationError("--save", error);
         }
-        if (c.save_points.empty()) c.save_spec.clear();  // `--save ""` as typed in a shell or file
         if (c.dbfilename.empty() || c.dbfilename.find('/') != std::string::npos) {
             throw CLI::ValidationError("--dbfilename", "must be a plain file name");
         }

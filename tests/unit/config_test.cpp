@@ -50,7 +50,8 @@ TEST(CommandLine, SizesTakeSuffixesAndBadValuesExit) {
     EXPECT_EQ(line.exit_code, -1);
     EXPECT_EQ(line.config.max_filter_bytes, 2ull * 1024 * 1024 * 1024);
     EXPECT_TRUE(line.config.save_points.empty());
-    EXPECT_EQ(line.config.save_spec, "");
+    EXPECT_EQ(format_save_points(line.config.save_points), "");
+    EXPECT_EQ(format_save_points(parse({"--save", "900 1 60 5"}).config.save_points), "900 1 60 5");
     EXPECT_GT(parse({"--port", "70000"}).exit_code, 0);
     EXPECT_GT(parse({"--save", "1"}).exit_code, 0);
     EXPECT_GT(parse({"--dbfilename", "a/b"}).exit_code, 0);

@@ -39,7 +39,6 @@ struct Config {
     std::string dir = "./data";
     std::string dbfilename = "dump.bloomery";
     std::vector<SavePoint> save_points = {{3600, 1}, {300, 100}, {60, 10000}};
-    std::string save_spec = "3600 1 300 100 60 10000";
     // Logging
     std::string log_level = "info";
     std::string log_file;  // empty: stderr
@@ -51,6 +50,8 @@ struct Config {
 // Parses a Redis-style save spec ("3600 1 300 100", "" to disable).
 // Returns false with a message on malformed input.
 bool parse_save_spec(const std::string& spec, std::vector<SavePoint>& out, std::string& error);
+// The inverse, as CONFIG GET save shows it: "3600 1 300 100", "" when disabled.
+std::string format_save_points(const std::vector<SavePoint>& points);
 
 }  // namespace bloomery::net
 
