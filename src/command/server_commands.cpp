@@ -220,35 +220,21 @@ void cmd_client_list(Context& ctx, Args argv) {
                 return;
             }
         } else if (iequals(argv[2], "ID") && argv.size() >= 4) {
-            std::string all = ctx.server.client_list();
-            std::string selected;
-            std::size_t start = 0;
-            while (start < all.size()) {
-                std::size_t end = all.find('\n', start);
-                if (end == std::string::npos) end = all.size();
-                const std::string_view line(all.data() + start, end - start);
-                for (std::size_t i = 3; i < argv.size(); ++i) {
-                    std::int64_t id;
-                    if (!parse_int64(argv[i], id)) {
-                        ctx.out.error("ERR Invalid client ID");
-                        return;
-                    }
-                    const std::string prefix = "id=" + std::to_string(id) + " ";
-                    if (line.substr(0, prefix.size()) == prefix) {
-                        selected.append(line);
-                        selected.push_back('\n');
-                    }
+            std::vector<std::int64_t> ids(argv.size() - 3);
+            for (std::size_t i = 3; i < argv.size(); ++i) {
+                if (!parse_int64(argv[i], ids[i - 3])) {
+                    ctx.out.error("ERR Invalid client ID");
+                    return;
                 }
-                start = end + 1;
             }
-            ctx.out.verbatim(selected);
+            ctx.out.verbatim(ctx.server.client_list(ids));
             return;
         } else {
             ctx.out.error(errors::kSyntax);
             return;
         }
     }
-    ctx.out.verbatim(ctx.server.client_list());
+    ctx.out.verbatim(ctx.server.client_list({}));
 }
 
 void cmd_client_info(Context& ctx, Args) {
@@ -545,17 +531,11 @@ void info_cpu(Context&, std::string& out) {
 }
 
 void info_keyspace(Context& ctx, std::string& out) {
-    std::size_t keys = 0, expires = 0;
-    for (std::size_t shard = 0; shard < ctx.keyspace.num_shards(); ++shard) {
-        for (const auto& entry : ctx.keyspace.shard_entries(shard)) {
-            ++keys;
-            if (entry.expire_at_ms != 0) ++expires;
-        }
-    }
+    const store::Keyspace::Counts counts = ctx.keyspace.counts();
     out.append("# Keyspace\r\n");
-    if (keys > 0) {
-        out.append("db0:keys=" + std::to_string(keys) + ",expires=" + std::to_string(expires) +
-                   ",avg_ttl=0\r\n");
+    if (counts.keys > 0) {
+        out.append("db0:keys=" + std::to_string(counts.keys) +
+                   ",expires=" + std::to_string(counts.with_expiry) + ",avg_ttl=0\r\n");
     }
 }
 

@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "connection.hpp"
 
 namespace bloomery::net {
@@ -199,9 +201,13 @@ std::size_t Server::connected_clients() {
     return connected_.load();
 }
 
-std::string Server::client_list() {
+std::string Server::client_list(std::span<const std::int64_t> ids) {
     std::string out;
     for_each_connection([&](Connection& connection) {
+        if (!ids.empty() &&
+            std::find(ids.begin(), ids.end(), connection.client().id) == ids.end()) {
+            return;
+        }
         out += connection.describe();
         out += '\n';
     });

@@ -161,16 +161,20 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
     return true;
 }
 
-std::size_t Keyspace::size() const {
+Keyspace::Counts Keyspace::counts() const {
     // Keys past their deadline are already invisible to every lookup, so they
     // must not be counted either, even before the expiry cycle erases them.
-    std::size_t total = 0;
+    Counts counts;
     const std::int64_t now = now_ms();
     for (const Shard& shard : shards_) {
         std::shared_lock lock(shard.mutex);
-        for (const auto& [key, entry] : shard.map) total += entry.expired(now) ? 0 : 1;
+        for (const auto& [key, entry] : shard.map) {
+            if (entry.expired(now)) continue;
+            ++counts.keys;
+            if (entry.expire_at_ms != 0) ++counts.with_expiry;
+        }
     }
-    return total;
+    return counts;
 }
 
 void Keyspace::clear() {

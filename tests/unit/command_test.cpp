@@ -17,7 +17,9 @@ namespace {
 class FakeHooks : public ServerHooks {
 public:
     std::size_t connected_clients() override { return 1; }
-    std::string client_list() override { return "id=1 addr=127.0.0.1:1 name=\n"; }
+    std::string client_list(std::span<const std::int64_t>) override {
+        return "id=1 addr=127.0.0.1:1 name=\n";
+    }
     bool kill_client(std::int64_t id) override { return id == 1; }
     bool kill_client(std::string_view) override { return false; }
     StatsTotals stats() override { return {}; }

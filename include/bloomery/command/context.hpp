@@ -110,8 +110,9 @@ class ServerHooks {
 public:
     virtual ~ServerHooks() = default;
     virtual std::size_t connected_clients() = 0;
-    // One line per client in CLIENT LIST format.
-    virtual std::string client_list() = 0;
+    // One line per client in CLIENT LIST format; only the clients whose id is
+    // in `ids` unless it is empty.
+    virtual std::string client_list(std::span<const std::int64_t> ids) = 0;
     // Asks the connection with this id (or "ip:port") to close; false if none.
     virtual bool kill_client(std::int64_t id) = 0;
     virtual bool kill_client(std::string_view address) = 0;

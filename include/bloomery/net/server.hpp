@@ -42,7 +42,7 @@ public:
 
     // ServerHooks
     std::size_t connected_clients() override;
-    std::string client_list() override;
+    std::string client_list(std::span<const std::int64_t> ids) override;
     bool kill_client(std::int64_t id) override;
     bool kill_client(std::string_view address) override;
     command::StatsTotals stats() override;

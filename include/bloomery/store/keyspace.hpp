@@ -117,7 +117,14 @@ public:
     // Moves `from` to `to`, replacing `to`. False if `from` is missing.
     bool rename(std::string_view from, std::string_view to);
 
-    std::size_t size() const;  // live keys, O(keys): expired ones are not counted
+    struct Counts {
+        std::size_t keys = 0;
+        std::size_t with_expiry = 0;
+    };
+    // Live keys, and how many of them have a deadline; O(keys), expired keys
+    // not counted.
+    Counts counts() const;
+    std::size_t size() const { return counts().keys; }
     void clear();
 
     // Copies the live entries of shard `index` (for snapshots and SCAN).
