@@ -236,52 +236,56 @@ bool Server::kill_client(std::string_view address) {
     return found;
 }
 
-command::StatsTotals Server::stats() {
+namespace {
+
+// Every per-thread counter and the total it feeds.
+struct CounterField {
+    std::atomic<std::uint64_t> command::WorkerStats::*worker;
+    std::uint64_t command::StatsTotals::*total;
+};
+constexpr CounterField kCounterFields[] = {
+    {&command::WorkerStats::commands, &command::StatsTotals::commands},
+    {&command::WorkerStats::connections_received, &command::StatsTotals::connections_received},
+    {&command::WorkerStats::rejected_connections, &command::StatsTotals::rejected_connections},
+    {&command::WorkerStats::changes, &command::StatsTotals::changes},
+    {&command::WorkerStats::keyspace_hits, &command::StatsTotals::keyspace_hits},
+    {&command::WorkerStats::keyspace_misses, &command::StatsTotals::keyspace_misses},
+    {&command::WorkerStats::protocol_errors, &command::StatsTotals::protocol_errors},
+    {&command::WorkerStats::net_input_bytes, &command::StatsTotals::net_input_bytes},
+    {&command::WorkerStats::net_output_bytes, &command::StatsTotals::net_output_bytes},
+    {&command::WorkerStats::error_replies, &command::StatsTotals::error_replies},
+};
+
+}  // namespace
+
+command::StatsTotals Server::raw_totals() const {
     command::StatsTotals t;
     t.expired_keys = keyspace_.expired_keys();
-    for (auto& worker : workers_) {
-        const auto& s = worker->stats;
-        auto get = [](const std::atomic<std::uint64_t>& v) {
-            return v.load(std::memory_order_relaxed);
-        };
-        t.commands += get(s.commands);
-        t.connections_received += get(s.connections_received);
-        t.rejected_connections += get(s.rejected_connections);
-        t.changes += get(s.changes);
-        t.keyspace_hits += get(s.keyspace_hits);
-        t.keyspace_misses += get(s.keyspace_misses);
-        t.protocol_errors += get(s.protocol_errors);
-        t.net_input_bytes += get(s.net_input_bytes);
-        t.net_output_bytes += get(s.net_output_bytes);
-        t.error_replies += get(s.error_replies);
+    for (const auto& worker : workers_) {
+        for (const CounterField& field : kCounterFields) {
+            t.*field.total += (worker->stats.*field.worker).load(std::memory_order_relaxed);
+        }
     }
+    return t;
+}
+
+command::StatsTotals Server::stats() {
+    command::StatsTotals t = raw_totals();
     std::lock_guard lock(ops_mutex_);
     std::uint64_t sum = 0;
     for (std::uint64_t sample : ops_samples_) sum += sample;
     t.instantaneous_ops_per_sec = static_cast<double>(sum) / kOpsSamples;
-    const command::StatsTotals& b = stats_base_;
-    t.commands -= std::min(t.commands, b.commands);
-    t.connections_received -= std::min(t.connections_received, b.connections_received);
-    t.rejected_connections -= std::min(t.rejected_connections, b.rejected_connections);
-    t.keyspace_hits -= std::min(t.keyspace_hits, b.keyspace_hits);
-    t.keyspace_misses -= std::min(t.keyspace_misses, b.keyspace_misses);
-    t.expired_keys -= std::min(t.expired_keys, b.expired_keys);
-    t.protocol_errors -= std::min(t.protocol_errors, b.protocol_errors);
-    t.net_input_bytes -= std::min(t.net_input_bytes, b.net_input_bytes);
-    t.net_output_bytes -= std::min(t.net_output_bytes, b.net_output_bytes);
-    t.error_replies -= std::min(t.error_replies, b.error_replies);
-    return t;  // `changes` is never reset: save points depend on it
+    // CONFIG RESETSTAT baselines (counters only grow, so never above t).
+    for (const CounterField& field : kCounterFields) t.*field.total -= stats_base_.*field.total;
+    t.expired_keys -= stats_base_.expired_keys;
+    return t;
 }
 
 void Server::reset_stats() {
-    {
-        std::lock_guard lock(ops_mutex_);
-        stats_base_ = {};
-    }
-    const command::StatsTotals current = stats();
+    command::StatsTotals base = raw_totals();
+    base.changes = 0;  // never reset: save points depend on the running count
     std::lock_guard lock(ops_mutex_);
-    stats_base_ = current;
-    stats_base_.changes = 0;
+    stats_base_ = base;
 }
 
 bool Server::save(std::string& error) {

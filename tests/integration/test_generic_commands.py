@@ -281,6 +281,20 @@ class GenericCommandsTest(harness.SharedServerTestCase):
         after_expired = int(self.info_section("stats").get("expired_keys", "0"))
         self.assertGreaterEqual(after_expired - before_expired, 5)
 
+    def test_config_resetstat_zeroes_stats_but_not_unsaved_changes(self):
+        for i in range(50):
+            self.r.execute_command("BF.ADD", "rs", "item%d" % i)
+            self.r.execute_command("BF.EXISTS", "rs", "item%d" % i)
+        self.assertGreaterEqual(int(self.info_section("stats")["total_commands_processed"]), 100)
+        unsaved = int(self.info_section("persistence")["rdb_changes_since_last_save"])
+        self.assertGreaterEqual(unsaved, 50)
+        self.assertTrue(self.r.config_resetstat())
+        stats = self.info_section("stats")
+        # Only the INFO that reads them (and nothing else) has run since.
+        self.assertEqual(int(stats["total_commands_processed"]), 1)
+        self.assertEqual(int(stats["keyspace_hits"]), 0)
+        self.assertEqual(int(self.info_section("persistence")["rdb_changes_since_last_save"]), unsaved)
+
     def test_flushall_flushdb(self):
         for i in range(20):
             self.r.execute_command("BF.ADD", "f%d" % i, "x")

@@ -74,6 +74,8 @@ private:
     void on_signal(const boost::system::error_code& error, int signal);
     void cron();
     void stop_now();
+    // Sums of the per-thread counters, without CONFIG RESETSTAT baselines.
+    command::StatsTotals raw_totals() const;
     template <class Fn>
     void for_each_connection(Fn&& fn);
 
