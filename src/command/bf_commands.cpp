@@ -188,6 +188,8 @@ void cmd_reserve(Context& ctx, Args argv) {
         ctx.out.error(errors::kNonScalingExpansion);
         return;
     }
+    // Checked first so an existing key costs no allocation; insert_new below
+    // still settles a race with another creator.
     if (ctx.keyspace.contains(argv[1])) {
         ctx.out.error(errors::kItemExists);
         return;

@@ -43,28 +43,30 @@ void Keyspace::reap(std::string_view key) const {
     lock.unlock();
 }
 
-bool Keyspace::insert_new(std::string_view key, FilterPtr filter, std::int64_t expire_at_ms) {
+bool Keyspace::store(std::string_view key, FilterPtr filter, std::int64_t expire_at_ms,
+                     bool replace_live) {
     Shard& shard = shard_for(key);
+    FilterPtr doomed;  // declared before the lock: freed after it is released
     std::unique_lock lock(shard.mutex);
     auto it = shard.map.find(key);
-    if (it != shard.map.end()) {
-        if (!it->second.expired(now_ms())) return false;
-        it->second = Entry{std::move(filter), expire_at_ms};
+    if (it == shard.map.end()) {
+        shard.map.emplace(std::string(key), Entry{std::move(filter), expire_at_ms});
         return true;
     }
-    shard.map.emplace(std::string(key), Entry{std::move(filter), expire_at_ms});
+    const bool expired = it->second.expired(now_ms());
+    if (!expired && !replace_live) return false;
+    if (expired) expired_keys_.fetch_add(1, std::memory_order_relaxed);
+    doomed = std::move(it->second.filter);
+    it->second = Entry{std::move(filter), expire_at_ms};
     return true;
 }
 
+bool Keyspace::insert_new(std::string_view key, FilterPtr filter, std::int64_t expire_at_ms) {
+    return store(key, std::move(filter), expire_at_ms, false);
+}
+
 void Keyspace::put(std::string_view key, FilterPtr filter, std::int64_t expire_at_ms) {
-    Shard& shard = shard_for(key);
-    std::unique_lock lock(shard.mutex);
-    auto it = shard.map.find(key);
-    if (it != shard.map.end()) {
-        it->second = Entry{std::move(filter), expire_at_ms};
-    } else {
-        shard.map.emplace(std::string(key), Entry{std::move(filter), expire_at_ms});
-    }
+    store(key, std::move(filter), expire_at_ms, true);
 }
 
 bool Keyspace::erase(std::string_view key) {

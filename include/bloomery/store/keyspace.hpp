@@ -65,31 +65,22 @@ public:
     }
 
     // Like with_filter, but if the key is missing (or expired) calls make(),
-    // which returns a FilterPtr or nullptr to refuse, and inserts it under the
-    // exclusive lock. fn runs under the shared lock. Returns false if make()
-    // refused (and fn was not called).
+    // which returns a FilterPtr or nullptr to refuse, and inserts that. make()
+    // runs outside any lock (a large filter takes a while to allocate); fn
+    // runs under the shared lock. Returns false if make() refused (and fn was
+    // not called).
     template <class Make, class Fn>
     bool with_filter_or_create(std::string_view key, Make&& make, Fn&& fn) {
-        if (with_filter(key, fn)) return true;
-        Shard& shard = shards_[shard_of(key)];
-        {
-            std::unique_lock lock(shard.mutex);
-            auto it = shard.map.find(key);
-            const std::int64_t now = now_ms();
-            if (it == shard.map.end() || it->second.expired(now)) {
-                FilterPtr created = make();
-                if (!created) return false;
-                if (it == shard.map.end()) {
-                    shard.map.emplace(std::string(key), Entry{std::move(created), 0});
-                } else {
-                    it->second = Entry{std::move(created), 0};
-                }
-            }
+        // Each round finds the filter or creates it; only a client deleting
+        // the key between the two steps, every time, could keep us looping.
+        for (;;) {
+            if (with_filter(key, fn)) return true;
+            FilterPtr created = make();
+            if (!created) return false;
+            // If another client created the key first, its filter wins and
+            // ours is dropped: the next lookup finds theirs.
+            insert_new(key, std::move(created));
         }
-        // Another client may delete it between the two locks; then the add
-        // simply lands in a filter nobody sees, as if the delete came after.
-        if (!with_filter(key, fn)) return with_filter_or_create(key, make, fn);
-        return true;
     }
 
     // Inserts `filter` under `key` only if the key is absent (or expired).
@@ -140,6 +131,9 @@ public:
 
 private:
     struct Shard;
+    // insert_new (replace_live = false) and put (true).
+    bool store(std::string_view key, FilterPtr filter, std::int64_t expire_at_ms,
+               bool replace_live);
     // Looks `key` up in `shard` under `lock`, a shared lock on it. An expired
     // entry is reaped (releasing the lock) and reported missing.
     const std::pair<const std::string, Entry>* find_live(const Shard& shard,
