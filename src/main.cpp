@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     store::Keyspace keyspace(config.keyspace_shards);
     std::unique_ptr<net::Server> server;
     persist::Manager persistence(config, keyspace,
-                                 [&server] { return server ? server->stats().changes : 0; });
+                                 [&server] { return server ? server->total_changes() : 0; });
     if (!persistence.load(error)) {
         spdlog::critical("refusing to start: {}", error);
         return 1;

@@ -39,6 +39,8 @@ public:
     int run();
     // Thread-safe: starts a clean stop (used by SHUTDOWN and signals).
     void request_stop(bool save_on_exit);
+    // Writes so far (never reset), for save points. Lock-free.
+    std::uint64_t total_changes() const { return raw_totals().changes; }
 
     // ServerHooks
     std::size_t connected_clients() override;
