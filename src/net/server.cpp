@@ -214,10 +214,11 @@ std::string Server::client_list(std::span<const std::int64_t> ids) {
     return out;
 }
 
-bool Server::kill_client(std::int64_t id) {
+template <class Match>
+bool Server::close_clients_where(Match&& match) {
     bool found = false;
     for_each_connection([&](Connection& connection) {
-        if (connection.client().id == id) {
+        if (match(connection.client())) {
             connection.request_close();
             found = true;
         }
@@ -225,15 +226,12 @@ bool Server::kill_client(std::int64_t id) {
     return found;
 }
 
+bool Server::kill_client(std::int64_t id) {
+    return close_clients_where([&](const command::ClientState& c) { return c.id == id; });
+}
+
 bool Server::kill_client(std::string_view address) {
-    bool found = false;
-    for_each_connection([&](Connection& connection) {
-        if (connection.client().address == address) {
-            connection.request_close();
-            found = true;
-        }
-    });
-    return found;
+    return close_clients_where([&](const command::ClientState& c) { return c.address == address; });
 }
 
 namespace {

@@ -19,19 +19,8 @@ using testing::absent_item;
 using testing::make_options;
 using testing::present_item;
 
-std::uint64_t popcount_words(const BloomLayer& layer) {
-    std::vector<std::uint64_t> words(layer.num_words());
-    layer.copy_words(0, words.size(), words.data());
-    std::uint64_t total = 0;
-    for (std::uint64_t w : words) total += static_cast<std::uint64_t>(std::popcount(w));
-    return total;
-}
-
-std::vector<std::uint64_t> all_words(const BloomLayer& layer) {
-    std::vector<std::uint64_t> words(layer.num_words());
-    layer.copy_words(0, words.size(), words.data());
-    return words;
-}
+using testing::layer_words;
+using testing::popcount_words;
 
 TEST(ItemHash, IsStableAcrossBuilds) {
     // Pinned: snapshots and SCANDUMP payloads depend on these exact values.
@@ -168,7 +157,7 @@ TEST(BloomLayer, StoreWordsOverwritesAndKeepsSetBitsExact) {
     const std::vector<std::uint64_t> zeros(layer.num_words(), 0);
     layer.store_words(0, zeros.size(), zeros.data());
     EXPECT_EQ(layer.set_bits(), 0u);
-    EXPECT_EQ(all_words(layer), zeros);
+    EXPECT_EQ(layer_words(layer), zeros);
 }
 
 TEST(BloomLayer, ExplicitGeometryIsHonoured) {

@@ -2,8 +2,10 @@
 // Helpers shared by the Bloom core tests: item names that never collide
 // between the "added" and "never added" sets, and filter options.
 
+#include <bit>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "bloomery/bloom/scalable_filter.hpp"
 
@@ -24,6 +26,19 @@ inline FilterOptions make_options(std::uint64_t capacity, double error_rate,
     options.expansion = expansion;
     options.nonscaling = nonscaling;
     return options;
+}
+
+// A copy of a layer's words, and the number of bits set in them.
+inline std::vector<std::uint64_t> layer_words(const BloomLayer& layer) {
+    std::vector<std::uint64_t> words(layer.num_words());
+    layer.copy_words(0, words.size(), words.data());
+    return words;
+}
+inline std::uint64_t popcount_words(const BloomLayer& layer) {
+    std::uint64_t total = 0;
+    for (std::uint64_t w : layer_words(layer))
+        total += static_cast<std::uint64_t>(std::popcount(w));
+    return total;
 }
 
 }  // namespace bloomery::bloom::testing

@@ -31,13 +31,7 @@ std::uint64_t fill_to(ScalableFilter& filter, std::uint64_t target, std::uint64_
     return next;
 }
 
-std::uint64_t popcount_layer(const BloomLayer& layer) {
-    std::vector<std::uint64_t> words(layer.num_words());
-    layer.copy_words(0, words.size(), words.data());
-    std::uint64_t total = 0;
-    for (std::uint64_t w : words) total += static_cast<std::uint64_t>(std::popcount(w));
-    return total;
-}
+using testing::popcount_words;
 
 TEST(ScalableFilter, FirstLayerUsesHalfTheErrorRateWhenScaling) {
     const ScalableFilter filter(make_options(1000, 0.01));
@@ -256,7 +250,7 @@ TEST(ScalableFilter, ConcurrentAddsAndReadsKeepCountsExact) {
         ASSERT_TRUE(filter.contains(present_item(i))) << i;
     }
     for (std::size_t l = 0; l < filter.num_layers(); ++l) {
-        EXPECT_EQ(filter.layer(l).set_bits(), popcount_layer(filter.layer(l))) << l;
+        EXPECT_EQ(filter.layer(l).set_bits(), popcount_words(filter.layer(l))) << l;
     }
     // No double growth: each layer's capacity doubles the previous one.
     for (std::size_t l = 1; l < filter.num_layers(); ++l) {

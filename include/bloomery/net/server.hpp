@@ -80,6 +80,9 @@ private:
     command::StatsTotals raw_totals() const;
     template <class Fn>
     void for_each_connection(Fn&& fn);
+    // Asks every connection whose client matches to close; true if any did.
+    template <class Match>
+    bool close_clients_where(Match&& match);
 
     const Config& config_;
     store::Keyspace& keyspace_;
