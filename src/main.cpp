@@ -11,7 +11,7 @@
 #include <iostream>
 
 #include "bloomery/command/registry.hpp"
-#include "bloomery/net/config.hpp"
+#include "bloomery/core/config.hpp"
 #include "bloomery/net/server.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/persist/snapshot.hpp"
@@ -39,9 +39,9 @@ void raise_open_file_limit(std::size_t max_clients) {
 
 int main(int argc, char** argv) {
     using namespace bloomery;
-    net::CommandLine command_line = net::parse_command_line(argc, argv);
+    core::CommandLine command_line = core::parse_command_line(argc, argv);
     if (command_line.exit_code >= 0) return command_line.exit_code;
-    const net::Config& config = command_line.config;
+    const core::Config& config = command_line.config;
 
     if (!command_line.check_snapshot.empty()) {
         std::string report, error;
@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
         return 1;
     }
     spdlog::info("bloomery {} ready on {}:{}, {} threads, data dir {}, save '{}'", BLOOMERY_VERSION,
-                 config.bind, config.port, config.threads, config.dir, net::format_save_points(config.save_points));
+                 config.bind, config.port, config.threads, config.dir,
+                 core::format_save_points(config.save_points));
     const int code = server->run();
     server.reset();
     return code;

@@ -6,5 +6,10 @@ namespace bloomery::command {
 class Registry;
 void register_bf_commands(Registry& registry);
 void register_keyspace_commands(Registry& registry);
-void register_server_commands(Registry& registry);
+void register_connection_commands(Registry& registry);
+void register_client_commands(Registry& registry);
+void register_config_commands(Registry& registry);
+void register_info_commands(Registry& registry);
+void register_introspection_commands(Registry& registry);
+void register_persistence_commands(Registry& registry);
 }  // namespace bloomery::command

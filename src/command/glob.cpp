@@ -1,4 +1,4 @@
-#include "glob.hpp"
+#include "bloomery/command/glob.hpp"
 
 #include <cctype>
 

@@ -7,9 +7,9 @@
 
 #include "args.hpp"
 #include "bloomery/command/errors.hpp"
+#include "bloomery/command/glob.hpp"
 #include "bloomery/command/registry.hpp"
 #include "families.hpp"
-#include "glob.hpp"
 
 namespace bloomery::command {
 namespace {

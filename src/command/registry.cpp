@@ -157,7 +157,12 @@ std::vector<std::size_t> Registry::key_positions(const CommandSpec& spec, std::s
 bool build_default_registry(Registry& registry, std::string& error) {
     register_bf_commands(registry);
     register_keyspace_commands(registry);
-    register_server_commands(registry);
+    register_connection_commands(registry);
+    register_client_commands(registry);
+    register_config_commands(registry);
+    register_info_commands(registry);
+    register_introspection_commands(registry);
+    register_persistence_commands(registry);
     return registry.build_from_embedded(error);
 }
 
@@ -166,11 +171,11 @@ void reply_wrong_arity(Context& ctx, std::string_view command_name) {
     message += command_name;
     message += "' command";
     ctx.out.error(message);
-    WorkerStats::bump(ctx.stats.error_replies);
 }
 
-void dispatch(const Registry& registry, Context& ctx, Args argv) {
-    WorkerStats::bump(ctx.stats.commands);
+namespace {
+
+void run_command(const Registry& registry, Context& ctx, Args argv) {
     const CommandSpec* spec = registry.find(argv[0]);
     if (spec == nullptr) {
         std::string message = "ERR unknown command '";
@@ -184,7 +189,6 @@ void dispatch(const Registry& registry, Context& ctx, Args argv) {
             message += "' ";
         }
         ctx.out.error(message);
-        WorkerStats::bump(ctx.stats.error_replies);
         return;
     }
     if (!spec->subcommands.empty() && (argv.size() >= 2 || spec->handler == nullptr)) {
@@ -202,7 +206,6 @@ void dispatch(const Registry& registry, Context& ctx, Args argv) {
             }
             message += " HELP.";
             ctx.out.error(message);
-            WorkerStats::bump(ctx.stats.error_replies);
             return;
         }
         spec = sub;
@@ -213,6 +216,18 @@ void dispatch(const Registry& registry, Context& ctx, Args argv) {
         return;
     }
     spec->handler(ctx, argv);
+}
+
+}  // namespace
+
+void dispatch(const Registry& registry, Context& ctx, Args argv) {
+    WorkerStats::bump(ctx.stats.commands);
+    // Every error reply is counted here, whichever handler or check wrote it
+    // (INFO's total_error_replies).
+    const std::uint64_t errors_before = ctx.out.errors_written();
+    run_command(registry, ctx, argv);
+    const std::uint64_t errors = ctx.out.errors_written() - errors_before;
+    if (errors != 0) WorkerStats::bump(ctx.stats.error_replies, errors);
 }
 
 }  // namespace bloomery::command

@@ -12,8 +12,8 @@ namespace bloomery::net {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-Server::Server(const Config& config, store::Keyspace& keyspace, const command::Registry& registry,
-               persist::Manager& persistence)
+Server::Server(const core::Config& config, store::Keyspace& keyspace,
+               const command::Registry& registry, persist::Manager& persistence)
     : config_(config),
       keyspace_(keyspace),
       registry_(registry),
@@ -60,11 +60,11 @@ int Server::run() {
     }
     persistence_.wait();
     if (save_on_exit_ && persistence_.saving_enabled()) {
-        std::string error;
-        if (persistence_.save(error)) {
+        const core::SaveResult saved = persistence_.save();
+        if (saved.ok()) {
             spdlog::info("final snapshot saved");
         } else {
-            spdlog::error("final snapshot failed: {}", error);
+            spdlog::error("final snapshot failed: {}", saved.detail);
             exit_code_ = 1;
         }
     }
@@ -239,25 +239,25 @@ namespace {
 // Every per-thread counter and the total it feeds.
 struct CounterField {
     std::atomic<std::uint64_t> command::WorkerStats::*worker;
-    std::uint64_t command::StatsTotals::*total;
+    std::uint64_t core::StatsTotals::*total;
 };
 constexpr CounterField kCounterFields[] = {
-    {&command::WorkerStats::commands, &command::StatsTotals::commands},
-    {&command::WorkerStats::connections_received, &command::StatsTotals::connections_received},
-    {&command::WorkerStats::rejected_connections, &command::StatsTotals::rejected_connections},
-    {&command::WorkerStats::changes, &command::StatsTotals::changes},
-    {&command::WorkerStats::keyspace_hits, &command::StatsTotals::keyspace_hits},
-    {&command::WorkerStats::keyspace_misses, &command::StatsTotals::keyspace_misses},
-    {&command::WorkerStats::protocol_errors, &command::StatsTotals::protocol_errors},
-    {&command::WorkerStats::net_input_bytes, &command::StatsTotals::net_input_bytes},
-    {&command::WorkerStats::net_output_bytes, &command::StatsTotals::net_output_bytes},
-    {&command::WorkerStats::error_replies, &command::StatsTotals::error_replies},
+    {&command::WorkerStats::commands, &core::StatsTotals::commands},
+    {&command::WorkerStats::connections_received, &core::StatsTotals::connections_received},
+    {&command::WorkerStats::rejected_connections, &core::StatsTotals::rejected_connections},
+    {&command::WorkerStats::changes, &core::StatsTotals::changes},
+    {&command::WorkerStats::keyspace_hits, &core::StatsTotals::keyspace_hits},
+    {&command::WorkerStats::keyspace_misses, &core::StatsTotals::keyspace_misses},
+    {&command::WorkerStats::protocol_errors, &core::StatsTotals::protocol_errors},
+    {&command::WorkerStats::net_input_bytes, &core::StatsTotals::net_input_bytes},
+    {&command::WorkerStats::net_output_bytes, &core::StatsTotals::net_output_bytes},
+    {&command::WorkerStats::error_replies, &core::StatsTotals::error_replies},
 };
 
 }  // namespace
 
-command::StatsTotals Server::raw_totals() const {
-    command::StatsTotals t;
+core::StatsTotals Server::raw_totals() const {
+    core::StatsTotals t;
     t.expired_keys = keyspace_.expired_keys();
     for (const auto& worker : workers_) {
         for (const CounterField& field : kCounterFields) {
@@ -267,8 +267,8 @@ command::StatsTotals Server::raw_totals() const {
     return t;
 }
 
-command::StatsTotals Server::stats() {
-    command::StatsTotals t = raw_totals();
+core::StatsTotals Server::stats() {
+    core::StatsTotals t = raw_totals();
     std::lock_guard lock(ops_mutex_);
     std::uint64_t sum = 0;
     for (std::uint64_t sample : ops_samples_) sum += sample;
@@ -280,37 +280,40 @@ command::StatsTotals Server::stats() {
 }
 
 void Server::reset_stats() {
-    command::StatsTotals base = raw_totals();
+    core::StatsTotals base = raw_totals();
     base.changes = 0;  // never reset: save points depend on the running count
     std::lock_guard lock(ops_mutex_);
     stats_base_ = base;
 }
 
-bool Server::save(std::string& error) {
-    return persistence_.save(error);
+core::SaveResult Server::save() {
+    return persistence_.save();
 }
-bool Server::bgsave(std::string& error) {
-    return persistence_.bgsave(error);
+core::SaveResult Server::bgsave() {
+    return persistence_.bgsave();
 }
 
-command::PersistenceInfo Server::persistence() {
+core::PersistenceInfo Server::persistence() {
     return persistence_.info();
 }
 
-bool Server::shutdown(command::ShutdownMode mode, std::string& error) {
+core::SaveResult Server::shutdown(core::ShutdownMode mode) {
     const bool want_save =
-        mode == command::ShutdownMode::save ||
-        (mode == command::ShutdownMode::default_save && persistence_.saving_enabled());
+        mode == core::ShutdownMode::save ||
+        (mode == core::ShutdownMode::default_save && persistence_.saving_enabled());
     if (want_save) {
         persistence_.wait();
-        if (!persistence_.save(error)) {
-            spdlog::error("SHUTDOWN: snapshot failed, not exiting: {}", error);
-            return false;
+        core::SaveResult saved = persistence_.save();
+        if (!saved.ok()) {
+            spdlog::error("SHUTDOWN: snapshot failed, not exiting: {}",
+                          saved.status == core::SaveStatus::in_progress ? "a save is in progress"
+                                                                        : saved.detail);
+            return saved;
         }
     }
     spdlog::info("SHUTDOWN requested by a client{}", want_save ? " (snapshot saved)" : "");
     request_stop(false);
-    return true;
+    return {};
 }
 
 }  // namespace bloomery::net

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <filesystem>
 
-#include "bloomery/command/errors.hpp"
 #include "bloomery/persist/snapshot.hpp"
 
 namespace bloomery::persist {
@@ -16,7 +15,7 @@ std::int64_t now_seconds() {
 }
 }  // namespace
 
-Manager::Manager(const net::Config& config, store::Keyspace& keyspace,
+Manager::Manager(const core::Config& config, store::Keyspace& keyspace,
                  std::function<std::uint64_t()> total_changes)
     : config_(config), keyspace_(keyspace), total_changes_(std::move(total_changes)) {
     last_save_time_ = now_seconds();
@@ -59,9 +58,10 @@ bool Manager::load(std::string& error) {
     return true;
 }
 
-bool Manager::save_locked(std::string& error) {
+core::SaveResult Manager::save_locked() {
     const std::uint64_t changes_at_start = total_changes_();
     SaveStats stats{};
+    std::string error;
     const auto started = std::chrono::steady_clock::now();
     const bool ok = save_snapshot(keyspace_, config_.snapshot_path(), stats, error);
     const double seconds =
@@ -72,8 +72,9 @@ bool Manager::save_locked(std::string& error) {
                      seconds);
     } else {
         spdlog::error("snapshot failed: {}", error);
+        return {core::SaveStatus::failed, error};
     }
-    return ok;
+    return {};
 }
 
 void Manager::record(bool ok, std::uint64_t changes_at_start, double seconds, std::uint64_t bytes,
@@ -96,38 +97,31 @@ void Manager::record(bool ok, std::uint64_t changes_at_start, double seconds, st
     }
 }
 
-bool Manager::save(std::string& error) {
+core::SaveResult Manager::save() {
     {
         std::unique_lock lock(mutex_);
-        if (running_) {
-            error = command::errors::kBgsaveInProgress;
-            return false;
-        }
+        if (running_) return {core::SaveStatus::in_progress, {}};
         running_ = true;
         started_ms_ = store::now_ms();
     }
-    const bool ok = save_locked(error);
+    core::SaveResult result = save_locked();
     {
         std::lock_guard lock(mutex_);
         running_ = false;
     }
     finished_.notify_all();
-    return ok;
+    return result;
 }
 
-bool Manager::bgsave(std::string& error) {
+core::SaveResult Manager::bgsave() {
     std::lock_guard lock(mutex_);
-    if (running_) {
-        error = command::errors::kBgsaveInProgress;
-        return false;
-    }
+    if (running_) return {core::SaveStatus::in_progress, {}};
     if (background_.joinable()) background_.join();  // finished: running_ is false
     running_ = true;
     running_background_ = true;
     started_ms_ = store::now_ms();
     background_ = std::thread([this] {
-        std::string ignored;
-        save_locked(ignored);
+        save_locked();
         {
             std::lock_guard inner(mutex_);
             running_ = false;
@@ -135,7 +129,7 @@ bool Manager::bgsave(std::string& error) {
         }
         finished_.notify_all();
     });
-    return true;
+    return {};
 }
 
 void Manager::tick() {
@@ -153,11 +147,10 @@ void Manager::tick() {
         if (!last_ok_ && since_attempt_s < 5) return;
     }
     if (changes == 0) return;
-    for (const net::SavePoint& point : config_.save_points) {
+    for (const core::SavePoint& point : config_.save_points) {
         if (changes >= static_cast<std::uint64_t>(point.changes) && since_save_s >= point.seconds) {
             spdlog::info("{} changes in {} seconds. Saving...", point.changes, point.seconds);
-            std::string error;
-            bgsave(error);
+            bgsave();
             return;
         }
     }
@@ -173,8 +166,8 @@ void Manager::wait() {
     if (finished.joinable()) finished.join();
 }
 
-command::PersistenceInfo Manager::info() const {
-    command::PersistenceInfo info;
+core::PersistenceInfo Manager::info() const {
+    core::PersistenceInfo info;
     std::lock_guard lock(mutex_);
     info.enabled = !config_.save_points.empty();
     info.bgsave_in_progress = running_background_;

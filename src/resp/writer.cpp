@@ -53,6 +53,7 @@ void Writer::simple(std::string_view text) {
 }
 
 void Writer::error(std::string_view text) {
+    ++errors_written_;
     append_line(*out_, '-', text);
 }
 

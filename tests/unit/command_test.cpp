@@ -7,14 +7,20 @@
 #include <vector>
 
 #include "bloomery/command/errors.hpp"
+#include "bloomery/command/glob.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/resp/writer.hpp"
-#include "command/glob.hpp"
 
 namespace bloomery::command {
 namespace {
 
-class FakeHooks : public ServerHooks {
+using core::PersistenceInfo;
+using core::SaveResult;
+using core::SaveStatus;
+using core::ShutdownMode;
+using core::StatsTotals;
+
+class FakeHooks : public core::ServerHooks {
 public:
     std::size_t connected_clients() override { return 1; }
     std::string client_list(std::span<const std::int64_t>) override {
@@ -24,16 +30,16 @@ public:
     bool kill_client(std::string_view) override { return false; }
     StatsTotals stats() override { return {}; }
     void reset_stats() override {}
-    bool save(std::string& error) override {
+    SaveResult save() override {
         ++saves;
-        if (fail_saves) error = "disk on fire";
-        return !fail_saves;
+        if (fail_saves) return {SaveStatus::failed, "disk on fire"};
+        return {};
     }
-    bool bgsave(std::string&) override { return true; }
+    SaveResult bgsave() override { return {}; }
     PersistenceInfo persistence() override { return {}; }
-    bool shutdown(ShutdownMode mode, std::string&) override {
+    SaveResult shutdown(ShutdownMode mode) override {
         last_shutdown = mode;
-        return true;
+        return {};
     }
     std::int64_t start_time_ms() override { return 0; }
     unsigned worker_threads() override { return 1; }
@@ -61,7 +67,7 @@ protected:
 
     Registry registry;
     store::Keyspace keyspace{8};
-    net::Config config;
+    core::Config config;
     FakeHooks hooks;
     ClientState client;
     WorkerStats stats;

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "bloomery/net/config.hpp"
+#include "bloomery/core/config.hpp"
 
-namespace bloomery::net {
+namespace bloomery::core {
 namespace {
 
 CommandLine parse(std::vector<std::string> words) {
@@ -78,4 +78,4 @@ TEST(CommandLine, FlagsBeatTheConfigFileWhichBeatsTheEnvironment) {
 }
 
 }  // namespace
-}  // namespace bloomery::net
+}  // namespace bloomery::core

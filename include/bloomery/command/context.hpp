@@ -10,7 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "bloomery/net/config.hpp"
+#include "bloomery/core/config.hpp"
+#include "bloomery/core/hooks.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -71,71 +72,13 @@ struct ClientState {
     std::string lib_version_;
 };
 
-enum class ShutdownMode { default_save, save, nosave };
-
-struct PersistenceInfo {
-    bool enabled = false;  // a save spec is configured
-    bool bgsave_in_progress = false;
-    std::uint64_t changes_since_last_save = 0;
-    std::int64_t last_save_time = 0;  // unix seconds
-    bool last_bgsave_ok = true;
-    std::int64_t last_bgsave_time_sec = -1;
-    std::int64_t current_bgsave_time_sec = -1;
-    std::uint64_t saves = 0;
-    std::uint64_t last_save_bytes = 0;
-    std::uint64_t last_save_keys = 0;
-    std::string last_error;
-    bool loading = false;
-    std::uint64_t loaded_keys = 0;
-    double load_seconds = 0;
-};
-
-struct StatsTotals {
-    std::uint64_t commands = 0;
-    std::uint64_t connections_received = 0;
-    std::uint64_t rejected_connections = 0;
-    std::uint64_t changes = 0;
-    std::uint64_t keyspace_hits = 0;
-    std::uint64_t keyspace_misses = 0;
-    std::uint64_t expired_keys = 0;
-    std::uint64_t protocol_errors = 0;
-    std::uint64_t net_input_bytes = 0;
-    std::uint64_t net_output_bytes = 0;
-    std::uint64_t error_replies = 0;
-    double instantaneous_ops_per_sec = 0;
-};
-
-// Implemented by the network layer (and by fakes in unit tests).
-class ServerHooks {
-public:
-    virtual ~ServerHooks() = default;
-    virtual std::size_t connected_clients() = 0;
-    // One line per client in CLIENT LIST format; only the clients whose id is
-    // in `ids` unless it is empty.
-    virtual std::string client_list(std::span<const std::int64_t> ids) = 0;
-    // Asks the connection with this id (or "ip:port") to close; false if none.
-    virtual bool kill_client(std::int64_t id) = 0;
-    virtual bool kill_client(std::string_view address) = 0;
-    virtual StatsTotals stats() = 0;
-    virtual void reset_stats() = 0;
-    // Persistence. save() blocks until durable; bgsave() returns at once.
-    virtual bool save(std::string& error) = 0;
-    virtual bool bgsave(std::string& error) = 0;
-    virtual PersistenceInfo persistence() = 0;
-    // Starts a clean shutdown. Returns false with error if a required final
-    // save failed (the server then keeps running, as Redis does).
-    virtual bool shutdown(ShutdownMode mode, std::string& error) = 0;
-    virtual std::int64_t start_time_ms() = 0;
-    virtual unsigned worker_threads() = 0;
-};
-
 class Registry;
 
 struct Context {
     const Registry& registry;
     store::Keyspace& keyspace;
-    const net::Config& config;
-    ServerHooks& server;
+    const core::Config& config;
+    core::ServerHooks& server;
     ClientState& client;
     WorkerStats& stats;
     resp::Writer& out;

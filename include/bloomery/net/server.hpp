@@ -2,7 +2,7 @@
 // The TCP server: one io_context per worker thread, an acceptor on the main
 // thread handing each new connection to the next worker round-robin, and a
 // 100 ms cron (active expiry, save points, ops/sec sampling) on the main thread.
-// Implements the command layer's ServerHooks.
+// Implements core::ServerHooks for the command layer.
 
 #include <atomic>
 #include <cstdint>
@@ -19,7 +19,7 @@
 
 #include "bloomery/command/context.hpp"
 #include "bloomery/command/registry.hpp"
-#include "bloomery/net/config.hpp"
+#include "bloomery/core/config.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -27,9 +27,9 @@ namespace bloomery::net {
 
 class Connection;
 
-class Server final : public command::ServerHooks {
+class Server final : public core::ServerHooks {
 public:
-    Server(const Config& config, store::Keyspace& keyspace, const command::Registry& registry,
+    Server(const core::Config& config, store::Keyspace& keyspace, const command::Registry& registry,
            persist::Manager& persistence);
     ~Server() override;
 
@@ -47,12 +47,12 @@ public:
     std::string client_list(std::span<const std::int64_t> ids) override;
     bool kill_client(std::int64_t id) override;
     bool kill_client(std::string_view address) override;
-    command::StatsTotals stats() override;
+    core::StatsTotals stats() override;
     void reset_stats() override;
-    bool save(std::string& error) override;
-    bool bgsave(std::string& error) override;
-    command::PersistenceInfo persistence() override;
-    bool shutdown(command::ShutdownMode mode, std::string& error) override;
+    core::SaveResult save() override;
+    core::SaveResult bgsave() override;
+    core::PersistenceInfo persistence() override;
+    core::SaveResult shutdown(core::ShutdownMode mode) override;
     std::int64_t start_time_ms() override { return start_time_ms_; }
     unsigned worker_threads() override { return static_cast<unsigned>(workers_.size()); }
 
@@ -64,7 +64,7 @@ public:
         std::list<std::weak_ptr<Connection>> connections;
         std::thread thread;
     };
-    const Config& config() const { return config_; }
+    const core::Config& config() const { return config_; }
     store::Keyspace& keyspace() { return keyspace_; }
     const command::Registry& registry() const { return registry_; }
     std::list<std::weak_ptr<Connection>>::iterator track(Worker& worker,
@@ -77,14 +77,14 @@ private:
     void cron();
     void stop_now();
     // Sums of the per-thread counters, without CONFIG RESETSTAT baselines.
-    command::StatsTotals raw_totals() const;
+    core::StatsTotals raw_totals() const;
     template <class Fn>
     void for_each_connection(Fn&& fn);
     // Asks every connection whose client matches to close; true if any did.
     template <class Match>
     bool close_clients_where(Match&& match);
 
-    const Config& config_;
+    const core::Config& config_;
     store::Keyspace& keyspace_;
     const command::Registry& registry_;
     persist::Manager& persistence_;
@@ -109,7 +109,7 @@ private:
     std::size_t ops_index_ = 0;
     std::uint64_t last_commands_ = 0;
     std::int64_t last_sample_ms_ = 0;
-    command::StatsTotals stats_base_;  // CONFIG RESETSTAT baseline, guarded by ops_mutex_
+    core::StatsTotals stats_base_;  // CONFIG RESETSTAT baseline, guarded by ops_mutex_
 };
 
 }  // namespace bloomery::net

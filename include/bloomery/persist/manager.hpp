@@ -14,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "bloomery/command/context.hpp"
-#include "bloomery/net/config.hpp"
+#include "bloomery/core/config.hpp"
+#include "bloomery/core/hooks.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace bloomery::persist {
@@ -23,7 +23,7 @@ namespace bloomery::persist {
 class Manager {
 public:
     // `total_changes` returns the server's running count of writes.
-    Manager(const net::Config& config, store::Keyspace& keyspace,
+    Manager(const core::Config& config, store::Keyspace& keyspace,
             std::function<std::uint64_t()> total_changes);
     ~Manager();
 
@@ -31,22 +31,22 @@ public:
     // a message naming the file and the reason if it exists but is bad.
     bool load(std::string& error);
 
-    bool save(std::string& error);    // synchronous; fails if a save is running
-    bool bgsave(std::string& error);  // starts a background save
+    core::SaveResult save();    // synchronous; in_progress if a save is running
+    core::SaveResult bgsave();  // starts a background save
     // Called every 100 ms: starts a background save when a save point is due.
     void tick();
     // Waits for a running background save to finish.
     void wait();
     bool saving_enabled() const { return !config_.save_points.empty(); }
 
-    command::PersistenceInfo info() const;
+    core::PersistenceInfo info() const;
 
 private:
-    bool save_locked(std::string& error);  // requires running_ to be owned
+    core::SaveResult save_locked();  // requires running_ to be owned
     void record(bool ok, std::uint64_t changes_at_start, double seconds, std::uint64_t bytes,
                 std::uint64_t keys, const std::string& error);
 
-    const net::Config& config_;
+    const core::Config& config_;
     store::Keyspace& keyspace_;
     std::function<std::uint64_t()> total_changes_;
 

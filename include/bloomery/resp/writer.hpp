@@ -33,10 +33,14 @@ public:
     void ok() { simple("OK"); }
 
     std::string& buffer() { return *out_; }
+    // Error replies written so far (top-level or inside arrays), so that the
+    // dispatcher can count every error a command answers in one place.
+    std::uint64_t errors_written() const { return errors_written_; }
 
 private:
     std::string* out_;
     int protocol_ = 2;
+    std::uint64_t errors_written_ = 0;
 };
 
 }  // namespace bloomery::resp

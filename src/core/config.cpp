@@ -1,11 +1,11 @@
-#include "bloomery/net/config.hpp"
+#include "bloomery/core/config.hpp"
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <sstream>
 #include <thread>
 
-namespace bloomery::net {
+namespace bloomery::core {
 
 bool parse_save_spec(const std::string& spec, std::vector<SavePoint>& out, std::string& error) {
     out.clear();
@@ -176,4 +176,4 @@ CommandLine parse_command_line(int argc, char** argv) {
     return result;
 }
 
-}  // namespace bloomery::net
+}  // namespace bloomery::core

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace bloomery::net {
+namespace bloomery::core {
 
 struct SavePoint {
     std::int64_t seconds;
@@ -53,9 +53,9 @@ bool parse_save_spec(const std::string& spec, std::vector<SavePoint>& out, std::
 // The inverse, as CONFIG GET save shows it: "3600 1 300 100", "" when disabled.
 std::string format_save_points(const std::vector<SavePoint>& points);
 
-}  // namespace bloomery::net
+}  // namespace bloomery::core
 
-namespace bloomery::net {
+namespace bloomery::core {
 
 // What main() should do after parsing the command line.
 struct CommandLine {
@@ -69,4 +69,4 @@ struct CommandLine {
 // environment).
 CommandLine parse_command_line(int argc, char** argv);
 
-}  // namespace bloomery::net
+}  // namespace bloomery::core

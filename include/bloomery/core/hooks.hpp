@@ -1,0 +1,88 @@
+#pragma once
+// What the layers above the data need from the running server, as plain data
+// and one interface: the command layer calls ServerHooks, the network layer
+// implements it, and persistence reports its state as PersistenceInfo and its
+// outcomes as SaveResult. Nothing here knows of Asio, RESP or files, so every
+// layer can include it without depending on another.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace bloomery::core {
+
+enum class ShutdownMode { default_save, save, nosave };
+
+// How a snapshot attempt ended. The command layer words the reply; the
+// persistence layer only says what happened.
+enum class SaveStatus {
+    ok,
+    in_progress,  // another save is running
+    failed,       // I/O or resource error; `detail` names the file and errno text
+};
+
+struct SaveResult {
+    SaveStatus status = SaveStatus::ok;
+    std::string detail;  // empty unless failed
+
+    bool ok() const { return status == SaveStatus::ok; }
+};
+
+struct PersistenceInfo {
+    bool enabled = false;  // a save spec is configured
+    bool bgsave_in_progress = false;
+    std::uint64_t changes_since_last_save = 0;
+    std::int64_t last_save_time = 0;  // unix seconds
+    bool last_bgsave_ok = true;
+    std::int64_t last_bgsave_time_sec = -1;
+    std::int64_t current_bgsave_time_sec = -1;
+    std::uint64_t saves = 0;
+    std::uint64_t last_save_bytes = 0;
+    std::uint64_t last_save_keys = 0;
+    std::string last_error;
+    bool loading = false;
+    std::uint64_t loaded_keys = 0;
+    double load_seconds = 0;
+};
+
+struct StatsTotals {
+    std::uint64_t commands = 0;
+    std::uint64_t connections_received = 0;
+    std::uint64_t rejected_connections = 0;
+    std::uint64_t changes = 0;
+    std::uint64_t keyspace_hits = 0;
+    std::uint64_t keyspace_misses = 0;
+    std::uint64_t expired_keys = 0;
+    std::uint64_t protocol_errors = 0;
+    std::uint64_t net_input_bytes = 0;
+    std::uint64_t net_output_bytes = 0;
+    std::uint64_t error_replies = 0;
+    double instantaneous_ops_per_sec = 0;
+};
+
+// Implemented by the network layer (and by fakes in unit tests).
+class ServerHooks {
+public:
+    virtual ~ServerHooks() = default;
+    virtual std::size_t connected_clients() = 0;
+    // One line per client in CLIENT LIST format; only the clients whose id is
+    // in `ids` unless it is empty.
+    virtual std::string client_list(std::span<const std::int64_t> ids) = 0;
+    // Asks the connection with this id (or "ip:port") to close; false if none.
+    virtual bool kill_client(std::int64_t id) = 0;
+    virtual bool kill_client(std::string_view address) = 0;
+    virtual StatsTotals stats() = 0;
+    virtual void reset_stats() = 0;
+    // Persistence. save() blocks until durable; bgsave() returns at once.
+    virtual SaveResult save() = 0;
+    virtual SaveResult bgsave() = 0;
+    virtual PersistenceInfo persistence() = 0;
+    // Starts a clean shutdown. Returns the failed save's result if a required
+    // final save failed (the server then keeps running, as Redis does).
+    virtual SaveResult shutdown(ShutdownMode mode) = 0;
+    virtual std::int64_t start_time_ms() = 0;
+    virtual unsigned worker_threads() = 0;
+};
+
+}  // namespace bloomery::core

@@ -1,0 +1,23 @@
+#pragma once
+// Private helpers shared by several command families.
+
+#include <initializer_list>
+#include <string_view>
+
+#include "bloomery/command/context.hpp"
+
+namespace bloomery::command {
+
+// The Redis version we announce in HELLO and INFO: clients gate features on
+// it (redis-py, go-redis and redis-cli expect 6+ for HELLO/RESP3 and 7 for
+// COMMAND DOCS). bloomery's own version is reported beside it.
+inline constexpr std::string_view kRedisCompatVersion = "7.2.0";
+
+// Client names and library names may not contain spaces or control
+// characters (CLIENT LIST is space-separated), as in Redis.
+bool valid_client_name(std::string_view name);
+
+// A HELP reply: one simple string per line.
+void reply_help(Context& ctx, std::initializer_list<std::string_view> lines);
+
+}  // namespace bloomery::command

@@ -1,0 +1,99 @@
+// CONFIG and its subcommands. The configuration is fixed at start.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "args.hpp"
+#include "bloomery/command/errors.hpp"
+#include "bloomery/command/glob.hpp"
+#include "bloomery/command/registry.hpp"
+#include "common.hpp"
+#include "families.hpp"
+
+namespace bloomery::command {
+namespace {
+
+std::string human_bool(bool b) {
+    return b ? "yes" : "no";
+}
+
+std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx) {
+    const core::Config& c = ctx.config;
+    return {
+        {"bind", c.bind},
+        {"port", std::to_string(c.port)},
+        {"io-threads", std::to_string(ctx.server.worker_threads())},
+        {"threads", std::to_string(ctx.server.worker_threads())},
+        {"maxclients", std::to_string(c.max_clients)},
+        {"timeout", std::to_string(c.timeout_seconds)},
+        {"databases", "1"},
+        {"proto-max-bulk-len", std::to_string(c.proto_max_bulk_len)},
+        {"proto-max-inline-len", std::to_string(c.proto_max_inline_len)},
+        {"proto-max-multibulk-len", std::to_string(c.proto_max_multibulk_len)},
+        {"client-query-buffer-limit", std::to_string(c.client_query_buffer_limit)},
+        {"client-output-buffer-limit", std::to_string(c.client_output_buffer_limit)},
+        {"maxmemory", "0"},
+        {"dir", c.dir},
+        {"dbfilename", c.dbfilename},
+        {"save", core::format_save_points(c.save_points)},
+        {"appendonly", "no"},
+        {"loglevel", c.log_level},
+        {"logfile", c.log_file},
+        {"bf-error-rate", std::to_string(c.default_error_rate)},
+        {"bf-initial-size", std::to_string(c.default_capacity)},
+        {"bf-expansion-factor", std::to_string(c.default_expansion)},
+        {"max-filter-bytes", std::to_string(c.max_filter_bytes)},
+        {"keyspace-shards", std::to_string(c.keyspace_shards)},
+        {"cluster-enabled", human_bool(false)},
+    };
+}
+
+void cmd_config_get(Context& ctx, Args argv) {
+    const auto table = config_table(ctx);
+    std::vector<const std::pair<std::string, std::string>*> matched;
+    for (const auto& entry : table) {
+        for (std::size_t i = 2; i < argv.size(); ++i) {
+            if (glob_match(argv[i], entry.first, true)) {
+                matched.push_back(&entry);
+                break;
+            }
+        }
+    }
+    ctx.out.map(matched.size());
+    for (const auto* entry : matched) {
+        ctx.out.bulk(entry->first);
+        ctx.out.bulk(entry->second);
+    }
+}
+
+void cmd_config_set(Context& ctx, Args argv) {
+    // The configuration is read without locks by every worker thread, so it is
+    // fixed at start; changing it needs a restart with new flags or file.
+    std::string message = "ERR CONFIG SET is not supported by bloomery for '";
+    for (char c : argv[2].substr(0, 64)) message.push_back(c < ' ' ? ' ' : c);
+    message += "': restart with the new value";
+    ctx.out.error(message);
+}
+
+void cmd_config_resetstat(Context& ctx, Args) {
+    ctx.server.reset_stats();
+    ctx.out.ok();
+}
+
+void cmd_config_help(Context& ctx, Args) {
+    reply_help(ctx, {"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                     "GET <pattern>", "    Return parameters matching the glob-like <pattern>.",
+                     "RESETSTAT", "    Reset statistics reported by the INFO command.", "HELP",
+                     "    Print this help."});
+}
+}  // namespace
+
+void register_config_commands(Registry& registry) {
+    registry.register_handler("config|get", cmd_config_get);
+    registry.register_handler("config|set", cmd_config_set);
+    registry.register_handler("config|resetstat", cmd_config_resetstat);
+    registry.register_handler("config|help", cmd_config_help);
+}
+
+}  // namespace bloomery::command

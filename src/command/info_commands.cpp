@@ -1,0 +1,215 @@
+// INFO: Redis's sections and field names, filled from the server's hooks.
+
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "args.hpp"
+#include "bloomery/command/errors.hpp"
+#include "bloomery/command/registry.hpp"
+#include "common.hpp"
+#include "families.hpp"
+
+namespace bloomery::command {
+namespace {
+
+std::string human_bytes(std::uint64_t bytes) {
+    const char* units[] = {"B", "K", "M", "G", "T"};
+    double value = static_cast<double>(bytes);
+    int unit = 0;
+    while (value >= 1024 && unit < 4) {
+        value /= 1024;
+        ++unit;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, unit == 0 ? "%.0f%s" : "%.2f%s", value, units[unit]);
+    return text;
+}
+
+std::uint64_t resident_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    std::uint64_t pages_total = 0, pages_resident = 0;
+    statm >> pages_total >> pages_resident;
+    return pages_resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+const std::string& run_id() {
+    static const std::string id = [] {
+        std::random_device device;
+        std::mt19937_64 generator(device());
+        std::string hex;
+        const char* digits = "0123456789abcdef";
+        for (int i = 0; i < 40; ++i) hex.push_back(digits[generator() % 16]);
+        return hex;
+    }();
+    return id;
+}
+
+void line(std::string& out, std::string_view field, const std::string& value) {
+    out.append(field);
+    out.push_back(':');
+    out.append(value);
+    out.append("\r\n");
+}
+
+template <class Number>
+void line(std::string& out, std::string_view field, Number value) {
+    line(out, field, std::to_string(value));
+}
+
+void info_server(Context& ctx, std::string& out) {
+    struct utsname name {};
+    uname(&name);
+    const std::int64_t now = store::now_ms();
+    const std::int64_t uptime = (now - ctx.server.start_time_ms()) / 1000;
+    out.append("# Server\r\n");
+    line(out, "redis_version", std::string(kRedisCompatVersion));
+    line(out, "bloomery_version", std::string(BLOOMERY_VERSION));
+    line(out, "redis_mode", std::string("standalone"));
+    line(out, "os", std::string(name.sysname) + " " + name.release + " " + name.machine);
+    line(out, "arch_bits", static_cast<int>(sizeof(void*) * 8));
+    line(out, "multiplexing_api", std::string("epoll"));
+    line(out, "process_id", static_cast<long long>(getpid()));
+    line(out, "run_id", run_id());
+    line(out, "tcp_port", ctx.config.port);
+    line(out, "server_time_usec", now * 1000);
+    line(out, "uptime_in_seconds", uptime);
+    line(out, "uptime_in_days", uptime / 86400);
+    line(out, "hz", 10);
+    line(out, "io_threads_active", ctx.server.worker_threads() > 1 ? 1 : 0);
+    line(out, "bloomery_threads", ctx.server.worker_threads());
+    line(out, "config_file", ctx.config.config_file);
+}
+
+void info_clients(Context& ctx, std::string& out) {
+    out.append("# Clients\r\n");
+    line(out, "connected_clients", ctx.server.connected_clients());
+    line(out, "maxclients", ctx.config.max_clients);
+    line(out, "blocked_clients", 0);
+}
+
+void info_memory(Context& ctx, std::string& out) {
+    const std::uint64_t used = ctx.keyspace.memory_bytes();
+    const std::uint64_t rss = resident_bytes();
+    const std::uint64_t total = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                                static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+    out.append("# Memory\r\n");
+    line(out, "used_memory", used);
+    line(out, "used_memory_human", human_bytes(used));
+    line(out, "used_memory_rss", rss);
+    line(out, "used_memory_rss_human", human_bytes(rss));
+    line(out, "total_system_memory", total);
+    line(out, "total_system_memory_human", human_bytes(total));
+    line(out, "maxmemory", 0);
+    line(out, "mem_allocator", std::string("libc"));
+}
+
+void info_persistence(Context& ctx, std::string& out) {
+    const core::PersistenceInfo p = ctx.server.persistence();
+    out.append("# Persistence\r\n");
+    line(out, "loading", p.loading ? 1 : 0);
+    line(out, "rdb_changes_since_last_save", p.changes_since_last_save);
+    line(out, "rdb_bgsave_in_progress", p.bgsave_in_progress ? 1 : 0);
+    line(out, "rdb_last_save_time", p.last_save_time);
+    line(out, "rdb_last_bgsave_status", std::string(p.last_bgsave_ok ? "ok" : "err"));
+    line(out, "rdb_last_bgsave_time_sec", p.last_bgsave_time_sec);
+    line(out, "rdb_current_bgsave_time_sec", p.current_bgsave_time_sec);
+    line(out, "rdb_saves", p.saves);
+    line(out, "rdb_last_cow_size", 0);
+    line(out, "rdb_last_load_keys_loaded", p.loaded_keys);
+    line(out, "rdb_last_save_bytes", p.last_save_bytes);
+    line(out, "rdb_last_save_keys", p.last_save_keys);
+    line(out, "rdb_saves_enabled", p.enabled ? 1 : 0);
+    std::string error = p.last_error;
+    for (char& c : error) {
+        if (c == '\r' || c == '\n') c = ' ';
+    }
+    line(out, "rdb_last_error", error);
+    line(out, "aof_enabled", 0);
+}
+
+void info_stats(Context& ctx, std::string& out) {
+    const core::StatsTotals s = ctx.server.stats();
+    char ops[32];
+    std::snprintf(ops, sizeof ops, "%.0f", s.instantaneous_ops_per_sec);
+    out.append("# Stats\r\n");
+    line(out, "total_connections_received", s.connections_received);
+    line(out, "total_commands_processed", s.commands);
+    line(out, "instantaneous_ops_per_sec", std::string(ops));
+    line(out, "total_net_input_bytes", s.net_input_bytes);
+    line(out, "total_net_output_bytes", s.net_output_bytes);
+    line(out, "rejected_connections", s.rejected_connections);
+    line(out, "expired_keys", s.expired_keys);
+    line(out, "keyspace_hits", s.keyspace_hits);
+    line(out, "keyspace_misses", s.keyspace_misses);
+    line(out, "total_error_replies", s.error_replies);
+    line(out, "protocol_errors", s.protocol_errors);
+}
+
+void info_cpu(Context&, std::string& out) {
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    char text[64];
+    out.append("# CPU\r\n");
+    std::snprintf(text, sizeof text, "%ld.%06ld", static_cast<long>(usage.ru_stime.tv_sec),
+                  static_cast<long>(usage.ru_stime.tv_usec));
+    line(out, "used_cpu_sys", std::string(text));
+    std::snprintf(text, sizeof text, "%ld.%06ld", static_cast<long>(usage.ru_utime.tv_sec),
+                  static_cast<long>(usage.ru_utime.tv_usec));
+    line(out, "used_cpu_user", std::string(text));
+}
+
+void info_keyspace(Context& ctx, std::string& out) {
+    const store::Keyspace::Counts counts = ctx.keyspace.counts();
+    out.append("# Keyspace\r\n");
+    if (counts.keys > 0) {
+        out.append("db0:keys=" + std::to_string(counts.keys) +
+                   ",expires=" + std::to_string(counts.with_expiry) + ",avg_ttl=0\r\n");
+    }
+}
+
+struct InfoSection {
+    std::string_view name;
+    void (*render)(Context&, std::string&);
+    bool in_default;
+};
+
+constexpr InfoSection kInfoSections[] = {
+    {"server", info_server, true},     {"clients", info_clients, true},
+    {"memory", info_memory, true},     {"persistence", info_persistence, true},
+    {"stats", info_stats, true},       {"cpu", info_cpu, true},
+    {"keyspace", info_keyspace, true},
+};
+
+void cmd_info(Context& ctx, Args argv) {
+    std::string out;
+    bool all = argv.size() == 1;
+    for (std::size_t i = 1; i < argv.size(); ++i) {
+        if (iequals(argv[i], "all") || iequals(argv[i], "default") ||
+            iequals(argv[i], "everything")) {
+            all = true;
+        }
+    }
+    for (const InfoSection& section : kInfoSections) {
+        bool wanted = all && section.in_default;
+        for (std::size_t i = 1; i < argv.size() && !wanted; ++i) {
+            wanted = iequals(argv[i], section.name);
+        }
+        if (!wanted) continue;
+        if (!out.empty()) out.append("\r\n");
+        section.render(ctx, out);
+    }
+    ctx.out.verbatim(out);
+}
+}  // namespace
+
+void register_info_commands(Registry& registry) {
+    registry.register_handler("info", cmd_info);
+}
+
+}  // namespace bloomery::command

@@ -1,0 +1,278 @@
+// COMMAND (COUNT, INFO, DOCS, LIST, GETKEYS) answered from proto/commands.json,
+// and MODULE LIST for tools that look for RedisBloom.
+
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "bloomery/command/errors.hpp"
+#include "bloomery/command/glob.hpp"
+#include "bloomery/command/registry.hpp"
+#include "common.hpp"
+#include "families.hpp"
+
+namespace bloomery::command {
+namespace {
+
+void write_string_set(Context& ctx, const nlohmann::json& values) {
+    ctx.out.set(values.size());
+    for (const auto& v : values) ctx.out.simple(v.get<std::string>());
+}
+
+void write_command_info(Context& ctx, const CommandSpec& spec) {
+    ctx.out.array(10);
+    ctx.out.bulk(spec.name);
+    ctx.out.integer(spec.arity);
+    ctx.out.set(spec.flags.size());
+    for (const auto& flag : spec.flags) ctx.out.simple(flag);
+    ctx.out.integer(spec.first_key);
+    ctx.out.integer(spec.last_key);
+    ctx.out.integer(spec.step);
+    write_string_set(ctx, spec.doc.value("acl_categories", nlohmann::json::array()));
+    ctx.out.set(0);  // tips
+    // Key specs (Redis 7): one range spec covering first_key..last_key.
+    if (spec.first_key > 0) {
+        ctx.out.array(1);
+        ctx.out.map(4);
+        ctx.out.bulk("flags");
+        ctx.out.set(1);
+        ctx.out.simple(spec.write ? "RW" : "RO");
+        ctx.out.bulk("begin_search");
+        ctx.out.map(2);
+        ctx.out.bulk("type");
+        ctx.out.bulk("index");
+        ctx.out.bulk("spec");
+        ctx.out.map(1);
+        ctx.out.bulk("index");
+        ctx.out.integer(spec.first_key);
+        ctx.out.bulk("find_keys");
+        ctx.out.map(2);
+        ctx.out.bulk("type");
+        ctx.out.bulk("range");
+        ctx.out.bulk("spec");
+        ctx.out.map(3);
+        ctx.out.bulk("lastkey");
+        ctx.out.integer(spec.last_key < 0 ? spec.last_key : spec.last_key - spec.first_key);
+        ctx.out.bulk("keystep");
+        ctx.out.integer(spec.step);
+        ctx.out.bulk("limit");
+        ctx.out.integer(0);
+        ctx.out.bulk("notes");
+        ctx.out.bulk("");
+    } else {
+        ctx.out.array(0);
+    }
+    ctx.out.array(spec.subcommands.size());
+    for (const auto& sub : spec.subcommands) write_command_info(ctx, *sub);
+}
+
+void write_doc_arguments(Context& ctx, const nlohmann::json& arguments) {
+    ctx.out.array(arguments.size());
+    for (const auto& arg : arguments) {
+        std::size_t fields = 2;
+        for (const char* key : {"token", "flags", "arguments"}) fields += arg.contains(key) ? 1 : 0;
+        ctx.out.map(fields + 1);
+        ctx.out.bulk("name");
+        ctx.out.bulk(arg.value("name", ""));
+        ctx.out.bulk("type");
+        ctx.out.bulk(arg.value("type", ""));
+        ctx.out.bulk("display_text");
+        ctx.out.bulk(arg.value("name", ""));
+        if (arg.contains("token")) {
+            ctx.out.bulk("token");
+            ctx.out.bulk(arg["token"].get<std::string>());
+        }
+        if (arg.contains("flags")) {
+            ctx.out.bulk("flags");
+            write_string_set(ctx, arg["flags"]);
+        }
+        if (arg.contains("arguments")) {
+            ctx.out.bulk("arguments");
+            write_doc_arguments(ctx, arg["arguments"]);
+        }
+    }
+}
+
+void write_command_docs(Context& ctx, const CommandSpec& spec) {
+    const nlohmann::json& doc = spec.doc;
+    const bool has_args = doc.contains("arguments") && !doc["arguments"].empty();
+    const bool has_subs = !spec.subcommands.empty();
+    ctx.out.map(4 + (has_args ? 1 : 0) + (has_subs ? 1 : 0));
+    ctx.out.bulk("summary");
+    ctx.out.bulk(doc.value("summary", ""));
+    ctx.out.bulk("since");
+    ctx.out.bulk(doc.value("since", ""));
+    ctx.out.bulk("group");
+    ctx.out.bulk(doc.value("group", ""));
+    ctx.out.bulk("complexity");
+    ctx.out.bulk(doc.value("complexity", ""));
+    if (has_args) {
+        ctx.out.bulk("arguments");
+        write_doc_arguments(ctx, doc["arguments"]);
+    }
+    if (has_subs) {
+        ctx.out.bulk("subcommands");
+        ctx.out.map(spec.subcommands.size());
+        for (const auto& sub : spec.subcommands) {
+            ctx.out.bulk(sub->name);
+            write_command_docs(ctx, *sub);
+        }
+    }
+}
+
+void cmd_command(Context& ctx, Args) {
+    const auto& all = ctx.registry.all();
+    ctx.out.array(all.size());
+    for (const CommandSpec* spec : all) write_command_info(ctx, *spec);
+}
+
+void cmd_command_count(Context& ctx, Args) {
+    ctx.out.integer(static_cast<std::int64_t>(ctx.registry.all().size()));
+}
+
+// Finds "name" or "parent|sub".
+const CommandSpec* lookup_full(const Registry& registry, std::string_view name) {
+    const std::size_t bar = name.find('|');
+    const CommandSpec* spec = registry.find(name.substr(0, bar));
+    if (spec && bar != std::string_view::npos) return spec->find_subcommand(name.substr(bar + 1));
+    return spec;
+}
+
+void cmd_command_info(Context& ctx, Args argv) {
+    if (argv.size() == 2) {
+        cmd_command(ctx, argv);
+        return;
+    }
+    ctx.out.array(argv.size() - 2);
+    for (std::size_t i = 2; i < argv.size(); ++i) {
+        const CommandSpec* spec = lookup_full(ctx.registry, argv[i]);
+        if (spec) {
+            write_command_info(ctx, *spec);
+        } else {
+            ctx.out.null_array();
+        }
+    }
+}
+
+void cmd_command_docs(Context& ctx, Args argv) {
+    std::vector<const CommandSpec*> specs;
+    if (argv.size() == 2) {
+        specs = ctx.registry.all();
+    } else {
+        for (std::size_t i = 2; i < argv.size(); ++i) {
+            if (const CommandSpec* spec = lookup_full(ctx.registry, argv[i])) specs.push_back(spec);
+        }
+    }
+    ctx.out.map(specs.size());
+    for (const CommandSpec* spec : specs) {
+        ctx.out.bulk(spec->name);
+        write_command_docs(ctx, *spec);
+    }
+}
+
+void cmd_command_list(Context& ctx, Args argv) {
+    std::string_view pattern, category;
+    if (argv.size() == 5 && iequals(argv[2], "FILTERBY")) {
+        if (iequals(argv[3], "PATTERN")) {
+            pattern = argv[4];
+        } else if (iequals(argv[3], "ACLCAT")) {
+            category = argv[4];
+        } else if (!iequals(argv[3], "MODULE")) {
+            ctx.out.error(errors::kSyntax);
+            return;
+        }
+    } else if (argv.size() != 2) {
+        ctx.out.error(errors::kSyntax);
+        return;
+    }
+    const bool module_filter = argv.size() == 5 && iequals(argv[3], "MODULE");
+    std::vector<std::string_view> names;
+    auto consider = [&](const CommandSpec& spec) {
+        if (module_filter) return;  // no modules: every command is built in
+        if (!pattern.empty() && !glob_match(pattern, spec.name, true)) return;
+        if (!category.empty()) {
+            bool in = false;
+            for (const auto& cat : spec.doc.value("acl_categories", nlohmann::json::array())) {
+                const std::string c = cat.get<std::string>();
+                in = in || iequals(std::string_view(c).substr(c.empty() ? 0 : 1), category);
+            }
+            if (!in) return;
+        }
+        names.push_back(spec.name);
+    };
+    for (const CommandSpec* spec : ctx.registry.all()) {
+        consider(*spec);
+        for (const auto& sub : spec->subcommands) consider(*sub);
+    }
+    ctx.out.array(names.size());
+    for (std::string_view name : names) ctx.out.bulk(name);
+}
+
+void cmd_command_getkeys(Context& ctx, Args argv) {
+    const Args target = argv.subspan(2);
+    const CommandSpec* spec = ctx.registry.find(target[0]);
+    if (spec == nullptr) {
+        ctx.out.error("ERR Invalid command specified");
+        return;
+    }
+    if (!spec->arity_ok(target.size())) {
+        ctx.out.error("ERR Invalid number of arguments specified for command");
+        return;
+    }
+    const auto keys = Registry::key_positions(*spec, target.size());
+    if (keys.empty()) {
+        ctx.out.error("ERR The command has no key arguments");
+        return;
+    }
+    ctx.out.array(keys.size());
+    for (std::size_t position : keys) ctx.out.bulk(target[position]);
+}
+
+void cmd_command_help(Context& ctx, Args) {
+    reply_help(ctx, {"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                     "(no subcommand)", "    Return details about all commands.", "COUNT",
+                     "    Return the total number of commands.", "INFO [<command-name> ...]",
+                     "    Return details about the given commands, or all.",
+                     "DOCS [<command-name> ...]", "    Return documentation of the given commands.",
+                     "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+                     "    Return a list of command names.", "GETKEYS <full-command>",
+                     "    Return the keys of a full command.", "HELP", "    Print this help."});
+}
+
+// ---- MODULE ----
+
+// Tools such as RedisInsight look for RedisBloom ("bf") in MODULE LIST before
+// they offer Bloom commands; bloomery has them built in, at the RedisBloom
+// version whose BF.* behaviour it follows.
+void cmd_module_list(Context& ctx, Args) {
+    ctx.out.array(1);
+    ctx.out.map(4);
+    ctx.out.bulk("name");
+    ctx.out.bulk("bf");
+    ctx.out.bulk("ver");
+    ctx.out.integer(20612);
+    ctx.out.bulk("path");
+    ctx.out.bulk("built-in");
+    ctx.out.bulk("args");
+    ctx.out.array(0);
+}
+
+void cmd_module_help(Context& ctx, Args) {
+    reply_help(ctx, {"MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "LIST",
+                     "    Return a list of loaded modules.", "HELP", "    Print this help."});
+}
+}  // namespace
+
+void register_introspection_commands(Registry& registry) {
+    registry.register_handler("command", cmd_command);
+    registry.register_handler("command|count", cmd_command_count);
+    registry.register_handler("command|info", cmd_command_info);
+    registry.register_handler("command|docs", cmd_command_docs);
+    registry.register_handler("command|list", cmd_command_list);
+    registry.register_handler("command|getkeys", cmd_command_getkeys);
+    registry.register_handler("command|help", cmd_command_help);
+    registry.register_handler("module|list", cmd_module_list);
+    registry.register_handler("module|help", cmd_module_help);
+}
+
+}  // namespace bloomery::command
