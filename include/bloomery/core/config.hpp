@@ -33,8 +33,10 @@ struct Config {
     double default_error_rate = 0.01;
     std::uint64_t default_capacity = 100;
     std::uint32_t default_expansion = 2;
-    std::uint64_t max_filter_bytes = 4ull * 1024 * 1024 * 1024;  // per sub-filter bit array
+    std::uint64_t max_filter_bytes = 4ull * 1024 * 1024 * 1024;  // per filter, all layers
     std::size_t keyspace_shards = 64;
+    // Memory
+    std::uint64_t maxmemory = 0;  // bytes; 0 = no limit (core/memory.hpp counts what is held)
     // Persistence
     std::string dir = "./data";
     std::string dbfilename = "dump.bloomery";

@@ -1,0 +1,39 @@
+#include "bloomery/core/memory.hpp"
+
+#include <atomic>
+
+namespace bloomery::core {
+namespace {
+
+struct alignas(64) Counter {
+    std::atomic<std::int64_t> bytes{0};
+};
+Counter counters[kMemoryUses];
+
+}  // namespace
+
+void memory_add(MemoryUse use, std::int64_t delta) {
+    counters[static_cast<unsigned>(use)].bytes.fetch_add(delta, std::memory_order_relaxed);
+}
+
+std::uint64_t memory_used(MemoryUse use) {
+    const std::int64_t bytes =
+        counters[static_cast<unsigned>(use)].bytes.load(std::memory_order_relaxed);
+    // A free reported on one thread can be seen before the matching
+    // allocation from another: never report a transient negative.
+    return bytes < 0 ? 0 : static_cast<std::uint64_t>(bytes);
+}
+
+std::uint64_t memory_used_total() {
+    std::uint64_t total = 0;
+    for (unsigned i = 0; i < kMemoryUses; ++i) total += memory_used(static_cast<MemoryUse>(i));
+    return total;
+}
+
+bool memory_would_exceed(std::uint64_t limit, std::uint64_t extra) {
+    if (limit == 0) return false;
+    const std::uint64_t used = memory_used_total();
+    return used > limit || extra > limit - used;
+}
+
+}  // namespace bloomery::core
