@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/allocator.hpp"
 #include "bloomery/core/config.hpp"
 #include "bloomery/net/server.hpp"
 #include "bloomery/persist/manager.hpp"
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
     signal(SIGXFSZ, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
     raise_open_file_limit(config.max_clients);
+    core::allocator_configure();
 
     command::Registry registry;
     std::string error;

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -37,7 +38,6 @@ constexpr std::size_t kFixedHeaderBytes = 8 + 4 + 8 + 8 + 4 + 4 + 4;  // before 
 constexpr std::size_t kLayerBytes = 8 + 8 + 8 + 4 + 8;
 constexpr std::size_t kChecksumBytes = 8;
 constexpr std::uint64_t kChecksumSeed = 0;
-constexpr std::uint32_t kMaxHashes = 64;  // -log2(p) for p = 2^-64; anything more is garbage
 
 // Little-endian conversion. On little-endian hosts (all we ship on) these are
 // plain copies the compiler turns into single moves.
@@ -86,10 +86,6 @@ private:
     std::size_t pos_ = 0;
 };
 
-bool valid_error_rate(double p) {
-    return p > kMinErrorRate && p < kMaxErrorRate;
-}  // false for NaN
-
 std::uint64_t chunk_checksum(std::uint64_t offset, std::string_view payload) {
     struct StateDeleter {
         void operator()(XXH64_state_t* s) const { XXH64_freeState(s); }
@@ -128,7 +124,7 @@ bool locate(const ScalableFilter& filter, std::uint64_t offset, Location& loc) {
 
 std::string encode_header(const ScalableFilter& filter) {
     const std::size_t n = filter.num_layers();
-    const FilterOptions& options = filter.options();
+    const FilterOptions options = filter.options();
     std::string out;
     out.reserve(kFixedHeaderBytes + n * kLayerBytes + kChecksumBytes);
     out.append(kMagic, sizeof kMagic);
@@ -150,11 +146,10 @@ std::string encode_header(const ScalableFilter& filter) {
     return out;
 }
 
-std::unique_ptr<ScalableFilter> decode_header(std::string_view bytes, std::uint64_t max_layer_bytes,
-                                              std::string& error) {
+bool parse_header(std::string_view bytes, DumpHeader& out, std::string& error) {
     if (bytes.size() < kFixedHeaderBytes + kLayerBytes + kChecksumBytes) {
         error = "invalid dump header";
-        return nullptr;
+        return false;
     }
     // The checksum is always the last 8 bytes, so it can be verified before
     // trusting any field (a flipped bit in the layer count reads as a
@@ -163,69 +158,73 @@ std::unique_ptr<ScalableFilter> decode_header(std::string_view bytes, std::uint6
     Reader trailer(bytes.substr(body.size()));
     if (trailer.u64() != XXH64(body.data(), body.size(), kChecksumSeed)) {
         error = "dump header checksum mismatch";
-        return nullptr;
+        return false;
     }
     if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
         error = "invalid dump header";
-        return nullptr;
+        return false;
     }
     Reader in(body);
     in.skip(sizeof kMagic);
     if (in.u32() != kVersion) {
         error = "unsupported dump version";
-        return nullptr;
+        return false;
     }
-    FilterOptions options;
-    options.error_rate = in.f64();
-    options.capacity = in.u64();
-    options.expansion = in.u32();
+    DumpHeader header;
+    header.options.error_rate = in.f64();
+    header.options.capacity = in.u64();
+    header.options.expansion = in.u32();
     const std::uint32_t flags = in.u32();
-    options.nonscaling = (flags & kFlagNonscaling) != 0;
+    header.options.nonscaling = (flags & kFlagNonscaling) != 0;
     const std::uint32_t layers = in.u32();
-    if (!valid_error_rate(options.error_rate) || options.capacity < 1 || options.expansion < 1 ||
-        (flags & ~kFlagNonscaling) != 0 || layers < 1 || layers > ScalableFilter::kMaxLayers ||
-        (options.nonscaling && layers != 1) ||
+    // The same bounds every other path uses (bounds.hpp): a dump this server
+    // could not have written is refused, so a restored filter can always be
+    // saved and loaded again.
+    if (check_stored_options(header.options) != BoundsError::none ||
+        (flags & ~kFlagNonscaling) != 0 || layers < 1 || layers > kMaxLayers ||
+        (header.options.nonscaling && layers != 1) ||
         body.size() != kFixedHeaderBytes + layers * kLayerBytes) {
         error = "invalid dump header";
-        return nullptr;
+        return false;
     }
-
-    struct LayerSpec {
-        std::uint64_t capacity;
-        double error_rate;
-        std::uint64_t bits;
-        std::uint32_t hashes;
-        std::uint64_t items;
-    };
-    std::vector<LayerSpec> specs(layers);
-    for (LayerSpec& spec : specs) {
-        spec.capacity = in.u64();
-        spec.error_rate = in.f64();
-        spec.bits = in.u64();
-        spec.hashes = in.u32();
-        spec.items = in.u64();
-        if (spec.capacity < 1 || !valid_error_rate(spec.error_rate) || spec.bits == 0 ||
-            spec.bits % 64 != 0 || spec.hashes < 1 || spec.hashes > kMaxHashes) {
+    header.layers.resize(layers);
+    header.items.resize(layers);
+    for (std::uint32_t i = 0; i < layers; ++i) {
+        LayerGeometry& layer = header.layers[i];
+        layer.capacity = in.u64();
+        layer.error_rate = in.f64();
+        layer.bits = in.u64();
+        layer.hashes = in.u32();
+        header.items[i] = in.u64();
+        if (check_layer(layer, header.items[i]) != BoundsError::none) {
             error = "invalid dump header";
-            return nullptr;
-        }
-        if (max_layer_bytes != 0 && spec.bits / 8 > max_layer_bytes) {
-            error = "dump layer exceeds max layer size";
-            return nullptr;
+            return false;
         }
     }
-    // Validate everything before allocating anything.
+    out = std::move(header);
+    return true;
+}
+
+FilterRef build_filter(const DumpHeader& header) {
+    FilterRef filter = ScalableFilter::create(header.options, header.layers);
+    for (std::size_t i = 0; i < header.items.size(); ++i)
+        filter->layer(i).set_items(header.items[i]);
+    return filter;
+}
+
+FilterRef decode_header(std::string_view bytes, std::uint64_t max_filter_bytes,
+                        std::string& error) {
+    DumpHeader header;
+    if (!parse_header(bytes, header, error)) return {};
+    if (max_filter_bytes != 0 && filter_bytes(header.layers) > max_filter_bytes) {
+        error = "dump exceeds max filter size";
+        return {};
+    }
     try {
-        auto filter =
-            std::make_unique<ScalableFilter>(ScalableFilter::Empty{}, options, max_layer_bytes);
-        for (const LayerSpec& spec : specs) {
-            filter->append_layer(spec.capacity, spec.error_rate, spec.bits, spec.hashes)
-                .set_items(spec.items);
-        }
-        return filter;
+        return build_filter(header);
     } catch (const std::bad_alloc&) {
         error = "not enough memory to load dump";
-        return nullptr;
+        return {};
     }
 }
 

@@ -1,74 +1,108 @@
 #include "bloomery/bloom/filter.hpp"
 
+#include <sys/mman.h>
+
 #include <array>
 #include <bit>
-#include <cstdlib>
+#include <cstring>
 #include <new>
-
-#include "bloomery/bloom/params.hpp"
 
 namespace bloomery::bloom {
 
 namespace {
 
 using WordRef = std::atomic_ref<std::uint64_t>;
-static_assert(WordRef::required_alignment <= alignof(std::max_align_t),
-              "calloc's alignment must satisfy atomic_ref<uint64_t>");
+static_assert(WordRef::required_alignment <= alignof(std::uint64_t),
+              "inline words behind a layer must satisfy atomic_ref<uint64_t>");
 
-std::uint64_t* allocate_words(std::uint64_t bits) {
-    // calloc, not new[] + memset: for large sizes glibc serves it with mmap,
-    // whose zero pages are committed only when first written. A 1.2 GB filter
-    // (10^9 items at 1 %) then costs RSS in proportion to the bits set, and
-    // creating it is O(1) instead of touching every page.
-    const std::uint64_t words = bits / 64;
-    void* p = std::calloc(static_cast<std::size_t>(words), sizeof(std::uint64_t));
-    if (p == nullptr) throw std::bad_alloc();
-    return static_cast<std::uint64_t*>(p);
+// Per-thread counter slots of a mapped layer: 16 cache lines (1 KiB) beside
+// at least 1 MiB of words. Threads take slots round-robin, so up to 16
+// workers never share a line; more threads share slots, which stays correct.
+constexpr std::size_t kCounterSlots = 16;
+constexpr std::size_t kPageBytes = 4096;
+
+std::size_t thread_slot() {
+    static std::atomic<std::size_t> next{0};
+    thread_local const std::size_t slot =
+        next.fetch_add(1, std::memory_order_relaxed) % kCounterSlots;
+    return slot;
+}
+
+std::uint64_t round_to_pages(std::uint64_t bytes) {
+    return (bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
+}
+
+bool is_mapped(const LayerGeometry& geometry) {
+    return geometry.bits / 8 >= kMappedLayerBytes;
+}
+
+// Words, then the counter slots (64-byte aligned: the words are whole pages
+// or a multiple of 64 bytes once rounded).
+std::uint64_t mapping_bytes(const LayerGeometry& geometry) {
+    const std::uint64_t words_bytes = (geometry.bits / 8 + 63) / 64 * 64;
+    return round_to_pages(words_bytes + kCounterSlots * 64);
 }
 
 }  // namespace
 
-BloomLayer::BloomLayer(std::uint64_t capacity, double error_rate)
-    : BloomLayer(capacity, error_rate, optimal_bits(capacity, error_rate),
-                 optimal_hashes(error_rate)) {}
+std::size_t BloomLayer::inline_bytes(const LayerGeometry& geometry) {
+    return is_mapped(geometry) ? 0 : static_cast<std::size_t>(geometry.bits / 8);
+}
 
-BloomLayer::BloomLayer(std::uint64_t capacity, double error_rate, std::uint64_t bits,
-                       std::uint32_t hashes)
-    : capacity_(capacity),
-      error_rate_(error_rate),
-      bits_(bits),
-      hashes_(hashes),
-      words_(allocate_words(bits)),
-      set_bit_stripes_(new (std::nothrow) Stripe[kCounterStripes]) {
-    if (!set_bit_stripes_) {
-        std::free(words_);
-        throw std::bad_alloc();
+BloomLayer::BloomLayer(const LayerGeometry& geometry, std::uint64_t* inline_words)
+    : capacity_(geometry.capacity),
+      error_rate_(geometry.error_rate),
+      bits_(geometry.bits),
+      hashes_(geometry.hashes),
+      mapped_(is_mapped(geometry) ? 1 : 0),
+      words_(inline_words) {
+    if (mapped_) {
+        // MAP_NORESERVE: a 1.2 GB filter (10^9 items at 1 %) costs RSS in
+        // proportion to the bits set, and creating it is O(1) instead of
+        // touching every page; munmap gives it all back at once on DEL.
+        void* p = ::mmap(nullptr, mapping_bytes(geometry), PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+        words_ = static_cast<std::uint64_t*>(p);
+        new (counters()) Counter[kCounterSlots];
     }
 }
 
 BloomLayer::~BloomLayer() {
-    std::free(words_);
+    if (mapped_) ::munmap(words_, mapped_bytes());
+}
+
+std::uint64_t BloomLayer::mapped_bytes() const {
+    return mapped_ ? mapping_bytes(geometry()) : 0;
+}
+
+BloomLayer::Counter* BloomLayer::counters() const {
+    const std::uint64_t words_bytes = (bits_ / 8 + 63) / 64 * 64;
+    return reinterpret_cast<Counter*>(reinterpret_cast<char*>(words_) + words_bytes);
+}
+
+void BloomLayer::count_flipped(std::int64_t n) {
+    if (!mapped_) return;  // small layers popcount when asked
+    auto& counter = counters()[thread_slot()].flipped;
+    counter.fetch_add(n, std::memory_order_relaxed);
 }
 
 bool BloomLayer::add(const ItemHash& hash) {
-    bool added = false;
+    std::int64_t flipped = 0;
     for (std::uint32_t i = 0; i < hashes_; ++i) {
         const std::uint64_t pos = probe_position(hash, i, bits_);
-        const std::uint64_t index = pos >> 6;
         const std::uint64_t mask = std::uint64_t{1} << (pos & 63);
-        WordRef word(words_[index]);
+        WordRef word(words_[pos >> 6]);
         // Read before writing: re-adding a present item (common for crawlers)
         // then never dirties a shared cache line, as in RocksDB's DynamicBloom.
         if ((word.load(std::memory_order_relaxed) & mask) != 0) continue;
         const std::uint64_t old = word.fetch_or(mask, std::memory_order_relaxed);
-        if ((old & mask) == 0) {
-            // Only the thread that flipped the bit counts it, so the stripes
-            // sum to the exact popcount once concurrent adds finish.
-            set_bit_stripes_[index % kCounterStripes].count.fetch_add(1, std::memory_order_relaxed);
-            added = true;
-        }
+        // Only the thread that flipped the bit counts it, so the counters sum
+        // to the exact popcount once concurrent adds finish.
+        if ((old & mask) == 0) ++flipped;
     }
-    return added;
+    if (flipped != 0) count_flipped(flipped);
+    return flipped != 0;
 }
 
 bool BloomLayer::contains(const ItemHash& hash) const {
@@ -81,12 +115,22 @@ bool BloomLayer::contains(const ItemHash& hash) const {
 }
 
 std::uint64_t BloomLayer::set_bits() const {
-    std::int64_t total = 0;
-    for (std::size_t i = 0; i < kCounterStripes; ++i) {
-        total += set_bit_stripes_[i].count.load(std::memory_order_relaxed);
+    if (!mapped_) {
+        // At most kMappedLayerBytes / 8 = 131072 words, ~30 µs; a default
+        // filter has 18. Cheaper than counting on every add.
+        std::uint64_t total = 0;
+        for (std::uint64_t i = 0; i < num_words(); ++i) {
+            total += static_cast<std::uint64_t>(std::popcount(load_word(i)));
+        }
+        return total;
     }
-    // A stripe can be transiently negative while store_words() races with
-    // add(); the sum of a quiescent filter is exact and never negative.
+    std::int64_t total = 0;
+    const Counter* slots = counters();
+    for (std::size_t i = 0; i < kCounterSlots; ++i) {
+        total += slots[i].flipped.load(std::memory_order_relaxed);
+    }
+    // A slot can be transiently negative while store_words() races with
+    // add(); the sum of a quiescent layer is exact and never negative.
     return total < 0 ? 0 : static_cast<std::uint64_t>(total);
 }
 
@@ -101,19 +145,41 @@ void BloomLayer::copy_words(std::uint64_t first, std::uint64_t count, std::uint6
 }
 
 void BloomLayer::store_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in) {
-    std::array<std::int64_t, kCounterStripes> delta{};
+    std::int64_t delta = 0;
     for (std::uint64_t i = 0; i < count; ++i) {
-        const std::uint64_t index = first + i;
         // exchange, not store: the popcount difference must be against the
         // word actually replaced for set_bits() to stay exact.
-        const std::uint64_t old = WordRef(words_[index]).exchange(in[i], std::memory_order_relaxed);
-        delta[index % kCounterStripes] += std::popcount(in[i]) - std::popcount(old);
+        const std::uint64_t old =
+            WordRef(words_[first + i]).exchange(in[i], std::memory_order_relaxed);
+        delta += std::popcount(in[i]) - std::popcount(old);
     }
-    for (std::size_t s = 0; s < kCounterStripes; ++s) {
-        if (delta[s] != 0) {
-            set_bit_stripes_[s].count.fetch_add(delta[s], std::memory_order_relaxed);
-        }
+    if (delta != 0) count_flipped(delta);
+}
+
+void LayerDeleter::operator()(BloomLayer* layer) const {
+    layer->~BloomLayer();
+    ::operator delete(layer);
+}
+
+LayerPtr make_layer(const LayerGeometry& geometry) {
+    const std::size_t extra = BloomLayer::inline_bytes(geometry);
+    void* block = ::operator new(sizeof(BloomLayer) + extra);
+    std::uint64_t* words = nullptr;
+    if (!is_mapped(geometry)) {
+        words = reinterpret_cast<std::uint64_t*>(static_cast<char*>(block) + sizeof(BloomLayer));
+        std::memset(words, 0, extra);
     }
+    try {
+        return LayerPtr(new (block) BloomLayer(geometry, words));
+    } catch (...) {
+        ::operator delete(block);
+        throw;
+    }
+}
+
+std::uint64_t layer_allocation_bytes(const LayerGeometry& geometry) {
+    const std::uint64_t block = sizeof(BloomLayer) + BloomLayer::inline_bytes(geometry);
+    return block + (is_mapped(geometry) ? mapping_bytes(geometry) : 0);
 }
 
 }  // namespace bloomery::bloom

@@ -1,48 +1,150 @@
 #include "bloomery/bloom/scalable_filter.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 
 #include "bloomery/bloom/params.hpp"
+#include "bloomery/core/memory.hpp"
 
 namespace bloomery::bloom {
 
 namespace {
 
-double first_layer_error(const FilterOptions& options) {
-    // RedisBloom tightens the first sub-filter too (p·r), so that the series
-    // p·r + p·r² + ... stays below p; a NONSCALING filter has one layer and
-    // keeps the full p.
-    return options.nonscaling ? options.error_rate
-                              : options.error_rate * ScalableFilter::kTighteningRatio;
+static_assert(sizeof(ScalableFilter) <= 80,
+              "a default filter (header + 144 bytes of words) must fit a 224-byte size class");
+static_assert(kMaxLayers <= 255 && kMaxExpansion <= 65535, "packed header fields");
+
+// Growth is rare (once per doubling of a filter), so filters share a small
+// pool of locks instead of carrying a 40-byte mutex each.
+std::mutex& growth_lock(const void* filter) {
+    static std::mutex locks[64];
+    const auto address = reinterpret_cast<std::uintptr_t>(filter);
+    return locks[(address >> 6) % 64];
 }
 
-bool fits(std::uint64_t bits, std::uint64_t max_layer_bytes) {
-    return max_layer_bytes == 0 || bits / 8 <= max_layer_bytes;
+constexpr std::size_t kMoreLayers = kMaxLayers - 1;
+
+std::uint64_t header_bytes(const LayerGeometry& first) {
+    return sizeof(ScalableFilter) + BloomLayer::inline_bytes(first);
 }
 
 }  // namespace
 
-ScalableFilter::ScalableFilter(const FilterOptions& options, std::uint64_t max_layer_bytes)
-    : ScalableFilter(Empty{}, options, max_layer_bytes) {
-    layers_[0] = std::make_unique<BloomLayer>(options_.capacity, first_layer_error(options_));
-    num_layers_.store(1, std::memory_order_release);
+ScalableFilter::ScalableFilter(const FilterOptions& options, const LayerGeometry& first,
+                               std::uint64_t* first_words)
+    : nonscaling_(options.nonscaling ? 1 : 0),
+      expansion_(static_cast<std::uint16_t>(options.expansion)),
+      error_rate_(options.error_rate),
+      capacity_(options.capacity),
+      first_(first, first_words) {}
+
+ScalableFilter::~ScalableFilter() {
+    BloomLayer** more = more_layers_.load(std::memory_order_acquire);
+    if (more != nullptr) {
+        const std::size_t n = num_layers_.load(std::memory_order_acquire);
+        for (std::size_t i = 1; i < n; ++i) LayerDeleter{}(more[i - 1]);
+        delete[] more;
+    }
 }
 
-ScalableFilter::ScalableFilter(Empty, const FilterOptions& options, std::uint64_t max_layer_bytes)
-    : options_(options), max_layer_bytes_(max_layer_bytes) {
-    // Expansion 0 would make every later layer capacity 0, i.e. full at once.
-    if (options_.expansion < 1) options_.expansion = 1;
+FilterRef ScalableFilter::allocate(const FilterOptions& options, const LayerGeometry& first) {
+    const std::size_t inline_bytes = BloomLayer::inline_bytes(first);
+    void* block = ::operator new(sizeof(ScalableFilter) + inline_bytes);
+    std::uint64_t* words = nullptr;
+    if (inline_bytes != 0) {
+        words =
+            reinterpret_cast<std::uint64_t*>(static_cast<char*>(block) + sizeof(ScalableFilter));
+        std::memset(words, 0, inline_bytes);
+    }
+    ScalableFilter* filter;
+    try {
+        filter = new (block) ScalableFilter(options, first, words);
+    } catch (...) {
+        ::operator delete(block);
+        throw;
+    }
+    core::memory_add(
+        core::MemoryUse::filters,
+        static_cast<std::int64_t>(header_bytes(first) + filter->first_.mapped_bytes()));
+    return FilterRef(filter);
 }
 
-bool ScalableFilter::would_fit(const FilterOptions& options, std::uint64_t max_layer_bytes) {
-    return fits(optimal_bits(options.capacity, first_layer_error(options)), max_layer_bytes);
+FilterRef ScalableFilter::create(const FilterOptions& options) {
+    return allocate(options, first_layer(options));
 }
 
-AddResult ScalableFilter::add(std::string_view item) {
-    return add(hash_item(item));
+FilterRef ScalableFilter::create(const FilterOptions& options,
+                                 std::span<const LayerGeometry> layers) {
+    FilterRef filter = allocate(options, layers.front());
+    for (std::size_t i = 1; i < layers.size(); ++i) filter->append_layer(make_layer(layers[i]));
+    return filter;
+}
+
+std::uint64_t ScalableFilter::allocation_bytes(std::span<const LayerGeometry> layers) {
+    if (layers.empty()) return 0;
+    std::uint64_t total = header_bytes(layers.front());
+    total += layer_allocation_bytes(layers.front()) - sizeof(BloomLayer) -
+             BloomLayer::inline_bytes(layers.front());  // its mapping, if any
+    if (layers.size() > 1) total += kMoreLayers * sizeof(BloomLayer*);
+    for (std::size_t i = 1; i < layers.size(); ++i) total += layer_allocation_bytes(layers[i]);
+    return total;
+}
+
+void ScalableFilter::release() const {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    auto* self = const_cast<ScalableFilter*>(this);
+    core::memory_add(core::MemoryUse::filters, -static_cast<std::int64_t>(allocated_bytes()));
+    self->~ScalableFilter();
+    ::operator delete(self);
+}
+
+void ScalableFilter::append_layer(LayerPtr layer) {
+    const std::size_t n = num_layers_.load(std::memory_order_relaxed);
+    BloomLayer** more = more_layers_.load(std::memory_order_relaxed);
+    std::uint64_t charged = layer_allocation_bytes(layer->geometry());
+    if (more == nullptr) {
+        more = new BloomLayer*[kMoreLayers]();
+        charged += kMoreLayers * sizeof(BloomLayer*);
+        more_layers_.store(more, std::memory_order_release);
+    }
+    more[n - 1] = layer.release();
+    core::memory_add(core::MemoryUse::filters, static_cast<std::int64_t>(charged));
+    // Release: a reader that sees n + 1 layers sees the fully built layer.
+    num_layers_.store(static_cast<std::uint8_t>(n + 1), std::memory_order_release);
+}
+
+BloomLayer& ScalableFilter::append_layer_for_load(const LayerGeometry& geometry) {
+    const std::size_t n = num_layers();
+    if (n >= kMaxLayers) throw std::length_error("too many layers");
+    append_layer(make_layer(geometry));
+    return layer(n);
+}
+
+const BloomLayer& ScalableFilter::layer(std::size_t i) const {
+    if (i == 0) return first_;
+    return *more_layers_.load(std::memory_order_acquire)[i - 1];
+}
+
+BloomLayer& ScalableFilter::layer(std::size_t i) {
+    if (i == 0) return first_;
+    return *more_layers_.load(std::memory_order_acquire)[i - 1];
+}
+
+FilterOptions ScalableFilter::options() const {
+    FilterOptions options;
+    options.error_rate = error_rate_;
+    options.capacity = capacity_;
+    options.expansion = expansion_;
+    options.nonscaling = nonscaling_ != 0;
+    return options;
+}
+
+AddResult ScalableFilter::add(std::string_view item, const GrowthLimits& limits) {
+    return add(hash_item(item), limits);
 }
 
 bool ScalableFilter::contains(std::string_view item) const {
@@ -50,133 +152,108 @@ bool ScalableFilter::contains(std::string_view item) const {
 }
 
 bool ScalableFilter::contains(const ItemHash& hash) const {
-    const std::size_t n = num_layers_.load(std::memory_order_acquire);
+    const std::size_t n = num_layers();
     // Newest first: it is the biggest and holds the most recent items, and
     // RedisBloom checks in the same order.
     for (std::size_t i = n; i-- > 0;) {
-        if (layers_[i]->contains(hash)) return true;
+        if (layer(i).contains(hash)) return true;
     }
     return false;
 }
 
-AddResult ScalableFilter::add(const ItemHash& hash) {
-    std::size_t n = num_layers_.load(std::memory_order_acquire);
+AddResult ScalableFilter::add(const ItemHash& hash, const GrowthLimits& limits) {
+    std::size_t n = num_layers();
     for (std::size_t i = n; i-- > 0;) {
-        if (layers_[i]->contains(hash)) return AddResult::exists;
+        if (layer(i).contains(hash)) return AddResult::exists;
     }
-    if (n == 0 || layers_[n - 1]->items() >= layers_[n - 1]->capacity()) {
-        if (n != 0 && options_.nonscaling) return AddResult::full;
-        std::lock_guard lock(growth_mutex_);
-        const AddResult grown = grow_locked(n);
+    if (layer(n - 1).items() >= layer(n - 1).capacity()) {
+        if (nonscaling_) return AddResult::full;
+        const AddResult grown = grow(n, limits);
         if (grown != AddResult::added) return grown;
-        n = num_layers_.load(std::memory_order_acquire);
+        n = num_layers();
     }
     // Under concurrent adds a layer can overshoot its capacity by at most
     // (threads - 1) items: the capacity check and the add are not one atomic
     // step. That keeps the hot path lock-free; the FPR cost is negligible.
-    BloomLayer& last = *layers_[n - 1];
+    BloomLayer& last = layer(n - 1);
     if (!last.add(hash)) return AddResult::exists;
     last.add_items(1);
     return AddResult::added;
 }
 
-// Called with growth_mutex_ held. Returns `added` when the caller may proceed
-// to add into the (possibly new) last layer.
-AddResult ScalableFilter::grow_locked(std::size_t seen_layers) {
+// Returns `added` when the caller may proceed to add into the (possibly new)
+// last layer.
+AddResult ScalableFilter::grow(std::size_t seen_layers, const GrowthLimits& limits) {
+    std::lock_guard lock(growth_lock(this));
     const std::size_t n = num_layers_.load(std::memory_order_acquire);
     // Another thread grew the chain between our check and the lock: one new
     // layer per "full" event, never two.
     if (n != seen_layers) return AddResult::added;
     if (n >= kMaxLayers) return AddResult::too_many_layers;
-
-    std::uint64_t capacity = options_.capacity;
-    double error_rate = first_layer_error(options_);
-    if (n != 0) {
-        const BloomLayer& last = *layers_[n - 1];
-        error_rate = last.error_rate() * kTighteningRatio;
-        const std::uint64_t expansion = options_.expansion;
-        if (last.capacity() > std::numeric_limits<std::uint64_t>::max() / expansion) {
-            // Saturated capacity: no such layer could ever be allocated.
-            return AddResult::too_large;
-        }
-        capacity = last.capacity() * expansion;
-    }
-    const std::uint64_t bits = optimal_bits(capacity, error_rate);
-    if (!fits(bits, max_layer_bytes_)) return AddResult::too_large;
-    // optimal_bits saturates; such a size cannot be allocated either.
-    if (bits == (std::numeric_limits<std::uint64_t>::max() & ~std::uint64_t{63})) {
+    LayerGeometry next;
+    if (!next_layer(options(), layer(n - 1).geometry(), next)) return AddResult::too_many_layers;
+    if (limits.max_filter_bytes != 0 && bits_size() + next.bits / 8 > limits.max_filter_bytes) {
         return AddResult::too_large;
     }
+    std::uint64_t cost = layer_allocation_bytes(next);
+    if (more_layers_.load(std::memory_order_relaxed) == nullptr) {
+        cost += kMoreLayers * sizeof(BloomLayer*);
+    }
+    if (core::memory_would_exceed(limits.maxmemory, cost)) return AddResult::out_of_memory;
     try {
-        layers_[n] =
-            std::make_unique<BloomLayer>(capacity, error_rate, bits, optimal_hashes(error_rate));
+        append_layer(make_layer(next));
     } catch (const std::bad_alloc&) {
-        // Unbounded max_layer_bytes and the OS refused: report it as the same
-        // condition a bounded server would have hit.
-        return AddResult::too_large;
+        return AddResult::out_of_memory;
     }
-    // Release: a reader that sees n + 1 layers sees the fully built layer.
-    num_layers_.store(n + 1, std::memory_order_release);
     return AddResult::added;
 }
 
 std::uint64_t ScalableFilter::capacity() const {
+    // Bounded by kMaxLayers · kMaxLayerCapacity < 2^63: no overflow.
     const std::size_t n = num_layers();
     std::uint64_t total = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t c = layers_[i]->capacity();
-        total = c > std::numeric_limits<std::uint64_t>::max() - total
-                    ? std::numeric_limits<std::uint64_t>::max()
-                    : total + c;
-    }
+    for (std::size_t i = 0; i < n; ++i) total += layer(i).capacity();
     return total;
 }
 
 std::uint64_t ScalableFilter::items() const {
     const std::size_t n = num_layers();
     std::uint64_t total = 0;
-    for (std::size_t i = 0; i < n; ++i) total += layers_[i]->items();
+    for (std::size_t i = 0; i < n; ++i) total += layer(i).items();
     return total;
 }
 
 std::uint64_t ScalableFilter::bits_size() const {
     const std::size_t n = num_layers();
     std::uint64_t total = 0;
-    for (std::size_t i = 0; i < n; ++i) total += layers_[i]->byte_size();
+    for (std::size_t i = 0; i < n; ++i) total += layer(i).byte_size();
     return total;
 }
 
-std::uint64_t ScalableFilter::byte_size() const {
-    // Bookkeeping: this object plus each layer object and its 16 padded
-    // counter stripes (64 bytes each).
+std::uint64_t ScalableFilter::allocated_bytes() const {
     const std::size_t n = num_layers();
-    return bits_size() + sizeof(ScalableFilter) + n * (sizeof(BloomLayer) + 16 * 64);
+    std::uint64_t total = header_bytes(first_.geometry()) + first_.mapped_bytes();
+    if (n > 1) total += kMoreLayers * sizeof(BloomLayer*);
+    for (std::size_t i = 1; i < n; ++i) total += layer_allocation_bytes(layer(i).geometry());
+    return total;
 }
 
 std::uint64_t ScalableFilter::estimate_cardinality() const {
     const std::size_t n = num_layers();
     double total = 0;
     for (std::size_t i = 0; i < n; ++i) {
-        const BloomLayer& layer = *layers_[i];
-        const std::uint64_t set = layer.set_bits();
-        const std::uint64_t zero = set >= layer.bits() ? 0 : layer.bits() - set;
-        const double estimate = estimate_items(layer.bits(), layer.hashes(), zero);
+        const BloomLayer& l = layer(i);
+        const std::uint64_t set = l.set_bits();
+        const std::uint64_t zero = set >= l.bits() ? 0 : l.bits() - set;
+        const double estimate = estimate_items(l.bits(), l.hashes(), zero);
         // llround is only defined below 2^63; beyond that rounding is moot.
         total += estimate < 9.0e18 ? static_cast<double>(std::llround(estimate)) : estimate;
     }
-    // Terms are finite (estimate_items caps saturation) but a 2^64-bit layer
-    // could exceed uint64_t: clamp instead of an undefined conversion.
-    if (!(total < 18446744073709551616.0)) return std::numeric_limits<std::uint64_t>::max();
+    // Terms are finite (estimate_items caps saturation) but could exceed
+    // int64: clamp to what BF.CARD can answer instead of a negative number.
+    constexpr double kMaxAnswer = 9.2e18;
+    if (!(total < kMaxAnswer)) return static_cast<std::uint64_t>(kMaxAnswer);
     return static_cast<std::uint64_t>(total);
-}
-
-BloomLayer& ScalableFilter::append_layer(std::uint64_t capacity, double error_rate,
-                                         std::uint64_t bits, std::uint32_t hashes) {
-    const std::size_t n = num_layers_.load(std::memory_order_relaxed);
-    if (n >= kMaxLayers) throw std::length_error("too many layers");
-    layers_[n] = std::make_unique<BloomLayer>(capacity, error_rate, bits, hashes);
-    num_layers_.store(n + 1, std::memory_order_release);
-    return *layers_[n];
 }
 
 }  // namespace bloomery::bloom

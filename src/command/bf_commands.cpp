@@ -2,14 +2,17 @@
 // replying live here; the filter math lives in bloom/, the map in store/.
 
 #include <new>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "args.hpp"
+#include "bloomery/bloom/bounds.hpp"
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/memory.hpp"
 #include "families.hpp"
 
 namespace bloomery::command {
@@ -17,6 +20,7 @@ namespace {
 
 using bloom::AddResult;
 using bloom::FilterOptions;
+using bloom::FilterRef;
 using bloom::ScalableFilter;
 
 FilterOptions default_options(const Context& ctx) {
@@ -27,18 +31,41 @@ FilterOptions default_options(const Context& ctx) {
     return options;
 }
 
-// Allocates a filter within the configured limits; on refusal sets `error`.
-store::FilterPtr make_filter(const Context& ctx, const FilterOptions& options,
-                             std::string_view& error) {
-    if (!ScalableFilter::would_fit(options, ctx.config.max_filter_bytes)) {
+bloom::GrowthLimits growth_limits(const Context& ctx) {
+    return bloom::GrowthLimits{ctx.config.max_filter_bytes, ctx.config.maxmemory};
+}
+
+// Checks a new filter of these layers against --max-filter-bytes (all layers)
+// and --maxmemory before anything is allocated; on refusal sets `error`.
+bool within_limits(const Context& ctx, std::span<const bloom::LayerGeometry> layers,
+                   std::string_view& error) {
+    const std::uint64_t max_bytes = ctx.config.max_filter_bytes;
+    if (max_bytes != 0 && bloom::filter_bytes(layers) > max_bytes) {
         error = errors::kFilterTooLarge;
-        return nullptr;
+        return false;
     }
+    if (core::memory_would_exceed(ctx.config.maxmemory, ScalableFilter::allocation_bytes(layers))) {
+        error = errors::kOom;
+        return false;
+    }
+    return true;
+}
+
+// Allocates a filter within the bounds and the configured limits; on refusal
+// sets `error`. `options` passed check_options() (the parsers check each
+// field; the defaults are checked at start).
+FilterRef make_filter(const Context& ctx, const FilterOptions& options, std::string_view& error) {
+    const bloom::LayerGeometry first = bloom::first_layer(options);
+    if (bloom::check_layer(first, 0) != bloom::BoundsError::none) {
+        error = errors::kFilterTooLarge;  // more bits than any layer may have
+        return {};
+    }
+    if (!within_limits(ctx, std::span(&first, 1), error)) return {};
     try {
-        return std::make_shared<ScalableFilter>(options, ctx.config.max_filter_bytes);
+        return ScalableFilter::create(options);
     } catch (const std::bad_alloc&) {
         error = errors::kOutOfMemory;
-        return nullptr;
+        return {};
     }
 }
 
@@ -50,6 +77,8 @@ std::string_view add_error(AddResult result) {
             return errors::kMaxLayers;
         case AddResult::too_large:
             return errors::kFilterTooLarge;
+        case AddResult::out_of_memory:
+            return errors::kOom;
         default:
             return {};
     }
@@ -70,9 +99,10 @@ void add_items(Context& ctx, std::string_view key, Args items, const FilterOptio
     // a full NONSCALING filter stops the loop.
     thread_local std::vector<AddResult> results;
     results.clear();
+    const bloom::GrowthLimits limits = growth_limits(ctx);
     auto run = [&](ScalableFilter& filter) {
         for (std::string_view item : items) {
-            const AddResult result = filter.add(item);
+            const AddResult result = filter.add(item, limits);
             results.push_back(result);
             if (result == AddResult::added) ++added;
             if (result != AddResult::added && result != AddResult::exists) break;
@@ -88,9 +118,10 @@ void add_items(Context& ctx, std::string_view key, Args items, const FilterOptio
             if (!found) create_error = errors::kNotFound;
         }
     } catch (const std::bad_alloc&) {
-        // A new layer could not be allocated; what was added before stays.
+        // A new filter or key entry could not be allocated; what was added
+        // before stays.
         found = true;
-        results.push_back(AddResult::too_large);
+        results.push_back(AddResult::out_of_memory);
     }
     if (!found) {
         ctx.out.error(create_error);
@@ -121,11 +152,16 @@ bool parse_error_rate(Context& ctx, std::string_view text, double& out) {
         ctx.out.error(errors::kErrorRateNotNumber);
         return false;
     }
-    if (!(out > 0 && out < 1)) {
-        ctx.out.error(errors::kBadErrorRate);
-        return false;
+    switch (bloom::check_error_rate(out)) {
+        case bloom::BoundsError::none:
+            return true;
+        case bloom::BoundsError::error_rate_too_small:
+            ctx.out.error(errors::kErrorRateTooSmall);
+            return false;
+        default:
+            ctx.out.error(errors::kBadErrorRate);
+            return false;
     }
-    return true;
 }
 
 bool parse_capacity(Context& ctx, std::string_view text, std::uint64_t& out) {
@@ -138,6 +174,10 @@ bool parse_capacity(Context& ctx, std::string_view text, std::uint64_t& out) {
         ctx.out.error(errors::kBadCapacity);
         return false;
     }
+    if (static_cast<std::uint64_t>(value) > bloom::kMaxLayerCapacity) {
+        ctx.out.error(errors::kCapacityTooLarge);
+        return false;
+    }
     out = static_cast<std::uint64_t>(value);
     return true;
 }
@@ -148,11 +188,11 @@ bool parse_expansion(Context& ctx, std::string_view text, std::uint32_t& out) {
         ctx.out.error(errors::kExpansionNotNumber);
         return false;
     }
-    if (value < 1) {
+    if (value < bloom::kMinExpansion) {
         ctx.out.error(errors::kBadExpansion);
         return false;
     }
-    if (value > 32768) {  // RedisBloom's bf-expansion-factor bound
+    if (value > bloom::kMaxExpansion) {  // RedisBloom's bf-expansion-factor bound
         ctx.out.error(errors::kExpansionTooLarge);
         return false;
     }
@@ -195,7 +235,7 @@ void cmd_reserve(Context& ctx, Args argv) {
         return;
     }
     std::string_view error;
-    store::FilterPtr filter = make_filter(ctx, options, error);
+    FilterRef filter = make_filter(ctx, options, error);
     if (!filter) {
         ctx.out.error(error);
         return;
@@ -211,6 +251,7 @@ void cmd_reserve(Context& ctx, Args argv) {
 void cmd_insert(Context& ctx, Args argv) {
     FilterOptions options = default_options(ctx);
     bool create = true;
+    bool expansion_given = false;
     std::size_t items_at = 0;
     for (std::size_t i = 2; i < argv.size() && items_at == 0; ++i) {
         const std::string_view token = argv[i];
@@ -228,6 +269,7 @@ void cmd_insert(Context& ctx, Args argv) {
             if (!parse_error_rate(ctx, argv[++i], options.error_rate)) return;
         } else if (iequals(token, "EXPANSION")) {
             if (!parse_expansion(ctx, argv[++i], options.expansion)) return;
+            expansion_given = true;
         } else if (iequals(token, "NOCREATE")) {
             create = false;
         } else if (iequals(token, "NONSCALING")) {
@@ -239,6 +281,11 @@ void cmd_insert(Context& ctx, Args argv) {
     }
     if (items_at == 0 || items_at >= argv.size()) {
         reply_wrong_arity(ctx, "bf.insert");
+        return;
+    }
+    // As BF.RESERVE (and RedisBloom's BF.INSERT): a filter cannot be both.
+    if (options.nonscaling && expansion_given) {
+        ctx.out.error(errors::kNonScalingExpansion);
         return;
     }
     add_items(ctx, argv[1], argv.subspan(items_at), options, create, true);
@@ -286,7 +333,7 @@ void cmd_info(Context& ctx, Args argv) {
                 ctx.out.integer(static_cast<std::int64_t>(filter.capacity()));
             } else if (iequals(field, "SIZE")) {
                 ctx.out.array(1);
-                ctx.out.integer(static_cast<std::int64_t>(filter.byte_size()));
+                ctx.out.integer(static_cast<std::int64_t>(filter.allocated_bytes()));
             } else if (iequals(field, "FILTERS")) {
                 ctx.out.array(1);
                 ctx.out.integer(static_cast<std::int64_t>(filter.num_layers()));
@@ -305,7 +352,7 @@ void cmd_info(Context& ctx, Args argv) {
         ctx.out.simple("Capacity");
         ctx.out.integer(static_cast<std::int64_t>(filter.capacity()));
         ctx.out.simple("Size");
-        ctx.out.integer(static_cast<std::int64_t>(filter.byte_size()));
+        ctx.out.integer(static_cast<std::int64_t>(filter.allocated_bytes()));
         ctx.out.simple("Number of filters");
         ctx.out.integer(static_cast<std::int64_t>(filter.num_layers()));
         ctx.out.simple("Number of items inserted");
@@ -367,15 +414,22 @@ void cmd_loadchunk(Context& ctx, Args argv) {
         ctx.out.error(errors::kItemExists);
         return;
     }
-    std::unique_ptr<ScalableFilter> filter;
-    try {
-        filter = bloom::decode_header(data, ctx.config.max_filter_bytes, error);
-    } catch (const std::bad_alloc&) {
-        ctx.out.error(errors::kOutOfMemory);
+    bloom::DumpHeader header;
+    if (!bloom::parse_header(data, header, error)) {
+        ctx.out.error("ERR " + error);
         return;
     }
-    if (!filter) {
-        ctx.out.error("ERR " + error);
+    // The whole filter, every layer, is checked before anything is allocated.
+    std::string_view limit_error;
+    if (!within_limits(ctx, header.layers, limit_error)) {
+        ctx.out.error(limit_error);
+        return;
+    }
+    FilterRef filter;
+    try {
+        filter = bloom::build_filter(header);
+    } catch (const std::bad_alloc&) {
+        ctx.out.error(errors::kOutOfMemory);
         return;
     }
     if (!ctx.keyspace.insert_new(argv[1], std::move(filter))) {

@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -12,6 +13,8 @@
 #include "args.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/allocator.hpp"
+#include "bloomery/core/memory.hpp"
 #include "common.hpp"
 #include "families.hpp"
 
@@ -93,20 +96,59 @@ void info_clients(Context& ctx, std::string& out) {
     line(out, "blocked_clients", 0);
 }
 
+std::string ratio(std::uint64_t numerator, std::uint64_t denominator) {
+    char text[32];
+    std::snprintf(
+        text, sizeof text, "%.2f",
+        denominator == 0 ? 0.0 : static_cast<double>(numerator) / static_cast<double>(denominator));
+    return text;
+}
+
 void info_memory(Context& ctx, std::string& out) {
-    const std::uint64_t used = ctx.keyspace.memory_bytes();
+    using core::MemoryUse;
+    // used_memory is what the server holds by its own account (core/memory.hpp):
+    // filters at their allocated size, key entries and tables, client buffers.
+    const std::uint64_t used = core::memory_used_total();
+    const std::uint64_t peak = std::max(core::memory_peak(), used);
+    const std::uint64_t filters = core::memory_used(MemoryUse::filters);
+    const std::uint64_t keyspace = core::memory_used(MemoryUse::keyspace);
+    const std::uint64_t clients =
+        core::memory_used(MemoryUse::query_buffers) + core::memory_used(MemoryUse::output_buffers);
     const std::uint64_t rss = resident_bytes();
     const std::uint64_t total = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) *
                                 static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+    const core::AllocatorStats allocator = core::allocator_stats();
+    const std::uint64_t maxmemory = ctx.config.maxmemory;
     out.append("# Memory\r\n");
     line(out, "used_memory", used);
     line(out, "used_memory_human", human_bytes(used));
     line(out, "used_memory_rss", rss);
     line(out, "used_memory_rss_human", human_bytes(rss));
+    line(out, "used_memory_peak", peak);
+    line(out, "used_memory_peak_human", human_bytes(peak));
+    line(out, "used_memory_overhead", keyspace + clients);
+    line(out, "used_memory_dataset", filters);
+    line(out, "used_memory_filters", filters);
+    line(out, "used_memory_keyspace", keyspace);
+    line(out, "used_memory_clients", clients);
+    line(out, "mem_clients_normal", clients);
+    line(out, "allocator_allocated", allocator.allocated);
+    line(out, "allocator_active", allocator.active);
+    line(out, "allocator_resident", allocator.resident);
     line(out, "total_system_memory", total);
     line(out, "total_system_memory_human", human_bytes(total));
-    line(out, "maxmemory", 0);
-    line(out, "mem_allocator", std::string("libc"));
+    line(out, "maxmemory", maxmemory);
+    line(out, "maxmemory_human", human_bytes(maxmemory));
+    line(out, "maxmemory_policy", std::string("noeviction"));
+    // Redis's ratios: active / allocated is the allocator's own
+    // fragmentation; rss / used_memory is everything the process holds
+    // beyond what it accounts for (allocator, code, thread stacks).
+    line(out, "allocator_frag_ratio", ratio(allocator.active, allocator.allocated));
+    line(out, "allocator_frag_bytes",
+         allocator.active > allocator.allocated ? allocator.active - allocator.allocated : 0);
+    line(out, "mem_fragmentation_ratio", ratio(rss, used));
+    line(out, "mem_fragmentation_bytes", rss > used ? rss - used : 0);
+    line(out, "mem_allocator", core::allocator_name());
 }
 
 void info_persistence(Context& ctx, std::string& out) {

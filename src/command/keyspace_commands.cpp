@@ -9,6 +9,7 @@
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/glob.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/allocator.hpp"
 #include "families.hpp"
 
 namespace bloomery::command {
@@ -231,8 +232,10 @@ void cmd_flushall(Context& ctx, Args argv) {
         ctx.out.error(errors::kSyntax);
         return;
     }
-    const std::size_t keys = ctx.keyspace.size();
-    ctx.keyspace.clear();
+    const std::size_t keys = ctx.keyspace.clear();
+    // Give the freed pages back now (as Redis does after a FLUSHALL) rather
+    // than after the allocator's decay time.
+    core::allocator_release_free_memory();
     WorkerStats::bump(ctx.stats.changes, std::max<std::size_t>(keys, 1));
     ctx.out.ok();
 }

@@ -9,11 +9,21 @@ struct alignas(64) Counter {
     std::atomic<std::int64_t> bytes{0};
 };
 Counter counters[kMemoryUses];
+std::atomic<std::uint64_t> peak{0};
 
 }  // namespace
 
 void memory_add(MemoryUse use, std::int64_t delta) {
     counters[static_cast<unsigned>(use)].bytes.fetch_add(delta, std::memory_order_relaxed);
+    if (delta <= 0) return;
+    const std::uint64_t total = memory_used_total();
+    std::uint64_t seen = peak.load(std::memory_order_relaxed);
+    while (total > seen && !peak.compare_exchange_weak(seen, total, std::memory_order_relaxed)) {
+    }
+}
+
+std::uint64_t memory_peak() {
+    return peak.load(std::memory_order_relaxed);
 }
 
 std::uint64_t memory_used(MemoryUse use) {

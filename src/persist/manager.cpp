@@ -49,7 +49,7 @@ bool Manager::load(std::string& error) {
         return true;
     }
     LoadStats stats{};
-    if (!load_snapshot(path, keyspace_, config_.max_filter_bytes, stats, error)) return false;
+    if (!load_snapshot(path, keyspace_, stats, error)) return false;
     std::lock_guard lock(mutex_);
     loaded_keys_ = stats.keys;
     load_seconds_ = stats.seconds;

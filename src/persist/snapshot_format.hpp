@@ -29,7 +29,6 @@ inline constexpr std::size_t kLayerHeaderBytes = 8 + 8 + 8 + 4 + 8;
 // type, u64 record count, u64 file checksum.
 inline constexpr std::size_t kEndRecordBytes = 1 + 8 + 8;
 inline constexpr std::size_t kChecksumBytes = 8;
-inline constexpr std::uint32_t kMaxHashes = 64;
 
 // Filter words move between the filter and the file in chunks of this many
 // words (1 MiB), so neither side ever holds a second copy of a whole filter.

@@ -16,11 +16,13 @@
 #include <ctime>
 #include <exception>
 #include <functional>
+#include <span>
 #include <string>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "bloomery/bloom/bounds.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "snapshot_format.hpp"
 
@@ -101,10 +103,7 @@ private:
 };
 
 struct LayerInfo {
-    std::uint64_t capacity;
-    double error_rate;
-    std::uint64_t bits;
-    std::uint32_t hashes;
+    bloom::LayerGeometry geometry;
     std::uint64_t items;
 };
 
@@ -116,7 +115,7 @@ struct Record {
     std::int64_t expire_at_ms = 0;
     bloom::FilterOptions options;
     std::vector<LayerInfo> layers;
-    store::FilterPtr filter;  // null unless materialized
+    bloom::FilterRef filter;  // empty unless materialized
 };
 
 struct FileHeader {
@@ -125,16 +124,11 @@ struct FileHeader {
 };
 
 struct ParseHooks {
-    std::uint64_t max_layer_bytes = 0;  // 0 = unbounded
     // Called once options and expiry are known: should the filter be built?
     std::function<bool(const Record&)> materialize;
     std::function<void(const FileHeader&)> on_header;
     std::function<void(Record&&)> on_record;
 };
-
-bool error_rate_in_range(double rate) {
-    return rate > 0.0 && rate < 1.0;
-}  // false for NaN
 
 class Parser {
 public:
@@ -264,48 +258,43 @@ private:
                     "negative expiry " + std::to_string(record.expire_at_ms) + " ms");
         }
 
-        at = in_.offset();
+        const std::uint64_t options_offset = in_.offset();
         record.options.error_rate = read_f64();
-        if (!error_rate_in_range(record.options.error_rate)) {
-            fail_at(at,
-                    "error rate " + std::to_string(record.options.error_rate) + " not in (0, 1)");
-        }
-        at = in_.offset();
         record.options.capacity = read_u64();
-        if (record.options.capacity == 0) fail_at(at, "capacity 0");
-        at = in_.offset();
         record.options.expansion = read_u32();
-        const std::uint64_t expansion_offset = at;
         at = in_.offset();
         const std::uint8_t nonscaling = read_u8();
         if (nonscaling > 1) {
             fail_at(at, "nonscaling flag " + std::to_string(nonscaling) + " is neither 0 nor 1");
         }
         record.options.nonscaling = nonscaling == 1;
-        if (!record.options.nonscaling && record.options.expansion == 0) {
-            fail_at(expansion_offset, "expansion 0 for a scaling filter");
+        // The bounds every path shares (bloom/bounds.hpp), in the form for
+        // stored filters: what the server could have created loads.
+        if (const bloom::BoundsError e = bloom::check_stored_options(record.options);
+            e != bloom::BoundsError::none) {
+            fail_at(options_offset, "filter options: " + bloom::describe(e) + " (error rate " +
+                                        std::to_string(record.options.error_rate) + ", capacity " +
+                                        std::to_string(record.options.capacity) + ", expansion " +
+                                        std::to_string(record.options.expansion) + ")");
         }
 
         at = in_.offset();
         const std::uint32_t num_layers = read_u32();
-        if (num_layers == 0 || num_layers > bloom::ScalableFilter::kMaxLayers) {
+        if (num_layers == 0 || num_layers > bloom::kMaxLayers) {
             fail_at(at, "layer count " + std::to_string(num_layers) + " not in [1, " +
-                            std::to_string(bloom::ScalableFilter::kMaxLayers) + "]");
+                            std::to_string(bloom::kMaxLayers) + "]");
         }
         if (record.options.nonscaling && num_layers != 1) {
             fail_at(at, "nonscaling filter with " + std::to_string(num_layers) + " layers");
         }
 
         const bool materialize = hooks_.materialize && hooks_.materialize(record);
-        std::unique_ptr<bloom::ScalableFilter> filter;
-        if (materialize) {
-            filter = std::make_unique<bloom::ScalableFilter>(
-                bloom::ScalableFilter::Empty{}, record.options, hooks_.max_layer_bytes);
-        }
-
+        // The filter is built with its first layer and grows layer by layer
+        // as their headers are read (each layer's words follow its header).
+        bloom::FilterRef filter;
         record.layers.reserve(num_layers);
         for (std::uint32_t i = 0; i < num_layers; ++i) {
-            parse_layer(record, i, filter.get());
+            parse_layer(record, i, materialize, filter);
         }
 
         const std::uint64_t computed = in_.record_checksum();
@@ -319,52 +308,45 @@ private:
         if (hooks_.on_record) hooks_.on_record(std::move(record));
     }
 
-    void parse_layer(Record& record, std::uint32_t index, bloom::ScalableFilter* filter) {
+    void parse_layer(Record& record, std::uint32_t index, bool materialize,
+                     bloom::FilterRef& filter) {
         const std::string which = "layer " + std::to_string(index) + ": ";
         LayerInfo layer{};
-        std::uint64_t at = in_.offset();
-        layer.capacity = read_u64();
-        if (layer.capacity == 0) fail_at(at, which + "capacity 0");
-        at = in_.offset();
-        layer.error_rate = read_f64();
-        if (!error_rate_in_range(layer.error_rate)) {
-            fail_at(at,
-                    which + "error rate " + std::to_string(layer.error_rate) + " not in (0, 1)");
-        }
+        const std::uint64_t layer_offset = in_.offset();
+        layer.geometry.capacity = read_u64();
+        layer.geometry.error_rate = read_f64();
         const std::uint64_t bits_offset = in_.offset();
-        layer.bits = read_u64();
-        at = in_.offset();
-        layer.hashes = read_u32();
-        if (layer.hashes == 0 || layer.hashes > format::kMaxHashes) {
-            fail_at(at, which + "hash count " + std::to_string(layer.hashes) + " not in [1, " +
-                            std::to_string(format::kMaxHashes) + "]");
-        }
+        layer.geometry.bits = read_u64();
+        layer.geometry.hashes = read_u32();
         layer.items = read_u64();
-
-        const std::uint64_t layer_bytes = layer.bits / 8;
-        if (layer.bits == 0 || layer.bits % 64 != 0) {
-            fail_at(bits_offset, which + "bit count " + std::to_string(layer.bits) +
-                                     " is not a positive multiple of 64");
+        const bloom::LayerGeometry& g = layer.geometry;
+        if (const bloom::BoundsError e = bloom::check_layer(g, layer.items);
+            e != bloom::BoundsError::none) {
+            fail_at(layer_offset,
+                    which + bloom::describe(e) + " (capacity " + std::to_string(g.capacity) +
+                        ", error rate " + std::to_string(g.error_rate) + ", bits " +
+                        std::to_string(g.bits) + ", hashes " + std::to_string(g.hashes) +
+                        ", items " + std::to_string(layer.items) + ")");
         }
         // The check that bounds allocation by the file's own size.
+        const std::uint64_t layer_bytes = g.bits / 8;
         if (layer_bytes > in_.remaining()) {
             fail_at(bits_offset, which + "bit array of " + std::to_string(layer_bytes) +
                                      " bytes exceeds the " + std::to_string(in_.remaining()) +
                                      " bytes left in the file (truncated or corrupt)");
         }
-        if (hooks_.max_layer_bytes != 0 && layer_bytes > hooks_.max_layer_bytes) {
-            fail_at(bits_offset, which + "bit array of " + std::to_string(layer_bytes) +
-                                     " bytes exceeds max layer size " +
-                                     std::to_string(hooks_.max_layer_bytes));
-        }
 
         bloom::BloomLayer* target = nullptr;
-        if (filter) {
-            target =
-                &filter->append_layer(layer.capacity, layer.error_rate, layer.bits, layer.hashes);
+        if (materialize) {
+            if (index == 0) {
+                filter = bloom::ScalableFilter::create(record.options, std::span(&g, 1));
+                target = &filter->layer(0);
+            } else {
+                target = &filter->append_layer_for_load(g);
+            }
             target->set_items(layer.items);
         }
-        const std::uint64_t num_words = layer.bits / 64;
+        const std::uint64_t num_words = g.bits / 64;
         // Grown on demand (the size was checked against the file above), at
         // most one chunk.
         if (words_.size() < format::kWordChunk && words_.size() < num_words) {
@@ -450,8 +432,8 @@ std::string format_rate(double rate) {
 
 }  // namespace
 
-bool load_snapshot(const std::string& path, store::Keyspace& keyspace,
-                   std::uint64_t max_layer_bytes, LoadStats& stats, std::string& error) {
+bool load_snapshot(const std::string& path, store::Keyspace& keyspace, LoadStats& stats,
+                   std::string& error) {
     const auto started = std::chrono::steady_clock::now();
     stats = LoadStats{};
     // One clock reading for the whole file, so "expired" means the same thing
@@ -461,13 +443,15 @@ bool load_snapshot(const std::string& path, store::Keyspace& keyspace,
     std::uint64_t expired = 0;
 
     ParseHooks hooks;
-    hooks.max_layer_bytes = max_layer_bytes;
     hooks.materialize = [&](const Record& record) {
         const bool is_expired = record.expire_at_ms != 0 && record.expire_at_ms <= now;
         return !is_expired;
     };
     hooks.on_record = [&](Record&& record) {
         if (record.filter) {
+            // The layer list is only for check_snapshot's report; a million
+            // small keys should not hold a million vectors until the end.
+            std::vector<LayerInfo>().swap(record.layers);
             records.push_back(std::move(record));
         } else {
             ++expired;
@@ -512,9 +496,9 @@ bool check_snapshot(const std::string& path, std::string& report, std::string& e
         std::uint64_t items = 0;
         std::uint64_t bit_bytes = 0;
         for (const LayerInfo& layer : record.layers) {
-            capacity += layer.capacity;
+            capacity += layer.geometry.capacity;
             items += layer.items;
-            bit_bytes += layer.bits / 8;
+            bit_bytes += layer.geometry.bits / 8;
         }
         ++keys;
         total_capacity += capacity;
@@ -539,10 +523,10 @@ bool check_snapshot(const std::string& path, std::string& report, std::string& e
         report += line + "\n";
         for (std::size_t i = 0; i < record.layers.size(); ++i) {
             const LayerInfo& layer = record.layers[i];
-            report += "  layer " + std::to_string(i) + ": capacity " +
-                      std::to_string(layer.capacity) + ", error rate " +
-                      format_rate(layer.error_rate) + ", bits " + std::to_string(layer.bits) +
-                      ", hashes " + std::to_string(layer.hashes) + ", items " +
+            const bloom::LayerGeometry& g = layer.geometry;
+            report += "  layer " + std::to_string(i) + ": capacity " + std::to_string(g.capacity) +
+                      ", error rate " + format_rate(g.error_rate) + ", bits " +
+                      std::to_string(g.bits) + ", hashes " + std::to_string(g.hashes) + ", items " +
                       std::to_string(layer.items) + "\n";
         }
     };

@@ -108,15 +108,16 @@ private:
     std::uint64_t written_ = 0;
 };
 
-void write_filter_record(SnapshotFileWriter& out, const store::KeySnapshot& entry,
+void write_filter_record(SnapshotFileWriter& out, std::string_view key,
+                         const store::KeyspaceView::Entry& entry,
                          std::vector<std::uint64_t>& words) {
     const bloom::ScalableFilter& filter = *entry.filter;
-    const bloom::FilterOptions& options = filter.options();
+    const bloom::FilterOptions options = filter.options();
 
     out.begin_record();
     out.append_u8(format::kRecordFilter);
-    out.append_u32(static_cast<std::uint32_t>(entry.key.size()));
-    out.append(entry.key.data(), entry.key.size());
+    out.append_u32(static_cast<std::uint32_t>(key.size()));
+    out.append(key.data(), key.size());
     out.append_i64(entry.expire_at_ms);
     out.append_f64(options.error_rate);
     out.append_u64(options.capacity);
@@ -127,12 +128,6 @@ void write_filter_record(SnapshotFileWriter& out, const store::KeySnapshot& entr
     // this point holds only adds that began after the snapshot, and writing
     // exactly the layers counted keeps the record self-consistent.
     const std::size_t num_layers = filter.num_layers();
-    if (num_layers == 0) {
-        // Every filter the server creates has a layer; writing an empty chain
-        // would produce a file the loader refuses, so refuse to save instead.
-        throw WriteFailure{"cannot save key " + format::printable_key(entry.key) +
-                           ": filter has no layers"};
-    }
     out.append_u32(static_cast<std::uint32_t>(num_layers));
     for (std::size_t i = 0; i < num_layers; ++i) {
         const bloom::BloomLayer& layer = filter.layer(i);
@@ -247,15 +242,15 @@ bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, Sav
             format::put_u64(header + 12, static_cast<std::uint64_t>(store::now_ms()));
             out.append(header, sizeof header, /*in_record=*/false);
 
-            for (std::size_t shard = 0; shard < keyspace.num_shards(); ++shard) {
-                // A copy of the shard's entries: the shard lock is already
-                // released while the (possibly gigabytes of) words are written.
-                const std::vector<store::KeySnapshot> entries = keyspace.shard_entries(shard);
-                for (const store::KeySnapshot& entry : entries) {
-                    if (!entry.filter) continue;
-                    write_filter_record(out, entry, words);
-                    ++records;
-                }
+            // Every key at one instant (all shard locks held together for
+            // the copy of references only), so a key renamed, deleted or
+            // re-created during the save is in the file exactly once, as it
+            // was then. The (possibly gigabytes of) words are copied with no
+            // lock held: bits only go 0 -> 1.
+            const store::KeyspaceView view = keyspace.view();
+            for (std::size_t i = 0; i < view.size(); ++i) {
+                write_filter_record(out, view.key(i), view.entry(i), words);
+                ++records;
             }
 
             out.append_u8(format::kRecordEnd);

@@ -289,14 +289,15 @@ class BfCommandsTest(harness.SharedServerTestCase):
         self.assertEqual(self.info("d")["Capacity"], 100)
         self.assertEqual(self.info("d")["Expansion rate"], 2)
 
-    def test_insert_nonscaling_wins_over_expansion(self):
-        # RedisBloom keeps NONSCALING as a flag: the filter never grows, whatever
-        # order the options come in (BF.RESERVE, by contrast, refuses the pair).
+    def test_insert_refuses_nonscaling_with_expansion_as_reserve_does(self):
+        # BF.INSERT and BF.RESERVE agree: a filter cannot both grow by a
+        # factor and never grow, whatever order the options come in, and
+        # nothing is created.
         for order in (("NONSCALING", "EXPANSION", "2"), ("EXPANSION", "2", "NONSCALING")):
             key = "ne-%s" % order[0]
-            reply = self.raw().call("BF.INSERT", key, "CAPACITY", "2", *order, "ITEMS", "a")
-            self.assertEqual(reply, [1])
-            self.assertEqual(self.r.execute_command("BF.INFO", key, "EXPANSION"), [None])
+            self.assertError("ERR Nonscaling filters cannot expand",
+                             "BF.INSERT", key, "CAPACITY", "2", *order, "ITEMS", "a")
+            self.assertEqual(self.r.exists(key), 0)
 
     def test_insert_options_ignored_on_existing_filter(self):
         self.r.execute_command("BF.RESERVE", "i", "0.01", "500")

@@ -873,7 +873,11 @@ class Corruption(TempDirCase):
             ("version 0", self.mutated(lambda h, r: h.__setitem__("version", 0)), ("version 0",)),
             ("duplicate key", self.mutated(dup), ("duplicate",)),
             ("hashes 0", self.mutated(set_field(b"beta", "hashes", 0, 0)), ()),
-            ("hashes 65", self.mutated(set_field(b"beta", "hashes", 65, 0)), ()),
+            ("hashes 129", self.mutated(set_field(b"beta", "hashes", 129, 0)), ()),
+            ("expansion 32769 on a scaling filter",
+             self.mutated(set_field(b"alpha", "expansion", 32769)), ()),
+            ("layer capacity 2^48 + 1",
+             self.mutated(set_field(b"alpha", "capacity", 2**48 + 1, 1)), ()),
             ("bits not a multiple of 64", self.mutated(bits_not_multiple), ()),
             ("bits 0", self.mutated(zero_bits), ()),
             ("layer count 0", self.mutated(no_layers), ()),
@@ -933,20 +937,25 @@ class Corruption(TempDirCase):
         self.assert_refuses(d, path)
         self.assertTrue(os.path.isdir(path))
 
-    def test_server_refuses_a_layer_above_max_filter_bytes(self):
+    def test_server_restarted_with_a_lower_max_filter_bytes_still_loads_its_data(self):
+        # --max-filter-bytes bounds what clients may create; data the server
+        # saved must load whatever the limit is now (the file's own size
+        # bounds what a hostile file can make the loader allocate).
         d = self.make_dir()
-        path = os.path.join(d, DUMP)
         big = Server(data_dir=d)
         self.addCleanup(big.cleanup)
         big.start()
         r = big.client()
         r.execute_command("BF.RESERVE", "big", 0.01, 100000)  # ~117 KiB layer
+        r.execute_command("BF.ADD", "big", "kept")
         self.assertTrue(r.save())
         big.terminate()
-        self.assert_refuses(d, path, extra=("--max-filter-bytes", "16kb"))
-        # The same file loads with the default limit.
-        s = self.server(d)
-        self.assertEqual(s.client().exists("big"), 1)
+        s = self.server(d, "--max-filter-bytes", "16kb")
+        c = s.client()
+        self.assertEqual(c.execute_command("BF.EXISTS", "big", "kept"), 1)
+        # ... while new filters over the limit are refused.
+        with self.assertRaises(redis.ResponseError):
+            c.execute_command("BF.RESERVE", "big2", 0.01, 100000)
 
 
 if __name__ == "__main__":

@@ -20,10 +20,10 @@ using testing::make_options;
 using testing::present_item;
 
 // A scaling filter with three layers (100 + 200 + some of 400 items).
-std::unique_ptr<ScalableFilter> make_three_layer_filter() {
-    auto filter = std::make_unique<ScalableFilter>(make_options(100, 0.01, 2));
+FilterRef make_three_layer_filter() {
+    FilterRef filter = ScalableFilter::create(make_options(100, 0.01, 2));
     for (std::uint64_t i = 0; filter->num_layers() < 3 || filter->items() < 350; ++i) {
-        filter->add(present_item(i));
+        testing::add(*filter, present_item(i));
     }
     return filter;
 }
@@ -85,7 +85,8 @@ std::string seal_chunk(std::uint64_t offset, const std::string& payload) {
 }
 
 TEST(BloomDump, HeaderIsTheFirstReplyAndIterStartsAtOne) {
-    const ScalableFilter filter(make_options(100, 0.01));
+    const FilterRef filter_ref = ScalableFilter::create(make_options(100, 0.01));
+    const ScalableFilter& filter = *filter_ref;
     const DumpChunk first = dump_chunk(filter, 0);
     EXPECT_EQ(first.next_iter, 1);
     EXPECT_EQ(first.data, encode_header(filter));
@@ -142,7 +143,7 @@ TEST(BloomDump, RoundTripThroughManySmallChunksIsIdentical) {
         EXPECT_EQ(copy->contains(absent_item(i)), source->contains(absent_item(i)));
     }
     // The copy keeps growing like the original would.
-    EXPECT_EQ(copy->add("new item"), source->add("new item"));
+    EXPECT_EQ(testing::add(*copy, "new item"), testing::add(*source, "new item"));
 }
 
 TEST(BloomDump, DefaultChunkSizeDumpsOneChunkPerSmallLayer) {
@@ -155,7 +156,8 @@ TEST(BloomDump, DefaultChunkSizeDumpsOneChunkPerSmallLayer) {
 }
 
 TEST(BloomDump, NonscalingFlagRoundTrips) {
-    const ScalableFilter source(make_options(500, 0.001, 4, true));
+    const FilterRef source_ref = ScalableFilter::create(make_options(500, 0.001, 4, true));
+    const ScalableFilter& source = *source_ref;
     std::string error;
     auto copy = decode_header(encode_header(source), 0, error);
     ASSERT_NE(copy, nullptr) << error;
@@ -165,7 +167,8 @@ TEST(BloomDump, NonscalingFlagRoundTrips) {
 }
 
 TEST(BloomDump, IteratorsPastTheEndOrMisalignedFinishTheDump) {
-    const ScalableFilter filter(make_options(100, 0.01));
+    const FilterRef filter_ref = ScalableFilter::create(make_options(100, 0.01));
+    const ScalableFilter& filter = *filter_ref;
     const std::int64_t end = static_cast<std::int64_t>(filter.layer(0).byte_size()) + 1;
     EXPECT_EQ(dump_chunk(filter, end).next_iter, 0);
     EXPECT_EQ(dump_chunk(filter, end + 8).next_iter, 0);
@@ -200,7 +203,8 @@ TEST(BloomDump, HeaderRejectsEveryFlippedBit) {
 }
 
 TEST(BloomDump, HeaderRejectsWrongMagicAndVersion) {
-    const ScalableFilter source(make_options(100, 0.01));
+    const FilterRef source_ref = ScalableFilter::create(make_options(100, 0.01));
+    const ScalableFilter& source = *source_ref;
     const std::string header = encode_header(source);
     std::string error;
 
@@ -218,7 +222,8 @@ TEST(BloomDump, HeaderRejectsWrongMagicAndVersion) {
 }
 
 TEST(BloomDump, HeaderRejectsOutOfRangeFields) {
-    const ScalableFilter source(make_options(100, 0.01));
+    const FilterRef source_ref = ScalableFilter::create(make_options(100, 0.01));
+    const ScalableFilter& source = *source_ref;
     const std::string header = encode_header(source);
     ASSERT_EQ(header.size(), 84u);
     const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -245,7 +250,12 @@ TEST(BloomDump, HeaderRejectsOutOfRangeFields) {
         {"bits 0", 56, 8, 0},
         {"bits not a multiple of 64", 56, 8, 1000},
         {"hashes 0", 64, 4, 0},
-        {"hashes 65", 64, 4, 65},
+        {"hashes 129", 64, 4, 129},
+        {"expansion 32769", 28, 4, 32769},
+        {"options capacity 2^48 + 1", 20, 8, (std::uint64_t{1} << 48) + 1},
+        {"layer capacity 2^48 + 1", 40, 8, (std::uint64_t{1} << 48) + 1},
+        {"bits 2^49 + 64", 56, 8, (std::uint64_t{1} << 49) + 64},
+        {"items 2^62 + 1", 68, 8, (std::uint64_t{1} << 62) + 1},
     };
     for (const Case& c : cases) {
         std::string bad = header;
@@ -266,14 +276,30 @@ TEST(BloomDump, HeaderRejectsOutOfRangeFields) {
     EXPECT_EQ(decode_header(reseal(two), 0, error), nullptr);
 }
 
-TEST(BloomDump, HeaderRejectsLayersOverTheSizeLimit) {
+TEST(BloomDump, HeaderRejectsFiltersOverTheWholeFilterLimit) {
+    // The limit bounds every layer together: a header of many layers, each
+    // under the limit, is still refused (before anything is allocated).
     const auto source = make_three_layer_filter();
     const std::string header = encode_header(*source);
     std::string error;
-    const std::uint64_t biggest = source->layer(2).byte_size();
-    EXPECT_NE(decode_header(header, biggest, error), nullptr);
-    EXPECT_EQ(decode_header(header, biggest - 1, error), nullptr);
-    EXPECT_EQ(error, "dump layer exceeds max layer size");
+    const std::uint64_t all = source->bits_size();
+    EXPECT_NE(decode_header(header, all, error), nullptr);
+    EXPECT_EQ(decode_header(header, all - 1, error), nullptr);
+    EXPECT_EQ(error, "dump exceeds max filter size");
+    EXPECT_GT(all - 1, source->layer(2).byte_size());  // each layer alone would fit
+}
+
+TEST(BloomDump, HeaderWithTheSmallestErrorRateAndAllLayersRoundTrips) {
+    // The extreme filter the server can create (bounds.hpp) dumps and loads.
+    const FilterRef source = ScalableFilter::create(make_options(1, kMinErrorRate, 1));
+    for (std::uint64_t i = 0; source->num_layers() < kMaxLayers; ++i) {
+        testing::add(*source, present_item(i));
+    }
+    std::string error;
+    const FilterRef copy = decode_header(encode_header(*source), 0, error);
+    ASSERT_NE(copy, nullptr) << error;
+    EXPECT_EQ(copy->num_layers(), kMaxLayers);
+    EXPECT_EQ(copy->layer(kMaxLayers - 1).hashes(), source->layer(kMaxLayers - 1).hashes());
 }
 
 class BloomDumpChunks : public ::testing::Test {
@@ -306,8 +332,8 @@ protected:
         EXPECT_EQ(set_bits(*target_), before_set_bits_) << what;
     }
 
-    std::unique_ptr<ScalableFilter> source_;
-    std::unique_ptr<ScalableFilter> target_;
+    FilterRef source_;
+    FilterRef target_;
     std::vector<Chunk> chunks_;
     std::vector<std::uint64_t> before_;
     std::uint64_t before_set_bits_ = 0;

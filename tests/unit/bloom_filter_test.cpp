@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bloom_test_support.hpp"
@@ -71,7 +72,8 @@ TEST(ItemHash, ProbePositionsAreDistinctForOneItemMostly) {
 }
 
 TEST(BloomLayer, IsSizedFromParams) {
-    const BloomLayer layer(100000, 0.01);
+    const LayerPtr owned = testing::sized_layer(100000, 0.01);
+    BloomLayer& layer = *owned;
     EXPECT_EQ(layer.bits(), optimal_bits(100000, 0.01));
     EXPECT_EQ(layer.hashes(), 7u);
     EXPECT_EQ(layer.capacity(), 100000u);
@@ -84,7 +86,8 @@ TEST(BloomLayer, IsSizedFromParams) {
 }
 
 TEST(BloomLayer, AddReportsNewOnlyWhenABitWasSet) {
-    BloomLayer layer(1000, 0.01);
+    const LayerPtr owned = testing::sized_layer(1000, 0.01);
+    BloomLayer& layer = *owned;
     const ItemHash h = hash_item("x");
     EXPECT_FALSE(layer.contains(h));
     EXPECT_TRUE(layer.add(h));
@@ -95,7 +98,8 @@ TEST(BloomLayer, AddReportsNewOnlyWhenABitWasSet) {
 }
 
 TEST(BloomLayer, SetBitsEqualsPopcountOfWords) {
-    BloomLayer layer(5000, 0.01);
+    const LayerPtr owned = testing::sized_layer(5000, 0.01);
+    BloomLayer& layer = *owned;
     for (std::uint64_t i = 0; i < 5000; ++i) layer.add(hash_item(present_item(i)));
     EXPECT_EQ(layer.set_bits(), popcount_words(layer));
     // At capacity with optimal k about half the bits are set.
@@ -104,7 +108,8 @@ TEST(BloomLayer, SetBitsEqualsPopcountOfWords) {
 }
 
 TEST(BloomLayer, ItemCounterIsKeptByOwner) {
-    BloomLayer layer(10, 0.01);
+    const LayerPtr owned = testing::sized_layer(10, 0.01);
+    BloomLayer& layer = *owned;
     layer.add_items(3);
     EXPECT_EQ(layer.items(), 3u);
     layer.set_items(9);
@@ -114,7 +119,8 @@ TEST(BloomLayer, ItemCounterIsKeptByOwner) {
 void expect_false_positive_rate_within_target(double p) {
     constexpr std::uint64_t kItems = 100000;
     constexpr std::uint64_t kProbes = 1000000;
-    BloomLayer layer(kItems, p);
+    const LayerPtr owned = testing::sized_layer(kItems, p);
+    BloomLayer& layer = *owned;
     for (std::uint64_t i = 0; i < kItems; ++i) layer.add(hash_item(present_item(i)));
     for (std::uint64_t i = 0; i < kItems; ++i) {
         ASSERT_TRUE(layer.contains(hash_item(present_item(i)))) << "false negative " << i;
@@ -145,7 +151,8 @@ TEST(BloomLayer, FalsePositiveRateAtCapacityIsWithinOnePerMilleTarget) {
 }
 
 TEST(BloomLayer, StoreWordsOverwritesAndKeepsSetBitsExact) {
-    BloomLayer layer(1000, 0.01);
+    const LayerPtr owned = testing::sized_layer(1000, 0.01);
+    BloomLayer& layer = *owned;
     for (std::uint64_t i = 0; i < 500; ++i) layer.add(hash_item(present_item(i)));
     const std::vector<std::uint64_t> words = {0xffffffffffffffffull, 0, 0x8000000000000001ull,
                                               0x00ff00ff00ff00ffull};
@@ -161,7 +168,8 @@ TEST(BloomLayer, StoreWordsOverwritesAndKeepsSetBitsExact) {
 }
 
 TEST(BloomLayer, ExplicitGeometryIsHonoured) {
-    BloomLayer layer(77, 0.02, 640, 3);
+    const LayerPtr owned = testing::explicit_layer(77, 0.02, 640, 3);
+    BloomLayer& layer = *owned;
     EXPECT_EQ(layer.bits(), 640u);
     EXPECT_EQ(layer.hashes(), 3u);
     EXPECT_EQ(layer.capacity(), 77u);
@@ -173,14 +181,53 @@ TEST(BloomLayer, ExplicitGeometryIsHonoured) {
 }
 
 TEST(BloomLayer, LargeLayerIsCreatedWithoutTouchingItsPages) {
-    // 10^8 items at 1 % = 120 MB of zero pages from calloc: creating it must
-    // be cheap and reads of untouched words are zero.
-    BloomLayer layer(100000000, 0.01);
+    // 10^8 items at 1 % = 120 MB of zero pages from its own mapping:
+    // creating it must be cheap and reads of untouched words are zero.
+    const LayerPtr owned = testing::sized_layer(100000000, 0.01);
+    BloomLayer& layer = *owned;
     EXPECT_EQ(layer.byte_size(), optimal_bits(100000000, 0.01) / 8);
     EXPECT_EQ(layer.load_word(layer.num_words() - 1), 0u);
     const ItemHash h = hash_item("big");
     EXPECT_TRUE(layer.add(h));
     EXPECT_TRUE(layer.contains(h));
+    EXPECT_TRUE(layer.mapped());
+    EXPECT_GE(layer.mapped_bytes(), layer.byte_size());
+}
+
+TEST(BloomLayer, SmallLayersAreInlineAndLargeOnesMapped) {
+    const LayerPtr small = testing::sized_layer(1000, 0.01);
+    EXPECT_FALSE(small->mapped());
+    EXPECT_EQ(small->mapped_bytes(), 0u);
+    EXPECT_EQ(layer_allocation_bytes(small->geometry()), sizeof(BloomLayer) + small->byte_size());
+    // Just under and at the threshold.
+    const LayerPtr below = testing::explicit_layer(1000, 0.01, kMappedLayerBytes * 8 - 64, 7);
+    EXPECT_FALSE(below->mapped());
+    const LayerPtr at = testing::explicit_layer(1000, 0.01, kMappedLayerBytes * 8, 7);
+    EXPECT_TRUE(at->mapped());
+    EXPECT_EQ(layer_allocation_bytes(at->geometry()), sizeof(BloomLayer) + at->mapped_bytes());
+}
+
+TEST(BloomLayer, MappedLayerCountsSetBitsExactlyUnderConcurrentAdds) {
+    // Per-thread counters (one cache line per slot) must still sum to the
+    // exact popcount when several threads flip bits at once, and loads that
+    // overwrite words keep the sum exact.
+    const LayerPtr owned = testing::sized_layer(2000000, 0.01);
+    BloomLayer& layer = *owned;
+    ASSERT_TRUE(layer.mapped());
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t] {
+            for (std::uint64_t i = 0; i < 20000; ++i) {
+                // Overlapping ranges: some items are added by two threads.
+                layer.add(hash_item(present_item(static_cast<std::uint64_t>(t) * 10000 + i)));
+            }
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    EXPECT_EQ(layer.set_bits(), popcount_words(layer));
+    const std::vector<std::uint64_t> words = {~std::uint64_t{0}, 0, 5};
+    layer.store_words(10, words.size(), words.data());
+    EXPECT_EQ(layer.set_bits(), popcount_words(layer));
 }
 
 }  // namespace

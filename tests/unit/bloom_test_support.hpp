@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bloomery/bloom/params.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 
 namespace bloomery::bloom::testing {
@@ -26,6 +27,21 @@ inline FilterOptions make_options(std::uint64_t capacity, double error_rate,
     options.expansion = expansion;
     options.nonscaling = nonscaling;
     return options;
+}
+
+// A standalone layer sized from the math in params.hpp, or with explicit geometry.
+inline LayerPtr sized_layer(std::uint64_t capacity, double error_rate) {
+    return make_layer(LayerGeometry{capacity, error_rate, optimal_bits(capacity, error_rate),
+                                    optimal_hashes(error_rate)});
+}
+inline LayerPtr explicit_layer(std::uint64_t capacity, double error_rate, std::uint64_t bits,
+                               std::uint32_t hashes) {
+    return make_layer(LayerGeometry{capacity, error_rate, bits, hashes});
+}
+
+// Adds with no growth limits (the tests that need limits pass their own).
+inline AddResult add(ScalableFilter& filter, std::string_view item) {
+    return filter.add(item, GrowthLimits{});
 }
 
 // A copy of a layer's words, and the number of bits set in them.

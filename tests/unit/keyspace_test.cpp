@@ -11,11 +11,13 @@
 namespace bloomery::store {
 namespace {
 
-FilterPtr make_filter(std::uint64_t capacity = 1000) {
+FilterRef make_filter(std::uint64_t capacity = 1000) {
     bloom::FilterOptions options;
     options.capacity = capacity;
-    return std::make_shared<bloom::ScalableFilter>(options);
+    return bloom::ScalableFilter::create(options);
 }
+
+constexpr bloom::GrowthLimits kNoLimits{};
 
 TEST(Keyspace, InsertNewRefusesAnExistingKeyAndPutReplaces) {
     Keyspace keyspace(4);
@@ -64,14 +66,14 @@ TEST(Keyspace, SetExpiryInThePastDeletesAndZeroPersists) {
 
 TEST(Keyspace, RenameMovesTheFilterAndItsExpiryAcrossShards) {
     Keyspace keyspace(16);
-    FilterPtr filter = make_filter();
-    filter->add("x");
+    FilterRef filter = make_filter();
+    filter->add("x", kNoLimits);
     const std::int64_t deadline = now_ms() + 60000;
     keyspace.put("from", filter, deadline);
     keyspace.put("to", make_filter());
     EXPECT_TRUE(keyspace.rename("from", "to"));
     EXPECT_FALSE(keyspace.contains("from"));
-    EXPECT_EQ(keyspace.get("to")->filter, filter);
+    EXPECT_EQ(keyspace.get("to")->filter.get(), filter.get());
     EXPECT_EQ(*keyspace.expiry("to"), deadline);
     EXPECT_FALSE(keyspace.rename("from", "to"));
     EXPECT_TRUE(keyspace.rename("to", "to"));
@@ -99,7 +101,7 @@ TEST(Keyspace, ConcurrentCreateAddDeleteKeepsNoFalseNegatives) {
                 const std::string item = std::to_string(t) + ":" + std::to_string(i);
                 keyspace.with_filter_or_create(
                     key, [] { return make_filter(500); },
-                    [&](bloom::ScalableFilter& filter) { filter.add(item); });
+                    [&](bloom::ScalableFilter& filter) { filter.add(item, kNoLimits); });
             }
         });
     }

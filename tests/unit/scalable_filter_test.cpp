@@ -13,6 +13,7 @@
 #include "bloom_test_support.hpp"
 #include "bloomery/bloom/params.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/core/memory.hpp"
 
 namespace bloomery::bloom {
 namespace {
@@ -21,11 +22,13 @@ using testing::absent_item;
 using testing::make_options;
 using testing::present_item;
 
+constexpr GrowthLimits kNoLimits{};
+
 // Adds distinct items until the filter has counted `target` items; returns the
 // next unused item index.
 std::uint64_t fill_to(ScalableFilter& filter, std::uint64_t target, std::uint64_t next = 0) {
     while (filter.items() < target) {
-        const AddResult r = filter.add(present_item(next++));
+        const AddResult r = filter.add(present_item(next++), kNoLimits);
         EXPECT_TRUE(r == AddResult::added || r == AddResult::exists);
     }
     return next;
@@ -34,7 +37,8 @@ std::uint64_t fill_to(ScalableFilter& filter, std::uint64_t target, std::uint64_
 using testing::popcount_words;
 
 TEST(ScalableFilter, FirstLayerUsesHalfTheErrorRateWhenScaling) {
-    const ScalableFilter filter(make_options(1000, 0.01));
+    const FilterRef owned = ScalableFilter::create(make_options(1000, 0.01));
+    ScalableFilter& filter = *owned;
     ASSERT_EQ(filter.num_layers(), 1u);
     EXPECT_EQ(filter.layer(0).capacity(), 1000u);
     EXPECT_DOUBLE_EQ(filter.layer(0).error_rate(), 0.005);
@@ -44,31 +48,34 @@ TEST(ScalableFilter, FirstLayerUsesHalfTheErrorRateWhenScaling) {
 }
 
 TEST(ScalableFilter, NonscalingLayerKeepsTheFullErrorRate) {
-    const ScalableFilter filter(make_options(1000, 0.01, 2, true));
+    const FilterRef owned = ScalableFilter::create(make_options(1000, 0.01, 2, true));
+    ScalableFilter& filter = *owned;
     EXPECT_DOUBLE_EQ(filter.layer(0).error_rate(), 0.01);
     EXPECT_EQ(filter.layer(0).hashes(), 7u);
 }
 
 TEST(ScalableFilter, AddThenContainsAndDuplicateReportsExists) {
-    ScalableFilter filter(make_options(100, 0.01));
+    const FilterRef owned = ScalableFilter::create(make_options(100, 0.01));
+    ScalableFilter& filter = *owned;
     EXPECT_FALSE(filter.contains("a"));
-    EXPECT_EQ(filter.add("a"), AddResult::added);
+    EXPECT_EQ(filter.add("a", kNoLimits), AddResult::added);
     EXPECT_TRUE(filter.contains("a"));
-    EXPECT_EQ(filter.add("a"), AddResult::exists);
+    EXPECT_EQ(filter.add("a", kNoLimits), AddResult::exists);
     EXPECT_EQ(filter.items(), 1u);
     EXPECT_TRUE(filter.contains(hash_item("a")));
 }
 
 TEST(ScalableFilter, GrowsWhenFullAndKeepsNoFalseNegatives) {
     const std::uint64_t c = 1000;
-    ScalableFilter filter(make_options(c, 0.01, 2));
+    const FilterRef owned = ScalableFilter::create(make_options(c, 0.01, 2));
+    ScalableFilter& filter = *owned;
     std::uint64_t next = fill_to(filter, c);
     // Exactly at capacity: still one layer. The next new item makes a second.
     EXPECT_EQ(filter.num_layers(), 1u);
     EXPECT_EQ(filter.items(), c);
     AddResult r;
     do {
-        r = filter.add(present_item(next++));
+        r = filter.add(present_item(next++), kNoLimits);
     } while (r == AddResult::exists);
     EXPECT_EQ(r, AddResult::added);
     ASSERT_EQ(filter.num_layers(), 2u);
@@ -92,7 +99,8 @@ TEST(ScalableFilter, GrowsWhenFullAndKeepsNoFalseNegatives) {
 }
 
 TEST(ScalableFilter, ExpansionMultipliesEachLayerCapacity) {
-    ScalableFilter filter(make_options(100, 0.01, 3));
+    const FilterRef owned = ScalableFilter::create(make_options(100, 0.01, 3));
+    ScalableFilter& filter = *owned;
     fill_to(filter, 100 + 300 + 1);
     ASSERT_EQ(filter.num_layers(), 3u);
     EXPECT_EQ(filter.layer(1).capacity(), 300u);
@@ -100,87 +108,54 @@ TEST(ScalableFilter, ExpansionMultipliesEachLayerCapacity) {
 }
 
 TEST(ScalableFilter, NonscalingFilterReportsFullAtCapacity) {
-    ScalableFilter filter(make_options(100, 0.01, 2, true));
+    const FilterRef owned = ScalableFilter::create(make_options(100, 0.01, 2, true));
+    ScalableFilter& filter = *owned;
     std::uint64_t next = fill_to(filter, 100);
     AddResult r;
     do {
-        r = filter.add(present_item(next++));
+        r = filter.add(present_item(next++), kNoLimits);
     } while (r == AddResult::exists);
     EXPECT_EQ(r, AddResult::full);
     EXPECT_EQ(filter.num_layers(), 1u);
     EXPECT_EQ(filter.items(), 100u);
     // Present items still answer exists, not full.
-    EXPECT_EQ(filter.add(present_item(0)), AddResult::exists);
+    EXPECT_EQ(filter.add(present_item(0), kNoLimits), AddResult::exists);
 }
 
 TEST(ScalableFilter, StopsAtMaxLayers) {
     // Expansion 1, capacity 1: every new item needs a new layer.
-    ScalableFilter filter(make_options(1, 0.01, 1));
+    const FilterRef owned = ScalableFilter::create(make_options(1, 0.01, 1));
+    ScalableFilter& filter = *owned;
     std::vector<std::uint64_t> added;
     std::uint64_t next = 0;
     AddResult r = AddResult::added;
     while (r == AddResult::added || r == AddResult::exists) {
-        r = filter.add(present_item(next));
+        r = filter.add(present_item(next), kNoLimits);
         if (r == AddResult::added) added.push_back(next);
         ++next;
     }
     EXPECT_EQ(r, AddResult::too_many_layers);
-    EXPECT_EQ(filter.num_layers(), ScalableFilter::kMaxLayers);
-    EXPECT_EQ(filter.items(), ScalableFilter::kMaxLayers);
-    EXPECT_EQ(added.size(), ScalableFilter::kMaxLayers);
+    EXPECT_EQ(filter.num_layers(), kMaxLayers);
+    EXPECT_EQ(filter.items(), kMaxLayers);
+    EXPECT_EQ(added.size(), kMaxLayers);
     for (std::uint64_t i : added) EXPECT_TRUE(filter.contains(present_item(i))) << i;
     // The last layer's error rate is p / 2^64, still a valid rate.
-    EXPECT_GT(filter.layer(ScalableFilter::kMaxLayers - 1).error_rate(), 0.0);
-}
-
-TEST(ScalableFilter, RefusesLayersLargerThanTheLimit) {
-    const FilterOptions options = make_options(1000, 0.01, 2);
-    const std::uint64_t first_bytes = optimal_bits(1000, 0.005) / 8;  // 1,384 bytes
-    EXPECT_TRUE(ScalableFilter::would_fit(options, first_bytes));
-    EXPECT_FALSE(ScalableFilter::would_fit(options, first_bytes - 1));
-    EXPECT_TRUE(ScalableFilter::would_fit(options, 0));
-
-    ScalableFilter filter(options, first_bytes * 2);  // second layer needs ~3.1 kB
-    std::uint64_t next = fill_to(filter, 1000);
-    AddResult r;
-    do {
-        r = filter.add(present_item(next++));
-    } while (r == AddResult::exists);
-    EXPECT_EQ(r, AddResult::too_large);
-    EXPECT_EQ(filter.num_layers(), 1u);
-}
-
-TEST(ScalableFilter, CapacityOverflowIsTooLargeNotAWrap) {
-    const std::uint64_t huge = std::numeric_limits<std::uint64_t>::max() / 2 + 10;
-    ScalableFilter filter(ScalableFilter::Empty{}, make_options(huge, 0.01, 2));
-    filter.append_layer(huge, 0.005, 64, 1).set_items(huge);
-    EXPECT_EQ(filter.add("x"), AddResult::too_large);
-    EXPECT_EQ(filter.num_layers(), 1u);
-    EXPECT_EQ(filter.capacity(), huge);
-}
-
-TEST(ScalableFilter, EmptyChainCreatesItsFirstLayerOnAdd) {
-    ScalableFilter filter(ScalableFilter::Empty{}, make_options(50, 0.01));
-    EXPECT_EQ(filter.num_layers(), 0u);
-    EXPECT_FALSE(filter.contains("a"));
-    EXPECT_EQ(filter.capacity(), 0u);
-    EXPECT_EQ(filter.add("a"), AddResult::added);
-    ASSERT_EQ(filter.num_layers(), 1u);
-    EXPECT_EQ(filter.layer(0).capacity(), 50u);
-    EXPECT_DOUBLE_EQ(filter.layer(0).error_rate(), 0.005);
+    EXPECT_GT(filter.layer(kMaxLayers - 1).error_rate(), 0.0);
 }
 
 TEST(ScalableFilter, SizesAddUpOverLayers) {
-    ScalableFilter filter(make_options(1000, 0.01));
+    const FilterRef owned = ScalableFilter::create(make_options(1000, 0.01));
+    ScalableFilter& filter = *owned;
     fill_to(filter, 1001);
     const std::uint64_t bits = filter.layer(0).byte_size() + filter.layer(1).byte_size();
     EXPECT_EQ(filter.bits_size(), bits);
-    EXPECT_GT(filter.byte_size(), bits);
+    EXPECT_GT(filter.allocated_bytes(), bits);
 }
 
 TEST(ScalableFilter, CompoundFalsePositiveRateStaysWithinTargetAfterGrowing) {
     const double p = 0.01;
-    ScalableFilter filter(make_options(10000, p, 2));
+    const FilterRef owned = ScalableFilter::create(make_options(10000, p, 2));
+    ScalableFilter& filter = *owned;
     // 10k + 20k + 40k + 80k: four full layers.
     const std::uint64_t next = fill_to(filter, 150000);
     ASSERT_EQ(filter.num_layers(), 4u);
@@ -201,7 +176,8 @@ TEST(ScalableFilter, CompoundFalsePositiveRateStaysWithinTargetAfterGrowing) {
 }
 
 TEST(ScalableFilter, EstimateCardinalityTracksSmallCounts) {
-    ScalableFilter filter(make_options(10000, 0.01));
+    const FilterRef owned = ScalableFilter::create(make_options(10000, 0.01));
+    ScalableFilter& filter = *owned;
     EXPECT_EQ(filter.estimate_cardinality(), 0u);
     fill_to(filter, 2000);
     EXPECT_NEAR(static_cast<double>(filter.estimate_cardinality()), 2000.0, 2000 * 0.05);
@@ -211,7 +187,8 @@ TEST(ScalableFilter, ConcurrentAddsAndReadsKeepCountsExact) {
     constexpr int kWriters = 4;
     constexpr std::uint64_t kPerWriter = 10000;
     // Capacity 2,000: 40,000 items force layers of 2k, 4k, 8k, 16k, 32k.
-    ScalableFilter filter(make_options(2000, 0.01, 2));
+    const FilterRef owned = ScalableFilter::create(make_options(2000, 0.01, 2));
+    ScalableFilter& filter = *owned;
     std::atomic<std::uint64_t> added{0};
     std::atomic<bool> done{false};
     std::atomic<std::uint64_t> missing{0};
@@ -222,7 +199,7 @@ TEST(ScalableFilter, ConcurrentAddsAndReadsKeepCountsExact) {
             std::uint64_t mine = 0;
             for (std::uint64_t i = 0; i < kPerWriter; ++i) {
                 const std::string item = present_item(i * kWriters + w);
-                const AddResult r = filter.add(item);
+                const AddResult r = filter.add(item, kNoLimits);
                 if (r == AddResult::added) ++mine;
                 // Read your own write, whatever the answer was.
                 if (!filter.contains(item)) missing.fetch_add(1);
@@ -256,6 +233,122 @@ TEST(ScalableFilter, ConcurrentAddsAndReadsKeepCountsExact) {
     for (std::size_t l = 1; l < filter.num_layers(); ++l) {
         EXPECT_EQ(filter.layer(l).capacity(), filter.layer(l - 1).capacity() * 2);
     }
+}
+
+TEST(ScalableFilter, DefaultFilterIsOneAllocationOf224Bytes) {
+    // Capacity 100 at 1 %: a first layer of 1,152 bits (144 bytes) inline
+    // behind an 80-byte header, one allocation in jemalloc's 224-byte class.
+    const FilterRef owned = ScalableFilter::create(FilterOptions{});
+    EXPECT_EQ(owned->layer(0).byte_size(), 144u);
+    EXPECT_FALSE(owned->layer(0).mapped());
+    EXPECT_EQ(owned->allocated_bytes(), 224u);
+    const LayerGeometry first = first_layer(FilterOptions{});
+    EXPECT_EQ(ScalableFilter::allocation_bytes(std::span(&first, 1)), 224u);
+}
+
+TEST(ScalableFilter, AllocationBytesPredictWhatCreateAllocates) {
+    const FilterOptions options = make_options(1000, 0.01, 2);
+    std::vector<LayerGeometry> layers = {first_layer(options)};
+    for (int i = 0; i < 3; ++i) {
+        LayerGeometry next;
+        ASSERT_TRUE(next_layer(options, layers.back(), next));
+        layers.push_back(next);
+    }
+    // Include a mapped layer (at least kMappedLayerBytes).
+    layers.push_back(LayerGeometry{10000000, 0.0001, kMappedLayerBytes * 8 * 2, 14});
+    const FilterRef filter = ScalableFilter::create(options, layers);
+    EXPECT_EQ(filter->num_layers(), layers.size());
+    EXPECT_EQ(filter->allocated_bytes(), ScalableFilter::allocation_bytes(layers));
+}
+
+TEST(ScalableFilter, MemoryAccountingFollowsCreateGrowAndFree) {
+    const std::uint64_t before = core::memory_used(core::MemoryUse::filters);
+    {
+        FilterRef owned = ScalableFilter::create(make_options(100, 0.01, 2));
+        EXPECT_EQ(core::memory_used(core::MemoryUse::filters) - before, owned->allocated_bytes());
+        fill_to(*owned, 301);  // three layers
+        ASSERT_EQ(owned->num_layers(), 3u);
+        EXPECT_EQ(core::memory_used(core::MemoryUse::filters) - before, owned->allocated_bytes());
+        FilterRef copy = owned;  // a second reference frees nothing
+        owned.reset();
+        EXPECT_EQ(core::memory_used(core::MemoryUse::filters) - before, copy->allocated_bytes());
+    }
+    EXPECT_EQ(core::memory_used(core::MemoryUse::filters), before);
+}
+
+TEST(ScalableFilter, GrowthIsRefusedPastTheWholeFilterByteLimit) {
+    // --max-filter-bytes bounds every layer together, not each one.
+    const FilterOptions options = make_options(1000, 0.01, 2);
+    const FilterRef owned = ScalableFilter::create(options);
+    ScalableFilter& filter = *owned;
+    LayerGeometry second;
+    ASSERT_TRUE(next_layer(options, filter.layer(0).geometry(), second));
+    const std::uint64_t both = filter.bits_size() + second.bits / 8;
+    std::uint64_t next = fill_to(filter, 1000);
+    // One byte short of both layers: refused, nothing allocated.
+    const GrowthLimits tight{both - 1, 0};
+    AddResult r;
+    do {
+        r = filter.add(present_item(next++), tight);
+    } while (r == AddResult::exists);
+    EXPECT_EQ(r, AddResult::too_large);
+    EXPECT_EQ(filter.num_layers(), 1u);
+    // Exactly both layers: allowed.
+    do {
+        r = filter.add(present_item(next++), GrowthLimits{both, 0});
+    } while (r == AddResult::exists);
+    EXPECT_EQ(r, AddResult::added);
+    EXPECT_EQ(filter.num_layers(), 2u);
+}
+
+TEST(ScalableFilter, GrowthIsRefusedWhenMaxmemoryWouldBeExceeded) {
+    const FilterRef owned = ScalableFilter::create(make_options(1000, 0.01, 2));
+    ScalableFilter& filter = *owned;
+    std::uint64_t next = fill_to(filter, 1000);
+    // A limit just at what is held now: the next layer would exceed it.
+    const GrowthLimits limits{0, core::memory_used_total()};
+    AddResult r;
+    do {
+        r = filter.add(present_item(next++), limits);
+    } while (r == AddResult::exists);
+    EXPECT_EQ(r, AddResult::out_of_memory);
+    EXPECT_EQ(filter.num_layers(), 1u);
+}
+
+TEST(ScalableFilter, GrowthStopsBeforeALayerLeavesTheBounds) {
+    // The smallest error rate with expansion 1: 64 layers, the last one at
+    // p / 2^64 with ceil(-log2 p) + 64 hashes, all inside check_layer().
+    const FilterRef owned = ScalableFilter::create(make_options(1, kMinErrorRate, 1));
+    ScalableFilter& filter = *owned;
+    AddResult r = AddResult::added;
+    for (std::uint64_t next = 0; r == AddResult::added || r == AddResult::exists; ++next) {
+        r = filter.add(present_item(next), kNoLimits);
+    }
+    EXPECT_EQ(r, AddResult::too_many_layers);
+    EXPECT_EQ(filter.num_layers(), kMaxLayers);
+    for (std::size_t i = 0; i < filter.num_layers(); ++i) {
+        EXPECT_EQ(check_layer(filter.layer(i).geometry(), filter.layer(i).items()),
+                  BoundsError::none)
+            << "layer " << i;
+    }
+    EXPECT_LE(filter.layer(kMaxLayers - 1).hashes(), kMaxHashes);
+}
+
+TEST(ScalableFilter, CapacityAtTheBoundStopsGrowingInsteadOfWrapping) {
+    // A loaded layer already at the largest capacity: the next would be
+    // larger than any layer may be, so the add is refused, not wrapped.
+    const FilterOptions options = make_options(kMaxLayerCapacity, 0.5, 2);
+    const LayerGeometry full{kMaxLayerCapacity, 0.25, 64, 2};
+    const FilterRef owned = ScalableFilter::create(options, std::span(&full, 1));
+    owned->layer(0).set_items(kMaxLayerCapacity);
+    std::uint64_t next = 0;
+    AddResult r;
+    do {
+        r = owned->add(present_item(next++), kNoLimits);
+    } while (r == AddResult::exists);
+    EXPECT_EQ(r, AddResult::too_many_layers);
+    EXPECT_EQ(owned->num_layers(), 1u);
+    EXPECT_EQ(owned->capacity(), kMaxLayerCapacity);
 }
 
 }  // namespace

@@ -19,9 +19,9 @@
 // message, never a crash or a half-written filter.
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bloomery/bloom/scalable_filter.hpp"
 
@@ -31,11 +31,25 @@ inline constexpr std::size_t kMaxDumpChunkBytes = 16 * 1024 * 1024;
 
 std::string encode_header(const ScalableFilter& filter);
 
-// Decodes a header into a new, all-zero filter with the same geometry.
-// Returns nullptr and sets `error` (Redis wording, no "ERR " prefix) on bad input
-// or if any layer exceeds `max_layer_bytes` (0 = unbounded).
-std::unique_ptr<ScalableFilter> decode_header(std::string_view bytes, std::uint64_t max_layer_bytes,
-                                              std::string& error);
+// A header's content, validated against bounds.hpp.
+struct DumpHeader {
+    FilterOptions options;
+    std::vector<LayerGeometry> layers;
+    std::vector<std::uint64_t> items;  // per layer
+};
+
+// Parses and validates a header (checksum first, then every field against
+// the bounds every other path uses). False with `error` (no "ERR " prefix)
+// on bad input. Allocates nothing beyond the header's own description.
+bool parse_header(std::string_view bytes, DumpHeader& out, std::string& error);
+// A new, all-zero filter with the header's geometry and item counts. Throws
+// std::bad_alloc. The caller checks the size limits first
+// (ScalableFilter::allocation_bytes, filter_bytes).
+FilterRef build_filter(const DumpHeader& header);
+// parse_header + a whole-filter bound (bit arrays of all layers at most
+// `max_filter_bytes`, 0 = unbounded) + build_filter. Returns an empty
+// reference and sets `error` on refusal.
+FilterRef decode_header(std::string_view bytes, std::uint64_t max_filter_bytes, std::string& error);
 
 struct DumpChunk {
     std::int64_t next_iter;  // 0 when the dump is complete

@@ -1,29 +1,48 @@
 #pragma once
 // One fixed-size Bloom filter ("layer" / sub-filter of a scalable filter).
 //
+// Storage: a layer's bit array lives either right behind the layer object in
+// the same allocation (small layers: a default filter is one allocation of a
+// few hundred bytes) or, from kMappedLayerBytes up, in its own anonymous
+// mapping whose zero pages the kernel commits only when a bit is first set
+// and which is returned to the kernel at once when the layer is destroyed.
+//
+// Counting: items() is the count of adds that set a new bit, kept by the
+// owner. set_bits() is the number of bits set, for BF.CARD: small layers
+// popcount their words when asked (a few hundred words at most), large ones
+// keep per-thread counters of bits they flipped, one cache line per counter
+// slot, so adders on different threads never write a shared line.
+//
 // Thread safety: add(), contains() and every getter may be called from any
-// number of threads at once without a lock: bits are set with a relaxed atomic
-// fetch_or on 64-bit words (bits only go 0 -> 1), and the set-bit count is kept
-// in cache-line-padded stripes chosen by word index, so concurrent adders do not
-// contend on one counter. store_words() (used when loading) is atomic per word.
+// number of threads at once without a lock: bits are set with a relaxed
+// atomic fetch_or on 64-bit words, and only when a plain load shows them
+// clear (bits only go 0 -> 1). store_words() (loading) is atomic per word.
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
+#include "bloomery/bloom/bounds.hpp"
 #include "bloomery/bloom/hash.hpp"
 
 namespace bloomery::bloom {
 
+// Bit arrays of at least this many bytes get their own mapping and
+// per-thread set-bit counters; smaller ones live inline and popcount.
+inline constexpr std::uint64_t kMappedLayerBytes = 1024 * 1024;
+
 class BloomLayer {
 public:
-    // Sized from the math in params.hpp. Memory is zero pages from the OS,
-    // committed only as bits are set. Throws std::bad_alloc if it cannot allocate.
-    BloomLayer(std::uint64_t capacity, double error_rate);
-    // Explicit geometry, for loading a dump or snapshot. `bits` must be a
-    // positive multiple of 64 and `hashes` >= 1 (checked by the caller).
-    BloomLayer(std::uint64_t capacity, double error_rate, std::uint64_t bits, std::uint32_t hashes);
+    // Bytes to reserve right behind a layer object for its words, when they
+    // are stored inline (0 when the layer will be mapped).
+    static std::size_t inline_bytes(const LayerGeometry& geometry);
+
+    // Builds a layer over `inline_words` (the inline_bytes(geometry) bytes
+    // right behind it, zeroed by the caller) or, when inline_bytes(geometry)
+    // is 0, over a new mapping (`inline_words` is then ignored). Throws
+    // std::bad_alloc if the mapping fails. `geometry` must satisfy check_layer().
+    BloomLayer(const LayerGeometry& geometry, std::uint64_t* inline_words);
     ~BloomLayer();
     BloomLayer(const BloomLayer&) = delete;
     BloomLayer& operator=(const BloomLayer&) = delete;
@@ -33,19 +52,24 @@ public:
     // True if all k bits are set (maybe present); false means definitely absent.
     bool contains(const ItemHash& hash) const;
 
+    LayerGeometry geometry() const { return {capacity_, error_rate_, bits_, hashes_}; }
     std::uint64_t capacity() const { return capacity_; }
     double error_rate() const { return error_rate_; }
     std::uint64_t bits() const { return bits_; }
     std::uint32_t hashes() const { return hashes_; }
     std::uint64_t num_words() const { return bits_ / 64; }
-    std::uint64_t byte_size() const { return bits_ / 8; }
+    std::uint64_t byte_size() const { return bits_ / 8; }  // the bit array
+    bool mapped() const { return mapped_ != 0; }
+    // Bytes this layer holds outside the object that contains it (its mapping,
+    // counters included); 0 for inline words.
+    std::uint64_t mapped_bytes() const;
 
     // Count of adds to this layer that reported a new item (kept by the owner).
     std::uint64_t items() const { return items_.load(std::memory_order_relaxed); }
     void add_items(std::uint64_t n) { items_.fetch_add(n, std::memory_order_relaxed); }
     void set_items(std::uint64_t n) { items_.store(n, std::memory_order_relaxed); }
 
-    // Number of bits set (exact once concurrent adds have finished).
+    // Number of bits set (exact once concurrent adds and loads have finished).
     std::uint64_t set_bits() const;
 
     // Word access for dumps and snapshots. Words are host-order uint64_t.
@@ -56,18 +80,30 @@ public:
     void store_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in);
 
 private:
-    static constexpr std::size_t kCounterStripes = 16;
-    struct alignas(64) Stripe {
-        std::atomic<std::int64_t> count{0};
+    struct alignas(64) Counter {
+        std::atomic<std::int64_t> flipped{0};
     };
+    Counter* counters() const;  // mapped layers only: behind the words
+    void count_flipped(std::int64_t n);
 
     std::uint64_t capacity_;
     double error_rate_;
     std::uint64_t bits_;
     std::uint32_t hashes_;
-    std::uint64_t* words_;  // calloc'ed; accessed only through std::atomic_ref
+    std::uint32_t mapped_;  // 1: words_ is a mapping of mapped_bytes()
     std::atomic<std::uint64_t> items_{0};
-    std::unique_ptr<Stripe[]> set_bit_stripes_;
+    std::uint64_t* words_;  // accessed only through std::atomic_ref
 };
+
+// A layer that owns its allocation (layers after a scalable filter's first,
+// and tests): created with make_layer(), freed with the unique_ptr.
+struct LayerDeleter {
+    void operator()(BloomLayer* layer) const;
+};
+using LayerPtr = std::unique_ptr<BloomLayer, LayerDeleter>;
+// Throws std::bad_alloc. `geometry` must satisfy check_layer().
+LayerPtr make_layer(const LayerGeometry& geometry);
+// Bytes make_layer(geometry) allocates in all (object, words, mapping).
+std::uint64_t layer_allocation_bytes(const LayerGeometry& geometry);
 
 }  // namespace bloomery::bloom

@@ -9,9 +9,7 @@
 
 namespace bloomery::bloom {
 
-// Accepted ranges (RedisBloom's): 0 < error_rate < 1, capacity >= 1.
-inline constexpr double kMinErrorRate = 0.0;  // exclusive
-inline constexpr double kMaxErrorRate = 1.0;  // exclusive
+// Accepted ranges: see bounds.hpp, the one table every path checks.
 
 // -ln p / (ln 2)²: the bits per item for false-positive rate p.
 double bits_per_item(double error_rate);

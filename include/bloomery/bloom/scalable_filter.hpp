@@ -4,84 +4,136 @@
 // s = expansion, so the compound false-positive rate stays within p. A
 // NONSCALING filter is one layer at error p and refuses adds once full.
 //
+// Memory: a filter is one allocation holding its header, its first layer and
+// that layer's words (224 bytes for a default filter: capacity 100 at 1 %);
+// later layers are allocated as the filter grows. Filters are reference
+// counted (FilterRef) so a snapshot can keep one alive after the keyspace
+// dropped it. Every byte a filter allocates is reported to core/memory.hpp
+// (MemoryUse::filters) when allocated and when freed.
+//
 // Thread safety: add(), contains() and the getters are safe from many threads
-// at once. Layers live in a fixed array of pointers published with release /
-// acquire on the layer count, so readers take no lock; only creating a layer
-// takes the filter's growth mutex. Destroying the filter (or replacing it) must
-// be excluded by the owner (the keyspace's shard lock).
+// at once. Readers take no lock: layers are published with release / acquire
+// on the layer count; only creating a layer takes a growth lock.
 
-#include <array>
 #include <atomic>
 #include <cstdint>
-#include <memory>
-#include <mutex>
+#include <span>
 #include <string_view>
+#include <utility>
 
+#include "bloomery/bloom/bounds.hpp"
 #include "bloomery/bloom/filter.hpp"
 
 namespace bloomery::bloom {
-
-struct FilterOptions {
-    double error_rate = 0.01;
-    std::uint64_t capacity = 100;
-    std::uint32_t expansion = 2;
-    bool nonscaling = false;
-};
 
 enum class AddResult {
     added,            // the item was new (at least one bit was set)
     exists,           // the filter already reported the item as present
     full,             // NONSCALING filter at capacity: "non scaling filter is full"
-    too_many_layers,  // scaling filter hit kMaxLayers
-    too_large,        // the next layer would exceed max_layer_bytes
+    too_many_layers,  // scaling filter has kMaxLayers layers, or the next would leave the bounds
+    too_large,        // the next layer would exceed the filter byte limit
+    out_of_memory,    // the next layer would exceed maxmemory, or allocation failed
 };
+
+// What growing a filter may cost; 0 means no limit.
+struct GrowthLimits {
+    std::uint64_t max_filter_bytes = 0;  // bit arrays of all layers together
+    std::uint64_t maxmemory = 0;         // checked with core::memory_would_exceed
+};
+
+class FilterRef;
 
 class ScalableFilter {
 public:
-    static constexpr std::size_t kMaxLayers = 64;
-    // Ratio applied to each new layer's error rate (and to the first layer of a
-    // scaling filter), RedisBloom's ERROR_TIGHTENING_RATIO.
-    static constexpr double kTighteningRatio = 0.5;
+    // A new filter with the first layer derived from `options` (bounds.hpp:
+    // first_layer). Throws std::bad_alloc. Precondition: check_options()
+    // passes and the first layer is within check_layer().
+    static FilterRef create(const FilterOptions& options);
+    // A filter with exactly these layers, all bits clear, item counts 0, for
+    // loaders. Throws std::bad_alloc. Precondition: options and every layer
+    // pass their checks, 1 <= layers.size() <= kMaxLayers.
+    static FilterRef create(const FilterOptions& options, std::span<const LayerGeometry> layers);
+    // For loaders that own the filter exclusively (no concurrent add): appends
+    // a layer with this geometry, all bits clear. Throws std::bad_alloc and
+    // std::length_error past kMaxLayers. `geometry` must pass check_layer().
+    BloomLayer& append_layer_for_load(const LayerGeometry& geometry);
+    // Bytes create() would allocate for these layers, all layers included.
+    static std::uint64_t allocation_bytes(std::span<const LayerGeometry> layers);
 
-    // Creates the first layer. `max_layer_bytes` bounds every layer's bit array
-    // (0 = unbounded); callers check the first layer with would_fit() first.
-    explicit ScalableFilter(const FilterOptions& options, std::uint64_t max_layer_bytes = 0);
-    // An empty chain for loading: layers are appended with append_layer().
-    struct Empty {};
-    ScalableFilter(Empty, const FilterOptions& options, std::uint64_t max_layer_bytes = 0);
-
-    // True if a first layer for `options` would fit in `max_layer_bytes`.
-    static bool would_fit(const FilterOptions& options, std::uint64_t max_layer_bytes);
-
-    AddResult add(std::string_view item);
-    AddResult add(const ItemHash& hash);
+    AddResult add(std::string_view item, const GrowthLimits& limits);
+    AddResult add(const ItemHash& hash, const GrowthLimits& limits);
     bool contains(std::string_view item) const;
     bool contains(const ItemHash& hash) const;
 
-    const FilterOptions& options() const { return options_; }
+    FilterOptions options() const;
     std::size_t num_layers() const { return num_layers_.load(std::memory_order_acquire); }
-    const BloomLayer& layer(std::size_t i) const { return *layers_[i]; }
-    BloomLayer& layer(std::size_t i) { return *layers_[i]; }
+    const BloomLayer& layer(std::size_t i) const;
+    BloomLayer& layer(std::size_t i);
 
-    std::uint64_t capacity() const;   // sum of layer capacities
-    std::uint64_t items() const;      // sum of layer item counts
-    std::uint64_t byte_size() const;  // bit arrays plus bookkeeping
+    std::uint64_t capacity() const;  // sum of layer capacities
+    std::uint64_t items() const;     // sum of layer item counts
+    // Bytes this filter holds: header, every layer, every bit array (what
+    // BF.INFO reports as Size and INFO counts in used_memory).
+    std::uint64_t allocated_bytes() const;
     std::uint64_t bits_size() const;  // bit arrays only, in bytes
     // sum over layers of round((m/k)·ln(m/m0)); see estimate_items().
     std::uint64_t estimate_cardinality() const;
 
-    // For loaders: appends a layer with explicit geometry. Not concurrent with add().
-    BloomLayer& append_layer(std::uint64_t capacity, double error_rate, std::uint64_t bits,
-                             std::uint32_t hashes);
+private:
+    friend class FilterRef;
+    ScalableFilter(const FilterOptions& options, const LayerGeometry& first,
+                   std::uint64_t* first_words);
+    ~ScalableFilter();
+    static FilterRef allocate(const FilterOptions& options, const LayerGeometry& first);
+    void retain() const { refs_.fetch_add(1, std::memory_order_relaxed); }
+    void release() const;
+    // Appends a layer (growth or loading); the caller holds the growth lock
+    // or owns the filter exclusively.
+    void append_layer(LayerPtr layer);
+    AddResult grow(std::size_t seen_layers, const GrowthLimits& limits);
+
+    mutable std::atomic<std::uint32_t> refs_{1};
+    std::atomic<std::uint8_t> num_layers_{1};
+    std::uint8_t nonscaling_;
+    std::uint16_t expansion_;  // <= kMaxExpansion
+    double error_rate_;
+    std::uint64_t capacity_;
+    // Layers 1..kMaxLayers-1, allocated on the first growth and never moved;
+    // published before the layer count that makes an entry visible.
+    std::atomic<BloomLayer**> more_layers_{nullptr};
+    BloomLayer first_;
+    // The first layer's words follow the object when they are inline.
+};
+
+// An owning, thread-safe reference to a filter (intrusive count: one atomic
+// add per copy, no control block).
+class FilterRef {
+public:
+    FilterRef() = default;
+    FilterRef(const FilterRef& other) : filter_(other.filter_) {
+        if (filter_) filter_->retain();
+    }
+    FilterRef(FilterRef&& other) noexcept : filter_(std::exchange(other.filter_, nullptr)) {}
+    FilterRef& operator=(FilterRef other) noexcept {
+        std::swap(filter_, other.filter_);
+        return *this;
+    }
+    ~FilterRef() {
+        if (filter_) filter_->release();
+    }
+
+    ScalableFilter* get() const { return filter_; }
+    ScalableFilter& operator*() const { return *filter_; }
+    ScalableFilter* operator->() const { return filter_; }
+    explicit operator bool() const { return filter_ != nullptr; }
+    void reset() { FilterRef().swap(*this); }
+    void swap(FilterRef& other) noexcept { std::swap(filter_, other.filter_); }
+    friend bool operator==(const FilterRef& ref, std::nullptr_t) { return ref.filter_ == nullptr; }
 
 private:
-    AddResult grow_locked(std::size_t seen_layers);
-
-    FilterOptions options_;
-    std::uint64_t max_layer_bytes_;
-    std::array<std::unique_ptr<BloomLayer>, kMaxLayers> layers_;
-    std::atomic<std::size_t> num_layers_{0};
-    std::mutex growth_mutex_;
+    friend class ScalableFilter;
+    explicit FilterRef(ScalableFilter* adopted) : filter_(adopted) {}
+    ScalableFilter* filter_ = nullptr;
 };
 
 }  // namespace bloomery::bloom

@@ -22,6 +22,10 @@ inline constexpr std::string_view kBgsaveInProgress = "ERR Background save alrea
 inline constexpr std::string_view kItemExists = "ERR item exists";
 inline constexpr std::string_view kNotFound = "ERR not found";
 inline constexpr std::string_view kBadErrorRate = "ERR (0 < error rate range < 1)";
+// bloomery's bounds (bloom/bounds.hpp), beyond RedisBloom's.
+inline constexpr std::string_view kErrorRateTooSmall = "ERR error rate should be at least 1e-15";
+inline constexpr std::string_view kCapacityTooLarge =
+    "ERR capacity should be at most 281474976710656 (2^48)";
 inline constexpr std::string_view kBadCapacity = "ERR (capacity should be larger than 0)";
 inline constexpr std::string_view kBadExpansion = "ERR expansion should be greater or equal to 1";
 inline constexpr std::string_view kExpansionTooLarge = "ERR expansion should be at most 32768";
@@ -34,6 +38,9 @@ inline constexpr std::string_view kMaxLayers = "ERR maximum number of sub-filter
 inline constexpr std::string_view kFilterTooLarge =
     "ERR filter would exceed max-filter-bytes (see CONFIG GET max-filter-bytes)";
 inline constexpr std::string_view kOutOfMemory = "ERR Insufficient memory to create filter";
+// Redis's reply when a command that may allocate finds used_memory above
+// maxmemory (or, here, would take it there).
+inline constexpr std::string_view kOom = "OOM command not allowed when used memory > 'maxmemory'.";
 inline constexpr std::string_view kInvalidInfoField = "ERR Invalid information value";
 inline constexpr std::string_view kInvalidIterator = "ERR invalid iterator";
 inline constexpr std::string_view kBadOption = "ERR unknown argument received";

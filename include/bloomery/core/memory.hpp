@@ -28,6 +28,8 @@ void memory_add(MemoryUse use, std::int64_t delta);
 std::uint64_t memory_used(MemoryUse use);
 // The sum over every use: used_memory.
 std::uint64_t memory_used_total();
+// The largest sum seen since start (used_memory_peak), updated as holders grow.
+std::uint64_t memory_peak();
 
 // True if `limit` is set (non-zero) and holding `extra` more bytes would put
 // the total above it. With extra = 0 this is Redis's "used > maxmemory" check.

@@ -38,8 +38,11 @@ struct SaveStats {
 //
 // Streams into "<path>.tmp-<pid>-<n>" with a fixed ~2 MiB of buffers (filter
 // words are copied 1 MiB at a time, so memory does not double for big filters),
-// fsyncs it, renames it over `path` and fsyncs the directory. Holds no keyspace
-// lock while writing: each shard's entry list is copied, then written.
+// fsyncs it, renames it over `path` and fsyncs the directory. The set of keys
+// is taken at one instant (Keyspace::view(): every shard locked together while
+// references are copied), so a key renamed, deleted or re-created during the
+// save is in the file exactly once, as it was at that instant; no keyspace
+// lock is held while filter words are copied and written.
 //
 // On failure (missing directory, EACCES, ENOSPC, EIO, EFBIG from RLIMIT_FSIZE
 // with SIGXFSZ ignored, ...) the temporary file is removed, the file at `path`
@@ -62,16 +65,18 @@ struct LoadStats {
 // All-or-nothing: every record is parsed and verified into a temporary list
 // first; the keyspace is touched only after the trailer checksum matched.
 // Keys whose deadline has passed are verified but not loaded (counted in
-// `expired_skipped`). No layer larger than `max_layer_bytes` (0 = unbounded) is
-// allocated, and no size is trusted before it is checked against the bytes
-// remaining in the file, so a hostile file cannot make the loader allocate more
-// than the file's own size.
+// `expired_skipped`). Every field is checked against the bounds every path
+// shares (bloom/bounds.hpp, in their stored-filter form), and no size is
+// trusted before it is checked against the bytes remaining in the file, so a
+// hostile file cannot make the loader allocate more than the file's own size.
+// --max-filter-bytes is deliberately not applied: it bounds what clients may
+// create, and a server restarted with a lower value must still load its data.
 //
 // On failure `error` reads like "PATH: record 3 (key 'foo') at offset 1234:
 // record checksum mismatch" (records count from 1; offsets are byte offsets of
 // the offending field from the start of the file).
-bool load_snapshot(const std::string& path, store::Keyspace& keyspace,
-                   std::uint64_t max_layer_bytes, LoadStats& stats, std::string& error);
+bool load_snapshot(const std::string& path, store::Keyspace& keyspace, LoadStats& stats,
+                   std::string& error);
 
 // Verifies the snapshot at `path` without loading it (no filter is allocated)
 // and describes it in `report`, one line per item: format version, creation

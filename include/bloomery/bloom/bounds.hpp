@@ -1,0 +1,98 @@
+#pragma once
+// The one table of what a filter may be. Every path that creates a filter
+// (BF.RESERVE, BF.INSERT, BF.ADD's auto-create, growth of a scaling filter,
+// BF.LOADCHUNK) and every path that loads one (the snapshot reader) checks
+// against these bounds, so whatever the server accepts it can save, load,
+// dump and restore, and whatever the loader refuses the server never creates.
+//
+// Why these numbers:
+// - Error rate >= 1e-15: the tightest layer of a scaling filter has error
+//   p·2^-(layers), so its hash count is ceil(-log2 p) + layers <= 50 + 64 =
+//   114 <= kMaxHashes. (RedisBloom accepts any p in (0, 1); 1e-300 asks for
+//   998 hash functions per item, which nobody means.)
+// - Hashes <= 128, layers <= 64: follow from the above.
+// - Capacity <= 2^48 per layer: a layer at p close to 1 needs almost no bits
+//   per item, so memory alone does not bound it; 64 layers of 2^48 sum below
+//   2^63, so capacities and item counts always fit BF.INFO's signed integers.
+// - Expansion 1..32768: RedisBloom's bf-expansion-factor range.
+// - Bits per layer: a positive multiple of 64 (whole words). The bytes of a
+//   whole filter are bounded by the server's --max-filter-bytes, a policy
+//   value checked by the command layer against filter_bytes() below before
+//   anything is allocated.
+//
+// All functions are pure and thread-safe.
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace bloomery::bloom {
+
+inline constexpr double kMinErrorRate = 1e-15;  // inclusive
+inline constexpr double kMaxErrorRate = 1.0;    // exclusive
+inline constexpr std::uint32_t kMaxHashes = 128;
+inline constexpr std::size_t kMaxLayers = 64;
+inline constexpr std::uint64_t kMaxLayerCapacity = std::uint64_t{1} << 48;
+inline constexpr std::uint64_t kMaxLayerItems = std::uint64_t{1} << 62;
+inline constexpr std::uint32_t kMinExpansion = 1;
+inline constexpr std::uint32_t kMaxExpansion = 32768;
+// The largest bit array one layer may have (2^46 bytes = 64 TiB): beyond any
+// machine, and small enough that byte counts of 64 layers never overflow.
+inline constexpr std::uint64_t kMaxLayerBits = std::uint64_t{1} << 49;
+
+struct FilterOptions {
+    double error_rate = 0.01;
+    std::uint64_t capacity = 100;
+    std::uint32_t expansion = 2;
+    bool nonscaling = false;
+};
+
+// One layer's geometry: what it was sized for and what it is.
+struct LayerGeometry {
+    std::uint64_t capacity = 0;
+    double error_rate = 0;
+    std::uint64_t bits = 0;
+    std::uint32_t hashes = 0;
+};
+
+// Why a set of parameters is refused; `describe` words it for logs and the
+// snapshot reader (the command layer has its own RedisBloom texts).
+enum class BoundsError {
+    none,
+    error_rate_range,      // not in (0, 1), or NaN
+    error_rate_too_small,  // in (0, kMinErrorRate)
+    capacity_zero,
+    capacity_too_large,
+    expansion_range,
+    layers_range,
+    nonscaling_layers,  // a NONSCALING filter with more than one layer
+    bits_invalid,       // zero, not a multiple of 64, or above kMaxLayerBits
+    hashes_range,
+    items_too_large,
+};
+std::string describe(BoundsError error);
+
+BoundsError check_error_rate(double error_rate);
+// Options of a filter to create (every command path).
+BoundsError check_options(const FilterOptions& options);
+// Options of a stored filter (snapshot loader, BF.LOADCHUNK): the same bounds
+// except the minimum error rate, so filters written by earlier versions with
+// a smaller one still load. Their layers are checked by check_layer(), and
+// growth stops (next_layer() fails) before a layer would leave the bounds.
+BoundsError check_stored_options(const FilterOptions& options);
+// A layer as stored (loaders): geometry and item count.
+BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items);
+
+// The first layer of a new filter, derived from its options (a scaling
+// filter's first layer already has error p·r; RedisBloom's rule).
+// Precondition: check_options(options) == none.
+LayerGeometry first_layer(const FilterOptions& options);
+// The layer a scaling filter adds after `last`: capacity × expansion, error
+// × r. False if it would leave the bounds (capacity or bits too large).
+bool next_layer(const FilterOptions& options, const LayerGeometry& last, LayerGeometry& next);
+
+// Bytes the bit arrays of these layers take (the quantity --max-filter-bytes
+// bounds). Saturates instead of overflowing.
+std::uint64_t filter_bytes(std::span<const LayerGeometry> layers);
+
+}  // namespace bloomery::bloom

@@ -1,0 +1,121 @@
+#include "bloomery/bloom/bounds.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "bloomery/bloom/params.hpp"
+
+namespace bloomery::bloom {
+
+namespace {
+
+// RedisBloom's ERROR_TIGHTENING_RATIO: each new layer's error rate (and a
+// scaling filter's first) is the previous one's times this, so the compound
+// rate p·r + p·r² + ... stays below p.
+constexpr double kTighteningRatio = 0.5;
+
+}  // namespace
+
+std::string describe(BoundsError error) {
+    switch (error) {
+        case BoundsError::none:
+            return "ok";
+        case BoundsError::error_rate_range:
+            return "error rate not in (0, 1)";
+        case BoundsError::error_rate_too_small:
+            return "error rate below the minimum 1e-15";
+        case BoundsError::capacity_zero:
+            return "capacity 0";
+        case BoundsError::capacity_too_large:
+            return "capacity above 2^48";
+        case BoundsError::expansion_range:
+            return "expansion not in [1, 32768]";
+        case BoundsError::layers_range:
+            return "layer count not in [1, 64]";
+        case BoundsError::nonscaling_layers:
+            return "nonscaling filter with more than one layer";
+        case BoundsError::bits_invalid:
+            return "bit count not a positive multiple of 64 up to 2^49";
+        case BoundsError::hashes_range:
+            return "hash count not in [1, 128]";
+        case BoundsError::items_too_large:
+            return "item count above 2^62";
+    }
+    return "unknown";
+}
+
+BoundsError check_error_rate(double error_rate) {
+    if (!(error_rate > 0.0 && error_rate < kMaxErrorRate)) return BoundsError::error_rate_range;
+    if (error_rate < kMinErrorRate) return BoundsError::error_rate_too_small;
+    return BoundsError::none;
+}
+
+BoundsError check_options(const FilterOptions& options) {
+    if (BoundsError e = check_error_rate(options.error_rate); e != BoundsError::none) return e;
+    return check_stored_options(options);
+}
+
+BoundsError check_stored_options(const FilterOptions& options) {
+    if (!(options.error_rate > 0.0 && options.error_rate < kMaxErrorRate)) {
+        return BoundsError::error_rate_range;
+    }
+    if (options.capacity == 0) return BoundsError::capacity_zero;
+    if (options.capacity > kMaxLayerCapacity) return BoundsError::capacity_too_large;
+    if (options.expansion < kMinExpansion || options.expansion > kMaxExpansion) {
+        return BoundsError::expansion_range;
+    }
+    return BoundsError::none;
+}
+
+BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items) {
+    // A layer's own error rate may be far below the filter's (p·2^-64 for the
+    // last layer of a scaling filter at the minimum p), so only (0, 1) here;
+    // the hash count is what bounds the work per item.
+    if (!(layer.error_rate > 0.0 && layer.error_rate < kMaxErrorRate)) {
+        return BoundsError::error_rate_range;
+    }
+    if (layer.capacity == 0) return BoundsError::capacity_zero;
+    if (layer.capacity > kMaxLayerCapacity) return BoundsError::capacity_too_large;
+    if (layer.bits == 0 || layer.bits % 64 != 0 || layer.bits > kMaxLayerBits) {
+        return BoundsError::bits_invalid;
+    }
+    if (layer.hashes == 0 || layer.hashes > kMaxHashes) return BoundsError::hashes_range;
+    if (items > kMaxLayerItems) return BoundsError::items_too_large;
+    return BoundsError::none;
+}
+
+namespace {
+
+LayerGeometry sized(std::uint64_t capacity, double error_rate) {
+    return LayerGeometry{capacity, error_rate, optimal_bits(capacity, error_rate),
+                         optimal_hashes(error_rate)};
+}
+
+}  // namespace
+
+LayerGeometry first_layer(const FilterOptions& options) {
+    const double error_rate =
+        options.nonscaling ? options.error_rate : options.error_rate * kTighteningRatio;
+    return sized(options.capacity, error_rate);
+}
+
+bool next_layer(const FilterOptions& options, const LayerGeometry& last, LayerGeometry& next) {
+    const std::uint64_t expansion = options.expansion;
+    if (last.capacity > kMaxLayerCapacity / expansion) return false;
+    next = sized(last.capacity * expansion, last.error_rate * kTighteningRatio);
+    return next.bits <= kMaxLayerBits && next.hashes <= kMaxHashes;
+}
+
+std::uint64_t filter_bytes(std::span<const LayerGeometry> layers) {
+    std::uint64_t total = 0;
+    for (const LayerGeometry& layer : layers) {
+        const std::uint64_t bytes = layer.bits / 8;
+        if (bytes > std::numeric_limits<std::uint64_t>::max() - total) {
+            return std::numeric_limits<std::uint64_t>::max();
+        }
+        total += bytes;
+    }
+    return total;
+}
+
+}  // namespace bloomery::bloom
