@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "bloomery/command/errors.hpp"
+#include "bloomery/core/memory.hpp"
 #include "families.hpp"
 
 namespace bloomery::command {
@@ -44,6 +45,7 @@ bool parse_spec(const nlohmann::json& entry, CommandSpec& spec, std::string& err
         return false;
     }
     spec.write = std::find(spec.flags.begin(), spec.flags.end(), "write") != spec.flags.end();
+    spec.denyoom = std::find(spec.flags.begin(), spec.flags.end(), "denyoom") != spec.flags.end();
     spec.doc = entry;
     return true;
 }
@@ -213,6 +215,16 @@ void run_command(const Registry& registry, Context& ctx, Args argv) {
     ctx.client.last_command.store(spec->name.c_str(), std::memory_order_relaxed);
     if (!spec->arity_ok(argv.size())) {
         reply_wrong_arity(ctx, spec->name);
+        return;
+    }
+    // Redis's order: memory first, then the disk error. Reads and deletes
+    // (no denyoom flag) keep working past maxmemory.
+    if (spec->denyoom && core::memory_would_exceed(ctx.config.maxmemory)) {
+        ctx.out.error(errors::kOom);
+        return;
+    }
+    if (spec->write && ctx.config.stop_writes_on_bgsave_error && ctx.server.snapshot_failing()) {
+        ctx.out.error(errors::kMisconf);
         return;
     }
     spec->handler(ctx, argv);

@@ -1,6 +1,9 @@
 #include "bloomery/core/config.hpp"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -31,6 +34,62 @@ bool parse_save_spec(const std::string& spec, std::vector<SavePoint>& out, std::
             error = "invalid save point '" + tokens[i] + " " + tokens[i + 1] + "'";
             return false;
         }
+    }
+    return true;
+}
+
+namespace {
+
+// The memory this process may use: the cgroup limit of its container (v2
+// memory.max, else v1 memory.limit_in_bytes) when there is one, else the
+// machine's physical memory.
+std::uint64_t memory_available() {
+    for (const char* path :
+         {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+        std::ifstream file(path);
+        std::string text;
+        if (!(file >> text) || text == "max") continue;
+        try {
+            const unsigned long long limit = std::stoull(text);
+            // cgroup v1 reports "no limit" as a huge page-aligned number.
+            if (limit > 0 && limit < (1ull << 60)) return limit;
+        } catch (const std::exception&) {
+        }
+    }
+    return static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+           static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+bool parse_memory_limit(const std::string& spec, std::uint64_t& bytes, std::string& error) {
+    if (!spec.empty() && spec.back() == '%') {
+        const std::string number = spec.substr(0, spec.size() - 1);
+        double percent = 0;
+        std::size_t used = 0;
+        try {
+            percent = std::stod(number, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (number.empty() || used != number.size() || !(percent > 0 && percent <= 100)) {
+            error = "a percentage must be in (0, 100], got '" + spec + "'";
+            return false;
+        }
+        bytes = static_cast<std::uint64_t>(static_cast<double>(memory_available()) * percent / 100);
+        return true;
+    }
+    std::string text = spec;
+    const std::string problem = CLI::AsSizeValue(false)(text);
+    if (!problem.empty()) {
+        error = "expected a size such as 512mb or a percentage such as 75%, got '" + spec + "'";
+        return false;
+    }
+    try {
+        bytes = std::stoull(text);
+    } catch (const std::exception&) {
+        error = "expected a size such as 512mb or a percentage such as 75%, got '" + spec + "'";
+        return false;
     }
     return true;
 }
@@ -121,7 +180,8 @@ CommandLine parse_command_line(int argc, char** argv) {
         ->check(CLI::Range(1u, 32768u))
         ->group(filters);
     app.add_option("--max-filter-bytes", c.max_filter_bytes,
-                   "Largest bit array of one sub-filter, bytes (suffixes kb, mb, gb)")
+                   "Largest filter a client may create or grow, all sub-filters' bit arrays "
+                   "together, bytes (suffixes kb, mb, gb; 0 = no limit)")
         ->envname("BLOOMERY_MAX_FILTER_BYTES")
         ->transform(CLI::AsSizeValue(false))
         ->group(filters);
@@ -129,6 +189,16 @@ CommandLine parse_command_line(int argc, char** argv) {
         ->envname("BLOOMERY_KEYSPACE_SHARDS")
         ->check(CLI::Range(std::size_t{1}, std::size_t{65536}))
         ->group(filters);
+
+    auto* memory = "Memory";
+    std::string maxmemory_spec = "0";
+    app.add_option("--maxmemory", maxmemory_spec,
+                   "Most bytes held for filters, keys and client buffers before commands that "
+                   "allocate answer -OOM: a size (suffixes kb, mb, gb) or a percentage of the "
+                   "container's memory limit (cgroup), else of physical memory, e.g. 75%; "
+                   "0 = no limit")
+        ->envname("BLOOMERY_MAXMEMORY")
+        ->group(memory);
 
     auto* persistence = "Persistence";
     app.add_option("--dir", c.dir, "Directory for snapshots (created if missing)")
@@ -142,6 +212,13 @@ CommandLine parse_command_line(int argc, char** argv) {
                    "Save points 'SECONDS CHANGES ...': snapshot after SECONDS if at least CHANGES "
                    "writes; \"\" disables periodic snapshots")
         ->envname("BLOOMERY_SAVE")
+        ->group(persistence);
+    std::string stop_writes = c.stop_writes_on_bgsave_error ? "yes" : "no";
+    app.add_option("--stop-writes-on-bgsave-error", stop_writes,
+                   "yes: while the last snapshot failed, refuse writes with -MISCONF until one "
+                   "succeeds (reads are still served)")
+        ->envname("BLOOMERY_STOP_WRITES_ON_BGSAVE_ERROR")
+        ->check(CLI::IsMember({"yes", "no"}))
         ->group(persistence);
     app.add_option("--check-snapshot", result.check_snapshot,
                    "Verify a snapshot file, print what it holds, and exit")
@@ -162,6 +239,11 @@ CommandLine parse_command_line(int argc, char** argv) {
         if (!parse_save_spec(save_spec, c.save_points, error)) {
             throw CLI::ValidationError("--save", error);
         }
+        std::string maxmemory_error;
+        if (!parse_memory_limit(maxmemory_spec, c.maxmemory, maxmemory_error)) {
+            throw CLI::ValidationError("--maxmemory", maxmemory_error);
+        }
+        c.stop_writes_on_bgsave_error = stop_writes == "yes";
         if (c.dbfilename.empty() || c.dbfilename.find('/') != std::string::npos) {
             throw CLI::ValidationError("--dbfilename", "must be a plain file name");
         }

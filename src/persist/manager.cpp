@@ -81,6 +81,7 @@ void Manager::record(bool ok, std::uint64_t changes_at_start, double seconds, st
                      std::uint64_t keys, const std::string& error) {
     std::lock_guard lock(mutex_);
     last_ok_ = ok;
+    last_failed_.store(!ok, std::memory_order_relaxed);
     last_duration_sec_ = static_cast<std::int64_t>(seconds + 0.5);
     last_attempt_ms_ = store::now_ms();
     if (ok) {

@@ -9,6 +9,7 @@
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/glob.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/memory.hpp"
 #include "bloomery/resp/writer.hpp"
 
 namespace bloomery::command {
@@ -37,6 +38,7 @@ public:
     }
     SaveResult bgsave() override { return {}; }
     PersistenceInfo persistence() override { return {}; }
+    bool snapshot_failing() override { return snapshot_failed; }
     SaveResult shutdown(ShutdownMode mode) override {
         last_shutdown = mode;
         return {};
@@ -45,6 +47,7 @@ public:
     unsigned worker_threads() override { return 1; }
 
     int saves = 0;
+    bool snapshot_failed = false;
     bool fail_saves = false;
     ShutdownMode last_shutdown = ShutdownMode::default_save;
 };
@@ -112,6 +115,55 @@ TEST_F(Commands, ReserveRefusesFiltersBeyondMaxFilterBytes) {
     const std::string reply = run({"BF.RESERVE", "huge", "0.0001", "100000000"});
     EXPECT_EQ(reply.rfind("-ERR filter would exceed max-filter-bytes", 0), 0u) << reply;
     EXPECT_EQ(run({"EXISTS", "huge"}), ":0\r\n");
+}
+
+TEST_F(Commands, EveryCreatingPathAppliesTheSameBounds) {
+    // bloom/bounds.hpp: RESERVE, INSERT and the defaults share one table.
+    EXPECT_EQ(run({"BF.RESERVE", "k", "1e-300", "100"}),
+              "-ERR error rate should be at least 1e-15\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "k", "ERROR", "9e-16", "ITEMS", "a"}),
+              "-ERR error rate should be at least 1e-15\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "k", "0.01", "281474976710657"}),
+              "-ERR capacity should be at most 281474976710656 (2^48)\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "k", "CAPACITY", "281474976710657", "ITEMS", "a"}),
+              "-ERR capacity should be at most 281474976710656 (2^48)\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "k", "EXPANSION", "32769", "ITEMS", "a"}),
+              "-ERR expansion should be at most 32768\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "k", "NONSCALING", "EXPANSION", "2", "ITEMS", "a"}),
+              "-ERR Nonscaling filters cannot expand\r\n");
+    EXPECT_EQ(run({"EXISTS", "k"}), ":0\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "k", "1e-15", "281474976710656"}).rfind("-ERR filter would", 0),
+              0u);
+    EXPECT_EQ(run({"BF.RESERVE", "k", "1e-15", "10", "EXPANSION", "32768"}), "+OK\r\n");
+}
+
+TEST_F(Commands, MaxmemoryRefusesCommandsThatMayAllocateButNotReadsOrDeletes) {
+    ASSERT_EQ(run({"BF.ADD", "k", "a"}), ":1\r\n");
+    config.maxmemory = 1;  // already exceeded by the filter just created
+    const std::string oom = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+    EXPECT_EQ(run({"BF.ADD", "k", "b"}), oom);
+    EXPECT_EQ(run({"BF.MADD", "k", "b"}), oom);
+    EXPECT_EQ(run({"BF.INSERT", "k", "ITEMS", "b"}), oom);
+    EXPECT_EQ(run({"BF.RESERVE", "n", "0.01", "10"}), oom);
+    EXPECT_EQ(run({"BF.LOADCHUNK", "n", "1", "x"}), oom);
+    EXPECT_EQ(run({"BF.EXISTS", "k", "a"}), ":1\r\n");
+    EXPECT_EQ(run({"DEL", "k"}), ":1\r\n");
+    // A reservation that would take used_memory past the limit is refused
+    // even when used_memory is still below it.
+    config.maxmemory = core::memory_used_total() + 1000;
+    EXPECT_EQ(run({"BF.RESERVE", "n", "0.01", "100000"}), oom);
+    EXPECT_EQ(run({"BF.RESERVE", "n", "0.01", "10"}), "+OK\r\n");
+}
+
+TEST_F(Commands, FailingSnapshotsRefuseWritesWithMisconfUnlessConfiguredNot) {
+    hooks.snapshot_failed = true;
+    const std::string reply = run({"BF.ADD", "k", "a"});
+    EXPECT_EQ(reply.rfind("-MISCONF bloomery is configured to save snapshots", 0), 0u) << reply;
+    EXPECT_EQ(run({"DEL", "k"}).rfind("-MISCONF", 0), 0u);
+    EXPECT_EQ(run({"BF.EXISTS", "k", "a"}), ":0\r\n");
+    EXPECT_EQ(run({"PING"}), "+PONG\r\n");
+    config.stop_writes_on_bgsave_error = false;
+    EXPECT_EQ(run({"BF.ADD", "k", "a"}), ":1\r\n");
 }
 
 TEST_F(Commands, NonScalingFilterFillsUpAndMaddStopsAtTheFirstError) {

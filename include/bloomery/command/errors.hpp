@@ -17,6 +17,13 @@ inline constexpr std::string_view kGtLtNx =
 inline constexpr std::string_view kInvalidCursor = "ERR invalid cursor";
 inline constexpr std::string_view kProtocolVersion = "NOPROTO unsupported protocol version";
 inline constexpr std::string_view kBgsaveInProgress = "ERR Background save already in progress";
+// Redis's text, naming bloomery and its log.
+inline constexpr std::string_view kMisconf =
+    "MISCONF bloomery is configured to save snapshots, but it's currently unable to persist to "
+    "disk. Commands that may modify the data set are disabled, because this instance is "
+    "configured to report errors during writes if snapshotting fails "
+    "(stop-writes-on-bgsave-error option). Please check the bloomery log for details about the "
+    "snapshot error.";
 
 // RedisBloom's texts.
 inline constexpr std::string_view kItemExists = "ERR item exists";

@@ -26,8 +26,9 @@ struct CommandSpec {
     int arity = 0;     // Redis convention: N exact, -N at least N (name included)
     std::vector<std::string> flags;
     int first_key = 0, last_key = 0, step = 0;
-    bool write = false;  // has the "write" flag
-    nlohmann::json doc;  // the JSON entry as written
+    bool write = false;    // has the "write" flag
+    bool denyoom = false;  // has the "denyoom" flag: refused while used_memory > maxmemory
+    nlohmann::json doc;    // the JSON entry as written
     Handler handler = nullptr;
     std::vector<std::unique_ptr<CommandSpec>> subcommands;
 

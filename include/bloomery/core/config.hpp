@@ -41,6 +41,7 @@ struct Config {
     std::string dir = "./data";
     std::string dbfilename = "dump.bloomery";
     std::vector<SavePoint> save_points = {{3600, 1}, {300, 100}, {60, 10000}};
+    bool stop_writes_on_bgsave_error = true;  // -MISCONF while the last snapshot failed
     // Logging
     std::string log_level = "info";
     std::string log_file;  // empty: stderr
@@ -54,6 +55,10 @@ struct Config {
 bool parse_save_spec(const std::string& spec, std::vector<SavePoint>& out, std::string& error);
 // The inverse, as CONFIG GET save shows it: "3600 1 300 100", "" when disabled.
 std::string format_save_points(const std::vector<SavePoint>& points);
+// --maxmemory: a size ("512mb", "0") or a percentage of the memory available
+// to the process ("75%": of the cgroup limit when in a container, else of
+// physical memory). False with a message on malformed input.
+bool parse_memory_limit(const std::string& spec, std::uint64_t& bytes, std::string& error);
 
 }  // namespace bloomery::core
 

@@ -78,6 +78,9 @@ public:
     virtual SaveResult save() = 0;
     virtual SaveResult bgsave() = 0;
     virtual PersistenceInfo persistence() = 0;
+    // True while snapshots are configured and the last attempt failed (Redis's
+    // condition for -MISCONF). Lock-free: asked before every write command.
+    virtual bool snapshot_failing() = 0;
     // Starts a clean shutdown. Returns the failed save's result if a required
     // final save failed (the server then keeps running, as Redis does).
     virtual SaveResult shutdown(ShutdownMode mode) = 0;

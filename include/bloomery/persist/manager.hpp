@@ -38,6 +38,11 @@ public:
     // Waits for a running background save to finish.
     void wait();
     bool saving_enabled() const { return !config_.save_points.empty(); }
+    // Save points are configured and the last save (SAVE, BGSAVE or a save
+    // point) failed; cleared by the next successful one. Lock-free.
+    bool snapshot_failing() const {
+        return saving_enabled() && last_failed_.load(std::memory_order_relaxed);
+    }
 
     core::PersistenceInfo info() const;
 
@@ -50,6 +55,7 @@ private:
     store::Keyspace& keyspace_;
     std::function<std::uint64_t()> total_changes_;
 
+    std::atomic<bool> last_failed_{false};
     mutable std::mutex mutex_;  // guards everything below
     std::condition_variable finished_;
     bool running_ = false;

@@ -1,0 +1,150 @@
+"""The on-disk and on-the-wire formats, in Python, to read what the server
+wrote and to craft input it must refuse: xxHash64, snapshots
+(proto/snapshot.md) and BF.SCANDUMP / BF.LOADCHUNK headers (proto/resp.md).
+"""
+
+import struct
+
+# ---------------------------------------------------------------------------
+# xxHash64 (seed 0), pure Python, to craft files with valid checksums.
+
+_P1 = 11400714785074694791
+_P2 = 14029467366897019727
+_P3 = 1609587929392839161
+_P4 = 9650029242287828579
+_P5 = 2870177450012600261
+_M = (1 << 64) - 1
+
+
+def _rotl(x, r):
+    return ((x << r) | (x >> (64 - r))) & _M
+
+
+def _round(acc, value):
+    acc = (acc + value * _P2) & _M
+    return (_rotl(acc, 31) * _P1) & _M
+
+
+def _merge(acc, value):
+    acc ^= _round(0, value)
+    return (acc * _P1 + _P4) & _M
+
+
+def xxh64(data, seed=0):
+    n = len(data)
+    i = 0
+    if n >= 32:
+        v1 = (seed + _P1 + _P2) & _M
+        v2 = (seed + _P2) & _M
+        v3 = seed
+        v4 = (seed - _P1) & _M
+        while i + 32 <= n:
+            a, b, c, d = struct.unpack_from("<4Q", data, i)
+            v1, v2, v3, v4 = _round(v1, a), _round(v2, b), _round(v3, c), _round(v4, d)
+            i += 32
+        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M
+        for v in (v1, v2, v3, v4):
+            h = _merge(h, v)
+    else:
+        h = (seed + _P5) & _M
+    h = (h + n) & _M
+    while i + 8 <= n:
+        (k,) = struct.unpack_from("<Q", data, i)
+        h ^= _round(0, k)
+        h = (_rotl(h, 27) * _P1 + _P4) & _M
+        i += 8
+    if i + 4 <= n:
+        (k,) = struct.unpack_from("<I", data, i)
+        h ^= (k * _P1) & _M
+        h = (_rotl(h, 23) * _P2 + _P3) & _M
+        i += 4
+    while i < n:
+        h ^= (data[i] * _P5) & _M
+        h = (_rotl(h, 11) * _P1) & _M
+        i += 1
+    h ^= h >> 33
+    h = (h * _P2) & _M
+    h ^= h >> 29
+    h = (h * _P3) & _M
+    h ^= h >> 32
+    return h
+
+
+# ---------------------------------------------------------------------------
+# A small parser / builder of the snapshot format (proto/snapshot.md).
+
+def parse_snapshot(data):
+    """Returns (header dict, [record dicts], end dict); raises on anything odd."""
+    assert data[:8] == b"BLOOMERY", data[:8]
+    version, created = struct.unpack_from("<Iq", data, 8)
+    pos = 20
+    records = []
+    while data[pos] == 0x01:
+        start = pos
+        (key_len,) = struct.unpack_from("<I", data, pos + 1)
+        key = data[pos + 5:pos + 5 + key_len]
+        p = pos + 5 + key_len
+        expire, error_rate, capacity, expansion, nonscaling, layer_count = struct.unpack_from(
+            "<qdQIBI", data, p)
+        p += 33
+        layers = []
+        for _ in range(layer_count):
+            l_cap, l_err, bits, hashes, items = struct.unpack_from("<QdQIQ", data, p)
+            words = data[p + 36:p + 36 + bits // 8]
+            layers.append(dict(capacity=l_cap, error_rate=l_err, bits=bits, hashes=hashes,
+                               items=items, words=words, offset=p))
+            p += 36 + bits // 8
+        (checksum,) = struct.unpack_from("<Q", data, p)
+        assert checksum == xxh64(data[start:p]), "record checksum (test parser)"
+        p += 8
+        records.append(dict(key=key, expire=expire, error_rate=error_rate, capacity=capacity,
+                            expansion=expansion, nonscaling=nonscaling, layers=layers,
+                            offset=start, end=p, type=1))
+        pos = p
+    assert data[pos] == 0xFF
+    (count,) = struct.unpack_from("<Q", data, pos + 1)
+    (file_checksum,) = struct.unpack_from("<Q", data, pos + 9)
+    assert file_checksum == xxh64(data[:pos + 9]), "file checksum (test parser)"
+    assert pos + 17 == len(data)
+    return dict(version=version, created=created), records, dict(count=count, offset=pos)
+
+
+def build_record(r, layer_count=None):
+    body = bytes([r.get("type", 1)]) + struct.pack("<I", len(r["key"])) + r["key"]
+    body += struct.pack("<qdQIBI", r["expire"], r["error_rate"], r["capacity"], r["expansion"],
+                        r["nonscaling"], len(r["layers"]) if layer_count is None else layer_count)
+    for layer in r["layers"]:
+        body += struct.pack("<QdQIQ", layer["capacity"], layer["error_rate"], layer["bits"],
+                            layer["hashes"], layer["items"]) + layer["words"]
+    return body + struct.pack("<Q", xxh64(body))
+
+
+def build_snapshot(header, records, count=None, trailing=b"", end=True):
+    out = b"BLOOMERY" + struct.pack("<Iq", header["version"], header["created"])
+    for r in records:
+        out += build_record(r)
+    if not end:
+        return out
+    out += b"\xff" + struct.pack("<Q", len(records) if count is None else count)
+    out += struct.pack("<Q", xxh64(out))
+    return out + trailing
+
+
+# ---------------------------------------------------------------------------
+# BF.SCANDUMP / BF.LOADCHUNK header (proto/resp.md).
+
+def build_dump_header(error_rate, capacity, expansion, nonscaling, layers):
+    """layers: [(capacity, error_rate, bits, hashes, items)]; returns the sealed header."""
+    body = b"BLMDUMP1" + struct.pack("<IdQIII", 1, error_rate, capacity, expansion,
+                                     1 if nonscaling else 0, len(layers))
+    for layer in layers:
+        body += struct.pack("<QdQIQ", *layer)
+    return body + struct.pack("<Q", xxh64(body))
+
+
+def parse_dump_header(data):
+    """The inverse: (error_rate, capacity, expansion, nonscaling, [layer tuples])."""
+    assert data[:8] == b"BLMDUMP1"
+    _version, error_rate, capacity, expansion, flags, count = struct.unpack_from("<IdQIII", data, 8)
+    layers = [struct.unpack_from("<QdQIQ", data, 40 + 36 * i) for i in range(count)]
+    return error_rate, capacity, expansion, bool(flags & 1), layers

@@ -1,0 +1,590 @@
+"""Bounds and limits: whatever the server accepts it saves, loads, dumps and
+restores; --max-filter-bytes bounds whole filters; --maxmemory answers -OOM;
+a failing snapshot answers -MISCONF; snapshots are consistent while keys are
+renamed, deleted, re-created and flushed; a filter costs few bytes per key.
+
+Each of the defect tests here failed on the code before the fix (issue 6).
+"""
+
+import math
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import redis
+
+from formats import build_dump_header, parse_dump_header
+from harness import BINARY, Server
+from test_protocol import Err, RespConnection
+
+MAX_LAYERS = 64
+MAX_CAPACITY = 2 ** 48
+MIN_ERROR_RATE = 1e-15
+TOO_LARGE = "ERR filter would exceed max-filter-bytes (see CONFIG GET max-filter-bytes)"
+OOM = "OOM command not allowed when used memory > 'maxmemory'."
+
+
+def rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS for %d" % pid)
+
+
+def info(client, section):
+    return client.info(section)
+
+
+def dump_all(client, key):
+    """Every SCANDUMP chunk of `key`, header first: [(iter, bytes)]."""
+    chunks = []
+    it = 0
+    for _ in range(100000):
+        it, data = client.execute_command("BF.SCANDUMP", key, it)
+        if it == 0:
+            return chunks
+        chunks.append((it, data))
+    raise AssertionError("SCANDUMP did not finish")
+
+
+def check_snapshot(path):
+    result = subprocess.run([BINARY, "--check-snapshot", path], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=60)
+    return result.returncode, result.stdout.decode("utf-8", "replace")
+
+
+def snapshot_keys(path):
+    code, text = check_snapshot(path)
+    assert code == 0, text
+    keys = set()
+    for line in text.splitlines():
+        if line.startswith("key '"):
+            keys.add(line[5:line.index("'", 5)])
+    return keys
+
+
+class LimitsTestCase(unittest.TestCase):
+    def start(self, *args, data_dir=None, save='""', threads=2):
+        server = Server(*args, data_dir=data_dir, save=save, threads=threads)
+        self.addCleanup(server.cleanup)
+        server.start()
+        return server
+
+    def raw(self, server):
+        c = RespConnection(server.port, timeout=60)
+        self.addCleanup(c.close)
+        return c
+
+    def assertErrorReply(self, reply, expected):
+        self.assertIsInstance(reply, Err, reply)
+        self.assertEqual(reply.decode(), expected)
+
+    def make_dir(self):
+        d = tempfile.mkdtemp(prefix="bloomery-limits-")
+        self.addCleanup(shutil.rmtree, d, True)
+        return d
+
+
+# ---------------------------------------------------------------------------
+# Defect 1: a filter the server accepts must survive a restart.
+
+class FilterBounds(LimitsTestCase):
+    def test_error_rate_below_the_minimum_is_refused_at_the_command(self):
+        s = self.start()
+        c = self.raw(s)
+        self.assertErrorReply(c.call("BF.RESERVE", "e", "1e-300", "100"),
+                              "ERR error rate should be at least 1e-15")
+        self.assertErrorReply(c.call("BF.INSERT", "e", "ERROR", "1e-16", "ITEMS", "a"),
+                              "ERR error rate should be at least 1e-15")
+        self.assertEqual(c.call("EXISTS", "e"), 0)
+        self.assertEqual(c.call("BF.RESERVE", "e", "1e-15", "100"), b"OK")
+        # RedisBloom's own texts for what is outside (0, 1).
+        self.assertErrorReply(c.call("BF.RESERVE", "f", "0", "100"),
+                              "ERR (0 < error rate range < 1)")
+        self.assertErrorReply(c.call("BF.RESERVE", "f", "1", "100"),
+                              "ERR (0 < error rate range < 1)")
+        self.assertErrorReply(c.call("BF.RESERVE", "f", "0.01", str(MAX_CAPACITY + 1)),
+                              "ERR capacity should be at most 281474976710656 (2^48)")
+        self.assertErrorReply(c.call("BF.RESERVE", "f", "0.01", "10", "EXPANSION", "32769"),
+                              "ERR expansion should be at most 32768")
+
+    def test_deepest_scaling_filters_save_load_dump_and_restore(self):
+        d = self.make_dir()
+        s = self.start(data_dir=d)
+        r = s.client()
+        added = {}
+        for key, rate in (("lay", "0.01"), ("tiny", "1e-15")):
+            r.execute_command("BF.RESERVE", key, rate, 1, "EXPANSION", 1)
+            added[key] = []
+            for i in range(200):
+                try:
+                    if r.execute_command("BF.ADD", key, "item-%d" % i) == 1:
+                        added[key].append("item-%d" % i)
+                except redis.ResponseError as e:
+                    self.assertIn("maximum number of sub-filters reached", str(e))
+                    break
+            else:
+                self.fail("%s never stopped growing" % key)
+            self.assertEqual(r.execute_command("BF.INFO", key, "FILTERS"), [MAX_LAYERS])
+        before = {k: (r.execute_command("BF.INFO", k), dump_all(r, k)) for k in added}
+        self.assertTrue(r.save())
+        s.terminate()
+        s2 = self.start(data_dir=d)
+        r2 = s2.client()
+        for key, items in added.items():
+            self.assertEqual(r2.execute_command("BF.INFO", key), before[key][0])
+            self.assertEqual(dump_all(r2, key), before[key][1])
+            self.assertEqual(r2.execute_command("BF.MEXISTS", key, *items), [1] * len(items))
+            # What SCANDUMP produced, LOADCHUNK restores.
+            for it, data in before[key][1]:
+                self.assertEqual(r2.execute_command("BF.LOADCHUNK", "copy-" + key, it, data), b"OK")
+            self.assertEqual(dump_all(r2, "copy-" + key), before[key][1])
+
+    def test_random_parameters_either_fail_at_the_command_or_survive_a_restart(self):
+        # A property test: random valid and invalid parameters through every
+        # creating command; what was accepted must come back identical after
+        # SAVE and a restart, and must restore through SCANDUMP/LOADCHUNK.
+        seed = int(os.environ.get("BLOOMERY_PROPERTY_SEED", random.randrange(1 << 30)))
+        rng = random.Random(seed)
+        max_bytes = 8 * 1024 * 1024
+        d = self.make_dir()
+        s = self.start("--max-filter-bytes", str(max_bytes), data_dir=d)
+        r = s.client()
+        c = self.raw(s)
+
+        # Each field is valid three times in four, so about 40 % of the cases
+        # create a filter and the rest probe every way of being refused.
+        def pick(valid_choices, invalid_choices):
+            return rng.choice(valid_choices if rng.random() < 0.75 else invalid_choices)
+
+        def pick_rate():
+            return pick(["%.17g" % (10 ** rng.uniform(-14.9, -0.001)), "1e-15", "0.5",
+                         "0.999999", "0.01", "%.17g" % rng.uniform(0.0001, 0.3)],
+                        ["%.17g" % (10 ** rng.uniform(-300, -15.01)), "9.99e-16", "1e-300", "0",
+                         "1", "-0.5", "1.5", "nan", "inf", "abc", ""])
+
+        def pick_capacity():
+            return pick([str(rng.randint(1, 5000)), str(rng.randint(1, 500000)), "1",
+                         str(MAX_CAPACITY)],
+                        ["0", "-1", str(MAX_CAPACITY + 1), str(2 ** 63 - 1), "x", "1.5"])
+
+        def pick_expansion():
+            return pick([None, None, "1", "2", "3", "32768", str(rng.randint(1, 40))],
+                        ["0", "32769", "-2", "two"])
+
+        def valid(rate, capacity, expansion, nonscaling):
+            try:
+                p = float(rate)
+                n = int(capacity)
+            except ValueError:
+                return False
+            if not (MIN_ERROR_RATE <= p < 1) or math.isnan(p):
+                return False
+            if not 1 <= n <= MAX_CAPACITY:
+                return False
+            if expansion is not None:
+                if nonscaling:
+                    return False
+                try:
+                    e = int(expansion)
+                except ValueError:
+                    return False
+                if not 1 <= e <= 32768:
+                    return False
+            return True
+
+        def first_layer_bytes(rate, capacity, nonscaling):
+            p = float(rate) if nonscaling else float(rate) / 2
+            bits = math.ceil(int(capacity) * -math.log(p) / math.log(2) ** 2)
+            return (bits + 63) // 64 * 64 // 8
+
+        created = {}
+        for case in range(200):
+            key = "k%d" % case
+            rate, capacity, expansion = pick_rate(), pick_capacity(), pick_expansion()
+            nonscaling = rng.random() < 0.2
+            if rng.random() < 0.5:
+                args = ["BF.RESERVE", key, rate, capacity]
+                if expansion is not None:
+                    args += ["EXPANSION", expansion]
+                if nonscaling:
+                    args.append("NONSCALING")
+            else:
+                args = ["BF.INSERT", key, "CAPACITY", capacity, "ERROR", rate]
+                if expansion is not None:
+                    args += ["EXPANSION", expansion]
+                if nonscaling:
+                    args.append("NONSCALING")
+                args += ["ITEMS", "first"]
+            reply = c.call(*args)
+            ok = valid(rate, capacity, expansion, nonscaling)
+            label = "seed %d case %d: %r -> %r" % (seed, case, args, reply)
+            if ok:
+                size = first_layer_bytes(rate, capacity, nonscaling)
+                if abs(size - max_bytes) < max_bytes * 0.01:
+                    if isinstance(reply, Err):
+                        continue  # too close to the limit to predict the rounding
+                elif size > max_bytes:
+                    self.assertErrorReply(reply, TOO_LARGE)
+                    self.assertEqual(c.call("EXISTS", key), 0, label)
+                    continue
+                self.assertNotIsInstance(reply, Err, label)
+                items = ["first"] if args[0] == "BF.INSERT" else []
+                # Grow small scaling filters past a few layers.
+                extra = ["x%d" % i for i in range(rng.choice([0, 10, 300]))]
+                if extra:
+                    replies = c.call("BF.MADD", key, *extra)
+                    items += [x for x, y in zip(extra, replies) if not isinstance(y, Err)]
+                created[key] = items
+            else:
+                self.assertIsInstance(reply, Err, label)
+                self.assertEqual(c.call("EXISTS", key), 0, label)
+        # Auto-created filters (server defaults) as well.
+        for i in range(5):
+            items = ["a%d" % j for j in range(1 + i * 150)]
+            r.execute_command("BF.MADD", "auto%d" % i, *items)
+            created["auto%d" % i] = items
+        self.assertGreater(len(created), 20, "seed %d created too few filters" % seed)
+
+        before = {k: (r.execute_command("BF.INFO", k), dump_all(r, k)) for k in created}
+        self.assertTrue(r.save())
+        s.terminate()
+        s2 = self.start("--max-filter-bytes", str(max_bytes), data_dir=d)
+        r2 = s2.client()
+        self.assertEqual(r2.dbsize(), len(created))
+        for key, items in created.items():
+            label = "seed %d key %s" % (seed, key)
+            self.assertEqual(r2.execute_command("BF.INFO", key), before[key][0], label)
+            self.assertEqual(dump_all(r2, key), before[key][1], label)
+            if items:
+                self.assertEqual(r2.execute_command("BF.MEXISTS", key, *items), [1] * len(items),
+                                 label)
+            for it, data in before[key][1]:
+                self.assertEqual(r2.execute_command("BF.LOADCHUNK", "copy:" + key, it, data),
+                                 b"OK", label)
+
+    def test_loadchunk_refuses_headers_outside_the_bounds(self):
+        s = self.start()
+        c = self.raw(s)
+        layer = (100, 0.005, 1152, 8, 0)
+        cases = {
+            "expansion 2^32-1": build_dump_header(0.01, 100, 4294967295, False, [layer]),
+            "expansion 0": build_dump_header(0.01, 100, 0, False, [layer]),
+            "129 hashes": build_dump_header(0.01, 100, 2, False, [(100, 0.005, 1152, 129, 0)]),
+            "layer capacity 2^48+1": build_dump_header(0.01, 100, 2, False,
+                                                       [(MAX_CAPACITY + 1, 0.005, 1152, 8, 0)]),
+            "65 layers": build_dump_header(0.01, 100, 2, False, [layer] * 65),
+            "items 2^62+1": build_dump_header(0.01, 100, 2, False,
+                                              [(100, 0.005, 1152, 8, 2 ** 62 + 1)]),
+        }
+        for name, header in cases.items():
+            reply = c.call("BF.LOADCHUNK", "bad", 1, header)
+            self.assertErrorReply(reply, "ERR invalid dump header")
+            self.assertEqual(c.call("EXISTS", "bad"), 0, name)
+        # The same header with valid fields loads.
+        self.assertEqual(c.call("BF.LOADCHUNK", "good", 1,
+                                build_dump_header(0.01, 100, 2, False, [layer])), b"OK")
+
+
+# ---------------------------------------------------------------------------
+# Defect 3: --max-filter-bytes bounds a whole filter, before allocating.
+
+class WholeFilterLimit(LimitsTestCase):
+    def test_loadchunk_header_of_many_layers_is_refused_before_allocating(self):
+        s = self.start("--max-filter-bytes", "32mb")
+        c = self.raw(s)
+        rss_before = rss_bytes(s.process.pid)
+        one_mib_layer = (700000, 0.01, 8 * 1024 * 1024, 7, 0)
+        header = build_dump_header(0.01, 700000, 1, False, [one_mib_layer] * 64)
+        self.assertLess(len(header), 2500)
+        self.assertErrorReply(c.call("BF.LOADCHUNK", "huge", 1, header), TOO_LARGE)
+        self.assertEqual(c.call("EXISTS", "huge"), 0)
+        used = int(info(s.client(), "memory")["used_memory"])
+        self.assertLess(used, 1024 * 1024)
+        self.assertLess(rss_bytes(s.process.pid) - rss_before, 8 * 1024 * 1024)
+        # 32 layers of 1 MiB are exactly the limit: accepted and counted.
+        exact = build_dump_header(0.01, 700000, 1, False, [one_mib_layer] * 32)
+        self.assertEqual(c.call("BF.LOADCHUNK", "fits", 1, exact), b"OK")
+        used = int(info(s.client(), "memory")["used_memory"])
+        self.assertGreaterEqual(used, 32 * 1024 * 1024)
+
+    def test_reserve_and_growth_count_every_layer(self):
+        s = self.start("--max-filter-bytes", "64kb")
+        c = self.raw(s)
+        # 40,000 items at 0.5 %: 55 KB, under 64 KB.
+        self.assertEqual(c.call("BF.RESERVE", "g", "0.01", "40000"), b"OK")
+        self.assertErrorReply(c.call("BF.RESERVE", "h", "0.01", "50000"), TOO_LARGE)
+        items = ["i%d" % i for i in range(40000)]
+        for start in range(0, len(items), 5000):
+            replies = c.call("BF.MADD", "g", *items[start:start + 5000])
+            self.assertFalse(any(isinstance(x, Err) for x in replies))
+        # The next new item needs a second layer: 55 KB + 125 KB > 64 KB.
+        replies = c.call("BF.MADD", "g", *["new%d" % i for i in range(1000)])
+        self.assertTrue(any(isinstance(x, Err) for x in replies))
+        self.assertErrorReply([x for x in replies if isinstance(x, Err)][0], TOO_LARGE)
+        self.assertEqual(c.call("BF.INFO", "g", "FILTERS"), [1])
+        # Present items still answer, and the filter still saves.
+        self.assertEqual(c.call("BF.EXISTS", "g", "i7"), 1)
+
+
+# ---------------------------------------------------------------------------
+# --maxmemory: counted as allocated, -OOM past it, reads and deletes go on.
+
+class Maxmemory(LimitsTestCase):
+    def test_reservations_are_counted_at_full_size_and_refused_past_the_limit(self):
+        s = self.start("--maxmemory", "100mb")
+        c = self.raw(s)
+        self.assertEqual(s.client().config_get("maxmemory")["maxmemory"], str(100 * 1024 * 1024))
+        # 18M items at 0.5 %: 24.8 MB each, lazily committed but counted whole.
+        accepted = 0
+        for i in range(10):
+            reply = c.call("BF.RESERVE", "big:%d" % i, "0.01", "18000000")
+            if isinstance(reply, Err):
+                self.assertErrorReply(reply, OOM)
+                self.assertEqual(c.call("EXISTS", "big:%d" % i), 0)
+            else:
+                accepted += 1
+        self.assertEqual(accepted, 4)
+        memory = info(s.client(), "memory")
+        self.assertGreaterEqual(int(memory["used_memory"]), 4 * 20 * 1000 * 1000)
+        self.assertLessEqual(int(memory["used_memory"]), 100 * 1024 * 1024)
+        self.assertLess(rss_bytes(s.process.pid), 60 * 1024 * 1024)  # nothing touched yet
+        # Reads and deletes still work; a delete makes room again.
+        self.assertEqual(c.call("BF.EXISTS", "big:0", "x"), 0)
+        self.assertEqual(c.call("DEL", "big:0"), 1)
+        self.assertEqual(c.call("BF.RESERVE", "big:again", "0.01", "18000000"), b"OK")
+
+    def test_two_hundred_large_reservations_stop_at_the_limit(self):
+        s = self.start("--maxmemory", "1gb")
+        r = s.client()
+        pipe = r.pipeline(transaction=False)
+        for i in range(200):
+            pipe.execute_command("BF.RESERVE", "big:%d" % i, 0.01, 150000000)
+        replies = pipe.execute(raise_on_error=False)
+        ok = [x for x in replies if not isinstance(x, Exception)]
+        refused = [x for x in replies if isinstance(x, Exception)]
+        self.assertEqual(len(ok), 5)  # 5 x 207 MB fit in 1 GiB, the 6th does not
+        self.assertTrue(all("maxmemory" in str(e) for e in refused), refused[:1])
+        self.assertLessEqual(int(r.info("memory")["used_memory"]), 1024 ** 3)
+        self.assertTrue(r.ping())
+
+    def test_past_the_limit_writes_are_refused_and_reads_and_deletes_served(self):
+        d = self.make_dir()
+        s = self.start(data_dir=d)
+        r = s.client()
+        for i in range(3):
+            r.execute_command("BF.RESERVE", "f%d" % i, 0.01, 10000000)  # 13.8 MB each
+            r.execute_command("BF.ADD", "f%d" % i, "kept")
+        self.assertTrue(r.save())
+        s.terminate()
+        # Restarted with less memory than its data: it loads, then refuses to grow.
+        s2 = self.start("--maxmemory", "20mb", data_dir=d)
+        c = self.raw(s2)
+        self.assertGreater(int(info(s2.client(), "memory")["used_memory"]), 20 * 1024 * 1024)
+        self.assertErrorReply(c.call("BF.ADD", "f0", "more"), OOM)
+        self.assertErrorReply(c.call("BF.MADD", "f0", "a", "b"), OOM)
+        self.assertErrorReply(c.call("BF.RESERVE", "n", "0.01", "10"), OOM)
+        self.assertEqual(c.call("BF.EXISTS", "f0", "kept"), 1)
+        self.assertEqual(c.call("BF.MEXISTS", "f1", "kept", "no"), [1, 0])
+        self.assertIsInstance(c.call("BF.INFO", "f2"), list)
+        self.assertEqual(c.call("DEL", "f0", "f1"), 2)
+        self.assertEqual(c.call("BF.ADD", "f2", "more"), 1)
+
+    def test_a_million_small_filters_cost_few_bytes_each_and_are_given_back(self):
+        # Issue 6's target: at most 300 bytes per default filter, keyspace
+        # included. Measured here on 200,000 keys.
+        n = 200000
+        s = self.start()
+        r = s.client()
+        allocator = r.info("memory")["mem_allocator"]
+        rss_start = rss_bytes(s.process.pid)
+        used_start = int(r.info("memory")["used_memory"])
+        payload = b"".join(b"*3\r\n$6\r\nBF.ADD\r\n$%d\r\n%s\r\n$1\r\nx\r\n" % (len(k), k)
+                           for k in (b"k:%d" % i for i in range(n)))
+        result = subprocess.run(["redis-cli", "-p", str(s.port), "--pipe"], input=payload,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stdout)
+        self.assertEqual(r.dbsize(), n)
+        used = int(r.info("memory")["used_memory"]) - used_start
+        per_key_used = used / n
+        print("\n[ measured ] %d keys: used_memory %.1f B/key, RSS %.1f B/key (%s)" % (
+            n, per_key_used, (rss_bytes(s.process.pid) - rss_start) / n, allocator))
+        self.assertLessEqual(per_key_used, 300)
+        self.assertGreaterEqual(per_key_used, 224)  # the filter alone is 224 bytes
+        if allocator.startswith("jemalloc"):
+            # RSS is the allocator's business: only the release build links
+            # jemalloc (sanitizer builds replace malloc with their own).
+            self.assertLessEqual((rss_bytes(s.process.pid) - rss_start) / n, 320)
+        r.flushall()
+        memory = r.info("memory")
+        self.assertEqual(int(memory["used_memory_keyspace"]), 0)
+        self.assertEqual(int(memory["used_memory_filters"]), 0)
+        if allocator.startswith("jemalloc"):
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                if rss_bytes(s.process.pid) < rss_start + 16 * 1024 * 1024:
+                    break
+                time.sleep(0.2)
+            self.assertLess(rss_bytes(s.process.pid), rss_start + 16 * 1024 * 1024)
+
+
+# ---------------------------------------------------------------------------
+# -MISCONF while snapshots fail.
+
+class Misconf(LimitsTestCase):
+    MISCONF_PREFIX = "MISCONF bloomery is configured to save snapshots"
+
+    def break_snapshots(self, d):
+        # A non-empty directory where the snapshot goes: rename() onto it
+        # fails even for root, as a full or read-only disk would.
+        os.makedirs(os.path.join(d, "dump.bloomery", "blocker"))
+
+    def wait_status(self, client, status, timeout=20):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if client.info("persistence")["rdb_last_bgsave_status"] == status:
+                return
+            time.sleep(0.05)
+        self.fail("rdb_last_bgsave_status never became %s" % status)
+
+    def test_writes_are_refused_until_a_save_succeeds_and_reads_go_on(self):
+        d = self.make_dir()
+        s = self.start(data_dir=d, save="3600 1")
+        r = s.client()
+        c = self.raw(s)
+        self.assertEqual(c.call("BF.ADD", "k", "before"), 1)
+        self.break_snapshots(d)
+        self.assertEqual(c.call("BGSAVE"), b"Background saving started")
+        self.wait_status(r, "err")
+        reply = c.call("BF.ADD", "k", "during")
+        self.assertIsInstance(reply, Err)
+        self.assertTrue(reply.decode().startswith(self.MISCONF_PREFIX), reply)
+        self.assertIsInstance(c.call("DEL", "k"), Err)
+        self.assertEqual(c.call("BF.EXISTS", "k", "before"), 1)
+        self.assertEqual(c.call("PING"), b"PONG")
+        shutil.rmtree(os.path.join(d, "dump.bloomery"))
+        self.assertEqual(c.call("SAVE"), b"OK")
+        self.assertEqual(c.call("BF.ADD", "k", "after"), 1)
+
+    def test_the_servers_own_retry_lifts_the_refusal_when_space_returns(self):
+        d = self.make_dir()
+        s = self.start(data_dir=d, save="1 1")
+        r = s.client()
+        self.break_snapshots(d)
+        r.execute_command("BF.ADD", "k", "a")
+        self.wait_status(r, "err")
+        with self.assertRaises(redis.ResponseError):
+            r.execute_command("BF.ADD", "k", "b")
+        shutil.rmtree(os.path.join(d, "dump.bloomery"))
+        self.wait_status(r, "ok", timeout=30)  # retried every 5 s after a failure
+        self.assertEqual(r.execute_command("BF.ADD", "k", "b"), 1)
+
+    def test_stop_writes_on_bgsave_error_no_keeps_accepting_writes(self):
+        d = self.make_dir()
+        s = self.start("--stop-writes-on-bgsave-error", "no", data_dir=d, save="3600 1")
+        r = s.client()
+        self.break_snapshots(d)
+        r.bgsave()
+        self.wait_status(r, "err")
+        self.assertEqual(r.execute_command("BF.ADD", "k", "x"), 1)
+
+
+# ---------------------------------------------------------------------------
+# Defect 4: a snapshot holds every key as it was at one instant.
+
+class SnapshotConsistency(LimitsTestCase):
+    def test_renames_deletes_recreates_and_flushes_during_saves(self):
+        d = self.make_dir()
+        s = self.start(data_dir=d, threads=2)
+        r = s.client()
+        # One 24 MB filter makes each save take a while; the other keys are
+        # spread over every shard.
+        r.execute_command("BF.RESERVE", "big", 0.01, 17000000, "NONSCALING")
+        r.execute_command("BF.MADD", "big", *["b%d" % i for i in range(1000)])
+        r.execute_command("BF.ADD", "a", "renamed")
+        for i in range(200):
+            r.execute_command("BF.ADD", "other:%d" % i, "x")
+        stop = threading.Event()
+        errors = []
+
+        def renamer():
+            c = s.client()
+            try:
+                while not stop.is_set():
+                    c.rename("a", "b")
+                    c.rename("b", "a")
+            except Exception as e:  # surfaced below
+                errors.append(e)
+
+        def recreator():
+            # Creates seq:0, seq:1, ... in order, then deletes them in the
+            # same order: at any instant the keys present are a contiguous
+            # range, and so must be those of a snapshot.
+            c = s.client()
+            try:
+                while not stop.is_set():
+                    for j in range(40):
+                        c.execute_command("BF.ADD", "seq:%d" % j, "x")
+                    c.delete(*["seq:%d" % j for j in range(40)])
+            except Exception as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=renamer), threading.Thread(target=recreator)]
+        for t in threads:
+            t.start()
+        path = os.path.join(d, "dump.bloomery")
+        problems = []
+        try:
+            for round_ in range(30):
+                if round_ % 2:
+                    r.execute_command("SAVE")
+                else:
+                    r.bgsave()
+                    deadline = time.monotonic() + 60
+                    while r.info("persistence")["rdb_bgsave_in_progress"] == 1:
+                        self.assertLess(time.monotonic(), deadline)
+                        time.sleep(0.01)
+                keys = snapshot_keys(path)
+                if ("a" in keys) == ("b" in keys):
+                    problems.append("round %d: a=%s b=%s" % (round_, "a" in keys, "b" in keys))
+                seq = sorted(int(k.split(":")[1]) for k in keys if k.startswith("seq:"))
+                if seq and seq != list(range(seq[0], seq[0] + len(seq))):
+                    problems.append("round %d: seq keys not contiguous: %s" % (round_, seq))
+                if "big" not in keys or sum(k.startswith("other:") for k in keys) != 200:
+                    problems.append("round %d: lost a key that never changed" % round_)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(timeout=30)
+        self.assertEqual(errors, [])
+        self.assertEqual(problems, [])
+
+    def test_flushall_during_a_save_is_all_or_nothing(self):
+        d = self.make_dir()
+        s = self.start(data_dir=d)
+        r = s.client()
+        r.execute_command("BF.RESERVE", "big", 0.01, 17000000, "NONSCALING")
+        path = os.path.join(d, "dump.bloomery")
+        for round_ in range(10):
+            for i in range(100):
+                r.execute_command("BF.ADD", "f%d:%d" % (round_, i), "x")
+            r.bgsave()
+            r.flushall()
+            r.execute_command("BF.RESERVE", "big", 0.01, 17000000, "NONSCALING")
+            deadline = time.monotonic() + 60
+            while r.info("persistence")["rdb_bgsave_in_progress"] == 1:
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.01)
+            keys = snapshot_keys(path)
+            mine = [k for k in keys if k.startswith("f%d:" % round_)]
+            self.assertIn(len(mine), (0, 100), "round %d: %d of 100 keys" % (round_, len(mine)))
+
+
+if __name__ == "__main__":
+    unittest.main()

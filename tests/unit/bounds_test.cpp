@@ -1,0 +1,103 @@
+// The one table of filter bounds (bloom/bounds.hpp) and the layer geometry
+// derived from it.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "bloomery/bloom/bounds.hpp"
+
+namespace bloomery::bloom {
+namespace {
+
+FilterOptions options(double error_rate, std::uint64_t capacity, std::uint32_t expansion = 2,
+                      bool nonscaling = false) {
+    return FilterOptions{error_rate, capacity, expansion, nonscaling};
+}
+
+TEST(Bounds, OptionsAtAndJustPastEachBound) {
+    EXPECT_EQ(check_options(options(kMinErrorRate, 1)), BoundsError::none);
+    EXPECT_EQ(check_options(options(std::nextafter(kMinErrorRate, 0.0), 1)),
+              BoundsError::error_rate_too_small);
+    EXPECT_EQ(check_options(options(std::nextafter(1.0, 0.0), 1)), BoundsError::none);
+    EXPECT_EQ(check_options(options(1.0, 1)), BoundsError::error_rate_range);
+    EXPECT_EQ(check_options(options(0.0, 1)), BoundsError::error_rate_range);
+    EXPECT_EQ(check_options(options(std::numeric_limits<double>::quiet_NaN(), 1)),
+              BoundsError::error_rate_range);
+    EXPECT_EQ(check_options(options(0.01, 0)), BoundsError::capacity_zero);
+    EXPECT_EQ(check_options(options(0.01, kMaxLayerCapacity)), BoundsError::none);
+    EXPECT_EQ(check_options(options(0.01, kMaxLayerCapacity + 1)), BoundsError::capacity_too_large);
+    EXPECT_EQ(check_options(options(0.01, 1, 0)), BoundsError::expansion_range);
+    EXPECT_EQ(check_options(options(0.01, 1, kMaxExpansion)), BoundsError::none);
+    EXPECT_EQ(check_options(options(0.01, 1, kMaxExpansion + 1)), BoundsError::expansion_range);
+}
+
+TEST(Bounds, StoredOptionsAcceptSmallerErrorRatesOfEarlierVersions) {
+    EXPECT_EQ(check_stored_options(options(1e-18, 10)), BoundsError::none);
+    EXPECT_EQ(check_stored_options(options(0.0, 10)), BoundsError::error_rate_range);
+    EXPECT_EQ(check_stored_options(options(0.01, 10, kMaxExpansion + 1)),
+              BoundsError::expansion_range);
+}
+
+TEST(Bounds, LayersAtAndJustPastEachBound) {
+    const LayerGeometry good{100, 0.005, 1152, 8};
+    EXPECT_EQ(check_layer(good, 0), BoundsError::none);
+    EXPECT_EQ(check_layer(good, kMaxLayerItems), BoundsError::none);
+    EXPECT_EQ(check_layer(good, kMaxLayerItems + 1), BoundsError::items_too_large);
+    LayerGeometry g = good;
+    g.hashes = kMaxHashes;
+    EXPECT_EQ(check_layer(g, 0), BoundsError::none);
+    g.hashes = kMaxHashes + 1;
+    EXPECT_EQ(check_layer(g, 0), BoundsError::hashes_range);
+    g = good;
+    g.bits = kMaxLayerBits;
+    EXPECT_EQ(check_layer(g, 0), BoundsError::none);
+    g.bits = kMaxLayerBits + 64;
+    EXPECT_EQ(check_layer(g, 0), BoundsError::bits_invalid);
+    g.bits = 100;
+    EXPECT_EQ(check_layer(g, 0), BoundsError::bits_invalid);
+    g = good;
+    g.capacity = kMaxLayerCapacity + 1;
+    EXPECT_EQ(check_layer(g, 0), BoundsError::capacity_too_large);
+}
+
+TEST(Bounds, EveryLayerAScalingFilterCanGrowStaysInsideTheBounds) {
+    // The worst case of each parameter: whatever growth produces, the loader
+    // accepts (so whatever the server creates, it can save and load).
+    for (const double rate : {kMinErrorRate, 1e-9, 0.01, 0.5, 0.999999}) {
+        for (const std::uint32_t expansion : {1u, 2u, 7u, kMaxExpansion}) {
+            for (const std::uint64_t capacity :
+                 {std::uint64_t{1}, std::uint64_t{1000}, kMaxLayerCapacity}) {
+                const FilterOptions o = options(rate, capacity, expansion);
+                ASSERT_EQ(check_options(o), BoundsError::none);
+                std::vector<LayerGeometry> layers = {first_layer(o)};
+                LayerGeometry next;
+                while (layers.size() < kMaxLayers && next_layer(o, layers.back(), next)) {
+                    layers.push_back(next);
+                }
+                for (std::size_t i = 0; i < layers.size(); ++i) {
+                    // The first layer may be too big for any machine (that is
+                    // refused at the command as too large); later layers are
+                    // only made when they pass.
+                    if (i == 0 && layers[0].bits > kMaxLayerBits) continue;
+                    EXPECT_EQ(check_layer(layers[i], layers[i].capacity), BoundsError::none)
+                        << "rate " << rate << " expansion " << expansion << " capacity " << capacity
+                        << " layer " << i;
+                }
+                EXPECT_LE(filter_bytes(layers), std::numeric_limits<std::uint64_t>::max());
+            }
+        }
+    }
+}
+
+TEST(Bounds, FilterBytesSumsEveryLayerAndSaturates) {
+    const std::vector<LayerGeometry> layers = {{1, 0.5, 64, 1}, {2, 0.25, 128, 2}};
+    EXPECT_EQ(filter_bytes(layers), 24u);
+    const std::vector<LayerGeometry> huge(9, LayerGeometry{1, 0.5, ~std::uint64_t{63}, 1});
+    EXPECT_EQ(filter_bytes(huge), std::numeric_limits<std::uint64_t>::max());
+}
+
+}  // namespace
+}  // namespace bloomery::bloom
