@@ -39,7 +39,7 @@ std::string describe(BoundsError error) {
         case BoundsError::hashes_range:
             return "hash count not in [1, 128]";
         case BoundsError::items_too_large:
-            return "item count above 2^62";
+            return "item count above 2^56";
     }
     return "unknown";
 }

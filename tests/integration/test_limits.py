@@ -280,13 +280,20 @@ class FilterBounds(LimitsTestCase):
             "layer capacity 2^48+1": build_dump_header(0.01, 100, 2, False,
                                                        [(MAX_CAPACITY + 1, 0.005, 1152, 8, 0)]),
             "65 layers": build_dump_header(0.01, 100, 2, False, [layer] * 65),
-            "items 2^62+1": build_dump_header(0.01, 100, 2, False,
-                                              [(100, 0.005, 1152, 8, 2 ** 62 + 1)]),
+            "items 2^56+1": build_dump_header(0.01, 100, 2, False,
+                                              [(100, 0.005, 1152, 8, 2 ** 56 + 1)]),
         }
         for name, header in cases.items():
             reply = c.call("BF.LOADCHUNK", "bad", 1, header)
             self.assertErrorReply(reply, "ERR invalid dump header")
             self.assertEqual(c.call("EXISTS", "bad"), 0, name)
+        # The largest counts the bounds allow still fit BF.INFO's signed
+        # integers (they once showed as -1 near 2^64).
+        extreme = build_dump_header(0.5, MAX_CAPACITY, 2, False,
+                                    [(MAX_CAPACITY, 0.25, 64, 2, 2 ** 56)] * 64)
+        self.assertEqual(c.call("BF.LOADCHUNK", "extreme", 1, extreme), b"OK")
+        self.assertEqual(c.call("BF.INFO", "extreme", "CAPACITY"), [64 * MAX_CAPACITY])
+        self.assertEqual(c.call("BF.INFO", "extreme", "ITEMS"), [64 * 2 ** 56])
         # The same header with valid fields loads.
         self.assertEqual(c.call("BF.LOADCHUNK", "good", 1,
                                 build_dump_header(0.01, 100, 2, False, [layer])), b"OK")

@@ -255,7 +255,7 @@ TEST(BloomDump, HeaderRejectsOutOfRangeFields) {
         {"options capacity 2^48 + 1", 20, 8, (std::uint64_t{1} << 48) + 1},
         {"layer capacity 2^48 + 1", 40, 8, (std::uint64_t{1} << 48) + 1},
         {"bits 2^49 + 64", 56, 8, (std::uint64_t{1} << 49) + 64},
-        {"items 2^62 + 1", 68, 8, (std::uint64_t{1} << 62) + 1},
+        {"items 2^56 + 1", 68, 8, (std::uint64_t{1} << 56) + 1},
     };
     for (const Case& c : cases) {
         std::string bad = header;

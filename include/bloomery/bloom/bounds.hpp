@@ -11,9 +11,9 @@
 //   114 <= kMaxHashes. (RedisBloom accepts any p in (0, 1); 1e-300 asks for
 //   998 hash functions per item, which nobody means.)
 // - Hashes <= 128, layers <= 64: follow from the above.
-// - Capacity <= 2^48 per layer: a layer at p close to 1 needs almost no bits
-//   per item, so memory alone does not bound it; 64 layers of 2^48 sum below
-//   2^63, so capacities and item counts always fit BF.INFO's signed integers.
+// - Capacity <= 2^48 and items <= 2^56 per layer: a layer at p close to 1
+//   needs almost no bits per item, so memory alone does not bound them; 64
+//   layers sum below 2^63, so BF.INFO's signed integers never overflow.
 // - Expansion 1..32768: RedisBloom's bf-expansion-factor range.
 // - Bits per layer: a positive multiple of 64 (whole words). The bytes of a
 //   whole filter are bounded by the server's --max-filter-bytes, a policy
@@ -33,7 +33,7 @@ inline constexpr double kMaxErrorRate = 1.0;    // exclusive
 inline constexpr std::uint32_t kMaxHashes = 128;
 inline constexpr std::size_t kMaxLayers = 64;
 inline constexpr std::uint64_t kMaxLayerCapacity = std::uint64_t{1} << 48;
-inline constexpr std::uint64_t kMaxLayerItems = std::uint64_t{1} << 62;
+inline constexpr std::uint64_t kMaxLayerItems = std::uint64_t{1} << 56;
 inline constexpr std::uint32_t kMinExpansion = 1;
 inline constexpr std::uint32_t kMaxExpansion = 32768;
 // The largest bit array one layer may have (2^46 bytes = 64 TiB): beyond any
