@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace bloomery::net {
 
@@ -14,6 +15,11 @@ namespace {
 // Read size: 16 KiB like Redis's PROTO_IOBUF_LEN; the buffer grows beyond it
 // only for commands larger than that.
 constexpr std::size_t kReadChunk = 16 * 1024;
+// Most bytes one read asks for, however large the buffer has grown: a worker
+// moves on to its other connections after at most this much from one client.
+constexpr std::size_t kMaxReadSize = 1024 * 1024;
+// An empty buffer larger than this is given back after its command ran.
+constexpr std::size_t kShrinkAbove = 4 * kReadChunk;
 // Replies buffered before the connection stops running commands and writes:
 // keeps one pipelined burst from building an unbounded output buffer.
 constexpr std::size_t kWriteHighWater = 256 * 1024;
@@ -34,8 +40,8 @@ Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::so
       parser_(resp::ParserLimits{server.config().proto_max_bulk_len,
                                  server.config().proto_max_inline_len,
                                  server.config().proto_max_multibulk_len}),
-      writer_(out_),
-      in_(kReadChunk) {
+      writer_(out_) {
+    reallocate_input(kReadChunk);
     client_.id = id;
     error_code ignored;
     const auto remote = socket_.remote_endpoint(ignored);
@@ -64,45 +70,64 @@ void Connection::request_close() {
 }
 
 std::string Connection::describe() const {
-    return command::format_client_line(client_, store::now_ms(),
-                                       query_bytes_.load(std::memory_order_relaxed),
-                                       output_bytes_.load(std::memory_order_relaxed));
+    return command::format_client_line(client_, store::now_ms());
+}
+
+void Connection::reallocate_input(std::size_t capacity) {
+    const std::size_t held = in_end_ - in_start_;
+    auto fresh = std::make_unique_for_overwrite<char[]>(capacity);
+    if (held > 0) std::memcpy(fresh.get(), in_.get() + in_start_, held);
+    in_ = std::move(fresh);
+    in_capacity_ = capacity;
+    in_start_ = 0;
+    in_end_ = held;
+    query_charge_.set(capacity);
+    client_.query_buffer_capacity.store(capacity, std::memory_order_relaxed);
+}
+
+void Connection::report_buffers() {
+    client_.query_buffer_used.store(in_end_ - in_start_, std::memory_order_relaxed);
+    client_.output_buffer_used.store(out_.size(), std::memory_order_relaxed);
+    client_.output_buffer_capacity.store(out_.capacity(), std::memory_order_relaxed);
+    output_charge_.set(out_.capacity());
 }
 
 void Connection::make_room() {
-    if (in_start_ == in_end_) {
+    const std::size_t held = in_end_ - in_start_;
+    if (held == 0) {
         in_start_ = in_end_ = 0;
-    } else if (in_start_ > 0 &&
-               (in_.size() - in_end_ < kReadChunk / 2 || in_start_ > in_.size() / 2)) {
+        // Give back memory once a large command has been consumed.
+        if (in_capacity_ > kShrinkAbove) reallocate_input(kReadChunk);
+        return;
+    }
+    if (in_start_ > 0 &&
+        (in_capacity_ - in_end_ < kReadChunk / 2 || in_start_ > in_capacity_ / 2)) {
         // Compact: the unconsumed tail moves to the front. The parser keeps
         // offsets relative to the command start, so this is safe mid-command.
-        std::copy(in_.begin() + static_cast<std::ptrdiff_t>(in_start_),
-                  in_.begin() + static_cast<std::ptrdiff_t>(in_end_), in_.begin());
-        in_end_ -= in_start_;
+        std::memmove(in_.get(), in_.get() + in_start_, held);
         in_start_ = 0;
+        in_end_ = held;
     }
-    std::size_t wanted = in_end_ + kReadChunk;
-    // A large bulk argument: grow toward its announced size by doubling, so
-    // memory follows the bytes that actually arrive; a client announcing
-    // 512 MB and sending nothing costs no more than what it sent (times two).
-    const std::size_t expected = parser_.bytes_expected();
-    if (expected > 0 && in_start_ + expected > wanted) {
-        wanted = std::min(in_start_ + expected, std::max(wanted, in_.size() * 2));
-    }
-    if (wanted > in_.size()) {
-        in_.resize(wanted);
-    } else if (in_end_ == 0 && in_.size() > 4 * kReadChunk) {
-        // Give back memory once a large command has been consumed.
-        in_.resize(kReadChunk);
-        in_.shrink_to_fit();
-    }
+    if (in_capacity_ - in_end_ >= kReadChunk / 2) return;
+    // Nearly full of bytes received and still incomplete: grow geometrically
+    // from what is held (at most 2 x (held + half a chunk)), never toward the
+    // size a header announced. A client announcing 512 MB and trickling bytes
+    // thus costs what it sent, not a doubling per read (issue 6: six such
+    // clients sending 120 bytes in all once took RSS from 6 MB to 2.3 GB).
+    std::size_t capacity = std::max(kReadChunk, in_capacity_ * 2);
+    const std::size_t expected = parser_.bytes_expected();  // from the command start
+    if (expected > held) capacity = std::min(capacity, std::max(expected, held + kReadChunk));
+    // Just past client-query-buffer-limit is enough to see that it was exceeded.
+    const std::size_t limit = server_.config().client_query_buffer_limit;
+    capacity = std::min(capacity, std::max(limit, held) + kReadChunk);
+    if (capacity > in_capacity_) reallocate_input(capacity);
 }
 
 void Connection::read() {
     if (closing_) return;
     make_room();
     socket_.async_read_some(
-        asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
+        asio::buffer(in_.get() + in_end_, std::min(in_capacity_ - in_end_, kMaxReadSize)),
         [self = shared_from_this()](const error_code& error, std::size_t bytes) {
             self->on_read(error, bytes);
         });
@@ -117,7 +142,9 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
     command::WorkerStats::bump(worker_.stats.net_input_bytes, bytes);
     client_.last_interaction_ms.store(store::now_ms(), std::memory_order_relaxed);
     const std::size_t pending = in_end_ - in_start_;
-    query_bytes_.store(pending, std::memory_order_relaxed);
+    client_.query_buffer_used.store(pending, std::memory_order_relaxed);
+    // Like Redis, the bytes held unprocessed count against the limit; the
+    // buffer's capacity never exceeds them by more than make_room() allows.
     if (pending > server_.config().client_query_buffer_limit) {
         spdlog::warn(
             "closing client id={} addr={}: query buffer {} bytes exceeds "
@@ -147,7 +174,7 @@ void Connection::process() {
                          writer_};
     while (!closing_ && in_start_ < in_end_ && out_.size() < kWriteHighWater) {
         std::size_t consumed = 0;
-        const std::string_view input(in_.data() + in_start_, in_end_ - in_start_);
+        const std::string_view input(in_.get() + in_start_, in_end_ - in_start_);
         const resp::ParseStatus status = parser_.parse(input, argv_, consumed);
         if (status == resp::ParseStatus::incomplete) {
             need_more_ = true;
@@ -172,8 +199,7 @@ void Connection::process() {
         in_start_ = in_end_ = 0;
         need_more_ = true;
     }
-    query_bytes_.store(in_end_ - in_start_, std::memory_order_relaxed);
-    output_bytes_.store(out_.size(), std::memory_order_relaxed);
+    report_buffers();
     if (out_.size() > server_.config().client_output_buffer_limit) {
         spdlog::warn(
             "closing client id={} addr={}: reply of {} bytes exceeds "
@@ -206,7 +232,7 @@ void Connection::on_write(const error_code& error, std::size_t bytes) {
     } else {
         out_.clear();
     }
-    output_bytes_.store(0, std::memory_order_relaxed);
+    report_buffers();
     if (closing_) {
         close();
         return;

@@ -3,6 +3,12 @@
 // query buffer, parses every complete command in it, runs them in order, and
 // sends all their replies with one write. While a write is in flight it does
 // not read, which bounds each client's memory (backpressure).
+//
+// Memory: the query buffer grows only when it is nearly full of bytes actually
+// received, geometrically from what it holds, so it never exceeds about twice
+// the bytes held plus one read chunk, whatever size a bulk header announces.
+// Both buffers' capacities are reported to core::memory_add (used_memory) and
+// to the client's state (CLIENT LIST).
 
 #include <atomic>
 #include <list>
@@ -14,6 +20,7 @@
 #include <boost/asio.hpp>
 
 #include "bloomery/command/context.hpp"
+#include "bloomery/core/memory.hpp"
 #include "bloomery/net/server.hpp"
 #include "bloomery/resp/parser.hpp"
 #include "bloomery/resp/writer.hpp"
@@ -41,6 +48,10 @@ private:
     void on_write(const boost::system::error_code& error, std::size_t bytes);
     void close();
     void make_room();
+    // Moves the unconsumed bytes into a new buffer of `capacity` bytes.
+    void reallocate_input(std::size_t capacity);
+    // Publishes the buffers' sizes to used_memory and CLIENT LIST.
+    void report_buffers();
 
     Server& server_;
     Server::Worker& worker_;
@@ -49,7 +60,8 @@ private:
     resp::Parser parser_;
     std::string out_;
     resp::Writer writer_;
-    std::vector<char> in_;
+    std::unique_ptr<char[]> in_;  // not zero-filled: only received bytes touch pages
+    std::size_t in_capacity_ = 0;
     std::size_t in_start_ = 0;  // first unconsumed byte
     std::size_t in_end_ = 0;    // one past the last byte read
     bool need_more_ = true;     // the last parse asked for more bytes
@@ -58,8 +70,8 @@ private:
     bool closed_ = false;
     std::vector<std::string_view> argv_;
     std::list<std::weak_ptr<Connection>>::iterator tracked_;
-    std::atomic<std::size_t> query_bytes_{0};
-    std::atomic<std::size_t> output_bytes_{0};
+    core::MemoryCharge query_charge_{core::MemoryUse::query_buffers};
+    core::MemoryCharge output_charge_{core::MemoryUse::output_buffers};
 };
 
 }  // namespace bloomery::net

@@ -51,6 +51,11 @@ struct ClientState {
     std::atomic<const char*> last_command{nullptr};  // a CommandSpec's name
     std::atomic<int> protocol{2};
     bool close_after_reply = false;  // QUIT, SHUTDOWN; owner thread only
+    // Buffer sizes in bytes, published by the connection for CLIENT LIST.
+    std::atomic<std::size_t> query_buffer_used{0};  // received, not yet run
+    std::atomic<std::size_t> query_buffer_capacity{0};
+    std::atomic<std::size_t> output_buffer_used{0};  // replies not yet written
+    std::atomic<std::size_t> output_buffer_capacity{0};
 
     std::string name() const {
         std::lock_guard lock(mutex);
@@ -87,8 +92,10 @@ struct Context {
 }  // namespace bloomery::command
 
 namespace bloomery::command {
-// One CLIENT LIST line (without the trailing newline) for a client, with its
-// query/output buffer sizes supplied by the network layer.
-std::string format_client_line(const ClientState& client, std::int64_t now_ms,
-                               std::size_t query_buffer_bytes, std::size_t output_buffer_bytes);
+// One CLIENT LIST line (without the trailing newline) for a client. Buffer
+// fields come from the sizes its connection published: qbuf = bytes received
+// and not yet run, qbuf-free = the rest of the query buffer's capacity, obl =
+// reply bytes not yet written, omem = the output buffer's capacity, tot-mem =
+// both capacities.
+std::string format_client_line(const ClientState& client, std::int64_t now_ms);
 }  // namespace bloomery::command
