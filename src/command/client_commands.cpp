@@ -38,7 +38,7 @@ std::string format_client_line(const ClientState& client, std::int64_t now_ms) {
     field("name", name);
     field("age", std::to_string(age));
     field("idle", std::to_string(idle));
-    field("flags", "N");
+    field("flags", client.blocked.load(std::memory_order_relaxed) ? "b" : "N");
     field("db", "0");
     field("sub", "0");
     field("psub", "0");

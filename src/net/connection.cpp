@@ -30,6 +30,29 @@ std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint) {
     return text + ":" + std::to_string(endpoint.port());
 }
 
+// The sink of one deferred reply: holds the connection (nothing else may while
+// it waits with no I/O in flight) and hands the reply to its thread.
+class PendingReply final : public command::ReplySink {
+public:
+    explicit PendingReply(std::shared_ptr<Connection> connection)
+        : connection_(std::move(connection)) {}
+
+    void deliver(command::ReplyWriter write_reply) override {
+        // Called once (DeferredReply guarantees it), from any thread. If the
+        // worker has stopped, the posted handler is destroyed unrun with its
+        // io_context, and the connection with it.
+        std::shared_ptr<Connection> connection = std::move(connection_);
+        auto executor = connection->executor();
+        asio::post(executor, [connection = std::move(connection),
+                              write_reply = std::move(write_reply)]() mutable {
+            connection->on_deferred_reply(std::move(write_reply));
+        });
+    }
+
+private:
+    std::shared_ptr<Connection> connection_;
+};
+
 }  // namespace
 
 Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
@@ -154,14 +177,47 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
         return;
     }
     need_more_ = false;
-    process();
+    advance();
+}
+
+void Connection::advance() {
+    if (closed_) return;
+    if (blocked_ && deferred_arrived_) {
+        blocked_ = deferred_arrived_ = false;
+        client_.blocked.store(false, std::memory_order_relaxed);
+        client_.last_interaction_ms.store(store::now_ms(), std::memory_order_relaxed);
+        // Counted like a reply written in dispatch (total_error_replies).
+        const std::uint64_t errors_before = writer_.errors_written();
+        command::ReplyWriter write_reply = std::move(deferred_reply_);
+        deferred_reply_ = nullptr;
+        write_reply(writer_);
+        const std::uint64_t errors = writer_.errors_written() - errors_before;
+        if (errors != 0) command::WorkerStats::bump(worker_.stats.error_replies, errors);
+        report_buffers();
+    }
+    if (!blocked_ && !closing_ && !need_more_ && in_start_ < in_end_) process();
     if (!out_.empty()) {
         write();
     } else if (closing_) {
         close();
-    } else {
+    } else if (!blocked_) {
         read();
     }
+    // else: blocked with nothing to write; on_deferred_reply() resumes.
+}
+
+std::shared_ptr<command::ReplySink> Connection::suspend() {
+    blocked_ = true;
+    client_.blocked.store(true, std::memory_order_relaxed);
+    return std::make_shared<PendingReply>(shared_from_this());
+}
+
+void Connection::on_deferred_reply(command::ReplyWriter write_reply) {
+    if (closed_) return;  // killed or disconnected meanwhile: the reply has no reader
+    deferred_reply_ = std::move(write_reply);
+    deferred_arrived_ = true;
+    // A write of earlier replies may still be in flight: on_write advances.
+    if (!writing_) advance();
 }
 
 void Connection::process() {
@@ -171,8 +227,9 @@ void Connection::process() {
                          server_,
                          client_,
                          worker_.stats,
-                         writer_};
-    while (!closing_ && in_start_ < in_end_ && out_.size() < kWriteHighWater) {
+                         writer_,
+                         this};
+    while (!closing_ && !blocked_ && in_start_ < in_end_ && out_.size() < kWriteHighWater) {
         std::size_t consumed = 0;
         const std::string_view input(in_.get() + in_start_, in_end_ - in_start_);
         const resp::ParseStatus status = parser_.parse(input, argv_, consumed);
@@ -233,23 +290,9 @@ void Connection::on_write(const error_code& error, std::size_t bytes) {
         out_.clear();
     }
     report_buffers();
-    if (closing_) {
-        close();
-        return;
-    }
-    if (!need_more_ && in_start_ < in_end_) {
-        // Commands are still buffered (we stopped at the high-water mark).
-        process();
-        if (!out_.empty()) {
-            write();
-            return;
-        }
-        if (closing_) {
-            close();
-            return;
-        }
-    }
-    read();
+    // Commands may still be buffered (stopped at the high-water mark or behind
+    // a deferred reply); advance() runs them, or closes, or reads.
+    advance();
 }
 
 void Connection::close() {

@@ -9,6 +9,11 @@
 // the bytes held plus one read chunk, whatever size a bulk header announces.
 // Both buffers' capacities are reported to core::memory_add (used_memory) and
 // to the client's state (CLIENT LIST).
+//
+// Deferred replies: a command may suspend the client (ClientSuspender, see
+// command/context.hpp). The connection then runs none of its later commands
+// and reads nothing more until the reply arrives, posted to this connection's
+// thread; the pending reply's sink keeps the connection alive meanwhile.
 
 #include <atomic>
 #include <list>
@@ -27,7 +32,8 @@
 
 namespace bloomery::net {
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection : public std::enable_shared_from_this<Connection>,
+                   public command::ClientSuspender {
 public:
     Connection(Server& server, Server::Worker& worker, boost::asio::ip::tcp::socket socket,
                std::int64_t id);
@@ -38,7 +44,16 @@ public:
     std::string describe() const;
     const command::ClientState& client() const { return client_; }
 
+    // ClientSuspender: called by a handler on this connection's thread.
+    std::shared_ptr<command::ReplySink> suspend() override;
+    // Runs on this connection's thread: the deferred reply has come.
+    void on_deferred_reply(command::ReplyWriter write_reply);
+    boost::asio::any_io_executor executor() { return socket_.get_executor(); }
+
 private:
+    // Decides the next step when no read or write is in flight: run buffered
+    // commands, write replies, close, wait for a deferred reply, or read.
+    void advance();
     void read();
     void on_read(const boost::system::error_code& error, std::size_t bytes);
     // Runs every complete command buffered; returns false if the connection
@@ -68,6 +83,9 @@ private:
     bool closing_ = false;
     bool writing_ = false;
     bool closed_ = false;
+    bool blocked_ = false;           // a command waits for its deferred reply
+    bool deferred_arrived_ = false;  // ...and it has come (applied by advance())
+    command::ReplyWriter deferred_reply_;
     std::vector<std::string_view> argv_;
     std::list<std::weak_ptr<Connection>>::iterator tracked_;
     core::MemoryCharge query_charge_{core::MemoryUse::query_buffers};

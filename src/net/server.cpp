@@ -188,6 +188,8 @@ void Server::cron() {
         if (config_.timeout_seconds > 0) {
             const std::int64_t limit = config_.timeout_seconds * 1000;
             for_each_connection([&](Connection& connection) {
+                // Like Redis, a client waiting for a deferred reply is not idle.
+                if (connection.client().blocked.load(std::memory_order_relaxed)) return;
                 const auto last =
                     connection.client().last_interaction_ms.load(std::memory_order_relaxed);
                 if (now - last > limit) connection.request_close();
@@ -286,8 +288,8 @@ void Server::reset_stats() {
     stats_base_ = base;
 }
 
-core::SaveResult Server::save() {
-    return persistence_.save();
+void Server::save_async(std::function<void(core::SaveResult)> done) {
+    persistence_.save_async(std::move(done));
 }
 core::SaveResult Server::bgsave() {
     return persistence_.bgsave();

@@ -17,6 +17,11 @@ inline constexpr std::string_view kGtLtNx =
 inline constexpr std::string_view kInvalidCursor = "ERR invalid cursor";
 inline constexpr std::string_view kProtocolVersion = "NOPROTO unsupported protocol version";
 inline constexpr std::string_view kBgsaveInProgress = "ERR Background save already in progress";
+// A deferred reply whose handle was dropped without an answer (a bug, but the
+// client must not wait forever), or a command that needs to wait run where it
+// cannot.
+inline constexpr std::string_view kNoReply = "ERR command finished without a reply";
+inline constexpr std::string_view kCannotWait = "ERR this command cannot wait for its reply here";
 
 // RedisBloom's texts.
 inline constexpr std::string_view kItemExists = "ERR item exists";

@@ -49,7 +49,7 @@ public:
     bool kill_client(std::string_view address) override;
     core::StatsTotals stats() override;
     void reset_stats() override;
-    core::SaveResult save() override;
+    void save_async(std::function<void(core::SaveResult)> done) override;
     core::SaveResult bgsave() override;
     core::PersistenceInfo persistence() override;
     core::SaveResult shutdown(core::ShutdownMode mode) override;
