@@ -42,7 +42,7 @@ public:
         // worker has stopped, the posted handler is destroyed unrun with its
         // io_context, and the connection with it.
         std::shared_ptr<Connection> connection = std::move(connection_);
-        auto executor = connection->executor();
+        const asio::any_io_executor executor = connection->executor();
         asio::post(executor, [connection = std::move(connection),
                               write_reply = std::move(write_reply)]() mutable {
             connection->on_deferred_reply(std::move(write_reply));
@@ -55,11 +55,11 @@ private:
 
 }  // namespace
 
-Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
+Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::socket& socket,
                        std::int64_t id)
     : server_(server),
       worker_(worker),
-      socket_(std::move(socket)),
+      executor_(socket.get_executor()),
       parser_(resp::ParserLimits{server.config().proto_max_bulk_len,
                                  server.config().proto_max_inline_len,
                                  server.config().proto_max_multibulk_len}),
@@ -67,22 +67,22 @@ Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::so
     reallocate_input(kReadChunk);
     client_.id = id;
     error_code ignored;
-    const auto remote = socket_.remote_endpoint(ignored);
+    const auto remote = socket.remote_endpoint(ignored);
     if (!ignored) client_.address = endpoint_text(remote);
-    const auto local = socket_.local_endpoint(ignored);
+    const auto local = socket.local_endpoint(ignored);
     if (!ignored) client_.local_address = endpoint_text(local);
     client_.created_ms = store::now_ms();
     client_.last_interaction_ms.store(client_.created_ms, std::memory_order_relaxed);
-    socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
 }
 
-void Connection::start() {
+void Connection::track() {
     tracked_ = server_.track(worker_, shared_from_this());
-    read();
+    tracked_by_server_ = true;
 }
 
 void Connection::request_close() {
-    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    asio::post(executor_, [self = shared_from_this()] {
         // Replies being written still go out; the socket closes after them.
         if (self->writing_) {
             self->closing_ = true;
@@ -149,11 +149,7 @@ void Connection::make_room() {
 void Connection::read() {
     if (closing_) return;
     make_room();
-    socket_.async_read_some(
-        asio::buffer(in_.get() + in_end_, std::min(in_capacity_ - in_end_, kMaxReadSize)),
-        [self = shared_from_this()](const error_code& error, std::size_t bytes) {
-            self->on_read(error, bytes);
-        });
+    start_read(asio::buffer(in_.get() + in_end_, std::min(in_capacity_ - in_end_, kMaxReadSize)));
 }
 
 void Connection::on_read(const error_code& error, std::size_t bytes) {
@@ -269,10 +265,7 @@ void Connection::process() {
 
 void Connection::write() {
     writing_ = true;
-    asio::async_write(socket_, asio::buffer(out_),
-                      [self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                          self->on_write(error, bytes);
-                      });
+    start_write(asio::buffer(out_));
 }
 
 void Connection::on_write(const error_code& error, std::size_t bytes) {
@@ -299,10 +292,124 @@ void Connection::close() {
     if (closed_) return;
     closed_ = true;
     closing_ = true;
+    close_transport();
+    if (tracked_by_server_) server_.untrack(worker_, tracked_);
+}
+
+namespace {
+
+// Shuts a TCP socket down both ways and closes it; pending operations on it
+// complete with operation_aborted.
+void close_socket(asio::ip::tcp::socket& socket) {
     error_code ignored;
-    socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
-    server_.untrack(worker_, tracked_);
+    socket.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
+}
+
+class PlainConnection final : public Connection {
+public:
+    PlainConnection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
+                    std::int64_t id)
+        : Connection(server, worker, socket, id), socket_(std::move(socket)) {}
+
+    void start() override {
+        track();
+        serve();
+    }
+
+private:
+    void start_read(asio::mutable_buffer buffer) override {
+        socket_.async_read_some(
+            buffer, [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
+                on_read(error, bytes);
+            });
+    }
+    void start_write(asio::const_buffer buffer) override {
+        asio::async_write(
+            socket_, buffer,
+            [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
+                on_write(error, bytes);
+            });
+    }
+    void close_transport() override { close_socket(socket_); }
+
+    asio::ip::tcp::socket socket_;
+};
+
+class TlsConnection final : public Connection {
+public:
+    TlsConnection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
+                  std::int64_t id, asio::ssl::context& tls_context)
+        : Connection(server, worker, socket, id),
+          stream_(std::move(socket), tls_context),
+          handshake_deadline_(executor()) {}
+
+    void start() override {
+        // Tracked from the start: a client still in its handshake counts
+        // toward maxclients, shows in CLIENT LIST and is closed at shutdown.
+        track();
+        handshake_deadline_.expires_after(std::chrono::duration_cast<asio::steady_timer::duration>(
+            std::chrono::duration<double>(server_.config().tls_handshake_timeout_seconds)));
+        handshake_deadline_.async_wait([this, self = shared_from_this()](const error_code& error) {
+            if (error || closed()) return;  // cancelled: the handshake ended first
+            spdlog::debug("closing client id={} addr={}: TLS handshake not finished in time",
+                          client_.id, client_.address);
+            close();
+        });
+        stream_.async_handshake(asio::ssl::stream_base::server, [this, self = shared_from_this()](
+                                                                    const error_code& error) {
+            handshake_deadline_.cancel();
+            if (closed()) return;
+            if (error) {
+                // A plaintext client on the TLS port, an old protocol version,
+                // a missing or untrusted client certificate: only this
+                // connection ends. Debug level: anyone can cause it.
+                spdlog::debug("TLS handshake failed for client id={} addr={}: {}", client_.id,
+                              client_.address, error.message());
+                close();
+                return;
+            }
+            serve();
+        });
+    }
+
+private:
+    void start_read(asio::mutable_buffer buffer) override {
+        stream_.async_read_some(
+            buffer, [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
+                on_read(error, bytes);
+            });
+    }
+    void start_write(asio::const_buffer buffer) override {
+        asio::async_write(
+            stream_, buffer,
+            [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
+                on_write(error, bytes);
+            });
+    }
+    // No TLS close_notify: sending it could wait on a peer that does not
+    // read, and every command's reply is complete on its own. Closing the
+    // socket ends the handshake, read or write in flight.
+    void close_transport() override {
+        handshake_deadline_.cancel();
+        close_socket(stream_.next_layer());
+    }
+
+    asio::ssl::stream<asio::ip::tcp::socket> stream_;
+    asio::steady_timer handshake_deadline_;
+};
+
+}  // namespace
+
+std::shared_ptr<Connection> make_plain_connection(Server& server, Server::Worker& worker,
+                                                  asio::ip::tcp::socket socket, std::int64_t id) {
+    return std::make_shared<PlainConnection>(server, worker, std::move(socket), id);
+}
+
+std::shared_ptr<Connection> make_tls_connection(Server& server, Server::Worker& worker,
+                                                asio::ip::tcp::socket socket, std::int64_t id,
+                                                asio::ssl::context& tls_context) {
+    return std::make_shared<TlsConnection>(server, worker, std::move(socket), id, tls_context);
 }
 
 }  // namespace bloomery::net

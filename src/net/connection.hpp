@@ -10,6 +10,9 @@
 // Both buffers' capacities are reported to core::memory_add (used_memory) and
 // to the client's state (CLIENT LIST).
 //
+// TLS: the same class serves both; only the stream differs (see
+// make_tls_connection).
+//
 // Deferred replies: a command may suspend the client (ClientSuspender, see
 // command/context.hpp). The connection then runs none of its later commands
 // and reads nothing more until the reply arrives, posted to this connection's
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 
 #include "bloomery/command/context.hpp"
 #include "bloomery/core/memory.hpp"
@@ -32,12 +36,18 @@
 
 namespace bloomery::net {
 
+// What every connection does, whatever its stream: buffers, parsing, commands,
+// deferred replies, limits, stats, CLIENT LIST and closing. The stream itself
+// (plain TCP or TLS over TCP, see make_*_connection) supplies reads, writes
+// and closing through the three virtual transport functions; there is one
+// virtual call per read or write initiated, none per command.
 class Connection : public std::enable_shared_from_this<Connection>,
                    public command::ClientSuspender {
 public:
-    Connection(Server& server, Server::Worker& worker, boost::asio::ip::tcp::socket socket,
-               std::int64_t id);
-    void start();
+    ~Connection() override = default;
+    // Registers with the server and starts serving (after the handshake, for
+    // TLS). Call once, on the connection's worker thread.
+    virtual void start() = 0;
     // Thread-safe: closes the connection from its own worker thread.
     void request_close();
     // Thread-safe description for CLIENT LIST.
@@ -48,30 +58,50 @@ public:
     std::shared_ptr<command::ReplySink> suspend() override;
     // Runs on this connection's thread: the deferred reply has come.
     void on_deferred_reply(command::ReplyWriter write_reply);
-    boost::asio::any_io_executor executor() { return socket_.get_executor(); }
+    // The worker's executor; fixed at construction, safe from any thread.
+    const boost::asio::any_io_executor& executor() const { return executor_; }
+
+protected:
+    // Reads the endpoints from `socket`, which the derived class then moves
+    // into its stream.
+    Connection(Server& server, Server::Worker& worker, boost::asio::ip::tcp::socket& socket,
+               std::int64_t id);
+    // Counts and lists the connection (connected_clients, CLIENT LIST,
+    // CLIENT KILL, shutdown).
+    void track();
+    // Begins the read / run / write loop.
+    void serve() { advance(); }
+    void on_read(const boost::system::error_code& error, std::size_t bytes);
+    void on_write(const boost::system::error_code& error, std::size_t bytes);
+    void close();
+    bool closed() const { return closed_; }
+
+    // The transport. start_read completes into on_read, start_write (all of
+    // the buffer) into on_write; close_transport cancels whatever is pending.
+    virtual void start_read(boost::asio::mutable_buffer buffer) = 0;
+    virtual void start_write(boost::asio::const_buffer buffer) = 0;
+    virtual void close_transport() = 0;
+
+    Server& server_;
+    Server::Worker& worker_;
+    command::ClientState client_;
 
 private:
     // Decides the next step when no read or write is in flight: run buffered
     // commands, write replies, close, wait for a deferred reply, or read.
     void advance();
     void read();
-    void on_read(const boost::system::error_code& error, std::size_t bytes);
-    // Runs every complete command buffered; returns false if the connection
-    // must close once the replies are written.
+    // Runs the complete commands buffered, up to the write high-water mark or
+    // a command that defers its reply.
     void process();
     void write();
-    void on_write(const boost::system::error_code& error, std::size_t bytes);
-    void close();
     void make_room();
     // Moves the unconsumed bytes into a new buffer of `capacity` bytes.
     void reallocate_input(std::size_t capacity);
     // Publishes the buffers' sizes to used_memory and CLIENT LIST.
     void report_buffers();
 
-    Server& server_;
-    Server::Worker& worker_;
-    boost::asio::ip::tcp::socket socket_;
-    command::ClientState client_;
+    const boost::asio::any_io_executor executor_;
     resp::Parser parser_;
     std::string out_;
     resp::Writer writer_;
@@ -83,6 +113,7 @@ private:
     bool closing_ = false;
     bool writing_ = false;
     bool closed_ = false;
+    bool tracked_by_server_ = false;
     bool blocked_ = false;           // a command waits for its deferred reply
     bool deferred_arrived_ = false;  // ...and it has come (applied by advance())
     command::ReplyWriter deferred_reply_;
@@ -91,5 +122,17 @@ private:
     core::MemoryCharge query_charge_{core::MemoryUse::query_buffers};
     core::MemoryCharge output_charge_{core::MemoryUse::output_buffers};
 };
+
+// A connection over plain TCP.
+std::shared_ptr<Connection> make_plain_connection(Server& server, Server::Worker& worker,
+                                                  boost::asio::ip::tcp::socket socket,
+                                                  std::int64_t id);
+// A connection over TLS: start() runs the server handshake on the worker and
+// closes the connection if it fails or does not finish within
+// --tls-handshake-timeout; only then are commands read.
+std::shared_ptr<Connection> make_tls_connection(Server& server, Server::Worker& worker,
+                                                boost::asio::ip::tcp::socket socket,
+                                                std::int64_t id,
+                                                boost::asio::ssl::context& tls_context);
 
 }  // namespace bloomery::net
