@@ -190,6 +190,7 @@ void Connection::advance() {
         const std::uint64_t errors = writer_.errors_written() - errors_before;
         if (errors != 0) command::WorkerStats::bump(worker_.stats.error_replies, errors);
         report_buffers();
+        enforce_output_limit();
     }
     if (!blocked_ && !closing_ && !need_more_ && in_start_ < in_end_) process();
     if (!out_.empty()) {
@@ -253,14 +254,16 @@ void Connection::process() {
         need_more_ = true;
     }
     report_buffers();
-    if (out_.size() > server_.config().client_output_buffer_limit) {
-        spdlog::warn(
-            "closing client id={} addr={}: reply of {} bytes exceeds "
-            "client-output-buffer-limit",
-            client_.id, client_.address, out_.size());
-        out_.clear();
-        closing_ = true;
-    }
+    enforce_output_limit();
+}
+
+void Connection::enforce_output_limit() {
+    if (out_.size() <= server_.config().client_output_buffer_limit) return;
+    spdlog::warn(
+        "closing client id={} addr={}: reply of {} bytes exceeds client-output-buffer-limit",
+        client_.id, client_.address, out_.size());
+    out_.clear();
+    closing_ = true;
 }
 
 void Connection::write() {

@@ -95,6 +95,8 @@ private:
     // a command that defers its reply.
     void process();
     void write();
+    // Past client-output-buffer-limit: drops the replies and closes.
+    void enforce_output_limit();
     void make_room();
     // Moves the unconsumed bytes into a new buffer of `capacity` bytes.
     void reallocate_input(std::size_t capacity);

@@ -9,6 +9,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <memory>
@@ -26,7 +27,7 @@ struct KeyAndCertificate {
 };
 
 // A fresh P-256 key and a self-signed certificate valid for a day, as PEM
-// files named `name`.key / `name`.crt in the test's temporary directory.
+// files `name`-PID.key / .crt in the test's temporary directory.
 KeyAndCertificate make_self_signed(const std::string& name) {
     std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(EVP_EC_gen("P-256"), EVP_PKEY_free);
     if (!key) throw std::runtime_error("EVP_EC_gen failed");
@@ -43,8 +44,10 @@ KeyAndCertificate make_self_signed(const std::string& name) {
     if (X509_sign(certificate.get(), key.get(), EVP_sha256()) == 0) {
         throw std::runtime_error("X509_sign failed");
     }
-    KeyAndCertificate files{::testing::TempDir() + name + ".key",
-                            ::testing::TempDir() + name + ".crt"};
+    // ctest runs each test in its own process, two at a time: one process's
+    // files must not be another's.
+    const std::string stem = ::testing::TempDir() + name + "-" + std::to_string(getpid());
+    KeyAndCertificate files{stem + ".key", stem + ".crt"};
     std::FILE* key_file = std::fopen(files.key_path.c_str(), "wb");
     PEM_write_PrivateKey(key_file, key.get(), nullptr, nullptr, 0, nullptr, nullptr);
     std::fclose(key_file);
