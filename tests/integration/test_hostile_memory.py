@@ -34,6 +34,20 @@ def vm_rss_bytes(pid):
     raise AssertionError("no VmRSS for pid %d" % pid)
 
 
+def sanitizer_memory_factor(pid):
+    """How much more memory a sanitizer build holds for the same work: TSan
+    keeps shadow and metadata per heap block (measured here: 108 MB flat for
+    the 1,000 connections below, 12 MB in a release build), ASan red zones and
+    a quarantine (54-64 MB). The bound is scaled, the per-round check stays."""
+    with open("/proc/%d/maps" % pid) as f:
+        maps = f.read()
+    if "libtsan" in maps:
+        return 4
+    if "libasan" in maps:
+        return 2
+    return 1
+
+
 def raise_open_file_limit(wanted):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < wanted:
@@ -71,6 +85,7 @@ class TricklingHugeBulks(unittest.TestCase):
             expected_held += len(header)
             socks.append(s)
 
+        rss_limit = RSS_LIMIT * sanitizer_memory_factor(server.process.pid)
         probe = RespConnection(server.port, timeout=30)
         self.addCleanup(probe.close)
         rss_by_round = []
@@ -90,7 +105,7 @@ class TricklingHugeBulks(unittest.TestCase):
             rss_by_round.append(rss)
             # Checked every round so that a regression stops here instead of
             # taking the machine's memory.
-            self.assertLess(rss, RSS_LIMIT, "RSS by round: %s" % rss_by_round)
+            self.assertLess(rss, rss_limit, "RSS by round: %s" % rss_by_round)
 
         with RespConnection(server.port) as fresh:
             self.assertEqual(fresh.call("PING"), b"PONG")
