@@ -3,7 +3,7 @@
 FROM debian:12 AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         g++ make cmake pkg-config libboost-dev libspdlog-dev libcli11-dev libmurmurhash-dev \
-        libxxhash-dev nlohmann-json3-dev libgtest-dev \
+        libxxhash-dev nlohmann-json3-dev libgtest-dev libssl-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -12,7 +12,7 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBLOOMERY_BUILD_TESTS=OFF \
 
 FROM debian:12-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libspdlog1.10 libfmt9 libmurmurhash2 libxxhash0 redis-tools \
+        libspdlog1.10 libfmt9 libmurmurhash2 libxxhash0 libssl3 redis-tools \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin bloomery \
     && mkdir -p /data && chown bloomery:bloomery /data

@@ -2,8 +2,8 @@
 # Debian 12 machine: they install the missing Debian packages, configure, build.
 
 BUILD_PACKAGES := pkg-config libboost-dev libspdlog-dev libcli11-dev libmurmurhash-dev \
-                  libxxhash-dev nlohmann-json3-dev libgtest-dev libjemalloc-dev
-TEST_PACKAGES  := redis-tools python3-redis
+                  libxxhash-dev nlohmann-json3-dev libgtest-dev libjemalloc-dev libssl-dev
+TEST_PACKAGES  := redis-tools python3-redis openssl
 JOBS   ?= $(shell nproc)
 PRESET ?= release
 BUILD_DIR := build/$(PRESET)

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/allocator.hpp"
@@ -92,13 +93,15 @@ int main(int argc, char** argv) {
     server = std::make_unique<net::Server>(config, keyspace, registry, persistence);
     try {
         server->listen();
-    } catch (const boost::system::system_error& e) {
-        spdlog::critical("cannot listen on {}:{}: {}", config.bind, config.port, e.what());
+    } catch (const std::exception& e) {
+        spdlog::critical("refusing to start: {}", e.what());
         return 1;
     }
-    spdlog::info("bloomery {} ready on {}:{}, {} threads, data dir {}, save '{}'", BLOOMERY_VERSION,
-                 config.bind, config.port, config.threads, config.dir,
-                 core::format_save_points(config.save_points));
+    spdlog::info("bloomery {} ready on {} port {} TLS port {}, {} threads, data dir {}, save '{}'",
+                 BLOOMERY_VERSION, config.bind,
+                 config.port == 0 ? "off" : std::to_string(config.port),
+                 config.tls_port == 0 ? "off" : std::to_string(config.tls_port), config.threads,
+                 config.dir, core::format_save_points(config.save_points));
     const int code = server->run();
     server.reset();
     return code;

@@ -11,8 +11,7 @@
 
 namespace bloomery::command {
 
-std::string format_client_line(const ClientState& client, std::int64_t now_ms,
-                               std::size_t query_buffer_bytes, std::size_t output_buffer_bytes) {
+std::string format_client_line(const ClientState& client, std::int64_t now_ms) {
     std::string name, lib_name, lib_version;
     {
         std::lock_guard lock(client.mutex);
@@ -39,20 +38,26 @@ std::string format_client_line(const ClientState& client, std::int64_t now_ms,
     field("name", name);
     field("age", std::to_string(age));
     field("idle", std::to_string(idle));
-    field("flags", "N");
+    field("flags", client.blocked.load(std::memory_order_relaxed) ? "b" : "N");
     field("db", "0");
     field("sub", "0");
     field("psub", "0");
     field("ssub", "0");
     field("multi", "-1");
-    field("qbuf", std::to_string(query_buffer_bytes));
-    field("qbuf-free", "0");
+    const std::size_t query_used = client.query_buffer_used.load(std::memory_order_relaxed);
+    const std::size_t query_capacity = client.query_buffer_capacity.load(std::memory_order_relaxed);
+    const std::size_t output_used = client.output_buffer_used.load(std::memory_order_relaxed);
+    const std::size_t output_capacity =
+        client.output_buffer_capacity.load(std::memory_order_relaxed);
+    field("qbuf", std::to_string(query_used));
+    field("qbuf-free",
+          std::to_string(query_capacity > query_used ? query_capacity - query_used : 0));
     field("argv-mem", "0");
     field("multi-mem", "0");
-    field("obl", "0");
+    field("obl", std::to_string(output_used));
     field("oll", "0");
-    field("omem", std::to_string(output_buffer_bytes));
-    field("tot-mem", std::to_string(query_buffer_bytes + output_buffer_bytes));
+    field("omem", std::to_string(output_capacity));
+    field("tot-mem", std::to_string(query_capacity + output_capacity));
     field("events", "r");
     field("cmd", last_command ? last_command : "NULL");
     field("user", "default");
@@ -114,7 +119,7 @@ void cmd_client_list(Context& ctx, Args argv) {
 }
 
 void cmd_client_info(Context& ctx, Args) {
-    ctx.out.verbatim(format_client_line(ctx.client, store::now_ms(), 0, 0) + "\n");
+    ctx.out.verbatim(format_client_line(ctx.client, store::now_ms()) + "\n");
 }
 
 void cmd_client_setinfo(Context& ctx, Args argv) {

@@ -27,6 +27,13 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"threads", std::to_string(ctx.server.worker_threads())},
         {"maxclients", std::to_string(c.max_clients)},
         {"timeout", std::to_string(c.timeout_seconds)},
+        {"tls-port", std::to_string(c.tls_port)},
+        {"tls-cert-file", c.tls_cert_file},
+        {"tls-key-file", c.tls_key_file},
+        {"tls-ca-cert-file", c.tls_ca_cert_file},
+        {"tls-auth-clients", c.tls_auth_clients == core::TlsAuthClients::no         ? "no"
+                             : c.tls_auth_clients == core::TlsAuthClients::optional ? "optional"
+                                                                                    : "yes"},
         {"databases", "1"},
         {"proto-max-bulk-len", std::to_string(c.proto_max_bulk_len)},
         {"proto-max-inline-len", std::to_string(c.proto_max_inline_len)},

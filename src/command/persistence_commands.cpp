@@ -12,21 +12,31 @@
 namespace bloomery::command {
 namespace {
 
-void reply_save_error(Context& ctx, const core::SaveResult& result) {
+void reply_save_error(resp::Writer& out, const core::SaveResult& result) {
     if (result.status == core::SaveStatus::in_progress) {
-        ctx.out.error(errors::kBgsaveInProgress);
+        out.error(errors::kBgsaveInProgress);
     } else {
-        ctx.out.error("ERR " + result.detail);
+        out.error("ERR " + result.detail);
     }
 }
 
+// The snapshot is written on the persistence thread; this client waits for
+// the reply (sent once the file is durable) while the worker serves others.
 void cmd_save(Context& ctx, Args) {
-    const core::SaveResult result = ctx.server.save();
-    if (result.ok()) {
-        ctx.out.ok();
-    } else {
-        reply_save_error(ctx, result);
+    const DeferredReply reply = ctx.defer_reply();
+    if (!reply) {
+        ctx.out.error(errors::kCannotWait);
+        return;
     }
+    ctx.server.save_async([reply](core::SaveResult result) {
+        reply.complete([result = std::move(result)](resp::Writer& out) {
+            if (result.ok()) {
+                out.ok();
+            } else {
+                reply_save_error(out, result);
+            }
+        });
+    });
 }
 
 void cmd_bgsave(Context& ctx, Args argv) {
@@ -38,7 +48,7 @@ void cmd_bgsave(Context& ctx, Args argv) {
     if (result.ok()) {
         ctx.out.simple("Background saving started");
     } else {
-        reply_save_error(ctx, result);
+        reply_save_error(ctx.out, result);
     }
 }
 

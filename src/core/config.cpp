@@ -118,9 +118,9 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--bind", c.bind, "Address to listen on")
         ->envname("BLOOMERY_BIND")
         ->group(network);
-    app.add_option("--port", c.port, "TCP port to listen on")
+    app.add_option("--port", c.port, "TCP port to listen on (0 = no plaintext listener)")
         ->envname("BLOOMERY_PORT")
-        ->check(CLI::Range(1, 65535))
+        ->check(CLI::Range(0, 65535))
         ->group(network);
     app.add_option("--threads", c.threads, "Worker threads, one io_context each (0 = one per core)")
         ->envname("BLOOMERY_THREADS")
@@ -135,6 +135,34 @@ CommandLine parse_command_line(int argc, char** argv) {
         ->envname("BLOOMERY_TIMEOUT")
         ->check(CLI::NonNegativeNumber)
         ->group(network);
+
+    auto* tls = "TLS";
+    app.add_option("--tls-port", c.tls_port, "TLS port to listen on (0 = no TLS listener)")
+        ->envname("BLOOMERY_TLS_PORT")
+        ->check(CLI::Range(0, 65535))
+        ->group(tls);
+    app.add_option("--tls-cert-file", c.tls_cert_file, "Server certificate chain (PEM)")
+        ->envname("BLOOMERY_TLS_CERT_FILE")
+        ->group(tls);
+    app.add_option("--tls-key-file", c.tls_key_file, "Server private key (PEM)")
+        ->envname("BLOOMERY_TLS_KEY_FILE")
+        ->group(tls);
+    app.add_option("--tls-ca-cert-file", c.tls_ca_cert_file,
+                   "CA certificates (PEM) that client certificates must chain to")
+        ->envname("BLOOMERY_TLS_CA_CERT_FILE")
+        ->group(tls);
+    std::string tls_auth_clients = "yes";
+    app.add_option("--tls-auth-clients", tls_auth_clients,
+                   "Client certificates: yes (required), no (not asked for), optional "
+                   "(verified if sent)")
+        ->envname("BLOOMERY_TLS_AUTH_CLIENTS")
+        ->check(CLI::IsMember({"yes", "no", "optional"}))
+        ->group(tls);
+    app.add_option("--tls-handshake-timeout", c.tls_handshake_timeout_seconds,
+                   "Seconds a TLS client has to finish its handshake before it is closed")
+        ->envname("BLOOMERY_TLS_HANDSHAKE_TIMEOUT")
+        ->check(CLI::Range(0.001, 3600.0))
+        ->group(tls);
 
     auto* limits = "Protocol limits";
     app.add_option("--proto-max-bulk-len", c.proto_max_bulk_len,
@@ -246,6 +274,30 @@ CommandLine parse_command_line(int argc, char** argv) {
         c.stop_writes_on_bgsave_error = stop_writes == "yes";
         if (c.dbfilename.empty() || c.dbfilename.find('/') != std::string::npos) {
             throw CLI::ValidationError("--dbfilename", "must be a plain file name");
+        }
+        c.tls_auth_clients = tls_auth_clients == "no"         ? TlsAuthClients::no
+                             : tls_auth_clients == "optional" ? TlsAuthClients::optional
+                                                              : TlsAuthClients::yes;
+        if (c.port == 0 && c.tls_port == 0) {
+            throw CLI::ValidationError("--port",
+                                       "--port 0 needs a --tls-port: nothing to listen on");
+        }
+        if (c.tls_port != 0) {
+            // Whether the files can be read is checked when the TLS context is
+            // built at start, naming the file.
+            if (c.tls_cert_file.empty() || c.tls_key_file.empty()) {
+                throw CLI::ValidationError("--tls-port",
+                                           "needs --tls-cert-file and --tls-key-file");
+            }
+            if (c.tls_auth_clients != TlsAuthClients::no && c.tls_ca_cert_file.empty()) {
+                throw CLI::ValidationError(
+                    "--tls-auth-clients",
+                    "verifying client certificates needs --tls-ca-cert-file (or "
+                    "--tls-auth-clients no)");
+            }
+            if (c.tls_port == c.port) {
+                throw CLI::ValidationError("--tls-port", "must differ from --port");
+            }
         }
     } catch (const CLI::ParseError& e) {
         result.exit_code = app.exit(e);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace bloomery::net {
 
@@ -14,6 +15,11 @@ namespace {
 // Read size: 16 KiB like Redis's PROTO_IOBUF_LEN; the buffer grows beyond it
 // only for commands larger than that.
 constexpr std::size_t kReadChunk = 16 * 1024;
+// Most bytes one read asks for, however large the buffer has grown: a worker
+// moves on to its other connections after at most this much from one client.
+constexpr std::size_t kMaxReadSize = 1024 * 1024;
+// An empty buffer larger than this is given back after its command ran.
+constexpr std::size_t kShrinkAbove = 4 * kReadChunk;
 // Replies buffered before the connection stops running commands and writes:
 // keeps one pipelined burst from building an unbounded output buffer.
 constexpr std::size_t kWriteHighWater = 256 * 1024;
@@ -24,36 +30,59 @@ std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint) {
     return text + ":" + std::to_string(endpoint.port());
 }
 
+// The sink of one deferred reply: holds the connection (nothing else may while
+// it waits with no I/O in flight) and hands the reply to its thread.
+class PendingReply final : public command::ReplySink {
+public:
+    explicit PendingReply(std::shared_ptr<Connection> connection)
+        : connection_(std::move(connection)) {}
+
+    void deliver(command::ReplyWriter write_reply) override {
+        // Called once (DeferredReply guarantees it), from any thread. If the
+        // worker has stopped, the posted handler is destroyed unrun with its
+        // io_context, and the connection with it.
+        std::shared_ptr<Connection> connection = std::move(connection_);
+        const asio::any_io_executor executor = connection->executor();
+        asio::post(executor, [connection = std::move(connection),
+                              write_reply = std::move(write_reply)]() mutable {
+            connection->on_deferred_reply(std::move(write_reply));
+        });
+    }
+
+private:
+    std::shared_ptr<Connection> connection_;
+};
+
 }  // namespace
 
-Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
+Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::socket& socket,
                        std::int64_t id)
     : server_(server),
       worker_(worker),
-      socket_(std::move(socket)),
+      executor_(socket.get_executor()),
       parser_(resp::ParserLimits{server.config().proto_max_bulk_len,
                                  server.config().proto_max_inline_len,
                                  server.config().proto_max_multibulk_len}),
-      writer_(out_),
-      in_(kReadChunk) {
+      writer_(out_) {
+    reallocate_input(kReadChunk);
     client_.id = id;
     error_code ignored;
-    const auto remote = socket_.remote_endpoint(ignored);
+    const auto remote = socket.remote_endpoint(ignored);
     if (!ignored) client_.address = endpoint_text(remote);
-    const auto local = socket_.local_endpoint(ignored);
+    const auto local = socket.local_endpoint(ignored);
     if (!ignored) client_.local_address = endpoint_text(local);
     client_.created_ms = store::now_ms();
     client_.last_interaction_ms.store(client_.created_ms, std::memory_order_relaxed);
-    socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
 }
 
-void Connection::start() {
+void Connection::track() {
     tracked_ = server_.track(worker_, shared_from_this());
-    read();
+    tracked_by_server_ = true;
 }
 
 void Connection::request_close() {
-    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    asio::post(executor_, [self = shared_from_this()] {
         // Replies being written still go out; the socket closes after them.
         if (self->writing_) {
             self->closing_ = true;
@@ -64,48 +93,63 @@ void Connection::request_close() {
 }
 
 std::string Connection::describe() const {
-    return command::format_client_line(client_, store::now_ms(),
-                                       query_bytes_.load(std::memory_order_relaxed),
-                                       output_bytes_.load(std::memory_order_relaxed));
+    return command::format_client_line(client_, store::now_ms());
+}
+
+void Connection::reallocate_input(std::size_t capacity) {
+    const std::size_t held = in_end_ - in_start_;
+    auto fresh = std::make_unique_for_overwrite<char[]>(capacity);
+    if (held > 0) std::memcpy(fresh.get(), in_.get() + in_start_, held);
+    in_ = std::move(fresh);
+    in_capacity_ = capacity;
+    in_start_ = 0;
+    in_end_ = held;
+    query_charge_.set(capacity);
+    client_.query_buffer_capacity.store(capacity, std::memory_order_relaxed);
+}
+
+void Connection::report_buffers() {
+    client_.query_buffer_used.store(in_end_ - in_start_, std::memory_order_relaxed);
+    client_.output_buffer_used.store(out_.size(), std::memory_order_relaxed);
+    client_.output_buffer_capacity.store(out_.capacity(), std::memory_order_relaxed);
+    output_charge_.set(out_.capacity());
 }
 
 void Connection::make_room() {
-    if (in_start_ == in_end_) {
+    const std::size_t held = in_end_ - in_start_;
+    if (held == 0) {
         in_start_ = in_end_ = 0;
-    } else if (in_start_ > 0 &&
-               (in_.size() - in_end_ < kReadChunk / 2 || in_start_ > in_.size() / 2)) {
+        // Give back memory once a large command has been consumed.
+        if (in_capacity_ > kShrinkAbove) reallocate_input(kReadChunk);
+        return;
+    }
+    if (in_start_ > 0 &&
+        (in_capacity_ - in_end_ < kReadChunk / 2 || in_start_ > in_capacity_ / 2)) {
         // Compact: the unconsumed tail moves to the front. The parser keeps
         // offsets relative to the command start, so this is safe mid-command.
-        std::copy(in_.begin() + static_cast<std::ptrdiff_t>(in_start_),
-                  in_.begin() + static_cast<std::ptrdiff_t>(in_end_), in_.begin());
-        in_end_ -= in_start_;
+        std::memmove(in_.get(), in_.get() + in_start_, held);
         in_start_ = 0;
+        in_end_ = held;
     }
-    std::size_t wanted = in_end_ + kReadChunk;
-    // A large bulk argument: grow toward its announced size by doubling, so
-    // memory follows the bytes that actually arrive; a client announcing
-    // 512 MB and sending nothing costs no more than what it sent (times two).
-    const std::size_t expected = parser_.bytes_expected();
-    if (expected > 0 && in_start_ + expected > wanted) {
-        wanted = std::min(in_start_ + expected, std::max(wanted, in_.size() * 2));
-    }
-    if (wanted > in_.size()) {
-        in_.resize(wanted);
-    } else if (in_end_ == 0 && in_.size() > 4 * kReadChunk) {
-        // Give back memory once a large command has been consumed.
-        in_.resize(kReadChunk);
-        in_.shrink_to_fit();
-    }
+    if (in_capacity_ - in_end_ >= kReadChunk / 2) return;
+    // Nearly full of bytes received and still incomplete: grow geometrically
+    // from what is held (at most 2 x (held + half a chunk)), never toward the
+    // size a header announced. A client announcing 512 MB and trickling bytes
+    // thus costs what it sent, not a doubling per read (issue 6: six such
+    // clients sending 120 bytes in all once took RSS from 6 MB to 2.3 GB).
+    std::size_t capacity = std::max(kReadChunk, in_capacity_ * 2);
+    const std::size_t expected = parser_.bytes_expected();  // from the command start
+    if (expected > held) capacity = std::min(capacity, std::max(expected, held + kReadChunk));
+    // Just past client-query-buffer-limit is enough to see that it was exceeded.
+    const std::size_t limit = server_.config().client_query_buffer_limit;
+    capacity = std::min(capacity, std::max(limit, held) + kReadChunk);
+    if (capacity > in_capacity_) reallocate_input(capacity);
 }
 
 void Connection::read() {
     if (closing_) return;
     make_room();
-    socket_.async_read_some(
-        asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
-        [self = shared_from_this()](const error_code& error, std::size_t bytes) {
-            self->on_read(error, bytes);
-        });
+    start_read(asio::buffer(in_.get() + in_end_, std::min(in_capacity_ - in_end_, kMaxReadSize)));
 }
 
 void Connection::on_read(const error_code& error, std::size_t bytes) {
@@ -117,7 +161,9 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
     command::WorkerStats::bump(worker_.stats.net_input_bytes, bytes);
     client_.last_interaction_ms.store(store::now_ms(), std::memory_order_relaxed);
     const std::size_t pending = in_end_ - in_start_;
-    query_bytes_.store(pending, std::memory_order_relaxed);
+    client_.query_buffer_used.store(pending, std::memory_order_relaxed);
+    // Like Redis, the bytes held unprocessed count against the limit; the
+    // buffer's capacity never exceeds them by more than make_room() allows.
     if (pending > server_.config().client_query_buffer_limit) {
         spdlog::warn(
             "closing client id={} addr={}: query buffer {} bytes exceeds "
@@ -127,14 +173,48 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
         return;
     }
     need_more_ = false;
-    process();
+    advance();
+}
+
+void Connection::advance() {
+    if (closed_) return;
+    if (blocked_ && deferred_arrived_) {
+        blocked_ = deferred_arrived_ = false;
+        client_.blocked.store(false, std::memory_order_relaxed);
+        client_.last_interaction_ms.store(store::now_ms(), std::memory_order_relaxed);
+        // Counted like a reply written in dispatch (total_error_replies).
+        const std::uint64_t errors_before = writer_.errors_written();
+        command::ReplyWriter write_reply = std::move(deferred_reply_);
+        deferred_reply_ = nullptr;
+        write_reply(writer_);
+        const std::uint64_t errors = writer_.errors_written() - errors_before;
+        if (errors != 0) command::WorkerStats::bump(worker_.stats.error_replies, errors);
+        report_buffers();
+        enforce_output_limit();
+    }
+    if (!blocked_ && !closing_ && !need_more_ && in_start_ < in_end_) process();
     if (!out_.empty()) {
         write();
     } else if (closing_) {
         close();
-    } else {
+    } else if (!blocked_) {
         read();
     }
+    // else: blocked with nothing to write; on_deferred_reply() resumes.
+}
+
+std::shared_ptr<command::ReplySink> Connection::suspend() {
+    blocked_ = true;
+    client_.blocked.store(true, std::memory_order_relaxed);
+    return std::make_shared<PendingReply>(shared_from_this());
+}
+
+void Connection::on_deferred_reply(command::ReplyWriter write_reply) {
+    if (closed_) return;  // killed or disconnected meanwhile: the reply has no reader
+    deferred_reply_ = std::move(write_reply);
+    deferred_arrived_ = true;
+    // A write of earlier replies may still be in flight: on_write advances.
+    if (!writing_) advance();
 }
 
 void Connection::process() {
@@ -144,10 +224,11 @@ void Connection::process() {
                          server_,
                          client_,
                          worker_.stats,
-                         writer_};
-    while (!closing_ && in_start_ < in_end_ && out_.size() < kWriteHighWater) {
+                         writer_,
+                         this};
+    while (!closing_ && !blocked_ && in_start_ < in_end_ && out_.size() < kWriteHighWater) {
         std::size_t consumed = 0;
-        const std::string_view input(in_.data() + in_start_, in_end_ - in_start_);
+        const std::string_view input(in_.get() + in_start_, in_end_ - in_start_);
         const resp::ParseStatus status = parser_.parse(input, argv_, consumed);
         if (status == resp::ParseStatus::incomplete) {
             need_more_ = true;
@@ -172,24 +253,22 @@ void Connection::process() {
         in_start_ = in_end_ = 0;
         need_more_ = true;
     }
-    query_bytes_.store(in_end_ - in_start_, std::memory_order_relaxed);
-    output_bytes_.store(out_.size(), std::memory_order_relaxed);
-    if (out_.size() > server_.config().client_output_buffer_limit) {
-        spdlog::warn(
-            "closing client id={} addr={}: reply of {} bytes exceeds "
-            "client-output-buffer-limit",
-            client_.id, client_.address, out_.size());
-        out_.clear();
-        closing_ = true;
-    }
+    report_buffers();
+    enforce_output_limit();
+}
+
+void Connection::enforce_output_limit() {
+    if (out_.size() <= server_.config().client_output_buffer_limit) return;
+    spdlog::warn(
+        "closing client id={} addr={}: reply of {} bytes exceeds client-output-buffer-limit",
+        client_.id, client_.address, out_.size());
+    out_.clear();
+    closing_ = true;
 }
 
 void Connection::write() {
     writing_ = true;
-    asio::async_write(socket_, asio::buffer(out_),
-                      [self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                          self->on_write(error, bytes);
-                      });
+    start_write(asio::buffer(out_));
 }
 
 void Connection::on_write(const error_code& error, std::size_t bytes) {
@@ -206,34 +285,134 @@ void Connection::on_write(const error_code& error, std::size_t bytes) {
     } else {
         out_.clear();
     }
-    output_bytes_.store(0, std::memory_order_relaxed);
-    if (closing_) {
-        close();
-        return;
-    }
-    if (!need_more_ && in_start_ < in_end_) {
-        // Commands are still buffered (we stopped at the high-water mark).
-        process();
-        if (!out_.empty()) {
-            write();
-            return;
-        }
-        if (closing_) {
-            close();
-            return;
-        }
-    }
-    read();
+    report_buffers();
+    // Commands may still be buffered (stopped at the high-water mark or behind
+    // a deferred reply); advance() runs them, or closes, or reads.
+    advance();
 }
 
 void Connection::close() {
     if (closed_) return;
     closed_ = true;
     closing_ = true;
+    close_transport();
+    if (tracked_by_server_) server_.untrack(worker_, tracked_);
+}
+
+namespace {
+
+// Shuts a TCP socket down both ways and closes it; pending operations on it
+// complete with operation_aborted.
+void close_socket(asio::ip::tcp::socket& socket) {
     error_code ignored;
-    socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
-    server_.untrack(worker_, tracked_);
+    socket.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
+}
+
+class PlainConnection final : public Connection {
+public:
+    PlainConnection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
+                    std::int64_t id)
+        : Connection(server, worker, socket, id), socket_(std::move(socket)) {}
+
+    void start() override {
+        track();
+        serve();
+    }
+
+private:
+    void start_read(asio::mutable_buffer buffer) override {
+        socket_.async_read_some(
+            buffer, [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
+                on_read(error, bytes);
+            });
+    }
+    void start_write(asio::const_buffer buffer) override {
+        asio::async_write(
+            socket_, buffer,
+            [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
+                on_write(error, bytes);
+            });
+    }
+    void close_transport() override { close_socket(socket_); }
+
+    asio::ip::tcp::socket socket_;
+};
+
+class TlsConnection final : public Connection {
+public:
+    TlsConnection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
+                  std::int64_t id, asio::ssl::context& tls_context)
+        : Connection(server, worker, socket, id),
+          stream_(std::move(socket), tls_context),
+          handshake_deadline_(executor()) {}
+
+    void start() override {
+        // Tracked from the start: a client still in its handshake counts
+        // toward maxclients, shows in CLIENT LIST and is closed at shutdown.
+        track();
+        handshake_deadline_.expires_after(std::chrono::duration_cast<asio::steady_timer::duration>(
+            std::chrono::duration<double>(server_.config().tls_handshake_timeout_seconds)));
+        handshake_deadline_.async_wait([this, self = shared_from_this()](const error_code& error) {
+            if (error || closed()) return;  // cancelled: the handshake ended first
+            spdlog::debug("closing client id={} addr={}: TLS handshake not finished in time",
+                          client_.id, client_.address);
+            close();
+        });
+        stream_.async_handshake(asio::ssl::stream_base::server, [this, self = shared_from_this()](
+                                                                    const error_code& error) {
+            handshake_deadline_.cancel();
+            if (closed()) return;
+            if (error) {
+                // A plaintext client on the TLS port, an old protocol version,
+                // a missing or untrusted client certificate: only this
+                // connection ends. Debug level: anyone can cause it.
+                spdlog::debug("TLS handshake failed for client id={} addr={}: {}", client_.id,
+                              client_.address, error.message());
+                close();
+                return;
+            }
+            serve();
+        });
+    }
+
+private:
+    void start_read(asio::mutable_buffer buffer) override {
+        stream_.async_read_some(
+            buffer, [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
+                on_read(error, bytes);
+            });
+    }
+    void start_write(asio::const_buffer buffer) override {
+        asio::async_write(
+            stream_, buffer,
+            [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
+                on_write(error, bytes);
+            });
+    }
+    // No TLS close_notify: sending it could wait on a peer that does not
+    // read, and every command's reply is complete on its own. Closing the
+    // socket ends the handshake, read or write in flight.
+    void close_transport() override {
+        handshake_deadline_.cancel();
+        close_socket(stream_.next_layer());
+    }
+
+    asio::ssl::stream<asio::ip::tcp::socket> stream_;
+    asio::steady_timer handshake_deadline_;
+};
+
+}  // namespace
+
+std::shared_ptr<Connection> make_plain_connection(Server& server, Server::Worker& worker,
+                                                  asio::ip::tcp::socket socket, std::int64_t id) {
+    return std::make_shared<PlainConnection>(server, worker, std::move(socket), id);
+}
+
+std::shared_ptr<Connection> make_tls_connection(Server& server, Server::Worker& worker,
+                                                asio::ip::tcp::socket socket, std::int64_t id,
+                                                asio::ssl::context& tls_context) {
+    return std::make_shared<TlsConnection>(server, worker, std::move(socket), id, tls_context);
 }
 
 }  // namespace bloomery::net

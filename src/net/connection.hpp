@@ -3,6 +3,20 @@
 // query buffer, parses every complete command in it, runs them in order, and
 // sends all their replies with one write. While a write is in flight it does
 // not read, which bounds each client's memory (backpressure).
+//
+// Memory: the query buffer grows only when it is nearly full of bytes actually
+// received, geometrically from what it holds, so it never exceeds about twice
+// the bytes held plus one read chunk, whatever size a bulk header announces.
+// Both buffers' capacities are reported to core::memory_add (used_memory) and
+// to the client's state (CLIENT LIST).
+//
+// TLS: the same class serves both; only the stream differs (see
+// make_tls_connection).
+//
+// Deferred replies: a command may suspend the client (ClientSuspender, see
+// command/context.hpp). The connection then runs none of its later commands
+// and reads nothing more until the reply arrives, posted to this connection's
+// thread; the pending reply's sink keeps the connection alive meanwhile.
 
 #include <atomic>
 #include <list>
@@ -12,54 +26,115 @@
 #include <vector>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 
 #include "bloomery/command/context.hpp"
+#include "bloomery/core/memory.hpp"
 #include "bloomery/net/server.hpp"
 #include "bloomery/resp/parser.hpp"
 #include "bloomery/resp/writer.hpp"
 
 namespace bloomery::net {
 
-class Connection : public std::enable_shared_from_this<Connection> {
+// What every connection does, whatever its stream: buffers, parsing, commands,
+// deferred replies, limits, stats, CLIENT LIST and closing. The stream itself
+// (plain TCP or TLS over TCP, see make_*_connection) supplies reads, writes
+// and closing through the three virtual transport functions; there is one
+// virtual call per read or write initiated, none per command.
+class Connection : public std::enable_shared_from_this<Connection>,
+                   public command::ClientSuspender {
 public:
-    Connection(Server& server, Server::Worker& worker, boost::asio::ip::tcp::socket socket,
-               std::int64_t id);
-    void start();
+    ~Connection() override = default;
+    // Registers with the server and starts serving (after the handshake, for
+    // TLS). Call once, on the connection's worker thread.
+    virtual void start() = 0;
     // Thread-safe: closes the connection from its own worker thread.
     void request_close();
     // Thread-safe description for CLIENT LIST.
     std::string describe() const;
     const command::ClientState& client() const { return client_; }
 
-private:
-    void read();
+    // ClientSuspender: called by a handler on this connection's thread.
+    std::shared_ptr<command::ReplySink> suspend() override;
+    // Runs on this connection's thread: the deferred reply has come.
+    void on_deferred_reply(command::ReplyWriter write_reply);
+    // The worker's executor; fixed at construction, safe from any thread.
+    const boost::asio::any_io_executor& executor() const { return executor_; }
+
+protected:
+    // Reads the endpoints from `socket`, which the derived class then moves
+    // into its stream.
+    Connection(Server& server, Server::Worker& worker, boost::asio::ip::tcp::socket& socket,
+               std::int64_t id);
+    // Counts and lists the connection (connected_clients, CLIENT LIST,
+    // CLIENT KILL, shutdown).
+    void track();
+    // Begins the read / run / write loop.
+    void serve() { advance(); }
     void on_read(const boost::system::error_code& error, std::size_t bytes);
-    // Runs every complete command buffered; returns false if the connection
-    // must close once the replies are written.
-    void process();
-    void write();
     void on_write(const boost::system::error_code& error, std::size_t bytes);
     void close();
-    void make_room();
+    bool closed() const { return closed_; }
+
+    // The transport. start_read completes into on_read, start_write (all of
+    // the buffer) into on_write; close_transport cancels whatever is pending.
+    virtual void start_read(boost::asio::mutable_buffer buffer) = 0;
+    virtual void start_write(boost::asio::const_buffer buffer) = 0;
+    virtual void close_transport() = 0;
 
     Server& server_;
     Server::Worker& worker_;
-    boost::asio::ip::tcp::socket socket_;
     command::ClientState client_;
+
+private:
+    // Decides the next step when no read or write is in flight: run buffered
+    // commands, write replies, close, wait for a deferred reply, or read.
+    void advance();
+    void read();
+    // Runs the complete commands buffered, up to the write high-water mark or
+    // a command that defers its reply.
+    void process();
+    void write();
+    // Past client-output-buffer-limit: drops the replies and closes.
+    void enforce_output_limit();
+    void make_room();
+    // Moves the unconsumed bytes into a new buffer of `capacity` bytes.
+    void reallocate_input(std::size_t capacity);
+    // Publishes the buffers' sizes to used_memory and CLIENT LIST.
+    void report_buffers();
+
+    const boost::asio::any_io_executor executor_;
     resp::Parser parser_;
     std::string out_;
     resp::Writer writer_;
-    std::vector<char> in_;
+    std::unique_ptr<char[]> in_;  // not zero-filled: only received bytes touch pages
+    std::size_t in_capacity_ = 0;
     std::size_t in_start_ = 0;  // first unconsumed byte
     std::size_t in_end_ = 0;    // one past the last byte read
     bool need_more_ = true;     // the last parse asked for more bytes
     bool closing_ = false;
     bool writing_ = false;
     bool closed_ = false;
+    bool tracked_by_server_ = false;
+    bool blocked_ = false;           // a command waits for its deferred reply
+    bool deferred_arrived_ = false;  // ...and it has come (applied by advance())
+    command::ReplyWriter deferred_reply_;
     std::vector<std::string_view> argv_;
     std::list<std::weak_ptr<Connection>>::iterator tracked_;
-    std::atomic<std::size_t> query_bytes_{0};
-    std::atomic<std::size_t> output_bytes_{0};
+    core::MemoryCharge query_charge_{core::MemoryUse::query_buffers};
+    core::MemoryCharge output_charge_{core::MemoryUse::output_buffers};
 };
+
+// A connection over plain TCP.
+std::shared_ptr<Connection> make_plain_connection(Server& server, Server::Worker& worker,
+                                                  boost::asio::ip::tcp::socket socket,
+                                                  std::int64_t id);
+// A connection over TLS: start() runs the server handshake on the worker and
+// closes the connection if it fails or does not finish within
+// --tls-handshake-timeout; only then are commands read.
+std::shared_ptr<Connection> make_tls_connection(Server& server, Server::Worker& worker,
+                                                boost::asio::ip::tcp::socket socket,
+                                                std::int64_t id,
+                                                boost::asio::ssl::context& tls_context);
 
 }  // namespace bloomery::net

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 
+#include <stdexcept>
+
+#include "bloomery/net/tls.hpp"
 #include "connection.hpp"
 
 namespace bloomery::net {
@@ -19,6 +22,7 @@ Server::Server(const core::Config& config, store::Keyspace& keyspace,
       registry_(registry),
       persistence_(persistence),
       acceptor_(main_context_),
+      tls_acceptor_(main_context_),
       signals_(main_context_, SIGINT, SIGTERM),
       cron_timer_(main_context_),
       start_time_ms_(store::now_ms()) {
@@ -33,12 +37,27 @@ Server::~Server() {
     }
 }
 
+namespace {
+
+void open_acceptor(asio::ip::tcp::acceptor& acceptor, const std::string& bind, std::uint16_t port) {
+    try {
+        const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(bind), port);
+        acceptor.open(endpoint.protocol());
+        acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true));
+        acceptor.bind(endpoint);
+        acceptor.listen(511);  // Redis's tcp-backlog default
+    } catch (const boost::system::system_error& e) {
+        throw std::runtime_error("cannot listen on " + bind + ":" + std::to_string(port) + ": " +
+                                 e.code().message());
+    }
+}
+
+}  // namespace
+
 void Server::listen() {
-    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(config_.bind), config_.port);
-    acceptor_.open(endpoint.protocol());
-    acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true));
-    acceptor_.bind(endpoint);
-    acceptor_.listen(511);  // Redis's tcp-backlog default
+    if (config_.tls_port != 0) tls_context_ = make_tls_context(config_);
+    if (config_.port != 0) open_acceptor(acceptor_, config_.bind, config_.port);
+    if (config_.tls_port != 0) open_acceptor(tls_acceptor_, config_.bind, config_.tls_port);
 }
 
 int Server::run() {
@@ -50,7 +69,8 @@ int Server::run() {
         });
     }
     signals_.async_wait([this](const error_code& error, int signal) { on_signal(error, signal); });
-    accept_next();
+    if (acceptor_.is_open()) accept_next(acceptor_, false);
+    if (tls_acceptor_.is_open()) accept_next(tls_acceptor_, true);
     cron();
     main_context_.run();
     // Stopped: every connection is closed, the workers are idle.
@@ -72,34 +92,44 @@ int Server::run() {
     return exit_code_;
 }
 
-void Server::accept_next() {
+void Server::accept_next(asio::ip::tcp::acceptor& acceptor, bool tls) {
     Worker& worker = *workers_[next_worker_];
     next_worker_ = (next_worker_ + 1) % workers_.size();
-    acceptor_.async_accept(worker.context, [this, &worker](const error_code& error,
-                                                           asio::ip::tcp::socket socket) {
+    acceptor.async_accept(worker.context, [this, &acceptor, tls, &worker](
+                                              const error_code& error,
+                                              asio::ip::tcp::socket socket) {
         if (error) {
             if (error == asio::error::operation_aborted || stopping_) return;
             // EMFILE and friends: log, back off briefly, keep accepting.
             spdlog::warn("accept failed: {}", error.message());
             auto timer =
                 std::make_shared<asio::steady_timer>(main_context_, std::chrono::milliseconds(50));
-            timer->async_wait([this, timer](const error_code&) { accept_next(); });
+            timer->async_wait(
+                [this, &acceptor, tls, timer](const error_code&) { accept_next(acceptor, tls); });
             return;
         }
         if (connected_.load() >= config_.max_clients) {
             command::WorkerStats::bump(worker.stats.rejected_connections);
-            static constexpr std::string_view kTooMany = "-ERR max number of clients reached\r\n";
             error_code ignored;
-            asio::write(socket, asio::buffer(kTooMany), ignored);
+            // A TLS client could not read a plaintext error: it is just closed.
+            if (!tls) {
+                static constexpr std::string_view kTooMany =
+                    "-ERR max number of clients reached\r\n";
+                asio::write(socket, asio::buffer(kTooMany), ignored);
+            }
             socket.close(ignored);
         } else {
             const std::int64_t id = next_client_id_.fetch_add(1);
-            asio::post(worker.context, [this, &worker, id, s = std::move(socket)]() mutable {
+            asio::post(worker.context, [this, &worker, id, tls, s = std::move(socket)]() mutable {
                 command::WorkerStats::bump(worker.stats.connections_received);
-                std::make_shared<Connection>(*this, worker, std::move(s), id)->start();
+                if (tls) {
+                    make_tls_connection(*this, worker, std::move(s), id, *tls_context_)->start();
+                } else {
+                    make_plain_connection(*this, worker, std::move(s), id)->start();
+                }
             });
         }
-        accept_next();
+        accept_next(acceptor, tls);
     });
 }
 
@@ -147,6 +177,7 @@ void Server::request_stop(bool save_on_exit) {
         save_on_exit_ = save_on_exit;
         error_code ignored;
         acceptor_.close(ignored);
+        tls_acceptor_.close(ignored);
         signals_.cancel(ignored);
         cron_timer_.cancel();
         // Each connection closes on its own thread after the command it is
@@ -188,6 +219,8 @@ void Server::cron() {
         if (config_.timeout_seconds > 0) {
             const std::int64_t limit = config_.timeout_seconds * 1000;
             for_each_connection([&](Connection& connection) {
+                // Like Redis, a client waiting for a deferred reply is not idle.
+                if (connection.client().blocked.load(std::memory_order_relaxed)) return;
                 const auto last =
                     connection.client().last_interaction_ms.load(std::memory_order_relaxed);
                 if (now - last > limit) connection.request_close();
@@ -286,8 +319,8 @@ void Server::reset_stats() {
     stats_base_ = base;
 }
 
-core::SaveResult Server::save() {
-    return persistence_.save();
+void Server::save_async(std::function<void(core::SaveResult)> done) {
+    persistence_.save_async(std::move(done));
 }
 core::SaveResult Server::bgsave() {
     return persistence_.bgsave();

@@ -114,23 +114,42 @@ core::SaveResult Manager::save() {
     return result;
 }
 
+void Manager::save_async(std::function<void(core::SaveResult)> done) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!running_) {
+            start_thread_locked(false, std::move(done));
+            return;
+        }
+    }
+    done({core::SaveStatus::in_progress, {}});
+}
+
 core::SaveResult Manager::bgsave() {
     std::lock_guard lock(mutex_);
     if (running_) return {core::SaveStatus::in_progress, {}};
-    if (background_.joinable()) background_.join();  // finished: running_ is false
+    start_thread_locked(true, nullptr);
+    return {};
+}
+
+void Manager::start_thread_locked(bool background, std::function<void(core::SaveResult)> done) {
+    // A finished thread may still be running the previous `done`; it never
+    // takes mutex_ after clearing running_, so joining here cannot deadlock.
+    if (background_.joinable()) background_.join();
     running_ = true;
-    running_background_ = true;
+    running_background_ = background;
     started_ms_ = store::now_ms();
-    background_ = std::thread([this] {
-        save_locked();
+    background_ = std::thread([this, done = std::move(done)] {
+        core::SaveResult result = save_locked();
         {
             std::lock_guard inner(mutex_);
             running_ = false;
             running_background_ = false;
         }
         finished_.notify_all();
+        // After running_ is cleared, so whoever hears "done" can save again.
+        if (done) done(std::move(result));
     });
-    return {};
 }
 
 void Manager::tick() {

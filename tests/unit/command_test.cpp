@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,10 +33,13 @@ public:
     bool kill_client(std::string_view) override { return false; }
     StatsTotals stats() override { return {}; }
     void reset_stats() override {}
-    SaveResult save() override {
+    void save_async(std::function<void(SaveResult)> done) override {
         ++saves;
-        if (fail_saves) return {SaveStatus::failed, "disk on fire"};
-        return {};
+        if (fail_saves) {
+            done({SaveStatus::failed, "disk on fire"});
+        } else {
+            done({});
+        }
     }
     SaveResult bgsave() override { return {}; }
     PersistenceInfo persistence() override { return {}; }
@@ -52,6 +57,25 @@ public:
     ShutdownMode last_shutdown = ShutdownMode::default_save;
 };
 
+// Stands in for a connection: records deferred replies; run() applies them
+// after the command, as the connection does on its thread.
+class FakeSuspender : public ClientSuspender {
+public:
+    struct Sink : ReplySink {
+        explicit Sink(std::vector<ReplyWriter>& into) : delivered(into) {}
+        void deliver(ReplyWriter write_reply) override {
+            delivered.push_back(std::move(write_reply));
+        }
+        std::vector<ReplyWriter>& delivered;
+    };
+    std::shared_ptr<ReplySink> suspend() override {
+        ++suspensions;
+        return std::make_shared<Sink>(delivered);
+    }
+    std::vector<ReplyWriter> delivered;
+    int suspensions = 0;
+};
+
 class Commands : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -63,8 +87,10 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        Context ctx{registry, keyspace, config, hooks, client, stats, writer};
+        Context ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender};
         dispatch(registry, ctx, argv);
+        for (auto& write_reply : suspender.delivered) write_reply(writer);
+        suspender.delivered.clear();
         return out;
     }
 
@@ -72,6 +98,7 @@ protected:
     store::Keyspace keyspace{8};
     core::Config config;
     FakeHooks hooks;
+    FakeSuspender suspender;
     ClientState client;
     WorkerStats stats;
     std::string out;
@@ -349,6 +376,22 @@ TEST_F(Commands, ClientNameAndShutdownGoThroughHooks) {
     EXPECT_EQ(hooks.last_shutdown, ShutdownMode::nosave);
     hooks.fail_saves = true;
     EXPECT_EQ(run({"SAVE"}), "-ERR disk on fire\r\n");
+}
+
+TEST_F(Commands, SaveDefersItsReplyUntilTheSnapshotIsDone) {
+    EXPECT_EQ(run({"SAVE"}), "+OK\r\n");
+    EXPECT_EQ(suspender.suspensions, 1);
+    EXPECT_EQ(hooks.saves, 1);
+}
+
+TEST_F(Commands, SaveWhereRepliesCannotWaitAnswersAnError) {
+    std::vector<std::string_view> argv{"SAVE"};
+    out.clear();
+    Context ctx{registry, keyspace, config, hooks, client, stats, writer};
+    dispatch(registry, ctx, argv);
+    EXPECT_EQ(out, "-" + std::string(errors::kCannotWait) + "\r\n");
+    EXPECT_EQ(hooks.saves, 0);
+    EXPECT_EQ(stats.error_replies.load(), 1u);
 }
 
 TEST_F(Commands, CommandTableMatchesProtoFile) {

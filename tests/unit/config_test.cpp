@@ -77,5 +77,51 @@ TEST(CommandLine, FlagsBeatTheConfigFileWhichBeatsTheEnvironment) {
     std::remove(path.c_str());
 }
 
+TEST(CommandLine, TlsOptionsComeFromFlagsFileAndEnvironment) {
+    CommandLine line = parse({"--tls-port", "6380", "--tls-cert-file", "s.crt", "--tls-key-file",
+                              "s.key", "--tls-ca-cert-file", "ca.crt"});
+    ASSERT_EQ(line.exit_code, -1);
+    EXPECT_EQ(line.config.tls_port, 6380);
+    EXPECT_EQ(line.config.tls_auth_clients, TlsAuthClients::yes);  // Redis's default
+    EXPECT_DOUBLE_EQ(line.config.tls_handshake_timeout_seconds, 10.0);
+
+    const std::string path = ::testing::TempDir() + "bloomery_tls_config_test.conf";
+    {
+        std::ofstream file(path);
+        file << "tls-port = 6390\ntls-cert-file = \"f.crt\"\ntls-key-file = \"f.key\"\n";
+    }
+    setenv("BLOOMERY_TLS_AUTH_CLIENTS", "optional", 1);
+    setenv("BLOOMERY_TLS_CA_CERT_FILE", "env-ca.crt", 1);
+    line = parse({"--config", path, "--port", "0", "--tls-handshake-timeout", "0.25"});
+    unsetenv("BLOOMERY_TLS_AUTH_CLIENTS");
+    unsetenv("BLOOMERY_TLS_CA_CERT_FILE");
+    std::remove(path.c_str());
+    ASSERT_EQ(line.exit_code, -1);
+    EXPECT_EQ(line.config.port, 0);
+    EXPECT_EQ(line.config.tls_port, 6390);
+    EXPECT_EQ(line.config.tls_cert_file, "f.crt");
+    EXPECT_EQ(line.config.tls_ca_cert_file, "env-ca.crt");
+    EXPECT_EQ(line.config.tls_auth_clients, TlsAuthClients::optional);
+    EXPECT_DOUBLE_EQ(line.config.tls_handshake_timeout_seconds, 0.25);
+}
+
+TEST(CommandLine, TlsSettingsThatCannotWorkAreRefused) {
+    EXPECT_GT(parse({"--port", "0"}).exit_code, 0);         // nothing to listen on
+    EXPECT_GT(parse({"--tls-port", "6380"}).exit_code, 0);  // no certificate
+    EXPECT_GT(
+        parse({"--tls-port", "6380", "--tls-cert-file", "a", "--tls-key-file", "b"}).exit_code,
+        0);  // auth-clients yes without a CA
+    EXPECT_EQ(parse({"--tls-port", "6380", "--tls-cert-file", "a", "--tls-key-file", "b",
+                     "--tls-auth-clients", "no"})
+                  .exit_code,
+              -1);
+    EXPECT_GT(parse({"--tls-port", "6379", "--tls-cert-file", "a", "--tls-key-file", "b",
+                     "--tls-auth-clients", "no"})
+                  .exit_code,
+              0);  // same port as plaintext
+    EXPECT_GT(parse({"--tls-auth-clients", "maybe"}).exit_code, 0);
+    EXPECT_GT(parse({"--tls-handshake-timeout", "0"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace bloomery::core

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -50,7 +52,13 @@ struct ClientState {
     std::atomic<std::int64_t> last_interaction_ms{0};
     std::atomic<const char*> last_command{nullptr};  // a CommandSpec's name
     std::atomic<int> protocol{2};
-    bool close_after_reply = false;  // QUIT, SHUTDOWN; owner thread only
+    bool close_after_reply = false;    // QUIT, SHUTDOWN; owner thread only
+    std::atomic<bool> blocked{false};  // waiting for a deferred reply (CLIENT LIST flag b)
+    // Buffer sizes in bytes, published by the connection for CLIENT LIST.
+    std::atomic<std::size_t> query_buffer_used{0};  // received, not yet run
+    std::atomic<std::size_t> query_buffer_capacity{0};
+    std::atomic<std::size_t> output_buffer_used{0};  // replies not yet written
+    std::atomic<std::size_t> output_buffer_capacity{0};
 
     std::string name() const {
         std::lock_guard lock(mutex);
@@ -72,6 +80,63 @@ struct ClientState {
     std::string lib_version_;
 };
 
+// ---- Deferred replies ("blocked clients") ----
+//
+// A handler that cannot answer before it returns (SAVE waits for the
+// persistence thread; a journaled write will wait for its fsync) takes a
+// DeferredReply from its Context and completes it later. The contract:
+//
+// - Context::defer_reply() is called at most once per command, by its handler,
+//   on the connection's thread. From then on the handler writes nothing to
+//   ctx.out.
+// - Until the reply is completed the connection runs no further command of
+//   that client: pipelined commands already received wait, so replies stay in
+//   order, and nothing more is read from it. The worker thread keeps serving
+//   every other connection.
+// - complete(write_reply) may be called from any thread, also before the
+//   handler returns. The first call wins; later calls do nothing. write_reply
+//   runs later on the connection's own thread with its resp::Writer; error
+//   replies it writes count in total_error_replies. It must not touch the
+//   Context or the command's arguments (both are gone by then): capture what
+//   it needs by value.
+// - If the client is gone meanwhile (disconnected, CLIENT KILL, server
+//   stopping), write_reply is destroyed without running. Completing is always
+//   safe: the handle may outlive the connection.
+// - If every copy of the handle is destroyed without complete(), the client
+//   gets kNoReply (an error) instead of waiting forever.
+
+using ReplyWriter = std::function<void(resp::Writer&)>;
+
+// Where a deferred reply goes; implemented by the network layer (and by fakes
+// in unit tests). deliver() is called exactly once, from any thread.
+class ReplySink {
+public:
+    virtual ~ReplySink() = default;
+    virtual void deliver(ReplyWriter write_reply) = 0;
+};
+
+// The handle a handler completes. Copyable (so it fits in a std::function);
+// every copy refers to the same reply.
+class DeferredReply {
+public:
+    DeferredReply() = default;  // empty: complete() does nothing
+    explicit DeferredReply(std::shared_ptr<ReplySink> sink);
+    void complete(ReplyWriter write_reply) const;
+    explicit operator bool() const { return state_ != nullptr; }
+
+private:
+    struct State;
+    std::shared_ptr<State> state_;
+};
+
+// Implemented by whatever runs commands for a client (a connection): suspends
+// the client until the returned sink is delivered to. Called on its thread.
+class ClientSuspender {
+public:
+    virtual ~ClientSuspender() = default;
+    virtual std::shared_ptr<ReplySink> suspend() = 0;
+};
+
 class Registry;
 
 struct Context {
@@ -82,13 +147,21 @@ struct Context {
     ClientState& client;
     WorkerStats& stats;
     resp::Writer& out;
+    ClientSuspender* suspender = nullptr;  // null: this context cannot defer replies
+
+    // See "Deferred replies" above. Empty if the context has no suspender.
+    DeferredReply defer_reply() const {
+        return suspender != nullptr ? DeferredReply(suspender->suspend()) : DeferredReply();
+    }
 };
 
 }  // namespace bloomery::command
 
 namespace bloomery::command {
-// One CLIENT LIST line (without the trailing newline) for a client, with its
-// query/output buffer sizes supplied by the network layer.
-std::string format_client_line(const ClientState& client, std::int64_t now_ms,
-                               std::size_t query_buffer_bytes, std::size_t output_buffer_bytes);
+// One CLIENT LIST line (without the trailing newline) for a client. Buffer
+// fields come from the sizes its connection published: qbuf = bytes received
+// and not yet run, qbuf-free = the rest of the query buffer's capacity, obl =
+// reply bytes not yet written, omem = the output buffer's capacity, tot-mem =
+// both capacities.
+std::string format_client_line(const ClientState& client, std::int64_t now_ms);
 }  // namespace bloomery::command

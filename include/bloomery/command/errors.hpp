@@ -24,6 +24,11 @@ inline constexpr std::string_view kMisconf =
     "configured to report errors during writes if snapshotting fails "
     "(stop-writes-on-bgsave-error option). Please check the bloomery log for details about the "
     "snapshot error.";
+// A deferred reply whose handle was dropped without an answer (a bug, but the
+// client must not wait forever), or a command that needs to wait run where it
+// cannot.
+inline constexpr std::string_view kNoReply = "ERR command finished without a reply";
+inline constexpr std::string_view kCannotWait = "ERR this command cannot wait for its reply here";
 
 // RedisBloom's texts.
 inline constexpr std::string_view kItemExists = "ERR item exists";

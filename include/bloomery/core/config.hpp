@@ -16,13 +16,27 @@ struct SavePoint {
     std::int64_t changes;
 };
 
+// Whether TLS clients must present a certificate signed by the CA.
+enum class TlsAuthClients {
+    yes,       // required (Redis's default)
+    no,        // not asked for
+    optional,  // asked for and verified if sent, not required
+};
+
 struct Config {
     // Network
     std::string bind = "127.0.0.1";
-    std::uint16_t port = 6379;
-    unsigned threads = 0;  // 0: one per core
+    std::uint16_t port = 6379;  // 0: no plaintext listener
+    unsigned threads = 0;       // 0: one per core
     std::size_t max_clients = 10000;
     std::int64_t timeout_seconds = 0;  // idle client timeout, 0 = never
+    // TLS (TLS 1.2 and later only)
+    std::uint16_t tls_port = 0;    // 0: no TLS listener
+    std::string tls_cert_file;     // PEM certificate chain
+    std::string tls_key_file;      // PEM private key
+    std::string tls_ca_cert_file;  // PEM CA bundle that client certificates must chain to
+    TlsAuthClients tls_auth_clients = TlsAuthClients::yes;
+    double tls_handshake_timeout_seconds = 10;  // a client that has not finished is closed
     // Protocol limits (Redis's defaults)
     std::size_t proto_max_bulk_len = 512ull * 1024 * 1024;
     std::size_t proto_max_inline_len = 64 * 1024;

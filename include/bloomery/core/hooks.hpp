@@ -6,6 +6,7 @@
 // layer can include it without depending on another.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -74,8 +75,11 @@ public:
     virtual bool kill_client(std::string_view address) = 0;
     virtual StatsTotals stats() = 0;
     virtual void reset_stats() = 0;
-    // Persistence. save() blocks until durable; bgsave() returns at once.
-    virtual SaveResult save() = 0;
+    // Persistence. save_async() snapshots off the caller's thread and calls
+    // `done` exactly once, on any thread (on the caller's, before returning,
+    // when it cannot start: in_progress), once the file is durable or the save
+    // failed. bgsave() returns at once.
+    virtual void save_async(std::function<void(SaveResult)> done) = 0;
     virtual SaveResult bgsave() = 0;
     virtual PersistenceInfo persistence() = 0;
     // True while snapshots are configured and the last attempt failed (Redis's

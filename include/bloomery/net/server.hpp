@@ -1,8 +1,9 @@
 #pragma once
-// The TCP server: one io_context per worker thread, an acceptor on the main
-// thread handing each new connection to the next worker round-robin, and a
-// 100 ms cron (active expiry, save points, ops/sec sampling) on the main thread.
-// Implements core::ServerHooks for the command layer.
+// The TCP server: one io_context per worker thread, acceptors (plaintext
+// --port, TLS --tls-port, either may be off) on the main thread handing each
+// new connection to the next worker round-robin, and a 100 ms cron (active
+// expiry, save points, ops/sec sampling) on the main thread. Implements
+// core::ServerHooks for the command layer.
 
 #include <atomic>
 #include <cstdint>
@@ -23,6 +24,10 @@
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace bloomery::net {
 
 class Connection;
@@ -33,7 +38,9 @@ public:
            persist::Manager& persistence);
     ~Server() override;
 
-    // Binds and listens; throws boost::system::system_error on failure.
+    // Builds the TLS context if --tls-port is set, binds and listens. Throws
+    // std::runtime_error naming the address or the TLS file on failure
+    // ("cannot listen on ADDR:PORT: ..." for a port that cannot be bound).
     void listen();
     // Runs until a signal (SIGTERM/SIGINT) or SHUTDOWN; returns the exit code.
     int run();
@@ -49,7 +56,7 @@ public:
     bool kill_client(std::string_view address) override;
     core::StatsTotals stats() override;
     void reset_stats() override;
-    core::SaveResult save() override;
+    void save_async(std::function<void(core::SaveResult)> done) override;
     core::SaveResult bgsave() override;
     core::PersistenceInfo persistence() override;
     bool snapshot_failing() override { return persistence_.snapshot_failing(); }
@@ -73,7 +80,7 @@ public:
     void untrack(Worker& worker, std::list<std::weak_ptr<Connection>>::iterator position);
 
 private:
-    void accept_next();
+    void accept_next(boost::asio::ip::tcp::acceptor& acceptor, bool tls);
     void on_signal(const boost::system::error_code& error, int signal);
     void cron();
     void stop_now();
@@ -93,7 +100,9 @@ private:
     // still pending there holds a socket of a worker's io_context.
     std::vector<std::unique_ptr<Worker>> workers_;
     boost::asio::io_context main_context_{1};
-    boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::ip::tcp::acceptor acceptor_;      // plaintext, open unless --port 0
+    boost::asio::ip::tcp::acceptor tls_acceptor_;  // open if --tls-port is set
+    std::unique_ptr<boost::asio::ssl::context> tls_context_;
     boost::asio::signal_set signals_;
     boost::asio::steady_timer cron_timer_;
     std::size_t next_worker_ = 0;

@@ -1,7 +1,9 @@
 #pragma once
-// Orchestrates snapshots for the server: the load at start, SAVE (blocking),
-// BGSAVE (a background thread), save points checked by the server's cron, and
-// the state INFO persistence reports. Knows nothing of sockets.
+// Orchestrates snapshots for the server: the load at start, SAVE (on the
+// persistence thread, reporting back when durable), BGSAVE (the same thread,
+// nobody waiting), save points checked by the server's cron, the final save at
+// exit (synchronous), and the state INFO persistence reports. Knows nothing of
+// sockets.
 //
 // Thread safety: every member may be called from any thread; one snapshot
 // runs at a time.
@@ -31,7 +33,12 @@ public:
     // a message naming the file and the reason if it exists but is bad.
     bool load(std::string& error);
 
-    core::SaveResult save();    // synchronous; in_progress if a save is running
+    core::SaveResult save();  // synchronous; in_progress if a save is running
+    // Runs a save on the persistence thread and calls `done` there once the
+    // file is durable or the save failed; if a save is running, calls `done`
+    // with in_progress at once, on the caller's thread. Not counted as a
+    // background save in INFO (it is SAVE).
+    void save_async(std::function<void(core::SaveResult)> done);
     core::SaveResult bgsave();  // starts a background save
     // Called every 100 ms: starts a background save when a save point is due.
     void tick();
@@ -48,6 +55,8 @@ public:
 
 private:
     core::SaveResult save_locked();  // requires running_ to be owned
+    // Starts the persistence thread; requires mutex_ held and !running_.
+    void start_thread_locked(bool background, std::function<void(core::SaveResult)> done);
     void record(bool ok, std::uint64_t changes_at_start, double seconds, std::uint64_t bytes,
                 std::uint64_t keys, const std::string& error);
 
