@@ -18,6 +18,7 @@
 namespace bloomery::command {
 
 using Args = std::span<const std::string_view>;
+class AclUser;
 
 // Per-thread counters: each worker thread owns one and is its only writer
 // (load + store, no read-modify-write), so no cache line is shared by every
@@ -51,6 +52,11 @@ struct ClientState {
     std::atomic<const char*> last_command{nullptr};  // a CommandSpec's name
     std::atomic<int> protocol{2};
     bool close_after_reply = false;  // QUIT, SHUTDOWN; owner thread only
+    // Access control (acl.hpp). `user`: whom AUTH or HELLO AUTH made this
+    // client, null for the default user; set by the owner thread, read by
+    // CLIENT LIST from others (users live as long as the server).
+    std::atomic<const AclUser*> user{nullptr};
+    bool authenticated = false;  // AUTH succeeded at least once; owner thread only
 
     std::string name() const {
         std::lock_guard lock(mutex);
