@@ -2,7 +2,7 @@
 # Debian 12 machine: they install the missing Debian packages, configure, build.
 
 BUILD_PACKAGES := pkg-config libboost-dev libspdlog-dev libcli11-dev libmurmurhash-dev \
-                  libxxhash-dev nlohmann-json3-dev libgtest-dev
+                  libxxhash-dev nlohmann-json3-dev libgtest-dev libssl-dev
 TEST_PACKAGES  := redis-tools python3-redis
 JOBS   ?= $(shell nproc)
 PRESET ?= release
