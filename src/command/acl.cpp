@@ -127,14 +127,15 @@ void AclUser::allow_no_auth_commands(const Registry& registry) {
     }
 }
 
-bool AclUser::may_run(const CommandSpec& spec) const {
-    return (allowed_[spec.id / 64] >> (spec.id % 64)) & 1;
-}
-
-bool AclUser::may_access_keys(const CommandSpec& spec, Args argv) const {
-    if (all_keys_ || spec.first_key <= 0) return true;
-    for (std::size_t position : Registry::key_positions(spec, argv.size())) {
-        const std::string_view key = argv[position];
+bool AclUser::keys_match(const CommandSpec& spec, Args argv) const {
+    if (spec.first_key <= 0 || spec.step <= 0) return true;
+    // The positions Registry::key_positions lists, walked without building
+    // its vector: this runs before every command of a key-limited user.
+    const long argc = static_cast<long>(argv.size());
+    const long last = spec.last_key < 0 ? argc + spec.last_key : spec.last_key;
+    for (long position = spec.first_key; position <= last && position < argc;
+         position += spec.step) {
+        const std::string_view key = argv[static_cast<std::size_t>(position)];
         const bool matched =
             std::any_of(key_patterns_.begin(), key_patterns_.end(),
                         [&](const std::string& pattern) { return glob_match(pattern, key); });

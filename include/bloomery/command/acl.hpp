@@ -20,12 +20,10 @@
 #include <vector>
 
 #include "bloomery/command/context.hpp"
+#include "bloomery/command/registry.hpp"
 #include "bloomery/core/config.hpp"
 
 namespace bloomery::command {
-
-class Registry;
-struct CommandSpec;
 
 // SHA-256 of a password: a user stores only digests, and ACL LIST shows them
 // as 64 hex digits (Redis's "#<hash>" rule form).
@@ -62,17 +60,23 @@ public:
     // digest with every stored one, without stopping at the first match.
     bool authenticates(std::string_view password) const;
 
-    // May this user run `spec` (the subcommand, for a container)? One bit test.
-    bool may_run(const CommandSpec& spec) const;
+    // May this user run `spec` (the subcommand, for a container)? One bit
+    // test; inline, since dispatch asks before every command.
+    bool may_run(const CommandSpec& spec) const {
+        return (allowed_[spec.id / 64] >> (spec.id % 64)) & 1;
+    }
     // May it name every key that `argv` names for `spec`? True at once for a
     // user with all keys and for commands without keys.
-    bool may_access_keys(const CommandSpec& spec, Args argv) const;
+    bool may_access_keys(const CommandSpec& spec, Args argv) const {
+        return all_keys_ || keys_match(spec, argv);
+    }
 
     // As ACL LIST shows it and an ACL file accepts it:
     // "user reader on #<sha256 hex> ~* -@all +@read".
     std::string describe() const;
 
 private:
+    bool keys_match(const CommandSpec& spec, Args argv) const;
     void set_command(const CommandSpec& spec, bool allow);
     void set_all_commands(bool allow);
     // No_auth commands stay runnable whatever the rules say, as in Redis.
