@@ -51,9 +51,11 @@ bool parse_spec(const nlohmann::json& entry, const std::vector<std::string>& cat
     spec.write = std::find(spec.flags.begin(), spec.flags.end(), "write") != spec.flags.end();
     spec.no_auth = std::find(spec.flags.begin(), spec.flags.end(), "no_auth") != spec.flags.end();
     for (const std::string& category : spec_categories) {
-        const std::string name = lower(std::string_view(category).substr(1));
-        const auto it = std::find(categories.begin(), categories.end(), name);
-        if (category.empty() || category[0] != '@' || it == categories.end()) {
+        const auto it = category.empty() || category[0] != '@'
+                            ? categories.end()
+                            : std::find(categories.begin(), categories.end(),
+                                        lower(std::string_view(category).substr(1)));
+        if (it == categories.end()) {
             error = "command '" + spec.name + "' has ACL category '" + category +
                     "', which is not in the top-level \"acl_categories\"";
             return false;

@@ -77,6 +77,29 @@ TEST(PasswordDigest, IsSha256AndComparesEveryByte) {
     EXPECT_FALSE(digests_equal(hash_password(std::string_view("a\0b", 3)), hash_password("a")));
 }
 
+TEST(Registry, CommandCategoriesMustBeListedOnce) {
+    Registry registry;
+    registry.register_handler("ping", [](Context&, Args) {});
+    std::string error;
+    const std::string entry =
+        R"({"name":"ping","arity":-1,"flags":["no_auth"],"first_key":0,"last_key":0,"step":0,)";
+    EXPECT_TRUE(registry.build(R"({"acl_categories":["@fast","@connection"],"commands":[)" + entry +
+                                   R"("acl_categories":["@connection"]}]})",
+                               error))
+        << error;
+    EXPECT_EQ(registry.categories(), (std::vector<std::string>{"fast", "connection"}));
+    EXPECT_EQ(registry.find("ping")->categories, 2u);
+    EXPECT_TRUE(registry.find("ping")->no_auth);
+    for (std::string_view bad : {R"("@slow")", R"("")", R"("connection")"}) {
+        EXPECT_FALSE(registry.build(R"({"acl_categories":["@fast","@connection"],"commands":[)" +
+                                        entry + R"("acl_categories":[)" + std::string(bad) + "]}]}",
+                                    error))
+            << bad;
+        EXPECT_NE(error.find("not in the top-level \"acl_categories\""), std::string::npos)
+            << error;
+    }
+}
+
 TEST(Acl, WithoutSettingsTheDefaultUserRunsEverythingWithoutPassword) {
     const Acl& acl = table().acl();
     EXPECT_FALSE(acl.auth_required());
