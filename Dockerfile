@@ -20,9 +20,17 @@ COPY --from=build /src/build/bloomery /usr/local/bin/bloomery
 USER bloomery
 VOLUME /data
 EXPOSE 6379
+# Listening on every interface with protected mode on: until a password is
+# given (BLOOMERY_REQUIREPASS, BLOOMERY_REQUIREPASS_FILE or an ACL file) only
+# clients inside the container are served; others get -DENIED.
 ENV BLOOMERY_BIND=0.0.0.0 BLOOMERY_DIR=/data
+# The check authenticates with the same password (REDISCLI_AUTH keeps it off
+# the command line).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-    CMD redis-cli -p 6379 PING | grep -q PONG || exit 1
+    CMD pw="${BLOOMERY_REQUIREPASS:-}"; \
+        if [ -n "${BLOOMERY_REQUIREPASS_FILE:-}" ]; then pw="$(cat "$BLOOMERY_REQUIREPASS_FILE")"; fi; \
+        if [ -n "$pw" ]; then export REDISCLI_AUTH="$pw"; fi; \
+        redis-cli -p 6379 PING | grep -q PONG || exit 1
 # SIGTERM (docker stop) writes a final snapshot and exits 0.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/bloomery"]

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <string>
 
+#include "bloomery/command/acl.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/allocator.hpp"
 #include "bloomery/core/config.hpp"
@@ -34,6 +35,29 @@ void raise_open_file_limit(std::size_t max_clients) {
     if (setrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur < wanted) {
         spdlog::warn("open file limit is {} (wanted {} for maxclients {}); raise it with ulimit -n",
                      limit.rlim_cur > old ? limit.rlim_cur : old, wanted, max_clients);
+    }
+}
+
+// Says at start who may connect; never prints a password.
+void log_access_control(const bloomery::core::Config& config, const bloomery::command::Acl& acl) {
+    if (!config.aclfile.empty()) {
+        spdlog::info("access control: {} users from {}", acl.users().size(), config.aclfile);
+    } else if (!config.requirepass.empty()) {
+        spdlog::info("access control: the default user needs a password (AUTH)");
+    }
+    if (!acl.default_user().nopass()) return;
+    const bool loopback_only = config.bind == "127.0.0.1" || config.bind == "::1";
+    if (loopback_only) return;
+    if (config.protected_mode) {
+        spdlog::warn(
+            "protected mode: the default user has no password, so only clients on the loopback "
+            "interface are served; set --requirepass (or --requirepass-file, --aclfile) to "
+            "serve others");
+    } else {
+        spdlog::warn(
+            "the default user has no password and protected mode is off: anyone who can reach "
+            "{}:{} may run every command",
+            config.bind, config.port);
     }
 }
 
@@ -81,6 +105,11 @@ int main(int argc, char** argv) {
         spdlog::critical("command table: {}", error);
         return 1;
     }
+    if (!command::configure_access_control(registry, config, error)) {
+        spdlog::critical("refusing to start: {}", error);
+        return 1;
+    }
+    log_access_control(config, registry.acl());
 
     store::Keyspace keyspace(config.keyspace_shards);
     std::unique_ptr<net::Server> server;

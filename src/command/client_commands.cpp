@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "args.hpp"
+#include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
 #include "common.hpp"
@@ -60,7 +61,8 @@ std::string format_client_line(const ClientState& client, std::int64_t now_ms) {
     field("tot-mem", std::to_string(query_capacity + output_capacity));
     field("events", "r");
     field("cmd", last_command ? last_command : "NULL");
-    field("user", "default");
+    const AclUser* user = client.user.load(std::memory_order_relaxed);
+    field("user", user != nullptr ? std::string_view(user->name()) : kDefaultUserName);
     field("redir", "-1");
     field("resp", std::to_string(client.protocol.load(std::memory_order_relaxed)));
     field("lib-name", lib_name);

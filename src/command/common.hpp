@@ -20,4 +20,9 @@ bool valid_client_name(std::string_view name);
 // A HELP reply: one simple string per line.
 void reply_help(Context& ctx, std::initializer_list<std::string_view> lines);
 
+// AUTH's check, shared with HELLO ... AUTH (acl_commands.cpp): on success the
+// client runs as that user from its next command and true is returned; on
+// failure WRONGPASS is written and the client keeps its user.
+bool authenticate_client(Context& ctx, std::string_view username, std::string_view password);
+
 }  // namespace bloomery::command

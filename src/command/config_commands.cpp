@@ -55,6 +55,14 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"max-filter-bytes", std::to_string(c.max_filter_bytes)},
         {"keyspace-shards", std::to_string(c.keyspace_shards)},
         {"cluster-enabled", human_bool(false)},
+        // Never the password itself: only whether one is set.
+        {"requirepass", c.requirepass.empty() ? "" : "<redacted>"},
+        {"aclfile", c.aclfile},
+        {"protected-mode", human_bool(c.protected_mode)},
+        {"unauthenticated-max-multibulk-len", std::to_string(c.unauthenticated_max_multibulk_len)},
+        {"unauthenticated-max-bulk-len", std::to_string(c.unauthenticated_max_bulk_len)},
+        {"unauthenticated-query-buffer-limit",
+         std::to_string(c.unauthenticated_query_buffer_limit)},
     };
 }
 

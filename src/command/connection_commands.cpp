@@ -4,6 +4,7 @@
 #include <string>
 
 #include "args.hpp"
+#include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
 #include "common.hpp"
@@ -43,25 +44,33 @@ void cmd_select(Context& ctx, Args argv) {
 }
 
 // Names may not contain spaces or control characters (CLIENT LIST is
-// space-separated), as in Redis.
+// space-separated), as in Redis. AUTH is checked after the options parse and
+// before anything changes; an unauthenticated client may only HELLO with AUTH.
 void cmd_hello(Context& ctx, Args argv) {
     std::size_t i = 1;
+    std::string_view new_name;
+    bool set_name = false;
+    int version = ctx.out.protocol();
     if (argv.size() >= 2) {
-        std::int64_t version;
-        if (!parse_int64(argv[1], version)) {
+        std::int64_t parsed_version;
+        if (!parse_int64(argv[1], parsed_version)) {
             ctx.out.error("ERR Protocol version is not an integer or out of range");
             return;
         }
-        if (version != 2 && version != 3) {
+        if (parsed_version != 2 && parsed_version != 3) {
             ctx.out.error(errors::kProtocolVersion);
             return;
         }
+        version = static_cast<int>(parsed_version);
         i = 2;
-        std::string_view new_name;
-        bool set_name = false;
+        std::string_view username, password;
+        bool auth = false;
         for (; i < argv.size(); ++i) {
             if (iequals(argv[i], "AUTH") && i + 2 < argv.size()) {
-                i += 2;  // no ACLs: the default user has no password, as a fresh Redis
+                username = argv[i + 1];
+                password = argv[i + 2];
+                auth = true;
+                i += 2;
             } else if (iequals(argv[i], "SETNAME") && i + 1 < argv.size()) {
                 new_name = argv[++i];
                 set_name = true;
@@ -78,10 +87,15 @@ void cmd_hello(Context& ctx, Args argv) {
                 return;
             }
         }
-        if (set_name) ctx.client.set_name(new_name);
-        ctx.client.protocol.store(static_cast<int>(version), std::memory_order_relaxed);
-        ctx.out.set_protocol(static_cast<int>(version));
+        if (auth && !authenticate_client(ctx, username, password)) return;
     }
+    if (!ctx.registry.acl().is_authenticated(ctx.client)) {
+        ctx.out.error(errors::kHelloNoAuth);
+        return;
+    }
+    if (set_name) ctx.client.set_name(new_name);
+    ctx.client.protocol.store(version, std::memory_order_relaxed);
+    ctx.out.set_protocol(version);
     ctx.out.map(7);
     ctx.out.bulk("server");
     ctx.out.bulk("redis");

@@ -12,4 +12,5 @@ void register_config_commands(Registry& registry);
 void register_info_commands(Registry& registry);
 void register_introspection_commands(Registry& registry);
 void register_persistence_commands(Registry& registry);
+void register_acl_commands(Registry& registry);
 }  // namespace bloomery::command

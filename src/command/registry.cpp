@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/core/memory.hpp"
 #include "families.hpp"
@@ -28,7 +29,9 @@ void append_sanitized(std::string& out, std::string_view arg, std::size_t limit)
     }
 }
 
-bool parse_spec(const nlohmann::json& entry, CommandSpec& spec, std::string& error) {
+bool parse_spec(const nlohmann::json& entry, const std::vector<std::string>& categories,
+                CommandSpec& spec, std::string& error) {
+    std::vector<std::string> spec_categories;
     try {
         spec.name = lower(entry.at("name").get<std::string>());
         spec.arity = entry.at("arity").get<int>();
@@ -36,6 +39,8 @@ bool parse_spec(const nlohmann::json& entry, CommandSpec& spec, std::string& err
         spec.first_key = entry.at("first_key").get<int>();
         spec.last_key = entry.at("last_key").get<int>();
         spec.step = entry.at("step").get<int>();
+        spec_categories =
+            entry.value("acl_categories", nlohmann::json::array()).get<std::vector<std::string>>();
     } catch (const nlohmann::json::exception& e) {
         error = "malformed command entry: " + std::string(e.what());
         return false;
@@ -46,6 +51,19 @@ bool parse_spec(const nlohmann::json& entry, CommandSpec& spec, std::string& err
     }
     spec.write = std::find(spec.flags.begin(), spec.flags.end(), "write") != spec.flags.end();
     spec.denyoom = std::find(spec.flags.begin(), spec.flags.end(), "denyoom") != spec.flags.end();
+    spec.no_auth = std::find(spec.flags.begin(), spec.flags.end(), "no_auth") != spec.flags.end();
+    for (const std::string& category : spec_categories) {
+        const auto it = category.empty() || category[0] != '@'
+                            ? categories.end()
+                            : std::find(categories.begin(), categories.end(),
+                                        lower(std::string_view(category).substr(1)));
+        if (it == categories.end()) {
+            error = "command '" + spec.name + "' has ACL category '" + category +
+                    "', which is not in the top-level \"acl_categories\"";
+            return false;
+        }
+        spec.categories |= std::uint64_t{1} << (it - categories.begin());
+    }
     spec.doc = entry;
     return true;
 }
@@ -77,6 +95,8 @@ bool Registry::build_from_embedded(std::string& error) {
 bool Registry::build(std::string_view commands_json, std::string& error) {
     commands_.clear();
     ordered_.clear();
+    categories_.clear();
+    by_id_.clear();
     nlohmann::json root;
     try {
         root = nlohmann::json::parse(commands_json);
@@ -86,6 +106,23 @@ bool Registry::build(std::string_view commands_json, std::string& error) {
     }
     if (!root.contains("commands") || !root["commands"].is_array()) {
         error = "proto/commands.json has no \"commands\" array";
+        return false;
+    }
+    // The ACL categories, listed once; each command's "acl_categories" must
+    // name only these, so a typo cannot create a category no rule can reach.
+    try {
+        for (const auto& category : root.value("acl_categories", nlohmann::json::array())) {
+            const std::string name = category.get<std::string>();
+            if (name.size() < 2 || name[0] != '@') throw std::invalid_argument(name);
+            categories_.push_back(lower(std::string_view(name).substr(1)));
+        }
+    } catch (const std::exception& e) {
+        error = std::string("proto/commands.json needs \"acl_categories\": [\"@name\", ...]: ") +
+                e.what();
+        return false;
+    }
+    if (categories_.size() > 64) {
+        error = "proto/commands.json has more than 64 ACL categories";
         return false;
     }
     std::unordered_map<std::string, bool> used;
@@ -102,12 +139,13 @@ bool Registry::build(std::string_view commands_json, std::string& error) {
     };
     for (const auto& entry : root["commands"]) {
         auto spec = std::make_unique<CommandSpec>();
-        if (!parse_spec(entry, *spec, error)) return false;
+        if (!parse_spec(entry, categories_, *spec, error)) return false;
         const bool container = entry.contains("subcommands");
         if (container) {
             for (const auto& sub_entry : entry["subcommands"]) {
                 auto sub = std::make_unique<CommandSpec>();
-                if (!parse_spec(sub_entry, *sub, error)) return false;
+                if (!parse_spec(sub_entry, categories_, *sub, error)) return false;
+                sub->parent = spec.get();
                 if (sub->name.rfind(spec->name + "|", 0) != 0) {
                     error = "subcommand '" + sub->name + "' is not named '" + spec->name + "|...'";
                     return false;
@@ -121,6 +159,12 @@ bool Registry::build(std::string_view commands_json, std::string& error) {
             error = "command '" + spec->name + "' appears twice in proto/commands.json";
             return false;
         }
+        spec->id = by_id_.size();
+        by_id_.push_back(spec.get());
+        for (const auto& sub : spec->subcommands) {
+            sub->id = by_id_.size();
+            by_id_.push_back(sub.get());
+        }
         ordered_.push_back(spec.get());
         commands_.emplace(spec->name, std::move(spec));
     }
@@ -130,7 +174,21 @@ bool Registry::build(std::string_view commands_json, std::string& error) {
             return false;
         }
     }
+    acl_ = std::make_shared<const Acl>(*this);
     return true;
+}
+
+int Registry::category_index(std::string_view name) const {
+    for (std::size_t i = 0; i < categories_.size(); ++i) {
+        const std::string& category = categories_[i];
+        if (category.size() == name.size() &&
+            std::equal(category.begin(), category.end(), name.begin(), [](char a, char b) {
+                return a == std::tolower(static_cast<unsigned char>(b));
+            })) {
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
 }
 
 const CommandSpec* Registry::find(std::string_view name) const {
@@ -165,6 +223,7 @@ bool build_default_registry(Registry& registry, std::string& error) {
     register_info_commands(registry);
     register_introspection_commands(registry);
     register_persistence_commands(registry);
+    register_acl_commands(registry);
     return registry.build_from_embedded(error);
 }
 
@@ -215,6 +274,24 @@ void run_command(const Registry& registry, Context& ctx, Args argv) {
     ctx.client.last_command.store(spec->name.c_str(), std::memory_order_relaxed);
     if (!spec->arity_ok(argv.size())) {
         reply_wrong_arity(ctx, spec->name);
+        return;
+    }
+    // Access control, in Redis's order: after the name and arity checks,
+    // NOAUTH before any user's permissions. Allowed commands cost a flag test
+    // and a bit test; text is built only for a refusal.
+    const Acl& acl = registry.acl();
+    if (!acl.is_authenticated(ctx.client) && !spec->no_auth) {
+        ctx.out.error(errors::kNoAuth);
+        return;
+    }
+    const AclUser& user = acl.user_of(ctx.client);
+    if (!user.may_run(*spec)) {
+        ctx.out.error("NOPERM User " + user.name() + " has no permissions to run the '" +
+                      spec->name + "' command");
+        return;
+    }
+    if (!user.may_access_keys(*spec, argv)) {
+        ctx.out.error(errors::kNoPermKey);
         return;
     }
     // Redis's order: memory first, then the disk error. Reads and deletes

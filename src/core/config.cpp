@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -103,6 +106,33 @@ std::string format_save_points(const std::vector<SavePoint>& points) {
     return spec;
 }
 
+namespace {
+
+// --requirepass-file: the whole file is the password, less one trailing
+// newline ("\n" or "\r\n"), so `echo pw > file` and a Kubernetes Secret made
+// from such a file both work. An empty password is refused: an unfilled
+// secret must not silently leave the server without one.
+std::string read_password_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        throw CLI::ValidationError("--requirepass-file",
+                                   "cannot read " + path + ": " + std::strerror(errno));
+    }
+    std::string password((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) {
+        throw CLI::ValidationError("--requirepass-file",
+                                   "cannot read " + path + ": " + std::strerror(errno));
+    }
+    if (!password.empty() && password.back() == '\n') {
+        password.pop_back();
+        if (!password.empty() && password.back() == '\r') password.pop_back();
+    }
+    if (password.empty()) throw CLI::ValidationError("--requirepass-file", path + " is empty");
+    return password;
+}
+
+}  // namespace
+
 CommandLine parse_command_line(int argc, char** argv) {
     CommandLine result;
     Config& c = result.config;
@@ -190,6 +220,48 @@ CommandLine parse_command_line(int argc, char** argv) {
         ->envname("BLOOMERY_CLIENT_OUTPUT_BUFFER_LIMIT")
         ->transform(CLI::AsSizeValue(false))
         ->group(limits);
+
+    auto* security = "Security";
+    auto* requirepass_option =
+        app.add_option("--requirepass", c.requirepass,
+                       "Password of the default user (AUTH PASSWORD); empty: none. Prefer "
+                       "BLOOMERY_REQUIREPASS or --requirepass-file: flags show in `ps`")
+            ->envname("BLOOMERY_REQUIREPASS")
+            ->group(security);
+    std::string requirepass_file;
+    auto* requirepass_file_option =
+        app.add_option("--requirepass-file", requirepass_file,
+                       "Read the default user's password from this file, less one trailing "
+                       "newline (e.g. a mounted Kubernetes Secret)")
+            ->envname("BLOOMERY_REQUIREPASS_FILE")
+            ->group(security);
+    app.add_option("--aclfile", c.aclfile,
+                   "Users, passwords and allowed commands, one 'user NAME rule...' line each")
+        ->envname("BLOOMERY_ACLFILE")
+        ->group(security);
+    std::string protected_mode = c.protected_mode ? "yes" : "no";
+    app.add_option("--protected-mode", protected_mode,
+                   "yes: while the default user has no password, serve only clients on the "
+                   "loopback interface (127.0.0.1, ::1)")
+        ->envname("BLOOMERY_PROTECTED_MODE")
+        ->check(CLI::IsMember({"yes", "no"}))
+        ->group(security);
+    app.add_option("--unauthenticated-max-multibulk-len", c.unauthenticated_max_multibulk_len,
+                   "Most arguments in one command before the client has authenticated")
+        ->envname("BLOOMERY_UNAUTHENTICATED_MAX_MULTIBULK_LEN")
+        ->check(CLI::Range(std::size_t{3}, std::size_t{1} << 20))
+        ->group(security);
+    app.add_option("--unauthenticated-max-bulk-len", c.unauthenticated_max_bulk_len,
+                   "Largest bulk argument before the client has authenticated, bytes")
+        ->envname("BLOOMERY_UNAUTHENTICATED_MAX_BULK_LEN")
+        ->transform(CLI::AsSizeValue(false))
+        ->group(security);
+    app.add_option("--unauthenticated-query-buffer-limit", c.unauthenticated_query_buffer_limit,
+                   "Most unprocessed bytes buffered for a client that has not authenticated "
+                   "before it is closed")
+        ->envname("BLOOMERY_UNAUTHENTICATED_QUERY_BUFFER_LIMIT")
+        ->transform(CLI::AsSizeValue(false))
+        ->group(security);
 
     auto* filters = "Filters";
     app.add_option("--bf-error-rate", c.default_error_rate,
@@ -299,6 +371,13 @@ CommandLine parse_command_line(int argc, char** argv) {
                 throw CLI::ValidationError("--tls-port", "must differ from --port");
             }
         }
+        if (requirepass_option->count() > 0 && requirepass_file_option->count() > 0) {
+            throw CLI::ValidationError("--requirepass-file",
+                                       "give the password once: --requirepass (or "
+                                       "BLOOMERY_REQUIREPASS) or --requirepass-file, not both");
+        }
+        if (!requirepass_file.empty()) c.requirepass = read_password_file(requirepass_file);
+        c.protected_mode = protected_mode == "yes";
     } catch (const CLI::ParseError& e) {
         result.exit_code = app.exit(e);
         return result;

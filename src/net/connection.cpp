@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "bloomery/command/acl.hpp"
+
 namespace bloomery::net {
 
 namespace asio = boost::asio;
@@ -52,6 +54,17 @@ public:
 private:
     std::shared_ptr<Connection> connection_;
 };
+// Until a client that must authenticate has done so, Redis's tighter bounds
+// apply (10 arguments, 16 KB bulks, 1 MB buffered): an anonymous peer cannot
+// make the server hold much. process() lifts them after a successful AUTH.
+resp::ParserLimits parser_limits(const core::Config& config, bool unauthenticated) {
+    resp::ParserLimits limits{config.proto_max_bulk_len, config.proto_max_inline_len,
+                              config.proto_max_multibulk_len};
+    limits.unauthenticated = unauthenticated;
+    limits.unauthenticated_max_multibulk_length = config.unauthenticated_max_multibulk_len;
+    limits.unauthenticated_max_bulk_length = config.unauthenticated_max_bulk_len;
+    return limits;
+}
 
 }  // namespace
 
@@ -60,9 +73,7 @@ Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::so
     : server_(server),
       worker_(worker),
       executor_(socket.get_executor()),
-      parser_(resp::ParserLimits{server.config().proto_max_bulk_len,
-                                 server.config().proto_max_inline_len,
-                                 server.config().proto_max_multibulk_len}),
+      parser_(parser_limits(server.config(), server.registry().acl().auth_required())),
       writer_(out_) {
     reallocate_input(kReadChunk);
     client_.id = id;
@@ -164,11 +175,15 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
     client_.query_buffer_used.store(pending, std::memory_order_relaxed);
     // Like Redis, the bytes held unprocessed count against the limit; the
     // buffer's capacity never exceeds them by more than make_room() allows.
-    if (pending > server_.config().client_query_buffer_limit) {
+    // Until a client that must authenticate has done so, the tighter
+    // unauthenticated limit applies.
+    const bool unauthenticated = parser_.limits().unauthenticated;
+    if (pending > (unauthenticated ? server_.config().unauthenticated_query_buffer_limit
+                                   : server_.config().client_query_buffer_limit)) {
         spdlog::warn(
-            "closing client id={} addr={}: query buffer {} bytes exceeds "
-            "client-query-buffer-limit",
-            client_.id, client_.address, pending);
+            "closing client id={} addr={}: query buffer {} bytes exceeds {}", client_.id,
+            client_.address, pending,
+            unauthenticated ? "unauthenticated-query-buffer-limit" : "client-query-buffer-limit");
         close();
         return;
     }
@@ -246,6 +261,9 @@ void Connection::process() {
         if (!argv_.empty()) {
             command::dispatch(server_.registry(), ctx, argv_);
             if (client_.close_after_reply) closing_ = true;
+            if (client_.authenticated && parser_.limits().unauthenticated) {
+                parser_.set_limits(parser_limits(server_.config(), false));
+            }
         }
         in_start_ += consumed;
     }

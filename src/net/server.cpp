@@ -8,12 +8,33 @@
 #include <stdexcept>
 
 #include "bloomery/net/tls.hpp"
+#include "bloomery/command/acl.hpp"
+#include "bloomery/command/errors.hpp"
 #include "connection.hpp"
 
 namespace bloomery::net {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
+
+namespace {
+
+// Redis counts only 127.0.0.1 and ::1 as local (127.0.0.2 is not); an IPv4
+// client of a dual-stack socket shows as ::ffff:127.0.0.1 and is local too.
+bool is_loopback_peer(const asio::ip::tcp::socket& socket) {
+    error_code error;
+    const asio::ip::address peer = socket.remote_endpoint(error).address();
+    if (error) return false;
+    if (peer.is_v4()) return peer.to_v4() == asio::ip::address_v4::loopback();
+    const asio::ip::address_v6 v6 = peer.to_v6();
+    if (v6.is_v4_mapped()) {
+        return asio::ip::make_address_v4(asio::ip::v4_mapped, v6) ==
+               asio::ip::address_v4::loopback();
+    }
+    return v6 == asio::ip::address_v6::loopback();
+}
+
+}  // namespace
 
 Server::Server(const core::Config& config, store::Keyspace& keyspace,
                const command::Registry& registry, persist::Manager& persistence)
@@ -116,6 +137,16 @@ void Server::accept_next(asio::ip::tcp::acceptor& acceptor, bool tls) {
                 static constexpr std::string_view kTooMany =
                     "-ERR max number of clients reached\r\n";
                 asio::write(socket, asio::buffer(kTooMany), ignored);
+            }
+            socket.close(ignored);
+        } else if (config_.protected_mode && registry_.acl().default_user().nopass() &&
+                   !is_loopback_peer(socket)) {
+            // Protected mode, as Redis: no password, so only local clients.
+            // A TLS client could not read the plaintext text: it is just closed.
+            command::WorkerStats::bump(worker.stats.rejected_connections);
+            error_code ignored;
+            if (!tls) {
+                asio::write(socket, asio::buffer(command::errors::kProtectedModeDenied), ignored);
             }
             socket.close(ignored);
         } else {

@@ -228,6 +228,10 @@ ParseStatus Parser::parse_multibulk(std::string_view input, std::vector<std::str
             (count > 0 && static_cast<std::uint64_t>(count) > limits_.max_multibulk_length)) {
             return fail("invalid multibulk length");
         }
+        if (limits_.unauthenticated && count > 0 &&
+            static_cast<std::uint64_t>(count) > limits_.unauthenticated_max_multibulk_length) {
+            return fail("unauthenticated multibulk length");
+        }
         if (count <= 0) {  // `*0` and `*-1`: nothing to run, but the bytes are used up
             consumed = line_end + kCrlfLength;
             reset_command_state();
@@ -259,6 +263,10 @@ ParseStatus Parser::parse_multibulk(std::string_view input, std::vector<std::str
                 !parse_integer(input.substr(pos_ + 1, line_end - pos_ - 1), length) || length < 0 ||
                 static_cast<std::uint64_t>(length) > limits_.max_bulk_length) {
                 return fail("invalid bulk length");
+            }
+            if (limits_.unauthenticated &&
+                static_cast<std::uint64_t>(length) > limits_.unauthenticated_max_bulk_length) {
+                return fail("unauthenticated bulk length");
             }
             bulk_length_ = length;
             pos_ = line_end + kCrlfLength;

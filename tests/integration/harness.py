@@ -75,10 +75,12 @@ class Server:
         raise RuntimeError("could not find a free port for bloomery")
 
     def ping(self):
+        """True once the server answers: PONG, or NOAUTH / NOPERM when a
+        password or ACL file keeps an anonymous PING out."""
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
                 s.sendall(b"PING\r\n")
-                return s.recv(16).startswith(b"+PONG")
+                return s.recv(16).startswith((b"+PONG", b"-NOAUTH", b"-NOPERM"))
         except OSError:
             return False
 

@@ -13,49 +13,13 @@
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/resp/writer.hpp"
+#include "fake_hooks.hpp"
 
 namespace bloomery::command {
 namespace {
 
-using core::PersistenceInfo;
-using core::SaveResult;
-using core::SaveStatus;
 using core::ShutdownMode;
-using core::StatsTotals;
-
-class FakeHooks : public core::ServerHooks {
-public:
-    std::size_t connected_clients() override { return 1; }
-    std::string client_list(std::span<const std::int64_t>) override {
-        return "id=1 addr=127.0.0.1:1 name=\n";
-    }
-    bool kill_client(std::int64_t id) override { return id == 1; }
-    bool kill_client(std::string_view) override { return false; }
-    StatsTotals stats() override { return {}; }
-    void reset_stats() override {}
-    void save_async(std::function<void(SaveResult)> done) override {
-        ++saves;
-        if (fail_saves) {
-            done({SaveStatus::failed, "disk on fire"});
-        } else {
-            done({});
-        }
-    }
-    SaveResult bgsave() override { return {}; }
-    PersistenceInfo persistence() override { return {}; }
-    bool snapshot_failing() override { return snapshot_failed; }
-    SaveResult shutdown(ShutdownMode mode) override {
-        last_shutdown = mode;
-        return {};
-    }
-    std::int64_t start_time_ms() override { return 0; }
-    unsigned worker_threads() override { return 1; }
-
-    int saves = 0;
-    bool snapshot_failed = false;
-    bool fail_saves = false;
-    ShutdownMode last_shutdown = ShutdownMode::default_save;
-};
+using testing::FakeHooks;
 
 // Stands in for a connection: records deferred replies; run() applies them
 // after the command, as the connection does on its thread.

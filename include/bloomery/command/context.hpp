@@ -20,6 +20,7 @@
 namespace bloomery::command {
 
 using Args = std::span<const std::string_view>;
+class AclUser;
 
 // Per-thread counters: each worker thread owns one and is its only writer
 // (load + store, no read-modify-write), so no cache line is shared by every
@@ -59,6 +60,11 @@ struct ClientState {
     std::atomic<std::size_t> query_buffer_capacity{0};
     std::atomic<std::size_t> output_buffer_used{0};  // replies not yet written
     std::atomic<std::size_t> output_buffer_capacity{0};
+    // Access control (acl.hpp). `user`: whom AUTH or HELLO AUTH made this
+    // client, null for the default user; set by the owner thread, read by
+    // CLIENT LIST from others (users live as long as the server).
+    std::atomic<const AclUser*> user{nullptr};
+    bool authenticated = false;  // AUTH succeeded at least once; owner thread only
 
     std::string name() const {
         std::lock_guard lock(mutex);

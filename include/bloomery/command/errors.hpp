@@ -30,6 +30,33 @@ inline constexpr std::string_view kMisconf =
 inline constexpr std::string_view kNoReply = "ERR command finished without a reply";
 inline constexpr std::string_view kCannotWait = "ERR this command cannot wait for its reply here";
 
+// Access control (Redis 7.2's texts; NOPERM for a command is built in
+// dispatch: "NOPERM User NAME has no permissions to run the 'CMD' command").
+inline constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
+inline constexpr std::string_view kWrongPass =
+    "WRONGPASS invalid username-password pair or user is disabled.";
+inline constexpr std::string_view kAuthWithoutPassword =
+    "ERR AUTH <password> called without any password configured for the default user. Are you "
+    "sure your configuration is correct?";
+inline constexpr std::string_view kHelloNoAuth =
+    "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
+    "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP "
+    "protocol version at the same time";
+inline constexpr std::string_view kNoPermKey = "NOPERM No permissions to access a key";
+// Sent raw by the network layer to a non-loopback client in protected mode,
+// then the connection is closed: Redis's text, naming bloomery's remedies.
+inline constexpr std::string_view kProtectedModeDenied =
+    "-DENIED bloomery is running in protected mode because protected mode is enabled and no "
+    "password is set for the default user. In this mode connections are only accepted from the "
+    "loopback interface. If you want to connect from external computers to bloomery you may "
+    "adopt one of the following solutions: 1) Set a password for the default user: restart "
+    "with '--requirepass PASSWORD' (or the BLOOMERY_REQUIREPASS environment variable, or "
+    "'--requirepass-file FILE'), or define users with '--aclfile FILE'. 2) Restart with "
+    "'--protected-mode no', however MAKE SURE bloomery is not publicly accessible from the "
+    "internet if you do so. NOTE: You only need to do one of the above things in order for the "
+    "server to start accepting connections from the outside. If no external client should "
+    "connect, listen on the loopback interface only with '--bind 127.0.0.1'.\r\n";
+
 // RedisBloom's texts.
 inline constexpr std::string_view kItemExists = "ERR item exists";
 inline constexpr std::string_view kNotFound = "ERR not found";

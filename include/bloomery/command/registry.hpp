@@ -19,6 +19,7 @@
 
 namespace bloomery::command {
 
+class Acl;
 using Handler = void (*)(Context&, Args);
 
 struct CommandSpec {
@@ -28,7 +29,11 @@ struct CommandSpec {
     int first_key = 0, last_key = 0, step = 0;
     bool write = false;    // has the "write" flag
     bool denyoom = false;  // has the "denyoom" flag: refused while used_memory > maxmemory
-    nlohmann::json doc;    // the JSON entry as written
+    bool no_auth = false;  // has the "no_auth" flag: runs before AUTH, for every user (acl.hpp)
+    std::uint64_t categories = 0;  // bit i set: in Registry::categories()[i]
+    std::size_t id = 0;            // dense index over every command and subcommand (ACL bitsets)
+    const CommandSpec* parent = nullptr;  // the container, for a subcommand
+    nlohmann::json doc;                   // the JSON entry as written
     Handler handler = nullptr;
     std::vector<std::unique_ptr<CommandSpec>> subcommands;
 
@@ -54,6 +59,20 @@ public:
     // Key positions of a full argv, per the spec (for COMMAND GETKEYS).
     static std::vector<std::size_t> key_positions(const CommandSpec& spec, std::size_t argc);
 
+    // ACL categories without the '@', in the order of proto/commands.json's
+    // "acl_categories" (ACL CAT's order); every command's categories are among them.
+    const std::vector<std::string>& categories() const { return categories_; }
+    // Index of a category name (case-insensitive, without '@'); -1 if unknown.
+    int category_index(std::string_view name) const;
+    // Every command and subcommand, indexed by CommandSpec::id.
+    const std::vector<const CommandSpec*>& by_id() const { return by_id_; }
+
+    // Who may run what (acl.hpp). build() installs an open one (the default
+    // user, no password, every command); the server replaces it once at
+    // start, before any client connects, and it is read-only afterwards.
+    const Acl& acl() const { return *acl_; }
+    void set_acl(std::shared_ptr<const Acl> acl) { acl_ = std::move(acl); }
+
 private:
     struct StringHash {
         using is_transparent = void;
@@ -65,6 +84,9 @@ private:
     std::unordered_map<std::string, std::unique_ptr<CommandSpec>, StringHash, std::equal_to<>>
         commands_;
     std::vector<const CommandSpec*> ordered_;
+    std::vector<std::string> categories_;
+    std::vector<const CommandSpec*> by_id_;
+    std::shared_ptr<const Acl> acl_;
 };
 
 // Registers every family's handlers (each *_commands.cpp has its

@@ -43,6 +43,16 @@ struct Config {
     std::size_t proto_max_multibulk_len = 1024 * 1024;
     std::size_t client_query_buffer_limit = 1024ull * 1024 * 1024;
     std::size_t client_output_buffer_limit = 1024ull * 1024 * 1024;
+    // Security (README "Security"). requirepass is never logged, and CONFIG
+    // GET shows it redacted.
+    std::string requirepass;     // the default user's password; empty: none
+    std::string aclfile;         // users file (command/acl.hpp); empty: none
+    bool protected_mode = true;  // no password: serve loopback clients only
+    // Redis's bounds for a client that has not authenticated yet (when one
+    // must): arguments per command, bytes per bulk argument, bytes buffered.
+    std::size_t unauthenticated_max_multibulk_len = 10;
+    std::size_t unauthenticated_max_bulk_len = 16 * 1024;
+    std::size_t unauthenticated_query_buffer_limit = 1024 * 1024;
     // Filters
     double default_error_rate = 0.01;
     std::uint64_t default_capacity = 100;

@@ -25,6 +25,12 @@ struct ParserLimits {
     // bytes a `*<n>` / `$<len>` header line may hold before its '\r'.
     std::size_t max_inline_length = 64 * 1024;
     std::size_t max_multibulk_length = 1024 * 1024;  // arguments per command
+    // Tighter bounds while the client has not authenticated yet (Redis 7: 10
+    // arguments, 16 KB per bulk), checked after the ones above; past them the
+    // error is "unauthenticated multibulk length" / "unauthenticated bulk length".
+    bool unauthenticated = false;
+    std::size_t unauthenticated_max_multibulk_length = 10;
+    std::size_t unauthenticated_max_bulk_length = 16 * 1024;
 };
 
 enum class ParseStatus {
@@ -68,6 +74,11 @@ public:
 
     // Forgets any partly parsed command and the last error.
     void reset();
+
+    // New limits from the next command on (call between commands, e.g. once
+    // a client has authenticated).
+    void set_limits(const ParserLimits& limits) { limits_ = limits; }
+    const ParserLimits& limits() const { return limits_; }
 
 private:
     ParseStatus parse_inline(std::string_view input, std::vector<std::string_view>& argv,

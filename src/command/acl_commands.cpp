@@ -1,0 +1,112 @@
+// Access control commands: AUTH and ACL CAT|HELP|LIST|USERS|WHOAMI. The users
+// and their rules live in acl.hpp; they are fixed at start, so there is no
+// ACL SETUSER, DELUSER, LOAD or SAVE (restart with a new --aclfile instead).
+
+#include <string>
+
+#include "args.hpp"
+#include "bloomery/command/acl.hpp"
+#include "bloomery/command/errors.hpp"
+#include "bloomery/command/registry.hpp"
+#include "common.hpp"
+#include "families.hpp"
+
+namespace bloomery::command {
+
+bool authenticate_client(Context& ctx, std::string_view username, std::string_view password) {
+    const AclUser* user = ctx.registry.acl().authenticate(username, password);
+    if (user == nullptr) {
+        // One reply for an unknown user, a disabled one and a wrong
+        // password, so the reply does not tell which names exist.
+        ctx.out.error(errors::kWrongPass);
+        return false;
+    }
+    ctx.client.user.store(user, std::memory_order_relaxed);
+    ctx.client.authenticated = true;
+    return true;
+}
+
+namespace {
+
+// AUTH [username] password. As Redis 7: the one-argument form checks the
+// default user's password and is an error while it has none; a failure keeps
+// whatever user the connection already had.
+void cmd_auth(Context& ctx, Args argv) {
+    if (argv.size() > 3) {
+        ctx.out.error(errors::kSyntax);
+        return;
+    }
+    if (argv.size() == 2 && ctx.registry.acl().default_user().nopass()) {
+        ctx.out.error(errors::kAuthWithoutPassword);
+        return;
+    }
+    const std::string_view username = argv.size() == 3 ? argv[1] : kDefaultUserName;
+    if (authenticate_client(ctx, username, argv.back())) ctx.out.ok();
+}
+
+void cmd_acl_whoami(Context& ctx, Args) {
+    ctx.out.bulk(ctx.registry.acl().user_of(ctx.client).name());
+}
+
+void cmd_acl_users(Context& ctx, Args) {
+    const auto users = ctx.registry.acl().users();
+    ctx.out.array(users.size());
+    for (const AclUser* user : users) ctx.out.bulk(user->name());
+}
+
+void cmd_acl_list(Context& ctx, Args) {
+    const auto users = ctx.registry.acl().users();
+    ctx.out.array(users.size());
+    for (const AclUser* user : users) ctx.out.bulk(user->describe());
+}
+
+// ACL CAT: the categories; ACL CAT name: every command and subcommand in it
+// (full names, "client|list"), from the same table the rules use.
+void cmd_acl_cat(Context& ctx, Args argv) {
+    if (argv.size() > 3) {
+        reply_wrong_arity(ctx, "acl|cat");
+        return;
+    }
+    const Registry& registry = ctx.registry;
+    if (argv.size() == 2) {
+        ctx.out.array(registry.categories().size());
+        for (const std::string& category : registry.categories()) ctx.out.bulk(category);
+        return;
+    }
+    const int category = registry.category_index(argv[2]);
+    if (category < 0) {
+        std::string message = "ERR Unknown category '";
+        for (char c : argv[2].substr(0, 128)) message.push_back(c < ' ' || c == 0x7f ? ' ' : c);
+        ctx.out.error(message + "'");
+        return;
+    }
+    std::vector<std::string_view> names;
+    for (const CommandSpec* spec : registry.by_id()) {
+        if (spec->categories & (std::uint64_t{1} << category)) names.push_back(spec->name);
+    }
+    ctx.out.array(names.size());
+    for (std::string_view name : names) ctx.out.bulk(name);
+}
+
+void cmd_acl_help(Context& ctx, Args) {
+    reply_help(ctx,
+               {"ACL <subcommand> [<arg> ...]. Subcommands are:", "CAT [<category>]",
+                "    Without a category: the ACL categories. With one: the commands in it.", "LIST",
+                "    Every user's rules in ACL file format, passwords as SHA-256 hashes.", "USERS",
+                "    The user names.", "WHOAMI", "    The user this connection runs as.", "HELP",
+                "    This help.",
+                "Users are fixed at start: edit the --aclfile and restart to change them."});
+}
+
+}  // namespace
+
+void register_acl_commands(Registry& registry) {
+    registry.register_handler("auth", cmd_auth);
+    registry.register_handler("acl|cat", cmd_acl_cat);
+    registry.register_handler("acl|help", cmd_acl_help);
+    registry.register_handler("acl|list", cmd_acl_list);
+    registry.register_handler("acl|users", cmd_acl_users);
+    registry.register_handler("acl|whoami", cmd_acl_whoami);
+}
+
+}  // namespace bloomery::command

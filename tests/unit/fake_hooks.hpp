@@ -1,0 +1,49 @@
+#pragma once
+// A stand-in for the network layer's core::ServerHooks in command tests:
+// answers with fixed data and records what the commands asked of it.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "bloomery/core/hooks.hpp"
+
+namespace bloomery::command::testing {
+
+class FakeHooks : public core::ServerHooks {
+public:
+    std::size_t connected_clients() override { return 1; }
+    std::string client_list(std::span<const std::int64_t>) override {
+        return "id=1 addr=127.0.0.1:1 name=\n";
+    }
+    bool kill_client(std::int64_t id) override { return id == 1; }
+    bool kill_client(std::string_view) override { return false; }
+    core::StatsTotals stats() override { return {}; }
+    void reset_stats() override {}
+    void save_async(std::function<void(core::SaveResult)> done) override {
+        ++saves;
+        if (fail_saves) {
+            done({core::SaveStatus::failed, "disk on fire"});
+        } else {
+            done({});
+        }
+    }
+    core::SaveResult bgsave() override { return {}; }
+    core::PersistenceInfo persistence() override { return {}; }
+    bool snapshot_failing() override { return snapshot_failed; }
+    core::SaveResult shutdown(core::ShutdownMode mode) override {
+        last_shutdown = mode;
+        return {};
+    }
+    std::int64_t start_time_ms() override { return 0; }
+    unsigned worker_threads() override { return 1; }
+
+    int saves = 0;
+    bool snapshot_failed = false;
+    bool fail_saves = false;
+    core::ShutdownMode last_shutdown = core::ShutdownMode::default_save;
+};
+
+}  // namespace bloomery::command::testing
