@@ -3,7 +3,7 @@
 FROM debian:12 AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         g++ make cmake pkg-config libboost-dev libspdlog-dev libcli11-dev libmurmurhash-dev \
-        libxxhash-dev nlohmann-json3-dev libgtest-dev libssl-dev \
+        libxxhash-dev nlohmann-json3-dev libgtest-dev libssl-dev libjemalloc-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -12,7 +12,7 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBLOOMERY_BUILD_TESTS=OFF \
 
 FROM debian:12-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libspdlog1.10 libfmt9 libmurmurhash2 libxxhash0 libssl3 redis-tools \
+        libspdlog1.10 libfmt9 libmurmurhash2 libxxhash0 libssl3 libjemalloc2 redis-tools \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin bloomery \
     && mkdir -p /data && chown bloomery:bloomery /data
@@ -23,7 +23,10 @@ EXPOSE 6379
 # Listening on every interface with protected mode on: until a password is
 # given (BLOOMERY_REQUIREPASS, BLOOMERY_REQUIREPASS_FILE or an ACL file) only
 # clients inside the container are served; others get -DENIED.
-ENV BLOOMERY_BIND=0.0.0.0 BLOOMERY_DIR=/data
+# --maxmemory as a share of the container's memory limit (cgroup), so that
+# BF.RESERVE past it answers -OOM instead of the kernel killing the server;
+# the rest is headroom for the allocator, stacks and snapshot buffers.
+ENV BLOOMERY_BIND=0.0.0.0 BLOOMERY_DIR=/data BLOOMERY_MAXMEMORY=75%
 # The check authenticates with the same password (REDISCLI_AUTH keeps it off
 # the command line).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \

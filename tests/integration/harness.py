@@ -50,6 +50,10 @@ class Server:
             self.log_path = os.path.join(self.data_dir, "server-%d.log" % self.port)
             log = open(self.log_path, "wb")
             environment = dict(os.environ)
+            # A sanitized server stops at its first report (TSan would only
+            # print it and change the exit code, which a test never sees).
+            environment["TSAN_OPTIONS"] = (environment.get("TSAN_OPTIONS", "") +
+                                           ":halt_on_error=1").lstrip(":")
             if self.env:
                 environment.update(self.env)
             self.process = subprocess.Popen(self.args(), stdout=log, stderr=subprocess.STDOUT,
