@@ -54,6 +54,7 @@ public:
 private:
     std::shared_ptr<Connection> connection_;
 };
+
 // Until a client that must authenticate has done so, Redis's tighter bounds
 // apply (10 arguments, 16 KB bulks, 1 MB buffered): an anonymous peer cannot
 // make the server hold much. process() lifts them after a successful AUTH.
