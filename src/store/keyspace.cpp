@@ -158,31 +158,18 @@ void Keyspace::erase_slot(Shard& shard, std::size_t hole) {
     }
     --shard.count;
     if (too_empty(shard.count, mask + 1)) {
-        // Rebuild at a size that keeps the load between the two bounds.
+        // Rebuild at a size that keeps the load between the two bounds; if
+        // that cannot be allocated the bigger table stays, still correct.
         std::size_t slots = kMinSlots;
         while (too_full(shard.count, slots)) slots *= 2;
-        std::uint64_t* old = shard.slots;
-        const std::size_t old_slots = mask + 1;
-        auto* fresh = static_cast<std::uint64_t*>(std::calloc(slots, sizeof(std::uint64_t)));
-        if (fresh == nullptr) return;  // keep the bigger table; still correct
-        shard.slots = fresh;
-        shard.mask = slots - 1;
-        for (std::size_t i = 0; i < old_slots; ++i) {
-            if (old[i] == 0) continue;
-            std::size_t k = node_of<const Node>(old[i])->hash_low & shard.mask;
-            while (shard.slots[k] != 0) k = (k + 1) & shard.mask;
-            shard.slots[k] = old[i];
-        }
-        std::free(old);
-        charge_table(slots, old_slots);
+        rehash(shard, slots);
     }
 }
 
-void Keyspace::grow(Shard& shard) {
+bool Keyspace::rehash(Shard& shard, std::size_t slots) {
     const std::size_t old_slots = shard.slots == nullptr ? 0 : shard.mask + 1;
-    const std::size_t slots = old_slots == 0 ? kMinSlots : old_slots * 2;
     auto* fresh = static_cast<std::uint64_t*>(std::calloc(slots, sizeof(std::uint64_t)));
-    if (fresh == nullptr) throw std::bad_alloc();
+    if (fresh == nullptr) return false;
     std::uint64_t* old = shard.slots;
     shard.slots = fresh;
     shard.mask = slots - 1;
@@ -194,6 +181,12 @@ void Keyspace::grow(Shard& shard) {
     }
     std::free(old);
     charge_table(slots, old_slots);
+    return true;
+}
+
+void Keyspace::grow(Shard& shard) {
+    const std::size_t slots = shard.slots == nullptr ? kMinSlots : (shard.mask + 1) * 2;
+    if (!rehash(shard, slots)) throw std::bad_alloc();
 }
 
 void Keyspace::release_table(Shard& shard, std::vector<FilterRef>& doomed) {

@@ -141,10 +141,3 @@ def build_dump_header(error_rate, capacity, expansion, nonscaling, layers):
         body += struct.pack("<QdQIQ", *layer)
     return body + struct.pack("<Q", xxh64(body))
 
-
-def parse_dump_header(data):
-    """The inverse: (error_rate, capacity, expansion, nonscaling, [layer tuples])."""
-    assert data[:8] == b"BLMDUMP1"
-    _version, error_rate, capacity, expansion, flags, count = struct.unpack_from("<IdQIII", data, 8)
-    layers = [struct.unpack_from("<QdQIQ", data, 40 + 36 * i) for i in range(count)]
-    return error_rate, capacity, expansion, bool(flags & 1), layers

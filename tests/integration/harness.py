@@ -160,3 +160,23 @@ class SharedServerTestCase(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.server.cleanup()
+
+
+def check_snapshot(path):
+    """Runs `bloomery --check-snapshot path`; returns (returncode, stdout+stderr text)."""
+    result = subprocess.run([BINARY, "--check-snapshot", path], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=60)
+    text = (result.stdout + result.stderr).decode("utf-8", "replace")
+    return result.returncode, text
+
+
+def scandump(client, key):
+    """Every BF.SCANDUMP chunk of `key`, header first, as [(iterator, bytes)]."""
+    chunks = []
+    cursor = 0
+    for _ in range(100000):
+        cursor, data = client.execute_command("BF.SCANDUMP", key, cursor)
+        if cursor == 0:
+            return chunks
+        chunks.append((cursor, data))
+    raise AssertionError("BF.SCANDUMP did not finish")

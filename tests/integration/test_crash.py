@@ -28,7 +28,7 @@ import unittest
 
 import redis
 
-from harness import BINARY, Server
+from harness import Server
 
 ROUNDS = int(os.environ.get("BLOOMERY_CRASH_ROUNDS", "20"))
 BATCH = 50

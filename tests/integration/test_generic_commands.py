@@ -9,7 +9,6 @@ import tempfile
 import time
 import unittest
 
-import redis
 
 import harness
 from test_protocol import Err, RespConnection, encode

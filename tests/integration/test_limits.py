@@ -18,8 +18,8 @@ import unittest
 
 import redis
 
-from formats import build_dump_header, parse_dump_header
-from harness import BINARY, Server
+from formats import build_dump_header
+from harness import Server, check_snapshot, scandump
 from test_protocol import Err, RespConnection
 
 MAX_LAYERS = 64
@@ -35,28 +35,6 @@ def rss_bytes(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     raise AssertionError("no VmRSS for %d" % pid)
-
-
-def info(client, section):
-    return client.info(section)
-
-
-def dump_all(client, key):
-    """Every SCANDUMP chunk of `key`, header first: [(iter, bytes)]."""
-    chunks = []
-    it = 0
-    for _ in range(100000):
-        it, data = client.execute_command("BF.SCANDUMP", key, it)
-        if it == 0:
-            return chunks
-        chunks.append((it, data))
-    raise AssertionError("SCANDUMP did not finish")
-
-
-def check_snapshot(path):
-    result = subprocess.run([BINARY, "--check-snapshot", path], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=60)
-    return result.returncode, result.stdout.decode("utf-8", "replace")
 
 
 def snapshot_keys(path):
@@ -132,19 +110,19 @@ class FilterBounds(LimitsTestCase):
             else:
                 self.fail("%s never stopped growing" % key)
             self.assertEqual(r.execute_command("BF.INFO", key, "FILTERS"), [MAX_LAYERS])
-        before = {k: (r.execute_command("BF.INFO", k), dump_all(r, k)) for k in added}
+        before = {k: (r.execute_command("BF.INFO", k), scandump(r, k)) for k in added}
         self.assertTrue(r.save())
         s.terminate()
         s2 = self.start(data_dir=d)
         r2 = s2.client()
         for key, items in added.items():
             self.assertEqual(r2.execute_command("BF.INFO", key), before[key][0])
-            self.assertEqual(dump_all(r2, key), before[key][1])
+            self.assertEqual(scandump(r2, key), before[key][1])
             self.assertEqual(r2.execute_command("BF.MEXISTS", key, *items), [1] * len(items))
             # What SCANDUMP produced, LOADCHUNK restores.
             for it, data in before[key][1]:
                 self.assertEqual(r2.execute_command("BF.LOADCHUNK", "copy-" + key, it, data), b"OK")
-            self.assertEqual(dump_all(r2, "copy-" + key), before[key][1])
+            self.assertEqual(scandump(r2, "copy-" + key), before[key][1])
 
     def test_random_parameters_either_fail_at_the_command_or_survive_a_restart(self):
         # A property test: random valid and invalid parameters through every
@@ -252,7 +230,7 @@ class FilterBounds(LimitsTestCase):
             created["auto%d" % i] = items
         self.assertGreater(len(created), 20, "seed %d created too few filters" % seed)
 
-        before = {k: (r.execute_command("BF.INFO", k), dump_all(r, k)) for k in created}
+        before = {k: (r.execute_command("BF.INFO", k), scandump(r, k)) for k in created}
         self.assertTrue(r.save())
         s.terminate()
         s2 = self.start("--max-filter-bytes", str(max_bytes), data_dir=d)
@@ -261,7 +239,7 @@ class FilterBounds(LimitsTestCase):
         for key, items in created.items():
             label = "seed %d key %s" % (seed, key)
             self.assertEqual(r2.execute_command("BF.INFO", key), before[key][0], label)
-            self.assertEqual(dump_all(r2, key), before[key][1], label)
+            self.assertEqual(scandump(r2, key), before[key][1], label)
             if items:
                 self.assertEqual(r2.execute_command("BF.MEXISTS", key, *items), [1] * len(items),
                                  label)
@@ -312,13 +290,13 @@ class WholeFilterLimit(LimitsTestCase):
         self.assertLess(len(header), 2500)
         self.assertErrorReply(c.call("BF.LOADCHUNK", "huge", 1, header), TOO_LARGE)
         self.assertEqual(c.call("EXISTS", "huge"), 0)
-        used = int(info(s.client(), "memory")["used_memory"])
+        used = int(s.client().info("memory")["used_memory"])
         self.assertLess(used, 1024 * 1024)
         self.assertLess(rss_bytes(s.process.pid) - rss_before, 8 * 1024 * 1024)
         # 32 layers of 1 MiB are exactly the limit: accepted and counted.
         exact = build_dump_header(0.01, 700000, 1, False, [one_mib_layer] * 32)
         self.assertEqual(c.call("BF.LOADCHUNK", "fits", 1, exact), b"OK")
-        used = int(info(s.client(), "memory")["used_memory"])
+        used = int(s.client().info("memory")["used_memory"])
         self.assertGreaterEqual(used, 32 * 1024 * 1024)
 
     def test_reserve_and_growth_count_every_layer(self):
@@ -358,7 +336,7 @@ class Maxmemory(LimitsTestCase):
             else:
                 accepted += 1
         self.assertEqual(accepted, 4)
-        memory = info(s.client(), "memory")
+        memory = s.client().info("memory")
         self.assertGreaterEqual(int(memory["used_memory"]), 4 * 20 * 1000 * 1000)
         self.assertLessEqual(int(memory["used_memory"]), 100 * 1024 * 1024)
         self.assertLess(rss_bytes(s.process.pid), 60 * 1024 * 1024)  # nothing touched yet
@@ -393,7 +371,7 @@ class Maxmemory(LimitsTestCase):
         # Restarted with less memory than its data: it loads, then refuses to grow.
         s2 = self.start("--maxmemory", "20mb", data_dir=d)
         c = self.raw(s2)
-        self.assertGreater(int(info(s2.client(), "memory")["used_memory"]), 20 * 1024 * 1024)
+        self.assertGreater(int(s2.client().info("memory")["used_memory"]), 20 * 1024 * 1024)
         self.assertErrorReply(c.call("BF.ADD", "f0", "more"), OOM)
         self.assertErrorReply(c.call("BF.MADD", "f0", "a", "b"), OOM)
         self.assertErrorReply(c.call("BF.RESERVE", "n", "0.01", "10"), OOM)

@@ -7,14 +7,12 @@ valid checksums) and failures to save (directory replaced by a file,
 RLIMIT_FSIZE). The format is proto/snapshot.md.
 """
 
-import math
 import os
 import random
 import resource
 import shutil
 import signal
 import struct
-import subprocess
 import tempfile
 import time
 import unittest
@@ -22,20 +20,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import redis
 
-from formats import build_record, build_snapshot, parse_snapshot, xxh64
-from harness import BINARY, Server
+from formats import build_snapshot, parse_snapshot
+from harness import Server, check_snapshot, scandump
 
 DUMP = "dump.bloomery"
 
 # ---------------------------------------------------------------------------
 # Helpers.
-
-def check_snapshot(path):
-    """Runs `bloomery --check-snapshot path`; returns (returncode, stdout+stderr text)."""
-    result = subprocess.run([BINARY, "--check-snapshot", path], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=60)
-    text = (result.stdout + result.stderr).decode("utf-8", "replace")
-    return result.returncode, text
 
 
 def persistence_info(client):
@@ -70,17 +61,6 @@ def write_bytes(path, data):
 
 def temp_files(directory):
     return sorted(name for name in os.listdir(directory) if ".tmp" in name)
-
-
-def scandump(client, key):
-    chunks = []
-    cursor = 0
-    for _ in range(10000):
-        cursor, data = client.execute_command("BF.SCANDUMP", key, cursor)
-        if cursor == 0:
-            return chunks
-        chunks.append((cursor, data))
-    raise AssertionError("BF.SCANDUMP did not finish")
 
 
 class TempDirCase(unittest.TestCase):

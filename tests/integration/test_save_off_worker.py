@@ -11,7 +11,6 @@ enough (60 MB) that a save takes many round trips of a PING.
 
 import os
 import select
-import socket
 import time
 import unittest
 

@@ -16,7 +16,6 @@ import resource
 import time
 import unittest
 
-import redis
 
 from harness import Server
 

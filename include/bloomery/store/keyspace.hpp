@@ -196,6 +196,9 @@ private:
     void insert_slot(Shard& shard, Node* node, std::uint64_t hash);
     void erase_slot(Shard& shard, std::size_t slot);
     void grow(Shard& shard);
+    // Moves every entry into a fresh table of `slots` (a power of two above
+    // the count); false, table unchanged, if it cannot be allocated.
+    bool rehash(Shard& shard, std::size_t slots);
     void release_table(Shard& shard, std::vector<FilterRef>& doomed);
     void charge(std::int64_t bytes);
     void charge_table(std::size_t new_slots, std::size_t old_slots);
