@@ -484,6 +484,8 @@ void step_round_trip(Server& server, Input& in) {
     const std::string from(key_from(in));
     std::string to(key_from(in));
     if (to == from) to = "copy";
+    // A deadline set earlier could expire the key in the middle of the copy.
+    server.run({"PERSIST", from});
     std::int64_t next = 0;
     std::string header;
     if (!scandump(server, from, 0, next, header)) return;
