@@ -4,11 +4,6 @@
 BUILD_PACKAGES := pkg-config libboost-dev libspdlog-dev libcli11-dev libmurmurhash-dev \
                   libxxhash-dev nlohmann-json3-dev libgtest-dev
 TEST_PACKAGES  := redis-tools python3-redis
-# libFuzzer and clang's sanitizer runtimes are in libclang-rt-14-dev, which
-# clang only recommends; llvm-14 brings llvm-symbolizer for readable reports.
-FUZZ_PACKAGES  := clang libclang-rt-14-dev llvm-14
-FUZZ_TARGETS   := resp_parser_fuzz snapshot_reader_fuzz command_fuzz loadchunk_fuzz
-FUZZ_SECONDS   ?= 60
 JOBS   ?= $(shell nproc)
 PRESET ?= release
 BUILD_DIR := build/$(PRESET)
@@ -53,6 +48,12 @@ asan: test-deps
 	$(MAKE) --no-print-directory test PRESET=asan
 tsan: test-deps
 	$(MAKE) --no-print-directory test PRESET=tsan
+
+# libFuzzer and clang's sanitizer runtimes are in libclang-rt-14-dev, which
+# clang only recommends; llvm-14 brings llvm-symbolizer for readable reports.
+FUZZ_PACKAGES := clang libclang-rt-14-dev llvm-14
+FUZZ_TARGETS  := resp_parser_fuzz snapshot_reader_fuzz command_fuzz loadchunk_fuzz
+FUZZ_SECONDS  ?= 60
 
 # Builds the libFuzzer targets (build/fuzz) and runs each for FUZZ_SECONDS on a
 # scratch copy of its committed corpus (tests/fuzz/corpus/<target>); any crash,
