@@ -11,7 +11,7 @@ ARGS ?=
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps test-deps configure build run test asan tsan format bench clean
+.PHONY: all deps test-deps configure build run test asan tsan fuzz format bench clean
 
 all: build
 
@@ -48,6 +48,35 @@ asan: test-deps
 	$(MAKE) --no-print-directory test PRESET=asan
 tsan: test-deps
 	$(MAKE) --no-print-directory test PRESET=tsan
+
+# libFuzzer and clang's sanitizer runtimes are in libclang-rt-14-dev, which
+# clang only recommends; llvm-14 brings llvm-symbolizer for readable reports.
+FUZZ_PACKAGES := clang libclang-rt-14-dev llvm-14
+FUZZ_TARGETS  := resp_parser_fuzz snapshot_reader_fuzz command_fuzz loadchunk_fuzz
+FUZZ_SECONDS  ?= 60
+
+# Builds the libFuzzer targets (build/fuzz) and runs each for FUZZ_SECONDS on a
+# scratch copy of its committed corpus (tests/fuzz/corpus/<target>); any crash,
+# leak, timeout (30 s per input) or RSS past 2 GB fails. Logs and any crashing
+# input: build/fuzz/<target>.log, build/fuzz/artifacts/.
+fuzz:
+	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(FUZZ_PACKAGES)"
+	cmake --preset fuzz >/dev/null
+	cmake --build build/fuzz -j $(JOBS) --target fuzz_targets
+	@mkdir -p build/fuzz/artifacts; \
+	export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer; \
+	for t in $(FUZZ_TARGETS); do \
+	  work=build/fuzz/corpus/$$t; rm -rf $$work; mkdir -p $$work; \
+	  cp tests/fuzz/corpus/$$t/* $$work/; \
+	  dict=; [ -f tests/fuzz/$$t.dict ] && dict=-dict=tests/fuzz/$$t.dict; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  if ! build/fuzz/tests/fuzz/$$t $$dict -max_total_time=$(FUZZ_SECONDS) -timeout=30 \
+	       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build/fuzz/artifacts/$$t- \
+	       $$work >build/fuzz/$$t.log 2>&1; then \
+	    tail -n 60 build/fuzz/$$t.log; echo "fuzz: $$t FAILED (build/fuzz/$$t.log)"; exit 1; \
+	  fi; \
+	  grep -E '^#[0-9]+[[:space:]]+DONE' build/fuzz/$$t.log; \
+	done
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
