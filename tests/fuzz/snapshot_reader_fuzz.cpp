@@ -21,14 +21,6 @@
 
 #include "bloomery/persist/snapshot.hpp"
 
-namespace {
-
-// Small enough that a hostile header asking for a huge layer is refused by
-// the limit as well as by the remaining-bytes check.
-constexpr std::uint64_t kMaxLayerBytes = 1u << 20;
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const int fd = ::memfd_create("snapshot_fuzz", MFD_CLOEXEC);
     if (fd < 0) std::abort();
@@ -45,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         bloomery::persist::LoadStats stats;
         std::string error;
         const bool loaded =
-            bloomery::persist::load_snapshot(path, keyspace, kMaxLayerBytes, stats, error);
+            bloomery::persist::load_snapshot(path, keyspace, stats, error);
         if (!loaded && (keyspace.size() != 0 || error.empty())) std::abort();
         if (loaded && keyspace.size() != stats.keys) std::abort();
     }
