@@ -161,6 +161,22 @@ bool ScalableFilter::contains(const ItemHash& hash) const {
     return false;
 }
 
+std::size_t ScalableFilter::add_many(std::span<const std::string_view> items,
+                                     const GrowthLimits& limits, std::span<AddResult> out) {
+    std::size_t done = 0;
+    for (std::string_view item : items) {
+        const AddResult result = add(item, limits);
+        out[done++] = result;
+        if (result != AddResult::added && result != AddResult::exists) break;
+    }
+    return done;
+}
+
+void ScalableFilter::contains_many(std::span<const std::string_view> items,
+                                   std::span<std::uint8_t> out) const {
+    for (std::size_t i = 0; i < items.size(); ++i) out[i] = contains(items[i]) ? 1 : 0;
+}
+
 AddResult ScalableFilter::add(const ItemHash& hash, const GrowthLimits& limits) {
     std::size_t n = num_layers();
     for (std::size_t i = n; i-- > 0;) {

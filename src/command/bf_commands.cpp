@@ -101,12 +101,9 @@ void add_items(Context& ctx, std::string_view key, Args items, const FilterOptio
     results.clear();
     const bloom::GrowthLimits limits = growth_limits(ctx);
     auto run = [&](ScalableFilter& filter) {
-        for (std::string_view item : items) {
-            const AddResult result = filter.add(item, limits);
-            results.push_back(result);
-            if (result == AddResult::added) ++added;
-            if (result != AddResult::added && result != AddResult::exists) break;
-        }
+        results.resize(items.size());
+        results.resize(filter.add_many(items, limits, results));
+        for (AddResult result : results) added += result == AddResult::added ? 1 : 0;
     };
     bool found;
     try {
@@ -302,13 +299,12 @@ void cmd_exists(Context& ctx, Args argv) {
 void cmd_mexists(Context& ctx, Args argv) {
     const Args items = argv.subspan(2);
     ctx.out.array(items.size());
-    const bool found = ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
-        for (std::string_view item : items) ctx.out.integer(filter.contains(item) ? 1 : 0);
-    });
+    thread_local std::vector<std::uint8_t> present;
+    present.assign(items.size(), 0);
+    const bool found = ctx.keyspace.with_filter(
+        argv[1], [&](const ScalableFilter& filter) { filter.contains_many(items, present); });
+    for (std::size_t i = 0; i < items.size(); ++i) ctx.out.integer(present[i] ? 1 : 0);
     WorkerStats::bump(found ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
-    if (!found) {
-        for (std::size_t i = 0; i < items.size(); ++i) ctx.out.integer(0);
-    }
 }
 
 void cmd_info(Context& ctx, Args argv) {

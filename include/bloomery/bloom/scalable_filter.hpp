@@ -65,6 +65,17 @@ public:
     bool contains(std::string_view item) const;
     bool contains(const ItemHash& hash) const;
 
+    // Batches (BF.MADD, BF.MEXISTS, BF.INSERT): every item is hashed first and
+    // its words prefetched before any is probed, so the cache misses of a
+    // large filter overlap instead of being paid one after another.
+    // add_many stores one result per item in `out` (out.size() >= items.size())
+    // and stops after the first result other than added / exists, as
+    // RedisBloom's MADD does; it returns how many results it stored.
+    std::size_t add_many(std::span<const std::string_view> items, const GrowthLimits& limits,
+                         std::span<AddResult> out);
+    // out[i] = contains(items[i]) ? 1 : 0; out.size() >= items.size().
+    void contains_many(std::span<const std::string_view> items, std::span<std::uint8_t> out) const;
+
     FilterOptions options() const;
     std::size_t num_layers() const { return num_layers_.load(std::memory_order_acquire); }
     const BloomLayer& layer(std::size_t i) const;
