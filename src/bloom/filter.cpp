@@ -16,7 +16,7 @@ static_assert(WordRef::required_alignment <= alignof(std::uint64_t),
               "inline words behind a layer must satisfy atomic_ref<uint64_t>");
 
 // Per-thread counter slots of a mapped layer: 16 cache lines (1 KiB) beside
-// at least 1 MiB of words. Threads take slots round-robin, so up to 16
+// at least 64 KiB of words. Threads take slots round-robin, so up to 16
 // workers never share a line; more threads share slots, which stays correct.
 constexpr std::size_t kCounterSlots = 16;
 constexpr std::size_t kPageBytes = 4096;
@@ -55,6 +55,7 @@ BloomLayer::BloomLayer(const LayerGeometry& geometry, std::uint64_t* inline_word
       bits_(geometry.bits),
       hashes_(geometry.hashes),
       mapped_(is_mapped(geometry) ? 1 : 0),
+      taken_or_unclaimed_(is_mapped(geometry) ? geometry.capacity : 0),
       words_(inline_words) {
     if (mapped_) {
         // MAP_NORESERVE: a 1.2 GB filter (10^9 items at 1 %) costs RSS in
@@ -81,10 +82,106 @@ BloomLayer::Counter* BloomLayer::counters() const {
     return reinterpret_cast<Counter*>(reinterpret_cast<char*>(words_) + words_bytes);
 }
 
+BloomLayer::Counter& BloomLayer::my_counter() const {
+    return counters()[thread_slot()];
+}
+
 void BloomLayer::count_flipped(std::int64_t n) {
     if (!mapped_) return;  // small layers popcount when asked
-    auto& counter = counters()[thread_slot()].flipped;
-    counter.fetch_add(n, std::memory_order_relaxed);
+    my_counter().flipped.fetch_add(n, std::memory_order_relaxed);
+}
+
+std::uint64_t BloomLayer::items() const {
+    if (!mapped_) return taken_or_unclaimed_.load(std::memory_order_relaxed);
+    std::uint64_t total = 0;
+    const Counter* slots = counters();
+    for (std::size_t i = 0; i < kCounterSlots; ++i) {
+        total += slots[i].items.load(std::memory_order_relaxed);
+    }
+    return total;
+}
+
+void BloomLayer::set_items(std::uint64_t n) {
+    if (!mapped_) {
+        taken_or_unclaimed_.store(n, std::memory_order_relaxed);
+        return;
+    }
+    Counter* slots = counters();
+    for (std::size_t i = 0; i < kCounterSlots; ++i) {
+        slots[i].items.store(i == 0 ? n : 0, std::memory_order_relaxed);
+        slots[i].budget.store(0, std::memory_order_relaxed);
+    }
+    taken_or_unclaimed_.store(n >= capacity_ ? 0 : capacity_ - n, std::memory_order_relaxed);
+}
+
+bool BloomLayer::reserve_item() {
+    if (!mapped_) {
+        // One shared count, exact: small layers are rarely hot, and a filter
+        // this small fills (and grows past) them within microseconds.
+        std::uint64_t taken = taken_or_unclaimed_.load(std::memory_order_relaxed);
+        do {
+            if (taken >= capacity_) return false;
+        } while (!taken_or_unclaimed_.compare_exchange_weak(taken, taken + 1,
+                                                            std::memory_order_relaxed));
+        return true;
+    }
+    Counter& mine = my_counter();
+    // Fast path: our own line only (shared with other threads only when more
+    // than kCounterSlots threads add, which stays correct).
+    std::uint64_t budget = mine.budget.load(std::memory_order_relaxed);
+    while (budget != 0) {
+        if (mine.budget.compare_exchange_weak(budget, budget - 1, std::memory_order_relaxed)) {
+            return true;
+        }
+    }
+    return reserve_from_chunk(mine) || reserve_from_others();
+}
+
+// Claims a chunk of the unclaimed room into `mine` and reserves one unit of
+// it. Chunks are 1/32 of what is left (at most 4096, at least 1): big while
+// the layer is empty, so the shared count is written once per thousands of
+// items, and small near the end, so little room waits in idle slots.
+bool BloomLayer::reserve_from_chunk(Counter& mine) {
+    constexpr std::uint64_t kMaxChunk = 4096;
+    std::uint64_t unclaimed = taken_or_unclaimed_.load(std::memory_order_relaxed);
+    while (unclaimed != 0) {
+        std::uint64_t chunk = unclaimed / (2 * kCounterSlots);
+        chunk = chunk < 1 ? 1 : (chunk > kMaxChunk ? kMaxChunk : chunk);
+        if (taken_or_unclaimed_.compare_exchange_weak(unclaimed, unclaimed - chunk,
+                                                      std::memory_order_relaxed)) {
+            if (chunk > 1) mine.budget.fetch_add(chunk - 1, std::memory_order_relaxed);
+            return true;
+        }
+    }
+    return false;
+}
+
+// Nothing left unclaimed: take one unit from any slot that still has some
+// (only while a layer is within a few chunks of full).
+bool BloomLayer::reserve_from_others() {
+    Counter* slots = counters();
+    for (std::size_t i = 0; i < kCounterSlots; ++i) {
+        std::uint64_t budget = slots[i].budget.load(std::memory_order_relaxed);
+        while (budget != 0) {
+            if (slots[i].budget.compare_exchange_weak(budget, budget - 1,
+                                                      std::memory_order_relaxed)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+void BloomLayer::commit_item() {
+    if (mapped_) my_counter().items.fetch_add(1, std::memory_order_relaxed);
+}
+
+void BloomLayer::cancel_item() {
+    if (!mapped_) {
+        taken_or_unclaimed_.fetch_sub(1, std::memory_order_relaxed);
+    } else {
+        my_counter().budget.fetch_add(1, std::memory_order_relaxed);
+    }
 }
 
 bool BloomLayer::add(const ItemHash& hash) {
@@ -116,7 +213,7 @@ bool BloomLayer::contains(const ItemHash& hash) const {
 
 std::uint64_t BloomLayer::set_bits() const {
     if (!mapped_) {
-        // At most kMappedLayerBytes / 8 = 131072 words, ~30 µs; a default
+        // Fewer than kMappedLayerBytes / 8 = 8192 words, ~2 µs; a default
         // filter has 18. Cheaper than counting on every add.
         std::uint64_t total = 0;
         for (std::uint64_t i = 0; i < num_words(); ++i) {

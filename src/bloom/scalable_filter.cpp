@@ -182,18 +182,22 @@ AddResult ScalableFilter::add(const ItemHash& hash, const GrowthLimits& limits) 
     for (std::size_t i = n; i-- > 0;) {
         if (layer(i).contains(hash)) return AddResult::exists;
     }
-    if (layer(n - 1).items() >= layer(n - 1).capacity()) {
+    // Room first, then bits: a layer takes exactly its capacity in items,
+    // however many threads add at once, and grows only when it is full.
+    while (!layer(n - 1).reserve_item()) {
         if (nonscaling_) return AddResult::full;
         const AddResult grown = grow(n, limits);
         if (grown != AddResult::added) return grown;
         n = num_layers();
     }
-    // Under concurrent adds a layer can overshoot its capacity by at most
-    // (threads - 1) items: the capacity check and the add are not one atomic
-    // step. That keeps the hot path lock-free; the FPR cost is negligible.
     BloomLayer& last = layer(n - 1);
-    if (!last.add(hash)) return AddResult::exists;
-    last.add_items(1);
+    if (!last.add(hash)) {
+        // Every bit was already set (another thread added the same item
+        // meanwhile): not new, so the room goes back.
+        last.cancel_item();
+        return AddResult::exists;
+    }
+    last.commit_item();
     return AddResult::added;
 }
 

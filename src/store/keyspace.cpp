@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <new>
 
 #include "bloomery/core/memory.hpp"
@@ -18,9 +19,11 @@ std::int64_t now_ms() {
 
 // One key: its deadline, its filter and its name, in one allocation (the name
 // follows the node). `hash_low` is the low half of the key's hash, so moving
-// slots (growth, deletion) never hashes a key again.
+// slots (growth, deletion) never hashes a key again. Only the deadline changes
+// while a node is linked (atomic: lock-free lookups read it); replacing the
+// filter links a new node instead.
 struct Keyspace::Node {
-    std::int64_t expire_at_ms;
+    std::atomic<std::int64_t> expire_at_ms;
     FilterRef filter;
     std::uint32_t key_size;
     std::uint32_t hash_low;
@@ -28,7 +31,11 @@ struct Keyspace::Node {
     std::string_view key() const {
         return std::string_view(reinterpret_cast<const char*>(this + 1), key_size);
     }
-    bool expired(std::int64_t now) const { return expire_at_ms != 0 && expire_at_ms <= now; }
+    std::int64_t deadline() const { return expire_at_ms.load(std::memory_order_relaxed); }
+    bool expired(std::int64_t now) const {
+        const std::int64_t at = deadline();
+        return at != 0 && at <= now;
+    }
 };
 
 namespace {
@@ -58,14 +65,58 @@ NodeT* node_of(std::uint64_t slot) {
     return reinterpret_cast<NodeT*>(slot & kPointerMask);
 }
 
+// Slots are read by lock-free lookups while a writer changes them: every
+// access is atomic. Release on store / acquire on load publish a node's
+// contents with the slot that points at it.
+std::uint64_t load_slot(const std::uint64_t& slot) {
+    return std::atomic_ref(const_cast<std::uint64_t&>(slot)).load(std::memory_order_acquire);
+}
+void store_slot(std::uint64_t& slot, std::uint64_t value) {
+    std::atomic_ref(slot).store(value, std::memory_order_release);
+}
+
 }  // namespace
+
+// The shard's exclusive lock, with its version odd for as long as it is held,
+// so lock-free lookups that overlap a change retry.
+class Keyspace::ShardWrite {
+public:
+    explicit ShardWrite(Shard& shard) : shard_(shard), lock_(shard.mutex) { begin(); }
+    ~ShardWrite() {
+        if (lock_.owns_lock()) end();
+    }
+    void unlock() {
+        end();
+        lock_.unlock();
+    }
+
+private:
+    void begin() {
+        shard_.version.store(shard_.version.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
+        // Orders the odd version before every change that follows.
+        std::atomic_thread_fence(std::memory_order_release);
+    }
+    void end() {
+        shard_.version.store(shard_.version.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_release);
+    }
+    Shard& shard_;
+    std::unique_lock<std::shared_mutex> lock_;
+};
 
 Keyspace::Keyspace(std::size_t num_shards) : shards_(num_shards == 0 ? 1 : num_shards) {}
 
 Keyspace::~Keyspace() {
+    // No lookup can run any more: free at once.
     for (Shard& shard : shards_) {
-        std::vector<FilterRef> doomed;
-        release_table(shard, doomed);
+        Table* table = shard.table.exchange(nullptr);
+        if (table != nullptr) free_table(table, true);
+    }
+    for (Retired& retired : retired_) {
+        for (Node* node : retired.garbage.nodes) free_node(node);
+        for (Table* table : retired.garbage.tables) free_table(table, false);
+        for (Table* table : retired.garbage.tables_and_nodes) free_table(table, true);
     }
 }
 
@@ -83,12 +134,12 @@ Keyspace::Shard& Keyspace::shard_for(std::uint64_t hash) {
     return shards_[((hash >> 32) & 0xFFFF) % shards_.size()];
 }
 
-void Keyspace::charge(std::int64_t bytes) {
+void Keyspace::charge(std::int64_t bytes) const {
     overhead_bytes_.fetch_add(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
     core::memory_add(core::MemoryUse::keyspace, bytes);
 }
 
-void Keyspace::charge_table(std::size_t new_slots, std::size_t old_slots) {
+void Keyspace::charge_table(std::size_t new_slots, std::size_t old_slots) const {
     charge((static_cast<std::int64_t>(new_slots) - static_cast<std::int64_t>(old_slots)) *
            static_cast<std::int64_t>(sizeof(std::uint64_t)));
 }
@@ -99,107 +150,196 @@ Keyspace::Node* Keyspace::make_node(std::string_view key, FilterRef filter,
     // the config's range), so the size fits the node's 32-bit field.
     const std::size_t bytes = sizeof(Node) + key.size();
     void* block = ::operator new(bytes);
-    Node* node =
-        new (block) Node{expire_at_ms, std::move(filter), static_cast<std::uint32_t>(key.size()),
-                         static_cast<std::uint32_t>(hash_key(key))};
+    Node* node = new (block) Node{{expire_at_ms},
+                                  std::move(filter),
+                                  static_cast<std::uint32_t>(key.size()),
+                                  static_cast<std::uint32_t>(hash_key(key))};
     if (!key.empty()) std::memcpy(static_cast<char*>(block) + sizeof(Node), key.data(), key.size());
     charge(static_cast<std::int64_t>(bytes));
     return node;
 }
 
-void Keyspace::free_node(Node* node, std::vector<FilterRef>& doomed) {
+void Keyspace::free_node(Node* node) {
     charge(-static_cast<std::int64_t>(sizeof(Node) + node->key_size));
-    // The filter is released by the caller after the shard lock is dropped:
-    // freeing a large filter (munmap of gigabytes) must not stall the shard.
-    doomed.push_back(std::move(node->filter));
-    node->~Node();
+    node->~Node();  // releases the filter: freeing a big one (munmap) happens here
     ::operator delete(node);
+}
+
+void Keyspace::free_table(Table* table, bool with_nodes) {
+    const std::size_t slots = table->mask + 1;
+    if (with_nodes) {
+        for (std::size_t i = 0; i < slots; ++i) {
+            if (table->slots()[i] != 0) free_node(node_of<Node>(table->slots()[i]));
+        }
+    }
+    table->~Table();
+    std::free(table);
+    charge_table(0, slots);
+}
+
+void Keyspace::dispose(Garbage& garbage) const {
+    if (!garbage.empty()) {
+        const std::uint64_t stamp = epoch_retire_stamp();
+        std::lock_guard lock(retired_mutex_);
+        retired_.push_back(Retired{std::move(garbage), stamp});
+    }
+    reclaim();
+}
+
+void Keyspace::reclaim() const {
+    std::vector<Retired> ready;
+    {
+        std::lock_guard lock(retired_mutex_);
+        if (retired_.empty()) return;
+        // Stamps grow with the list; every entry up to the newest passed
+        // stamp is free to go.
+        std::size_t n = retired_.size();
+        while (n > 0 && !epoch_passed(retired_[n - 1].stamp)) --n;
+        if (n == 0) return;
+        ready.assign(std::make_move_iterator(retired_.begin()),
+                     std::make_move_iterator(retired_.begin() + static_cast<std::ptrdiff_t>(n)));
+        retired_.erase(retired_.begin(), retired_.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    // Freed outside every lock: a million nodes or a terabyte of filters take
+    // a while.
+    auto* self = const_cast<Keyspace*>(this);
+    for (Retired& retired : ready) {
+        for (Node* node : retired.garbage.nodes) self->free_node(node);
+        for (Table* table : retired.garbage.tables) self->free_table(table, false);
+        for (Table* table : retired.garbage.tables_and_nodes) self->free_table(table, true);
+    }
+}
+
+std::size_t Keyspace::pending_reclaim() const {
+    std::lock_guard lock(retired_mutex_);
+    std::size_t n = 0;
+    for (const Retired& retired : retired_) {
+        n += retired.garbage.nodes.size() + retired.garbage.tables.size() +
+             retired.garbage.tables_and_nodes.size();
+    }
+    return n;
+}
+
+Keyspace::Probe Keyspace::probe_unlocked(const Shard& shard, std::string_view key,
+                                         std::uint64_t hash, bloom::ScalableFilter*& filter) const {
+    const std::uint64_t version = shard.version.load(std::memory_order_acquire);
+    if ((version & 1) != 0) return Probe::retry;
+    const Table* table = shard.table.load(std::memory_order_acquire);
+    const Node* node = nullptr;
+    if (table != nullptr) {
+        const std::uint64_t tag = tag_of(hash);
+        // A table is never full, but one read while a writer shifts entries
+        // may look so: give up after one lap and let the version decide.
+        std::size_t i = hash & table->mask;
+        for (std::size_t step = 0; step <= table->mask; ++step, i = (i + 1) & table->mask) {
+            const std::uint64_t slot = load_slot(table->slots()[i]);
+            if (slot == 0) break;
+            if (tag_of(slot) == tag && node_of<const Node>(slot)->key() == key) {
+                node = node_of<const Node>(slot);
+                break;
+            }
+        }
+    }
+    std::int64_t deadline = 0;
+    if (node != nullptr) {
+        deadline = node->deadline();
+        filter = node->filter.get();
+    }
+    // Everything above was read at one version, or it is thrown away.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (shard.version.load(std::memory_order_relaxed) != version) return Probe::retry;
+    if (node == nullptr) return Probe::missing;
+    // An expired key is erased by the locked path, as Redis deletes on access.
+    if (deadline != 0 && deadline <= now_ms()) return Probe::use_lock;
+    return Probe::found;
+}
+
+Keyspace::Node* Keyspace::node_at(const Shard& shard, std::size_t slot) const {
+    return node_of<Node>(shard.table.load(std::memory_order_relaxed)->slots()[slot]);
 }
 
 std::size_t Keyspace::find_slot(const Shard& shard, std::string_view key,
                                 std::uint64_t hash) const {
-    if (shard.slots == nullptr) return kNotFound;
+    const Table* table = shard.table.load(std::memory_order_relaxed);
+    if (table == nullptr) return kNotFound;
     const std::uint64_t tag = tag_of(hash);
-    for (std::size_t i = hash & shard.mask;; i = (i + 1) & shard.mask) {
-        const std::uint64_t slot = shard.slots[i];
+    for (std::size_t i = hash & table->mask;; i = (i + 1) & table->mask) {
+        const std::uint64_t slot = table->slots()[i];
         if (slot == 0) return kNotFound;
         if (tag_of(slot) == tag && node_of<const Node>(slot)->key() == key) return i;
     }
 }
 
-void Keyspace::insert_slot(Shard& shard, Node* node, std::uint64_t hash) {
-    if (shard.slots == nullptr || too_full(shard.count + 1, shard.mask + 1)) grow(shard);
+void Keyspace::insert_slot(Shard& shard, Node* node, std::uint64_t hash, Garbage& garbage) {
+    Table* table = shard.table.load(std::memory_order_relaxed);
+    if (table == nullptr || too_full(shard.count + 1, table->mask + 1)) {
+        const std::size_t slots = table == nullptr ? kMinSlots : (table->mask + 1) * 2;
+        if (!rehash(shard, slots, garbage)) throw std::bad_alloc();
+        table = shard.table.load(std::memory_order_relaxed);
+    }
     const auto address = reinterpret_cast<std::uint64_t>(node);
     if ((address & ~kPointerMask) != 0) {
         // User-space addresses fit 48 bits on every 64-bit platform we build
         // for (x86-64 and AArch64 without 5-level paging hints).
         std::abort();
     }
-    std::size_t i = hash & shard.mask;
-    while (shard.slots[i] != 0) i = (i + 1) & shard.mask;
-    shard.slots[i] = address | (tag_of(hash) << kTagShift);
+    std::size_t i = hash & table->mask;
+    while (table->slots()[i] != 0) i = (i + 1) & table->mask;
+    store_slot(table->slots()[i], address | (tag_of(hash) << kTagShift));
     ++shard.count;
 }
 
-void Keyspace::erase_slot(Shard& shard, std::size_t hole) {
+void Keyspace::replace_slot(Shard& shard, std::size_t slot, Node* node, std::uint64_t hash) {
+    Table* table = shard.table.load(std::memory_order_relaxed);
+    store_slot(table->slots()[slot],
+               reinterpret_cast<std::uint64_t>(node) | (tag_of(hash) << kTagShift));
+}
+
+void Keyspace::erase_slot(Shard& shard, std::size_t hole, Garbage& garbage) {
     // Backward-shift deletion: move later entries of the probe run into the
     // hole when their home slot allows it, so no tombstones accumulate.
-    const std::size_t mask = shard.mask;
-    shard.slots[hole] = 0;
-    for (std::size_t j = (hole + 1) & mask; shard.slots[j] != 0; j = (j + 1) & mask) {
-        const std::size_t home = node_of<const Node>(shard.slots[j])->hash_low & mask;
+    Table* table = shard.table.load(std::memory_order_relaxed);
+    std::uint64_t* slots = table->slots();
+    const std::size_t mask = table->mask;
+    store_slot(slots[hole], 0);
+    for (std::size_t j = (hole + 1) & mask; slots[j] != 0; j = (j + 1) & mask) {
+        const std::size_t home = node_of<const Node>(slots[j])->hash_low & mask;
         // The entry at j may fill the hole unless its home lies cyclically
         // in (hole, j], where it would then be unreachable.
         const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
         if (stays) continue;
-        shard.slots[hole] = shard.slots[j];
-        shard.slots[j] = 0;
+        store_slot(slots[hole], slots[j]);
+        store_slot(slots[j], 0);
         hole = j;
     }
     --shard.count;
     if (too_empty(shard.count, mask + 1)) {
         // Rebuild at a size that keeps the load between the two bounds; if
         // that cannot be allocated the bigger table stays, still correct.
-        std::size_t slots = kMinSlots;
-        while (too_full(shard.count, slots)) slots *= 2;
-        rehash(shard, slots);
+        std::size_t size = kMinSlots;
+        while (too_full(shard.count, size)) size *= 2;
+        rehash(shard, size, garbage);
     }
 }
 
-bool Keyspace::rehash(Shard& shard, std::size_t slots) {
-    const std::size_t old_slots = shard.slots == nullptr ? 0 : shard.mask + 1;
-    auto* fresh = static_cast<std::uint64_t*>(std::calloc(slots, sizeof(std::uint64_t)));
-    if (fresh == nullptr) return false;
-    std::uint64_t* old = shard.slots;
-    shard.slots = fresh;
-    shard.mask = slots - 1;
+bool Keyspace::rehash(Shard& shard, std::size_t slots, Garbage& garbage) {
+    Table* old = shard.table.load(std::memory_order_relaxed);
+    const std::size_t old_slots = old == nullptr ? 0 : old->mask + 1;
+    void* block = std::calloc(1, sizeof(Table) + slots * sizeof(std::uint64_t));
+    if (block == nullptr) return false;
+    Table* fresh = new (block) Table{slots - 1};
     for (std::size_t i = 0; i < old_slots; ++i) {
-        if (old[i] == 0) continue;
-        std::size_t k = node_of<const Node>(old[i])->hash_low & shard.mask;
-        while (shard.slots[k] != 0) k = (k + 1) & shard.mask;
-        shard.slots[k] = old[i];
+        const std::uint64_t slot = old->slots()[i];
+        if (slot == 0) continue;
+        std::size_t k = node_of<const Node>(slot)->hash_low & fresh->mask;
+        while (fresh->slots()[k] != 0) k = (k + 1) & fresh->mask;
+        fresh->slots()[k] = slot;
     }
-    std::free(old);
-    charge_table(slots, old_slots);
+    // Release: a lookup that loads the new table sees its slots filled.
+    shard.table.store(fresh, std::memory_order_release);
+    charge_table(slots, 0);
+    if (old != nullptr) garbage.tables.push_back(old);
     return true;
-}
-
-void Keyspace::grow(Shard& shard) {
-    const std::size_t slots = shard.slots == nullptr ? kMinSlots : (shard.mask + 1) * 2;
-    if (!rehash(shard, slots)) throw std::bad_alloc();
-}
-
-void Keyspace::release_table(Shard& shard, std::vector<FilterRef>& doomed) {
-    if (shard.slots == nullptr) return;
-    const std::size_t slots = shard.mask + 1;
-    for (std::size_t i = 0; i < slots; ++i) {
-        if (shard.slots[i] != 0) free_node(node_of<Node>(shard.slots[i]), doomed);
-    }
-    std::free(shard.slots);
-    charge_table(0, slots);
-    shard.slots = nullptr;
-    shard.mask = 0;
-    shard.count = 0;
 }
 
 bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
@@ -207,7 +347,7 @@ bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
                                            std::string_view key, std::uint64_t hash) const {
     const std::size_t slot = find_slot(shard, key, hash);
     if (slot == kNotFound) return nullptr;
-    const Node* node = node_of<const Node>(shard.slots[slot]);
+    const Node* node = node_at(shard, slot);
     if (node->expired(now_ms())) {
         lock.unlock();
         reap(key, hash);
@@ -218,45 +358,56 @@ bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
 
 void Keyspace::reap(std::string_view key, std::uint64_t hash) const {
     Shard& shard = shards_[((hash >> 32) & 0xFFFF) % shards_.size()];
-    std::vector<FilterRef> doomed;  // freed after the lock is released
-    std::unique_lock lock(shard.mutex);
-    const std::size_t slot = find_slot(shard, key, hash);
-    if (slot == kNotFound) return;
-    Node* node = node_of<Node>(shard.slots[slot]);
-    if (!node->expired(now_ms())) return;
     auto* self = const_cast<Keyspace*>(this);
-    self->erase_slot(shard, slot);
-    self->free_node(node, doomed);
-    expired_keys_.fetch_add(1, std::memory_order_relaxed);
-    lock.unlock();
+    Garbage garbage;
+    {
+        ShardWrite write(shard);
+        const std::size_t slot = find_slot(shard, key, hash);
+        if (slot == kNotFound) return;
+        Node* node = node_at(shard, slot);
+        if (!node->expired(now_ms())) return;
+        self->erase_slot(shard, slot, garbage);
+        garbage.nodes.push_back(node);
+        expired_keys_.fetch_add(1, std::memory_order_relaxed);
+    }
+    dispose(garbage);
 }
 
 bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire_at_ms,
                      bool replace_live) {
     const std::uint64_t hash = hash_key(key);
     Shard& shard = shard_for(hash);
-    FilterRef doomed;  // declared before the lock: freed after it is released
-    std::unique_lock lock(shard.mutex);
-    const std::size_t slot = find_slot(shard, key, hash);
-    if (slot == kNotFound) {
-        Node* node = make_node(key, std::move(filter), expire_at_ms);
-        try {
-            insert_slot(shard, node, hash);
-        } catch (...) {
-            std::vector<FilterRef> dropped;
-            free_node(node, dropped);
-            lock.unlock();
-            throw;
+    Garbage garbage;
+    bool stored = true;
+    {
+        ShardWrite write(shard);
+        const std::size_t slot = find_slot(shard, key, hash);
+        if (slot == kNotFound) {
+            Node* node = make_node(key, std::move(filter), expire_at_ms);
+            try {
+                insert_slot(shard, node, hash, garbage);
+            } catch (...) {
+                free_node(node);
+                write.unlock();
+                dispose(garbage);
+                throw;
+            }
+        } else {
+            Node* node = node_at(shard, slot);
+            const bool expired = node->expired(now_ms());
+            if (!expired && !replace_live) {
+                stored = false;
+            } else {
+                if (expired) expired_keys_.fetch_add(1, std::memory_order_relaxed);
+                // A new node, not a new filter in the old one: lookups read a
+                // linked node's filter without a lock.
+                replace_slot(shard, slot, make_node(key, std::move(filter), expire_at_ms), hash);
+                garbage.nodes.push_back(node);
+            }
         }
-        return true;
     }
-    Node* node = node_of<Node>(shard.slots[slot]);
-    const bool expired = node->expired(now_ms());
-    if (!expired && !replace_live) return false;
-    if (expired) expired_keys_.fetch_add(1, std::memory_order_relaxed);
-    doomed = std::exchange(node->filter, std::move(filter));
-    node->expire_at_ms = expire_at_ms;
-    return true;
+    dispose(garbage);
+    return stored;
 }
 
 bool Keyspace::insert_new(std::string_view key, FilterRef filter, std::int64_t expire_at_ms) {
@@ -270,15 +421,18 @@ void Keyspace::put(std::string_view key, FilterRef filter, std::int64_t expire_a
 bool Keyspace::erase(std::string_view key) {
     const std::uint64_t hash = hash_key(key);
     Shard& shard = shard_for(hash);
-    std::vector<FilterRef> doomed;  // freed after the lock is released
-    std::unique_lock lock(shard.mutex);
-    const std::size_t slot = find_slot(shard, key, hash);
-    if (slot == kNotFound) return false;
-    Node* node = node_of<Node>(shard.slots[slot]);
-    const bool live = !node->expired(now_ms());
-    erase_slot(shard, slot);
-    free_node(node, doomed);
-    lock.unlock();
+    Garbage garbage;
+    bool live;
+    {
+        ShardWrite write(shard);
+        const std::size_t slot = find_slot(shard, key, hash);
+        if (slot == kNotFound) return false;
+        Node* node = node_at(shard, slot);
+        live = !node->expired(now_ms());
+        erase_slot(shard, slot, garbage);
+        garbage.nodes.push_back(node);
+    }
+    dispose(garbage);
     return live;
 }
 
@@ -294,35 +448,40 @@ std::optional<KeySnapshot> Keyspace::get(std::string_view key) const {
     const Shard& shard = shard_for(hash);
     std::shared_lock lock(shard.mutex);
     if (find_live(shard, lock, key, hash) == nullptr) return std::nullopt;
-    const Node* node = node_of<const Node>(shard.slots[find_slot(shard, key, hash)]);
-    return KeySnapshot{std::string(key), node->filter, node->expire_at_ms};
+    const Node* node = node_at(shard, find_slot(shard, key, hash));
+    return KeySnapshot{std::string(key), node->filter, node->deadline()};
 }
 
 std::optional<bool> Keyspace::update_expiry(
     std::string_view key, const std::function<std::optional<std::int64_t>(std::int64_t)>& decide) {
     const std::uint64_t hash = hash_key(key);
     Shard& shard = shard_for(hash);
-    std::vector<FilterRef> doomed;  // declared before the lock: freed after it is released
-    std::unique_lock lock(shard.mutex);
-    const std::size_t slot = find_slot(shard, key, hash);
-    if (slot == kNotFound) return std::nullopt;
-    Node* node = node_of<Node>(shard.slots[slot]);
-    const std::int64_t now = now_ms();
-    if (node->expired(now)) {
-        erase_slot(shard, slot);
-        free_node(node, doomed);
-        expired_keys_.fetch_add(1, std::memory_order_relaxed);
-        return std::nullopt;
+    Garbage garbage;
+    std::optional<bool> changed;
+    {
+        ShardWrite write(shard);
+        const std::size_t slot = find_slot(shard, key, hash);
+        if (slot == kNotFound) return std::nullopt;
+        Node* node = node_at(shard, slot);
+        const std::int64_t now = now_ms();
+        if (node->expired(now)) {
+            erase_slot(shard, slot, garbage);
+            garbage.nodes.push_back(node);
+            expired_keys_.fetch_add(1, std::memory_order_relaxed);
+        } else if (const std::optional<std::int64_t> deadline = decide(node->deadline());
+                   !deadline) {
+            changed = false;
+        } else if (*deadline != 0 && *deadline <= now) {
+            erase_slot(shard, slot, garbage);
+            garbage.nodes.push_back(node);
+            changed = true;
+        } else {
+            node->expire_at_ms.store(*deadline, std::memory_order_relaxed);
+            changed = true;
+        }
     }
-    const std::optional<std::int64_t> deadline = decide(node->expire_at_ms);
-    if (!deadline) return false;
-    if (*deadline != 0 && *deadline <= now) {
-        erase_slot(shard, slot);
-        free_node(node, doomed);
-        return true;
-    }
-    node->expire_at_ms = *deadline;
-    return true;
+    dispose(garbage);
+    return changed;
 }
 
 bool Keyspace::set_expiry(std::string_view key, std::int64_t expire_at_ms) {
@@ -334,7 +493,7 @@ std::optional<std::int64_t> Keyspace::expiry(std::string_view key) const {
     const Shard& shard = shard_for(hash);
     std::shared_lock lock(shard.mutex);
     if (find_live(shard, lock, key, hash) == nullptr) return std::nullopt;
-    return node_of<const Node>(shard.slots[find_slot(shard, key, hash)])->expire_at_ms;
+    return node_at(shard, find_slot(shard, key, hash))->deadline();
 }
 
 bool Keyspace::rename(std::string_view from, std::string_view to) {
@@ -342,44 +501,51 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
     const std::uint64_t to_hash = hash_key(to);
     Shard& source = shard_for(from_hash);
     Shard& target = shard_for(to_hash);
-    std::vector<FilterRef> doomed;
-    // Lock both shards in index order so two opposite renames cannot deadlock.
-    Shard* first = &source < &target ? &source : &target;
-    Shard* second = &source < &target ? &target : &source;
-    std::unique_lock<std::shared_mutex> first_lock(first->mutex);
-    std::unique_lock<std::shared_mutex> second_lock;
-    if (second != first) second_lock = std::unique_lock(second->mutex);
+    Garbage garbage;
+    bool renamed = false;
+    {
+        // Lock both shards in index order so two opposite renames cannot deadlock.
+        Shard* first = &source < &target ? &source : &target;
+        Shard* second = &source < &target ? &target : &source;
+        ShardWrite first_write(*first);
+        std::optional<ShardWrite> second_write;
+        if (second != first) second_write.emplace(*second);
 
-    const std::size_t slot = find_slot(source, from, from_hash);
-    if (slot == kNotFound) return false;
-    Node* node = node_of<Node>(source.slots[slot]);
-    if (node->expired(now_ms())) {
-        erase_slot(source, slot);
-        free_node(node, doomed);
-        expired_keys_.fetch_add(1, std::memory_order_relaxed);
-        return false;
-    }
-    if (from == to) return true;
-    // The new node is made first: if allocation fails nothing has changed.
-    Node* moved = make_node(to, node->filter, node->expire_at_ms);
-    const std::size_t existing = find_slot(target, to, to_hash);
-    if (existing != kNotFound) {
-        Node* replaced = node_of<Node>(target.slots[existing]);
-        target.slots[existing] =
-            reinterpret_cast<std::uint64_t>(moved) | (tag_of(to_hash) << kTagShift);
-        free_node(replaced, doomed);
-    } else {
-        try {
-            insert_slot(target, moved, to_hash);
-        } catch (...) {
-            free_node(moved, doomed);
-            throw;
+        const std::size_t slot = find_slot(source, from, from_hash);
+        if (slot == kNotFound) return false;
+        Node* node = node_at(source, slot);
+        if (node->expired(now_ms())) {
+            erase_slot(source, slot, garbage);
+            garbage.nodes.push_back(node);
+            expired_keys_.fetch_add(1, std::memory_order_relaxed);
+        } else if (from == to) {
+            renamed = true;
+        } else {
+            // The new node is made first: if allocation fails nothing has changed.
+            Node* moved = make_node(to, node->filter, node->deadline());
+            const std::size_t existing = find_slot(target, to, to_hash);
+            if (existing != kNotFound) {
+                garbage.nodes.push_back(node_at(target, existing));
+                replace_slot(target, existing, moved, to_hash);
+            } else {
+                try {
+                    insert_slot(target, moved, to_hash, garbage);
+                } catch (...) {
+                    free_node(moved);
+                    if (second_write) second_write->unlock();
+                    first_write.unlock();
+                    dispose(garbage);
+                    throw;
+                }
+            }
+            // Found again: inserting into the same shard may have rebuilt the table.
+            erase_slot(source, find_slot(source, from, from_hash), garbage);
+            garbage.nodes.push_back(node);
+            renamed = true;
         }
     }
-    // Found again: inserting into the same shard may have rebuilt the table.
-    erase_slot(source, find_slot(source, from, from_hash));
-    free_node(node, doomed);
-    return true;
+    dispose(garbage);
+    return renamed;
 }
 
 Keyspace::Counts Keyspace::counts() const {
@@ -389,52 +555,46 @@ Keyspace::Counts Keyspace::counts() const {
     const std::int64_t now = now_ms();
     for (const Shard& shard : shards_) {
         std::shared_lock lock(shard.mutex);
-        if (shard.slots == nullptr) continue;
-        for (std::size_t i = 0; i <= shard.mask; ++i) {
-            if (shard.slots[i] == 0) continue;
-            const Node* node = node_of<const Node>(shard.slots[i]);
+        const Table* table = shard.table.load(std::memory_order_relaxed);
+        if (table == nullptr) continue;
+        for (std::size_t i = 0; i <= table->mask; ++i) {
+            if (table->slots()[i] == 0) continue;
+            const Node* node = node_of<const Node>(table->slots()[i]);
             if (node->expired(now)) continue;
             ++counts.keys;
-            if (node->expire_at_ms != 0) ++counts.with_expiry;
+            if (node->deadline() != 0) ++counts.with_expiry;
         }
     }
     return counts;
 }
 
-template <class Lock>
-std::vector<Lock> Keyspace::lock_all() const {
-    std::vector<Lock> locks;
-    locks.reserve(shards_.size());
-    for (const Shard& shard : shards_) locks.emplace_back(shard.mutex);
-    return locks;
-}
-
 std::size_t Keyspace::clear() {
-    std::vector<Shard> taken(shards_.size());
+    Garbage garbage;
     std::size_t live = 0;
     {
-        auto locks = lock_all<std::unique_lock<std::shared_mutex>>();
+        // Every shard in index order (as rename and view take them), so the
+        // keyspace empties at one instant.
+        std::deque<ShardWrite> writes;
+        for (Shard& shard : shards_) writes.emplace_back(shard);
         const std::int64_t now = now_ms();
-        for (std::size_t s = 0; s < shards_.size(); ++s) {
-            Shard& shard = shards_[s];
-            if (shard.slots != nullptr) {
-                for (std::size_t i = 0; i <= shard.mask; ++i) {
-                    if (shard.slots[i] != 0 && !node_of<const Node>(shard.slots[i])->expired(now)) {
-                        ++live;
-                    }
+        for (Shard& shard : shards_) {
+            Table* table = shard.table.load(std::memory_order_relaxed);
+            if (table == nullptr) continue;
+            for (std::size_t i = 0; i <= table->mask; ++i) {
+                if (table->slots()[i] != 0 &&
+                    !node_of<const Node>(table->slots()[i])->expired(now)) {
+                    ++live;
                 }
             }
-            taken[s].slots = std::exchange(shard.slots, nullptr);
-            taken[s].mask = std::exchange(shard.mask, 0);
-            taken[s].count = std::exchange(shard.count, 0);
+            shard.table.store(nullptr, std::memory_order_release);
+            shard.count = 0;
+            garbage.tables_and_nodes.push_back(table);
         }
     }
-    // Freed with no lock held: a million keys or a terabyte of filters take a
-    // while, and other clients may already create new keys meanwhile.
-    for (Shard& shard : taken) {
-        std::vector<FilterRef> doomed;
-        release_table(shard, doomed);
-    }
+    // Freed with no lock held (once no lookup can see them): a million keys
+    // or a terabyte of filters take a while, and other clients may already
+    // create new keys meanwhile.
+    dispose(garbage);
     return live;
 }
 
@@ -442,43 +602,49 @@ std::vector<KeySnapshot> Keyspace::shard_entries(std::size_t index) const {
     std::vector<KeySnapshot> out;
     const Shard& shard = shards_.at(index);
     std::shared_lock lock(shard.mutex);
-    if (shard.slots == nullptr) return out;
+    const Table* table = shard.table.load(std::memory_order_relaxed);
+    if (table == nullptr) return out;
     out.reserve(shard.count);
     const std::int64_t now = now_ms();
-    for (std::size_t i = 0; i <= shard.mask; ++i) {
-        if (shard.slots[i] == 0) continue;
-        const Node* node = node_of<const Node>(shard.slots[i]);
+    for (std::size_t i = 0; i <= table->mask; ++i) {
+        if (table->slots()[i] == 0) continue;
+        const Node* node = node_of<const Node>(table->slots()[i]);
         if (node->expired(now)) continue;
-        out.push_back(KeySnapshot{std::string(node->key()), node->filter, node->expire_at_ms});
+        out.push_back(KeySnapshot{std::string(node->key()), node->filter, node->deadline()});
     }
     return out;
 }
 
 KeyspaceView Keyspace::view() const {
     KeyspaceView view;
-    auto locks = lock_all<std::shared_lock<std::shared_mutex>>();
+    std::vector<std::shared_lock<std::shared_mutex>> locks;
+    locks.reserve(shards_.size());
+    for (const Shard& shard : shards_) locks.emplace_back(shard.mutex);
     // Sized first so the copy below does not reallocate while every shard is
     // locked (writers wait for the whole copy; readers do not).
     std::size_t entries = 0;
     std::size_t key_bytes = 0;
     for (const Shard& shard : shards_) {
-        if (shard.slots == nullptr) continue;
+        const Table* table = shard.table.load(std::memory_order_relaxed);
+        if (table == nullptr) continue;
         entries += shard.count;
-        for (std::size_t i = 0; i <= shard.mask; ++i) {
-            if (shard.slots[i] != 0) key_bytes += node_of<const Node>(shard.slots[i])->key_size;
+        for (std::size_t i = 0; i <= table->mask; ++i) {
+            if (table->slots()[i] != 0)
+                key_bytes += node_of<const Node>(table->slots()[i])->key_size;
         }
     }
     view.entries_.reserve(entries);
     view.keys_.reserve(key_bytes);
     const std::int64_t now = now_ms();
     for (const Shard& shard : shards_) {
-        if (shard.slots == nullptr) continue;
-        for (std::size_t i = 0; i <= shard.mask; ++i) {
-            if (shard.slots[i] == 0) continue;
-            const Node* node = node_of<const Node>(shard.slots[i]);
+        const Table* table = shard.table.load(std::memory_order_relaxed);
+        if (table == nullptr) continue;
+        for (std::size_t i = 0; i <= table->mask; ++i) {
+            if (table->slots()[i] == 0) continue;
+            const Node* node = node_of<const Node>(table->slots()[i]);
             if (node->expired(now)) continue;
             view.entries_.push_back(KeyspaceView::Entry{view.keys_.size(), node->key_size,
-                                                        node->expire_at_ms, node->filter});
+                                                        node->deadline(), node->filter});
             view.keys_.append(node->key());
         }
     }
@@ -488,35 +654,44 @@ KeyspaceView Keyspace::view() const {
 std::size_t Keyspace::active_expire_cycle() {
     std::size_t removed = 0;
     for (Shard& shard : shards_) {
-        std::vector<FilterRef> doomed;
+        Garbage garbage;
         const std::int64_t now = now_ms();
         // Look under the shared lock first: most cycles find nothing to do.
         bool any = false;
         {
             std::shared_lock lock(shard.mutex);
-            for (std::size_t i = 0; shard.slots != nullptr && i <= shard.mask && !any; ++i) {
-                any = shard.slots[i] != 0 && node_of<const Node>(shard.slots[i])->expired(now);
+            const Table* table = shard.table.load(std::memory_order_relaxed);
+            for (std::size_t i = 0; table != nullptr && i <= table->mask && !any; ++i) {
+                any =
+                    table->slots()[i] != 0 && node_of<const Node>(table->slots()[i])->expired(now);
             }
         }
         if (!any) continue;
-        std::unique_lock lock(shard.mutex);
-        // Erasing shifts later entries back, so a slot is examined again
-        // after an erase instead of stepping past it.
-        std::size_t i = 0;
-        while (shard.slots != nullptr && i <= shard.mask) {
-            Node* node = shard.slots[i] == 0 ? nullptr : node_of<Node>(shard.slots[i]);
-            if (node == nullptr || !node->expired(now)) {
-                ++i;
-                continue;
+        {
+            ShardWrite write(shard);
+            // Erasing shifts later entries back, so a slot is examined again
+            // after an erase instead of stepping past it.
+            std::size_t i = 0;
+            for (;;) {
+                const Table* table = shard.table.load(std::memory_order_relaxed);
+                if (table == nullptr || i > table->mask) break;
+                const std::uint64_t slot = table->slots()[i];
+                Node* node = slot == 0 ? nullptr : node_of<Node>(slot);
+                if (node == nullptr || !node->expired(now)) {
+                    ++i;
+                    continue;
+                }
+                erase_slot(shard, i, garbage);
+                garbage.nodes.push_back(node);
+                ++removed;
+                expired_keys_.fetch_add(1, std::memory_order_relaxed);
+                // The table was rebuilt smaller: start over.
+                if (shard.table.load(std::memory_order_relaxed) != table) i = 0;
             }
-            const std::size_t size_before = shard.mask;
-            erase_slot(shard, i);
-            free_node(node, doomed);
-            ++removed;
-            expired_keys_.fetch_add(1, std::memory_order_relaxed);
-            if (shard.mask != size_before) i = 0;  // the table was rebuilt smaller
         }
+        dispose(garbage);
     }
+    reclaim();
     return removed;
 }
 

@@ -107,13 +107,96 @@ TEST(BloomLayer, SetBitsEqualsPopcountOfWords) {
     EXPECT_NEAR(fill, 0.5, 0.03);
 }
 
-TEST(BloomLayer, ItemCounterIsKeptByOwner) {
-    const LayerPtr owned = testing::sized_layer(10, 0.01);
+// A layer takes exactly capacity() items: reservations past it fail, a
+// cancelled one gives its room back, and items() counts commits.
+void expect_exact_room(BloomLayer& layer) {
+    const std::uint64_t capacity = layer.capacity();
+    for (std::uint64_t i = 0; i < capacity; ++i) {
+        ASSERT_TRUE(layer.reserve_item()) << "reservation " << i;
+        layer.commit_item();
+    }
+    EXPECT_EQ(layer.items(), capacity);
+    EXPECT_FALSE(layer.reserve_item());
+}
+
+TEST(BloomLayer, InlineLayerTakesExactlyItsCapacity) {
+    const LayerPtr owned = testing::sized_layer(1000, 0.01);
+    ASSERT_FALSE(owned->mapped());
+    expect_exact_room(*owned);
+}
+
+TEST(BloomLayer, MappedLayerTakesExactlyItsCapacity) {
+    // 100k items at 1 % is 117 KiB of bits: mapped, with per-thread budgets.
+    const LayerPtr owned = testing::sized_layer(100000, 0.01);
+    ASSERT_TRUE(owned->mapped());
+    expect_exact_room(*owned);
+}
+
+TEST(BloomLayer, CancelledReservationGivesRoomBack) {
+    for (std::uint64_t capacity : {std::uint64_t{10}, std::uint64_t{100000}}) {
+        const LayerPtr owned = testing::sized_layer(capacity, 0.01);
+        BloomLayer& layer = *owned;
+        for (std::uint64_t i = 0; i < capacity; ++i) {
+            ASSERT_TRUE(layer.reserve_item());
+            layer.commit_item();
+        }
+        layer.set_items(capacity - 1);  // room for exactly one more
+        ASSERT_TRUE(layer.reserve_item());
+        EXPECT_FALSE(layer.reserve_item());
+        layer.cancel_item();
+        EXPECT_EQ(layer.items(), capacity - 1);
+        ASSERT_TRUE(layer.reserve_item());
+        layer.commit_item();
+        EXPECT_EQ(layer.items(), capacity);
+        EXPECT_FALSE(layer.reserve_item());
+    }
+}
+
+TEST(BloomLayer, SetItemsLeavesRoomForTheRest) {
+    const LayerPtr owned = testing::sized_layer(100000, 0.01);
     BloomLayer& layer = *owned;
-    layer.add_items(3);
-    EXPECT_EQ(layer.items(), 3u);
-    layer.set_items(9);
-    EXPECT_EQ(layer.items(), 9u);
+    layer.set_items(99990);
+    EXPECT_EQ(layer.items(), 99990u);
+    for (int i = 0; i < 10; ++i) {
+        ASSERT_TRUE(layer.reserve_item());
+        layer.commit_item();
+    }
+    EXPECT_FALSE(layer.reserve_item());
+    layer.set_items(200000);  // a loaded layer past its capacity takes nothing more
+    EXPECT_EQ(layer.items(), 200000u);
+    EXPECT_FALSE(layer.reserve_item());
+}
+
+// Room claimed in chunks by one thread is not stranded: threads that find
+// nothing unclaimed take it from the others' budgets, so together they commit
+// exactly capacity() items, never more or fewer.
+TEST(BloomLayer, ConcurrentReservationsCommitExactlyCapacity) {
+    const LayerPtr owned = testing::sized_layer(200000, 0.01);
+    BloomLayer& layer = *owned;
+    ASSERT_TRUE(layer.mapped());
+    constexpr int kThreads = 4;
+    std::vector<std::uint64_t> committed(kThreads, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&layer, &committed, t] {
+            // Thread 0 stops early, leaving whatever budget it claimed.
+            const std::uint64_t limit = t == 0 ? 5000 : UINT64_MAX;
+            for (std::uint64_t i = 0; i < limit && layer.reserve_item(); ++i) {
+                if (i % 7 == 3) {
+                    layer.cancel_item();  // a duplicate: room goes back
+                } else {
+                    layer.commit_item();
+                    ++committed[t];
+                }
+            }
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    std::uint64_t total = 0;
+    for (std::uint64_t n : committed) total += n;
+    EXPECT_EQ(total, layer.capacity());
+    EXPECT_EQ(layer.items(), layer.capacity());
+    EXPECT_FALSE(layer.reserve_item());
 }
 
 void expect_false_positive_rate_within_target(double p) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -126,6 +127,118 @@ TEST(Keyspace, ConcurrentCreateAddDeleteKeepsNoFalseNegatives) {
         }
     }));
     EXPECT_TRUE(all_present);
+}
+
+// Lock-free lookups validate against the shard's version: a key that is
+// never removed is always found, even while a writer in the same (only)
+// shard deletes and re-inserts the keys around it. Stable keys are inserted
+// after the others, so many sit displaced behind them in probe runs, and
+// every delete in front of one shifts it back a slot: a lookup that did not
+// check the version would see the hole and miss it.
+TEST(Keyspace, LockFreeLookupsNeverMissAStableKeyWhileTheShardChanges) {
+    Keyspace keyspace(1);
+    std::vector<std::string> churn;
+    for (int i = 0; i < 3000; ++i) churn.push_back("churn:" + std::to_string(i));
+    const FilterRef shared = make_filter(10);
+    for (const std::string& key : churn) keyspace.put(key, shared);
+    constexpr int kStable = 64;
+    std::vector<std::string> stable;
+    for (int i = 0; i < kStable; ++i) stable.push_back("stable:" + std::to_string(i));
+    for (const std::string& key : stable) keyspace.put(key, make_filter());
+    std::atomic<bool> done{false};
+    std::atomic<std::uint64_t> misses{0};
+    std::atomic<std::uint64_t> lookups{0};
+    std::vector<std::thread> readers;
+    for (int r = 0; r < 2; ++r) {
+        readers.emplace_back([&, r] {
+            std::uint64_t i = static_cast<std::uint64_t>(r);
+            while (!done.load(std::memory_order_relaxed)) {
+                if (!keyspace.with_filter(stable[i++ % kStable],
+                                          [](const bloom::ScalableFilter&) {})) {
+                    misses.fetch_add(1);
+                }
+                lookups.fetch_add(1, std::memory_order_relaxed);
+            }
+        });
+    }
+    while (lookups.load() == 0) std::this_thread::yield();
+    for (int round = 0; round < 1000 && (round < 2 || lookups.load() < 20000000); ++round) {
+        for (const std::string& key : churn) {
+            keyspace.erase(key);
+            keyspace.put(key, shared);
+        }
+    }
+    done.store(true);
+    for (auto& reader : readers) reader.join();
+    EXPECT_EQ(misses.load(), 0u);
+    EXPECT_EQ(keyspace.size(), churn.size() + kStable);
+}
+
+// A node (and its filter) unlinked while a lookup may still be reading it is
+// freed only after that lookup leaves its epoch guard.
+TEST(Keyspace, UnlinkedFiltersWaitForReadersInsideAGuard) {
+    Keyspace keyspace(4);
+    keyspace.put("k", make_filter());
+    keyspace.reclaim();
+    ASSERT_EQ(keyspace.pending_reclaim(), 0u);
+    std::atomic<int> stage{0};
+    std::thread reader([&] {
+        EpochGuard guard;
+        ASSERT_TRUE(guard.active());
+        stage.store(1);
+        while (stage.load() != 2) std::this_thread::yield();
+    });
+    while (stage.load() != 1) std::this_thread::yield();
+    EXPECT_TRUE(keyspace.erase("k"));
+    EXPECT_EQ(keyspace.pending_reclaim(), 1u);  // the reader entered before the unlink
+    keyspace.reclaim();
+    EXPECT_EQ(keyspace.pending_reclaim(), 1u);
+    stage.store(2);
+    reader.join();
+    keyspace.reclaim();
+    EXPECT_EQ(keyspace.pending_reclaim(), 0u);
+}
+
+// A guard entered after the unlink does not hold the unlinked object back.
+TEST(Keyspace, ReadersThatEnterAfterAnUnlinkDoNotDelayIt) {
+    Keyspace keyspace(4);
+    keyspace.put("k", make_filter());
+    EpochGuard guard;  // this thread reads throughout
+    EXPECT_TRUE(keyspace.erase("k"));
+    EXPECT_EQ(keyspace.pending_reclaim(), 1u);  // our own guard is older
+    std::thread late([&] {
+        EpochGuard late_guard;
+        keyspace.reclaim();
+    });
+    late.join();
+    EXPECT_EQ(keyspace.pending_reclaim(), 1u);
+}
+
+// More threads than epoch slots: the ones without a slot take the shard's
+// lock, and every lookup still answers right.
+TEST(Keyspace, ThreadsBeyondTheEpochSlotsFallBackToTheLock) {
+    Keyspace keyspace(4);
+    keyspace.put("k", make_filter());
+    constexpr std::size_t kThreads = kEpochSlots + 16;
+    std::atomic<std::size_t> found{0};
+    std::atomic<std::size_t> inactive{0};
+    std::atomic<std::size_t> arrived{0};
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&] {
+            {
+                EpochGuard probe;  // claims this thread's slot, if any is left
+                if (!probe.active()) inactive.fetch_add(1);
+            }
+            // Every thread stays alive (holding its slot) until all have run.
+            arrived.fetch_add(1);
+            while (arrived.load() < kThreads) std::this_thread::yield();
+            if (keyspace.with_filter("k", [](const bloom::ScalableFilter&) {})) found.fetch_add(1);
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    EXPECT_EQ(found.load(), kThreads);
+    EXPECT_GE(inactive.load(), 16u);
 }
 
 }  // namespace

@@ -7,11 +7,19 @@
 // mapping whose zero pages the kernel commits only when a bit is first set
 // and which is returned to the kernel at once when the layer is destroyed.
 //
-// Counting: items() is the count of adds that set a new bit, kept by the
-// owner. set_bits() is the number of bits set, for BF.CARD: small layers
-// popcount their words when asked (a few hundred words at most), large ones
-// keep per-thread counters of bits they flipped, one cache line per counter
-// slot, so adders on different threads never write a shared line.
+// Counting: items() is the number of items this layer took (adds that set a
+// new bit), and the layer refuses more than capacity() of them: an add first
+// reserves room (reserve_item), then commits or cancels it, so a layer holds
+// exactly capacity() items when it reports itself full, even under
+// concurrent adds. set_bits() is the number of bits set, for BF.CARD.
+//   Small layers (inline words) keep one atomic item count and popcount their
+//   words when asked (a few thousand words at most).
+//   Large layers (mapped) keep everything per thread, one cache line per
+//   counter slot, so adders on different threads never write a shared line:
+//   each slot holds the items it committed, the bits it flipped, and a budget
+//   of room claimed in chunks from the layer's unclaimed capacity (one shared
+//   write per chunk, not per item). When nothing is left unclaimed, a slot
+//   takes room left in other slots' budgets, so no room is ever stranded.
 //
 // Thread safety: add(), contains() and every getter may be called from any
 // number of threads at once without a lock: bits are set with a relaxed
@@ -29,8 +37,11 @@
 namespace bloomery::bloom {
 
 // Bit arrays of at least this many bytes get their own mapping and
-// per-thread set-bit counters; smaller ones live inline and popcount.
-inline constexpr std::uint64_t kMappedLayerBytes = 1024 * 1024;
+// per-thread counters; smaller ones live inline and popcount. 64 KiB: the
+// 1 KiB of counter slots and the page rounding cost under 8 % there, and a
+// filter that size (55k items at 1 %) is already worth adding to from
+// several threads at once.
+inline constexpr std::uint64_t kMappedLayerBytes = 64 * 1024;
 
 class BloomLayer {
 public:
@@ -64,10 +75,19 @@ public:
     // counters included); 0 for inline words.
     std::uint64_t mapped_bytes() const;
 
-    // Count of adds to this layer that reported a new item (kept by the owner).
-    std::uint64_t items() const { return items_.load(std::memory_order_relaxed); }
-    void add_items(std::uint64_t n) { items_.fetch_add(n, std::memory_order_relaxed); }
-    void set_items(std::uint64_t n) { items_.store(n, std::memory_order_relaxed); }
+    // Items taken: committed adds (exact once concurrent adds have finished).
+    std::uint64_t items() const;
+    // For loaders that own the layer exclusively: the item count, with room
+    // for capacity() - n more (none if n >= capacity()).
+    void set_items(std::uint64_t n);
+
+    // Reserves room for one item; false when the layer already holds
+    // capacity() items (counting reservations not yet committed). A
+    // reservation is followed by exactly one commit_item() (the item was new)
+    // or cancel_item() (it was not), on the same thread.
+    bool reserve_item();
+    void commit_item();
+    void cancel_item();
 
     // Number of bits set (exact once concurrent adds and loads have finished).
     std::uint64_t set_bits() const;
@@ -81,17 +101,24 @@ public:
 
 private:
     struct alignas(64) Counter {
-        std::atomic<std::int64_t> flipped{0};
+        std::atomic<std::int64_t> flipped{0};  // bits set (stores may make it negative)
+        std::atomic<std::uint64_t> items{0};   // items committed
+        std::atomic<std::uint64_t> budget{0};  // room claimed, not yet reserved
     };
     Counter* counters() const;  // mapped layers only: behind the words
+    Counter& my_counter() const;
     void count_flipped(std::int64_t n);
+    bool reserve_from_chunk(Counter& mine);
+    bool reserve_from_others();
 
     std::uint64_t capacity_;
     double error_rate_;
     std::uint64_t bits_;
     std::uint32_t hashes_;
     std::uint32_t mapped_;  // 1: words_ is a mapping of mapped_bytes()
-    std::atomic<std::uint64_t> items_{0};
+    // Inline layers: items taken (reserved or committed). Mapped layers:
+    // room not yet claimed by any counter slot.
+    std::atomic<std::uint64_t> taken_or_unclaimed_;
     std::uint64_t* words_;  // accessed only through std::atomic_ref
 };
 

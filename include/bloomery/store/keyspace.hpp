@@ -15,6 +15,15 @@
 // active_expire_cycle().
 //
 // Thread safety: every member function may be called from any thread.
+// Writers take the shard's lock exclusively. with_filter() (every BF.* on an
+// existing key) reads without any lock: a shard carries a sequence number
+// that writers make odd while they change its table, a lookup retries if the
+// number changed under it, and unlinked nodes, tables and filters are freed
+// only after every lookup that could still see them has left its
+// EpochGuard (epoch.hpp). So a hot filter's readers and adders write no cache
+// line they share. A lookup that keeps colliding with writers, finds an
+// expired key or runs on a thread without an epoch slot takes the shard's
+// reader lock instead.
 
 #include <atomic>
 #include <cstdint>
@@ -27,6 +36,7 @@
 #include <vector>
 
 #include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/store/epoch.hpp"
 
 namespace bloomery::store {
 
@@ -75,12 +85,28 @@ public:
 
     std::size_t num_shards() const { return shards_.size(); }
 
-    // Calls fn(bloom::ScalableFilter&) under the shard's shared lock if the key
-    // exists and has not expired. Returns whether it did.
+    // Calls fn(bloom::ScalableFilter&) if the key exists and has not expired,
+    // with the filter kept alive for the call (an epoch guard, or the shard's
+    // shared lock on the slow path). Returns whether it did.
     template <class Fn>
     bool with_filter(std::string_view key, Fn&& fn) const {
         const std::uint64_t hash = hash_key(key);
         const Shard& shard = shard_for(hash);
+        {
+            EpochGuard guard;
+            if (guard.active()) {
+                for (int attempt = 0; attempt < kOptimisticAttempts; ++attempt) {
+                    bloom::ScalableFilter* filter = nullptr;
+                    const Probe probe = probe_unlocked(shard, key, hash, filter);
+                    if (probe == Probe::found) {
+                        fn(*filter);
+                        return true;
+                    }
+                    if (probe == Probe::missing) return false;
+                    if (probe == Probe::use_lock) break;
+                }
+            }
+        }
         std::shared_lock lock(shard.mutex);
         bloom::ScalableFilter* filter = find_live(shard, lock, key, hash);
         if (filter == nullptr) return false;
@@ -150,8 +176,13 @@ public:
     // A consistent copy of every live key (see KeyspaceView).
     KeyspaceView view() const;
 
-    // Erases expired keys in every shard; returns how many.
+    // Erases expired keys in every shard; returns how many. Also frees what
+    // earlier writes unlinked while lookups were still reading it.
     std::size_t active_expire_cycle();
+    // Frees unlinked nodes, tables and filters no lookup can still see.
+    void reclaim() const;
+    // Unlinked objects waiting for lookups to leave (for tests).
+    std::size_t pending_reclaim() const;
     // Keys erased because their deadline passed, lazily or by the cycle.
     std::uint64_t expired_keys() const { return expired_keys_.load(std::memory_order_relaxed); }
 
@@ -161,14 +192,38 @@ public:
 
 private:
     struct Node;
+    // Open addressing with linear probing; a slot is 0 (empty) or a Node*
+    // with a 16-bit tag of the key's hash in bits 48-63. The slots follow the
+    // header in one allocation, so a lookup loads one pointer to see both.
+    struct Table {
+        std::size_t mask;  // slot count - 1 (slot count is a power of two)
+        std::uint64_t* slots() { return reinterpret_cast<std::uint64_t*>(this + 1); }
+        const std::uint64_t* slots() const {
+            return reinterpret_cast<const std::uint64_t*>(this + 1);
+        }
+    };
     struct alignas(64) Shard {
         mutable std::shared_mutex mutex;
-        // Open addressing with linear probing; 0 marks an empty slot,
-        // otherwise a Node* with a 16-bit tag of the key's hash in bits 48-63.
-        std::uint64_t* slots = nullptr;
-        std::size_t mask = 0;  // slot count - 1 (slot count is a power of two)
-        std::size_t count = 0;
+        // Read by lock-free lookups; written only under the exclusive lock.
+        alignas(64) std::atomic<std::uint64_t> version{0};  // odd while changing
+        std::atomic<Table*> table{nullptr};
+        std::size_t count = 0;  // under the lock
     };
+    // What a write unlinked; freed once lookups can no longer see it.
+    struct Garbage {
+        std::vector<Node*> nodes;
+        std::vector<Table*> tables;            // the table only
+        std::vector<Table*> tables_and_nodes;  // clear(): every node too
+        bool empty() const { return nodes.empty() && tables.empty() && tables_and_nodes.empty(); }
+    };
+    // The exclusive lock of one shard, with its version odd while held.
+    class ShardWrite;
+
+    enum class Probe { found, missing, retry, use_lock };
+    static constexpr int kOptimisticAttempts = 4;
+    // One lock-free lookup attempt (see the class comment).
+    Probe probe_unlocked(const Shard& shard, std::string_view key, std::uint64_t hash,
+                         bloom::ScalableFilter*& filter) const;
 
     static std::uint64_t hash_key(std::string_view key);
     const Shard& shard_for(std::uint64_t hash) const;
@@ -183,29 +238,34 @@ private:
     // insert_new (replace_live = false) and put (true).
     bool store(std::string_view key, FilterRef filter, std::int64_t expire_at_ms,
                bool replace_live);
-    // Locks every shard in index order (the order rename() and every
-    // all-shard operation use, so none can deadlock).
-    template <class Lock>
-    std::vector<Lock> lock_all() const;
-
-    // Table primitives; the shard's exclusive lock is held by the caller
-    // except for find (shared lock).
+    // Table primitives; the caller holds the shard's exclusive lock (a
+    // ShardWrite) except for find_slot, which also works under a shared lock.
     Node* make_node(std::string_view key, FilterRef filter, std::int64_t expire_at_ms);
-    void free_node(Node* node, std::vector<FilterRef>& doomed);
+    void free_node(Node* node);
     std::size_t find_slot(const Shard& shard, std::string_view key, std::uint64_t hash) const;
-    void insert_slot(Shard& shard, Node* node, std::uint64_t hash);
-    void erase_slot(Shard& shard, std::size_t slot);
-    void grow(Shard& shard);
+    Node* node_at(const Shard& shard, std::size_t slot) const;
+    void insert_slot(Shard& shard, Node* node, std::uint64_t hash, Garbage& garbage);
+    void replace_slot(Shard& shard, std::size_t slot, Node* node, std::uint64_t hash);
+    void erase_slot(Shard& shard, std::size_t slot, Garbage& garbage);
     // Moves every entry into a fresh table of `slots` (a power of two above
     // the count); false, table unchanged, if it cannot be allocated.
-    bool rehash(Shard& shard, std::size_t slots);
-    void release_table(Shard& shard, std::vector<FilterRef>& doomed);
-    void charge(std::int64_t bytes);
-    void charge_table(std::size_t new_slots, std::size_t old_slots);
+    bool rehash(Shard& shard, std::size_t slots, Garbage& garbage);
+    void free_table(Table* table, bool with_nodes);
+    // Stamps `garbage` with the epoch and frees what no lookup can see; call
+    // with no shard lock held.
+    void dispose(Garbage& garbage) const;
+    void charge(std::int64_t bytes) const;
+    void charge_table(std::size_t new_slots, std::size_t old_slots) const;
 
     mutable std::vector<Shard> shards_;  // mutable: lookups reap expired keys
     mutable std::atomic<std::uint64_t> expired_keys_{0};
-    std::atomic<std::uint64_t> overhead_bytes_{0};
+    mutable std::atomic<std::uint64_t> overhead_bytes_{0};
+    struct Retired {
+        Garbage garbage;
+        std::uint64_t stamp;
+    };
+    mutable std::mutex retired_mutex_;
+    mutable std::vector<Retired> retired_;
 };
 
 }  // namespace bloomery::store
