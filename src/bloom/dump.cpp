@@ -14,15 +14,17 @@
 
 namespace bloomery::bloom {
 
-// Header layout (little-endian, 48 + 36·layers bytes):
+// Header layout (little-endian, 40 + 40·layers + 8 bytes in version 2):
 //   0  char[8] "BLMDUMP1"
-//   8  u32     version (kVersion)
+//   8  u32     version: 2 (1 is still read: no layout fields, all classic)
 //   12 f64     options.error_rate
 //   20 u64     options.capacity
 //   28 u32     options.expansion
-//   32 u32     flags: bit 0 = nonscaling; other bits must be 0
+//   32 u32     flags: bit 0 = nonscaling, bit 1 = blocked layout for new
+//              layers (version 2); other bits must be 0
 //   36 u32     layer count
-//   40 per layer: u64 capacity, f64 error_rate, u64 bits, u32 hashes, u64 items
+//   40 per layer: u64 capacity, f64 error_rate, u64 bits, u32 hashes,
+//              u32 layout (version 2: 0 classic, 1 blocked), u64 items
 //   .. u64     XXH64 (seed 0) of every byte before it
 // Chunk: payload words (little-endian), then u64 XXH64 (seed 0) of
 // (u64 byte offset of the payload in the concatenated layers, payload).
@@ -32,10 +34,12 @@ namespace bloomery::bloom {
 namespace {
 
 constexpr char kMagic[8] = {'B', 'L', 'M', 'D', 'U', 'M', 'P', '1'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 constexpr std::uint32_t kFlagNonscaling = 1;
+constexpr std::uint32_t kFlagBlocked = 2;
 constexpr std::size_t kFixedHeaderBytes = 8 + 4 + 8 + 8 + 4 + 4 + 4;  // before the layers
-constexpr std::size_t kLayerBytes = 8 + 8 + 8 + 4 + 8;
+constexpr std::size_t kLayerBytesV1 = 8 + 8 + 8 + 4 + 8;
+constexpr std::size_t kLayerBytes = kLayerBytesV1 + 4;
 constexpr std::size_t kChecksumBytes = 8;
 constexpr std::uint64_t kChecksumSeed = 0;
 
@@ -132,7 +136,8 @@ std::string encode_header(const ScalableFilter& filter) {
     put_f64(out, options.error_rate);
     put_u64(out, options.capacity);
     put_u32(out, options.expansion);
-    put_u32(out, options.nonscaling ? kFlagNonscaling : 0);
+    put_u32(out, (options.nonscaling ? kFlagNonscaling : 0) |
+                     (options.layout == Layout::blocked ? kFlagBlocked : 0));
     put_u32(out, static_cast<std::uint32_t>(n));
     for (std::size_t i = 0; i < n; ++i) {
         const BloomLayer& layer = filter.layer(i);
@@ -140,6 +145,7 @@ std::string encode_header(const ScalableFilter& filter) {
         put_f64(out, layer.error_rate());
         put_u64(out, layer.bits());
         put_u32(out, layer.hashes());
+        put_u32(out, static_cast<std::uint32_t>(layer.layout()));
         put_u64(out, layer.items());
     }
     put_u64(out, XXH64(out.data(), out.size(), kChecksumSeed));
@@ -147,7 +153,7 @@ std::string encode_header(const ScalableFilter& filter) {
 }
 
 bool parse_header(std::string_view bytes, DumpHeader& out, std::string& error) {
-    if (bytes.size() < kFixedHeaderBytes + kLayerBytes + kChecksumBytes) {
+    if (bytes.size() < kFixedHeaderBytes + kLayerBytesV1 + kChecksumBytes) {
         error = "invalid dump header";
         return false;
     }
@@ -166,24 +172,28 @@ bool parse_header(std::string_view bytes, DumpHeader& out, std::string& error) {
     }
     Reader in(body);
     in.skip(sizeof kMagic);
-    if (in.u32() != kVersion) {
+    const std::uint32_t version = in.u32();
+    if (version != 1 && version != kVersion) {
         error = "unsupported dump version";
         return false;
     }
+    const std::size_t layer_bytes = version == 1 ? kLayerBytesV1 : kLayerBytes;
+    const std::uint32_t known_flags =
+        version == 1 ? kFlagNonscaling : kFlagNonscaling | kFlagBlocked;
     DumpHeader header;
     header.options.error_rate = in.f64();
     header.options.capacity = in.u64();
     header.options.expansion = in.u32();
     const std::uint32_t flags = in.u32();
     header.options.nonscaling = (flags & kFlagNonscaling) != 0;
+    header.options.layout = (flags & kFlagBlocked) != 0 ? Layout::blocked : Layout::classic;
     const std::uint32_t layers = in.u32();
     // The same bounds every other path uses (bounds.hpp): a dump this server
     // could not have written is refused, so a restored filter can always be
     // saved and loaded again.
-    if (check_stored_options(header.options) != BoundsError::none ||
-        (flags & ~kFlagNonscaling) != 0 || layers < 1 || layers > kMaxLayers ||
-        (header.options.nonscaling && layers != 1) ||
-        body.size() != kFixedHeaderBytes + layers * kLayerBytes) {
+    if (check_stored_options(header.options) != BoundsError::none || (flags & ~known_flags) != 0 ||
+        layers < 1 || layers > kMaxLayers || (header.options.nonscaling && layers != 1) ||
+        body.size() != kFixedHeaderBytes + layers * layer_bytes) {
         error = "invalid dump header";
         return false;
     }
@@ -195,6 +205,14 @@ bool parse_header(std::string_view bytes, DumpHeader& out, std::string& error) {
         layer.error_rate = in.f64();
         layer.bits = in.u64();
         layer.hashes = in.u32();
+        if (version != 1) {
+            const std::uint32_t layout = in.u32();
+            if (layout > static_cast<std::uint32_t>(Layout::blocked)) {
+                error = "invalid dump header";
+                return false;
+            }
+            layer.layout = static_cast<Layout>(layout);
+        }
         header.items[i] = in.u64();
         if (check_layer(layer, header.items[i]) != BoundsError::none) {
             error = "invalid dump header";

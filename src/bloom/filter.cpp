@@ -1,5 +1,7 @@
 #include "bloomery/bloom/filter.hpp"
 
+#include "bloomery/bloom/params.hpp"
+
 #include <sys/mman.h>
 
 #include <array>
@@ -20,6 +22,7 @@ static_assert(WordRef::required_alignment <= alignof(std::uint64_t),
 // workers never share a line; more threads share slots, which stays correct.
 constexpr std::size_t kCounterSlots = 16;
 constexpr std::size_t kPageBytes = 4096;
+constexpr std::uint64_t kHugePageBytes = 2 * 1024 * 1024;
 
 std::size_t thread_slot() {
     static std::atomic<std::size_t> next{0};
@@ -55,6 +58,7 @@ BloomLayer::BloomLayer(const LayerGeometry& geometry, std::uint64_t* inline_word
       bits_(geometry.bits),
       hashes_(geometry.hashes),
       mapped_(is_mapped(geometry) ? 1 : 0),
+      layout_(static_cast<std::uint8_t>(geometry.layout)),
       taken_or_unclaimed_(is_mapped(geometry) ? geometry.capacity : 0),
       words_(inline_words) {
     if (mapped_) {
@@ -64,6 +68,12 @@ BloomLayer::BloomLayer(const LayerGeometry& geometry, std::uint64_t* inline_word
         void* p = ::mmap(nullptr, mapping_bytes(geometry), PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED) throw std::bad_alloc();
+        // Transparent huge pages where the kernel allows them (Debian's
+        // default is "madvise"): a lookup in a large filter then costs a
+        // cache miss, not also a page-table walk (a 1 GiB filter spans 262k
+        // 4 KiB pages, far beyond the TLB). Advisory: failure is harmless.
+        if (mapping_bytes(geometry) >= kHugePageBytes)
+            ::madvise(p, mapping_bytes(geometry), MADV_HUGEPAGE);
         words_ = static_cast<std::uint64_t*>(p);
         new (counters()) Counter[kCounterSlots];
     }
@@ -184,8 +194,42 @@ void BloomLayer::cancel_item() {
     }
 }
 
+std::uint64_t BloomLayer::block_start(const ItemHash& hash) const {
+    const std::uint64_t words = bits_ / 64;
+    if (bits_ % kBlockBits == 0) return block_index(hash, bits_ / kBlockBits) * (kBlockBits / 64);
+    // Small inline layers are not cache-line aligned anyway: a block may
+    // start at any word, so the layer needs no rounding to whole blocks.
+    return block_index(hash, words - kBlockBits / 64 + 1);
+}
+
+void BloomLayer::prefetch(const ItemHash& hash) const {
+    if (layout_ == static_cast<std::uint8_t>(Layout::blocked)) {
+        __builtin_prefetch(&words_[block_start(hash)]);
+        return;
+    }
+    // Classic: the first few probes (the rest are likely fetched by the time
+    // they are needed, and a lookup of an absent item stops early).
+    const std::uint32_t n = hashes_ < 4 ? hashes_ : 4;
+    for (std::uint32_t i = 0; i < n; ++i) {
+        __builtin_prefetch(&words_[probe_position(hash, i, bits_) >> 6]);
+    }
+}
+
 bool BloomLayer::add(const ItemHash& hash) {
     std::int64_t flipped = 0;
+    if (layout_ == static_cast<std::uint8_t>(Layout::blocked)) {
+        std::uint64_t* block = words_ + block_start(hash);
+        for (std::uint32_t i = 0; i < hashes_; ++i) {
+            const std::uint32_t pos = block_probe(hash, i);
+            const std::uint64_t mask = std::uint64_t{1} << (pos & 63);
+            WordRef word(block[pos >> 6]);
+            if ((word.load(std::memory_order_relaxed) & mask) != 0) continue;
+            const std::uint64_t old = word.fetch_or(mask, std::memory_order_relaxed);
+            if ((old & mask) == 0) ++flipped;
+        }
+        if (flipped != 0) count_flipped(flipped);
+        return flipped != 0;
+    }
     for (std::uint32_t i = 0; i < hashes_; ++i) {
         const std::uint64_t pos = probe_position(hash, i, bits_);
         const std::uint64_t mask = std::uint64_t{1} << (pos & 63);
@@ -203,6 +247,17 @@ bool BloomLayer::add(const ItemHash& hash) {
 }
 
 bool BloomLayer::contains(const ItemHash& hash) const {
+    if (layout_ == static_cast<std::uint8_t>(Layout::blocked)) {
+        // Every probe in one cache line: one miss, then register work.
+        std::uint64_t* block = words_ + block_start(hash);
+        for (std::uint32_t i = 0; i < hashes_; ++i) {
+            const std::uint32_t pos = block_probe(hash, i);
+            const std::uint64_t mask = std::uint64_t{1} << (pos & 63);
+            if ((WordRef(block[pos >> 6]).load(std::memory_order_relaxed) & mask) == 0)
+                return false;
+        }
+        return true;
+    }
     for (std::uint32_t i = 0; i < hashes_; ++i) {
         const std::uint64_t pos = probe_position(hash, i, bits_);
         const std::uint64_t mask = std::uint64_t{1} << (pos & 63);

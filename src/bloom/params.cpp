@@ -1,7 +1,11 @@
 #include "bloomery/bloom/params.hpp"
 
+#include "bloomery/bloom/filter.hpp"
+
+#include <array>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <numbers>
 
 namespace bloomery::bloom {
@@ -62,6 +66,108 @@ double estimate_items(std::uint64_t bits, std::uint32_t hashes, std::uint64_t ze
     if (m0 > bits) m0 = bits;
     const double m = static_cast<double>(bits);
     return (m / k) * std::log(m / static_cast<double>(m0));
+}
+
+double blocked_false_positive_rate(double bits_per_item, std::uint32_t hashes) {
+    const double block = static_cast<double>(kBlockBits);
+    const double lambda = block / bits_per_item;
+    const double k = hashes;
+    // log(1 - 1/B): each of the i·k bits set in a block misses a given bit
+    // with probability 1 - 1/B.
+    const double log_miss = std::log1p(-1.0 / block);
+    // Sum the Poisson terms up to far into the tail (12 standard deviations),
+    // in log space so large λ neither overflows nor underflows.
+    const auto last = static_cast<std::uint64_t>(lambda + 12.0 * std::sqrt(lambda) + 20.0);
+    double total = 0.0;
+    double log_poisson = -lambda;  // log Pois(0; λ)
+    for (std::uint64_t i = 0; i <= last; ++i) {
+        if (i > 0) log_poisson += std::log(lambda / static_cast<double>(i));
+        const double fill = -std::expm1(k * static_cast<double>(i) * log_miss);
+        total += std::exp(log_poisson + k * std::log(fill > 0 ? fill : 1e-300));
+    }
+    return total;
+}
+
+namespace {
+
+// For a given c the rate is unimodal in k: walk from the classic optimum
+// towards the better neighbour.
+std::uint32_t best_hashes(double bits_per_item, double& rate) {
+    auto k = static_cast<std::uint32_t>(std::max(1.0, std::round(bits_per_item * kLn2)));
+    rate = blocked_false_positive_rate(bits_per_item, k);
+    for (int direction : {-1, +1}) {
+        for (;;) {
+            const std::int64_t next = static_cast<std::int64_t>(k) + direction;
+            if (next < 1 || next > 128) break;
+            const double r =
+                blocked_false_positive_rate(bits_per_item, static_cast<std::uint32_t>(next));
+            if (!(r < rate)) break;
+            rate = r;
+            k = static_cast<std::uint32_t>(next);
+        }
+    }
+    return k;
+}
+
+BlockedSizing compute_blocked_sizing(double error_rate) {
+    // Bisection on c between the classic bits per item (never enough) and a
+    // bound that is; 40 rounds pin c far below the 0.1 % it is rounded to.
+    double low = bits_per_item(error_rate);
+    double high = low * 2;
+    double rate = 0;
+    while (best_hashes(high, rate), rate > error_rate) {
+        low = high;
+        high *= 2;
+        if (high > 1e7) break;  // absurd rates: the caller's overhead cap refuses it
+    }
+    for (int round = 0; round < 40 && high - low > low * 1e-4; ++round) {
+        const double mid = (low + high) / 2;
+        best_hashes(mid, rate);
+        (rate > error_rate ? low : high) = mid;
+    }
+    const double c = std::ceil(high * 1000.0) / 1000.0;
+    return BlockedSizing{c, best_hashes(c, rate)};
+}
+
+}  // namespace
+
+BlockedSizing blocked_sizing(double error_rate) {
+    // Filters of one server use a handful of error rates (the default, and
+    // p·2^-i for the layers of scaling filters): a small cache of recent ones.
+    struct Entry {
+        double error_rate;
+        BlockedSizing sizing;
+    };
+    thread_local Entry last{0.0, {}};
+    if (last.error_rate == error_rate) return last.sizing;
+    static std::mutex mutex;
+    static std::array<Entry, 64> cache{};
+    static std::size_t next = 0;
+    {
+        std::lock_guard lock(mutex);
+        for (const Entry& entry : cache) {
+            if (entry.error_rate == error_rate) {
+                last = entry;
+                return entry.sizing;
+            }
+        }
+    }
+    const BlockedSizing sizing = compute_blocked_sizing(error_rate);
+    last = Entry{error_rate, sizing};
+    std::lock_guard lock(mutex);
+    cache[next] = Entry{error_rate, sizing};
+    next = (next + 1) % cache.size();
+    return sizing;
+}
+
+std::uint64_t blocked_bits(std::uint64_t capacity, double bits_per_item) {
+    const double bits = std::ceil(static_cast<double>(capacity) * bits_per_item);
+    if (!(bits < 18446744073709551616.0 / 2)) return kMaxBits;
+    auto raw = static_cast<std::uint64_t>(bits);
+    if (raw < kBlockBits) raw = kBlockBits;
+    const std::uint64_t unit = raw / 8 >= kMappedLayerBytes ? kBlockBits : 64;
+    if (raw > kMaxBits - unit) return kMaxBits;
+    return (raw + unit - 1) / unit * unit;
 }
 
 }  // namespace bloomery::bloom

@@ -28,6 +28,8 @@ FilterOptions default_options(const Context& ctx) {
     options.error_rate = ctx.config.default_error_rate;
     options.capacity = ctx.config.default_capacity;
     options.expansion = ctx.config.default_expansion;
+    options.layout =
+        ctx.config.default_layout == "classic" ? bloom::Layout::classic : bloom::Layout::blocked;
     return options;
 }
 
@@ -197,8 +199,20 @@ bool parse_expansion(Context& ctx, std::string_view text, std::uint32_t& out) {
     return true;
 }
 
+bool parse_layout(Context& ctx, std::string_view text, bloom::Layout& out) {
+    if (iequals(text, "BLOCKED")) {
+        out = bloom::Layout::blocked;
+    } else if (iequals(text, "CLASSIC")) {
+        out = bloom::Layout::classic;
+    } else {
+        ctx.out.error(errors::kBadLayout);
+        return false;
+    }
+    return true;
+}
+
 void cmd_reserve(Context& ctx, Args argv) {
-    if (argv.size() > 7) {
+    if (argv.size() > 9) {
         reply_wrong_arity(ctx, "bf.reserve");
         return;
     }
@@ -216,6 +230,12 @@ void cmd_reserve(Context& ctx, Args argv) {
             }
             if (!parse_expansion(ctx, argv[++i], options.expansion)) return;
             expansion_given = true;
+        } else if (iequals(argv[i], "LAYOUT")) {
+            if (i + 1 == argv.size()) {
+                ctx.out.error(errors::kBadLayout);
+                return;
+            }
+            if (!parse_layout(ctx, argv[++i], options.layout)) return;
         } else {
             ctx.out.error(errors::kSyntax);
             return;
@@ -252,8 +272,8 @@ void cmd_insert(Context& ctx, Args argv) {
     std::size_t items_at = 0;
     for (std::size_t i = 2; i < argv.size() && items_at == 0; ++i) {
         const std::string_view token = argv[i];
-        const bool takes_value =
-            iequals(token, "CAPACITY") || iequals(token, "ERROR") || iequals(token, "EXPANSION");
+        const bool takes_value = iequals(token, "CAPACITY") || iequals(token, "ERROR") ||
+                                 iequals(token, "EXPANSION") || iequals(token, "LAYOUT");
         if (takes_value && i + 1 == argv.size()) {
             reply_wrong_arity(ctx, "bf.insert");
             return;
@@ -267,6 +287,8 @@ void cmd_insert(Context& ctx, Args argv) {
         } else if (iequals(token, "EXPANSION")) {
             if (!parse_expansion(ctx, argv[++i], options.expansion)) return;
             expansion_given = true;
+        } else if (iequals(token, "LAYOUT")) {
+            if (!parse_layout(ctx, argv[++i], options.layout)) return;
         } else if (iequals(token, "NOCREATE")) {
             create = false;
         } else if (iequals(token, "NONSCALING")) {
@@ -339,6 +361,16 @@ void cmd_info(Context& ctx, Args argv) {
             } else if (iequals(field, "EXPANSION")) {
                 ctx.out.array(1);
                 expansion();
+            } else if (iequals(field, "LAYOUT")) {
+                // bloomery's: the layout new layers use (a layer whose error
+                // rate is too low to block stays classic; see bounds.hpp).
+                ctx.out.array(1);
+                ctx.out.bulk(bloom::layout_name(filter.options().layout));
+            } else if (iequals(field, "BITSPERITEM")) {
+                // bloomery's: bits of all layers per item of capacity.
+                ctx.out.array(1);
+                ctx.out.real(static_cast<double>(filter.bits_size()) * 8.0 /
+                             static_cast<double>(filter.capacity()));
             } else {
                 error = errors::kInvalidInfoField;
             }

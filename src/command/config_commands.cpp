@@ -52,6 +52,7 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"bf-error-rate", std::to_string(c.default_error_rate)},
         {"bf-initial-size", std::to_string(c.default_capacity)},
         {"bf-expansion-factor", std::to_string(c.default_expansion)},
+        {"bf-default-layout", c.default_layout},
         {"max-filter-bytes", std::to_string(c.max_filter_bytes)},
         {"keyspace-shards", std::to_string(c.keyspace_shards)},
         {"cluster-enabled", human_bool(false)},

@@ -279,6 +279,12 @@ CommandLine parse_command_line(int argc, char** argv) {
         ->envname("BLOOMERY_BF_EXPANSION_FACTOR")
         ->check(CLI::Range(1u, 32768u))
         ->group(filters);
+    app.add_option("--bf-default-layout", c.default_layout,
+                   "Layout of filters created without LAYOUT: blocked (one cache line per "
+                   "lookup, a few percent more bits) or classic")
+        ->envname("BLOOMERY_BF_DEFAULT_LAYOUT")
+        ->transform(CLI::IsMember({"blocked", "classic"}, CLI::ignore_case))
+        ->group(filters);
     app.add_option("--max-filter-bytes", c.max_filter_bytes,
                    "Largest filter a client may create or grow, all sub-filters' bit arrays "
                    "together, bytes (suffixes kb, mb, gb; 0 = no limit)")

@@ -24,8 +24,9 @@ inline constexpr std::size_t kFileHeaderBytes = 8 + 4 + 8;  // magic, version, c
 inline constexpr std::uint8_t kRecordFilter = 0x01;
 inline constexpr std::uint8_t kRecordEnd = 0xFF;
 
-// u64 capacity, f64 error_rate, u64 bits, u32 hashes, u64 items.
-inline constexpr std::size_t kLayerHeaderBytes = 8 + 8 + 8 + 4 + 8;
+// u64 capacity, f64 error_rate, u64 bits, u32 hashes, u8 layout, u64 items
+// (version 1: no layout byte).
+inline constexpr std::size_t kLayerHeaderBytes = 8 + 8 + 8 + 4 + 1 + 8;
 // type, u64 record count, u64 file checksum.
 inline constexpr std::size_t kEndRecordBytes = 1 + 8 + 8;
 inline constexpr std::size_t kChecksumBytes = 8;

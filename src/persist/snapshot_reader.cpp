@@ -211,11 +211,14 @@ private:
         }
         FileHeader header;
         header.version = read_u32();
-        if (header.version != kSnapshotFormatVersion) {
+        if (header.version < kOldestSnapshotFormatVersion ||
+            header.version > kSnapshotFormatVersion) {
             fail_at(8, "unsupported snapshot format version " + std::to_string(header.version) +
-                           " (this build reads version " + std::to_string(kSnapshotFormatVersion) +
-                           ")");
+                           " (this build reads versions " +
+                           std::to_string(kOldestSnapshotFormatVersion) + " to " +
+                           std::to_string(kSnapshotFormatVersion) + ")");
         }
+        version_ = header.version;
         header.created_at_ms = static_cast<std::int64_t>(read_u64());
         if (hooks_.on_header) hooks_.on_header(header);
     }
@@ -268,6 +271,14 @@ private:
             fail_at(at, "nonscaling flag " + std::to_string(nonscaling) + " is neither 0 nor 1");
         }
         record.options.nonscaling = nonscaling == 1;
+        if (version_ >= 2) {  // version 1 filters are all classic
+            at = in_.offset();
+            const std::uint8_t layout = read_u8();
+            if (layout > static_cast<std::uint8_t>(bloom::Layout::blocked)) {
+                fail_at(at, "unknown layout " + std::to_string(layout));
+            }
+            record.options.layout = static_cast<bloom::Layout>(layout);
+        }
         // The bounds every path shares (bloom/bounds.hpp), in the form for
         // stored filters: what the server could have created loads.
         if (const bloom::BoundsError e = bloom::check_stored_options(record.options);
@@ -318,6 +329,14 @@ private:
         const std::uint64_t bits_offset = in_.offset();
         layer.geometry.bits = read_u64();
         layer.geometry.hashes = read_u32();
+        if (version_ >= 2) {
+            const std::uint64_t layout_offset = in_.offset();
+            const std::uint8_t layout = read_u8();
+            if (layout > static_cast<std::uint8_t>(bloom::Layout::blocked)) {
+                fail_at(layout_offset, which + "unknown layout " + std::to_string(layout));
+            }
+            layer.geometry.layout = static_cast<bloom::Layout>(layout);
+        }
         layer.items = read_u64();
         const bloom::LayerGeometry& g = layer.geometry;
         if (const bloom::BoundsError e = bloom::check_layer(g, layer.items);
@@ -368,6 +387,7 @@ private:
 
     FileSource& in_;
     const ParseHooks& hooks_;
+    std::uint32_t version_ = kSnapshotFormatVersion;  // of the file being read
     Context context_;
     std::vector<std::uint64_t> words_;
     std::unordered_set<std::string> seen_keys_;
@@ -515,6 +535,8 @@ bool check_snapshot(const std::string& path, std::string& report, std::string& e
         } else {
             line += ", expansion " + std::to_string(record.options.expansion);
         }
+        line += ", layout ";
+        line += bloom::layout_name(record.options.layout);
         line += ", expiry ";
         line += record.expire_at_ms == 0 ? "none" : format_time_ms(record.expire_at_ms);
         line += ", bytes " + std::to_string(bit_bytes);
@@ -526,7 +548,8 @@ bool check_snapshot(const std::string& path, std::string& report, std::string& e
             const bloom::LayerGeometry& g = layer.geometry;
             report += "  layer " + std::to_string(i) + ": capacity " + std::to_string(g.capacity) +
                       ", error rate " + format_rate(g.error_rate) + ", bits " +
-                      std::to_string(g.bits) + ", hashes " + std::to_string(g.hashes) + ", items " +
+                      std::to_string(g.bits) + ", hashes " + std::to_string(g.hashes) + ", " +
+                      std::string(bloom::layout_name(g.layout)) + ", items " +
                       std::to_string(layer.items) + "\n";
         }
     };

@@ -123,6 +123,7 @@ void write_filter_record(SnapshotFileWriter& out, std::string_view key,
     out.append_u64(options.capacity);
     out.append_u32(options.expansion);
     out.append_u8(options.nonscaling ? 1 : 0);
+    out.append_u8(static_cast<std::uint8_t>(options.layout));
 
     // Read the layer count once: a layer appended by a concurrent add after
     // this point holds only adds that began after the snapshot, and writing
@@ -138,6 +139,7 @@ void write_filter_record(SnapshotFileWriter& out, std::string_view key,
         out.append_f64(layer.error_rate());
         out.append_u64(layer.bits());
         out.append_u32(layer.hashes());
+        out.append_u8(static_cast<std::uint8_t>(layer.layout()));
         out.append_u64(items);
 
         const std::uint64_t num_words = layer.num_words();

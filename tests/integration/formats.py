@@ -74,9 +74,11 @@ def xxh64(data, seed=0):
 # A small parser / builder of the snapshot format (proto/snapshot.md).
 
 def parse_snapshot(data):
-    """Returns (header dict, [record dicts], end dict); raises on anything odd."""
+    """Returns (header dict, [record dicts], end dict); raises on anything odd.
+    Reads versions 1 (no layout) and 2 (a layout byte per filter and layer)."""
     assert data[:8] == b"BLOOMERY", data[:8]
     version, created = struct.unpack_from("<Iq", data, 8)
+    assert version in (1, 2), version
     pos = 20
     records = []
     while data[pos] == 0x01:
@@ -84,22 +86,33 @@ def parse_snapshot(data):
         (key_len,) = struct.unpack_from("<I", data, pos + 1)
         key = data[pos + 5:pos + 5 + key_len]
         p = pos + 5 + key_len
-        expire, error_rate, capacity, expansion, nonscaling, layer_count = struct.unpack_from(
-            "<qdQIBI", data, p)
-        p += 33
+        if version >= 2:
+            expire, error_rate, capacity, expansion, nonscaling, layout, layer_count = \
+                struct.unpack_from("<qdQIBBI", data, p)
+            p += 34
+        else:
+            expire, error_rate, capacity, expansion, nonscaling, layer_count = struct.unpack_from(
+                "<qdQIBI", data, p)
+            layout = 0
+            p += 33
         layers = []
         for _ in range(layer_count):
-            l_cap, l_err, bits, hashes, items = struct.unpack_from("<QdQIQ", data, p)
-            words = data[p + 36:p + 36 + bits // 8]
+            if version >= 2:
+                l_cap, l_err, bits, hashes, l_layout, items = struct.unpack_from("<QdQIBQ", data, p)
+                header_bytes = 37
+            else:
+                l_cap, l_err, bits, hashes, items = struct.unpack_from("<QdQIQ", data, p)
+                l_layout, header_bytes = 0, 36
+            words = data[p + header_bytes:p + header_bytes + bits // 8]
             layers.append(dict(capacity=l_cap, error_rate=l_err, bits=bits, hashes=hashes,
-                               items=items, words=words, offset=p))
-            p += 36 + bits // 8
+                               layout=l_layout, items=items, words=words, offset=p))
+            p += header_bytes + bits // 8
         (checksum,) = struct.unpack_from("<Q", data, p)
         assert checksum == xxh64(data[start:p]), "record checksum (test parser)"
         p += 8
         records.append(dict(key=key, expire=expire, error_rate=error_rate, capacity=capacity,
-                            expansion=expansion, nonscaling=nonscaling, layers=layers,
-                            offset=start, end=p, type=1))
+                            expansion=expansion, nonscaling=nonscaling, layout=layout,
+                            layers=layers, offset=start, end=p, type=1))
         pos = p
     assert data[pos] == 0xFF
     (count,) = struct.unpack_from("<Q", data, pos + 1)
@@ -109,20 +122,30 @@ def parse_snapshot(data):
     return dict(version=version, created=created), records, dict(count=count, offset=pos)
 
 
-def build_record(r, layer_count=None):
+def build_record(r, layer_count=None, version=2):
     body = bytes([r.get("type", 1)]) + struct.pack("<I", len(r["key"])) + r["key"]
-    body += struct.pack("<qdQIBI", r["expire"], r["error_rate"], r["capacity"], r["expansion"],
-                        r["nonscaling"], len(r["layers"]) if layer_count is None else layer_count)
+    count = len(r["layers"]) if layer_count is None else layer_count
+    if version >= 2:
+        body += struct.pack("<qdQIBBI", r["expire"], r["error_rate"], r["capacity"],
+                            r["expansion"], r["nonscaling"], r.get("layout", 0), count)
+    else:
+        body += struct.pack("<qdQIBI", r["expire"], r["error_rate"], r["capacity"],
+                            r["expansion"], r["nonscaling"], count)
     for layer in r["layers"]:
-        body += struct.pack("<QdQIQ", layer["capacity"], layer["error_rate"], layer["bits"],
-                            layer["hashes"], layer["items"]) + layer["words"]
+        if version >= 2:
+            body += struct.pack("<QdQIBQ", layer["capacity"], layer["error_rate"], layer["bits"],
+                                layer["hashes"], layer.get("layout", 0), layer["items"])
+        else:
+            body += struct.pack("<QdQIQ", layer["capacity"], layer["error_rate"], layer["bits"],
+                                layer["hashes"], layer["items"])
+        body += layer["words"]
     return body + struct.pack("<Q", xxh64(body))
 
 
 def build_snapshot(header, records, count=None, trailing=b"", end=True):
     out = b"BLOOMERY" + struct.pack("<Iq", header["version"], header["created"])
     for r in records:
-        out += build_record(r)
+        out += build_record(r, version=header["version"])
     if not end:
         return out
     out += b"\xff" + struct.pack("<Q", len(records) if count is None else count)

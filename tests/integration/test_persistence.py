@@ -214,7 +214,7 @@ class RoundTrip(TempDirCase):
         data = read_bytes(os.path.join(d, DUMP))
         self.assertEqual(len(data), 37)
         self.assertEqual(data[:8], b"BLOOMERY")
-        self.assertEqual(struct.unpack_from("<I", data, 8)[0], 1)
+        self.assertEqual(struct.unpack_from("<I", data, 8)[0], 2)
         header, records, end = parse_snapshot(data)
         self.assertEqual(records, [])
         self.assertEqual(end["count"], 0)
@@ -248,7 +248,7 @@ class RoundTrip(TempDirCase):
         self.assertTrue(r.save())
         data = read_bytes(os.path.join(d, DUMP))
         header, records, end = parse_snapshot(data)
-        self.assertEqual(header["version"], 1)
+        self.assertEqual(header["version"], 2)
         by_key = {rec["key"]: rec for rec in records}
         self.assertEqual(set(by_key), {b"a", b"b"})
         self.assertEqual(end["count"], 2)
@@ -256,7 +256,7 @@ class RoundTrip(TempDirCase):
         self.assertEqual((a["capacity"], a["error_rate"], a["expansion"], a["nonscaling"], a["expire"]),
                          (10, 0.01, 2, 0, 0))
         self.assertEqual([len(a["layers"])], r.execute_command("BF.INFO", "a", "FILTERS"))
-        self.assertEqual(sum(l["items"] for l in a["layers"]), r.execute_command("BF.CARD", "a"))
+        self.assertEqual([sum(l["items"] for l in a["layers"])], r.execute_command("BF.INFO", "a", "ITEMS"))
         self.assertEqual((b["nonscaling"], len(b["layers"]), b["capacity"]), (1, 1, 100))
         pexpiretime = r.execute_command("PEXPIRETIME", "b")
         self.assertEqual(b["expire"], pexpiretime)
@@ -624,7 +624,7 @@ class Corruption(TempDirCase):
         path = self.variant_path(self.good)
         code, text = check_snapshot(path)
         self.assertEqual(code, 0, text)
-        for word in ("alpha", "beta", "delta", "version", "1"):
+        for word in ("alpha", "beta", "delta", "version", "2"):
             self.assertIn(word, text)
         self.assertEqual(read_bytes(path), self.good)
         header, records, end = self.parsed
@@ -648,11 +648,11 @@ class Corruption(TempDirCase):
         positions += [n - 17 + i for i in range(17)]  # the end record
         header, records, end = self.parsed
         for rec in records:
-            positions += list(range(rec["offset"], rec["offset"] + 5 + len(rec["key"]) + 38))
+            positions += list(range(rec["offset"], rec["offset"] + 5 + len(rec["key"]) + 39))
             positions += list(range(rec["end"] - 8, rec["end"]))
             for layer in rec["layers"]:
-                positions += list(range(layer["offset"], layer["offset"] + 36, 3))
-                positions.append(layer["offset"] + 36 + rng.randrange(layer["bits"] // 8))
+                positions += list(range(layer["offset"], layer["offset"] + 37, 3))
+                positions.append(layer["offset"] + 37 + rng.randrange(layer["bits"] // 8))
         positions = sorted(set(p for p in positions if 0 <= p < n))
         cases = []
         for i, p in enumerate(positions):
@@ -725,8 +725,10 @@ class Corruption(TempDirCase):
         self.assertEqual(self.mutated(lambda h, r: None), self.good)
         nan = float("nan")
         cases = [
-            ("version 2", self.mutated(lambda h, r: h.__setitem__("version", 2)), ("version 2",)),
+            ("version 3", self.mutated(lambda h, r: h.__setitem__("version", 3)), ("version 3",)),
             ("version 0", self.mutated(lambda h, r: h.__setitem__("version", 0)), ("version 0",)),
+            ("filter layout 2", self.mutated(set_field(b"beta", "layout", 2)), ("layout",)),
+            ("layer layout 9", self.mutated(set_field(b"alpha", "layout", 9, 1)), ("layout",)),
             ("duplicate key", self.mutated(dup), ("duplicate",)),
             ("hashes 0", self.mutated(set_field(b"beta", "hashes", 0, 0)), ()),
             ("hashes 129", self.mutated(set_field(b"beta", "hashes", 129, 0)), ()),
@@ -765,7 +767,7 @@ class Corruption(TempDirCase):
             ("empty", b"", ("not a bloomery snapshot",)),
             ("text", b"just some text\n", ("not a bloomery snapshot",)),
             ("random", bytes(rng.randrange(256) for _ in range(3000)), ()),
-            ("version 2", self.mutated(lambda h, r: h.__setitem__("version", 2)), ("version 2",)),
+            ("version 3", self.mutated(lambda h, r: h.__setitem__("version", 3)), ("version 3",)),
             ("truncated header", self.good[:13], ()),
             ("truncated end record", self.good[:n - 3], ("truncated",)),
             ("truncated in a key", self.good[:records[1]["offset"] + 7], ()),

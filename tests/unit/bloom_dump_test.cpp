@@ -91,7 +91,7 @@ TEST(BloomDump, HeaderIsTheFirstReplyAndIterStartsAtOne) {
     EXPECT_EQ(first.next_iter, 1);
     EXPECT_EQ(first.data, encode_header(filter));
     EXPECT_EQ(first.data.substr(0, 8), "BLMDUMP1");
-    EXPECT_EQ(first.data.size(), 48u + 36u);
+    EXPECT_EQ(first.data.size(), 48u + 40u);
 }
 
 TEST(BloomDump, RoundTripThroughManySmallChunksIsIdentical) {
@@ -214,7 +214,7 @@ TEST(BloomDump, HeaderRejectsWrongMagicAndVersion) {
     EXPECT_EQ(error, "invalid dump header");
 
     bad = header;
-    put_u32_at(bad, 8, 2);
+    put_u32_at(bad, 8, 3);
     EXPECT_EQ(decode_header(reseal(bad), 0, error), nullptr);
     EXPECT_EQ(error, "unsupported dump version");
 
@@ -225,7 +225,7 @@ TEST(BloomDump, HeaderRejectsOutOfRangeFields) {
     const FilterRef source_ref = ScalableFilter::create(make_options(100, 0.01));
     const ScalableFilter& source = *source_ref;
     const std::string header = encode_header(source);
-    ASSERT_EQ(header.size(), 84u);
+    ASSERT_EQ(header.size(), 88u);
     const double nan = std::numeric_limits<double>::quiet_NaN();
     struct Case {
         const char* name;
@@ -239,7 +239,8 @@ TEST(BloomDump, HeaderRejectsOutOfRangeFields) {
         {"options error nan", 12, 8, std::bit_cast<std::uint64_t>(nan)},
         {"options capacity 0", 20, 8, 0},
         {"expansion 0", 28, 4, 0},
-        {"unknown flag", 32, 4, 2},
+        {"unknown flag", 32, 4, 4},
+        {"unknown layout", 68, 4, 2},
         {"layer count larger than the layers present", 36, 4, 2},
         {"zero layers", 36, 4, 0},
         {"65 layers", 36, 4, 65},
@@ -255,7 +256,7 @@ TEST(BloomDump, HeaderRejectsOutOfRangeFields) {
         {"options capacity 2^48 + 1", 20, 8, (std::uint64_t{1} << 48) + 1},
         {"layer capacity 2^48 + 1", 40, 8, (std::uint64_t{1} << 48) + 1},
         {"bits 2^49 + 64", 56, 8, (std::uint64_t{1} << 49) + 64},
-        {"items 2^56 + 1", 68, 8, (std::uint64_t{1} << 56) + 1},
+        {"items 2^56 + 1", 72, 8, (std::uint64_t{1} << 56) + 1},
     };
     for (const Case& c : cases) {
         std::string bad = header;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bloom_test_support.hpp"
+#include "bloomery/bloom/bounds.hpp"
 #include "bloomery/bloom/filter.hpp"
 #include "bloomery/bloom/hash.hpp"
 #include "bloomery/bloom/params.hpp"
@@ -199,11 +200,23 @@ TEST(BloomLayer, ConcurrentReservationsCommitExactlyCapacity) {
     EXPECT_FALSE(layer.reserve_item());
 }
 
-void expect_false_positive_rate_within_target(double p) {
-    constexpr std::uint64_t kItems = 100000;
+// A layer sized by the filter's own rules (bounds.hpp first_layer) for
+// `items` at p in `layout`.
+LayerPtr layer_for(std::uint64_t items, double p, Layout layout) {
+    FilterOptions options;
+    options.capacity = items;
+    options.error_rate = p;
+    options.nonscaling = true;
+    options.layout = layout;
+    return make_layer(first_layer(options));
+}
+
+void expect_false_positive_rate_within_target(double p, Layout layout = Layout::classic,
+                                              std::uint64_t kItems = 100000) {
     constexpr std::uint64_t kProbes = 1000000;
-    const LayerPtr owned = testing::sized_layer(kItems, p);
+    const LayerPtr owned = layer_for(kItems, p, layout);
     BloomLayer& layer = *owned;
+    ASSERT_EQ(layer.layout(), layout);
     for (std::uint64_t i = 0; i < kItems; ++i) layer.add(hash_item(present_item(i)));
     for (std::uint64_t i = 0; i < kItems; ++i) {
         ASSERT_TRUE(layer.contains(hash_item(present_item(i)))) << "false negative " << i;
@@ -220,9 +233,11 @@ void expect_false_positive_rate_within_target(double p) {
     // Also not suspiciously low: the filter is really at its designed load.
     EXPECT_GE(measured, p * 0.8) << "p=" << p << " measured=" << measured;
     ::testing::Test::RecordProperty("measured_fpr_" + std::to_string(p), std::to_string(measured));
-    std::printf("[ measured ] p=%g fpr=%.6f (%llu / %llu)\n", p, measured,
-                static_cast<unsigned long long>(false_positives),
-                static_cast<unsigned long long>(kProbes));
+    std::printf(
+        "[ measured ] %s p=%g items=%llu bits/item=%.3f k=%u fpr=%.6f (%llu / %llu)\n",
+        std::string(layout_name(layout)).c_str(), p, static_cast<unsigned long long>(kItems),
+        static_cast<double>(layer.bits()) / static_cast<double>(kItems), layer.hashes(), measured,
+        static_cast<unsigned long long>(false_positives), static_cast<unsigned long long>(kProbes));
 }
 
 TEST(BloomLayer, FalsePositiveRateAtCapacityIsWithinOnePercentTarget) {
@@ -231,6 +246,53 @@ TEST(BloomLayer, FalsePositiveRateAtCapacityIsWithinOnePercentTarget) {
 
 TEST(BloomLayer, FalsePositiveRateAtCapacityIsWithinOnePerMilleTarget) {
     expect_false_positive_rate_within_target(0.001);
+}
+
+// Blocked layers: aligned 512-bit blocks (a mapped layer, bits a multiple of
+// 512) and blocks at any word (a small inline layer), both within target.
+TEST(BloomLayer, BlockedFalsePositiveRateAtCapacityIsWithinOnePercentTarget) {
+    expect_false_positive_rate_within_target(0.01, Layout::blocked);
+    expect_false_positive_rate_within_target(0.01, Layout::blocked, 5000);
+}
+
+TEST(BloomLayer, BlockedFalsePositiveRateAtCapacityIsWithinOnePerMilleTarget) {
+    expect_false_positive_rate_within_target(0.001, Layout::blocked);
+    expect_false_positive_rate_within_target(0.001, Layout::blocked, 5000);
+}
+
+TEST(BloomLayer, BlockedLayersCostAtMostFifteenPercentMoreBitsAtOnePercent) {
+    const LayerPtr classic = layer_for(1000000, 0.01, Layout::classic);
+    const LayerPtr blocked = layer_for(1000000, 0.01, Layout::blocked);
+    ASSERT_EQ(blocked->layout(), Layout::blocked);
+    EXPECT_EQ(blocked->bits() % kBlockBits, 0u);  // mapped: whole, aligned blocks
+    const double ratio =
+        static_cast<double>(blocked->bits()) / static_cast<double>(classic->bits());
+    EXPECT_LE(ratio, 1.15);
+    EXPECT_GT(ratio, 1.0);  // the formula says blocking costs something
+    std::printf("[ measured ] blocked/classic bits at 1 %%: %.4f (k %u vs %u)\n", ratio,
+                blocked->hashes(), classic->hashes());
+}
+
+// The sizing formula agrees with the classic one where blocking cannot
+// matter (one item per block) and is monotone in k's optimum.
+TEST(BloomParams, BlockedSizingMatchesThePaperAtOnePercent) {
+    const BlockedSizing sizing = blocked_sizing(0.01);
+    EXPECT_NEAR(sizing.bits_per_item, 9.93, 0.05);
+    EXPECT_GE(sizing.hashes, 5u);
+    EXPECT_LE(sizing.hashes, 7u);
+    EXPECT_LE(blocked_false_positive_rate(sizing.bits_per_item, sizing.hashes), 0.01);
+    EXPECT_GT(blocked_false_positive_rate(sizing.bits_per_item * 0.99, sizing.hashes), 0.0099);
+}
+
+// Where blocking would cost more than kMaxBlockedOverhead extra bits (very
+// low error rates), a blocked filter's layer is classic.
+TEST(BloomParams, BlockedLayoutFallsBackToClassicAtVeryLowErrorRates) {
+    FilterOptions options;
+    options.layout = Layout::blocked;
+    options.error_rate = 0.01;
+    EXPECT_EQ(first_layer(options).layout, Layout::blocked);
+    options.error_rate = 1e-9;
+    EXPECT_EQ(first_layer(options).layout, Layout::classic);
 }
 
 TEST(BloomLayer, StoreWordsOverwritesAndKeepsSetBitsExact) {

@@ -66,30 +66,53 @@ TEST(Bounds, LayersAtAndJustPastEachBound) {
 TEST(Bounds, EveryLayerAScalingFilterCanGrowStaysInsideTheBounds) {
     // The worst case of each parameter: whatever growth produces, the loader
     // accepts (so whatever the server creates, it can save and load).
-    for (const double rate : {kMinErrorRate, 1e-9, 0.01, 0.5, 0.999999}) {
-        for (const std::uint32_t expansion : {1u, 2u, 7u, kMaxExpansion}) {
-            for (const std::uint64_t capacity :
-                 {std::uint64_t{1}, std::uint64_t{1000}, kMaxLayerCapacity}) {
-                const FilterOptions o = options(rate, capacity, expansion);
-                ASSERT_EQ(check_options(o), BoundsError::none);
-                std::vector<LayerGeometry> layers = {first_layer(o)};
-                LayerGeometry next;
-                while (layers.size() < kMaxLayers && next_layer(o, layers.back(), next)) {
-                    layers.push_back(next);
+    for (const Layout layout : {Layout::classic, Layout::blocked}) {
+        for (const double rate : {kMinErrorRate, 1e-9, 0.01, 0.5, 0.999999}) {
+            for (const std::uint32_t expansion : {1u, 2u, 7u, kMaxExpansion}) {
+                for (const std::uint64_t capacity :
+                     {std::uint64_t{1}, std::uint64_t{1000}, kMaxLayerCapacity}) {
+                    FilterOptions o = options(rate, capacity, expansion);
+                    o.layout = layout;
+                    ASSERT_EQ(check_options(o), BoundsError::none);
+                    std::vector<LayerGeometry> layers = {first_layer(o)};
+                    LayerGeometry next;
+                    while (layers.size() < kMaxLayers && next_layer(o, layers.back(), next)) {
+                        layers.push_back(next);
+                    }
+                    for (std::size_t i = 0; i < layers.size(); ++i) {
+                        // The first layer may be too big for any machine (that is
+                        // refused at the command as too large); later layers are
+                        // only made when they pass.
+                        if (i == 0 && layers[0].bits > kMaxLayerBits) continue;
+                        EXPECT_EQ(check_layer(layers[i], layers[i].capacity), BoundsError::none)
+                            << "rate " << rate << " expansion " << expansion << " capacity "
+                            << capacity << " layer " << i;
+                    }
+                    EXPECT_LE(filter_bytes(layers), std::numeric_limits<std::uint64_t>::max());
                 }
-                for (std::size_t i = 0; i < layers.size(); ++i) {
-                    // The first layer may be too big for any machine (that is
-                    // refused at the command as too large); later layers are
-                    // only made when they pass.
-                    if (i == 0 && layers[0].bits > kMaxLayerBits) continue;
-                    EXPECT_EQ(check_layer(layers[i], layers[i].capacity), BoundsError::none)
-                        << "rate " << rate << " expansion " << expansion << " capacity " << capacity
-                        << " layer " << i;
-                }
-                EXPECT_LE(filter_bytes(layers), std::numeric_limits<std::uint64_t>::max());
             }
         }
     }
+}
+
+TEST(Bounds, BlockedLayersHaveAtLeastOneBlockAndAKnownLayout) {
+    LayerGeometry g{100, 0.005, 512, 7, Layout::blocked};
+    EXPECT_EQ(check_layer(g, 0), BoundsError::none);
+    g.bits = 448;
+    EXPECT_EQ(check_layer(g, 0), BoundsError::bits_invalid);
+    g.layout = Layout::classic;
+    EXPECT_EQ(check_layer(g, 0), BoundsError::none);
+    g.layout = static_cast<Layout>(7);
+    EXPECT_EQ(check_layer(g, 0), BoundsError::layout_invalid);
+    FilterOptions o;
+    o.layout = static_cast<Layout>(2);
+    EXPECT_EQ(check_options(o), BoundsError::layout_invalid);
+    // A blocked filter of capacity 1 still gets a whole block.
+    o = FilterOptions{};
+    o.capacity = 1;
+    o.layout = Layout::blocked;
+    EXPECT_EQ(first_layer(o).bits, 512u);
+    EXPECT_EQ(first_layer(o).layout, Layout::blocked);
 }
 
 TEST(Bounds, FilterBytesSumsEveryLayerAndSaturates) {

@@ -33,8 +33,8 @@ constexpr std::size_t kRecordOffset = 20;
 constexpr std::size_t kKeyLengthOffset = kRecordOffset + 1;
 constexpr std::size_t kErrorRateOffset = kRecordOffset + 13 + 1;
 constexpr std::size_t kExpansionOffset = kRecordOffset + 29 + 1;
-constexpr std::size_t kLayerCountOffset = kRecordOffset + 34 + 1;
-constexpr std::size_t kLayerOffset = kRecordOffset + 38 + 1;
+constexpr std::size_t kLayerCountOffset = kRecordOffset + 35 + 1;  // after the layout byte
+constexpr std::size_t kLayerOffset = kRecordOffset + 39 + 1;
 constexpr std::size_t kLayerBitsOffset = kLayerOffset + 16;
 constexpr std::size_t kLayerHashesOffset = kLayerOffset + 24;
 
@@ -350,7 +350,7 @@ TEST(SnapshotReader, RejectsEverySingleBitFlip) {
 TEST(SnapshotReader, NamesRecordKeyAndOffsetOfACorruptRecord) {
     TempDir dir;
     std::string bytes = small_file(dir);
-    const std::size_t word_offset = kLayerOffset + 36;
+    const std::size_t word_offset = kLayerOffset + 37;  // the layer header is 37 bytes
     bytes[word_offset] = static_cast<char>(bytes[word_offset] ^ 0x10);
     const std::string error = load_error(dir, bytes);
     EXPECT_NE(error.find("record 1 (key 'k') at offset "), std::string::npos) << error;
@@ -376,9 +376,12 @@ TEST(SnapshotReader, RejectsForeignFileWithClearMessage) {
 TEST(SnapshotReader, RejectsUnsupportedVersionWithClearMessage) {
     TempDir dir;
     std::string bytes = small_file(dir);
-    put_u32(bytes, 8, 2);
-    const std::string error = load_error(dir, bytes);
-    EXPECT_NE(error.find("unsupported snapshot format version 2"), std::string::npos) << error;
+    put_u32(bytes, 8, 3);
+    std::string error = load_error(dir, bytes);
+    EXPECT_NE(error.find("unsupported snapshot format version 3"), std::string::npos) << error;
+    put_u32(bytes, 8, 0);
+    error = load_error(dir, bytes);
+    EXPECT_NE(error.find("unsupported snapshot format version 0"), std::string::npos) << error;
 }
 
 // Corrupts one field and recomputes both checksums, so only the range checks
@@ -455,7 +458,7 @@ TEST(SnapshotCheck, DescribesEveryKeyAndRejectsCorruption) {
     std::string report;
     std::string error;
     ASSERT_TRUE(check_snapshot(path, report, error)) << error;
-    EXPECT_NE(report.find("format version: 1"), std::string::npos) << report;
+    EXPECT_NE(report.find("format version: 2"), std::string::npos) << report;
     EXPECT_NE(report.find("key 'grown': layers 2"), std::string::npos) << report;
     EXPECT_NE(report.find("key 'fixed': layers 1"), std::string::npos) << report;
     EXPECT_NE(report.find("nonscaling"), std::string::npos) << report;

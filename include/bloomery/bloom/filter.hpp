@@ -21,6 +21,10 @@
 //   write per chunk, not per item). When nothing is left unclaimed, a slot
 //   takes room left in other slots' budgets, so no room is ever stranded.
 //
+// Layout (bounds.hpp): classic layers spread an item's k probes over the
+// whole array (hash.hpp: probe_position); blocked layers put them in one
+// 512-bit block chosen by h1, at positions from h2 (block_probe()).
+//
 // Thread safety: add(), contains() and every getter may be called from any
 // number of threads at once without a lock: bits are set with a relaxed
 // atomic fetch_or on 64-bit words, and only when a plain load shows them
@@ -62,8 +66,12 @@ public:
     bool add(const ItemHash& hash);
     // True if all k bits are set (maybe present); false means definitely absent.
     bool contains(const ItemHash& hash) const;
+    // Asks the CPU to fetch the words add/contains of this item will touch
+    // (its block, or its first probes), so batches overlap their misses.
+    void prefetch(const ItemHash& hash) const;
 
-    LayerGeometry geometry() const { return {capacity_, error_rate_, bits_, hashes_}; }
+    LayerGeometry geometry() const { return {capacity_, error_rate_, bits_, hashes_, layout()}; }
+    Layout layout() const { return static_cast<Layout>(layout_); }
     std::uint64_t capacity() const { return capacity_; }
     double error_rate() const { return error_rate_; }
     std::uint64_t bits() const { return bits_; }
@@ -115,7 +123,11 @@ private:
     double error_rate_;
     std::uint64_t bits_;
     std::uint32_t hashes_;
-    std::uint32_t mapped_;  // 1: words_ is a mapping of mapped_bytes()
+    std::uint8_t mapped_;  // 1: words_ is a mapping of mapped_bytes()
+    std::uint8_t layout_;  // Layout
+    // Blocked layout: the first word of an item's block. Aligned to whole
+    // blocks when bits_ is a multiple of 512, else at any word.
+    std::uint64_t block_start(const ItemHash& hash) const;
     // Inline layers: items taken (reserved or committed). Mapped layers:
     // room not yet claimed by any counter slot.
     std::atomic<std::uint64_t> taken_or_unclaimed_;

@@ -27,4 +27,22 @@ inline std::uint64_t probe_position(const ItemHash& hash, std::uint32_t i, std::
     return static_cast<std::uint64_t>((static_cast<uint128>(g) * bits) >> 64);
 }
 
+// Blocked layout: block index (fast range of h1 over `blocks`), and the bit
+// of probe `i` inside the 512-bit block: 9-bit fields of h2 (its low bit,
+// forced to 1, left out), seven per 63 bits; probes past the seventh take
+// fields of h2 remixed with the probe round (SplitMix64's multiplier).
+inline std::uint64_t block_index(const ItemHash& hash, std::uint64_t blocks) {
+    __extension__ typedef unsigned __int128 uint128;
+    return static_cast<std::uint64_t>((static_cast<uint128>(hash.h1) * blocks) >> 64);
+}
+inline std::uint32_t block_probe(const ItemHash& hash, std::uint32_t i) {
+    const std::uint32_t round = i / 7;
+    std::uint64_t bits = hash.h2 >> 1;
+    if (round != 0) {
+        bits = (hash.h2 + round * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+        bits ^= bits >> 29;
+    }
+    return static_cast<std::uint32_t>(bits >> (9 * (i % 7))) & 511u;
+}
+
 }  // namespace bloomery::bloom

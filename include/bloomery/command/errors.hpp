@@ -72,6 +72,8 @@ inline constexpr std::string_view kErrorRateNotNumber = "ERR bad error rate";
 inline constexpr std::string_view kCapacityNotNumber = "ERR bad capacity";
 inline constexpr std::string_view kExpansionNotNumber = "ERR bad expansion";
 inline constexpr std::string_view kNonScalingExpansion = "ERR Nonscaling filters cannot expand";
+// bloomery's LAYOUT option (BF.RESERVE, BF.INSERT).
+inline constexpr std::string_view kBadLayout = "ERR LAYOUT must be CLASSIC or BLOCKED";
 inline constexpr std::string_view kNonScalingFull = "ERR non scaling filter is full";
 inline constexpr std::string_view kMaxLayers = "ERR maximum number of sub-filters reached";
 inline constexpr std::string_view kFilterTooLarge =

@@ -25,7 +25,10 @@
 namespace bloomery::persist {
 
 // The on-disk format this build writes and the only one it reads.
-inline constexpr std::uint32_t kSnapshotFormatVersion = 1;
+// Version 2 added the layout (a byte per filter and per layer); version 1
+// files (every filter classic) still load.
+inline constexpr std::uint32_t kSnapshotFormatVersion = 2;
+inline constexpr std::uint32_t kOldestSnapshotFormatVersion = 1;
 inline constexpr char kSnapshotMagic[8] = {'B', 'L', 'O', 'O', 'M', 'E', 'R', 'Y'};
 
 struct SaveStats {
