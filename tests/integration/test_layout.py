@@ -1,0 +1,244 @@
+"""Filter layouts (classic and cache-blocked) through the real server: the
+LAYOUT option, --bf-default-layout, BF.INFO's single-field forms, false
+positives and no false negatives in both layouts, snapshots and SCANDUMP /
+LOADCHUNK carrying the layout, and files written before layouts existed
+(tests/integration/fixtures: a version-1 snapshot and SCANDUMP made by the
+code before this change) still loading.
+"""
+
+import base64
+import json
+import math
+import os
+import shutil
+import unittest
+
+import harness
+from harness import Server, scandump
+from test_protocol import Err, RespConnection
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+DUMP = "dump.bloomery"
+
+
+def load_fixture():
+    with open(os.path.join(FIXTURES, "snapshot_v1.json")) as f:
+        return json.load(f)
+
+
+def info_map(client, key):
+    reply = client.execute_command("BF.INFO", key)
+    return {reply[i].decode(): reply[i + 1] for i in range(0, len(reply), 2)}
+
+
+class LayoutOptionsTest(harness.SharedServerTestCase):
+
+    def setUp(self):
+        self.r = self.server.client()
+        self.addCleanup(self.r.close)
+        self.r.flushall()
+
+    def layout(self, key):
+        return self.r.execute_command("BF.INFO", key, "LAYOUT")[0]
+
+    def test_default_layout_is_blocked(self):
+        self.r.execute_command("BF.ADD", "auto", "x")
+        self.r.execute_command("BF.RESERVE", "reserved", 0.01, 1000)
+        self.r.execute_command("BF.INSERT", "inserted", "ITEMS", "a")
+        for key in ("auto", "reserved", "inserted"):
+            self.assertEqual(self.layout(key), b"blocked", key)
+        self.assertEqual(self.r.config_get("bf-default-layout"), {"bf-default-layout": "blocked"})
+
+    def test_layout_option_on_reserve_and_insert(self):
+        self.assertTrue(self.r.execute_command("BF.RESERVE", "c", 0.01, 1000, "LAYOUT", "CLASSIC"))
+        self.assertTrue(self.r.execute_command("BF.RESERVE", "b", 0.01, 1000, "layout", "blocked"))
+        self.assertTrue(self.r.execute_command("BF.RESERVE", "n", 0.01, 1000, "NONSCALING",
+                                               "LAYOUT", "CLASSIC"))
+        self.assertTrue(self.r.execute_command("BF.RESERVE", "e", 0.01, 1000, "EXPANSION", 4,
+                                               "LAYOUT", "BLOCKED"))
+        self.r.execute_command("BF.INSERT", "ic", "CAPACITY", 500, "LAYOUT", "CLASSIC", "ITEMS", "a")
+        self.r.execute_command("BF.INSERT", "ib", "LAYOUT", "BLOCKED", "ERROR", 0.001, "ITEMS", "a")
+        expected = {"c": b"classic", "b": b"blocked", "n": b"classic", "e": b"blocked",
+                    "ic": b"classic", "ib": b"blocked"}
+        for key, layout in expected.items():
+            self.assertEqual(self.layout(key), layout, key)
+        self.assertEqual(self.r.execute_command("BF.INFO", "e", "EXPANSION"), [4])
+
+    def test_bad_layout_is_refused_and_creates_nothing(self):
+        c = RespConnection(self.server.port)
+        self.addCleanup(c.close)
+        for args in (("BF.RESERVE", "x", "0.01", "100", "LAYOUT", "CUCKOO"),
+                     ("BF.RESERVE", "x", "0.01", "100", "LAYOUT"),
+                     ("BF.INSERT", "x", "LAYOUT", "SPARSE", "ITEMS", "a")):
+            reply = c.call(*args)
+            self.assertIsInstance(reply, Err, args)
+            self.assertEqual(reply.decode(), "ERR LAYOUT must be CLASSIC or BLOCKED", args)
+        self.assertEqual(self.r.exists("x"), 0)
+        # A token after LAYOUT's value is still checked.
+        reply = c.call("BF.RESERVE", "x", "0.01", "100", "LAYOUT", "BLOCKED", "BOGUS")
+        self.assertIsInstance(reply, Err)
+
+    def test_full_info_stays_redisbloom_five_pairs(self):
+        self.r.execute_command("BF.RESERVE", "b", 0.01, 1000, "LAYOUT", "BLOCKED")
+        reply = self.r.execute_command("BF.INFO", "b")
+        self.assertEqual(reply[0::2], [b"Capacity", b"Size", b"Number of filters",
+                                       b"Number of items inserted", b"Expansion rate"])
+
+    def test_bits_per_item_reflects_the_layout(self):
+        self.r.execute_command("BF.RESERVE", "c", 0.01, 1000000, "NONSCALING", "LAYOUT", "CLASSIC")
+        self.r.execute_command("BF.RESERVE", "b", 0.01, 1000000, "NONSCALING", "LAYOUT", "BLOCKED")
+        classic = float(self.r.execute_command("BF.INFO", "c", "BITSPERITEM")[0])
+        blocked = float(self.r.execute_command("BF.INFO", "b", "BITSPERITEM")[0])
+        self.assertAlmostEqual(classic, -math.log(0.01) / math.log(2) ** 2, delta=0.01)
+        self.assertGreater(blocked, classic)
+        self.assertLessEqual(blocked, classic * 1.15)  # the issue's bound on the extra bits
+
+    def test_no_false_negatives_and_rate_within_target_in_both_layouts(self):
+        n = 20000
+        items = ["member:%d" % i for i in range(n)]
+        absent = ["absent:%d" % i for i in range(100000)]
+        for layout in ("CLASSIC", "BLOCKED"):
+            key = "fpr:" + layout
+            self.r.execute_command("BF.RESERVE", key, 0.01, n, "NONSCALING", "LAYOUT", layout)
+            for i in range(0, n, 1000):
+                self.r.execute_command("BF.MADD", key, *items[i:i + 1000])
+            for i in range(0, n, 1000):
+                self.assertEqual(set(self.r.execute_command("BF.MEXISTS", key, *items[i:i + 1000])),
+                                 {1}, layout)
+            false_positives = 0
+            for i in range(0, len(absent), 1000):
+                false_positives += sum(self.r.execute_command("BF.MEXISTS", key,
+                                                              *absent[i:i + 1000]))
+            rate = false_positives / len(absent)
+            # 4 standard deviations over 1 % for 100,000 probes.
+            self.assertLessEqual(rate, 0.01 + 4 * math.sqrt(0.01 * 0.99 / len(absent)), layout)
+            self.assertGreater(rate, 0.005, layout)  # really at its designed load
+
+    def test_scaling_blocked_filter_grows_blocked_layers(self):
+        self.r.execute_command("BF.RESERVE", "g", 0.01, 100, "LAYOUT", "BLOCKED")
+        self.r.execute_command("BF.MADD", "g", *["i%d" % i for i in range(1000)])
+        self.assertGreaterEqual(self.r.execute_command("BF.INFO", "g", "FILTERS")[0], 3)
+        self.assertEqual(self.layout("g"), b"blocked")
+        self.assertEqual(set(self.r.execute_command("BF.MEXISTS", "g",
+                                                    *["i%d" % i for i in range(1000)])), {1})
+
+    def test_scandump_loadchunk_round_trip_keeps_the_layout(self):
+        for layout in ("CLASSIC", "BLOCKED"):
+            src, dst = "src:" + layout, "dst:" + layout
+            self.r.execute_command("BF.RESERVE", src, 0.01, 200, "LAYOUT", layout)
+            self.r.execute_command("BF.MADD", src, *["v%d" % i for i in range(500)])
+            for it, data in scandump(self.r, src):
+                self.r.execute_command("BF.LOADCHUNK", dst, it, data)
+            self.assertEqual(self.layout(dst), layout.lower().encode())
+            self.assertEqual(info_map(self.r, dst), info_map(self.r, src))
+            self.assertEqual(set(self.r.execute_command("BF.MEXISTS", dst,
+                                                        *["v%d" % i for i in range(500)])), {1})
+            self.assertEqual(self.r.execute_command("BF.CARD", dst),
+                             self.r.execute_command("BF.CARD", src))
+
+
+class DefaultLayoutOptionTest(unittest.TestCase):
+
+    def test_classic_default_from_the_command_line(self):
+        with Server("--bf-default-layout", "classic") as s:
+            r = s.client()
+            r.execute_command("BF.ADD", "k", "x")
+            self.assertEqual(r.execute_command("BF.INFO", "k", "LAYOUT"), [b"classic"])
+            r.execute_command("BF.RESERVE", "b", 0.01, 100, "LAYOUT", "BLOCKED")
+            self.assertEqual(r.execute_command("BF.INFO", "b", "LAYOUT"), [b"blocked"])
+            self.assertEqual(r.config_get("bf-default-layout"), {"bf-default-layout": "classic"})
+
+    def test_unknown_default_layout_stops_the_server_with_a_message(self):
+        s = Server("--bf-default-layout", "sparse")
+        try:
+            s.start(expect_failure=True)
+            self.assertNotEqual(s.process.returncode, 0)
+            self.assertIn("bf-default-layout", s.log())
+        finally:
+            s.cleanup()
+
+
+class SnapshotsAcrossLayoutsTest(unittest.TestCase):
+
+    def test_snapshot_round_trip_keeps_each_filter_layout(self):
+        with Server() as s:
+            r = s.client()
+            r.execute_command("BF.RESERVE", "c", 0.01, 300, "LAYOUT", "CLASSIC")
+            r.execute_command("BF.RESERVE", "b", 0.01, 300, "LAYOUT", "BLOCKED")
+            r.execute_command("BF.RESERVE", "big", 0.01, 200000, "NONSCALING")  # mapped, blocked
+            for key in ("c", "b"):
+                r.execute_command("BF.MADD", key, *["%s%d" % (key, i) for i in range(1000)])
+            r.execute_command("BF.MADD", "big", *["big%d" % i for i in range(5000)])
+            before = {k: (info_map(r, k), r.execute_command("BF.CARD", k),
+                          r.execute_command("BF.INFO", k, "LAYOUT")) for k in ("c", "b", "big")}
+            self.assertTrue(r.save())
+            s.kill()  # no final save: what loads is what SAVE wrote
+            s.start()
+            r = s.client()
+            for key, (info, card, layout) in before.items():
+                self.assertEqual(info_map(r, key), info, key)
+                self.assertEqual(r.execute_command("BF.CARD", key), card, key)
+                self.assertEqual(r.execute_command("BF.INFO", key, "LAYOUT"), layout, key)
+            self.assertEqual(set(r.execute_command("BF.MEXISTS", "b",
+                                                   *["b%d" % i for i in range(1000)])), {1})
+            self.assertEqual(set(r.execute_command("BF.MEXISTS", "big",
+                                                   *["big%d" % i for i in range(5000)])), {1})
+
+    def test_version_1_snapshot_from_before_layouts_still_loads(self):
+        expected = load_fixture()
+        s = Server()
+        try:
+            shutil.copy(os.path.join(FIXTURES, "snapshot_v1.bloomery"),
+                        os.path.join(s.data_dir, DUMP))
+            code, text = harness.check_snapshot(os.path.join(s.data_dir, DUMP))
+            self.assertEqual(code, 0, text)
+            self.assertIn("format version: 1", text)
+            s.start()
+            r = s.client()
+            self.assertEqual(sorted(r.keys()), [b"auto", b"big", b"fixed", b"scaling"])
+            for key, info in expected["info"].items():
+                got = info_map(r, key)
+                want = {info[i]: info[i + 1] for i in range(0, len(info), 2)}
+                for field in ("Capacity", "Number of filters", "Number of items inserted",
+                              "Expansion rate"):
+                    self.assertEqual(got[field], want[field], (key, field))
+                # Same words, same estimate.
+                self.assertEqual(r.execute_command("BF.CARD", key), expected["card"][key], key)
+                self.assertEqual(r.execute_command("BF.INFO", key, "LAYOUT"), [b"classic"], key)
+            self.assertEqual(set(r.execute_command("BF.MEXISTS", "scaling",
+                                                   *["item:%d" % i for i in range(250)])), {1})
+            self.assertEqual(set(r.execute_command("BF.MEXISTS", "fixed",
+                                                   *["f:%d" % i for i in range(500)])), {1})
+            self.assertEqual(set(r.execute_command("BF.MEXISTS", "big",
+                                                   *["b:%d" % i for i in range(1000)])), {1})
+            self.assertEqual(r.execute_command("PEXPIRETIME", "auto"), 4102444800000)
+            # Loaded classic filters keep growing classic, and save as version 2.
+            r.execute_command("BF.MADD", "scaling", *["more:%d" % i for i in range(1000)])
+            self.assertEqual(r.execute_command("BF.INFO", "scaling", "LAYOUT"), [b"classic"])
+            self.assertTrue(r.save())
+            s.kill()
+            code, text = harness.check_snapshot(os.path.join(s.data_dir, DUMP))
+            self.assertEqual(code, 0, text)
+            self.assertIn("format version: 2", text)
+            self.assertNotIn("blocked", text)
+            s.start()
+            self.assertEqual(set(s.client().execute_command(
+                "BF.MEXISTS", "scaling", *["more:%d" % i for i in range(1000)])), {1})
+        finally:
+            s.cleanup()
+
+    def test_version_1_scandump_from_before_layouts_loads_with_loadchunk(self):
+        expected = load_fixture()
+        with Server() as s:
+            r = s.client()
+            for it, data in expected["scandump_scaling"]:
+                r.execute_command("BF.LOADCHUNK", "restored", it, base64.b64decode(data))
+            self.assertEqual(r.execute_command("BF.INFO", "restored", "LAYOUT"), [b"classic"])
+            self.assertEqual(r.execute_command("BF.CARD", "restored"),
+                             expected["card"]["scaling"])
+            self.assertEqual(set(r.execute_command("BF.MEXISTS", "restored",
+                                                   *["item:%d" % i for i in range(250)])), {1})
+
+
+if __name__ == "__main__":
+    unittest.main()
