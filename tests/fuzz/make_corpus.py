@@ -158,6 +158,9 @@ def command_seeds(dumps):
         "insert-options": add_then_exists("k1", ["x", "y"], INSERT | 0x40 | 0x80, capacity=5)
         + cmd("BF.INSERT", "k2", "CAPACITY", "10", "ERROR", "0.001", "EXPANSION", "4", "ITEMS", "a")
         + cmd("BF.INSERT", "k3", "NOCREATE", "ITEMS", "a")
+        + cmd("BF.INSERT", "k4", "LAYOUT", "CLASSIC", "ITEMS", "a", "b")
+        + cmd("BF.RESERVE", "k5", "0.01", "30", "LAYOUT", "BLOCKED") + cmd("BF.INFO", "k5", "LAYOUT")
+        + cmd("BF.INFO", "k5", "BITSPERITEM") + cmd("BF.RESERVE", "k6", "0.01", "30", "LAYOUT", "X")
         + cmd("BF.INSERT", "k3", "NONSCALING", "EXPANSION", "2", "ITEMS", "a"),
         "nonscaling-full": cmd("BF.RESERVE", "k0", "0.001", "3", "NONSCALING")
         + cmd("BF.MADD", "k0", "a", "b", "c", "d", "e")
@@ -219,7 +222,7 @@ def command_dict():
         for sub in entry.get("subcommands", []):
             names.append(sub["name"].split("|")[1])
     options = ["NONSCALING", "EXPANSION", "CAPACITY", "ERROR", "ITEMS", "NOCREATE", "SIZE",
-               "FILTERS", "MATCH", "COUNT", "TYPE", "NX", "XX", "GT", "LT", "BLMDUMP1", "0.01",
+               "FILTERS", "LAYOUT", "CLASSIC", "BLOCKED", "BITSPERITEM", "MATCH", "COUNT", "TYPE", "NX", "XX", "GT", "LT", "BLMDUMP1", "0.01",
                "1e-300", "inf", "nan", "-1", "9223372036854775807", "18446744073709551615", "k*"]
     return names + options
 
@@ -260,6 +263,10 @@ FILTERS = {
     "expansion4": [["BF.INSERT", "f", "CAPACITY", "8", "ERROR", "0.2", "EXPANSION", "4", "ITEMS"]
                    + ["e%d" % i for i in range(40)]],
     "many-hashes": [["BF.RESERVE", "f", "1e-15", "4"], ["BF.ADD", "f", "z"]],
+    "classic": [["BF.RESERVE", "f", "0.01", "40", "LAYOUT", "CLASSIC"]]
+    + [["BF.ADD", "f", "c%d" % i] for i in range(50)],
+    "blocked-nonscaling": [["BF.RESERVE", "f", "0.001", "60", "NONSCALING", "LAYOUT", "BLOCKED"],
+                           ["BF.MADD", "f", "p", "q", "r"]],
 }
 
 
