@@ -139,9 +139,8 @@ void Keyspace::charge(std::int64_t bytes) const {
     core::memory_add(core::MemoryUse::keyspace, bytes);
 }
 
-void Keyspace::charge_table(std::size_t new_slots, std::size_t old_slots) const {
-    charge((static_cast<std::int64_t>(new_slots) - static_cast<std::int64_t>(old_slots)) *
-           static_cast<std::int64_t>(sizeof(std::uint64_t)));
+std::int64_t Keyspace::table_bytes(std::size_t slots) {
+    return static_cast<std::int64_t>(sizeof(Table) + slots * sizeof(std::uint64_t));
 }
 
 Keyspace::Node* Keyspace::make_node(std::string_view key, FilterRef filter,
@@ -174,7 +173,7 @@ void Keyspace::free_table(Table* table, bool with_nodes) {
     }
     table->~Table();
     std::free(table);
-    charge_table(0, slots);
+    charge(-table_bytes(slots));
 }
 
 void Keyspace::dispose(Garbage& garbage) const {
@@ -325,7 +324,7 @@ void Keyspace::erase_slot(Shard& shard, std::size_t hole, Garbage& garbage) {
 bool Keyspace::rehash(Shard& shard, std::size_t slots, Garbage& garbage) {
     Table* old = shard.table.load(std::memory_order_relaxed);
     const std::size_t old_slots = old == nullptr ? 0 : old->mask + 1;
-    void* block = std::calloc(1, sizeof(Table) + slots * sizeof(std::uint64_t));
+    void* block = std::calloc(1, static_cast<std::size_t>(table_bytes(slots)));
     if (block == nullptr) return false;
     Table* fresh = new (block) Table{slots - 1};
     for (std::size_t i = 0; i < old_slots; ++i) {
@@ -337,7 +336,7 @@ bool Keyspace::rehash(Shard& shard, std::size_t slots, Garbage& garbage) {
     }
     // Release: a lookup that loads the new table sees its slots filled.
     shard.table.store(fresh, std::memory_order_release);
-    charge_table(slots, 0);
+    charge(table_bytes(slots));
     if (old != nullptr) garbage.tables.push_back(old);
     return true;
 }

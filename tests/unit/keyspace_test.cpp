@@ -241,5 +241,25 @@ TEST(Keyspace, ThreadsBeyondTheEpochSlotsFallBackToTheLock) {
     EXPECT_GE(inactive.load(), 16u);
 }
 
+// Every node and table is charged while held and uncharged when freed, also
+// when freeing waits for readers: after FLUSHALL nothing is left.
+TEST(Keyspace, MemoryChargedForNodesAndTablesReturnsToZero) {
+    Keyspace keyspace(4);
+    EXPECT_EQ(keyspace.overhead_bytes(), 0u);
+    for (int i = 0; i < 1000; ++i) keyspace.put("key:" + std::to_string(i), make_filter());
+    EXPECT_GT(keyspace.overhead_bytes(), 1000u * 24);
+    for (int i = 0; i < 500; ++i) keyspace.erase("key:" + std::to_string(i));
+    keyspace.rename("key:700", "renamed");
+    {
+        EpochGuard reading;  // an unlinked table waits for this guard
+        EXPECT_EQ(keyspace.clear(), 500u);
+        EXPECT_GT(keyspace.overhead_bytes(), 0u);
+        EXPECT_GT(keyspace.pending_reclaim(), 0u);
+    }
+    keyspace.reclaim();
+    EXPECT_EQ(keyspace.pending_reclaim(), 0u);
+    EXPECT_EQ(keyspace.overhead_bytes(), 0u);
+}
+
 }  // namespace
 }  // namespace bloomery::store

@@ -255,7 +255,7 @@ private:
     // with no shard lock held.
     void dispose(Garbage& garbage) const;
     void charge(std::int64_t bytes) const;
-    void charge_table(std::size_t new_slots, std::size_t old_slots) const;
+    static std::int64_t table_bytes(std::size_t slots);  // header and slots
 
     mutable std::vector<Shard> shards_;  // mutable: lookups reap expired keys
     mutable std::atomic<std::uint64_t> expired_keys_{0};
