@@ -1,11 +1,14 @@
 #pragma once
 // One fixed-size Bloom filter ("layer" / sub-filter of a scalable filter).
 //
-// Storage: a layer's bit array lives either right behind the layer object in
-// the same allocation (small layers: a default filter is one allocation of a
-// few hundred bytes) or, from kMappedLayerBytes up, in its own anonymous
-// mapping whose zero pages the kernel commits only when a bit is first set
-// and which is returned to the kernel at once when the layer is destroyed.
+// Storage: a layer's bit array lives right behind the layer object in the
+// same allocation (small layers: a default filter is one allocation of a few
+// hundred bytes), or from kMappedLayerBytes up in a page-aligned block of its
+// own with the per-thread counters behind the words: from the allocator up
+// to 1 MiB, above that an anonymous mapping whose zero pages the kernel
+// commits only when a bit is first set (with transparent huge pages from
+// 2 MiB) and which is returned to the kernel at once when the layer is
+// destroyed. ("Mapped" below means a block of its own, either kind.)
 //
 // Counting: items() is the number of items this layer took (adds that set a
 // new bit), and the layer refuses more than capacity() of them: an add first
@@ -123,7 +126,7 @@ private:
     double error_rate_;
     std::uint64_t bits_;
     std::uint32_t hashes_;
-    std::uint8_t mapped_;  // 1: words_ is a mapping of mapped_bytes()
+    std::uint8_t mapped_;  // 1: words_ and counters are a block of mapped_bytes() of their own
     std::uint8_t layout_;  // Layout
     // Blocked layout: the first word of an item's block. Aligned to whole
     // blocks when bits_ is a multiple of 512, else at any word.
