@@ -5,9 +5,9 @@
 # For each bloomery --threads count (the server is restarted per count) and
 # each workload it runs ROUNDS rounds, alternating which server goes first so
 # neither always runs on a warmer machine, and records per run: requests/s,
-# server CPU per request (utime + stime of the server process from
-# /proc/<pid>/stat, delta over the run / requests), and redis-benchmark's p50
-# and p99 latency (its --csv columns). Medians over rounds go to a markdown
+# server CPU per request (CPU time of the server process over the run /
+# requests), and redis-benchmark's p50
+# and p99 latency (its --csv columns); the CPU time comes from /proc (cpu_ns). Medians over rounds go to a markdown
 # table (results.md), every run to results.csv, and ops/s and CPU per op by
 # thread count to plot.png (python3-matplotlib).
 #
@@ -26,6 +26,8 @@
 # occurrence drawn anew) over -r RANGE; the keys-* cases draw keys from KEYS
 # and start from an empty server (FLUSHALL) before keys-add, so keys-add
 # creates about KEYS·(1 − e^(−n/KEYS)) filters and adds to the rest.
+#
+# /usr/bin/python3 (Debian's, with python3-matplotlib) summarizes and plots.
 #
 # Usage: tests/bench/load_bench.sh [options]
 #   --threads "1 2"       bloomery --threads values to sweep (default "1 2")
@@ -135,7 +137,17 @@ start_redis() {
     wait_ready "$RP"
 }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # utime + stime, all threads
+# Server CPU time in ns: the sum over its threads of the time on a CPU from
+# /proc/<pid>/task/*/schedstat (ns resolution; the servers' threads live as
+# long as they do), or utime + stime from /proc/<pid>/stat (clock ticks,
+# 10 ms) where the kernel has no schedstat.
+cpu_ns() {
+    if [ -r "/proc/$1/schedstat" ]; then
+        cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{n += $1} END {printf "%d\n", n}'
+    else
+        awk -v hz="$TICKS" '{printf "%d\n", ($14 + $15) * 1e9 / hz}' "/proc/$1/stat"
+    fi
+}
 
 # Words of one command with N random items, e.g. rand_items 3 'x:' -> x:__rand_int__ ×3.
 rand_items() {
@@ -191,15 +203,15 @@ measure() {  # server threads case round port pid
     local server=$1 threads=$2 name=$3 round=$4 port=$5 pid=$6 before after csv
     case_args "$server" "$name"
     prepare "$server" "$name" "$port"
-    before=$(cpu_ticks "$pid")
+    before=$(cpu_ns "$pid")
     csv=$("${CLIENT_PIN[@]}" redis-benchmark -p "$port" "${BENCH_OPTS[@]}" -n "$REQ" \
         "${RANGE_OPT[@]}" --csv "${CMD[@]}" 2>/dev/null | tr -d '\r' | grep -v '^"test"' | tail -1)
-    after=$(cpu_ticks "$pid")
+    after=$(cpu_ns "$pid")
     # "test","rps","avg","min","p50","p95","p99","max"
     awk -F'","' -v s="$server" -v t="$threads" -v c="$name" -v r="$round" -v n="$REQ" \
-        -v items="$ITEMS" -v ticks=$((after - before)) -v hz="$TICKS" -v csv="$CSV" '
+        -v items="$ITEMS" -v ns=$((after - before)) -v csv="$CSV" '
         { gsub(/"/, "", $0); split($0, f, ",");
-          cpu = ticks / hz / n * 1e6;
+          cpu = ns / n / 1000;
           printf "%s,%s,%s,%s,%d,%d,%.0f,%.3f,%s,%s\n", s, t, c, r, n, items, f[2], cpu, f[5], f[7] >> csv;
           printf "%.0f %.3f %s %s\n", f[2], cpu, f[5], f[7] }' <<<"$csv"
 }
@@ -233,7 +245,7 @@ for threads in $THREADS; do
 done
 
 # Medians, the markdown table and the plot.
-python3 - "$OUT" "$machine" "$ROUNDS" "$REQUESTS" "$BATCH" "$CLIENTS" "$PIPELINE" \
+/usr/bin/python3 - "$OUT" "$machine" "$ROUNDS" "$REQUESTS" "$BATCH" "$CLIENTS" "$PIPELINE" \
     "$BENCH_THREADS" "$RANGE" "$KEYS" "$HOT_CAPACITY" "$SERVER_CPUS" "$CLIENT_CPUS" <<'EOF'
 import csv, statistics, sys, time
 out, machine, rounds, requests, batch, clients, pipeline, bthreads, rng, keys, hot, scpu, ccpu = sys.argv[1:]
