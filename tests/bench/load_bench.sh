@@ -21,8 +21,10 @@
 #   keys-add    BF.ADD k:<rand> x (creates filters)    | SADD k:<rand> x (creates sets)
 #   keys-exists BF.EXISTS k:<rand> x                   | SISMEMBER k:<rand> x
 # `hot` is one filter, BF.RESERVE hot 0.01 HOT_CAPACITY NONSCALING (the issue's
-# 100 M, 120 MB), made anew before each add / madd run; exists / mexists probe
-# what the last run added. <rand> is redis-benchmark's __rand_int__ (each
+# 100 M, 120 MB), made once per server start and warmed (WARM_ITEMS random
+# items, untimed, so that every page of it is mapped: a fresh filter's first
+# touches are page faults, which cost more than the adds, see README); the
+# adds of all rounds go to it (keep rounds × requests × 6 below its capacity). <rand> is redis-benchmark's __rand_int__ (each
 # occurrence drawn anew) over -r RANGE; the keys-* cases draw keys from KEYS
 # and start from an empty server (FLUSHALL) before keys-add, so keys-add
 # creates about KEYS·(1 − e^(−n/KEYS)) filters and adds to the rest.
@@ -40,6 +42,8 @@
 #   --range N             -r for the hot-filter workloads (default 100000000)
 #   --keys N              key range of the keys-* workloads (default 100000)
 #   --hot-capacity N      capacity of the hot filter (default 100000000)
+#   --warm-items N        items added to it before measuring (default capacity / 1000:
+#                         7 bits each, about 24 per 4 KiB page, so every page is touched)
 #   --server-cpus LIST    taskset -c LIST for both servers (e.g. 0-7)
 #   --client-cpus LIST    taskset -c LIST for redis-benchmark (e.g. 8-15)
 #   --cases "LIST"        subset of the workloads above (default: all)
@@ -64,6 +68,7 @@ BENCH_THREADS=0
 RANGE=100000000
 KEYS=100000
 HOT_CAPACITY=100000000
+WARM_ITEMS=""
 SERVER_CPUS=""
 CLIENT_CPUS=""
 CASES="ping add exists madd mexists keys-add keys-exists"
@@ -81,6 +86,7 @@ while (($#)); do
         --range) RANGE=$2; shift ;;
         --keys) KEYS=$2; shift ;;
         --hot-capacity) HOT_CAPACITY=$2; shift ;;
+        --warm-items) WARM_ITEMS=$2; shift ;;
         --server-cpus) SERVER_CPUS=$2; shift ;;
         --client-cpus) CLIENT_CPUS=$2; shift ;;
         --cases) CASES=$2; shift ;;
@@ -92,6 +98,7 @@ while (($#)); do
     shift
 done
 
+WARM_ITEMS=${WARM_ITEMS:-$((HOT_CAPACITY / 1000))}
 BIN=${BLOOMERY_BIN:-build/release/bloomery}
 [ -x "$BIN" ] || { echo "build first (make build), or set BLOOMERY_BIN" >&2; exit 1; }
 command -v redis-benchmark >/dev/null || { echo "needs redis-benchmark (redis-tools)" >&2; exit 1; }
@@ -143,9 +150,9 @@ start_redis() {
 # 10 ms) where the kernel has no schedstat.
 cpu_ns() {
     if [ -r "/proc/$1/schedstat" ]; then
-        cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{n += $1} END {printf "%d\n", n}'
+        cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{n += $1} END {printf "%.0f\n", n}'
     else
-        awk -v hz="$TICKS" '{printf "%d\n", ($14 + $15) * 1e9 / hz}' "/proc/$1/stat"
+        awk -v hz="$TICKS" '{printf "%.0f\n", ($14 + $15) * 1e9 / hz}' "/proc/$1/stat"
     fi
 }
 
@@ -185,16 +192,9 @@ case_args() {  # server case
     esac
 }
 
-# Adding workloads start from the same state every round: an empty hot
-# filter (so it never fills, and every round adds to the same fill level) or,
-# for redis and the keys-* workloads, an empty server.
+# keys-add starts from an empty server every round, so that it creates keys.
 prepare() {  # server case port
-    case $1-$2 in
-        bloomery-add | bloomery-madd)
-            redis-cli -p "$3" DEL hot >/dev/null
-            redis-cli -p "$3" BF.RESERVE hot 0.01 "$HOT_CAPACITY" NONSCALING >/dev/null ;;
-        redis-add | redis-madd | *-keys-add) redis-cli -p "$3" FLUSHALL >/dev/null ;;
-    esac
+    if [ "$2" = keys-add ]; then redis-cli -p "$3" FLUSHALL >/dev/null; fi
 }
 
 # One redis-benchmark run against a server; appends a CSV row, prints
@@ -226,6 +226,9 @@ echo "load_bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $machine; results in $OUT"
 for threads in $THREADS; do
     start_bloomery "$threads"
     redis-cli -p "$BP" BF.RESERVE hot 0.01 "$HOT_CAPACITY" NONSCALING >/dev/null
+    # shellcheck disable=SC2086  # the item list
+    redis-benchmark -p "$BP" -c "$CLIENTS" -P "$PIPELINE" -r "$RANGE" -n $((WARM_ITEMS / BATCH)) \
+        BF.MADD hot $MADD_ITEMS >/dev/null 2>&1
     for name in $CASES; do
         for round in $(seq "$ROUNDS"); do
             # Alternate the order so neither server always runs second.
