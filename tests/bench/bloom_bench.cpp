@@ -3,8 +3,11 @@
 //
 // What is measured:
 //   BM_HashItem/<bytes>            hash_item on 8, 40 and 256-byte items.
-//   BM_Add/<size>/<layout>         ScalableFilter::add of new items into an empty filter.
-//   BM_AddMany/<size>/<layout>     add_many, batches of 100 new items.
+//   BM_CreateFilter/<size>/<layout> creating and dropping a filter (size 0: a
+//                                  default one, as BF.ADD on a new key makes).
+//   BM_Add/<size>/<layout>/<fills> ScalableFilter::add of new items into an empty
+//                                  filter, up to its capacity, <fills> times.
+//   BM_AddMany/<size>/<layout>/<fills> add_many, batches of 100 new items.
 //   BM_Contains/<size>/<layout>    contains on a filter filled to capacity; probes
 //                                  alternate between present and absent items.
 //   BM_ContainsMany/<size>/<layout> contains_many, batches of 100 of the same probes.
@@ -19,15 +22,16 @@
 //                as present (2^19 probes).
 //
 // Sizes above BLOOMERY_BENCH_MAX_BYTES (environment, bytes) are skipped, e.g. on
-// a machine with little memory or to keep a run short; filling the 1 GiB
-// filter to capacity (896 M items) takes about a minute per layout.
+// a machine with little memory or to keep a run short: filling the 1 GiB
+// filter to capacity (896 M items, untimed) took 9 minutes per layout on the
+// 2-core development VM.
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <barrier>
 #include <cstdint>
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <random>
 #include <span>
@@ -247,13 +251,28 @@ const FilledFilter& filled_filter(std::uint64_t bit_bytes, int layout) {
 // Benchmark's start barrier (the loop begins when every thread reaches it,
 // and the timer starts then), and thread 0 drops it after the loop, behind
 // the stop barrier.
+// Replaces the shared filter with a fresh one between the fills of an add
+// benchmark; runs in one thread while the others wait at the barrier.
+struct Refill {
+    void operator()() noexcept;
+};
+
 struct Shared {
     ScalableFilter* filter = nullptr;
     FilterRef owner;
     double fpr = 0;
     const std::vector<std::string_view>* probes = nullptr;  // FilledFilter::probes
+    std::uint64_t bit_bytes = 0;
+    int layout = 0;
+    std::unique_ptr<std::barrier<Refill>> refill;  // add benchmarks
 };
 Shared shared;
+
+void Refill::operator()() noexcept {
+    shared.owner = make_bench_filter(shared.bit_bytes, shared.layout);
+    prefault(*shared.owner);
+    shared.filter = shared.owner.get();
+}
 
 // Why this size and layout cannot run, or nullptr. Every thread asks and
 // skips alike: a thread that entered the timed loop alone would wait at its
@@ -275,6 +294,9 @@ bool shared_setup(benchmark::State& state, bool filled) {
     }
     if (state.thread_index() != 0) return true;
     shared = {};
+    shared.bit_bytes = bit_bytes;
+    shared.layout = layout;
+    shared.refill = std::make_unique<std::barrier<Refill>>(state.threads());
     // Add benchmarks report the false-positive rate of their size and layout
     // too; the filled filter is built once and then kept for the lookups.
     const FilledFilter& full = filled_filter(bit_bytes, layout);
@@ -294,7 +316,7 @@ void report(benchmark::State& state, std::int64_t items) {
     state.counters["ns_per_item"] = benchmark::Counter(
         static_cast<double>(items), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
     if (state.thread_index() == 0) {
-        // Counters are summed over threads: only thread 0 reports the rate.
+        // Counters are summed over threads: only thread 0 reports the fpr.
         state.counters["fpr"] = shared.fpr;
         shared = {};
     }
@@ -326,31 +348,74 @@ void BM_HashItem(benchmark::State& state) {
                            benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// The add benchmarks fill a fresh filter `fills` times (state.range(2)): a
+// 64 KiB filter holds 54 600 items, a few ms of adds, too short to time
+// alone on a shared machine. Between fills the timers pause and every
+// thread waits at a barrier whose completion replaces the filter (creating
+// filters is BM_CreateFilter's). Each thread adds its own slice of the key
+// pool to each filter.
 void BM_Add(benchmark::State& state) {
     if (!shared_setup(state, false)) return;
-    const std::size_t first = static_cast<std::size_t>(state.thread_index()) *
-                              static_cast<std::size_t>(state.max_iterations);
-    std::size_t i = first;
+    const auto fills = static_cast<std::size_t>(state.range(2));
+    const std::size_t per_fill = static_cast<std::size_t>(state.max_iterations) / fills;
+    const std::size_t first = static_cast<std::size_t>(state.thread_index()) * per_fill;
     const GrowthLimits limits;
+    const KeyPool& keys = pool();
+    std::size_t in_fill = 0, fill = 0;
+    std::int64_t items = 0;
     for (auto _ : state) {
-        benchmark::DoNotOptimize(shared.filter->add(pool()[i], limits));
-        ++i;
+        benchmark::DoNotOptimize(shared.filter->add(keys[first + in_fill], limits));
+        ++items;
+        if (++in_fill == per_fill && ++fill < fills) {
+            in_fill = 0;
+            state.PauseTiming();
+            shared.refill->arrive_and_wait();
+            state.ResumeTiming();
+        }
     }
-    report(state, static_cast<std::int64_t>(i - first));
+    report(state, items);
 }
 
 void BM_AddMany(benchmark::State& state) {
     if (!shared_setup(state, false)) return;
-    const std::size_t first = static_cast<std::size_t>(state.thread_index()) *
-                              static_cast<std::size_t>(state.max_iterations) * kBatch;
+    const auto fills = static_cast<std::size_t>(state.range(2));
+    const std::size_t per_fill = static_cast<std::size_t>(state.max_iterations) / fills * kBatch;
+    const std::size_t first = static_cast<std::size_t>(state.thread_index()) * per_fill;
     std::vector<AddResult> results(kBatch);
-    std::size_t i = first;
     const GrowthLimits limits;
+    const KeyPool& keys = pool();
+    std::size_t in_fill = 0, fill = 0;
+    std::int64_t items = 0;
     for (auto _ : state) {
-        benchmark::DoNotOptimize(shared.filter->add_many(pool().slice(i, kBatch), limits, results));
-        i += kBatch;
+        benchmark::DoNotOptimize(
+            shared.filter->add_many(keys.slice(first + in_fill, kBatch), limits, results));
+        items += kBatch;
+        in_fill += kBatch;
+        if (in_fill == per_fill && ++fill < fills) {
+            in_fill = 0;
+            state.PauseTiming();
+            shared.refill->arrive_and_wait();
+            state.ResumeTiming();
+        }
     }
-    report(state, static_cast<std::int64_t>(i - first));
+    report(state, items);
+}
+
+// Creating and dropping a filter: BM_CreateFilter/0 a default one (BF.ADD on
+// a new key: capacity 100, 1 %, scaling), /<bytes>/<layout> a bench filter
+// of that size, its pages untouched.
+void BM_CreateFilter(benchmark::State& state) {
+    const auto bit_bytes = static_cast<std::uint64_t>(state.range(0));
+    const int layout = static_cast<int>(state.range(1));
+    if (const char* reason = skip_reason(bit_bytes, layout)) {
+        state.SkipWithError(reason);
+        return;
+    }
+    for (auto _ : state) {
+        FilterRef filter = bit_bytes == 0 ? ScalableFilter::create(FilterOptions{})
+                                          : make_bench_filter(bit_bytes, layout);
+        benchmark::DoNotOptimize(filter.get());
+    }
 }
 
 void BM_Contains(benchmark::State& state) {
@@ -392,27 +457,36 @@ void BM_ContainsMany(benchmark::State& state) {
 // --benchmark_min_time.
 void register_all() {
     benchmark::RegisterBenchmark("BM_HashItem", BM_HashItem)->Arg(8)->Arg(40)->Arg(256);
+    benchmark::RegisterBenchmark("BM_CreateFilter", BM_CreateFilter)
+        ->Args({0, 0})
+        ->Args({64 * 1024, 0})
+        ->Args({64 * 1024, 1})
+        ->Args({16 * 1024 * 1024, 0})
+        ->Args({16 * 1024 * 1024, 1});
     for (const std::uint64_t bytes : kSizes) {
         for (int layout = 0; layout <= 1; ++layout) {
             for (int threads = 1; threads <= 2; ++threads) {
                 const auto size = static_cast<std::int64_t>(bytes);
                 const std::int64_t per_thread = add_items_per_thread(bytes, layout, threads);
-                // Filling a 64 KiB filter takes a few ms, where thread start-up
-                // and the other load on the machine show: repeat short runs
-                // more (about 2 M items in all, 3 to 20 repetitions).
-                const int repetitions = static_cast<int>(std::clamp<std::int64_t>(
-                    (std::int64_t{2} << 20) / (per_thread * threads), 3, 20));
+                // Small filters are filled many times per run (about 2 M items
+                // in all, see BM_Add); large ones once, to at most the key pool.
+                const bool small = capacity_for(bytes, layout) <= kPoolKeys;
+                const std::int64_t fills =
+                    small ? std::clamp<std::int64_t>(
+                                (std::int64_t{2} << 20) / (per_thread * threads), 1, 64)
+                          : 1;
+                const int repetitions = small ? 5 : 3;
                 benchmark::RegisterBenchmark("BM_Add", BM_Add)
-                    ->Args({size, layout})
+                    ->Args({size, layout, fills})
                     ->Threads(threads)
-                    ->Iterations(per_thread)
+                    ->Iterations(per_thread * fills)
                     ->Repetitions(repetitions)
                     ->ReportAggregatesOnly(true)
                     ->UseRealTime();
                 benchmark::RegisterBenchmark("BM_AddMany", BM_AddMany)
-                    ->Args({size, layout})
+                    ->Args({size, layout, fills})
                     ->Threads(threads)
-                    ->Iterations(per_thread / static_cast<std::int64_t>(kBatch))
+                    ->Iterations(per_thread / static_cast<std::int64_t>(kBatch) * fills)
                     ->Repetitions(repetitions)
                     ->ReportAggregatesOnly(true)
                     ->UseRealTime();
