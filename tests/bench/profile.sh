@@ -18,9 +18,10 @@
 # (perf's --call-graph mode, default fp; the release build keeps no frame
 # pointers, so callers are partial: use dwarf for full stacks, at a larger
 # perf.data). Needs linux-perf and redis-tools (make bench installs them) and
-# perf_event_open: root, or kernel.perf_event_paranoid <= 1 for another user
-# (2 allows only user-space samples of one's own processes, which still works:
-# perf then records user time only, and says so).
+# perf_event_open: as root it works at any kernel.perf_event_paranoid (this
+# container: 2, as root); another user gets user-space samples of their own
+# processes only at 2, kernel ones too at 1 or less. The allocation count
+# needs root (uprobes) and is skipped otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
