@@ -49,7 +49,7 @@
 #   --cases "LIST"        subset of the workloads above (default: all)
 #   --no-redis            bloomery only
 #   --out DIR             results directory (default build/bench-results/load-<UTC time>)
-# Environment: BLOOMERY_BIN (default build/release/bloomery).
+# Environment: BLOOMERY_BIN (default build/release/bloomery, else build/bench/bloomery).
 # Needs redis-server, redis-tools, python3-matplotlib (make bench installs them).
 #
 # On a 16-core machine, as in issue 7:
@@ -99,8 +99,10 @@ while (($#)); do
 done
 
 WARM_ITEMS=${WARM_ITEMS:-$((HOT_CAPACITY / 1000))}
+# The release server: make build's, else make bench's (the same flags).
 BIN=${BLOOMERY_BIN:-build/release/bloomery}
-[ -x "$BIN" ] || { echo "build first (make build), or set BLOOMERY_BIN" >&2; exit 1; }
+[ -n "${BLOOMERY_BIN:-}" ] || [ -x "$BIN" ] || BIN=build/bench/bloomery
+[ -x "$BIN" ] || { echo "build first (make build or make bench), or set BLOOMERY_BIN" >&2; exit 1; }
 command -v redis-benchmark >/dev/null || { echo "needs redis-benchmark (redis-tools)" >&2; exit 1; }
 if ((WITH_REDIS)); then
     command -v redis-server >/dev/null || { echo "needs redis-server (or --no-redis)" >&2; exit 1; }

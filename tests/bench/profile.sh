@@ -14,7 +14,7 @@
 #   --server-cpus LIST  taskset -c LIST for the server; --client-cpus for redis-benchmark
 #   --out DIR           results (default build/bench-results/profile-<UTC time>):
 #                       perf-<command>.data, top-<command>.txt, summary.md
-# Environment: BLOOMERY_BIN (default build/release/bloomery), PERF_CALLGRAPH
+# Environment: BLOOMERY_BIN (default build/release/bloomery, else build/bench/bloomery), PERF_CALLGRAPH
 # (perf's --call-graph mode, default fp; the release build keeps no frame
 # pointers, so callers are partial: use dwarf for full stacks, at a larger
 # perf.data). Needs linux-perf and redis-tools (make bench installs them) and
@@ -51,8 +51,10 @@ while (($#)); do
     shift
 done
 
+# The release server: make build's, else make bench's (the same flags).
 BIN=${BLOOMERY_BIN:-build/release/bloomery}
-[ -x "$BIN" ] || { echo "build first (make build), or set BLOOMERY_BIN" >&2; exit 1; }
+[ -n "${BLOOMERY_BIN:-}" ] || [ -x "$BIN" ] || BIN=build/bench/bloomery
+[ -x "$BIN" ] || { echo "build first (make build or make bench), or set BLOOMERY_BIN" >&2; exit 1; }
 command -v perf >/dev/null || { echo "needs perf (apt-get install linux-perf)" >&2; exit 1; }
 command -v redis-benchmark >/dev/null || { echo "needs redis-benchmark (redis-tools)" >&2; exit 1; }
 # perf cannot be used at all past paranoid 2 for non-root, or where the
