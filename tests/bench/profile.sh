@@ -14,8 +14,8 @@
 #   --server-cpus LIST  taskset -c LIST for the server; --client-cpus for redis-benchmark
 #   --out DIR           results (default build/bench-results/profile-<UTC time>):
 #                       perf-<command>.data, top-<command>.txt, summary.md
-# Environment: BLOOMERY_BIN (default build/release/bloomery, else build/bench/bloomery), PERF_CALLGRAPH
-# (perf's --call-graph mode, default fp; the release build keeps no frame
+# Environment: BLOOMERY_BIN (default build/release/bloomery, else
+# build/bench/bloomery), PERF_CALLGRAPH (perf's --call-graph mode, default fp; the release build keeps no frame
 # pointers, so callers are partial: use dwarf for full stacks, at a larger
 # perf.data). Needs linux-perf and redis-tools (make bench installs them) and
 # perf_event_open: as root it works at any kernel.perf_event_paranoid (this
