@@ -78,6 +78,21 @@ fuzz:
 	  grep -E '^#[0-9]+[[:space:]]+DONE' build/fuzz/$$t.log; \
 	done
 
+# Benchmarks (never run by `make test`; README, "Benchmarks"). `make bench`
+# builds the bench preset (release + Google Benchmark, build/bench) and runs
+# the micro-benchmarks for BENCH_MIN_TIME seconds each; BENCH_ARGS passes more
+# flags, e.g. BENCH_ARGS=--benchmark_filter=BM_Contains. The other packages
+# are for tests/bench/load_bench.sh (redis-server to compare against,
+# redis-benchmark, matplotlib for its plot) and tests/bench/profile.sh (perf).
+BENCH_PACKAGES := libbenchmark-dev redis-server redis-tools python3-matplotlib linux-perf
+BENCH_MIN_TIME ?= 0.2
+BENCH_ARGS ?=
+bench:
+	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
+	cmake --preset bench >/dev/null
+	cmake --build build/bench -j $(JOBS) --target bloom_bench bloomery
+	build/bench/tests/bench/bloom_bench --benchmark_min_time=$(BENCH_MIN_TIME) $(BENCH_ARGS)
+
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
 
