@@ -49,8 +49,9 @@ EpochGuard::EpochGuard() : slot_(nullptr), outermost_(false) {
     // everything the inner reads stays protected too.
     outermost_ = reg.depth++ == 0;
     if (!outermost_) return;
-    slot_->store(g_epoch.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // A seq_cst exchange on our own line is the store and the full fence in
+    // one instruction (xchg on x86, cheaper than a store and mfence).
+    slot_->exchange(g_epoch.load(std::memory_order_relaxed), std::memory_order_seq_cst);
 }
 
 EpochGuard::~EpochGuard() {

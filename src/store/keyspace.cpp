@@ -181,11 +181,15 @@ void Keyspace::dispose(Garbage& garbage) const {
         const std::uint64_t stamp = epoch_retire_stamp();
         std::lock_guard lock(retired_mutex_);
         retired_.push_back(Retired{std::move(garbage), stamp});
+        retired_count_.store(retired_.size(), std::memory_order_relaxed);
     }
     reclaim();
 }
 
 void Keyspace::reclaim() const {
+    // Most writes (every key created) retire nothing and find nothing
+    // waiting: no shared lock for them.
+    if (retired_count_.load(std::memory_order_relaxed) == 0) return;
     std::vector<Retired> ready;
     {
         std::lock_guard lock(retired_mutex_);
@@ -198,6 +202,7 @@ void Keyspace::reclaim() const {
         ready.assign(std::make_move_iterator(retired_.begin()),
                      std::make_move_iterator(retired_.begin() + static_cast<std::ptrdiff_t>(n)));
         retired_.erase(retired_.begin(), retired_.begin() + static_cast<std::ptrdiff_t>(n));
+        retired_count_.store(retired_.size(), std::memory_order_relaxed);
     }
     // Freed outside every lock: a million nodes or a terabyte of filters take
     // a while.
@@ -221,7 +226,10 @@ std::size_t Keyspace::pending_reclaim() const {
 
 Keyspace::Probe Keyspace::probe_unlocked(const Shard& shard, std::string_view key,
                                          std::uint64_t hash, bloom::ScalableFilter*& filter) const {
-    const std::uint64_t version = shard.version.load(std::memory_order_acquire);
+    // seq_cst (a plain load on x86): ordered after the EpochGuard's seq_cst
+    // exchange, so a write whose unlink our guard did not hold back is seen
+    // (epoch.hpp).
+    const std::uint64_t version = shard.version.load(std::memory_order_seq_cst);
     if ((version & 1) != 0) return Probe::retry;
     const Table* table = shard.table.load(std::memory_order_acquire);
     const Node* node = nullptr;

@@ -9,13 +9,17 @@
 // while it reads, and the keyspace frees an unlinked node, table or filter
 // only once no thread is still inside a guard entered before the unlink.
 //
-//   reader:  slot = epoch; fence; ...read...; slot = 0
-//   writer:  unlink; fence; stamp = ++epoch; later free if every slot is 0
-//            or >= stamp
+//   reader:  exchange(slot, epoch) seq_cst; load shard version seq_cst;
+//            ...read...; slot = 0
+//   writer:  unlink; publish shard version (release); fence seq_cst;
+//            stamp = ++epoch; later (after another seq_cst fence) free if
+//            every slot is 0 or >= stamp
 //
-// Either the writer's scan sees the reader's slot (and waits), or the
-// reader's reads see the unlink (and never reach the object): the two
-// seq_cst fences make one of the two hold.
+// In the single order of seq_cst operations either the reader's exchange
+// comes before the writer's fence, and the writer's scan sees the reader's
+// slot (and waits), or after it, and the reader's seq_cst version load sees
+// the version published after the unlink, so its reads see the unlink and
+// never reach the object. (On x86 that is one xchg and a plain load.)
 //
 // Threads get one of kEpochSlots slots on first use and give it back when
 // they exit. A thread that finds none free (more than kEpochSlots threads

@@ -266,6 +266,7 @@ private:
     };
     mutable std::mutex retired_mutex_;
     mutable std::vector<Retired> retired_;
+    mutable std::atomic<std::size_t> retired_count_{0};  // retired_.size(), read without the lock
 };
 
 }  // namespace bloomery::store
