@@ -231,32 +231,31 @@ void BloomLayer::prefetch(const ItemHash& hash) const {
     }
 }
 
+namespace {
+
+// Sets bit `pos` of the array at `words`; 1 if this call flipped it.
+inline std::int64_t set_bit(std::uint64_t* words, std::uint64_t pos) {
+    const std::uint64_t mask = std::uint64_t{1} << (pos & 63);
+    WordRef word(words[pos >> 6]);
+    // Read before writing: re-adding a present item (common for crawlers)
+    // then never dirties a shared cache line, as in RocksDB's DynamicBloom.
+    if ((word.load(std::memory_order_relaxed) & mask) != 0) return 0;
+    // Only the thread that flipped the bit counts it, so the counters sum to
+    // the exact popcount once concurrent adds finish.
+    return (word.fetch_or(mask, std::memory_order_relaxed) & mask) == 0 ? 1 : 0;
+}
+
+}  // namespace
+
 bool BloomLayer::add(const ItemHash& hash) {
     std::int64_t flipped = 0;
     if (layout_ == static_cast<std::uint8_t>(Layout::blocked)) {
         std::uint64_t* block = words_ + block_start(hash);
+        for (std::uint32_t i = 0; i < hashes_; ++i) flipped += set_bit(block, block_probe(hash, i));
+    } else {
         for (std::uint32_t i = 0; i < hashes_; ++i) {
-            const std::uint32_t pos = block_probe(hash, i);
-            const std::uint64_t mask = std::uint64_t{1} << (pos & 63);
-            WordRef word(block[pos >> 6]);
-            if ((word.load(std::memory_order_relaxed) & mask) != 0) continue;
-            const std::uint64_t old = word.fetch_or(mask, std::memory_order_relaxed);
-            if ((old & mask) == 0) ++flipped;
+            flipped += set_bit(words_, probe_position(hash, i, bits_));
         }
-        if (flipped != 0) count_flipped(flipped);
-        return flipped != 0;
-    }
-    for (std::uint32_t i = 0; i < hashes_; ++i) {
-        const std::uint64_t pos = probe_position(hash, i, bits_);
-        const std::uint64_t mask = std::uint64_t{1} << (pos & 63);
-        WordRef word(words_[pos >> 6]);
-        // Read before writing: re-adding a present item (common for crawlers)
-        // then never dirties a shared cache line, as in RocksDB's DynamicBloom.
-        if ((word.load(std::memory_order_relaxed) & mask) != 0) continue;
-        const std::uint64_t old = word.fetch_or(mask, std::memory_order_relaxed);
-        // Only the thread that flipped the bit counts it, so the counters sum
-        // to the exact popcount once concurrent adds finish.
-        if ((old & mask) == 0) ++flipped;
     }
     if (flipped != 0) count_flipped(flipped);
     return flipped != 0;

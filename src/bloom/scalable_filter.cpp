@@ -166,26 +166,25 @@ bool ScalableFilter::contains(const ItemHash& hash) const {
     return false;
 }
 
-namespace {
-// Items hashed and prefetched ahead of probing: enough misses in flight to
-// cover memory latency (~100 ns against ~5-20 ns of work per item), few
-// enough that the hashes stay on the stack and the prefetched lines in L1.
-constexpr std::size_t kBatch = 16;
-}  // namespace
+std::size_t ScalableFilter::hash_and_prefetch(std::span<const std::string_view> items,
+                                              std::size_t first, ItemHash* hashes) const {
+    const std::size_t n = std::min(kBatch, items.size() - first);
+    // Lookups and adds probe every layer newest first, and adds set bits in
+    // the newest: prefetch there, where the misses are.
+    const BloomLayer& newest = layer(num_layers() - 1);
+    for (std::size_t i = 0; i < n; ++i) {
+        hashes[i] = hash_item(items[first + i]);
+        newest.prefetch(hashes[i]);
+    }
+    return n;
+}
 
 std::size_t ScalableFilter::add_many(std::span<const std::string_view> items,
                                      const GrowthLimits& limits, std::span<AddResult> out) {
     ItemHash hashes[kBatch];
     std::size_t done = 0;
     for (std::size_t first = 0; first < items.size(); first += kBatch) {
-        const std::size_t n = std::min(kBatch, items.size() - first);
-        // An add probes every layer (newest first) before setting bits in
-        // the newest: prefetch there, where the misses are.
-        const BloomLayer& newest = layer(num_layers() - 1);
-        for (std::size_t i = 0; i < n; ++i) {
-            hashes[i] = hash_item(items[first + i]);
-            newest.prefetch(hashes[i]);
-        }
+        const std::size_t n = hash_and_prefetch(items, first, hashes);
         for (std::size_t i = 0; i < n; ++i) {
             const AddResult result = add(hashes[i], limits);
             out[done++] = result;
@@ -199,12 +198,7 @@ void ScalableFilter::contains_many(std::span<const std::string_view> items,
                                    std::span<std::uint8_t> out) const {
     ItemHash hashes[kBatch];
     for (std::size_t first = 0; first < items.size(); first += kBatch) {
-        const std::size_t n = std::min(kBatch, items.size() - first);
-        const BloomLayer& newest = layer(num_layers() - 1);
-        for (std::size_t i = 0; i < n; ++i) {
-            hashes[i] = hash_item(items[first + i]);
-            newest.prefetch(hashes[i]);
-        }
+        const std::size_t n = hash_and_prefetch(items, first, hashes);
         for (std::size_t i = 0; i < n; ++i) out[first + i] = contains(hashes[i]) ? 1 : 0;
     }
 }
