@@ -102,7 +102,12 @@ BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items) {
 namespace {
 
 LayerGeometry sized(std::uint64_t capacity, double error_rate, Layout requested) {
-    if (requested == Layout::blocked) {
+    // Below 1e-9 blocking would cost more than kMaxBlockedOverhead (1.84×
+    // the classic bits at 1e-9, and growing), so such layers are classic
+    // without asking; it also keeps the sizing away from rates that
+    // underflow (a loaded layer at 5e-324 halves to 0 when the filter grows).
+    constexpr double kMinBlockedErrorRate = 1e-9;
+    if (requested == Layout::blocked && error_rate >= kMinBlockedErrorRate) {
         // Sized for 3 % below the requested rate: the model assumes ideal
         // in-block positions; ours come from one 64-bit hash and measured
         // 1.2 % above the model at p = 1 % (10^6 probes), so the margin keeps

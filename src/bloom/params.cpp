@@ -93,7 +93,9 @@ namespace {
 // For a given c the rate is unimodal in k: walk from the classic optimum
 // towards the better neighbour.
 std::uint32_t best_hashes(double bits_per_item, double& rate) {
-    auto k = static_cast<std::uint32_t>(std::max(1.0, std::round(bits_per_item * kLn2)));
+    // Clamped before the cast: k beyond 128 is refused by the bounds anyway.
+    const double guess = std::round(bits_per_item * kLn2);
+    auto k = static_cast<std::uint32_t>(guess >= 1.0 ? (guess <= 128.0 ? guess : 128.0) : 1.0);
     rate = blocked_false_positive_rate(bits_per_item, k);
     for (int direction : {-1, +1}) {
         for (;;) {
@@ -132,6 +134,11 @@ BlockedSizing compute_blocked_sizing(double error_rate) {
 }  // namespace
 
 BlockedSizing blocked_sizing(double error_rate) {
+    if (!(error_rate >= 1e-300 && error_rate < 1.0)) {
+        // Outside the precondition: an answer that the callers' overhead cap
+        // refuses, rather than undefined arithmetic.
+        return BlockedSizing{1e300, 128};
+    }
     // Filters of one server use a handful of error rates (the default, and
     // p·2^-i for the layers of scaling filters): a small cache of recent ones.
     struct Entry {

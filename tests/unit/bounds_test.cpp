@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bloomery/bloom/bounds.hpp"
+#include "bloomery/bloom/params.hpp"
 
 namespace bloomery::bloom {
 namespace {
@@ -93,6 +94,23 @@ TEST(Bounds, EveryLayerAScalingFilterCanGrowStaysInsideTheBounds) {
             }
         }
     }
+}
+
+// Found by loadchunk_fuzz: a loaded blocked filter whose last layer has the
+// smallest positive error rate grows a layer at half of it, which is 0. The
+// sizing must not divide by it or cast infinities (UBSan would stop here).
+TEST(Bounds, GrowingFromAnUnderflowingErrorRateStaysDefined) {
+    FilterOptions o = options(0.01, 100, 2);
+    o.layout = Layout::blocked;
+    const LayerGeometry last{100, 4.9e-324, 4096, 64, Layout::blocked};
+    ASSERT_EQ(check_layer(last, 0), BoundsError::none);
+    LayerGeometry next;
+    if (next_layer(o, last, next)) {
+        EXPECT_EQ(next.layout, Layout::classic);
+        EXPECT_EQ(check_layer(next, 0), BoundsError::none);
+    }
+    EXPECT_EQ(blocked_sizing(0.0).hashes, 128u);
+    EXPECT_GT(blocked_sizing(1e-320).bits_per_item, 1e6);
 }
 
 TEST(Bounds, BlockedLayersHaveAtLeastOneBlockAndAKnownLayout) {
