@@ -18,7 +18,7 @@ static_assert(WordRef::required_alignment <= alignof(std::uint64_t),
               "inline words behind a layer must satisfy atomic_ref<uint64_t>");
 
 // Per-thread counter slots of a mapped layer: 16 cache lines (1 KiB) beside
-// at least 64 KiB of words. Threads take slots round-robin, so up to 16
+// at least 32 KiB of words. Threads take slots round-robin, so up to 16
 // workers never share a line; more threads share slots, which stays correct.
 constexpr std::size_t kCounterSlots = 16;
 constexpr std::size_t kPageBytes = 4096;
@@ -64,7 +64,7 @@ BloomLayer::BloomLayer(const LayerGeometry& geometry, std::uint64_t* inline_word
       taken_or_unclaimed_(is_mapped(geometry) ? geometry.capacity : 0),
       words_(inline_words) {
     if (mapped_ && mapping_bytes(geometry) < kOwnMappingBytes) {
-        // Between 64 KiB and 1 MiB: from the allocator, which keeps such
+        // From kMappedLayerBytes up to 1 MiB: from the allocator, which keeps such
         // blocks for reuse (a fresh mapping per layer cost 77 µs to create
         // and free on this VM against 1 µs, mostly munmap's TLB shootdown).
         // Page-aligned like a mapping, so blocks sit on cache lines.
