@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -162,7 +163,12 @@ TEST(Keyspace, LockFreeLookupsNeverMissAStableKeyWhileTheShardChanges) {
         });
     }
     while (lookups.load() == 0) std::this_thread::yield();
-    for (int round = 0; round < 1000 && (round < 2 || lookups.load() < 20000000); ++round) {
+    // Bounded three ways: enough lookups, a round cap, and 5 s of wall time
+    // (sanitizer builds run many times slower).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (int round = 0; round < 1000 && (round < 2 || lookups.load() < 20000000) &&
+                        std::chrono::steady_clock::now() < deadline;
+         ++round) {
         for (const std::string& key : churn) {
             keyspace.erase(key);
             keyspace.put(key, shared);
