@@ -93,7 +93,9 @@ void note_change(Context& ctx, std::uint64_t n = 1) {
 // Adds `items` to the filter at `key`, creating it with `options` unless
 // `create` is false. Replies one integer (single) or an array that stops at
 // the first failing item, as RedisBloom does.
-void add_items(Context& ctx, std::string_view key, Args items, const FilterOptions& options,
+// `options` is null for BF.ADD / BF.MADD: the configured defaults, worked
+// out only when the key has to be created, not on every add.
+void add_items(Context& ctx, std::string_view key, Args items, const FilterOptions* options,
                bool create, bool multi) {
     std::string_view create_error;
     std::uint64_t added = 0;
@@ -111,7 +113,12 @@ void add_items(Context& ctx, std::string_view key, Args items, const FilterOptio
     try {
         if (create) {
             found = ctx.keyspace.with_filter_or_create(
-                key, [&] { return make_filter(ctx, options, create_error); }, run);
+                key,
+                [&] {
+                    return make_filter(ctx, options ? *options : default_options(ctx),
+                                       create_error);
+                },
+                run);
         } else {
             found = ctx.keyspace.with_filter(key, run);
             if (!found) create_error = errors::kNotFound;
@@ -138,11 +145,11 @@ void add_items(Context& ctx, std::string_view key, Args items, const FilterOptio
 }
 
 void cmd_add(Context& ctx, Args argv) {
-    add_items(ctx, argv[1], argv.subspan(2), default_options(ctx), true, false);
+    add_items(ctx, argv[1], argv.subspan(2), nullptr, true, false);
 }
 
 void cmd_madd(Context& ctx, Args argv) {
-    add_items(ctx, argv[1], argv.subspan(2), default_options(ctx), true, true);
+    add_items(ctx, argv[1], argv.subspan(2), nullptr, true, true);
 }
 
 // Validation shared by RESERVE and INSERT, RedisBloom's texts.
@@ -307,7 +314,7 @@ void cmd_insert(Context& ctx, Args argv) {
         ctx.out.error(errors::kNonScalingExpansion);
         return;
     }
-    add_items(ctx, argv[1], argv.subspan(items_at), options, create, true);
+    add_items(ctx, argv[1], argv.subspan(items_at), &options, create, true);
 }
 
 void cmd_exists(Context& ctx, Args argv) {

@@ -205,19 +205,34 @@ TEST(Keyspace, UnlinkedFiltersWaitForReadersInsideAGuard) {
     EXPECT_EQ(keyspace.pending_reclaim(), 0u);
 }
 
-// A guard entered after the unlink does not hold the unlinked object back.
+// A guard entered after the unlink does not hold the unlinked object back:
+// once the older reader leaves, the object is freed although a later reader
+// is still inside its guard.
 TEST(Keyspace, ReadersThatEnterAfterAnUnlinkDoNotDelayIt) {
     Keyspace keyspace(4);
     keyspace.put("k", make_filter());
-    EpochGuard guard;  // this thread reads throughout
-    EXPECT_TRUE(keyspace.erase("k"));
-    EXPECT_EQ(keyspace.pending_reclaim(), 1u);  // our own guard is older
-    std::thread late([&] {
-        EpochGuard late_guard;
-        keyspace.reclaim();
+    std::atomic<int> older_stage{0};
+    std::atomic<int> later_stage{0};
+    std::thread older([&] {
+        EpochGuard guard;
+        older_stage.store(1);
+        while (older_stage.load() != 2) std::this_thread::yield();
     });
-    late.join();
-    EXPECT_EQ(keyspace.pending_reclaim(), 1u);
+    while (older_stage.load() != 1) std::this_thread::yield();
+    EXPECT_TRUE(keyspace.erase("k"));
+    EXPECT_EQ(keyspace.pending_reclaim(), 1u);  // the older reader holds it
+    std::thread later([&] {
+        EpochGuard guard;
+        later_stage.store(1);
+        while (later_stage.load() != 2) std::this_thread::yield();
+    });
+    while (later_stage.load() != 1) std::this_thread::yield();
+    older_stage.store(2);
+    older.join();
+    keyspace.reclaim();
+    EXPECT_EQ(keyspace.pending_reclaim(), 0u);  // the later reader does not
+    later_stage.store(2);
+    later.join();
 }
 
 // More threads than epoch slots: the ones without a slot take the shard's
