@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "bloomery/bloom/filter.hpp"
 #include "bloomery/bloom/params.hpp"
 
 namespace bloomery::bloom {
@@ -35,7 +36,7 @@ std::string describe(BoundsError error) {
         case BoundsError::nonscaling_layers:
             return "nonscaling filter with more than one layer";
         case BoundsError::bits_invalid:
-            return "bit count not a positive multiple of 64 up to 2^49 (at least 512 if blocked)";
+            return "bit count not a positive multiple of 64 (of 512 if blocked) up to 2^49";
         case BoundsError::layout_invalid:
             return "unknown layout";
         case BoundsError::hashes_range:
@@ -91,7 +92,7 @@ BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items) {
     if (layer.capacity > kMaxLayerCapacity) return BoundsError::capacity_too_large;
     if (!known_layout(layer.layout)) return BoundsError::layout_invalid;
     if (layer.bits == 0 || layer.bits % 64 != 0 || layer.bits > kMaxLayerBits ||
-        (layer.layout == Layout::blocked && layer.bits < kBlockBits)) {
+        (layer.layout == Layout::blocked && layer.bits % kBlockBits != 0)) {
         return BoundsError::bits_invalid;
     }
     if (layer.hashes == 0 || layer.hashes > kMaxHashes) return BoundsError::hashes_range;
@@ -107,7 +108,12 @@ LayerGeometry sized(std::uint64_t capacity, double error_rate, Layout requested)
     // without asking; it also keeps the sizing away from rates that
     // underflow (a loaded layer at 5e-324 halves to 0 when the filter grows).
     constexpr double kMinBlockedErrorRate = 1e-9;
-    if (requested == Layout::blocked && error_rate >= kMinBlockedErrorRate) {
+    const std::uint64_t classic_bits = optimal_bits(capacity, error_rate);
+    // Layers under kMappedLayerBytes stay classic too: they sit in a few
+    // cache lines or in L1/L2, so blocking saves no miss and only costs bits
+    // (a default filter would grow from 224 to 256 bytes a key).
+    if (requested == Layout::blocked && error_rate >= kMinBlockedErrorRate &&
+        classic_bits / 8 >= kMappedLayerBytes) {
         // Sized for 3 % below the requested rate: the model assumes ideal
         // in-block positions; ours come from one 64-bit hash and measured
         // 1.2 % above the model at p = 1 % (10^6 probes), so the margin keeps
@@ -120,8 +126,8 @@ LayerGeometry sized(std::uint64_t capacity, double error_rate, Layout requested)
                                  Layout::blocked};
         }
     }
-    return LayerGeometry{capacity, error_rate, optimal_bits(capacity, error_rate),
-                         optimal_hashes(error_rate), Layout::classic};
+    return LayerGeometry{capacity, error_rate, classic_bits, optimal_hashes(error_rate),
+                         Layout::classic};
 }
 
 }  // namespace

@@ -211,11 +211,7 @@ void BloomLayer::cancel_item() {
 }
 
 std::uint64_t BloomLayer::block_start(const ItemHash& hash) const {
-    const std::uint64_t words = bits_ / 64;
-    if (bits_ % kBlockBits == 0) return block_index(hash, bits_ / kBlockBits) * (kBlockBits / 64);
-    // Small inline layers are not cache-line aligned anyway: a block may
-    // start at any word, so the layer needs no rounding to whole blocks.
-    return block_index(hash, words - kBlockBits / 64 + 1);
+    return block_index(hash, bits_ / kBlockBits) * (kBlockBits / 64);
 }
 
 void BloomLayer::prefetch(const ItemHash& hash) const {

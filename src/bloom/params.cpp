@@ -1,7 +1,5 @@
 #include "bloomery/bloom/params.hpp"
 
-#include "bloomery/bloom/filter.hpp"
-
 #include <array>
 #include <cmath>
 #include <limits>
@@ -171,10 +169,8 @@ std::uint64_t blocked_bits(std::uint64_t capacity, double bits_per_item) {
     const double bits = std::ceil(static_cast<double>(capacity) * bits_per_item);
     if (!(bits < 18446744073709551616.0 / 2)) return kMaxBits;
     auto raw = static_cast<std::uint64_t>(bits);
-    if (raw < kBlockBits) raw = kBlockBits;
-    const std::uint64_t unit = raw / 8 >= kMappedLayerBytes ? kBlockBits : 64;
-    if (raw > kMaxBits - unit) return kMaxBits;
-    return (raw + unit - 1) / unit * unit;
+    if (raw > kMaxBits - kBlockBits) return kMaxBits;
+    return (raw + kBlockBits - 1) / kBlockBits * kBlockBits;
 }
 
 }  // namespace bloomery::bloom

@@ -94,12 +94,13 @@ class LayoutOptionsTest(harness.SharedServerTestCase):
         self.assertLessEqual(blocked, classic * 1.15)  # the bound on the extra bits
 
     def test_no_false_negatives_and_rate_within_target_in_both_layouts(self):
-        n = 20000
+        n = 40000  # 47 KB of bits: big enough to be blocked
         items = ["member:%d" % i for i in range(n)]
         absent = ["absent:%d" % i for i in range(100000)]
         for layout in ("CLASSIC", "BLOCKED"):
             key = "fpr:" + layout
             self.r.execute_command("BF.RESERVE", key, 0.01, n, "NONSCALING", "LAYOUT", layout)
+            self.assertEqual(self.r.execute_command("BF.INFO", key, "LAYOUT"), [layout.lower().encode()])
             for i in range(0, n, 1000):
                 self.r.execute_command("BF.MADD", key, *items[i:i + 1000])
             for i in range(0, n, 1000):

@@ -118,6 +118,8 @@ TEST(Bounds, BlockedLayersHaveAtLeastOneBlockAndAKnownLayout) {
     EXPECT_EQ(check_layer(g, 0), BoundsError::none);
     g.bits = 448;
     EXPECT_EQ(check_layer(g, 0), BoundsError::bits_invalid);
+    g.bits = 576;  // whole words, not whole blocks
+    EXPECT_EQ(check_layer(g, 0), BoundsError::bits_invalid);
     g.layout = Layout::classic;
     EXPECT_EQ(check_layer(g, 0), BoundsError::none);
     g.layout = static_cast<Layout>(7);
@@ -125,12 +127,15 @@ TEST(Bounds, BlockedLayersHaveAtLeastOneBlockAndAKnownLayout) {
     FilterOptions o;
     o.layout = static_cast<Layout>(2);
     EXPECT_EQ(check_options(o), BoundsError::layout_invalid);
-    // A blocked filter of capacity 1 still gets a whole block.
+    // Small layers of a blocked filter stay classic (a default filter keeps
+    // its 1,152 bits); from 32 KiB of bits they are blocked, in whole blocks.
     o = FilterOptions{};
-    o.capacity = 1;
     o.layout = Layout::blocked;
-    EXPECT_EQ(first_layer(o).bits, 512u);
+    EXPECT_EQ(first_layer(o).layout, Layout::classic);
+    EXPECT_EQ(first_layer(o).bits, 1152u);
+    o.capacity = 30000;
     EXPECT_EQ(first_layer(o).layout, Layout::blocked);
+    EXPECT_EQ(first_layer(o).bits % kBlockBits, 0u);
 }
 
 TEST(Bounds, FilterBytesSumsEveryLayerAndSaturates) {

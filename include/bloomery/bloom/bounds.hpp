@@ -15,8 +15,8 @@
 //   needs almost no bits per item, so memory alone does not bound them; 64
 //   layers sum below 2^63, so BF.INFO's signed integers never overflow.
 // - Expansion 1..32768: RedisBloom's bf-expansion-factor range.
-// - Bits per layer: a positive multiple of 64 (whole words), at least one
-//   512-bit block for a blocked layer. The bytes of a
+// - Bits per layer: a positive multiple of 64 (whole words), of 512 (whole
+//   blocks) for a blocked layer. The bytes of a
 //   whole filter are bounded by the server's --max-filter-bytes, a policy
 //   value checked by the command layer against filter_bytes() below before
 //   anything is allocated.
@@ -47,9 +47,10 @@ inline constexpr std::uint64_t kMaxLayerBits = std::uint64_t{1} << 49;
 //            filter.
 //   blocked: all k in one 512-bit block (one cache line), one miss per
 //            lookup, for a few percent more bits at the same error rate
-//            (Putze, Sanders, Singler 2007). A blocked filter's layers whose
-//            error rate is so low that blocking would cost more than
-//            kMaxBlockedOverhead extra bits stay classic.
+//            (Putze, Sanders, Singler 2007). A blocked filter's layers stay
+//            classic when they are small (under kMappedLayerBytes: in cache
+//            anyway) or their error rate so low that blocking would cost
+//            more than kMaxBlockedOverhead extra bits.
 enum class Layout : std::uint8_t { classic = 0, blocked = 1 };
 inline constexpr double kMaxBlockedOverhead = 1.5;
 std::string_view layout_name(Layout layout);  // "classic" / "blocked"
@@ -82,7 +83,7 @@ enum class BoundsError {
     expansion_range,
     layers_range,
     nonscaling_layers,  // a NONSCALING filter with more than one layer
-    bits_invalid,       // zero, not a multiple of 64, above kMaxLayerBits, or blocked below 512
+    bits_invalid,       // zero, not a multiple of 64 (512 if blocked), or above kMaxLayerBits
     layout_invalid,     // not a known Layout
     hashes_range,
     items_too_large,

@@ -129,8 +129,8 @@ private:
     std::uint32_t hashes_;
     std::uint8_t mapped_;  // 1: words_ and counters are a block of mapped_bytes() of their own
     std::uint8_t layout_;  // Layout
-    // Blocked layout: the first word of an item's block. Aligned to whole
-    // blocks when bits_ is a multiple of 512, else at any word.
+    // Blocked layout: the first word of an item's block (blocked layers are
+    // whole blocks, in their own page-aligned storage: on cache lines).
     std::uint64_t block_start(const ItemHash& hash) const;
     // Inline layers: items taken (reserved or committed). Mapped layers:
     // room not yet claimed by any counter slot.

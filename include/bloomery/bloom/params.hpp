@@ -51,10 +51,7 @@ struct BlockedSizing {
 // first time for a given p, a lookup after. Precondition: 0 < p < 1.
 BlockedSizing blocked_sizing(double error_rate);
 
-// ceil(capacity · bits_per_item) in whole words, at least one block; from
-// kMappedLayerBytes up, whole blocks, so blocks sit on cache lines of the
-// page-aligned mapping (smaller layers place a block at any word: see
-// BloomLayer).
+// ceil(capacity · bits_per_item) rounded up to whole 512-bit blocks.
 std::uint64_t blocked_bits(std::uint64_t capacity, double bits_per_item);
 
 }  // namespace bloomery::bloom
