@@ -16,6 +16,7 @@
 #include "bloomery/core/allocator.hpp"
 #include "bloomery/core/config.hpp"
 #include "bloomery/net/server.hpp"
+#include "bloomery/persist/journal.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
@@ -69,6 +70,17 @@ int main(int argc, char** argv) {
     if (command_line.exit_code >= 0) return command_line.exit_code;
     const core::Config& config = command_line.config;
 
+    if (!command_line.check_journal.empty()) {
+        std::string report, error;
+        const bool ok = persist::check_journal(command_line.check_journal, command_line.fix_journal,
+                                               report, error);
+        std::cout << report;
+        if (!ok) {
+            std::cerr << "bloomery: " << error << '\n';
+            return 1;
+        }
+        return 0;
+    }
     if (!command_line.check_snapshot.empty()) {
         std::string report, error;
         if (!persist::check_snapshot(command_line.check_snapshot, report, error)) {

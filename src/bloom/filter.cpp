@@ -56,11 +56,11 @@ std::size_t BloomLayer::inline_bytes(const LayerGeometry& geometry) {
 
 BloomLayer::BloomLayer(const LayerGeometry& geometry, std::uint64_t* inline_words)
     : capacity_(geometry.capacity),
+      hashes_(geometry.hashes),
+      mapped_(is_mapped(geometry) ? 1u : 0u),
+      layout_(static_cast<std::uint8_t>(geometry.layout)),
       error_rate_(geometry.error_rate),
       bits_(geometry.bits),
-      hashes_(geometry.hashes),
-      mapped_(is_mapped(geometry) ? 1 : 0),
-      layout_(static_cast<std::uint8_t>(geometry.layout)),
       taken_or_unclaimed_(is_mapped(geometry) ? geometry.capacity : 0),
       words_(inline_words) {
     if (mapped_ && mapping_bytes(geometry) < kOwnMappingBytes) {

@@ -44,7 +44,23 @@ ScalableFilter::ScalableFilter(const FilterOptions& options, const LayerGeometry
       expansion_(static_cast<std::uint16_t>(options.expansion)),
       error_rate_(options.error_rate),
       capacity_(options.capacity),
+      id_(next_id()),
       first_(first, first_words) {}
+
+namespace {
+std::atomic<std::uint64_t> g_next_filter_id{1};
+}
+
+std::uint64_t ScalableFilter::next_id() {
+    return g_next_filter_id.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ScalableFilter::reserve_ids_through(std::uint64_t id) {
+    std::uint64_t next = g_next_filter_id.load(std::memory_order_relaxed);
+    while (next <= id &&
+           !g_next_filter_id.compare_exchange_weak(next, id + 1, std::memory_order_relaxed)) {
+    }
+}
 
 ScalableFilter::~ScalableFilter() {
     BloomLayer** more = more_layers_.load(std::memory_order_acquire);
@@ -148,8 +164,8 @@ FilterOptions ScalableFilter::options() const {
     return options;
 }
 
-AddResult ScalableFilter::add(std::string_view item, const GrowthLimits& limits) {
-    return add(hash_item(item), limits);
+AddResult ScalableFilter::add(std::string_view item, const GrowthLimits& limits, AddLog* log) {
+    return add(hash_item(item), limits, log);
 }
 
 bool ScalableFilter::contains(std::string_view item) const {
@@ -180,16 +196,49 @@ std::size_t ScalableFilter::hash_and_prefetch(std::span<const std::string_view> 
 }
 
 std::size_t ScalableFilter::add_many(std::span<const std::string_view> items,
-                                     const GrowthLimits& limits, std::span<AddResult> out) {
+                                     const GrowthLimits& limits, std::span<AddResult> out,
+                                     AddLog* log) {
     ItemHash hashes[kBatch];
     std::size_t done = 0;
     for (std::size_t first = 0; first < items.size(); first += kBatch) {
         const std::size_t n = hash_and_prefetch(items, first, hashes);
-        for (std::size_t i = 0; i < n; ++i) {
-            const AddResult result = add(hashes[i], limits);
-            out[done++] = result;
-            if (result != AddResult::added && result != AddResult::exists) return done;
+        if (log == nullptr) {
+            for (std::size_t i = 0; i < n; ++i) {
+                const AddResult result = add(hashes[i], limits);
+                out[done++] = result;
+                if (result != AddResult::added && result != AddResult::exists) return done;
+            }
+            continue;
         }
+        // Journaled: reserve room for the whole batch, log it in one record,
+        // then set the bits. Two copies of one item in a batch both reserve;
+        // the second finds its bits set by the first and reports `exists`,
+        // as it would one after the other.
+        LoggedAdd pending[kBatch];
+        std::size_t pending_index[kBatch];
+        std::size_t num_pending = 0;
+        std::size_t results = 0;
+        bool stopped = false;
+        for (std::size_t i = 0; i < n; ++i) {
+            std::size_t layer_index = 0;
+            const AddResult result = prepare_add(hashes[i], limits, layer_index);
+            out[done + results] = result;
+            if (result == AddResult::added) {
+                pending[num_pending] = {static_cast<std::uint32_t>(layer_index), hashes[i]};
+                pending_index[num_pending++] = done + results;
+            }
+            ++results;
+            if (result != AddResult::added && result != AddResult::exists) {
+                stopped = true;
+                break;
+            }
+        }
+        if (num_pending != 0) log->adding(*this, std::span(pending, num_pending));
+        for (std::size_t j = 0; j < num_pending; ++j) {
+            out[pending_index[j]] = finish_add(pending[j].layer, pending[j].hash);
+        }
+        done += results;
+        if (stopped) return done;
     }
     return done;
 }
@@ -203,7 +252,19 @@ void ScalableFilter::contains_many(std::span<const std::string_view> items,
     }
 }
 
-AddResult ScalableFilter::add(const ItemHash& hash, const GrowthLimits& limits) {
+AddResult ScalableFilter::add(const ItemHash& hash, const GrowthLimits& limits, AddLog* log) {
+    std::size_t layer_index = 0;
+    const AddResult prepared = prepare_add(hash, limits, layer_index);
+    if (prepared != AddResult::added) return prepared;
+    if (log != nullptr) {
+        const LoggedAdd logged{static_cast<std::uint32_t>(layer_index), hash};
+        log->adding(*this, std::span(&logged, 1));
+    }
+    return finish_add(layer_index, hash);
+}
+
+AddResult ScalableFilter::prepare_add(const ItemHash& hash, const GrowthLimits& limits,
+                                      std::size_t& layer_index) {
     std::size_t n = num_layers();
     for (std::size_t i = n; i-- > 0;) {
         if (layer(i).contains(hash)) return AddResult::exists;
@@ -216,15 +277,42 @@ AddResult ScalableFilter::add(const ItemHash& hash, const GrowthLimits& limits) 
         if (grown != AddResult::added) return grown;
         n = num_layers();
     }
-    BloomLayer& last = layer(n - 1);
-    if (!last.add(hash)) {
+    layer_index = n - 1;
+    return AddResult::added;
+}
+
+AddResult ScalableFilter::finish_add(std::size_t layer_index, const ItemHash& hash) {
+    BloomLayer& target = layer(layer_index);
+    if (!target.add(hash)) {
         // Every bit was already set (another thread added the same item
         // meanwhile): not new, so the room goes back.
-        last.cancel_item();
+        target.cancel_item();
         return AddResult::exists;
     }
-    last.commit_item();
+    target.commit_item();
     return AddResult::added;
+}
+
+bool ScalableFilter::replay_add(std::size_t layer_index, const ItemHash& hash) {
+    while (num_layers() <= layer_index) {
+        const std::size_t n = num_layers();
+        LayerGeometry next;
+        if (n >= kMaxLayers || !next_layer(options(), layer(n - 1).geometry(), next)) return false;
+        append_layer_for_load(next);
+    }
+    for (std::size_t i = num_layers(); i-- > 0;) {
+        if (layer(i).contains(hash)) return true;
+    }
+    BloomLayer& target = layer(layer_index);
+    if (!target.add(hash)) return true;
+    // Room as the original add had it; a layer the original filled exactly
+    // has none left, so count the item directly (the filter is ours alone).
+    if (target.reserve_item()) {
+        target.commit_item();
+    } else {
+        target.set_items(target.items() + 1);
+    }
+    return true;
 }
 
 // Returns `added` when the caller may proceed to add into the (possibly new)

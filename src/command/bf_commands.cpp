@@ -13,6 +13,7 @@
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/persist/journal.hpp"
 #include "families.hpp"
 
 namespace bloomery::command {
@@ -104,9 +105,10 @@ void add_items(Context& ctx, std::string_view key, Args items, const FilterOptio
     thread_local std::vector<AddResult> results;
     results.clear();
     const bloom::GrowthLimits limits = growth_limits(ctx);
+    bloom::AddLog* log = ctx.server.journal();
     auto run = [&](ScalableFilter& filter) {
         results.resize(items.size());
-        results.resize(filter.add_many(items, limits, results));
+        results.resize(filter.add_many(items, limits, results, log));
         for (AddResult result : results) added += result == AddResult::added ? 1 : 0;
     };
     bool found;
@@ -431,7 +433,10 @@ void cmd_loadchunk(Context& ctx, Args argv) {
     std::string error;
     if (iter != 1) {  // a data chunk, into the filter its header created
         bool loaded = false;
+        persist::Journal* journal = ctx.server.journal();
         const bool found = ctx.keyspace.with_filter(argv[1], [&](ScalableFilter& filter) {
+            // Logged before the bits change, like an add.
+            if (journal != nullptr) journal->chunk_loading(filter, iter, data);
             loaded = bloom::load_chunk(filter, iter, data, error);
         });
         if (!found) {

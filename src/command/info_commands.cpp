@@ -172,7 +172,37 @@ void info_persistence(Context& ctx, std::string& out) {
         if (c == '\r' || c == '\n') c = ' ';
     }
     line(out, "rdb_last_error", error);
-    line(out, "aof_enabled", 0);
+    // The journal's snapshot-based compaction is Redis's AOF rewrite: a
+    // snapshot, after which the journal it covers is dropped.
+    const core::JournalInfo& j = p.journal;
+    line(out, "aof_enabled", j.enabled ? 1 : 0);
+    line(out, "aof_fsync", j.enabled ? j.fsync_policy : std::string("no"));
+    line(out, "aof_rewrite_in_progress", j.enabled && p.bgsave_in_progress ? 1 : 0);
+    line(out, "aof_rewrite_scheduled", 0);
+    line(out, "aof_last_rewrite_time_sec", j.enabled ? p.last_bgsave_time_sec : -1);
+    line(out, "aof_current_rewrite_time_sec", j.enabled ? p.current_bgsave_time_sec : -1);
+    line(out, "aof_last_bgrewrite_status", std::string(p.last_bgsave_ok ? "ok" : "err"));
+    line(out, "aof_rewrites", j.enabled ? p.saves : 0);
+    line(out, "aof_last_write_status", std::string(j.last_write_ok ? "ok" : "err"));
+    std::string journal_error = j.last_write_error;
+    for (char& c : journal_error) {
+        if (c == '\r' || c == '\n') c = ' ';
+    }
+    line(out, "aof_last_write_error", journal_error);
+    line(out, "aof_last_cow_size", 0);
+    if (j.enabled) {
+        line(out, "aof_current_size", j.current_size);
+        line(out, "aof_base_size", j.base_size);
+        line(out, "aof_pending_rewrite", 0);
+        line(out, "aof_buffer_length", j.buffer_length);
+        line(out, "aof_pending_bio_fsync", j.fsync_in_progress ? 1 : 0);
+        line(out, "aof_delayed_fsync", j.delayed_fsync);
+        line(out, "aof_fsyncs", j.fsyncs);
+        line(out, "aof_segments", j.segments);
+        line(out, "aof_appended_offset", j.appended_offset);
+        line(out, "aof_durable_offset", j.durable_offset);
+        line(out, "aof_loaded_records", p.replayed_records);
+    }
 }
 
 void info_stats(Context& ctx, std::string& out) {

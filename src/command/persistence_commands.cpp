@@ -1,4 +1,4 @@
-// SAVE, BGSAVE, LASTSAVE, SHUTDOWN: the persistence layer reports typed
+// SAVE, BGSAVE, BGREWRITEAOF, LASTSAVE, SHUTDOWN: the persistence layer reports typed
 // results; the replies are worded here.
 
 #include <string>
@@ -52,6 +52,21 @@ void cmd_bgsave(Context& ctx, Args argv) {
     }
 }
 
+// The journal is compacted by a snapshot: once it is durable, the segments
+// it covers are dropped. So a rewrite is a BGSAVE, with Redis's reply.
+void cmd_bgrewriteaof(Context& ctx, Args) {
+    const core::SaveResult result = ctx.server.bgsave();
+    if (result.ok()) {
+        ctx.out.simple("Background append only file rewriting started");
+    } else if (result.status == core::SaveStatus::in_progress) {
+        ctx.out.error(
+            "ERR Background append only file rewriting already in progress (a snapshot is being "
+            "written)");
+    } else {
+        reply_save_error(ctx.out, result);
+    }
+}
+
 void cmd_lastsave(Context& ctx, Args) {
     ctx.out.integer(ctx.server.persistence().last_save_time);
 }
@@ -83,6 +98,7 @@ void cmd_shutdown(Context& ctx, Args argv) {
 void register_persistence_commands(Registry& registry) {
     registry.register_handler("save", cmd_save);
     registry.register_handler("bgsave", cmd_bgsave);
+    registry.register_handler("bgrewriteaof", cmd_bgrewriteaof);
     registry.register_handler("lastsave", cmd_lastsave);
     registry.register_handler("shutdown", cmd_shutdown);
 }

@@ -6,6 +6,7 @@
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/persist/journal.hpp"
 #include "families.hpp"
 
 namespace bloomery::command {
@@ -303,6 +304,16 @@ void run_command(const Registry& registry, Context& ctx, Args argv) {
     if (spec->write && ctx.config.stop_writes_on_bgsave_error && ctx.server.snapshot_failing()) {
         ctx.out.error(errors::kMisconf);
         return;
+    }
+    // Unlike snapshots, a journal that cannot write always stops writes:
+    // what it cannot record would be lost silently at the next crash.
+    if (spec->write) {
+        if (persist::Journal* journal = ctx.server.journal(); journal && journal->failing()) {
+            std::string message(errors::kMisconfJournal);
+            append_sanitized(message, journal->failure(), 400);
+            ctx.out.error(message);
+            return;
+        }
     }
     spec->handler(ctx, argv);
 }

@@ -329,6 +329,46 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--check-snapshot", result.check_snapshot,
                    "Verify a snapshot file, print what it holds, and exit")
         ->group(persistence);
+    std::string appendonly = c.appendonly ? "yes" : "no";
+    app.add_option("--appendonly", appendonly,
+                   "yes: journal every change (README \"Durability\"), so adds since the last "
+                   "snapshot survive a crash")
+        ->envname("BLOOMERY_APPENDONLY")
+        ->check(CLI::IsMember({"yes", "no"}))
+        ->group(persistence);
+    app.add_option("--appendfsync", c.appendfsync,
+                   "always: reply after the journal record is on disk (group commit); everysec: "
+                   "fsync once a second; no: leave it to the OS")
+        ->envname("BLOOMERY_APPENDFSYNC")
+        ->check(CLI::IsMember({"always", "everysec", "no"}))
+        ->group(persistence);
+    app.add_option("--appendfilename", c.appendfilename,
+                   "Journal segment name inside --dir (files NAME.<offset>)")
+        ->envname("BLOOMERY_APPENDFILENAME")
+        ->group(persistence);
+    app.add_option("--auto-aof-rewrite-percentage", c.auto_aof_rewrite_percentage,
+                   "Snapshot (dropping the journal it covers) when the journal grew by this "
+                   "percentage since the last one; 0 disables")
+        ->envname("BLOOMERY_AUTO_AOF_REWRITE_PERCENTAGE")
+        ->group(persistence);
+    app.add_option("--auto-aof-rewrite-min-size", c.auto_aof_rewrite_min_size,
+                   "...and is at least this large (suffixes kb, mb, gb)")
+        ->envname("BLOOMERY_AUTO_AOF_REWRITE_MIN_SIZE")
+        ->transform(CLI::AsSizeValue(false))
+        ->group(persistence);
+    app.add_option("--journal-buffer-limit", c.journal_buffer_limit,
+                   "Journal bytes not yet on disk past which writes are refused with -MISCONF "
+                   "(a disk slower than the clients)")
+        ->envname("BLOOMERY_JOURNAL_BUFFER_LIMIT")
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::Range(std::uint64_t{1024 * 1024}, std::uint64_t{1} << 40))
+        ->group(persistence);
+    app.add_option("--check-journal", result.check_journal,
+                   "Verify a journal segment, print what it holds, and exit (1 if bad)")
+        ->group(persistence);
+    app.add_flag("--fix", result.fix_journal,
+                 "With --check-journal: cut a bad tail off at the last good record")
+        ->group(persistence);
 
     auto* logging = "Logging";
     app.add_option("--loglevel", c.log_level, "Log level")
@@ -350,6 +390,10 @@ CommandLine parse_command_line(int argc, char** argv) {
             throw CLI::ValidationError("--maxmemory", maxmemory_error);
         }
         c.stop_writes_on_bgsave_error = stop_writes == "yes";
+        c.appendonly = appendonly == "yes";
+        if (c.appendfilename.empty() || c.appendfilename.find('/') != std::string::npos) {
+            throw CLI::ValidationError("--appendfilename", "must be a plain file name");
+        }
         if (c.dbfilename.empty() || c.dbfilename.find('/') != std::string::npos) {
             throw CLI::ValidationError("--dbfilename", "must be a plain file name");
         }

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "bloomery/command/acl.hpp"
+#include "bloomery/persist/journal.hpp"
 
 namespace bloomery::net {
 
@@ -287,6 +288,28 @@ void Connection::enforce_output_limit() {
 
 void Connection::write() {
     writing_ = true;
+    // appendfsync always: no reply leaves before every journal record that
+    // was appended when its command ran is durable. That covers a write's
+    // own record, and a read (or an add answering 0) that saw bits set by
+    // an add whose record is not durable yet, so no client learns of an
+    // item a crash could still take back. Replies of every client wait for
+    // the same fdatasync (group commit).
+    persist::Journal* journal = server_.journal();
+    if (journal != nullptr && journal->policy() == persist::FsyncPolicy::always) {
+        // Pairs with the release fence in Journal::adding (bits set with
+        // relaxed atomics after their record's offset was published).
+        std::atomic_thread_fence(std::memory_order_acquire);
+        const std::uint64_t target = journal->appended();
+        if (journal->durable() < target) {
+            journal->when_durable(target, [self = shared_from_this()] {
+                asio::post(self->executor_, [self] {
+                    if (self->closed_) return;
+                    self->start_write(asio::buffer(self->out_));
+                });
+            });
+            return;
+        }
+    }
     start_write(asio::buffer(out_));
 }
 

@@ -7,9 +7,9 @@
 
 #include <stdexcept>
 
-#include "bloomery/net/tls.hpp"
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
+#include "bloomery/net/tls.hpp"
 #include "connection.hpp"
 
 namespace bloomery::net {
@@ -109,6 +109,7 @@ int Server::run() {
             exit_code_ = 1;
         }
     }
+    persistence_.close_journal();
     spdlog::info("bloomery is now ready to exit, bye bye");
     return exit_code_;
 }

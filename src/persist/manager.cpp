@@ -24,6 +24,13 @@ Manager::Manager(const core::Config& config, store::Keyspace& keyspace,
 
 Manager::~Manager() {
     wait();
+    close_journal();
+}
+
+void Manager::close_journal() {
+    if (!journal_) return;
+    journal_->close();
+    keyspace_.set_mutation_log(nullptr);
 }
 
 bool Manager::load(std::string& error) {
@@ -44,17 +51,60 @@ bool Manager::load(std::string& error) {
         }
     }
     const std::string path = config_.snapshot_path();
-    if (!std::filesystem::exists(path, ec)) {
-        spdlog::info("no snapshot at {}, starting empty", path);
+    LoadStats stats{};
+    const bool have_snapshot = std::filesystem::exists(path, ec);
+    if (!have_snapshot) {
+        spdlog::info("no snapshot at {}", path);
+    } else {
+        if (!load_snapshot(path, keyspace_, stats, error)) return false;
+        spdlog::info("loaded {} filters ({} bytes) from {} in {:.3f} s ({} expired keys skipped)",
+                     stats.keys, stats.bytes, path, stats.seconds, stats.expired_skipped);
+    }
+    {
+        std::lock_guard lock(mutex_);
+        loaded_keys_ = stats.keys;
+        load_seconds_ = stats.seconds;
+    }
+    if (!config_.appendonly) {
+        const std::string prefix = config_.appendfilename + ".";
+        for (const auto& entry : std::filesystem::directory_iterator(config_.dir, ec)) {
+            const std::string name = entry.path().filename().string();
+            if (name.rfind(prefix, 0) == 0 && name.find(".stale") == std::string::npos) {
+                spdlog::warn(
+                    "journal segment {} is not loaded (--appendonly no): changes it holds after "
+                    "the snapshot are not in this server",
+                    entry.path().string());
+                break;
+            }
+        }
         return true;
     }
-    LoadStats stats{};
-    if (!load_snapshot(path, keyspace_, stats, error)) return false;
-    std::lock_guard lock(mutex_);
-    loaded_keys_ = stats.keys;
-    load_seconds_ = stats.seconds;
-    spdlog::info("loaded {} filters ({} bytes) from {} in {:.3f} s ({} expired keys skipped)",
-                 stats.keys, stats.bytes, path, stats.seconds, stats.expired_skipped);
+    FsyncPolicy policy = FsyncPolicy::everysec;
+    parse_fsync_policy(config_.appendfsync, policy);
+    ReplayStats replay;
+    if (!replay_journal(config_.dir, config_.appendfilename, have_snapshot, stats.journal_id,
+                        stats.journal_offset, keyspace_, replay, error)) {
+        return false;
+    }
+    const std::uint64_t id = replay.id != 0 ? replay.id : new_journal_id();
+    if (replay.segments != 0) {
+        spdlog::info(
+            "replayed {} journal records ({} before the snapshot skipped) from {} segment(s) in "
+            "{:.3f} s",
+            replay.records, replay.skipped, replay.segments, replay.seconds);
+    }
+    auto journal = std::make_unique<Journal>(config_.dir, config_.appendfilename, policy,
+                                             config_.journal_buffer_limit);
+    if (!journal->open(id, replay.end, replay.last_segment, error)) return false;
+    journal_ = std::move(journal);
+    keyspace_.set_mutation_log(journal_.get());
+    {
+        std::lock_guard lock(mutex_);
+        replayed_records_ = replay.records;
+        load_seconds_ += replay.seconds;
+    }
+    spdlog::info("journal on (appendfsync {}), id {:016x}, appending at offset {}",
+                 config_.appendfsync, id, replay.end);
     return true;
 }
 
@@ -63,7 +113,12 @@ core::SaveResult Manager::save_locked() {
     SaveStats stats{};
     std::string error;
     const auto started = std::chrono::steady_clock::now();
+    // Seal the journal's current segment first: every segment before the new
+    // one then ends before the snapshot's position and can go once the
+    // snapshot is durable.
+    if (journal_) journal_->rotate();
     const bool ok = save_snapshot(keyspace_, config_.snapshot_path(), stats, error);
+    if (ok && journal_) journal_->drop_covered(stats.journal_offset);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     record(ok, changes_at_start, seconds, stats.bytes, stats.keys, error);
@@ -153,6 +208,26 @@ void Manager::start_thread_locked(bool background, std::function<void(core::Save
 }
 
 void Manager::tick() {
+    if (journal_ && config_.auto_aof_rewrite_percentage != 0) {
+        // Redis's auto-aof-rewrite: here a snapshot, after which the journal
+        // it covers is dropped.
+        const core::JournalInfo j = journal_->info();
+        const std::uint64_t grown_to =
+            j.base_size + j.base_size / 100 * config_.auto_aof_rewrite_percentage;
+        if (j.current_size >= config_.auto_aof_rewrite_min_size && j.current_size > grown_to) {
+            bool idle;
+            {
+                std::lock_guard lock(mutex_);
+                idle = !running_ && (last_ok_ || (store::now_ms() - last_attempt_ms_) >= 5000);
+            }
+            if (idle) {
+                spdlog::info("journal is {} bytes ({} after the last snapshot): saving",
+                             j.current_size, j.base_size);
+                bgsave();
+                return;
+            }
+        }
+    }
     if (config_.save_points.empty()) return;
     std::uint64_t changes;
     std::int64_t since_save_s, since_attempt_s;
@@ -202,6 +277,8 @@ core::PersistenceInfo Manager::info() const {
     info.last_error = last_error_;
     info.loaded_keys = loaded_keys_;
     info.load_seconds = load_seconds_;
+    info.replayed_records = replayed_records_;
+    if (journal_) info.journal = journal_->info();
     return info;
 }
 

@@ -19,7 +19,9 @@
 namespace bloomery::persist::format {
 
 inline constexpr std::size_t kMagicBytes = 8;
-inline constexpr std::size_t kFileHeaderBytes = 8 + 4 + 8;  // magic, version, created_at_ms
+// magic, version, created_at_ms, journal id, journal offset (the last two
+// since version 3)
+inline constexpr std::size_t kFileHeaderBytes = 8 + 4 + 8 + 8 + 8;
 
 inline constexpr std::uint8_t kRecordFilter = 0x01;
 inline constexpr std::uint8_t kRecordEnd = 0xFF;

@@ -113,6 +113,7 @@ struct Record {
     std::uint64_t bytes = 0;   // whole record, checksum included
     std::string key;
     std::int64_t expire_at_ms = 0;
+    std::uint64_t filter_id = 0;  // version 3; 0 before
     bloom::FilterOptions options;
     std::vector<LayerInfo> layers;
     bloom::FilterRef filter;  // empty unless materialized
@@ -121,6 +122,8 @@ struct Record {
 struct FileHeader {
     std::uint32_t version = 0;
     std::int64_t created_at_ms = 0;
+    std::uint64_t journal_id = 0;  // version 3; 0: none
+    std::uint64_t journal_offset = 0;
 };
 
 struct ParseHooks {
@@ -220,6 +223,10 @@ private:
         }
         version_ = header.version;
         header.created_at_ms = static_cast<std::int64_t>(read_u64());
+        if (version_ >= 3) {
+            header.journal_id = read_u64();
+            header.journal_offset = read_u64();
+        }
         if (hooks_.on_header) hooks_.on_header(header);
     }
 
@@ -260,6 +267,7 @@ private:
             fail_at(in_.offset() - 8,
                     "negative expiry " + std::to_string(record.expire_at_ms) + " ms");
         }
+        if (version_ >= 3) record.filter_id = read_u64();
 
         const std::uint64_t options_offset = in_.offset();
         record.options.error_rate = read_f64();
@@ -467,8 +475,18 @@ bool load_snapshot(const std::string& path, store::Keyspace& keyspace, LoadStats
         const bool is_expired = record.expire_at_ms != 0 && record.expire_at_ms <= now;
         return !is_expired;
     };
+    hooks.on_header = [&](const FileHeader& header) {
+        stats.journal_id = header.journal_id;
+        stats.journal_offset = header.journal_offset;
+    };
     hooks.on_record = [&](Record&& record) {
         if (record.filter) {
+            // The id the journal names this filter by (a fresh one if the
+            // file predates ids).
+            if (record.filter_id != 0) {
+                record.filter->set_id(record.filter_id);
+                bloom::ScalableFilter::reserve_ids_through(record.filter_id);
+            }
             // The layer list is only for check_snapshot's report; a million
             // small keys should not hold a million vectors until the end.
             std::vector<LayerInfo>().swap(record.layers);
@@ -510,6 +528,14 @@ bool check_snapshot(const std::string& path, std::string& report, std::string& e
         report += "file: " + path + "\n";
         report += "format version: " + std::to_string(header.version) + "\n";
         report += "created at: " + format_time_ms(header.created_at_ms) + "\n";
+        if (header.version >= 3) {
+            report += "journal: " +
+                      (header.journal_id == 0
+                           ? std::string("none")
+                           : "id " + std::to_string(header.journal_id) + ", covered up to offset " +
+                                 std::to_string(header.journal_offset)) +
+                      "\n";
+        }
     };
     hooks.on_record = [&](Record&& record) {
         std::uint64_t capacity = 0;

@@ -119,6 +119,7 @@ void write_filter_record(SnapshotFileWriter& out, std::string_view key,
     out.append_u32(static_cast<std::uint32_t>(key.size()));
     out.append(key.data(), key.size());
     out.append_i64(entry.expire_at_ms);
+    out.append_u64(filter.id());
     out.append_f64(options.error_rate);
     out.append_u64(options.capacity);
     out.append_u32(options.expansion);
@@ -238,18 +239,26 @@ bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, Sav
             SnapshotFileWriter out(temporary.fd(), temporary.path());
             std::vector<std::uint64_t> words(format::kWordChunk);
 
-            unsigned char header[format::kFileHeaderBytes];
-            std::memcpy(header, kSnapshotMagic, format::kMagicBytes);
-            format::put_u32(header + 8, kSnapshotFormatVersion);
-            format::put_u64(header + 12, static_cast<std::uint64_t>(store::now_ms()));
-            out.append(header, sizeof header, /*in_record=*/false);
-
             // Every key at one instant (all shard locks held together for
             // the copy of references only), so a key renamed, deleted or
             // re-created during the save is in the file exactly once, as it
             // was then. The (possibly gigabytes of) words are copied with no
             // lock held: bits only go 0 -> 1.
             const store::KeyspaceView view = keyspace.view();
+            // Journaled adds log before they set bits: wait for those that
+            // logged before the view's position to have set them, so the
+            // file holds every record before that position.
+            if (view.log_id() != 0) store::Keyspace::wait_for_readers();
+            stats.journal_id = view.log_id();
+            stats.journal_offset = view.log_position();
+
+            unsigned char header[format::kFileHeaderBytes];
+            std::memcpy(header, kSnapshotMagic, format::kMagicBytes);
+            format::put_u32(header + 8, kSnapshotFormatVersion);
+            format::put_u64(header + 12, static_cast<std::uint64_t>(store::now_ms()));
+            format::put_u64(header + 20, view.log_id());
+            format::put_u64(header + 28, view.log_position());
+            out.append(header, sizeof header, /*in_record=*/false);
             for (std::size_t i = 0; i < view.size(); ++i) {
                 write_filter_record(out, view.key(i), view.entry(i), words);
                 ++records;

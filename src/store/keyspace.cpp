@@ -7,6 +7,7 @@
 #include <cstring>
 #include <deque>
 #include <new>
+#include <thread>
 
 #include "bloomery/core/memory.hpp"
 
@@ -399,6 +400,7 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
                 dispose(garbage);
                 throw;
             }
+            if (log_ != nullptr) log_->created(key, *node->filter, expire_at_ms);
         } else {
             Node* node = node_at(shard, slot);
             const bool expired = node->expired(now_ms());
@@ -408,8 +410,13 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
                 if (expired) expired_keys_.fetch_add(1, std::memory_order_relaxed);
                 // A new node, not a new filter in the old one: lookups read a
                 // linked node's filter without a lock.
-                replace_slot(shard, slot, make_node(key, std::move(filter), expire_at_ms), hash);
+                Node* fresh = make_node(key, std::move(filter), expire_at_ms);
+                replace_slot(shard, slot, fresh, hash);
                 garbage.nodes.push_back(node);
+                if (log_ != nullptr) {
+                    if (!expired) log_->deleted(key);
+                    log_->created(key, *fresh->filter, expire_at_ms);
+                }
             }
         }
     }
@@ -438,6 +445,7 @@ bool Keyspace::erase(std::string_view key) {
         live = !node->expired(now_ms());
         erase_slot(shard, slot, garbage);
         garbage.nodes.push_back(node);
+        if (live && log_ != nullptr) log_->deleted(key);
     }
     dispose(garbage);
     return live;
@@ -482,9 +490,11 @@ std::optional<bool> Keyspace::update_expiry(
             erase_slot(shard, slot, garbage);
             garbage.nodes.push_back(node);
             changed = true;
+            if (log_ != nullptr) log_->deleted(key);
         } else {
             node->expire_at_ms.store(*deadline, std::memory_order_relaxed);
             changed = true;
+            if (log_ != nullptr) log_->expiry_set(key, *deadline);
         }
     }
     dispose(garbage);
@@ -549,6 +559,7 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
             erase_slot(source, find_slot(source, from, from_hash), garbage);
             garbage.nodes.push_back(node);
             renamed = true;
+            if (log_ != nullptr) log_->renamed(from, to);
         }
     }
     dispose(garbage);
@@ -597,6 +608,7 @@ std::size_t Keyspace::clear() {
             shard.count = 0;
             garbage.tables_and_nodes.push_back(table);
         }
+        if (log_ != nullptr) log_->cleared();
     }
     // Freed with no lock held (once no lookup can see them): a million keys
     // or a terabyte of filters take a while, and other clients may already
@@ -655,7 +667,16 @@ KeyspaceView Keyspace::view() const {
             view.keys_.append(node->key());
         }
     }
+    if (log_ != nullptr) {
+        view.log_id_ = log_->log_id();
+        view.log_position_ = log_->position();
+    }
     return view;
+}
+
+void Keyspace::wait_for_readers() {
+    const std::uint64_t stamp = epoch_retire_stamp();
+    while (!epoch_passed(stamp)) std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 std::size_t Keyspace::active_expire_cycle() {

@@ -75,18 +75,30 @@ def xxh64(data, seed=0):
 
 def parse_snapshot(data):
     """Returns (header dict, [record dicts], end dict); raises on anything odd.
-    Reads versions 1 (no layout) and 2 (a layout byte per filter and layer)."""
+    Reads versions 1 (no layout), 2 (a layout byte per filter and layer) and 3
+    (the journal position in the header, a filter id per record)."""
     assert data[:8] == b"BLOOMERY", data[:8]
     version, created = struct.unpack_from("<Iq", data, 8)
-    assert version in (1, 2), version
+    assert version in (1, 2, 3), version
+    journal_id = journal_offset = 0
     pos = 20
+    if version >= 3:
+        journal_id, journal_offset = struct.unpack_from("<QQ", data, 20)
+        pos = 36
     records = []
     while data[pos] == 0x01:
         start = pos
         (key_len,) = struct.unpack_from("<I", data, pos + 1)
         key = data[pos + 5:pos + 5 + key_len]
         p = pos + 5 + key_len
-        if version >= 2:
+        filter_id = 0
+        if version >= 3:
+            (filter_id,) = struct.unpack_from("<Q", data, p + 8)
+            expire, = struct.unpack_from("<q", data, p)
+            error_rate, capacity, expansion, nonscaling, layout, layer_count = \
+                struct.unpack_from("<dQIBBI", data, p + 16)
+            p += 42
+        elif version >= 2:
             expire, error_rate, capacity, expansion, nonscaling, layout, layer_count = \
                 struct.unpack_from("<qdQIBBI", data, p)
             p += 34
@@ -112,20 +124,25 @@ def parse_snapshot(data):
         p += 8
         records.append(dict(key=key, expire=expire, error_rate=error_rate, capacity=capacity,
                             expansion=expansion, nonscaling=nonscaling, layout=layout,
-                            layers=layers, offset=start, end=p, type=1))
+                            layers=layers, offset=start, end=p, type=1, id=filter_id))
         pos = p
     assert data[pos] == 0xFF
     (count,) = struct.unpack_from("<Q", data, pos + 1)
     (file_checksum,) = struct.unpack_from("<Q", data, pos + 9)
     assert file_checksum == xxh64(data[:pos + 9]), "file checksum (test parser)"
     assert pos + 17 == len(data)
-    return dict(version=version, created=created), records, dict(count=count, offset=pos)
+    return (dict(version=version, created=created, journal_id=journal_id,
+                 journal_offset=journal_offset), records, dict(count=count, offset=pos))
 
 
-def build_record(r, layer_count=None, version=2):
+def build_record(r, layer_count=None, version=3):
     body = bytes([r.get("type", 1)]) + struct.pack("<I", len(r["key"])) + r["key"]
     count = len(r["layers"]) if layer_count is None else layer_count
-    if version >= 2:
+    if version >= 3:
+        body += struct.pack("<qQdQIBBI", r["expire"], r.get("id", 0), r["error_rate"],
+                            r["capacity"], r["expansion"], r["nonscaling"], r.get("layout", 0),
+                            count)
+    elif version >= 2:
         body += struct.pack("<qdQIBBI", r["expire"], r["error_rate"], r["capacity"],
                             r["expansion"], r["nonscaling"], r.get("layout", 0), count)
     else:
@@ -144,6 +161,8 @@ def build_record(r, layer_count=None, version=2):
 
 def build_snapshot(header, records, count=None, trailing=b"", end=True):
     out = b"BLOOMERY" + struct.pack("<Iq", header["version"], header["created"])
+    if header["version"] >= 3:
+        out += struct.pack("<QQ", header.get("journal_id", 0), header.get("journal_offset", 0))
     for r in records:
         out += build_record(r, version=header["version"])
     if not end:

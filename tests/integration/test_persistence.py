@@ -206,15 +206,15 @@ class RoundTrip(TempDirCase):
         self.assertEqual(r2.execute_command("BF.MEXISTS", "scalable",
                                             *["s%d" % i for i in range(500)]), [1] * 500)
 
-    def test_empty_keyspace_is_a_37_byte_file(self):
+    def test_empty_keyspace_is_a_53_byte_file(self):
         d = self.make_dir()
         s = self.server(d)
         r = s.client()
         self.assertTrue(r.save())
         data = read_bytes(os.path.join(d, DUMP))
-        self.assertEqual(len(data), 37)
+        self.assertEqual(len(data), 53)
         self.assertEqual(data[:8], b"BLOOMERY")
-        self.assertEqual(struct.unpack_from("<I", data, 8)[0], 2)
+        self.assertEqual(struct.unpack_from("<I", data, 8)[0], 3)
         header, records, end = parse_snapshot(data)
         self.assertEqual(records, [])
         self.assertEqual(end["count"], 0)
@@ -248,7 +248,7 @@ class RoundTrip(TempDirCase):
         self.assertTrue(r.save())
         data = read_bytes(os.path.join(d, DUMP))
         header, records, end = parse_snapshot(data)
-        self.assertEqual(header["version"], 2)
+        self.assertEqual(header["version"], 3)
         by_key = {rec["key"]: rec for rec in records}
         self.assertEqual(set(by_key), {b"a", b"b"})
         self.assertEqual(end["count"], 2)
@@ -300,7 +300,9 @@ class ShutdownAndSignals(TempDirCase):
         r = s.client()
         r.execute_command("BF.ADD", "k", "v")
         self.assertEqual(s.terminate(), 0)
-        self.assertEqual([n for n in os.listdir(d) if not n.startswith("server-")], [])
+        # No snapshot; only the journal, which holds the add.
+        self.assertEqual([n for n in os.listdir(d)
+                          if not n.startswith("server-") and not n.startswith("journal.")], [])
 
     def test_sigterm_with_saving_disabled_keeps_the_previous_snapshot(self):
         d = self.make_dir()
@@ -315,7 +317,9 @@ class ShutdownAndSignals(TempDirCase):
 
     def test_shutdown_nosave_does_not_save(self):
         d = self.make_dir()
-        s = self.server(d, save="3600 1")
+        # Snapshots alone (with the journal, SHUTDOWN NOSAVE loses nothing:
+        # test_journal.py).
+        s = self.server(d, "--appendonly", "no", save="3600 1")
         r = s.client()
         r.execute_command("BF.ADD", "before", "v")
         self.assertTrue(r.save())
@@ -326,7 +330,7 @@ class ShutdownAndSignals(TempDirCase):
         except redis.ConnectionError:
             pass
         self.assertEqual(s.wait(30), 0)
-        s2 = self.server(d, save="3600 1")
+        s2 = self.server(d, "--appendonly", "no", save="3600 1")
         r2 = s2.client()
         self.assertEqual(r2.execute_command("BF.EXISTS", "before", "v"), 1)
         self.assertEqual(r2.exists("after"), 0)
@@ -624,7 +628,7 @@ class Corruption(TempDirCase):
         path = self.variant_path(self.good)
         code, text = check_snapshot(path)
         self.assertEqual(code, 0, text)
-        for word in ("alpha", "beta", "delta", "version", "2"):
+        for word in ("alpha", "beta", "delta", "version", "3"):
             self.assertIn(word, text)
         self.assertEqual(read_bytes(path), self.good)
         header, records, end = self.parsed
@@ -725,7 +729,7 @@ class Corruption(TempDirCase):
         self.assertEqual(self.mutated(lambda h, r: None), self.good)
         nan = float("nan")
         cases = [
-            ("version 3", self.mutated(lambda h, r: h.__setitem__("version", 3)), ("version 3",)),
+            ("version 4", self.mutated(lambda h, r: h.__setitem__("version", 4)), ("version 4",)),
             ("version 0", self.mutated(lambda h, r: h.__setitem__("version", 0)), ("version 0",)),
             ("filter layout 2", self.mutated(set_field(b"beta", "layout", 2)), ("layout",)),
             ("layer layout 9", self.mutated(set_field(b"alpha", "layout", 9, 1)), ("layout",)),
@@ -767,7 +771,7 @@ class Corruption(TempDirCase):
             ("empty", b"", ("not a bloomery snapshot",)),
             ("text", b"just some text\n", ("not a bloomery snapshot",)),
             ("random", bytes(rng.randrange(256) for _ in range(3000)), ()),
-            ("version 3", self.mutated(lambda h, r: h.__setitem__("version", 3)), ("version 3",)),
+            ("version 4", self.mutated(lambda h, r: h.__setitem__("version", 4)), ("version 4",)),
             ("truncated header", self.good[:13], ()),
             ("truncated end record", self.good[:n - 3], ("truncated",)),
             ("truncated in a key", self.good[:records[1]["offset"] + 7], ()),

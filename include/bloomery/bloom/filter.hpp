@@ -74,12 +74,14 @@ public:
     // (its block, or its first probes), so batches overlap their misses.
     void prefetch(const ItemHash& hash) const;
 
-    LayerGeometry geometry() const { return {capacity_, error_rate_, bits_, hashes_, layout()}; }
+    LayerGeometry geometry() const {
+        return {capacity_, error_rate_, bits_, static_cast<std::uint32_t>(hashes_), layout()};
+    }
     Layout layout() const { return static_cast<Layout>(layout_); }
     std::uint64_t capacity() const { return capacity_; }
     double error_rate() const { return error_rate_; }
     std::uint64_t bits() const { return bits_; }
-    std::uint32_t hashes() const { return hashes_; }
+    std::uint32_t hashes() const { return static_cast<std::uint32_t>(hashes_); }
     std::uint64_t num_words() const { return bits_ / 64; }
     std::uint64_t byte_size() const { return bits_ / 8; }  // the bit array
     bool mapped() const { return mapped_ != 0; }
@@ -123,12 +125,14 @@ private:
     bool reserve_from_chunk(Counter& mine);
     bool reserve_from_others();
 
-    std::uint64_t capacity_;
+    // Packed into one word (capacity <= 2^48, hashes <= 128) so a filter's
+    // header keeps room for its id within 80 bytes (scalable_filter.cpp).
+    std::uint64_t capacity_ : 49;
+    std::uint64_t hashes_ : 8;
+    std::uint64_t mapped_ : 1;  // 1: words_ and counters are a block of mapped_bytes() of their own
+    std::uint64_t layout_ : 1;  // Layout
     double error_rate_;
     std::uint64_t bits_;
-    std::uint32_t hashes_;
-    std::uint8_t mapped_;  // 1: words_ and counters are a block of mapped_bytes() of their own
-    std::uint8_t layout_;  // Layout
     // Blocked layout: the first word of an item's block (blocked layers are
     // whole blocks, in their own page-aligned storage: on cache lines).
     std::uint64_t block_start(const ItemHash& hash) const;

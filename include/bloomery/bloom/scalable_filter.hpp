@@ -42,6 +42,22 @@ struct GrowthLimits {
 };
 
 class FilterRef;
+class ScalableFilter;
+
+// An add about to set bits: the item's hash and the layer it goes into.
+struct LoggedAdd {
+    std::uint32_t layer;
+    ItemHash hash;
+};
+
+// Told of adds after their room is reserved and before any of their bits is
+// set, so whatever it records (the journal, persist/journal.hpp) precedes
+// every lookup that can see those bits. Called from any worker thread.
+class AddLog {
+public:
+    virtual ~AddLog() = default;
+    virtual void adding(const ScalableFilter& filter, std::span<const LoggedAdd> adds) = 0;
+};
 
 class ScalableFilter {
 public:
@@ -60,8 +76,10 @@ public:
     // Bytes create() would allocate for these layers, all layers included.
     static std::uint64_t allocation_bytes(std::span<const LayerGeometry> layers);
 
-    AddResult add(std::string_view item, const GrowthLimits& limits);
-    AddResult add(const ItemHash& hash, const GrowthLimits& limits);
+    // With a `log`, every item about to be added is told to it first (see
+    // AddLog); an item the filter already holds is not.
+    AddResult add(std::string_view item, const GrowthLimits& limits, AddLog* log = nullptr);
+    AddResult add(const ItemHash& hash, const GrowthLimits& limits, AddLog* log = nullptr);
     bool contains(std::string_view item) const;
     bool contains(const ItemHash& hash) const;
 
@@ -71,8 +89,25 @@ public:
     // add_many stores one result per item in `out` (out.size() >= items.size())
     // and stops after the first result other than added / exists, as
     // RedisBloom's MADD does; it returns how many results it stored.
+    // With a `log`, one adding() call per batch of up to kBatch items.
     std::size_t add_many(std::span<const std::string_view> items, const GrowthLimits& limits,
-                         std::span<AddResult> out);
+                         std::span<AddResult> out, AddLog* log = nullptr);
+
+    // Replays a journaled add (persist/journal.hpp) into a filter the caller
+    // owns exclusively: grows the chain as the original did until `layer`
+    // exists, then adds the item there unless some layer already holds it.
+    // False if `layer` is beyond what the filter's options allow.
+    bool replay_add(std::size_t layer, const ItemHash& hash);
+
+    // A number that names this filter for the journal: unique among the
+    // filters of one server run and of its snapshot and journal (kept by
+    // both), unchanged by RENAME. Set once, before the filter is shared.
+    std::uint64_t id() const { return id_; }
+    void set_id(std::uint64_t id) { id_ = id; }
+    // Ids for new filters come from one counter; loaders raise it past every
+    // id they load.
+    static std::uint64_t next_id();
+    static void reserve_ids_through(std::uint64_t id);
     // out[i] = contains(items[i]) ? 1 : 0; out.size() >= items.size().
     void contains_many(std::span<const std::string_view> items, std::span<std::uint8_t> out) const;
 
@@ -102,6 +137,11 @@ private:
     // or owns the filter exclusively.
     void append_layer(LayerPtr layer);
     AddResult grow(std::size_t seen_layers, const GrowthLimits& limits);
+    // The two halves of an add: prepare_add finds the item absent and
+    // reserves room in the newest layer (growing it if full), returning
+    // `added` with that layer's index; finish_add sets the bits.
+    AddResult prepare_add(const ItemHash& hash, const GrowthLimits& limits, std::size_t& layer);
+    AddResult finish_add(std::size_t layer, const ItemHash& hash);
     // Items hashed and prefetched ahead of probing in add_many/contains_many:
     // enough misses in flight to cover memory latency (~100 ns against ~5-20
     // ns of work per item), few enough that the hashes stay on the stack and
@@ -121,6 +161,7 @@ private:
     // Layers 1..kMaxLayers-1, allocated on the first growth and never moved;
     // published before the layer count that makes an entry visible.
     std::atomic<BloomLayer**> more_layers_{nullptr};
+    std::uint64_t id_;
     BloomLayer first_;
     // The first layer's words follow the object when they are inline.
 };

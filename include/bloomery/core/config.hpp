@@ -68,6 +68,16 @@ struct Config {
     std::string dbfilename = "dump.bloomery";
     std::vector<SavePoint> save_points = {{3600, 1}, {300, 100}, {60, 10000}};
     bool stop_writes_on_bgsave_error = true;  // -MISCONF while the last snapshot failed
+    // Journal (persist/journal.hpp; README "Durability")
+    bool appendonly = true;
+    std::string appendfsync = "everysec";    // always | everysec | no
+    std::string appendfilename = "journal";  // segments are <name>.<offset> in dir
+    // A snapshot (which drops the journal it covers) starts once the journal
+    // is this much larger than after the last one, and at least min-size.
+    std::uint64_t auto_aof_rewrite_percentage = 100;
+    std::uint64_t auto_aof_rewrite_min_size = 64ull * 1024 * 1024;
+    // Journal bytes not yet durable past which writes are refused (-MISCONF).
+    std::uint64_t journal_buffer_limit = 256ull * 1024 * 1024;
     // Logging
     std::string log_level = "info";
     std::string log_file;  // empty: stderr
@@ -94,7 +104,9 @@ namespace bloomery::core {
 struct CommandLine {
     Config config;
     std::string check_snapshot;  // --check-snapshot FILE: verify and exit
-    int exit_code = -1;          // >= 0: exit now with this code (--help, --version, error)
+    std::string check_journal;   // --check-journal FILE: verify (and --fix) and exit
+    bool fix_journal = false;
+    int exit_code = -1;  // >= 0: exit now with this code (--help, --version, error)
 };
 
 // Parses flags, the optional --config file and BLOOMERY_* environment

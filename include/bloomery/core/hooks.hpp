@@ -11,6 +11,10 @@
 #include <string>
 #include <string_view>
 
+namespace bloomery::persist {
+class Journal;
+}
+
 namespace bloomery::core {
 
 enum class ShutdownMode { default_save, save, nosave };
@@ -30,6 +34,23 @@ struct SaveResult {
     bool ok() const { return status == SaveStatus::ok; }
 };
 
+// The journal's state for INFO persistence (Redis's aof_* fields).
+struct JournalInfo {
+    bool enabled = false;
+    std::string fsync_policy;
+    bool last_write_ok = true;
+    std::string last_write_error;
+    std::uint64_t current_size = 0;   // bytes of every segment
+    std::uint64_t base_size = 0;      // ...after start or the last snapshot's cleanup
+    std::uint64_t buffer_length = 0;  // bytes appended and not yet durable
+    bool fsync_in_progress = false;
+    std::uint64_t delayed_fsync = 0;  // fdatasyncs that took over 2 s
+    std::uint64_t fsyncs = 0;
+    std::uint64_t segments = 0;
+    std::uint64_t appended_offset = 0;
+    std::uint64_t durable_offset = 0;
+};
+
 struct PersistenceInfo {
     bool enabled = false;  // a save spec is configured
     bool bgsave_in_progress = false;
@@ -45,6 +66,8 @@ struct PersistenceInfo {
     bool loading = false;
     std::uint64_t loaded_keys = 0;
     double load_seconds = 0;
+    std::uint64_t replayed_records = 0;  // journal records applied at start
+    JournalInfo journal;                 // enabled = false with --appendonly no
 };
 
 struct StatsTotals {
@@ -85,6 +108,9 @@ public:
     // True while snapshots are configured and the last attempt failed (Redis's
     // condition for -MISCONF). Lock-free: asked before every write command.
     virtual bool snapshot_failing() = 0;
+    // The journal (persist/journal.hpp), or null when it is off. Commands
+    // log to it (adds, LOADCHUNK data) and refuse writes while it fails.
+    virtual persist::Journal* journal() { return nullptr; }
     // Starts a clean shutdown. Returns the failed save's result if a required
     // final save failed (the server then keeps running, as Redis does).
     virtual SaveResult shutdown(ShutdownMode mode) = 0;

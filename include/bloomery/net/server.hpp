@@ -60,6 +60,7 @@ public:
     core::SaveResult bgsave() override;
     core::PersistenceInfo persistence() override;
     bool snapshot_failing() override { return persistence_.snapshot_failing(); }
+    persist::Journal* journal() override { return persistence_.journal(); }
     core::SaveResult shutdown(core::ShutdownMode mode) override;
     std::int64_t start_time_ms() override { return start_time_ms_; }
     unsigned worker_threads() override { return static_cast<unsigned>(workers_.size()); }

@@ -12,12 +12,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/hooks.hpp"
+#include "bloomery/persist/journal.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace bloomery::persist {
@@ -29,9 +31,16 @@ public:
             std::function<std::uint64_t()> total_changes);
     ~Manager();
 
-    // Creates --dir if needed and loads the snapshot if one exists. False with
-    // a message naming the file and the reason if it exists but is bad.
+    // Creates --dir if needed, loads the snapshot if one exists, and with
+    // --appendonly yes replays the journal after it and opens the journal for
+    // appending (attached to the keyspace). False with a message naming the
+    // file and the reason if either is bad.
     bool load(std::string& error);
+    // The journal, or null with --appendonly no (or before load()).
+    Journal* journal() const { return journal_.get(); }
+    // Writes and fsyncs the journal and detaches it (at exit, after the last
+    // command ran).
+    void close_journal();
 
     core::SaveResult save();  // synchronous; in_progress if a save is running
     // Runs a save on the persistence thread and calls `done` there once the
@@ -82,6 +91,8 @@ private:
     std::string last_error_;
     std::uint64_t loaded_keys_ = 0;
     double load_seconds_ = 0;
+    std::uint64_t replayed_records_ = 0;
+    std::unique_ptr<Journal> journal_;
 };
 
 }  // namespace bloomery::persist

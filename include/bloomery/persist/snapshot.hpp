@@ -25,16 +25,19 @@
 namespace bloomery::persist {
 
 // The on-disk format this build writes and the only one it reads.
-// Version 2 added the layout (a byte per filter and per layer); version 1
-// files (every filter classic) still load.
-inline constexpr std::uint32_t kSnapshotFormatVersion = 2;
+// Version 2 added the layout (a byte per filter and per layer); version 3 the
+// journal position the snapshot covers and each filter's journal id.
+// Versions 1 (every filter classic) and 2 still load.
+inline constexpr std::uint32_t kSnapshotFormatVersion = 3;
 inline constexpr std::uint32_t kOldestSnapshotFormatVersion = 1;
 inline constexpr char kSnapshotMagic[8] = {'B', 'L', 'O', 'O', 'M', 'E', 'R', 'Y'};
 
 struct SaveStats {
-    std::uint64_t keys = 0;   // filter records written
-    std::uint64_t bytes = 0;  // size of the new file
-    double seconds = 0;       // wall time of the whole save, fsyncs included
+    std::uint64_t keys = 0;            // filter records written
+    std::uint64_t bytes = 0;           // size of the new file
+    double seconds = 0;                // wall time of the whole save, fsyncs included
+    std::uint64_t journal_id = 0;      // the journal attached to the keyspace (0: none)
+    std::uint64_t journal_offset = 0;  // records before this offset are in the file
 };
 
 // Writes every live key of `keyspace` to `path`.
@@ -60,6 +63,8 @@ struct LoadStats {
     std::uint64_t bytes = 0;            // size of the file read
     std::uint64_t expired_skipped = 0;  // records whose deadline had passed
     double seconds = 0;
+    std::uint64_t journal_id = 0;  // what the file covers of which journal (0, 0: none)
+    std::uint64_t journal_offset = 0;
 };
 
 // Reads the snapshot at `path` into `keyspace`, which should be empty (a key

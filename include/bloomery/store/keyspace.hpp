@@ -37,6 +37,7 @@
 
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/store/epoch.hpp"
+#include "bloomery/store/mutation_log.hpp"
 
 namespace bloomery::store {
 
@@ -65,6 +66,11 @@ public:
         FilterRef filter;
     };
     std::size_t size() const { return entries_.size(); }
+    // The journal attached when the view was taken (0, 0 without one): its
+    // id, and the offset that splits its records into those this view holds
+    // (before it) and those that came after.
+    std::uint64_t log_id() const { return log_id_; }
+    std::uint64_t log_position() const { return log_position_; }
     std::string_view key(std::size_t i) const {
         return std::string_view(keys_).substr(entries_[i].key_offset, entries_[i].key_size);
     }
@@ -74,6 +80,8 @@ private:
     friend class Keyspace;
     std::string keys_;  // every key, back to back
     std::vector<Entry> entries_;
+    std::uint64_t log_id_ = 0;
+    std::uint64_t log_position_ = 0;
 };
 
 class Keyspace {
@@ -85,6 +93,16 @@ public:
 
     std::size_t num_shards() const { return shards_.size(); }
 
+    // Attaches the journal that hears of every change from now on (null:
+    // none). Set before clients are served; not thread-safe.
+    void set_mutation_log(MutationLog* log) { log_ = log; }
+    MutationLog* mutation_log() const { return log_; }
+
+    // Waits until every with_filter() call that had begun when this was
+    // called has returned (for snapshots: an add logged before a view's
+    // position has set its bits once this returns).
+    static void wait_for_readers();
+
     // Calls fn(bloom::ScalableFilter&) if the key exists and has not expired,
     // with the filter kept alive for the call (an epoch guard, or the shard's
     // shared lock on the slow path). Returns whether it did.
@@ -92,19 +110,18 @@ public:
     bool with_filter(std::string_view key, Fn&& fn) const {
         const std::uint64_t hash = hash_key(key);
         const Shard& shard = shard_for(hash);
-        {
-            EpochGuard guard;
-            if (guard.active()) {
-                for (int attempt = 0; attempt < kOptimisticAttempts; ++attempt) {
-                    bloom::ScalableFilter* filter = nullptr;
-                    const Probe probe = probe_unlocked(shard, key, hash, filter);
-                    if (probe == Probe::found) {
-                        fn(*filter);
-                        return true;
-                    }
-                    if (probe == Probe::missing) return false;
-                    if (probe == Probe::use_lock) break;
+        // Held on the locked path too, so wait_for_readers() covers it.
+        EpochGuard guard;
+        if (guard.active()) {
+            for (int attempt = 0; attempt < kOptimisticAttempts; ++attempt) {
+                bloom::ScalableFilter* filter = nullptr;
+                const Probe probe = probe_unlocked(shard, key, hash, filter);
+                if (probe == Probe::found) {
+                    fn(*filter);
+                    return true;
                 }
+                if (probe == Probe::missing) return false;
+                if (probe == Probe::use_lock) break;
             }
         }
         std::shared_lock lock(shard.mutex);
@@ -258,6 +275,7 @@ private:
     static std::int64_t table_bytes(std::size_t slots);  // header and slots
 
     mutable std::vector<Shard> shards_;  // mutable: lookups reap expired keys
+    MutationLog* log_ = nullptr;
     mutable std::atomic<std::uint64_t> expired_keys_{0};
     mutable std::atomic<std::uint64_t> overhead_bytes_{0};
     struct Retired {

@@ -1,0 +1,200 @@
+#pragma once
+// The append-only journal: every change to the data, as what it did (the
+// 128-bit hash of each added item, never the item itself), written to
+// DIR/<appendfilename>.<start offset> segment files and made durable by group
+// commit. The format is specified byte by byte in proto/journal.md.
+//
+// Order: keyspace changes are appended under the locks of the shards they
+// touch (store::MutationLog), adds after their room is reserved and before
+// their bits are set (bloom::AddLog), so any bit a client can see was set by
+// an add whose record is already appended. An offset is a byte position in
+// the stream of records of one journal (an id), across its segments.
+//
+// Durability (--appendfsync):
+// - always: durable() passes a record only after fdatasync; the network layer
+//   holds every reply until durable() reaches appended() as it was when the
+//   command ran (when_durable). One fdatasync covers every record appended by
+//   any thread meanwhile (group commit).
+// - everysec: written as soon as the writer thread wakes, fdatasync once a
+//   second; a crash loses at most about the last two seconds.
+// - no: written likewise, fdatasync only when a segment is sealed and at exit.
+//
+// Failure (ENOSPC, EIO, EROFS, EFBIG...): the unwritten records stay in
+// memory, failing() turns true (writes are refused with -MISCONF by the
+// command layer), and the writer retries once a second. With always, after a
+// failed fdatasync the segment is cut back to its last durable size and
+// rewritten from memory, since the kernel may have dropped the pages (no
+// client was answered yet); everysec keeps nothing it wrote, so there a
+// failed fdatasync may lose the second the policy allows. Nothing durable is
+// touched.
+//
+// Thread safety: every member may be called from any thread.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/core/hooks.hpp"
+#include "bloomery/store/keyspace.hpp"
+#include "bloomery/store/mutation_log.hpp"
+
+namespace bloomery::persist {
+
+enum class FsyncPolicy { always, everysec, no };
+bool parse_fsync_policy(std::string_view text, FsyncPolicy& out);
+const char* fsync_policy_name(FsyncPolicy policy);
+
+class Journal final : public store::MutationLog, public bloom::AddLog {
+public:
+    // `buffer_limit`: bytes appended but not yet durable past which failing()
+    // turns true, so a disk slower than the clients bounds memory.
+    Journal(std::string dir, std::string basename, FsyncPolicy policy, std::uint64_t buffer_limit);
+    ~Journal() override;
+    Journal(const Journal&) = delete;
+    Journal& operator=(const Journal&) = delete;
+
+    // Starts appending to journal `id` at `offset`: to the existing segment
+    // `existing` (a path, already cut to `offset`), or to a new segment.
+    bool open(std::uint64_t id, std::uint64_t offset, const std::string& existing,
+              std::string& error);
+    // Writes and fdatasyncs whatever is appended, then stops the writer.
+    void close();
+
+    // bloom::AddLog
+    void adding(const bloom::ScalableFilter& filter,
+                std::span<const bloom::LoggedAdd> adds) override;
+    // store::MutationLog
+    void created(std::string_view key, const bloom::ScalableFilter& filter,
+                 std::int64_t expire_at_ms) override;
+    void deleted(std::string_view key) override;
+    void renamed(std::string_view from, std::string_view to) override;
+    void expiry_set(std::string_view key, std::int64_t expire_at_ms) override;
+    void cleared() override;
+    std::uint64_t log_id() const override { return id_; }
+    std::uint64_t position() const override { return appended(); }
+    // A BF.LOADCHUNK data chunk, before it is applied to `filter`.
+    void chunk_loading(const bloom::ScalableFilter& filter, std::int64_t iter,
+                       std::string_view data);
+
+    FsyncPolicy policy() const { return policy_; }
+    std::uint64_t appended() const { return appended_.load(std::memory_order_acquire); }
+    std::uint64_t durable() const { return durable_.load(std::memory_order_acquire); }
+    // Calls `fn` on the writer thread once durable() >= offset (at once, on
+    // the caller's thread, if it already is). For --appendfsync always.
+    void when_durable(std::uint64_t offset, std::function<void()> fn);
+    // Writes are refused while this is true: the last write or fdatasync
+    // failed, or more than buffer_limit bytes wait. Lock-free.
+    bool failing() const { return failing_.load(std::memory_order_relaxed); }
+    std::string failure() const;
+
+    // Seals the current segment (written and fdatasynced) and starts a new
+    // one at appended(); returns the new segment's start offset, or the
+    // current one's if nothing was appended to it or the new file could not
+    // be made. Used before a snapshot, so that the segments before the one
+    // returned are wholly covered by it.
+    std::uint64_t rotate();
+    // Deletes the sealed segments that end at or before `offset` (a
+    // snapshot covering everything before it is durable).
+    void drop_covered(std::uint64_t offset);
+
+    core::JournalInfo info() const;
+
+private:
+    struct Segment {
+        std::uint64_t start;
+        std::string path;
+    };
+    // Appends one record (type + body) under mutex_; `encode` writes the
+    // body into the pending buffer.
+    template <class Encode>
+    void append(std::uint8_t type, std::size_t body_bytes, Encode&& encode);
+    void run();
+    bool open_segment(std::uint64_t start, std::string& error);  // writer thread or open()
+    bool write_unwritten();
+    bool sync();
+    void set_failure(const std::string& what);
+    void notify_durable();
+
+    const std::string dir_;
+    const std::string basename_;
+    const FsyncPolicy policy_;
+    const std::uint64_t buffer_limit_;
+    std::uint64_t id_ = 0;
+
+    mutable std::mutex mutex_;  // appenders and the writer: pending_, flags below
+    std::condition_variable wake_;
+    std::condition_variable rotated_;
+    std::string pending_;  // appended, not yet taken by the writer
+    std::atomic<std::uint64_t> appended_{0};
+    bool writer_idle_ = false;
+    bool stop_ = false;
+    bool rotate_requested_ = false;
+    std::uint64_t rotations_done_ = 0;
+    std::uint64_t rotated_to_ = 0;
+    std::vector<Segment> segments_;  // oldest first; the last is being written
+    std::string failure_;
+    std::atomic<bool> failing_{false};
+    bool write_failed_ = false;
+
+    // Writer thread only.
+    int fd_ = -1;
+    std::string current_path_;
+    std::string unwritten_;           // taken from pending_, not yet written
+    std::string unsynced_;            // written since the last fdatasync (always only)
+    std::uint64_t written_ = 0;       // offset after the last byte written
+    std::uint64_t segment_size_ = 0;  // bytes in the current segment file
+    std::uint64_t synced_segment_size_ = 0;
+    std::int64_t last_sync_ms_ = 0;
+
+    std::atomic<std::uint64_t> durable_{0};
+    std::atomic<std::uint64_t> file_bytes_{0};      // all segments, headers included
+    std::atomic<std::uint64_t> base_bytes_{0};      // file_bytes_ after open or the last drop
+    std::atomic<std::uint64_t> buffered_{0};        // pending + unwritten + unsynced
+    std::atomic<std::uint64_t> delayed_fsyncs_{0};  // fdatasyncs over 2 s
+    std::atomic<std::uint64_t> fsyncs_{0};
+    std::atomic<bool> syncing_{false};
+
+    std::mutex waiters_mutex_;
+    std::vector<std::pair<std::uint64_t, std::function<void()>>> waiters_;
+    std::thread writer_;
+};
+
+// What replay_journal found.
+struct ReplayStats {
+    std::uint64_t id = 0;      // the journal's id (0: none)
+    std::uint64_t end = 0;     // offset after the last good record
+    std::string last_segment;  // path of the newest segment ("" if none)
+    std::uint64_t segments = 0;
+    std::uint64_t records = 0;          // records applied
+    std::uint64_t skipped = 0;          // records before the snapshot's position
+    std::uint64_t truncated_bytes = 0;  // torn tail cut off the last segment
+    std::uint64_t max_filter_id = 0;
+    double seconds = 0;
+};
+
+// Replays the journal in `dir` into `keyspace` (loaded from a snapshot that
+// covers journal `snapshot_id` up to `snapshot_position`; 0, 0 without
+// one). Segments of another journal are renamed to "*.stale" with a warning.
+// A torn last record of the newest segment is cut off with a warning; any
+// other bad record fails with the file, the offset and the reason.
+bool replay_journal(const std::string& dir, const std::string& basename, bool have_snapshot,
+                    std::uint64_t snapshot_id, std::uint64_t snapshot_position,
+                    store::Keyspace& keyspace, ReplayStats& stats, std::string& error);
+
+// For `bloomery --check-journal FILE [--fix]`: verifies one segment and
+// describes its records in `report`. With `fix`, a bad tail (torn or
+// corrupt) is cut off at the last good record. False with `error` if the
+// file is bad (and was not fixed).
+bool check_journal(const std::string& path, bool fix, std::string& report, std::string& error);
+
+// A new journal id: random, never 0.
+std::uint64_t new_journal_id();
+
+}  // namespace bloomery::persist

@@ -1,0 +1,571 @@
+#include "bloomery/persist/journal.hpp"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "bloomery/bloom/dump.hpp"
+#include "bloomery/core/memory.hpp"
+#include "journal_format.hpp"
+#include "snapshot_format.hpp"
+
+namespace bloomery::persist {
+
+namespace jf = journal_format;
+using format::errno_text;
+using format::put_u32;
+using format::put_u64;
+
+namespace {
+
+std::int64_t steady_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// fdatasync of a directory entry's parent, so a created or removed segment
+// survives a power loss.
+bool sync_directory(const std::string& dir, std::string& error) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        error = "cannot open directory '" + dir + "': " + errno_text(errno);
+        return false;
+    }
+    const bool ok = ::fsync(fd) == 0;
+    if (!ok) error = "cannot fsync directory '" + dir + "': " + errno_text(errno);
+    ::close(fd);
+    return ok;
+}
+
+std::string segment_header(std::uint64_t id, std::uint64_t start) {
+    std::string header(jf::kSegmentHeaderBytes, '\0');
+    auto* out = reinterpret_cast<unsigned char*>(header.data());
+    std::memcpy(out, jf::kMagic, 8);
+    put_u32(out + 8, jf::kVersion);
+    put_u32(out + 12, 0);
+    put_u64(out + 16, id);
+    put_u64(out + 24, start);
+    put_u64(out + 32, XXH64(out, 32, 0));
+    return header;
+}
+
+}  // namespace
+
+bool parse_fsync_policy(std::string_view text, FsyncPolicy& out) {
+    if (text == "always") {
+        out = FsyncPolicy::always;
+    } else if (text == "everysec") {
+        out = FsyncPolicy::everysec;
+    } else if (text == "no") {
+        out = FsyncPolicy::no;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+const char* fsync_policy_name(FsyncPolicy policy) {
+    switch (policy) {
+        case FsyncPolicy::always:
+            return "always";
+        case FsyncPolicy::everysec:
+            return "everysec";
+        default:
+            return "no";
+    }
+}
+
+std::uint64_t new_journal_id() {
+    std::random_device device;
+    std::uint64_t id = 0;
+    while (id == 0) id = (std::uint64_t{device()} << 32) ^ device();
+    return id;
+}
+
+Journal::Journal(std::string dir, std::string basename, FsyncPolicy policy,
+                 std::uint64_t buffer_limit)
+    : dir_(std::move(dir)),
+      basename_(std::move(basename)),
+      policy_(policy),
+      buffer_limit_(buffer_limit) {}
+
+Journal::~Journal() {
+    close();
+}
+
+bool Journal::open(std::uint64_t id, std::uint64_t offset, const std::string& existing,
+                   std::string& error) {
+    id_ = id;
+    appended_.store(offset, std::memory_order_relaxed);
+    durable_.store(offset, std::memory_order_relaxed);
+    written_ = offset;
+    // Every older segment of this journal is still on disk until a snapshot
+    // covers it; list them so drop_covered() can remove them.
+    std::error_code ec;
+    std::uint64_t total = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+        const std::string name = entry.path().filename().string();
+        const std::string prefix = basename_ + ".";
+        if (name.size() != prefix.size() + 20 || name.rfind(prefix, 0) != 0) continue;
+        if (!std::all_of(name.begin() + static_cast<std::ptrdiff_t>(prefix.size()), name.end(),
+                         [](char c) { return c >= '0' && c <= '9'; })) {
+            continue;
+        }
+        if (entry.path().string() == existing) continue;
+        const std::uint64_t start = std::stoull(name.substr(prefix.size()));
+        segments_.push_back({start, entry.path().string()});
+        total += entry.file_size(ec);
+    }
+    std::sort(segments_.begin(), segments_.end(),
+              [](const Segment& a, const Segment& b) { return a.start < b.start; });
+    if (!existing.empty()) {
+        fd_ = ::open(existing.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd_ < 0) {
+            error = "cannot open journal '" + existing + "': " + errno_text(errno);
+            return false;
+        }
+        const off_t end = ::lseek(fd_, 0, SEEK_END);
+        if (end < 0) {
+            error = "cannot seek in journal '" + existing + "': " + errno_text(errno);
+            return false;
+        }
+        segment_size_ = synced_segment_size_ = static_cast<std::uint64_t>(end);
+        const std::string name = std::filesystem::path(existing).filename().string();
+        segments_.push_back({std::stoull(name.substr(basename_.size() + 1)), existing});
+        total += segment_size_;
+        current_path_ = existing;
+        file_bytes_.store(total, std::memory_order_relaxed);
+    } else {
+        file_bytes_.store(total, std::memory_order_relaxed);
+        if (!open_segment(offset, error)) return false;
+        total += jf::kSegmentHeaderBytes;
+    }
+    base_bytes_.store(total, std::memory_order_relaxed);
+    last_sync_ms_ = steady_ms();
+    writer_ = std::thread([this] { run(); });
+    return true;
+}
+
+// Creates the segment file for `start`, writes and syncs its header and the
+// directory. Called by open() before the writer starts, and by the writer.
+bool Journal::open_segment(std::uint64_t start, std::string& error) {
+    const std::string path = dir_ + "/" + jf::segment_name(basename_, start);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        error = "cannot create journal '" + path + "': " + errno_text(errno);
+        return false;
+    }
+    const std::string header = segment_header(id_, start);
+    std::size_t done = 0;
+    while (done < header.size()) {
+        const ssize_t n = ::write(fd, header.data() + done, header.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            error = "cannot write journal '" + path + "': " + errno_text(n < 0 ? errno : ENOSPC);
+            ::close(fd);
+            ::unlink(path.c_str());
+            return false;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    if (::fdatasync(fd) != 0 || !sync_directory(dir_, error)) {
+        if (error.empty()) error = "cannot fsync journal '" + path + "': " + errno_text(errno);
+        ::close(fd);
+        ::unlink(path.c_str());
+        return false;
+    }
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+    segment_size_ = synced_segment_size_ = header.size();
+    current_path_ = path;
+    file_bytes_.fetch_add(header.size(), std::memory_order_relaxed);
+    std::lock_guard lock(mutex_);
+    segments_.push_back({start, path});
+    return true;
+}
+
+void Journal::close() {
+    {
+        std::lock_guard lock(mutex_);
+        if (!writer_.joinable()) return;
+        stop_ = true;
+    }
+    wake_.notify_all();
+    writer_.join();
+    if (fd_ >= 0) {
+        ::close(fd_);
+        fd_ = -1;
+    }
+    // Whoever still waits will not be answered (their clients are gone at
+    // exit); run nothing.
+    std::lock_guard lock(waiters_mutex_);
+    waiters_.clear();
+}
+
+template <class Encode>
+void Journal::append(std::uint8_t type, std::size_t body_bytes, Encode&& encode) {
+    const std::size_t total = jf::kRecordOverhead + body_bytes;
+    bool wake = false;
+    {
+        std::lock_guard lock(mutex_);
+        const std::size_t at = pending_.size();
+        pending_.resize(at + total);
+        auto* out = reinterpret_cast<unsigned char*>(pending_.data() + at);
+        put_u32(out, static_cast<std::uint32_t>(body_bytes));
+        out[4] = type;
+        encode(out + 5);
+        put_u64(out + 5 + body_bytes, XXH64(out, 5 + body_bytes, 0));
+        appended_.store(appended_.load(std::memory_order_relaxed) + total,
+                        std::memory_order_release);
+        // The writer subtracts without the mutex: a read-modify-write.
+        const std::uint64_t held = buffered_.fetch_add(total, std::memory_order_relaxed) + total;
+        if (held > buffer_limit_ && !failing_.load(std::memory_order_relaxed)) {
+            failing_.store(true, std::memory_order_relaxed);
+        }
+        if (writer_idle_) {
+            writer_idle_ = false;
+            wake = true;
+        }
+    }
+    core::memory_add(core::MemoryUse::other, static_cast<std::int64_t>(total));
+    if (wake) wake_.notify_one();
+}
+
+namespace {
+unsigned char* put_bytes(unsigned char* out, std::string_view bytes) {
+    put_u32(out, static_cast<std::uint32_t>(bytes.size()));
+    if (!bytes.empty()) std::memcpy(out + 4, bytes.data(), bytes.size());
+    return out + 4 + bytes.size();
+}
+}  // namespace
+
+void Journal::adding(const bloom::ScalableFilter& filter, std::span<const bloom::LoggedAdd> adds) {
+    append(jf::kAdd, 8 + 4 + adds.size() * jf::kAddEntryBytes, [&](unsigned char* out) {
+        put_u64(out, filter.id());
+        put_u32(out + 8, static_cast<std::uint32_t>(adds.size()));
+        out += 12;
+        for (const bloom::LoggedAdd& add : adds) {
+            out[0] = static_cast<unsigned char>(add.layer);
+            put_u64(out + 1, add.hash.h1);
+            put_u64(out + 9, add.hash.h2);
+            out += jf::kAddEntryBytes;
+        }
+    });
+    // The caller sets the bits next, with relaxed atomics: order the record's
+    // offset (appended_) before them for a reader that sees a bit and then
+    // reads appended() after an acquire fence (net/connection.cpp), so it
+    // waits for this record under appendfsync always.
+    std::atomic_thread_fence(std::memory_order_release);
+}
+
+void Journal::created(std::string_view key, const bloom::ScalableFilter& filter,
+                      std::int64_t expire_at_ms) {
+    const std::string header = bloom::encode_header(filter);
+    append(jf::kCreate, 4 + key.size() + 8 + 8 + 4 + header.size(), [&](unsigned char* out) {
+        out = put_bytes(out, key);
+        put_u64(out, static_cast<std::uint64_t>(expire_at_ms));
+        put_u64(out + 8, filter.id());
+        put_bytes(out + 16, header);
+    });
+}
+
+void Journal::deleted(std::string_view key) {
+    append(jf::kDelete, 4 + key.size(), [&](unsigned char* out) { put_bytes(out, key); });
+}
+
+void Journal::renamed(std::string_view from, std::string_view to) {
+    append(jf::kRename, 8 + from.size() + to.size(),
+           [&](unsigned char* out) { put_bytes(put_bytes(out, from), to); });
+}
+
+void Journal::expiry_set(std::string_view key, std::int64_t expire_at_ms) {
+    append(jf::kExpire, 4 + key.size() + 8, [&](unsigned char* out) {
+        put_u64(put_bytes(out, key), static_cast<std::uint64_t>(expire_at_ms));
+    });
+}
+
+void Journal::cleared() {
+    append(jf::kFlushAll, 0, [](unsigned char*) {});
+}
+
+void Journal::chunk_loading(const bloom::ScalableFilter& filter, std::int64_t iter,
+                            std::string_view data) {
+    append(jf::kChunk, 8 + 8 + 4 + data.size(), [&](unsigned char* out) {
+        put_u64(out, filter.id());
+        put_u64(out + 8, static_cast<std::uint64_t>(iter));
+        put_bytes(out + 16, data);
+    });
+}
+
+void Journal::when_durable(std::uint64_t offset, std::function<void()> fn) {
+    {
+        std::lock_guard lock(waiters_mutex_);
+        // Checked under the lock notify_durable() takes after advancing
+        // durable_, so a waiter is either seen by it or sees the new value.
+        if (durable() < offset) {
+            waiters_.emplace_back(offset, std::move(fn));
+            return;
+        }
+    }
+    fn();
+}
+
+void Journal::notify_durable() {
+    std::vector<std::function<void()>> ready;
+    {
+        std::lock_guard lock(waiters_mutex_);
+        const std::uint64_t done = durable();
+        auto keep = std::partition(waiters_.begin(), waiters_.end(),
+                                   [done](const auto& w) { return w.first > done; });
+        for (auto it = keep; it != waiters_.end(); ++it) ready.push_back(std::move(it->second));
+        waiters_.erase(keep, waiters_.end());
+    }
+    for (auto& fn : ready) fn();
+}
+
+std::string Journal::failure() const {
+    std::lock_guard lock(mutex_);
+    if (!failure_.empty()) return failure_;
+    if (failing_.load(std::memory_order_relaxed)) {
+        return "journal buffer over " + std::to_string(buffer_limit_) +
+               " bytes (the disk is slower than the writes)";
+    }
+    return {};
+}
+
+void Journal::set_failure(const std::string& what) {
+    std::lock_guard lock(mutex_);
+    if (failure_ != what) spdlog::error("journal: {}", what);
+    failure_ = what;
+    write_failed_ = true;
+    failing_.store(true, std::memory_order_relaxed);
+}
+
+// Writes unwritten_ to the current segment; what was written moves to
+// unsynced_ with appendfsync always (kept until fdatasync succeeds).
+bool Journal::write_unwritten() {
+    std::size_t done = 0;
+    bool ok = true;
+    while (done < unwritten_.size()) {
+        const ssize_t n = ::write(fd_, unwritten_.data() + done, unwritten_.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            set_failure("cannot write journal '" + current_path_ +
+                        "': " + errno_text(n < 0 ? errno : ENOSPC));
+            ok = false;
+            break;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    written_ += done;
+    segment_size_ += done;
+    file_bytes_.fetch_add(done, std::memory_order_relaxed);
+    if (policy_ == FsyncPolicy::always) {
+        unsynced_.append(unwritten_, 0, done);
+    } else {
+        // everysec and no keep nothing once written: a failed fdatasync can
+        // then lose up to a second of records (the loss everysec accepts),
+        // and holding a second of records would cost tens of megabytes.
+        buffered_.fetch_sub(done, std::memory_order_relaxed);
+        core::memory_add(core::MemoryUse::other, -static_cast<std::int64_t>(done));
+        if (policy_ == FsyncPolicy::no) durable_.store(written_, std::memory_order_release);
+    }
+    unwritten_.erase(0, done);
+    return ok;
+}
+
+bool Journal::sync() {
+    if (unsynced_.empty() && segment_size_ == synced_segment_size_) return true;
+    syncing_.store(true, std::memory_order_relaxed);
+    const std::int64_t began = steady_ms();
+    const int rc = ::fdatasync(fd_);
+    const int saved_errno = errno;
+    const std::int64_t took = steady_ms() - began;
+    syncing_.store(false, std::memory_order_relaxed);
+    fsyncs_.fetch_add(1, std::memory_order_relaxed);
+    if (took > 2000) {
+        delayed_fsyncs_.fetch_add(1, std::memory_order_relaxed);
+        spdlog::warn("journal: fdatasync took {} ms (the disk is busy)", took);
+    }
+    last_sync_ms_ = steady_ms();
+    if (rc != 0) {
+        // After a failed fdatasync the kernel may have dropped the dirty
+        // pages. With appendfsync always, cut the file back to what is known
+        // durable and write the rest again from memory (nobody was answered
+        // yet); otherwise retry the fdatasync.
+        set_failure("cannot fsync journal '" + current_path_ + "': " + errno_text(saved_errno));
+        if (policy_ == FsyncPolicy::always &&
+            ::ftruncate(fd_, static_cast<off_t>(synced_segment_size_)) == 0 &&
+            ::lseek(fd_, 0, SEEK_END) >= 0) {
+            file_bytes_.fetch_sub(segment_size_ - synced_segment_size_, std::memory_order_relaxed);
+            written_ -= segment_size_ - synced_segment_size_;
+            segment_size_ = synced_segment_size_;
+            unsynced_.append(unwritten_);
+            unwritten_.swap(unsynced_);
+            unsynced_.clear();
+        }
+        return false;
+    }
+    synced_segment_size_ = segment_size_;
+    buffered_.fetch_sub(unsynced_.size(), std::memory_order_relaxed);
+    core::memory_add(core::MemoryUse::other, -static_cast<std::int64_t>(unsynced_.size()));
+    if (unsynced_.capacity() > (1u << 20)) {
+        std::string().swap(unsynced_);
+    } else {
+        unsynced_.clear();
+    }
+    durable_.store(written_, std::memory_order_release);
+    return true;
+}
+
+void Journal::run() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        const auto wanted = [this] { return stop_ || rotate_requested_ || !pending_.empty(); };
+        if (!wanted()) {
+            // everysec: wake for the once-a-second fdatasync; after a failure,
+            // retry once a second.
+            const bool timed =
+                write_failed_ || (policy_ == FsyncPolicy::everysec &&
+                                  (segment_size_ != synced_segment_size_ || !unwritten_.empty()));
+            writer_idle_ = true;
+            if (timed) {
+                wake_.wait_for(lock, std::chrono::milliseconds(200), wanted);
+            } else {
+                wake_.wait(lock, wanted);
+            }
+            writer_idle_ = false;
+        }
+        const bool stopping = stop_;
+        const bool rotating = rotate_requested_;
+        if (unwritten_.empty()) {
+            unwritten_.swap(pending_);
+        } else {
+            unwritten_.append(pending_);
+            pending_.clear();
+        }
+        if (pending_.capacity() > (1u << 20)) std::string().swap(pending_);
+        lock.unlock();
+
+        bool ok = write_unwritten();
+        const bool sync_due =
+            policy_ == FsyncPolicy::always || rotating || stopping ||
+            (policy_ == FsyncPolicy::everysec && steady_ms() - last_sync_ms_ >= 1000);
+        if (ok && sync_due) ok = sync();
+        if (ok && rotating && segment_size_ > jf::kSegmentHeaderBytes) {
+            std::string error;
+            if (!open_segment(written_, error)) {
+                spdlog::warn("journal: {}; going on in the current segment", error);
+            }
+        }
+        if (ok && policy_ == FsyncPolicy::no && sync_due && rotating) durable_.store(written_);
+        notify_durable();
+
+        lock.lock();
+        if (ok && write_failed_) {
+            spdlog::info("journal: writes succeed again");
+            write_failed_ = false;
+            failure_.clear();
+        }
+        if (!write_failed_) {
+            failing_.store(buffered_.load(std::memory_order_relaxed) > buffer_limit_,
+                           std::memory_order_relaxed);
+        }
+        if (rotating) {
+            rotate_requested_ = false;
+            rotated_to_ = segments_.back().start;
+            ++rotations_done_;
+            rotated_.notify_all();
+        }
+        if (stopping && pending_.empty() && (ok || unwritten_.empty())) break;
+        if (stopping && !ok) {
+            // Exiting with records that cannot be written: say so; they were
+            // never acknowledged under appendfsync always.
+            spdlog::error("journal: {} bytes could not be written at exit",
+                          unwritten_.size() + pending_.size());
+            break;
+        }
+        if (!ok) {
+            // Back off before retrying a failing disk.
+            wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
+        }
+    }
+}
+
+std::uint64_t Journal::rotate() {
+    std::unique_lock lock(mutex_);
+    if (!writer_.joinable()) return appended();
+    const std::uint64_t ticket = rotations_done_ + 1;
+    rotate_requested_ = true;
+    if (writer_idle_) {
+        writer_idle_ = false;
+        wake_.notify_one();
+    }
+    rotated_.wait(lock, [&] { return rotations_done_ >= ticket || stop_; });
+    return rotated_to_;
+}
+
+void Journal::drop_covered(std::uint64_t offset) {
+    std::vector<std::string> doomed;
+    {
+        std::lock_guard lock(mutex_);
+        // Segment i ends where segment i + 1 starts; the last is open.
+        std::size_t keep_from = 0;
+        while (keep_from + 1 < segments_.size() && segments_[keep_from + 1].start <= offset) {
+            ++keep_from;
+        }
+        for (std::size_t i = 0; i < keep_from; ++i) doomed.push_back(segments_[i].path);
+        segments_.erase(segments_.begin(),
+                        segments_.begin() + static_cast<std::ptrdiff_t>(keep_from));
+    }
+    std::uint64_t freed = 0;
+    for (const std::string& path : doomed) {
+        std::error_code ec;
+        const std::uint64_t size = std::filesystem::file_size(path, ec);
+        if (std::filesystem::remove(path, ec)) {
+            freed += ec ? 0 : size;
+        } else if (ec) {
+            spdlog::warn("journal: cannot remove covered segment '{}': {}", path, ec.message());
+        }
+    }
+    if (!doomed.empty()) {
+        std::string error;
+        if (!sync_directory(dir_, error)) spdlog::warn("journal: {}", error);
+        file_bytes_.fetch_sub(std::min(freed, file_bytes_.load()), std::memory_order_relaxed);
+        spdlog::info("journal: removed {} segment(s) covered by the snapshot", doomed.size());
+    }
+    base_bytes_.store(file_bytes_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+core::JournalInfo Journal::info() const {
+    core::JournalInfo info;
+    info.enabled = true;
+    info.fsync_policy = fsync_policy_name(policy_);
+    {
+        std::lock_guard lock(mutex_);
+        info.last_write_ok = !write_failed_;
+        info.last_write_error = failure_;
+        info.segments = segments_.size();
+    }
+    info.current_size = file_bytes_.load(std::memory_order_relaxed);
+    info.base_size = base_bytes_.load(std::memory_order_relaxed);
+    info.buffer_length = buffered_.load(std::memory_order_relaxed);
+    info.fsync_in_progress = syncing_.load(std::memory_order_relaxed);
+    info.delayed_fsync = delayed_fsyncs_.load(std::memory_order_relaxed);
+    info.fsyncs = fsyncs_.load(std::memory_order_relaxed);
+    info.appended_offset = appended();
+    info.durable_offset = durable();
+    return info;
+}
+
+}  // namespace bloomery::persist

@@ -1,0 +1,63 @@
+#pragma once
+// Private to src/persist: the constants of proto/journal.md shared by the
+// journal's writer, its replay and --check-journal. Integers are
+// little-endian, encoded byte by byte (snapshot_format.hpp's helpers).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace bloomery::persist::journal_format {
+
+inline constexpr char kMagic[8] = {'B', 'L', 'O', 'O', 'M', 'J', 'N', 'L'};
+inline constexpr std::uint32_t kVersion = 1;
+// magic, u32 version, u32 reserved (0), u64 journal id, u64 start offset,
+// u64 XXH64 of the 32 bytes before it.
+inline constexpr std::size_t kSegmentHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8;
+// u32 body length, u8 type, body, u64 XXH64 of length, type and body.
+inline constexpr std::size_t kRecordOverhead = 4 + 1 + 8;
+// The largest body a reader accepts: a LOADCHUNK of 16 MiB plus its key
+// (keys are bounded by proto-max-bulk-len, 512 MiB by default).
+inline constexpr std::uint64_t kMaxRecordBody = (1ull << 31) - 1;
+
+enum RecordType : std::uint8_t {
+    kCreate = 1,    // u32 key length, key, i64 deadline, u64 filter id, u32 n, n bytes of header
+    kAdd = 2,       // u64 filter id, u32 n, n x (u8 layer, u64 h1, u64 h2)
+    kDelete = 3,    // u32 key length, key
+    kRename = 4,    // u32 length, from, u32 length, to
+    kExpire = 5,    // u32 key length, key, i64 deadline (0: none)
+    kFlushAll = 6,  // empty body
+    kChunk = 7,     // u64 filter id, i64 iterator, u32 n, n bytes of chunk
+};
+
+inline constexpr std::size_t kAddEntryBytes = 1 + 8 + 8;
+
+inline const char* type_name(std::uint8_t type) {
+    switch (type) {
+        case kCreate:
+            return "CREATE";
+        case kAdd:
+            return "ADD";
+        case kDelete:
+            return "DEL";
+        case kRename:
+            return "RENAME";
+        case kExpire:
+            return "EXPIRE";
+        case kFlushAll:
+            return "FLUSHALL";
+        case kChunk:
+            return "CHUNK";
+        default:
+            return "unknown";
+    }
+}
+
+// "<basename>.<start offset, 20 digits>": names sort in offset order.
+inline std::string segment_name(std::string_view basename, std::uint64_t start) {
+    std::string digits = std::to_string(start);
+    return std::string(basename) + "." + std::string(20 - digits.size(), '0') + digits;
+}
+
+}  // namespace bloomery::persist::journal_format

@@ -1,0 +1,379 @@
+#include "bloomery/persist/journal.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bloomery/bloom/dump.hpp"
+#include "bloomery/persist/snapshot.hpp"
+
+namespace bloomery::persist {
+namespace {
+
+namespace fs = std::filesystem;
+using bloom::AddResult;
+using bloom::FilterOptions;
+using bloom::ScalableFilter;
+using store::Keyspace;
+
+class TempDir {
+public:
+    TempDir() {
+        const char* base = std::getenv("TMPDIR");
+        std::string pattern = std::string(base ? base : "/tmp") + "/journal_test.XXXXXX";
+        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    std::string str() const { return path_.string(); }
+    std::vector<std::string> segments() const {
+        std::vector<std::string> out;
+        for (const auto& entry : fs::directory_iterator(path_)) {
+            const std::string name = entry.path().filename().string();
+            if (name.rfind("journal.", 0) == 0 && name.find(".stale") == std::string::npos) {
+                out.push_back(entry.path().string());
+            }
+        }
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+
+private:
+    fs::path path_;
+};
+
+FilterOptions small_options(std::uint64_t capacity = 50) {
+    FilterOptions options;
+    options.error_rate = 0.01;
+    options.capacity = capacity;
+    options.expansion = 2;
+    options.layout = bloom::Layout::classic;
+    return options;
+}
+
+// A keyspace with a journal attached, as the server runs it.
+struct Journaled {
+    Journaled(const TempDir& dir, FsyncPolicy policy, std::uint64_t id = 42,
+              std::uint64_t offset = 0, const std::string& existing = "")
+        : journal(dir.str(), "journal", policy, 64ull << 20) {
+        std::string error;
+        EXPECT_TRUE(journal.open(id, offset, existing, error)) << error;
+        keyspace.set_mutation_log(&journal);
+    }
+    ~Journaled() { close(); }
+    void close() {
+        journal.close();
+        keyspace.set_mutation_log(nullptr);
+    }
+    AddResult add(const std::string& key, const std::string& item) {
+        AddResult result = AddResult::exists;
+        keyspace.with_filter_or_create(
+            key, [&] { return ScalableFilter::create(small_options()); },
+            [&](ScalableFilter& filter) { result = filter.add(item, {}, &journal); });
+        return result;
+    }
+    Keyspace keyspace{8};
+    Journal journal;
+};
+
+// Every key of `a` is in `b` with the same expiry, options, layers, counts
+// and bits, and `b` has no other key.
+// With `count_slack`, item counts may differ by that much (adds in flight
+// while a snapshot was taken: README "Durability").
+void expect_same_keyspace(const Keyspace& a, const Keyspace& b, std::uint64_t count_slack = 0) {
+    const store::KeyspaceView view = a.view();
+    EXPECT_EQ(view.size(), b.size());
+    for (std::size_t i = 0; i < view.size(); ++i) {
+        const std::string key(view.key(i));
+        SCOPED_TRACE("key " + key);
+        const auto other = b.get(key);
+        ASSERT_TRUE(other.has_value());
+        EXPECT_EQ(other->expire_at_ms, view.entry(i).expire_at_ms);
+        const ScalableFilter& fa = *view.entry(i).filter;
+        const ScalableFilter& fb = *other->filter;
+        if (count_slack == 0) {
+            EXPECT_EQ(bloom::encode_header(fa), bloom::encode_header(fb));
+            EXPECT_EQ(fa.items(), fb.items());
+        } else {
+            EXPECT_EQ(fa.num_layers(), fb.num_layers());
+            const std::uint64_t diff =
+                fa.items() > fb.items() ? fa.items() - fb.items() : fb.items() - fa.items();
+            EXPECT_LE(diff, count_slack);
+        }
+        for (std::int64_t iter = 1;;) {
+            const bloom::DumpChunk ca = bloom::dump_chunk(fa, iter);
+            const bloom::DumpChunk cb = bloom::dump_chunk(fb, iter);
+            ASSERT_EQ(ca.next_iter, cb.next_iter);
+            ASSERT_TRUE(ca.data == cb.data) << "chunk " << iter;
+            if (ca.next_iter == 0) break;
+            iter = ca.next_iter;
+        }
+    }
+}
+
+ReplayStats replay_into(const TempDir& dir, Keyspace& keyspace, bool have_snapshot = false,
+                        std::uint64_t id = 0, std::uint64_t position = 0) {
+    ReplayStats stats;
+    std::string error;
+    EXPECT_TRUE(
+        replay_journal(dir.str(), "journal", have_snapshot, id, position, keyspace, stats, error))
+        << error;
+    return stats;
+}
+
+TEST(Journal, ReplayRebuildsEveryKindOfChange) {
+    TempDir dir;
+    Journaled live(dir, FsyncPolicy::everysec);
+    for (int i = 0; i < 300; ++i) live.add("grows", "item-" + std::to_string(i));  // 3 layers
+    for (int i = 0; i < 20; ++i) live.add("gone", "x" + std::to_string(i));
+    live.add("renamed-from", "r");
+    live.add("victim", "v");
+    live.add("expiring", "e");
+    live.add("persisted", "p");
+    live.add("cleared-before", "c");
+    const std::int64_t later = store::now_ms() + 3600 * 1000;
+    ASSERT_TRUE(live.keyspace.erase("gone"));
+    ASSERT_TRUE(live.keyspace.rename("renamed-from", "victim"));  // replaces victim
+    ASSERT_TRUE(live.keyspace.set_expiry("expiring", later));
+    ASSERT_TRUE(live.keyspace.set_expiry("persisted", later));
+    ASSERT_TRUE(live.keyspace.set_expiry("persisted", 0));
+    ASSERT_TRUE(live.keyspace.set_expiry("cleared-before", store::now_ms() - 1));  // deletes
+    // A LOADCHUNK restore of "grows" under another name.
+    bloom::FilterRef grows = live.keyspace.get("grows")->filter;
+    std::string decode_error;
+    bloom::FilterRef copy = bloom::decode_header(bloom::encode_header(*grows), 0, decode_error);
+    ASSERT_TRUE(copy) << decode_error;
+    ASSERT_TRUE(live.keyspace.insert_new("restored", copy));
+    for (std::int64_t iter = 1;;) {
+        const bloom::DumpChunk chunk = bloom::dump_chunk(*grows, iter);
+        if (chunk.next_iter == 0) break;
+        std::string error;
+        live.keyspace.with_filter("restored", [&](ScalableFilter& filter) {
+            live.journal.chunk_loading(filter, chunk.next_iter, chunk.data);
+            EXPECT_TRUE(bloom::load_chunk(filter, chunk.next_iter, chunk.data, error)) << error;
+        });
+        iter = chunk.next_iter;
+    }
+    live.close();
+
+    Keyspace replayed(8);
+    const ReplayStats stats = replay_into(dir, replayed);
+    EXPECT_EQ(stats.id, 42u);
+    EXPECT_EQ(stats.truncated_bytes, 0u);
+    EXPECT_GT(stats.records, 300u);
+    expect_same_keyspace(live.keyspace, replayed);
+    EXPECT_FALSE(replayed.contains("gone"));
+    EXPECT_FALSE(replayed.contains("renamed-from"));
+    EXPECT_EQ(replayed.expiry("expiring"), later);
+    EXPECT_EQ(replayed.expiry("persisted"), 0);
+    EXPECT_EQ(replayed.get("grows")->filter->num_layers(), 3u);
+
+    // FLUSHALL, then more: only what followed survives.
+    Journaled again(dir, FsyncPolicy::always, 42, stats.end, stats.last_segment);
+    // (The replayed keyspace is what a restarted server holds.)
+    again.keyspace.clear();
+    again.add("after-flush", "a");
+    again.close();
+    Keyspace third(8);
+    replay_into(dir, third);
+    EXPECT_EQ(third.size(), 1u);
+    EXPECT_TRUE(third.contains("after-flush"));
+}
+
+TEST(Journal, AddsFollowTheFilterThroughARename) {
+    // An add that found the filter under its old name logs after the
+    // rename: journaled by filter id, it still lands in the renamed filter.
+    TempDir dir;
+    Journaled live(dir, FsyncPolicy::no);
+    live.add("old", "first");
+    bloom::FilterRef held = live.keyspace.get("old")->filter;
+    ASSERT_TRUE(live.keyspace.rename("old", "new"));
+    EXPECT_EQ(held->add(std::string("late"), {}, &live.journal), AddResult::added);
+    live.close();
+    Keyspace replayed(8);
+    replay_into(dir, replayed);
+    ASSERT_TRUE(replayed.contains("new"));
+    EXPECT_TRUE(replayed.get("new")->filter->contains(std::string("late")));
+    EXPECT_EQ(replayed.get("new")->filter->items(), 2u);
+}
+
+TEST(Journal, SnapshotPositionSkipsCoveredRecordsAndDropsCoveredSegments) {
+    TempDir dir;
+    const std::string dump = dir.str() + "/dump.bloomery";
+    Journaled live(dir, FsyncPolicy::everysec);
+    for (int i = 0; i < 100; ++i) live.add("k" + std::to_string(i % 7), std::to_string(i));
+    live.journal.rotate();
+    SaveStats saved;
+    std::string error;
+    ASSERT_TRUE(save_snapshot(live.keyspace, dump, saved, error)) << error;
+    EXPECT_EQ(saved.journal_id, 42u);
+    EXPECT_EQ(saved.journal_offset, live.journal.appended());
+    const std::size_t before = dir.segments().size();
+    live.journal.drop_covered(saved.journal_offset);
+    EXPECT_EQ(dir.segments().size(), 1u) << "had " << before;
+    for (int i = 100; i < 200; ++i) live.add("k" + std::to_string(i % 9), std::to_string(i));
+    ASSERT_TRUE(live.keyspace.erase("k1"));
+    live.close();
+
+    Keyspace restarted(8);
+    LoadStats loaded;
+    ASSERT_TRUE(load_snapshot(dump, restarted, loaded, error)) << error;
+    EXPECT_EQ(loaded.journal_id, 42u);
+    EXPECT_EQ(loaded.journal_offset, saved.journal_offset);
+    const ReplayStats stats =
+        replay_into(dir, restarted, true, loaded.journal_id, loaded.journal_offset);
+    EXPECT_GT(stats.records, 0u);
+    expect_same_keyspace(live.keyspace, restarted);
+}
+
+TEST(Journal, TornTailIsCutAndACorruptMiddleRefusesWithTheOffset) {
+    TempDir dir;
+    {
+        Journaled live(dir, FsyncPolicy::always);
+        for (int i = 0; i < 10; ++i) live.add("k", std::to_string(i));
+    }
+    const std::string path = dir.segments().front();
+    const auto good_size = fs::file_size(path);
+    {
+        std::ofstream out(path, std::ios::binary | std::ios::app);
+        out.write("\x40\x00\x00\x00\x02partial", 12);  // a record cut short by a crash
+    }
+    Keyspace replayed(8);
+    const ReplayStats stats = replay_into(dir, replayed);
+    EXPECT_EQ(stats.truncated_bytes, 12u);
+    EXPECT_EQ(fs::file_size(path), good_size);
+    for (int i = 0; i < 10; ++i) {
+        EXPECT_TRUE(replayed.get("k")->filter->contains(std::to_string(i)));
+    }
+
+    // Zeros at the end (a filesystem that extended the file before the data
+    // landed) are a torn tail too.
+    {
+        std::ofstream out(path, std::ios::binary | std::ios::app);
+        out << std::string(4096, '\0');
+    }
+    Keyspace again(8);
+    EXPECT_EQ(replay_into(dir, again).truncated_bytes, 4096u);
+
+    // A flipped byte in a record that is not the last: refused, with where.
+    {
+        std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+        f.seekp(60);
+        f.put('\x7f');
+    }
+    Keyspace refused(8);
+    ReplayStats ignored;
+    std::string error;
+    EXPECT_FALSE(replay_journal(dir.str(), "journal", false, 0, 0, refused, ignored, error));
+    EXPECT_NE(error.find(path), std::string::npos) << error;
+    EXPECT_NE(error.find("offset"), std::string::npos) << error;
+    EXPECT_NE(error.find("checksum"), std::string::npos) << error;
+
+    std::string report;
+    EXPECT_FALSE(check_journal(path, false, report, error));
+    EXPECT_NE(error.find("--fix"), std::string::npos) << error;
+    report.clear();
+    EXPECT_TRUE(check_journal(path, true, report, error)) << error;
+    EXPECT_NE(report.find("fixed"), std::string::npos) << report;
+    report.clear();
+    EXPECT_TRUE(check_journal(path, false, report, error)) << error;
+    EXPECT_NE(report.find("OK"), std::string::npos) << report;
+}
+
+TEST(Journal, SegmentsOfAnotherJournalAreSetAsideNotReplayed) {
+    TempDir dir;
+    {
+        Journaled other(dir, FsyncPolicy::no, 7);
+        other.add("stale", "x");
+    }
+    Keyspace keyspace(8);
+    // A snapshot of journal 9 (or of none) must not take journal 7's records.
+    const ReplayStats stats = replay_into(dir, keyspace, true, 9, 0);
+    EXPECT_EQ(stats.records, 0u);
+    EXPECT_FALSE(keyspace.contains("stale"));
+    EXPECT_TRUE(dir.segments().empty());
+    EXPECT_TRUE(fs::exists(dir.str() + "/journal.00000000000000000000.stale"));
+}
+
+TEST(Journal, AlwaysMakesEveryAppendDurableAndRunsWaiters) {
+    TempDir dir;
+    Journaled live(dir, FsyncPolicy::always);
+    std::atomic<int> called{0};
+    for (int i = 0; i < 50; ++i) {
+        live.add("k", std::to_string(i));
+        live.journal.when_durable(live.journal.appended(), [&] { called.fetch_add(1); });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (called.load() < 50 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(called.load(), 50);
+    EXPECT_EQ(live.journal.durable(), live.journal.appended());
+    const core::JournalInfo info = live.journal.info();
+    EXPECT_TRUE(info.last_write_ok);
+    EXPECT_GT(info.fsyncs, 0u);
+    EXPECT_LE(info.fsyncs, 51u);
+}
+
+TEST(Journal, ConcurrentAddersAndSnapshotsLoseNothing) {
+    // Adders on four threads while snapshots are taken: the last snapshot
+    // plus the journal after it hold every item that was added.
+    TempDir dir;
+    const std::string dump = dir.str() + "/dump.bloomery";
+    Journaled live(dir, FsyncPolicy::everysec);
+    ASSERT_TRUE(live.keyspace.insert_new("hot", ScalableFilter::create(small_options(20000))));
+    constexpr int kThreads = 4;
+    constexpr int kPerThread = 20000;
+    std::atomic<bool> go{false};
+    std::vector<std::thread> adders;
+    for (int t = 0; t < kThreads; ++t) {
+        adders.emplace_back([&, t] {
+            while (!go.load()) std::this_thread::yield();
+            for (int i = 0; i < kPerThread; ++i) {
+                live.keyspace.with_filter("hot", [&](ScalableFilter& filter) {
+                    filter.add(std::to_string(t) + ":" + std::to_string(i), {}, &live.journal);
+                });
+            }
+        });
+    }
+    go = true;
+    SaveStats saved;
+    for (int round = 0; round < 5; ++round) {
+        live.journal.rotate();
+        std::string error;
+        ASSERT_TRUE(save_snapshot(live.keyspace, dump, saved, error)) << error;
+        live.journal.drop_covered(saved.journal_offset);
+    }
+    for (auto& thread : adders) thread.join();
+    live.close();
+
+    Keyspace restarted(8);
+    LoadStats loaded;
+    std::string error;
+    ASSERT_TRUE(load_snapshot(dump, restarted, loaded, error)) << error;
+    replay_into(dir, restarted, true, loaded.journal_id, loaded.journal_offset);
+    const bloom::FilterRef filter = restarted.get("hot")->filter;
+    int missing = 0;
+    for (int t = 0; t < kThreads; ++t) {
+        for (int i = 0; i < kPerThread; ++i) {
+            missing += filter->contains(std::to_string(t) + ":" + std::to_string(i)) ? 0 : 1;
+        }
+    }
+    EXPECT_EQ(missing, 0);
+    expect_same_keyspace(live.keyspace, restarted, kThreads);
+}
+
+}  // namespace
+}  // namespace bloomery::persist
