@@ -243,6 +243,7 @@ void Connection::process() {
                          worker_.stats,
                          writer_,
                          this};
+    persist::Journal::reset_thread_mark();
     while (!closing_ && !blocked_ && in_start_ < in_end_ && out_.size() < kWriteHighWater) {
         std::size_t consumed = 0;
         const std::string_view input(in_.get() + in_start_, in_end_ - in_start_);
@@ -269,6 +270,7 @@ void Connection::process() {
         }
         in_start_ += consumed;
     }
+    journal_mark_ = std::max(journal_mark_, persist::Journal::thread_mark());
     if (in_start_ == in_end_) {
         in_start_ = in_end_ = 0;
         need_more_ = true;
@@ -299,7 +301,10 @@ void Connection::write() {
         // Pairs with the release fence in Journal::adding (bits set with
         // relaxed atomics after their record's offset was published).
         std::atomic_thread_fence(std::memory_order_acquire);
-        const std::uint64_t target = journal->appended();
+        // While the journal fails, reads and refused writes are answered
+        // (their batch appended nothing); a batch whose own records are not
+        // durable still waits, until the disk recovers.
+        const std::uint64_t target = journal->failing() ? journal_mark_ : journal->appended();
         if (journal->durable() < target) {
             journal->when_durable(target, [self = shared_from_this()] {
                 asio::post(self->executor_, [self] {

@@ -119,6 +119,7 @@ private:
     bool blocked_ = false;           // a command waits for its deferred reply
     bool deferred_arrived_ = false;  // ...and it has come (applied by advance())
     command::ReplyWriter deferred_reply_;
+    std::uint64_t journal_mark_ = 0;  // end of the last journal record our commands appended
     std::vector<std::string_view> argv_;
     std::list<std::weak_ptr<Connection>>::iterator tracked_;
     core::MemoryCharge query_charge_{core::MemoryUse::query_buffers};

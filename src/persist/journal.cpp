@@ -212,6 +212,18 @@ void Journal::close() {
     waiters_.clear();
 }
 
+namespace {
+thread_local std::uint64_t t_last_appended = 0;
+}
+
+void Journal::reset_thread_mark() {
+    t_last_appended = 0;
+}
+
+std::uint64_t Journal::thread_mark() {
+    return t_last_appended;
+}
+
 template <class Encode>
 void Journal::append(std::uint8_t type, std::size_t body_bytes, Encode&& encode) {
     const std::size_t total = jf::kRecordOverhead + body_bytes;
@@ -225,8 +237,9 @@ void Journal::append(std::uint8_t type, std::size_t body_bytes, Encode&& encode)
         out[4] = type;
         encode(out + 5);
         put_u64(out + 5 + body_bytes, XXH64(out, 5 + body_bytes, 0));
-        appended_.store(appended_.load(std::memory_order_relaxed) + total,
-                        std::memory_order_release);
+        const std::uint64_t end = appended_.load(std::memory_order_relaxed) + total;
+        appended_.store(end, std::memory_order_release);
+        t_last_appended = end;
         // The writer subtracts without the mutex: a read-modify-write.
         const std::uint64_t held = buffered_.fetch_add(total, std::memory_order_relaxed) + total;
         if (held > buffer_limit_ && !failing_.load(std::memory_order_relaxed)) {

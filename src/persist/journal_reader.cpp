@@ -358,6 +358,21 @@ bool replay_journal(const std::string& dir, const std::string& basename, bool ha
     std::vector<SegmentFile> segments = list_segments(dir, basename);
     // Read every header; keep the segments of the snapshot's journal (or,
     // without a snapshot, of the one journal there is).
+    // A crash while a segment was being created can leave the newest one
+    // shorter than its header (nothing was ever appended to it): drop it.
+    if (!segments.empty()) {
+        std::error_code ec;
+        const SegmentFile& newest = segments.back();
+        const auto size = std::filesystem::file_size(newest.path, ec);
+        if (!ec && size < jf::kSegmentHeaderBytes) {
+            spdlog::warn(
+                "journal: {} is {} bytes, a segment cut short while it was created; "
+                "removing it",
+                newest.path, size);
+            std::filesystem::remove(newest.path, ec);
+            segments.pop_back();
+        }
+    }
     for (SegmentFile& segment : segments) {
         MappedFile file;
         if (!file.open(segment.path, error) ||

@@ -86,6 +86,12 @@ public:
     FsyncPolicy policy() const { return policy_; }
     std::uint64_t appended() const { return appended_.load(std::memory_order_acquire); }
     std::uint64_t durable() const { return durable_.load(std::memory_order_acquire); }
+    // The offset after the last record this thread appended since
+    // reset_thread_mark() (0: none). The network layer marks each batch of
+    // commands, so while the journal fails it holds only the replies of
+    // batches that themselves appended.
+    static void reset_thread_mark();
+    static std::uint64_t thread_mark();
     // Calls `fn` on the writer thread once durable() >= offset (at once, on
     // the caller's thread, if it already is). For --appendfsync always.
     void when_durable(std::uint64_t offset, std::function<void()> fn);
