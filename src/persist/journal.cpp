@@ -458,6 +458,15 @@ void Journal::run() {
                 wake_.wait(lock, wanted);
             }
             writer_idle_ = false;
+            // everysec and no: linger up to 1 ms so one write() carries every
+            // record appended meanwhile. Waking and writing per append
+            // halved BF.ADD throughput at -P 16 on the 2-core VM (709k ->
+            // 383k ops/s); always needs no linger: appends gather while the
+            // previous fdatasync runs.
+            if (policy_ != FsyncPolicy::always && !stop_ && !rotate_requested_) {
+                wake_.wait_for(lock, std::chrono::milliseconds(1),
+                               [this] { return stop_ || rotate_requested_; });
+            }
         }
         const bool stopping = stop_;
         const bool rotating = rotate_requested_;
