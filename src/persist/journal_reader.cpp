@@ -270,6 +270,17 @@ public:
             case jf::kAdd: {
                 auto it = by_id_.find(d.filter_id);
                 if (it == by_id_.end()) return true;  // deleted before this add landed
+                // Prefetch every item's block or word first, so the cache
+                // misses of a large filter overlap (10M adds into a 1 GiB
+                // filter replayed at 2.7 µs per add without this).
+                const std::size_t layers = it->second->num_layers();
+                for (std::uint32_t i = 0; i < d.count; ++i) {
+                    const unsigned char* entry = d.adds + i * jf::kAddEntryBytes;
+                    if (entry[0] < layers) {
+                        it->second->layer(entry[0]).prefetch(
+                            {get_u64(entry + 1), get_u64(entry + 9)});
+                    }
+                }
                 for (std::uint32_t i = 0; i < d.count; ++i) {
                     const unsigned char* entry = d.adds + i * jf::kAddEntryBytes;
                     const bloom::ItemHash hash{get_u64(entry + 1), get_u64(entry + 9)};
