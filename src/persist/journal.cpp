@@ -333,7 +333,7 @@ void Journal::when_durable(std::uint64_t offset, std::function<void()> fn) {
     fn();
 }
 
-void Journal::notify_durable() {
+std::size_t Journal::notify_durable() {
     std::vector<std::function<void()>> ready;
     {
         std::lock_guard lock(waiters_mutex_);
@@ -344,6 +344,7 @@ void Journal::notify_durable() {
         waiters_.erase(keep, waiters_.end());
     }
     for (auto& fn : ready) fn();
+    return ready.size();
 }
 
 std::string Journal::failure() const {
@@ -443,7 +444,19 @@ bool Journal::sync() {
 
 void Journal::run() {
     std::unique_lock lock(mutex_);
+    std::size_t released = 0;  // replies the last fdatasync let go
+    std::int64_t last_sync_us = 0;
     for (;;) {
+        if (policy_ == FsyncPolicy::always && released > 1 && !stop_ && !rotate_requested_) {
+            // Group commit: the clients just answered send their next
+            // command within a round trip. Without waiting for them, each
+            // fdatasync took only what arrived during the previous one and
+            // every client waited two fdatasyncs per command (BF.ADD at -P 1
+            // with 50 clients reached half of Redis's rate on the VM).
+            const auto linger =
+                std::chrono::microseconds(std::clamp<std::int64_t>(last_sync_us / 2, 100, 500));
+            wake_.wait_for(lock, linger, [this] { return stop_ || rotate_requested_; });
+        }
         const auto wanted = [this] { return stop_ || rotate_requested_ || !pending_.empty(); };
         if (!wanted()) {
             // everysec: wake for the once-a-second fdatasync; after a failure,
@@ -483,7 +496,13 @@ void Journal::run() {
         const bool sync_due =
             policy_ == FsyncPolicy::always || rotating || stopping ||
             (policy_ == FsyncPolicy::everysec && steady_ms() - last_sync_ms_ >= 1000);
-        if (ok && sync_due) ok = sync();
+        if (ok && sync_due) {
+            const auto began = std::chrono::steady_clock::now();
+            ok = sync();
+            last_sync_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::steady_clock::now() - began)
+                               .count();
+        }
         if (ok && rotating && segment_size_ > jf::kSegmentHeaderBytes) {
             std::string error;
             if (!open_segment(written_, error)) {
@@ -491,7 +510,7 @@ void Journal::run() {
             }
         }
         if (ok && policy_ == FsyncPolicy::no && sync_due && rotating) durable_.store(written_);
-        notify_durable();
+        released = notify_durable();
 
         lock.lock();
         if (ok && write_failed_) {

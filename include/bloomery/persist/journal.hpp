@@ -126,7 +126,7 @@ private:
     bool write_unwritten();
     bool sync();
     void set_failure(const std::string& what);
-    void notify_durable();
+    std::size_t notify_durable();  // runs the waiters now due; returns how many
 
     const std::string dir_;
     const std::string basename_;
