@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <new>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "bloomery/bloom/dump.hpp"
@@ -474,7 +476,17 @@ bool replay_journal(const std::string& dir, const std::string& basename, bool ha
                 return false;
             }
             if (offset >= snapshot_position) {
-                if (!applier.apply(record.type, decoded, why)) {
+                bool applied = false;
+                try {
+                    applied = applier.apply(record.type, decoded, why);
+                } catch (const std::bad_alloc&) {
+                    why = std::string("out of memory applying a ") + jf::type_name(record.type) +
+                          " record";
+                } catch (const std::length_error&) {
+                    why = std::string("out of memory applying a ") + jf::type_name(record.type) +
+                          " record";
+                }
+                if (!applied) {
                     error = segment.path + ": offset " + std::to_string(offset) + ": " + why;
                     return false;
                 }
