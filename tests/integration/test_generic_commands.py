@@ -356,7 +356,9 @@ class GenericCommandsTest(harness.SharedServerTestCase):
     def test_config_get(self):
         # The harness passes --save '""' (periodic snapshots off).
         self.assertIn(self.r.config_get("save"), ({"save": ""}, {"save": '""'}))
-        self.assertEqual(self.r.config_get("appendonly"), {"appendonly": "no"})
+        # The journal is on by default, with everysec (README "Durability").
+        self.assertEqual(self.r.config_get("appendonly"), {"appendonly": "yes"})
+        self.assertEqual(self.r.config_get("appendfsync"), {"appendfsync": "everysec"})
         everything = self.r.config_get("*")
         self.assertIn("save", everything)
         self.assertIn("appendonly", everything)
