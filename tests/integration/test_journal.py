@@ -228,7 +228,8 @@ class Durability(JournalTestCase):
                 self.assertNotIn(secret.encode(), f.read(), path)
 
     def test_bgrewriteaof_snapshots_and_drops_the_covered_journal(self):
-        server = self.start()
+        # always: the kill below must not race the last add's write.
+        server = self.start("--appendfsync", "always")
         client = server.client()
         for i in range(50):
             client.execute_command("BF.MADD", "r", *range(i * 200, i * 200 + 200))
@@ -248,7 +249,7 @@ class Durability(JournalTestCase):
         self.assertEqual(len(segments(server.data_dir)), 1)
         client.execute_command("BF.ADD", "r", "after")
         server.kill()
-        again = self.start(data_dir=server.data_dir)
+        again = self.start("--appendfsync", "always", data_dir=server.data_dir)
         client = again.client()
         self.assertEqual(missing_items(client, "r", range(0, 50 * 200)), [])
         self.assertEqual(client.execute_command("BF.EXISTS", "r", "after"), 1)
@@ -311,7 +312,7 @@ class Durability(JournalTestCase):
 
 class Tools(JournalTestCase):
     def test_a_bad_record_refuses_the_start_and_check_journal_repairs_it(self):
-        server = self.start()
+        server = self.start("--appendfsync", "always")
         client = server.client()
         for i in range(20):
             client.execute_command("BF.MADD", "c", *range(i * 10, i * 10 + 10))
@@ -343,7 +344,7 @@ class Tools(JournalTestCase):
         self.assertEqual(again.client().execute_command("BF.EXISTS", "c", 0), 1)
 
     def test_a_torn_last_record_is_cut_off_with_a_warning(self):
-        server = self.start()
+        server = self.start("--appendfsync", "always")
         client = server.client()
         client.execute_command("BF.MADD", "t", *range(100))
         server.kill()
