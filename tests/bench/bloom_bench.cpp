@@ -12,7 +12,8 @@
 //                                  alternate between present and absent items.
 //   BM_ContainsMany/<size>/<layout> contains_many, batches of 100 of the same probes.
 // <size> is the bit array in bytes (64 KiB, 16 MiB, 1 GiB), <layout> is 0 =
-// classic, 1 = blocked. Every filter case runs with 1 and 2 threads sharing one
+// classic, 1 = blocked. Every filter case runs with 1 and 2 threads (or
+// BLOOMERY_BENCH_THREADS, below) sharing one
 // filter. Counters:
 //   ns_per_item  wall-clock time per item over all threads together (items /
 //                real time, inverted), so 2 threads at twice the rate show half
@@ -21,6 +22,8 @@
 //                layout filled to capacity: the share of absent items it reports
 //                as present (2^19 probes).
 //
+// BLOOMERY_BENCH_THREADS (environment, e.g. "1,2,8"; default "1,2") sets the
+// thread counts every filter case runs with, for a many-core machine.
 // Sizes above BLOOMERY_BENCH_MAX_BYTES (environment, bytes) are skipped, e.g. on
 // a machine with little memory or to keep a run short: filling the 1 GiB
 // filter to capacity (896 M items, untimed) took 9 minutes per layout on the
@@ -157,6 +160,24 @@ FilterRef make_bench_filter(std::uint64_t bit_bytes, int layout) {
 std::uint64_t max_bytes_from_env() {
     const char* text = std::getenv("BLOOMERY_BENCH_MAX_BYTES");
     return text == nullptr ? ~std::uint64_t{0} : std::strtoull(text, nullptr, 10);
+}
+
+// Thread counts from BLOOMERY_BENCH_THREADS ("1,2,8"), default {1, 2}.
+std::vector<int> thread_counts_from_env() {
+    const char* text = std::getenv("BLOOMERY_BENCH_THREADS");
+    std::vector<int> counts;
+    for (const char* p = text == nullptr ? "" : text; *p != '\0';) {
+        char* end = nullptr;
+        const long value = std::strtol(p, &end, 10);
+        if (end == p) {
+            ++p;
+            continue;
+        }
+        if (value >= 1 && value <= 256) counts.push_back(static_cast<int>(value));
+        p = end;
+    }
+    if (counts.empty()) counts = {1, 2};
+    return counts;
 }
 
 // splitmix64: cheap, well-mixed stand-in hashes for filling large filters
@@ -447,7 +468,7 @@ void BM_ContainsMany(benchmark::State& state) {
     report(state, probed);
 }
 
-// Registration: every size × layout × {1, 2} threads. Add benchmarks run a
+// Registration: every size × layout × thread count (default 1 and 2). Add benchmarks run a
 // fixed number of items (from empty to capacity or the key pool, whichever
 // is less), repeated (median, mean and spread reported); lookups run for
 // --benchmark_min_time.
@@ -459,9 +480,10 @@ void register_all() {
         ->Args({64 * 1024, 1})
         ->Args({16 * 1024 * 1024, 0})
         ->Args({16 * 1024 * 1024, 1});
+    const std::vector<int> thread_counts = thread_counts_from_env();
     for (const std::uint64_t bytes : kSizes) {
         for (int layout = 0; layout <= 1; ++layout) {
-            for (int threads = 1; threads <= 2; ++threads) {
+            for (const int threads : thread_counts) {
                 const auto size = static_cast<std::int64_t>(bytes);
                 const std::int64_t per_thread = add_items_per_thread(bytes, layout, threads);
                 // Small filters are filled many times per run (about 2 M items
@@ -489,7 +511,7 @@ void register_all() {
             }
             // Lookups after the adds: they share the filled filter of this
             // size and layout, built once.
-            for (int threads = 1; threads <= 2; ++threads) {
+            for (const int threads : thread_counts) {
                 benchmark::RegisterBenchmark("BM_Contains", BM_Contains)
                     ->Args({static_cast<std::int64_t>(bytes), layout})
                     ->Threads(threads)

@@ -48,8 +48,10 @@
 #   --client-cpus LIST    taskset -c LIST for redis-benchmark (e.g. 8-15)
 #   --cases "LIST"        subset of the workloads above (default: all)
 #   --no-redis            bloomery only
+#   --server-args "ARGS"  more bloomery flags (e.g. "--appendonly no")
 #   --out DIR             results directory (default build/bench-results/load-<UTC time>)
-# Environment: BLOOMERY_BIN (default build/release/bloomery, else build/bench/bloomery).
+# Environment: BLOOMERY_BIN (default build/release/bloomery, else build/bench/bloomery),
+# PYTHON (default /usr/bin/python3) for the summary and plot.
 # Needs redis-server, redis-tools, python3-matplotlib (make bench installs them).
 #
 # On a 16-core machine, as in issue 7:
@@ -73,6 +75,7 @@ SERVER_CPUS=""
 CLIENT_CPUS=""
 CASES="ping add exists madd mexists keys-add keys-exists"
 WITH_REDIS=1
+SERVER_ARGS=""
 OUT=""
 while (($#)); do
     case $1 in
@@ -91,6 +94,7 @@ while (($#)); do
         --client-cpus) CLIENT_CPUS=$2; shift ;;
         --cases) CASES=$2; shift ;;
         --no-redis) WITH_REDIS=0 ;;
+        --server-args) SERVER_ARGS=$2; shift ;;
         --out) OUT=$2; shift ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option: $1 (--help)" >&2; exit 2 ;;
@@ -134,7 +138,7 @@ wait_ready() {  # port
 start_bloomery() {  # threads
     BP=$(free_port)
     "${SERVER_PIN[@]}" "$BIN" --bind 127.0.0.1 --port "$BP" --save "" --dir "$DATA/bloomery" \
-        --loglevel warn --threads "$1" &
+        --loglevel warn --threads "$1" $SERVER_ARGS &
     BPID=$!
     wait_ready "$BP"
 }
@@ -250,10 +254,10 @@ for threads in $THREADS; do
 done
 
 # Medians, the markdown table and the plot.
-/usr/bin/python3 - "$OUT" "$machine" "$ROUNDS" "$REQUESTS" "$BATCH" "$CLIENTS" "$PIPELINE" \
-    "$BENCH_THREADS" "$RANGE" "$KEYS" "$HOT_CAPACITY" "$SERVER_CPUS" "$CLIENT_CPUS" <<'EOF'
+${PYTHON:-/usr/bin/python3} - "$OUT" "$machine" "$ROUNDS" "$REQUESTS" "$BATCH" "$CLIENTS" "$PIPELINE" \
+    "$BENCH_THREADS" "$RANGE" "$KEYS" "$HOT_CAPACITY" "$SERVER_CPUS" "$CLIENT_CPUS" "$SERVER_ARGS" <<'EOF'
 import csv, statistics, sys, time
-out, machine, rounds, requests, batch, clients, pipeline, bthreads, rng, keys, hot, scpu, ccpu = sys.argv[1:]
+out, machine, rounds, requests, batch, clients, pipeline, bthreads, rng, keys, hot, scpu, ccpu, sargs = sys.argv[1:]
 rows = list(csv.DictReader(open(f"{out}/results.csv")))
 cases = list(dict.fromkeys(r["case"] for r in rows))
 groups = {}
@@ -271,7 +275,8 @@ lines = [f"Load benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())},
          f"redis-benchmark -c {clients} -P {pipeline}" + (f" --threads {bthreads}" if bthreads != "0" else "")
          + f", {requests} requests per run ({int(requests) // 20} for batches of {batch}), "
          f"median of {rounds} rounds; hot filter: BF.RESERVE hot 0.01 {hot} NONSCALING, -r {rng}; "
-         f"keys-*: -r {keys}." + (f" Servers on CPUs {scpu}, load generator on {ccpu}." if scpu or ccpu else ""),
+         f"keys-*: -r {keys}." + (f" Servers on CPUs {scpu}, load generator on {ccpu}." if scpu or ccpu else "")
+         + (f" bloomery flags: `{sargs}`." if sargs else ""),
          "CPU/op: server user+system CPU per command (per item in brackets for batches). "
          "redis runs the closest built-in command (script header).",
          "",
