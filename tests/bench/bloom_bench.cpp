@@ -437,9 +437,10 @@ void BM_CreateFilter(benchmark::State& state) {
 
 void BM_Contains(benchmark::State& state) {
     if (!shared_setup(state, true)) return;
-    // Threads start far apart in the probe sequence (alternately a present
-    // and an absent item).
-    std::size_t i = static_cast<std::size_t>(state.thread_index()) * (kPoolKeys / 2);
+    // Threads start evenly spread over the probe sequence (alternately a
+    // present and an absent item).
+    std::size_t i = static_cast<std::size_t>(state.thread_index()) * kPoolKeys /
+                    static_cast<std::size_t>(state.threads());
     std::int64_t items = 0;
     for (auto _ : state) {
         benchmark::DoNotOptimize(shared.filter->contains((*shared.probes)[i & (kPoolKeys - 1)]));
@@ -452,10 +453,12 @@ void BM_Contains(benchmark::State& state) {
 void BM_ContainsMany(benchmark::State& state) {
     if (!shared_setup(state, true)) return;
     std::vector<std::uint8_t> found(kBatch);
-    // Batches start at multiples of kBatch; the last batch that fits in
-    // kPoolKeys wraps to the start.
+    // Batches start at multiples of kBatch, each thread's evenly spread (a
+    // start past the last batch read past the probes with 8 threads); the
+    // last batch that fits in kPoolKeys wraps to the start.
     constexpr std::size_t kBatches = kPoolKeys / kBatch;
-    std::size_t batch = static_cast<std::size_t>(state.thread_index()) * (kBatches / 2);
+    std::size_t batch = static_cast<std::size_t>(state.thread_index()) * kBatches /
+                        static_cast<std::size_t>(state.threads());
     std::int64_t probed = 0;
     for (auto _ : state) {
         const std::span<const std::string_view> items(shared.probes->data() + batch * kBatch,
