@@ -19,6 +19,19 @@
 //   second; a crash loses at most about the last two seconds.
 // - no: written likewise, fdatasync only when a segment is sealed and at exit.
 //
+// Adds under everysec and no go first to a buffer of the adding thread's own,
+// so an add writes no cache line another thread writes (DESIGN.md, "Many
+// cores"); the writer moves every thread's buffer into the stream at most
+// once a millisecond, a thread itself when its buffer passes
+// kLocalFlushBytes or before it appends any other record, and position()
+// before it answers. An add's record can so land after a keyspace record of
+// another thread that came later (a DEL, RENAME, FLUSHALL or LOADCHUNK);
+// records name filters by id, and replaying such an add drops it (its filter
+// was deleted) or sets bits the later record kept or overwrote, never fewer
+// bits than live. Under always every record goes straight into the stream:
+// a reply waits for the offset it saw, which must cover every add whose
+// bits it saw.
+//
 // Failure (ENOSPC, EIO, EROFS, EFBIG...): the unwritten records stay in
 // memory, failing() turns true (writes are refused with -MISCONF by the
 // command layer), and the writer retries once a second. With always, after a
@@ -34,6 +47,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -78,12 +92,15 @@ public:
     void expiry_set(std::string_view key, std::int64_t expire_at_ms) override;
     void cleared() override;
     std::uint64_t log_id() const override { return id_; }
-    std::uint64_t position() const override { return appended(); }
+    // Moves every thread's buffered adds into the stream, then appended().
+    std::uint64_t position() override;
     // A BF.LOADCHUNK data chunk, before it is applied to `filter`.
     void chunk_loading(const bloom::ScalableFilter& filter, std::int64_t iter,
                        std::string_view data);
 
     FsyncPolicy policy() const { return policy_; }
+    // The offset after the last record in the stream (adds still in a
+    // thread's buffer are not yet in it; position() moves them first).
     std::uint64_t appended() const { return appended_.load(std::memory_order_acquire); }
     std::uint64_t durable() const { return durable_.load(std::memory_order_acquire); }
     // The offset after the last record this thread appended since
@@ -112,15 +129,39 @@ public:
 
     core::JournalInfo info() const;
 
+    // A thread's buffer is moved into the stream once it holds this much.
+    static constexpr std::size_t kLocalFlushBytes = 64 * 1024;
+    // Threads with a buffer of their own; more append straight to the stream.
+    static constexpr std::size_t kLocalBuffers = 128;
+
 private:
     struct Segment {
         std::uint64_t start;
         std::string path;
     };
-    // Appends one record (type + body) under mutex_; `encode` writes the
-    // body into the pending buffer.
+    // One thread's adds not yet in the stream (everysec and no).
+    struct alignas(64) LocalBuffer {
+        std::mutex mutex;  // the owner; the writer and position() (under mutex_)
+        std::string records;
+        std::atomic<std::size_t> bytes{0};  // records.size(), read without the mutex
+        std::size_t charged = 0;            // records' capacity, counted in memory (owner)
+    };
+    // Appends one record (type + body) to the stream under mutex_, after the
+    // calling thread's buffered adds; `encode` writes the body.
     template <class Encode>
     void append(std::uint8_t type, std::size_t body_bytes, Encode&& encode);
+    // This thread's buffer (claimed on first use), or nullptr: policy always,
+    // or every buffer taken.
+    LocalBuffer* local_buffer();
+    // Under mutex_ and local.mutex: moves its records to the end of pending_.
+    void take_local(LocalBuffer& local);
+    // Under mutex_: take_local for every claimed buffer; true if any held records.
+    bool take_all_locals();
+    bool locals_pending() const;
+    // Books `bytes` just moved into pending_: offsets, the buffer limit, memory.
+    void appended_bytes(std::size_t bytes);
+    // After an append outside mutex_: wakes the writer if it sleeps.
+    void wake_writer();
     void run();
     bool open_segment(std::uint64_t start, std::string& error);  // writer thread or open()
     bool write_unwritten();
@@ -139,7 +180,9 @@ private:
     std::condition_variable rotated_;
     std::string pending_;  // appended, not yet taken by the writer
     std::atomic<std::uint64_t> appended_{0};
-    bool writer_idle_ = false;
+    // Set (under mutex_) while the writer sleeps; read without it by threads
+    // that buffered an add (seq_cst both ways, see wake_writer()).
+    std::atomic<bool> writer_idle_{false};
     bool stop_ = false;
     bool rotate_requested_ = false;
     std::uint64_t rotations_done_ = 0;
@@ -166,6 +209,10 @@ private:
     std::atomic<std::uint64_t> delayed_fsyncs_{0};  // fdatasyncs over 2 s
     std::atomic<std::uint64_t> fsyncs_{0};
     std::atomic<bool> syncing_{false};
+
+    const std::unique_ptr<LocalBuffer[]> locals_;
+    std::atomic<std::size_t> locals_claimed_{0};
+    const std::uint64_t serial_;  // tells this journal's buffers from an earlier one's
 
     std::mutex waiters_mutex_;
     std::vector<std::pair<std::uint64_t, std::function<void()>>> waiters_;

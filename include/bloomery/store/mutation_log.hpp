@@ -28,9 +28,10 @@ public:
     // The key's deadline is now `expire_at_ms` (0: none).
     virtual void expiry_set(std::string_view key, std::int64_t expire_at_ms) = 0;
     virtual void cleared() = 0;
-    // The journal's identity and the offset just past its last record.
+    // The journal's identity and the offset just past its last record
+    // (every record of a call made before this one included).
     virtual std::uint64_t log_id() const = 0;
-    virtual std::uint64_t position() const = 0;
+    virtual std::uint64_t position() = 0;
 };
 
 }  // namespace bloomery::store
