@@ -39,7 +39,9 @@
 #   --batch N             items per BF.MADD / BF.MEXISTS (default 100)
 #   -c N, -P N            redis-benchmark clients and pipeline depth (default 50, 16)
 #   --bench-threads N     redis-benchmark --threads (default 0: its single thread)
-#   --range N             -r for the hot-filter workloads (default 100000000)
+#   --range N             -r for the hot-filter workloads (default 100000000; at most
+#                         2147483647: redis-benchmark reads an int, and past it sends
+#                         the literal __rand_int__, one item over and over)
 #   --keys N              key range of the keys-* workloads (default 100000)
 #   --hot-capacity N      capacity of the hot filter (default 100000000)
 #   --warm-items N        items added to it before measuring (default capacity / 1000:

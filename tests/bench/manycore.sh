@@ -11,7 +11,10 @@
 #   keys       load_bench many-keys cases (1M keys), --threads 1 8, journal off
 #   big        the 958 MB filter: BF.RESERVE big 0.01 800000000 NONSCALING, 200M
 #              items in BF.MADD batches of 100, then BF.MEXISTS, --threads 1 8
-#   journal    hot BF.ADD and BF.MADD with the journal on (everysec), --threads 1 8
+#              (-r at most 2^31 - 1: redis-benchmark reads it as an int, and a
+#              larger value silently sends every item as the same literal)
+#   journal    hot BF.ADD and BF.MADD with the journal on (everysec), --threads 1 7 8
+#              (7: the journal's writer thread gets a CPU of its own)
 # Servers run on CPUs 0-7, redis-benchmark on 8-15 (the split).
 # Results go to OUT/<part>/ (results.md, results.csv, plot.png; micro.json).
 set -euo pipefail
@@ -50,11 +53,11 @@ for part in "$@"; do
             ;;
         big)
             "${LOAD[@]}" --threads "1 8" --hot-capacity 800000000 --requests 40000000 --rounds 1 \
-                --range 1000000000000 --cases "madd mexists" --no-redis \
+                --range 2000000000 --cases "madd mexists" --no-redis \
                 --server-args "--appendonly no" --out "$OUT/big"
             ;;
         journal)
-            "${LOAD[@]}" --threads "1 8" --requests 2000000 --rounds 3 --cases "add madd" \
+            "${LOAD[@]}" --threads "1 7 8" --requests 2000000 --rounds 3 --cases "add madd" \
                 --no-redis --server-args "--appendonly yes --appendfsync everysec" --out "$OUT/journal"
             ;;
         *) echo "unknown part $part" >&2; exit 2 ;;
