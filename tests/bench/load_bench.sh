@@ -104,6 +104,8 @@ while (($#)); do
     shift
 done
 
+((RANGE <= 2147483647 && KEYS <= 2147483647)) ||
+    { echo "--range and --keys must be at most 2147483647 (redis-benchmark's -r is an int)" >&2; exit 2; }
 WARM_ITEMS=${WARM_ITEMS:-$((HOT_CAPACITY / 1000))}
 # The release server: make build's, else make bench's (the same flags).
 BIN=${BLOOMERY_BIN:-build/release/bloomery}
