@@ -15,6 +15,7 @@
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/allocator.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/net/replication.hpp"
 #include "bloomery/net/server.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "bloomery/persist/manager.hpp"
@@ -127,11 +128,15 @@ int main(int argc, char** argv) {
     std::unique_ptr<net::Server> server;
     persist::Manager persistence(config, keyspace,
                                  [&server] { return server ? server->total_changes() : 0; });
+    // Made before the journal opens: its writer wakes replicas' feeds.
+    net::ReplicationSource replication(config, persistence);
+    persistence.set_journal_listener(
+        [&replication](std::uint64_t written) { replication.on_written(written); });
     if (!persistence.load(error)) {
         spdlog::critical("refusing to start: {}", error);
         return 1;
     }
-    server = std::make_unique<net::Server>(config, keyspace, registry, persistence);
+    server = std::make_unique<net::Server>(config, keyspace, registry, persistence, replication);
     try {
         server->listen();
     } catch (const std::exception& e) {

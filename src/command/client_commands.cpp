@@ -39,7 +39,9 @@ std::string format_client_line(const ClientState& client, std::int64_t now_ms) {
     field("name", name);
     field("age", std::to_string(age));
     field("idle", std::to_string(idle));
-    field("flags", client.blocked.load(std::memory_order_relaxed) ? "b" : "N");
+    field("flags", client.is_replica.load(std::memory_order_relaxed) ? "S"
+                   : client.blocked.load(std::memory_order_relaxed)  ? "b"
+                                                                     : "N");
     field("db", "0");
     field("sub", "0");
     field("psub", "0");

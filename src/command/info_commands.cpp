@@ -236,6 +236,53 @@ void info_cpu(Context&, std::string& out) {
     line(out, "used_cpu_user", std::string(text));
 }
 
+// Redis's fields; offsets are byte positions in the primary's journal stream
+// (proto/replication.md).
+void info_replication(Context& ctx, std::string& out) {
+    const core::ReplicationInfo r = ctx.server.replication();
+    out.append("# Replication\r\n");
+    line(out, "role", std::string(r.replica ? "slave" : "master"));
+    if (r.replica) {
+        line(out, "master_host", r.primary_host);
+        line(out, "master_port", r.primary_port);
+        line(out, "master_link_status", std::string(r.link_up ? "up" : "down"));
+        line(out, "master_last_io_seconds_ago", r.last_io_seconds_ago);
+        line(out, "master_sync_in_progress", r.sync_in_progress ? 1 : 0);
+        line(out, "slave_read_repl_offset", r.read_offset);
+        line(out, "slave_repl_offset", r.offset);
+        if (r.sync_in_progress) line(out, "master_sync_read_bytes", r.sync_received_bytes);
+        if (!r.link_up) line(out, "master_link_down_since_seconds", r.link_down_since_seconds);
+        std::string error = r.last_error;
+        for (char& c : error) {
+            if (c == '\r' || c == '\n') c = ' ';
+        }
+        line(out, "master_link_last_error", error);
+        line(out, "slave_priority", 100);
+        line(out, "slave_read_only", 1);
+        line(out, "replica_announced", 1);
+    }
+    line(out, "connected_slaves", r.replicas.size());
+    for (std::size_t i = 0; i < r.replicas.size(); ++i) {
+        const core::ReplicaInfo& replica = r.replicas[i];
+        line(out, "slave" + std::to_string(i),
+             "ip=" + replica.ip + ",port=" + std::to_string(replica.port) +
+                 ",state=" + replica.state + ",offset=" + std::to_string(replica.offset) +
+                 ",lag=" + std::to_string(replica.lag_seconds));
+    }
+    line(out, "master_failover_state", std::string("no-failover"));
+    line(out, "master_replid", r.replid);
+    line(out, "master_replid2", std::string(40, '0'));
+    line(out, "master_repl_offset", r.offset);
+    line(out, "second_repl_offset", -1);
+    line(out, "repl_backlog_active", r.backlog_active ? 1 : 0);
+    line(out, "repl_backlog_size", r.backlog_bytes);
+    line(out, "repl_backlog_first_byte_offset", r.backlog_first_offset);
+    line(out, "repl_backlog_histlen", r.backlog_active ? r.offset - r.backlog_first_offset : 0);
+    line(out, "sync_full", r.full_syncs);
+    line(out, "sync_partial_ok", r.partial_syncs_ok);
+    line(out, "sync_partial_err", r.partial_syncs_err);
+}
+
 void info_keyspace(Context& ctx, std::string& out) {
     const store::Keyspace::Counts counts = ctx.keyspace.counts();
     out.append("# Keyspace\r\n");
@@ -252,10 +299,10 @@ struct InfoSection {
 };
 
 constexpr InfoSection kInfoSections[] = {
-    {"server", info_server, true},     {"clients", info_clients, true},
-    {"memory", info_memory, true},     {"persistence", info_persistence, true},
-    {"stats", info_stats, true},       {"cpu", info_cpu, true},
-    {"keyspace", info_keyspace, true},
+    {"server", info_server, true}, {"clients", info_clients, true},
+    {"memory", info_memory, true}, {"persistence", info_persistence, true},
+    {"stats", info_stats, true},   {"replication", info_replication, true},
+    {"cpu", info_cpu, true},       {"keyspace", info_keyspace, true},
 };
 
 void cmd_info(Context& ctx, Args argv) {

@@ -225,6 +225,7 @@ bool build_default_registry(Registry& registry, std::string& error) {
     register_introspection_commands(registry);
     register_persistence_commands(registry);
     register_acl_commands(registry);
+    register_replication_commands(registry);
     return registry.build_from_embedded(error);
 }
 
@@ -294,6 +295,21 @@ void run_command(const Registry& registry, Context& ctx, Args argv) {
     if (!user.may_access_keys(*spec, argv)) {
         ctx.out.error(errors::kNoPermKey);
         return;
+    }
+    // A replica takes writes only from its primary (whose stream does not
+    // come through here); while it loads a primary's snapshot, commands on
+    // keys wait for the data. One relaxed load when neither applies.
+    if (const std::uint8_t replication =
+            ctx.server.replication_flags.load(std::memory_order_relaxed);
+        replication != 0) {
+        if ((replication & core::kReplicationReplica) != 0 && spec->write) {
+            ctx.out.error(errors::kReadOnlyReplica);
+            return;
+        }
+        if ((replication & core::kReplicationLoading) != 0 && spec->first_key > 0) {
+            ctx.out.error(errors::kLoading);
+            return;
+        }
     }
     // Redis's order: memory first, then the disk error. Reads and deletes
     // (no denyoom flag) keep working past maxmemory.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -106,28 +107,56 @@ std::string format_save_points(const std::vector<SavePoint>& points) {
     return spec;
 }
 
+bool parse_replicaof(const std::string& spec, std::string& host, std::uint16_t& port,
+                     std::string& error) {
+    // "HOST PORT" as Redis's replicaof directive; "HOST:PORT" is accepted too.
+    std::string text = spec;
+    const auto space = text.find_last_of(' ');
+    const auto colon = text.find_last_of(':');
+    std::size_t split = space != std::string::npos ? space : colon;
+    if (split == std::string::npos || split == 0 || split + 1 >= text.size()) {
+        error = "expected \"HOST PORT\", got '" + spec + "'";
+        return false;
+    }
+    std::string name = text.substr(0, split);
+    while (!name.empty() && name.back() == ' ') name.pop_back();
+    const std::string digits = text.substr(split + 1);
+    std::uint64_t value = 0;
+    if (digits.empty() || digits.size() > 5 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        (value = std::stoull(digits)) == 0 || value > 65535) {
+        error = "port must be 1 to 65535, got '" + digits + "'";
+        return false;
+    }
+    if (name.empty()) {
+        error = "expected \"HOST PORT\", got '" + spec + "'";
+        return false;
+    }
+    host = name;
+    port = static_cast<std::uint16_t>(value);
+    return true;
+}
+
 namespace {
 
 // --requirepass-file: the whole file is the password, less one trailing
 // newline ("\n" or "\r\n"), so `echo pw > file` and a Kubernetes Secret made
 // from such a file both work. An empty password is refused: an unfilled
 // secret must not silently leave the server without one.
-std::string read_password_file(const std::string& path) {
+std::string read_password_file(const std::string& path, const char* flag = "--requirepass-file") {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-        throw CLI::ValidationError("--requirepass-file",
-                                   "cannot read " + path + ": " + std::strerror(errno));
+        throw CLI::ValidationError(flag, "cannot read " + path + ": " + std::strerror(errno));
     }
     std::string password((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (in.bad()) {
-        throw CLI::ValidationError("--requirepass-file",
-                                   "cannot read " + path + ": " + std::strerror(errno));
+        throw CLI::ValidationError(flag, "cannot read " + path + ": " + std::strerror(errno));
     }
     if (!password.empty() && password.back() == '\n') {
         password.pop_back();
         if (!password.empty() && password.back() == '\r') password.pop_back();
     }
-    if (password.empty()) throw CLI::ValidationError("--requirepass-file", path + " is empty");
+    if (password.empty()) throw CLI::ValidationError(flag, path + " is empty");
     return password;
 }
 
@@ -370,6 +399,49 @@ CommandLine parse_command_line(int argc, char** argv) {
                  "With --check-journal: cut a bad tail off at the last good record")
         ->group(persistence);
 
+    auto* replication = "Replication";
+    std::string replicaof;
+    app.add_option("--replicaof", replicaof,
+                   "\"HOST PORT\": start as a replica of that primary (a full copy, then its "
+                   "journal's records as they happen; REPLICAOF at run time)")
+        ->envname("BLOOMERY_REPLICAOF")
+        ->group(replication);
+    app.add_option("--masteruser", c.masteruser, "User to AUTH as on the primary")
+        ->envname("BLOOMERY_MASTERUSER")
+        ->group(replication);
+    std::string masterauth_file;
+    auto* masterauth_option =
+        app.add_option("--masterauth", c.masterauth, "Password to AUTH with on the primary")
+            ->envname("BLOOMERY_MASTERAUTH")
+            ->group(replication);
+    auto* masterauth_file_option =
+        app.add_option("--masterauth-file", masterauth_file,
+                       "Read --masterauth from this file (a Kubernetes Secret)")
+            ->check(CLI::ExistingFile)
+            ->group(replication);
+    app.add_option("--repl-backlog-size", c.repl_backlog_size,
+                   "Journal kept for replicas to resume from after a cut, beyond what the last "
+                   "snapshot needs (suffixes kb, mb, gb)")
+        ->envname("BLOOMERY_REPL_BACKLOG_SIZE")
+        ->transform(CLI::AsSizeValue(false))
+        ->group(replication);
+    app.add_option("--repl-backlog-ttl", c.repl_backlog_ttl_seconds,
+                   "Seconds the journal is kept for a replica that disconnected")
+        ->envname("BLOOMERY_REPL_BACKLOG_TTL")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{30} * 24 * 3600))
+        ->group(replication);
+    app.add_option("--repl-timeout", c.repl_timeout_seconds,
+                   "Seconds without a byte from the primary (or an ack from a replica) before "
+                   "the link is dropped and resumed")
+        ->envname("BLOOMERY_REPL_TIMEOUT")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}))
+        ->group(replication);
+    app.add_option("--repl-ping-replica-period", c.repl_ping_replica_period_seconds,
+                   "Seconds between keepalive records sent to replicas")
+        ->envname("BLOOMERY_REPL_PING_REPLICA_PERIOD")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}))
+        ->group(replication);
+
     auto* logging = "Logging";
     app.add_option("--loglevel", c.log_level, "Log level")
         ->envname("BLOOMERY_LOGLEVEL")
@@ -427,6 +499,23 @@ CommandLine parse_command_line(int argc, char** argv) {
                                        "BLOOMERY_REQUIREPASS) or --requirepass-file, not both");
         }
         if (!requirepass_file.empty()) c.requirepass = read_password_file(requirepass_file);
+        if (masterauth_option->count() > 0 && masterauth_file_option->count() > 0) {
+            throw CLI::ValidationError("--masterauth-file",
+                                       "give the primary's password once: --masterauth (or "
+                                       "BLOOMERY_MASTERAUTH) or --masterauth-file, not both");
+        }
+        if (!masterauth_file.empty()) {
+            c.masterauth = read_password_file(masterauth_file, "--masterauth-file");
+        }
+        if (!replicaof.empty() &&
+            !parse_replicaof(replicaof, c.replicaof_host, c.replicaof_port, error)) {
+            throw CLI::ValidationError("--replicaof", error);
+        }
+        if (c.repl_timeout_seconds <= c.repl_ping_replica_period_seconds) {
+            throw CLI::ValidationError("--repl-timeout",
+                                       "must be longer than --repl-ping-replica-period, or an "
+                                       "idle link would time out between keepalives");
+        }
         c.protected_mode = protected_mode == "yes";
     } catch (const CLI::ParseError& e) {
         result.exit_code = app.exit(e);

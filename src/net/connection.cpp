@@ -6,7 +6,9 @@
 #include <cstring>
 
 #include "bloomery/command/acl.hpp"
+#include "bloomery/net/replication.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/snapshot.hpp"
 
 namespace bloomery::net {
 
@@ -162,10 +164,12 @@ void Connection::make_room() {
 void Connection::read() {
     if (closing_) return;
     make_room();
+    reading_ = true;
     start_read(asio::buffer(in_.get() + in_end_, std::min(in_capacity_ - in_end_, kMaxReadSize)));
 }
 
 void Connection::on_read(const error_code& error, std::size_t bytes) {
+    reading_ = false;
     if (error) {
         close();
         return;
@@ -190,11 +194,20 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
         return;
     }
     need_more_ = false;
+    if (feed_) {
+        feed_input();
+        return;
+    }
     advance();
 }
 
 void Connection::advance() {
     if (closed_) return;
+    // PSYNC ran and every reply before it is written: become the feed.
+    if (client_.psync_requested && !writing_ && out_.empty() && !closing_) {
+        begin_feed();
+        return;
+    }
     if (blocked_ && deferred_arrived_) {
         blocked_ = deferred_arrived_ = false;
         client_.blocked.store(false, std::memory_order_relaxed);
@@ -210,6 +223,10 @@ void Connection::advance() {
         enforce_output_limit();
     }
     if (!blocked_ && !closing_ && !need_more_ && in_start_ < in_end_) process();
+    if (client_.psync_requested && out_.empty() && !closing_) {
+        begin_feed();
+        return;
+    }
     if (!out_.empty()) {
         write();
     } else if (closing_) {
@@ -269,6 +286,9 @@ void Connection::process() {
             }
         }
         in_start_ += consumed;
+        // Nothing after PSYNC runs as a command: the connection turns into
+        // the replica's feed once the replies so far are written.
+        if (client_.psync_requested && !feed_) break;
     }
     journal_mark_ = std::max(journal_mark_, persist::Journal::thread_mark());
     if (in_start_ == in_end_) {
@@ -324,6 +344,11 @@ void Connection::on_write(const error_code& error, std::size_t bytes) {
         close();
         return;
     }
+    if (feed_) {
+        command::WorkerStats::bump(worker_.stats.net_output_bytes, bytes);
+        feed_pump();
+        return;
+    }
     command::WorkerStats::bump(worker_.stats.net_output_bytes, bytes);
     // Keep the buffer's capacity for the next batch, unless one huge reply
     // (a SCANDUMP chunk) made it large.
@@ -343,7 +368,190 @@ void Connection::close() {
     closed_ = true;
     closing_ = true;
     close_transport();
+    if (feed_) end_feed();
     if (tracked_by_server_) server_.untrack(worker_, tracked_);
+}
+
+// ---- Replica feed (replication.hpp, proto/replication.md) ----
+
+struct Connection::Feed {
+    enum class Phase { awaiting_position, snapshot, stream };
+    Phase phase = Phase::stream;
+    std::shared_ptr<SnapshotPipe> pipe;
+    std::thread snapshotter;
+    std::string mark;  // ends the snapshot ($EOF:<mark>)
+    std::string replid;
+    std::uint64_t offset = 0;  // next stream byte to send
+    JournalFileReader reader;
+    std::string out;      // the next piece
+    std::string sending;  // the piece being written
+    std::vector<char> chunk = std::vector<char>(256 * 1024);
+};
+
+std::uint64_t Connection::feed_floor() const {
+    // Before the snapshot is through, where the stream will start; then what
+    // the replica acknowledged (it resumes from there after a cut).
+    return feed_online() ? client_.replica_ack_offset.load(std::memory_order_relaxed)
+                         : feed_floor_.load(std::memory_order_relaxed);
+}
+
+void Connection::feed_input() {
+    const std::uint64_t acked = client_.replica_ack_offset.load(std::memory_order_relaxed);
+    if (in_start_ < in_end_) process();
+    // The replica's other direction is its stream: no reply may go there.
+    out_.clear();
+    if (client_.replica_ack_offset.load(std::memory_order_relaxed) != acked) {
+        server_.replication_source().on_ack();
+    }
+    feed_pump();
+}
+
+void Connection::feed_wake() {
+    if (!feed_waiting_.exchange(false)) return;
+    asio::post(executor_, [self = shared_from_this()] { self->feed_pump(); });
+}
+
+void Connection::begin_feed() {
+    ReplicationSource& source = server_.replication_source();
+    persist::Journal* journal = server_.journal();
+    client_.psync_requested = false;
+    feed_ = std::make_unique<Feed>();
+    client_.is_replica.store(true, std::memory_order_relaxed);
+    client_.replica_ack_ms.store(store::now_ms(), std::memory_order_relaxed);
+    feed_->replid = source.replid();
+    if (journal != nullptr && source.can_continue(client_.psync_replid, client_.psync_offset)) {
+        const auto offset = static_cast<std::uint64_t>(client_.psync_offset);
+        feed_->offset = offset;
+        feed_floor_.store(offset, std::memory_order_relaxed);
+        client_.replica_ack_offset.store(offset, std::memory_order_relaxed);
+        feed_->out = "+CONTINUE " + feed_->replid + "\r\n";
+        feed_online_.store(true, std::memory_order_relaxed);
+        spdlog::info("replica {} resumes at offset {} (partial resynchronization)", client_.address,
+                     offset);
+    } else {
+        source.count_full_sync();
+        // Until the snapshot's position is known, keep everything from here.
+        feed_floor_.store(journal != nullptr ? journal->written() : 0, std::memory_order_relaxed);
+        feed_->phase = Feed::Phase::awaiting_position;
+        feed_->mark = new_replication_id();
+        std::weak_ptr<Connection> weak = shared_from_this();
+        feed_->pipe = std::make_shared<SnapshotPipe>([weak] {
+            if (auto self = weak.lock()) self->feed_wake();
+        });
+        spdlog::info("replica {} asked for {} {}: sending a full snapshot", client_.address,
+                     client_.psync_replid, client_.psync_offset);
+        feed_->snapshotter = std::thread([pipe = feed_->pipe, &keyspace = server_.keyspace(),
+                                          name = "replica " + client_.address] {
+            persist::SaveStats stats;
+            stats.on_position = [&pipe](std::uint64_t, std::uint64_t offset) {
+                pipe->set_position(offset);
+            };
+            std::string error;
+            const bool ok = persist::stream_snapshot(
+                keyspace,
+                [&pipe](const unsigned char* data, std::size_t size) {
+                    return pipe->push(data, size);
+                },
+                name, stats, error);
+            if (ok) {
+                spdlog::info("{}: snapshot of {} filters, {} bytes, sent in {:.3f} s", name,
+                             stats.keys, stats.bytes, stats.seconds);
+            }
+            pipe->finish(ok, error);
+        });
+    }
+    source.add_feed(shared_from_this());
+    feed_pump();
+}
+
+void Connection::end_feed() {
+    if (feed_->pipe) feed_->pipe->cancel();
+    if (feed_->snapshotter.joinable()) feed_->snapshotter.join();
+    server_.replication_source().remove_feed(
+        this, client_.replica_ack_offset.load(std::memory_order_relaxed));
+    spdlog::info("replica {} disconnected", client_.address);
+}
+
+void Connection::feed_fill() {
+    Feed& feed = *feed_;
+    for (int pass = 0; pass < 2 && feed.out.empty(); ++pass) {
+        if (feed.phase == Feed::Phase::awaiting_position) {
+            std::uint64_t offset = 0;
+            if (feed.pipe->position_known(offset)) {
+                feed.offset = offset;
+                feed_floor_.store(offset, std::memory_order_relaxed);
+                client_.replica_ack_offset.store(offset, std::memory_order_relaxed);
+                feed.out = "+FULLRESYNC " + feed.replid + " " + std::to_string(offset) +
+                           "\r\n$EOF:" + feed.mark + "\r\n";
+                feed.phase = Feed::Phase::snapshot;
+                return;
+            }
+        } else if (feed.phase == Feed::Phase::snapshot) {
+            feed.out = feed.pipe->take();
+            if (!feed.out.empty()) return;
+            bool ok = false;
+            std::string error;
+            if (feed.pipe->done(ok, error)) {
+                if (!ok) {
+                    spdlog::warn("replica {}: {}", client_.address, error);
+                    closing_ = true;
+                    return;
+                }
+                feed.out = feed.mark;
+                feed.phase = Feed::Phase::stream;
+                feed_online_.store(true, std::memory_order_relaxed);
+                return;
+            }
+        } else {
+            persist::Journal* journal = server_.journal();
+            if (journal == nullptr) {
+                closing_ = true;
+                return;
+            }
+            const std::int64_t n =
+                feed.reader.read(*journal, feed.offset, feed.chunk.data(), feed.chunk.size());
+            if (n < 0) {
+                spdlog::warn(
+                    "replica {} fell behind what the journal keeps (offset {}); closing it, it "
+                    "will resynchronize",
+                    client_.address, feed.offset);
+                closing_ = true;
+                return;
+            }
+            if (n > 0) {
+                feed.out.assign(feed.chunk.data(), static_cast<std::size_t>(n));
+                feed.offset += static_cast<std::uint64_t>(n);
+                return;
+            }
+        }
+        // Nothing now: wait for a wake (journal written, snapshot piece),
+        // then look once more in case it came before the flag was set.
+        feed_waiting_.store(true, std::memory_order_seq_cst);
+        if (pass == 0) {
+            const bool ready =
+                feed.phase == Feed::Phase::stream
+                    ? (server_.journal() != nullptr && server_.journal()->written() > feed.offset)
+                    : true;
+            if (!ready || !feed_waiting_.exchange(false)) return;
+        }
+    }
+}
+
+void Connection::feed_pump() {
+    if (closed_) return;
+    if (!writing_) {
+        feed_->sending.clear();
+        if (feed_->out.empty() && !closing_) feed_fill();
+        if (!feed_->out.empty()) {
+            feed_->sending.swap(feed_->out);
+            writing_ = true;
+            start_write(asio::buffer(feed_->sending));
+        } else if (closing_) {
+            close();
+            return;
+        }
+    }
+    if (!reading_ && !closing_) read();
 }
 
 namespace {

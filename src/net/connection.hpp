@@ -19,6 +19,7 @@
 // thread; the pending reply's sink keeps the connection alive meanwhile.
 
 #include <atomic>
+#include <cstdint>
 #include <list>
 #include <memory>
 #include <string>
@@ -61,6 +62,14 @@ public:
     // The worker's executor; fixed at construction, safe from any thread.
     const boost::asio::any_io_executor& executor() const { return executor_; }
 
+    // Replica feed (replication.hpp): after PSYNC this connection sends the
+    // replica its stream. Thread-safe: wakes a feed waiting for data.
+    void feed_wake();
+    // Past the snapshot: WAIT counts its acknowledgements.
+    bool feed_online() const { return feed_online_.load(std::memory_order_relaxed); }
+    // The oldest stream offset it may still ask for (kept on disk for it).
+    std::uint64_t feed_floor() const;
+
 protected:
     // Reads the endpoints from `socket`, which the derived class then moves
     // into its stream.
@@ -87,6 +96,19 @@ protected:
     command::ClientState client_;
 
 private:
+    struct Feed;
+    // PSYNC was answered: becomes the replica's feed (full or partial).
+    void begin_feed();
+    // Feed mode's loop: a read always pending (acknowledgements), and the
+    // next piece of the stream written whenever no write is.
+    void feed_pump();
+    // The next piece of the stream into feed_out_ (nothing if none yet).
+    void feed_fill();
+    // Acknowledgements read: run them (their replies dropped), then pump.
+    void feed_input();
+    // Closing: stops the snapshot thread, tells the replication source.
+    void end_feed();
+
     // Decides the next step when no read or write is in flight: run buffered
     // commands, write replies, close, wait for a deferred reply, or read.
     void advance();
@@ -120,6 +142,11 @@ private:
     bool deferred_arrived_ = false;  // ...and it has come (applied by advance())
     command::ReplyWriter deferred_reply_;
     std::uint64_t journal_mark_ = 0;  // end of the last journal record our commands appended
+    bool reading_ = false;            // a read is in flight
+    std::unique_ptr<Feed> feed_;      // set once this is a replica's feed
+    std::atomic<bool> feed_waiting_{false};
+    std::atomic<bool> feed_online_{false};
+    std::atomic<std::uint64_t> feed_floor_{~0ull};
     std::vector<std::string_view> argv_;
     std::list<std::weak_ptr<Connection>>::iterator tracked_;
     core::MemoryCharge query_charge_{core::MemoryUse::query_buffers};

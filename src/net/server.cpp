@@ -9,6 +9,7 @@
 
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
+#include "bloomery/net/replication.hpp"
 #include "bloomery/net/tls.hpp"
 #include "connection.hpp"
 
@@ -37,11 +38,13 @@ bool is_loopback_peer(const asio::ip::tcp::socket& socket) {
 }  // namespace
 
 Server::Server(const core::Config& config, store::Keyspace& keyspace,
-               const command::Registry& registry, persist::Manager& persistence)
+               const command::Registry& registry, persist::Manager& persistence,
+               ReplicationSource& replication)
     : config_(config),
       keyspace_(keyspace),
       registry_(registry),
       persistence_(persistence),
+      replication_(replication),
       acceptor_(main_context_),
       tls_acceptor_(main_context_),
       signals_(main_context_, SIGINT, SIGTERM),
@@ -52,6 +55,10 @@ Server::Server(const core::Config& config, store::Keyspace& keyspace,
 }
 
 Server::~Server() {
+    {
+        std::lock_guard lock(link_mutex_);
+        link_.reset();
+    }
     for (auto& worker : workers_) {
         worker->context.stop();
         if (worker->thread.joinable()) worker->thread.join();
@@ -89,11 +96,20 @@ int Server::run() {
             w->context.run();
         });
     }
+    if (!config_.replicaof_host.empty()) {
+        const std::string error = replicaof(config_.replicaof_host, config_.replicaof_port);
+        if (!error.empty()) spdlog::error("--replicaof: {}", error);
+    }
     signals_.async_wait([this](const error_code& error, int signal) { on_signal(error, signal); });
     if (acceptor_.is_open()) accept_next(acceptor_, false);
     if (tls_acceptor_.is_open()) accept_next(tls_acceptor_, true);
     cron();
     main_context_.run();
+    // The link applies the primary's stream: stop it before the last save.
+    {
+        std::lock_guard lock(link_mutex_);
+        link_.reset();
+    }
     // Stopped: every connection is closed, the workers are idle.
     for (auto& worker : workers_) {
         worker->context.stop();
@@ -233,6 +249,7 @@ void Server::cron() {
         if (error || stopping_) return;
         keyspace_.active_expire_cycle();
         persistence_.tick();
+        replication_.cron();
         // ops/sec sampling
         const std::int64_t now = store::now_ms();
         std::uint64_t commands = 0;
@@ -251,8 +268,12 @@ void Server::cron() {
         if (config_.timeout_seconds > 0) {
             const std::int64_t limit = config_.timeout_seconds * 1000;
             for_each_connection([&](Connection& connection) {
-                // Like Redis, a client waiting for a deferred reply is not idle.
-                if (connection.client().blocked.load(std::memory_order_relaxed)) return;
+                // Like Redis, a client waiting for a deferred reply is not
+                // idle, and replicas are never timed out here (--repl-timeout).
+                if (connection.client().blocked.load(std::memory_order_relaxed) ||
+                    connection.client().is_replica.load(std::memory_order_relaxed)) {
+                    return;
+                }
                 const auto last =
                     connection.client().last_interaction_ms.load(std::memory_order_relaxed);
                 if (now - last > limit) connection.request_close();
@@ -379,6 +400,49 @@ core::SaveResult Server::shutdown(core::ShutdownMode mode) {
     spdlog::info("SHUTDOWN requested by a client{}", want_save ? " (snapshot saved)" : "");
     request_stop(false);
     return {};
+}
+
+core::ReplicationInfo Server::replication() {
+    core::ReplicationInfo info;
+    {
+        std::lock_guard lock(link_mutex_);
+        if (link_) link_->fill_info(info);
+    }
+    replication_.fill_info(info);
+    return info;
+}
+
+std::string Server::replicaof(std::string_view host, std::uint16_t port) {
+    std::lock_guard lock(link_mutex_);
+    if (host.empty()) {
+        // REPLICAOF NO ONE: keep the data, take writes, start a new history
+        // (replicas of this server synchronize fully).
+        if (!link_) return {};
+        link_.reset();
+        replication_.renew_replid();
+        replication_flags.fetch_and(
+            static_cast<std::uint8_t>(~(core::kReplicationReplica | core::kReplicationLoading)));
+        spdlog::info("replication: promoted to primary (REPLICAOF NO ONE)");
+        return {};
+    }
+    if (link_ && link_->host() == host && link_->port() == port) return {};
+    if (persistence_.journal() == nullptr && config_.appendonly) {
+        return "ERR the journal is not open";
+    }
+    link_.reset();
+    // Replicas of this server cannot follow it into another history.
+    replication_.close_feeds();
+    replication_flags.fetch_or(core::kReplicationReplica);
+    link_ = std::make_unique<ReplicaLink>(config_, keyspace_, persistence_, *this,
+                                          std::string(host), port);
+    link_->start();
+    spdlog::info("replication: this server is now a replica of {}:{}", host, port);
+    return {};
+}
+
+void Server::wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,
+                               std::function<void(std::int64_t)> done) {
+    replication_.wait(count, timeout_ms, std::move(done), main_context_);
 }
 
 }  // namespace bloomery::net

@@ -21,6 +21,7 @@
 namespace bloomery::persist {
 
 namespace jf = journal_format;
+static_assert(kJournalSegmentHeaderBytes == jf::kSegmentHeaderBytes);
 using format::errno_text;
 using format::put_u32;
 using format::put_u64;
@@ -121,6 +122,7 @@ bool Journal::open(std::uint64_t id, std::uint64_t offset, const std::string& ex
     appended_.store(offset, std::memory_order_relaxed);
     durable_.store(offset, std::memory_order_relaxed);
     written_ = offset;
+    written_offset_.store(offset, std::memory_order_relaxed);
     // Every older segment of this journal is still on disk until a snapshot
     // covers it; list them so drop_covered() can remove them.
     std::error_code ec;
@@ -437,6 +439,18 @@ void Journal::cleared() {
     append(jf::kFlushAll, 0, [](unsigned char*) {});
 }
 
+void Journal::ping() {
+    append(jf::kPing, 0, [](unsigned char*) {});
+}
+
+std::vector<Journal::SegmentFile> Journal::segment_files() const {
+    std::lock_guard lock(mutex_);
+    std::vector<SegmentFile> out;
+    out.reserve(segments_.size());
+    for (const Segment& segment : segments_) out.push_back({segment.start, segment.path});
+    return out;
+}
+
 void Journal::chunk_loading(const bloom::ScalableFilter& filter, std::int64_t iter,
                             std::string_view data) {
     append(jf::kChunk, 8 + 8 + 4 + data.size(), [&](unsigned char* out) {
@@ -521,8 +535,10 @@ bool Journal::write_unwritten() {
         done += static_cast<std::size_t>(n);
     }
     written_ += done;
+    written_offset_.store(written_, std::memory_order_release);
     segment_size_ += done;
     file_bytes_.fetch_add(done, std::memory_order_relaxed);
+    if (done != 0 && write_listener_) write_listener_(written_);
     if (policy_ == FsyncPolicy::always) {
         unsynced_.append(unwritten_, 0, done);
     } else {
@@ -561,6 +577,8 @@ bool Journal::sync() {
             ::ftruncate(fd_, static_cast<off_t>(synced_segment_size_)) == 0 &&
             ::lseek(fd_, 0, SEEK_END) >= 0) {
             file_bytes_.fetch_sub(segment_size_ - synced_segment_size_, std::memory_order_relaxed);
+            // The same bytes are written again from memory: a replica that
+            // read them meanwhile read what the file will hold again.
             written_ -= segment_size_ - synced_segment_size_;
             segment_size_ = synced_segment_size_;
             unsynced_.append(unwritten_);

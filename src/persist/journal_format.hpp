@@ -29,7 +29,9 @@ enum RecordType : std::uint8_t {
     kExpire = 5,    // u32 key length, key, i64 deadline (0: none)
     kFlushAll = 6,  // empty body
     kChunk = 7,     // u64 filter id, i64 iterator, u32 n, n bytes of chunk
+    kPing = 8,      // empty body: a replication keepalive; replay skips it
 };
+inline constexpr std::uint8_t kLastRecordType = kPing;
 
 inline constexpr std::size_t kAddEntryBytes = 1 + 8 + 8;
 
@@ -49,6 +51,8 @@ inline const char* type_name(std::uint8_t type) {
             return "FLUSHALL";
         case kChunk:
             return "CHUNK";
+        case kPing:
+            return "PING";
         default:
             return "unknown";
     }

@@ -120,9 +120,8 @@ bool all_zero(const unsigned char* from, const unsigned char* to) {
 // record and its checksum fails, or only zero bytes follow (a crash mid-write;
 // filesystems may extend a file before its data lands). corrupt: anything
 // else.
-Scan next_record(const MappedFile& file, std::size_t pos, Record& out, std::string& why) {
-    const unsigned char* base = file.data();
-    const std::size_t size = file.size();
+Scan next_record(const unsigned char* base, std::size_t size, std::size_t pos, Record& out,
+                 std::string& why) {
     const std::size_t left = size - pos;
     if (all_zero(base + pos, base + size)) {
         why = std::to_string(left) + " zero bytes at the end";
@@ -145,6 +144,10 @@ Scan next_record(const MappedFile& file, std::size_t pos, Record& out, std::stri
     }
     out = Record{base[pos + 4], base + pos + 5, static_cast<std::size_t>(body), pos};
     return Scan::ok;
+}
+
+Scan next_record(const MappedFile& file, std::size_t pos, Record& out, std::string& why) {
+    return next_record(file.data(), file.size(), pos, out, why);
 }
 
 // A cursor over a record's body that refuses to read past it.
@@ -221,6 +224,7 @@ bool decode(const Record& record, Decoded& d, std::string& why) {
             d.deadline = static_cast<std::int64_t>(v);
             break;
         case jf::kFlushAll:
+        case jf::kPing:
             ok = true;
             break;
         case jf::kChunk:
@@ -242,7 +246,9 @@ bool decode(const Record& record, Decoded& d, std::string& why) {
 // journaled under.
 class Applier {
 public:
-    explicit Applier(store::Keyspace& keyspace) : keyspace_(keyspace) {
+    // `log`: told of every add applied (a replica's own journal), or null.
+    explicit Applier(store::Keyspace& keyspace, bloom::AddLog* log = nullptr)
+        : keyspace_(keyspace), log_(log) {
         const store::KeyspaceView view = keyspace.view();
         for (std::size_t i = 0; i < view.size(); ++i) {
             const bloom::FilterRef& filter = view.entry(i).filter;
@@ -251,6 +257,7 @@ public:
         }
     }
     std::uint64_t max_id() const { return max_id_; }
+    void set_log(bloom::AddLog* log) { log_ = log; }
 
     bool apply(std::uint8_t type, const Decoded& d, std::string& why) {
         switch (type) {
@@ -264,6 +271,7 @@ public:
                 bloom::FilterRef filter = bloom::build_filter(header);
                 filter->set_id(d.filter_id);
                 max_id_ = std::max(max_id_, d.filter_id);
+                if (log_ != nullptr) bloom::ScalableFilter::reserve_ids_through(d.filter_id);
                 forget(d.key);
                 keyspace_.put(d.key, filter, d.deadline);
                 by_id_[d.filter_id] = std::move(filter);
@@ -283,6 +291,7 @@ public:
                             {get_u64(entry + 1), get_u64(entry + 9)});
                     }
                 }
+                if (log_ != nullptr) logged_.clear();
                 for (std::uint32_t i = 0; i < d.count; ++i) {
                     const unsigned char* entry = d.adds + i * jf::kAddEntryBytes;
                     const bloom::ItemHash hash{get_u64(entry + 1), get_u64(entry + 9)};
@@ -291,7 +300,12 @@ public:
                               " is beyond what the filter can grow to";
                         return false;
                     }
+                    if (log_ != nullptr) logged_.push_back({entry[0], hash});
                 }
+                // A replica's own journal hears of the adds after their bits
+                // are set: a snapshot of the replica then holds every add
+                // before its position, and one replayed twice sets nothing new.
+                if (log_ != nullptr && !logged_.empty()) log_->adding(*it->second, logged_);
                 return true;
             }
             case jf::kDelete:
@@ -309,6 +323,8 @@ public:
             case jf::kFlushAll:
                 by_id_.clear();
                 keyspace_.clear();
+                return true;
+            case jf::kPing:
                 return true;
             case jf::kChunk: {
                 auto it = by_id_.find(d.filter_id);
@@ -333,6 +349,8 @@ private:
     }
 
     store::Keyspace& keyspace_;
+    bloom::AddLog* log_;
+    std::vector<bloom::LoggedAdd> logged_;
     std::unordered_map<std::uint64_t, bloom::FilterRef> by_id_;
     std::uint64_t max_id_ = 0;
 };
@@ -516,6 +534,68 @@ bool replay_journal(const std::string& dir, const std::string& basename, bool ha
     return true;
 }
 
+struct StreamApplier::Impl {
+    Impl(store::Keyspace& keyspace, bloom::AddLog* log) : applier(keyspace, log) {}
+    Applier applier;
+    std::uint64_t records = 0;
+};
+
+StreamApplier::StreamApplier(store::Keyspace& keyspace, bloom::AddLog* log)
+    : impl_(std::make_unique<Impl>(keyspace, log)) {}
+
+StreamApplier::~StreamApplier() = default;
+
+void StreamApplier::set_log(bloom::AddLog* log) {
+    impl_->applier.set_log(log);
+}
+
+std::uint64_t StreamApplier::records() const {
+    return impl_->records;
+}
+
+bool StreamApplier::apply(std::string_view data, std::size_t& consumed, std::string& error) {
+    const auto* base = reinterpret_cast<const unsigned char*>(data.data());
+    consumed = 0;
+    while (consumed < data.size()) {
+        const std::size_t left = data.size() - consumed;
+        // Wait for the whole record: a stream ends mid-record all the time.
+        if (left < jf::kRecordOverhead) return true;
+        const std::uint64_t body = get_u32(base + consumed);
+        if (body > jf::kMaxRecordBody) {
+            error = "replication stream: a record of " + std::to_string(body) + " bytes";
+            return false;
+        }
+        if (left < jf::kRecordOverhead + body) return true;
+        Record record{};
+        std::string why;
+        // Whole, so anything but ok (a bad checksum, zeros) is corruption.
+        const std::size_t end = consumed + jf::kRecordOverhead + static_cast<std::size_t>(body);
+        const Scan scan = next_record(base, end, consumed, record, why);
+        if (scan != Scan::ok) {
+            error = "replication stream: " + why;
+            return false;
+        }
+        Decoded decoded;
+        if (!decode(record, decoded, why)) {
+            error = "replication stream: " + why;
+            return false;
+        }
+        bool applied = false;
+        try {
+            applied = impl_->applier.apply(record.type, decoded, why);
+        } catch (const std::exception&) {
+            why = std::string("out of memory applying a ") + jf::type_name(record.type) + " record";
+        }
+        if (!applied) {
+            error = std::string("replication stream: ") + why;
+            return false;
+        }
+        ++impl_->records;
+        consumed = end;
+    }
+    return true;
+}
+
 bool check_journal(const std::string& path, bool fix, std::string& report, std::string& error) {
     MappedFile file;
     SegmentHeader header;
@@ -524,7 +604,7 @@ bool check_journal(const std::string& path, bool fix, std::string& report, std::
     report += "format version " + std::to_string(jf::kVersion) + ", journal id " +
               std::to_string(header.id) + ", starts at offset " + std::to_string(header.start) +
               "\n";
-    std::uint64_t counts[8] = {};
+    std::uint64_t counts[jf::kLastRecordType + 1] = {};
     std::uint64_t adds = 0;
     std::size_t pos = jf::kSegmentHeaderBytes;
     std::string problem;
@@ -543,7 +623,7 @@ bool check_journal(const std::string& path, bool fix, std::string& report, std::
         if (record.type == jf::kAdd) adds += decoded.count;
         pos += jf::kRecordOverhead + record.body_size;
     }
-    for (std::uint8_t type = jf::kCreate; type <= jf::kChunk; ++type) {
+    for (std::uint8_t type = jf::kCreate; type <= jf::kLastRecordType; ++type) {
         report += std::string(jf::type_name(type)) + " records: " + std::to_string(counts[type]);
         if (type == jf::kAdd) report += " (" + std::to_string(adds) + " items)";
         report += "\n";

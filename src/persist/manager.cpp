@@ -28,9 +28,81 @@ Manager::~Manager() {
 }
 
 void Manager::close_journal() {
-    if (!journal_) return;
-    journal_->close();
+    Journal* journal = this->journal();
+    if (journal == nullptr) return;
+    journal->close();
     keyspace_.set_mutation_log(nullptr);
+}
+
+void Manager::set_journal_listener(std::function<void(std::uint64_t)> listener) {
+    journal_listener_ = std::move(listener);
+    // The current journal's writer may already run: it reads its listener
+    // without a lock, so it gets one only through open_journal(). Set this
+    // before load() (main.cpp does).
+}
+
+bool Manager::open_journal(std::uint64_t id, std::uint64_t offset, const std::string& existing,
+                           std::string& error) {
+    FsyncPolicy policy = FsyncPolicy::everysec;
+    parse_fsync_policy(config_.appendfsync, policy);
+    auto journal = std::make_unique<Journal>(config_.dir, config_.appendfilename, policy,
+                                             config_.journal_buffer_limit);
+    if (journal_listener_) journal->set_write_listener(journal_listener_);
+    if (!journal->open(id, offset, existing, error)) return false;
+    Journal* current = journal.get();
+    journals_.push_back(std::move(journal));
+    journal_.store(current, std::memory_order_release);
+    keyspace_.set_mutation_log(current);
+    return true;
+}
+
+bool Manager::replace_dataset(const std::function<bool(std::string& error)>& load,
+                              std::string& error) {
+    // No save may run while the journal changes under it: hold the save
+    // slot (running_) for the whole replacement.
+    {
+        std::unique_lock lock(mutex_);
+        finished_.wait(lock, [this] { return !running_; });
+        running_ = true;
+        started_ms_ = store::now_ms();
+    }
+    const auto release = [this] {
+        {
+            std::lock_guard lock(mutex_);
+            running_ = false;
+        }
+        finished_.notify_all();
+    };
+    Journal* old = journal();
+    std::vector<Journal::SegmentFile> old_segments;
+    if (old != nullptr) {
+        old->close();
+        old_segments = old->segment_files();
+    }
+    keyspace_.set_mutation_log(nullptr);
+    journal_.store(nullptr, std::memory_order_release);
+    keyspace_.clear();
+    if (!load(error)) {
+        release();
+        return false;
+    }
+    if (config_.appendonly) {
+        // The old history no longer describes the data: its segments go,
+        // and a new journal starts at 0.
+        for (const Journal::SegmentFile& segment : old_segments) {
+            std::error_code ec;
+            std::filesystem::remove(segment.path, ec);
+        }
+        if (!open_journal(new_journal_id(), 0, "", error)) {
+            release();
+            return false;
+        }
+    }
+    release();
+    // Until this save is durable, a restart finds the old snapshot and sets
+    // the new journal's segments aside: a replica resynchronizes anyway.
+    bgsave();
+    return true;
 }
 
 bool Manager::load(std::string& error) {
@@ -79,8 +151,6 @@ bool Manager::load(std::string& error) {
         }
         return true;
     }
-    FsyncPolicy policy = FsyncPolicy::everysec;
-    parse_fsync_policy(config_.appendfsync, policy);
     ReplayStats replay;
     if (!replay_journal(config_.dir, config_.appendfilename, have_snapshot, stats.journal_id,
                         stats.journal_offset, keyspace_, replay, error)) {
@@ -93,11 +163,7 @@ bool Manager::load(std::string& error) {
             "{:.3f} s",
             replay.records, replay.skipped, replay.segments, replay.seconds);
     }
-    auto journal = std::make_unique<Journal>(config_.dir, config_.appendfilename, policy,
-                                             config_.journal_buffer_limit);
-    if (!journal->open(id, replay.end, replay.last_segment, error)) return false;
-    journal_ = std::move(journal);
-    keyspace_.set_mutation_log(journal_.get());
+    if (!open_journal(id, replay.end, replay.last_segment, error)) return false;
     {
         std::lock_guard lock(mutex_);
         replayed_records_ = replay.records;
@@ -116,9 +182,14 @@ core::SaveResult Manager::save_locked() {
     // Seal the journal's current segment first: every segment before the new
     // one then ends before the snapshot's position and can go once the
     // snapshot is durable.
-    if (journal_) journal_->rotate();
+    Journal* journal = this->journal();
+    if (journal != nullptr) journal->rotate();
     const bool ok = save_snapshot(keyspace_, config_.snapshot_path(), stats, error);
-    if (ok && journal_) journal_->drop_covered(stats.journal_offset);
+    // Segments a replica may still ask for stay (set_replication_floor).
+    if (ok && journal != nullptr) {
+        journal->drop_covered(
+            std::min(stats.journal_offset, replication_floor_.load(std::memory_order_relaxed)));
+    }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     record(ok, changes_at_start, seconds, stats.bytes, stats.keys, error);
@@ -208,10 +279,11 @@ void Manager::start_thread_locked(bool background, std::function<void(core::Save
 }
 
 void Manager::tick() {
-    if (journal_ && config_.auto_aof_rewrite_percentage != 0) {
+    Journal* journal = this->journal();
+    if (journal != nullptr && config_.auto_aof_rewrite_percentage != 0) {
         // Redis's auto-aof-rewrite: here a snapshot, after which the journal
         // it covers is dropped.
-        const core::JournalInfo j = journal_->info();
+        const core::JournalInfo j = journal->info();
         const std::uint64_t grown_to =
             j.base_size + j.base_size / 100 * config_.auto_aof_rewrite_percentage;
         if (j.current_size >= config_.auto_aof_rewrite_min_size && j.current_size > grown_to) {
@@ -278,7 +350,7 @@ core::PersistenceInfo Manager::info() const {
     info.loaded_keys = loaded_keys_;
     info.load_seconds = load_seconds_;
     info.replayed_records = replayed_records_;
-    if (journal_) info.journal = journal_->info();
+    if (Journal* journal = this->journal()) info.journal = journal->info();
     return info;
 }
 

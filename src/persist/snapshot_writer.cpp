@@ -28,9 +28,15 @@ struct WriteFailure {
     std::string message;
 };
 
+// Where the bytes go: a file descriptor (a snapshot file) or a callback (a
+// replica's socket, stream_snapshot()).
 class SnapshotFileWriter {
 public:
     SnapshotFileWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {
+        buffer_.reserve(format::kIoBufferBytes);
+    }
+    SnapshotFileWriter(const SnapshotSink& sink, std::string name)
+        : sink_(&sink), path_(std::move(name)) {
         buffer_.reserve(format::kIoBufferBytes);
     }
 
@@ -68,6 +74,14 @@ public:
     // taken here over whole buffers rather than per field.
     void flush() {
         file_hash_.update(buffer_.data(), buffer_.size());
+        if (sink_ != nullptr) {
+            if (!buffer_.empty() && !(*sink_)(buffer_.data(), buffer_.size())) {
+                throw WriteFailure{"cannot send the snapshot to " + path_ + ": it went away"};
+            }
+            written_ += buffer_.size();
+            buffer_.clear();
+            return;
+        }
         const unsigned char* p = buffer_.data();
         std::size_t left = buffer_.size();
         while (left > 0) {
@@ -100,7 +114,8 @@ public:
     }
 
 private:
-    int fd_;
+    int fd_ = -1;
+    const SnapshotSink* sink_ = nullptr;
     std::string path_;
     std::vector<unsigned char> buffer_;
     format::Xxh64 record_hash_;
@@ -154,6 +169,43 @@ void write_filter_record(SnapshotFileWriter& out, std::string_view key,
         }
     }
     out.append_u64(out.record_checksum(), /*in_record=*/false);
+}
+
+// The whole snapshot into `out`; returns the filter records written.
+std::uint64_t write_snapshot(const store::Keyspace& keyspace, SnapshotFileWriter& out,
+                             SaveStats& stats) {
+    std::vector<std::uint64_t> words(format::kWordChunk);
+    // Every key at one instant (all shard locks held together for the copy
+    // of references only), so a key renamed, deleted or re-created during
+    // the save is in the file exactly once, as it was then. The (possibly
+    // gigabytes of) words are copied with no lock held: bits only go 0 -> 1.
+    const store::KeyspaceView view = keyspace.view();
+    // Journaled adds log before they set bits: wait for those that logged
+    // before the view's position to have set them, so the file holds every
+    // record before that position.
+    if (view.log_id() != 0) store::Keyspace::wait_for_readers();
+    stats.journal_id = view.log_id();
+    stats.journal_offset = view.log_position();
+    if (stats.on_position) stats.on_position(view.log_id(), view.log_position());
+
+    unsigned char header[format::kFileHeaderBytes];
+    std::memcpy(header, kSnapshotMagic, format::kMagicBytes);
+    format::put_u32(header + 8, kSnapshotFormatVersion);
+    format::put_u64(header + 12, static_cast<std::uint64_t>(store::now_ms()));
+    format::put_u64(header + 20, view.log_id());
+    format::put_u64(header + 28, view.log_position());
+    out.append(header, sizeof header, /*in_record=*/false);
+    std::uint64_t records = 0;
+    for (std::size_t i = 0; i < view.size(); ++i) {
+        write_filter_record(out, view.key(i), view.entry(i), words);
+        ++records;
+    }
+    out.append_u8(format::kRecordEnd);
+    out.append_u64(records);
+    out.append_u64(out.file_checksum(), /*in_record=*/false);
+    out.flush();
+    stats.bytes = out.bytes_written();
+    return records;
 }
 
 std::string directory_of(const std::string& path) {
@@ -237,38 +289,7 @@ bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, Sav
         std::uint64_t records = 0;
         {
             SnapshotFileWriter out(temporary.fd(), temporary.path());
-            std::vector<std::uint64_t> words(format::kWordChunk);
-
-            // Every key at one instant (all shard locks held together for
-            // the copy of references only), so a key renamed, deleted or
-            // re-created during the save is in the file exactly once, as it
-            // was then. The (possibly gigabytes of) words are copied with no
-            // lock held: bits only go 0 -> 1.
-            const store::KeyspaceView view = keyspace.view();
-            // Journaled adds log before they set bits: wait for those that
-            // logged before the view's position to have set them, so the
-            // file holds every record before that position.
-            if (view.log_id() != 0) store::Keyspace::wait_for_readers();
-            stats.journal_id = view.log_id();
-            stats.journal_offset = view.log_position();
-
-            unsigned char header[format::kFileHeaderBytes];
-            std::memcpy(header, kSnapshotMagic, format::kMagicBytes);
-            format::put_u32(header + 8, kSnapshotFormatVersion);
-            format::put_u64(header + 12, static_cast<std::uint64_t>(store::now_ms()));
-            format::put_u64(header + 20, view.log_id());
-            format::put_u64(header + 28, view.log_position());
-            out.append(header, sizeof header, /*in_record=*/false);
-            for (std::size_t i = 0; i < view.size(); ++i) {
-                write_filter_record(out, view.key(i), view.entry(i), words);
-                ++records;
-            }
-
-            out.append_u8(format::kRecordEnd);
-            out.append_u64(records);
-            out.append_u64(out.file_checksum(), /*in_record=*/false);
-            out.flush();
-            stats.bytes = out.bytes_written();
+            records = write_snapshot(keyspace, out, stats);
         }
 
         int result;
@@ -300,6 +321,25 @@ bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, Sav
         error = "cannot save '" + path + "': out of memory";
     } catch (const std::exception& exception) {
         error = "cannot save '" + path + "': " + exception.what();
+    }
+    return false;
+}
+
+bool stream_snapshot(const store::Keyspace& keyspace, const SnapshotSink& sink,
+                     const std::string& name, SaveStats& stats, std::string& error) {
+    const auto started = std::chrono::steady_clock::now();
+    try {
+        SnapshotFileWriter out(sink, name);
+        stats.keys = write_snapshot(keyspace, out, stats);
+        stats.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        return true;
+    } catch (const WriteFailure& failure) {
+        error = failure.message;
+    } catch (const std::bad_alloc&) {
+        error = "cannot send the snapshot to " + name + ": out of memory";
+    } catch (const std::exception& exception) {
+        error = "cannot send the snapshot to " + name + ": " + exception.what();
     }
     return false;
 }

@@ -400,7 +400,8 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
                 dispose(garbage);
                 throw;
             }
-            if (log_ != nullptr) log_->created(key, *node->filter, expire_at_ms);
+            if (MutationLog* log = log_.load(std::memory_order_acquire))
+                log->created(key, *node->filter, expire_at_ms);
         } else {
             Node* node = node_at(shard, slot);
             const bool expired = node->expired(now_ms());
@@ -413,9 +414,9 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
                 Node* fresh = make_node(key, std::move(filter), expire_at_ms);
                 replace_slot(shard, slot, fresh, hash);
                 garbage.nodes.push_back(node);
-                if (log_ != nullptr) {
-                    if (!expired) log_->deleted(key);
-                    log_->created(key, *fresh->filter, expire_at_ms);
+                if (MutationLog* log = log_.load(std::memory_order_acquire)) {
+                    if (!expired) log->deleted(key);
+                    log->created(key, *fresh->filter, expire_at_ms);
                 }
             }
         }
@@ -445,7 +446,7 @@ bool Keyspace::erase(std::string_view key) {
         live = !node->expired(now_ms());
         erase_slot(shard, slot, garbage);
         garbage.nodes.push_back(node);
-        if (live && log_ != nullptr) log_->deleted(key);
+        if (MutationLog* log = log_.load(std::memory_order_acquire); live && log) log->deleted(key);
     }
     dispose(garbage);
     return live;
@@ -490,11 +491,12 @@ std::optional<bool> Keyspace::update_expiry(
             erase_slot(shard, slot, garbage);
             garbage.nodes.push_back(node);
             changed = true;
-            if (log_ != nullptr) log_->deleted(key);
+            if (MutationLog* log = log_.load(std::memory_order_acquire)) log->deleted(key);
         } else {
             node->expire_at_ms.store(*deadline, std::memory_order_relaxed);
             changed = true;
-            if (log_ != nullptr) log_->expiry_set(key, *deadline);
+            if (MutationLog* log = log_.load(std::memory_order_acquire))
+                log->expiry_set(key, *deadline);
         }
     }
     dispose(garbage);
@@ -559,7 +561,7 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
             erase_slot(source, find_slot(source, from, from_hash), garbage);
             garbage.nodes.push_back(node);
             renamed = true;
-            if (log_ != nullptr) log_->renamed(from, to);
+            if (MutationLog* log = log_.load(std::memory_order_acquire)) log->renamed(from, to);
         }
     }
     dispose(garbage);
@@ -608,7 +610,7 @@ std::size_t Keyspace::clear() {
             shard.count = 0;
             garbage.tables_and_nodes.push_back(table);
         }
-        if (log_ != nullptr) log_->cleared();
+        if (MutationLog* log = log_.load(std::memory_order_acquire)) log->cleared();
     }
     // Freed with no lock held (once no lookup can see them): a million keys
     // or a terabyte of filters take a while, and other clients may already
@@ -667,9 +669,9 @@ KeyspaceView Keyspace::view() const {
             view.keys_.append(node->key());
         }
     }
-    if (log_ != nullptr) {
-        view.log_id_ = log_->log_id();
-        view.log_position_ = log_->position();
+    if (MutationLog* log = log_.load(std::memory_order_acquire)) {
+        view.log_id_ = log->log_id();
+        view.log_position_ = log->position();
     }
     return view;
 }

@@ -66,6 +66,19 @@ struct ClientState {
     std::atomic<const AclUser*> user{nullptr};
     bool authenticated = false;  // AUTH succeeded at least once; owner thread only
 
+    // Replication (a replica connected to this primary). REPLCONF
+    // listening-port sets the port; PSYNC sets psync_requested, and the
+    // connection turns into the replica's feed once that command's batch of
+    // replies is written. The acknowledged offset is written by the owner
+    // thread (REPLCONF ACK) and read by INFO and WAIT.
+    std::atomic<std::uint16_t> replica_listening_port{0};
+    bool psync_requested = false;  // owner thread only
+    std::string psync_replid;      // owner thread only
+    std::int64_t psync_offset = -1;
+    std::atomic<bool> is_replica{false};  // a feed: CLIENT LIST flag S
+    std::atomic<std::uint64_t> replica_ack_offset{0};
+    std::atomic<std::int64_t> replica_ack_ms{0};
+
     std::string name() const {
         std::lock_guard lock(mutex);
         return name_;

@@ -88,4 +88,19 @@ inline constexpr std::string_view kInvalidInfoField = "ERR Invalid information v
 inline constexpr std::string_view kInvalidIterator = "ERR invalid iterator";
 inline constexpr std::string_view kBadOption = "ERR unknown argument received";
 
+// Replication (Redis's texts, naming bloomery where Redis names itself).
+inline constexpr std::string_view kReadOnlyReplica =
+    "READONLY You can't write against a read only replica.";
+inline constexpr std::string_view kLoading = "LOADING bloomery is loading the dataset in memory";
+inline constexpr std::string_view kReplicationNeedsJournal =
+    "ERR this server cannot feed replicas: it runs with --appendonly no, and replicas are fed "
+    "from the journal";
+inline constexpr std::string_view kNoChainedReplication =
+    "ERR this server is a replica; replicas of replicas are not supported";
+inline constexpr std::string_view kWaitOnReplica =
+    "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a "
+    "replica is configured to be writable (which is not the default) writes to replicas are just "
+    "local and are not propagated.";
+inline constexpr std::string_view kTimeoutNegative = "ERR timeout is negative";
+
 }  // namespace bloomery::command::errors

@@ -78,6 +78,17 @@ struct Config {
     std::uint64_t auto_aof_rewrite_min_size = 64ull * 1024 * 1024;
     // Journal bytes not yet durable past which writes are refused (-MISCONF).
     std::uint64_t journal_buffer_limit = 256ull * 1024 * 1024;
+    // Replication (net/replication.hpp; README "Replication")
+    std::string replicaof_host;  // empty: a primary
+    std::uint16_t replicaof_port = 0;
+    std::string masteruser;  // AUTH to the primary as this user (empty: the default user)
+    std::string masterauth;  // ...with this password (empty: no AUTH); never logged
+    // Journal bytes kept for replicas to resume from after a cut, beyond
+    // what the last snapshot needs, and how long for a replica that left.
+    std::uint64_t repl_backlog_size = 256ull * 1024 * 1024;
+    std::int64_t repl_backlog_ttl_seconds = 3600;
+    std::int64_t repl_timeout_seconds = 60;              // a link silent this long is dropped
+    std::int64_t repl_ping_replica_period_seconds = 10;  // keepalive records to replicas
     // Logging
     std::string log_level = "info";
     std::string log_file;  // empty: stderr
@@ -95,6 +106,10 @@ std::string format_save_points(const std::vector<SavePoint>& points);
 // to the process ("75%": of the cgroup limit when in a container, else of
 // physical memory). False with a message on malformed input.
 bool parse_memory_limit(const std::string& spec, std::uint64_t& bytes, std::string& error);
+// --replicaof: "HOST PORT" (or "HOST:PORT"). False with a message on
+// malformed input.
+bool parse_replicaof(const std::string& spec, std::string& host, std::uint16_t& port,
+                     std::string& error);
 
 }  // namespace bloomery::core
 

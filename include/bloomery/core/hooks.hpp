@@ -5,11 +5,13 @@
 // outcomes as SaveResult. Nothing here knows of Asio, RESP or files, so every
 // layer can include it without depending on another.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace bloomery::persist {
 class Journal;
@@ -85,9 +87,53 @@ struct StatsTotals {
     double instantaneous_ops_per_sec = 0;
 };
 
+// One replica as its primary sees it (INFO replication's slaveN line).
+struct ReplicaInfo {
+    std::string ip;
+    std::uint16_t port = 0;        // its REPLCONF listening-port (0: not said)
+    std::string state;             // wait_bgsave (snapshot being sent) or online
+    std::uint64_t offset = 0;      // the stream offset it acknowledged
+    std::int64_t lag_seconds = 0;  // since its last acknowledgement
+};
+
+// INFO replication and ROLE (net/replication.hpp; proto/replication.md).
+struct ReplicationInfo {
+    bool replica = false;  // role: slave (true) or master
+    // The replication stream: its id (a primary's, or on a replica the
+    // primary's it follows) and the offset this server has reached in it.
+    std::string replid;
+    std::uint64_t offset = 0;
+    // Primary side.
+    std::vector<ReplicaInfo> replicas;
+    bool backlog_active = false;  // journal segments are there to resume from
+    std::uint64_t backlog_first_offset = 0;
+    std::uint64_t backlog_bytes = 0;
+    std::uint64_t full_syncs = 0;
+    std::uint64_t partial_syncs_ok = 0;
+    std::uint64_t partial_syncs_err = 0;
+    // Replica side.
+    std::string primary_host;
+    std::uint16_t primary_port = 0;
+    bool link_up = false;
+    std::int64_t last_io_seconds_ago = -1;
+    std::int64_t link_down_since_seconds = -1;  // -1 while up
+    bool sync_in_progress = false;
+    std::uint64_t sync_received_bytes = 0;
+    std::uint64_t read_offset = 0;  // received (applied: `offset`)
+    std::string last_error;         // why the link last failed ("" if never)
+};
+
+// ServerHooks::replication_flags bits: asked before every command, so they are
+// one relaxed load of a member, not a virtual call.
+inline constexpr std::uint8_t kReplicationReplica = 1;  // writes answer -READONLY
+inline constexpr std::uint8_t kReplicationLoading = 2;  // data commands answer -LOADING
+
 // Implemented by the network layer (and by fakes in unit tests).
 class ServerHooks {
 public:
+    // kReplication* bits, written by the replication layer.
+    std::atomic<std::uint8_t> replication_flags{0};
+
     virtual ~ServerHooks() = default;
     virtual std::size_t connected_clients() = 0;
     // One line per client in CLIENT LIST format; only the clients whose id is
@@ -116,6 +162,27 @@ public:
     virtual SaveResult shutdown(ShutdownMode mode) = 0;
     virtual std::int64_t start_time_ms() = 0;
     virtual unsigned worker_threads() = 0;
+
+    // Replication (net/replication.hpp). The defaults describe a lone
+    // primary that cannot change role (unit-test fakes).
+    virtual ReplicationInfo replication() { return {}; }
+    // REPLICAOF host port (port 0 with host "": REPLICAOF NO ONE). Returns
+    // "" or the reason it cannot (an error text without "-").
+    virtual std::string replicaof(std::string_view host, std::uint16_t port) {
+        (void)host;
+        (void)port;
+        return "ERR replication is not available here";
+    }
+    // WAIT: calls `done` once with how many replicas acknowledged every
+    // record appended before the call (at once if `count` already did, else
+    // when they do or `timeout_ms` passes; 0 waits without limit), on any
+    // thread.
+    virtual void wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,
+                                   std::function<void(std::int64_t acked)> done) {
+        (void)count;
+        (void)timeout_ms;
+        done(0);
+    }
 };
 
 }  // namespace bloomery::core

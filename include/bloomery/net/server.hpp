@@ -31,11 +31,15 @@ class context;
 namespace bloomery::net {
 
 class Connection;
+class ReplicationSource;
+class ReplicaLink;
 
 class Server final : public core::ServerHooks {
 public:
+    // `replication` feeds replicas (made before the journal is loaded, so the
+    // journal's writer can wake feeds: see main.cpp).
     Server(const core::Config& config, store::Keyspace& keyspace, const command::Registry& registry,
-           persist::Manager& persistence);
+           persist::Manager& persistence, ReplicationSource& replication);
     ~Server() override;
 
     // Builds the TLS context if --tls-port is set, binds and listens. Throws
@@ -64,6 +68,11 @@ public:
     core::SaveResult shutdown(core::ShutdownMode mode) override;
     std::int64_t start_time_ms() override { return start_time_ms_; }
     unsigned worker_threads() override { return static_cast<unsigned>(workers_.size()); }
+    core::ReplicationInfo replication() override;
+    std::string replicaof(std::string_view host, std::uint16_t port) override;
+    void wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,
+                           std::function<void(std::int64_t)> done) override;
+    ReplicationSource& replication_source() { return replication_; }
 
     // Called by connections.
     struct Worker {
@@ -97,6 +106,9 @@ private:
     store::Keyspace& keyspace_;
     const command::Registry& registry_;
     persist::Manager& persistence_;
+    ReplicationSource& replication_;
+    std::mutex link_mutex_;              // guards link_ (REPLICAOF)
+    std::unique_ptr<ReplicaLink> link_;  // set while this server is a replica
     // Declared before main_context_ so they are destroyed after it: an accept
     // still pending there holds a socket of a worker's io_context.
     std::vector<std::unique_ptr<Worker>> workers_;

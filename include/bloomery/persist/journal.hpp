@@ -62,6 +62,10 @@
 namespace bloomery::persist {
 
 enum class FsyncPolicy { always, everysec, no };
+
+// Bytes before a segment's first record (proto/journal.md): a reader of the
+// stream finds offset X of a segment starting at S at file byte 40 + X - S.
+inline constexpr std::size_t kJournalSegmentHeaderBytes = 40;
 bool parse_fsync_policy(std::string_view text, FsyncPolicy& out);
 const char* fsync_policy_name(FsyncPolicy policy);
 
@@ -128,6 +132,24 @@ public:
     void drop_covered(std::uint64_t offset);
 
     core::JournalInfo info() const;
+
+    // ---- Feeding replicas (net/replication.hpp) ----
+    // The offset up to which records are in segment files (written, maybe
+    // not yet durable). Lock-free; only grows.
+    std::uint64_t written() const { return written_offset_.load(std::memory_order_acquire); }
+    struct SegmentFile {
+        std::uint64_t start;  // stream offset of the first byte after its header
+        std::string path;
+    };
+    // The segments on disk, oldest first; the last is being written.
+    std::vector<SegmentFile> segment_files() const;
+    // Called on the writer thread after each write, with written(). Set once,
+    // before the journal is shared (Manager does it).
+    void set_write_listener(std::function<void(std::uint64_t)> listener) {
+        write_listener_ = std::move(listener);
+    }
+    // Appends a PING record: a keepalive for replicas, skipped by replay.
+    void ping();
 
     // A thread's buffer is moved into the stream once it holds this much.
     static constexpr std::size_t kLocalFlushBytes = 64 * 1024;
@@ -203,6 +225,8 @@ private:
     std::int64_t last_sync_ms_ = 0;
 
     std::atomic<std::uint64_t> durable_{0};
+    std::atomic<std::uint64_t> written_offset_{0};  // written_, for other threads
+    std::function<void(std::uint64_t)> write_listener_;
     std::atomic<std::uint64_t> file_bytes_{0};      // all segments, headers included
     std::atomic<std::uint64_t> base_bytes_{0};      // file_bytes_ after open or the last drop
     std::atomic<std::uint64_t> buffered_{0};        // pending + unwritten + unsynced
@@ -217,6 +241,33 @@ private:
     std::mutex waiters_mutex_;
     std::vector<std::pair<std::uint64_t, std::function<void()>>> waiters_;
     std::thread writer_;
+};
+
+// Applies a replication stream (the journal's records as a primary sends
+// them, proto/replication.md) to a keyspace, finding filters by the ids the
+// primary journaled them under: a replica's link. Not thread-safe: one
+// applier per link, called from its thread; the keyspace may be read by
+// others meanwhile (the link is the replica's only writer).
+class StreamApplier {
+public:
+    // Indexes the filters now in `keyspace` by id. `log` (a replica's own
+    // journal, or null) hears of every add applied; keyspace changes reach
+    // the keyspace's own mutation log.
+    StreamApplier(store::Keyspace& keyspace, bloom::AddLog* log);
+    ~StreamApplier();
+    StreamApplier(const StreamApplier&) = delete;
+    StreamApplier& operator=(const StreamApplier&) = delete;
+    void set_log(bloom::AddLog* log);
+    // Applies every whole record at the start of `data` and sets `consumed`
+    // to the bytes they took (a record cut off at the end waits for more).
+    // False with `error` on a record that fails its checksum, does not
+    // decode or cannot be applied; `consumed` then stops before it.
+    bool apply(std::string_view data, std::size_t& consumed, std::string& error);
+    std::uint64_t records() const;  // applied so far
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
 // What replay_journal found.

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/hooks.hpp"
@@ -36,8 +37,28 @@ public:
     // appending (attached to the keyspace). False with a message naming the
     // file and the reason if either is bad.
     bool load(std::string& error);
-    // The journal, or null with --appendonly no (or before load()).
-    Journal* journal() const { return journal_.get(); }
+    // The journal, or null with --appendonly no (or before load()). A
+    // replica's full synchronization replaces it (replace_dataset); the old
+    // object stays alive (closed) until the Manager goes, so a pointer read
+    // here stays valid.
+    Journal* journal() const { return journal_.load(std::memory_order_acquire); }
+    // Called on the journal's writer thread after each write (the
+    // replication source wakes replica feeds with it); applies to the
+    // journal of now and every later one. Set before serving.
+    void set_journal_listener(std::function<void(std::uint64_t written)> listener);
+    // The oldest journal offset replicas may still ask for: segments from
+    // there on are kept after a snapshot covers them (UINT64_MAX: none).
+    void set_replication_floor(std::uint64_t offset) {
+        replication_floor_.store(offset, std::memory_order_relaxed);
+    }
+    // A replica's full synchronization: waits for a running save, detaches
+    // and closes the journal, clears the keyspace, runs `load` (which fills
+    // it from the primary's snapshot), deletes the old journal's segments
+    // and starts a new journal (new id, offset 0), then starts a background
+    // save so the replica's own files cover the new data. False with the
+    // reason if `load` or the new journal failed (the keyspace is then
+    // whatever `load` left; the caller resynchronizes).
+    bool replace_dataset(const std::function<bool(std::string& error)>& load, std::string& error);
     // Writes and fsyncs the journal and detaches it (at exit, after the last
     // command ran).
     void close_journal();
@@ -92,7 +113,15 @@ private:
     std::uint64_t loaded_keys_ = 0;
     double load_seconds_ = 0;
     std::uint64_t replayed_records_ = 0;
-    std::unique_ptr<Journal> journal_;
+    // Opens a new journal (`id`, appending at `offset` to `existing` or to
+    // a new segment), attaches it to the keyspace and makes it current.
+    bool open_journal(std::uint64_t id, std::uint64_t offset, const std::string& existing,
+                      std::string& error);
+
+    std::atomic<Journal*> journal_{nullptr};
+    std::vector<std::unique_ptr<Journal>> journals_;  // the current one last; older ones closed
+    std::function<void(std::uint64_t)> journal_listener_;
+    std::atomic<std::uint64_t> replication_floor_{~std::uint64_t{0}};
 };
 
 }  // namespace bloomery::persist

@@ -18,6 +18,7 @@
 // human-readable `error` (lower case, no trailing period) naming the file.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "bloomery/store/keyspace.hpp"
@@ -38,6 +39,9 @@ struct SaveStats {
     double seconds = 0;                // wall time of the whole save, fsyncs included
     std::uint64_t journal_id = 0;      // the journal attached to the keyspace (0: none)
     std::uint64_t journal_offset = 0;  // records before this offset are in the file
+    // Called once the keys are chosen and the position known, before any
+    // byte is written (stream_snapshot: a replica's feed starts there).
+    std::function<void(std::uint64_t journal_id, std::uint64_t journal_offset)> on_position;
 };
 
 // Writes every live key of `keyspace` to `path`.
@@ -57,6 +61,16 @@ struct SaveStats {
 // (renamed) but may not survive a power loss; that is reported as a failure too.
 bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, SaveStats& stats,
                    std::string& error);
+
+// Takes `size` bytes of a streamed snapshot; false: the receiver is gone
+// (the stream stops with an error).
+using SnapshotSink = std::function<bool(const unsigned char* data, std::size_t size)>;
+
+// The snapshot save_snapshot() would write, handed to `sink` in pieces of
+// about 2 MiB instead of a file: a replica's full synchronization, with no
+// temporary file on this server's disk. `name` names the receiver in errors.
+bool stream_snapshot(const store::Keyspace& keyspace, const SnapshotSink& sink,
+                     const std::string& name, SaveStats& stats, std::string& error);
 
 struct LoadStats {
     std::uint64_t keys = 0;             // keys inserted into the keyspace

@@ -94,9 +94,11 @@ public:
     std::size_t num_shards() const { return shards_.size(); }
 
     // Attaches the journal that hears of every change from now on (null:
-    // none). Set before clients are served; not thread-safe.
-    void set_mutation_log(MutationLog* log) { log_ = log; }
-    MutationLog* mutation_log() const { return log_; }
+    // none). Thread-safe, but a change racing a write may be told to the old
+    // log or the new one: a replica swaps its journal only while nothing else
+    // writes (its replication link is its only writer).
+    void set_mutation_log(MutationLog* log) { log_.store(log, std::memory_order_release); }
+    MutationLog* mutation_log() const { return log_.load(std::memory_order_acquire); }
 
     // Waits until every with_filter() call that had begun when this was
     // called has returned (for snapshots: an add logged before a view's
@@ -275,7 +277,7 @@ private:
     static std::int64_t table_bytes(std::size_t slots);  // header and slots
 
     mutable std::vector<Shard> shards_;  // mutable: lookups reap expired keys
-    MutationLog* log_ = nullptr;
+    std::atomic<MutationLog*> log_{nullptr};
     mutable std::atomic<std::uint64_t> expired_keys_{0};
     mutable std::atomic<std::uint64_t> overhead_bytes_{0};
     struct Retired {

@@ -1,0 +1,221 @@
+#pragma once
+// Replication (proto/replication.md; README "Replication").
+//
+// Primary side: a replica connects like a client, says REPLCONF
+// listening-port, then PSYNC. Its connection becomes a feed (connection.cpp,
+// "Replica feed"): +FULLRESYNC and the snapshot streamed straight from the
+// keyspace (no file on this server's disk), or +CONTINUE, then the journal's
+// records as the journal's writer puts them in its segment files, read back
+// from those files. The files are the backlog: a replica cut off resumes from
+// its offset while the segments holding it are kept (ReplicationSource keeps
+// them for connected replicas, and for those gone less than
+// --repl-backlog-ttl, up to --repl-backlog-size). Replicas acknowledge
+// (REPLCONF ACK offset); WAIT counts those acknowledgements.
+//
+// Replica side: ReplicaLink, one thread of its own, connects, synchronizes
+// and applies the stream (persist::StreamApplier) as the replica's only
+// writer; clients' writes answer -READONLY.
+//
+// Replication ids are random per run of a primary (and new at promotion), so
+// a replica resumes only from the same run of its primary; offsets are byte
+// positions in that primary's journal.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
+#include <vector>
+
+#include <boost/asio.hpp>
+
+#include "bloomery/core/config.hpp"
+#include "bloomery/core/hooks.hpp"
+#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/manager.hpp"
+#include "bloomery/store/keyspace.hpp"
+
+namespace bloomery::net {
+
+class Connection;
+
+// A fresh replication id: 40 random hex digits, as Redis's.
+std::string new_replication_id();
+
+// Reads the journal's stream back from its segment files, for one feed.
+class JournalFileReader {
+public:
+    JournalFileReader() = default;
+    ~JournalFileReader();
+    JournalFileReader(const JournalFileReader&) = delete;
+    JournalFileReader& operator=(const JournalFileReader&) = delete;
+    // Up to `max` bytes of the stream from `offset` (below journal.written())
+    // into `out`: how many (0: none yet), or -1 when they are no longer on
+    // disk (the segment was dropped: the replica must resynchronize fully).
+    std::int64_t read(persist::Journal& journal, std::uint64_t offset, char* out, std::size_t max);
+
+private:
+    bool open_for(persist::Journal& journal, std::uint64_t offset);
+    int fd_ = -1;
+    std::uint64_t start_ = 0;    // stream offset of the open segment's first byte
+    std::uint64_t end_ = ~0ull;  // where the next segment starts (unknown: max)
+};
+
+// A snapshot on its way from a thread that writes it to a feed that sends
+// it: a bounded queue of chunks (the thread waits while the replica is slow,
+// so a snapshot costs this server a few MiB however large).
+class SnapshotPipe {
+public:
+    static constexpr std::size_t kMaxQueuedBytes = 8 * 1024 * 1024;
+    explicit SnapshotPipe(std::function<void()> wake) : wake_(std::move(wake)) {}
+    // Producer. False once the consumer cancelled.
+    bool push(const unsigned char* data, std::size_t size);
+    void set_position(std::uint64_t offset);
+    void finish(bool ok, std::string error);
+    // Consumer (the feed's thread). Takes what is queued (empty if none).
+    std::string take();
+    bool position_known(std::uint64_t& offset) const;
+    // True once finished and drained; `ok` and `error` say how it ended.
+    bool done(bool& ok, std::string& error) const;
+    void cancel();
+
+private:
+    mutable std::mutex mutex_;
+    std::condition_variable room_;
+    std::deque<std::string> chunks_;
+    std::size_t queued_ = 0;
+    bool have_position_ = false;
+    std::uint64_t position_ = 0;
+    bool finished_ = false;
+    bool ok_ = false;
+    bool cancelled_ = false;
+    std::string error_;
+    std::function<void()> wake_;
+};
+
+// The primary side: replicas' feeds, WAIT, the backlog kept on disk,
+// keepalives. Thread-safe.
+class ReplicationSource {
+public:
+    ReplicationSource(const core::Config& config, persist::Manager& persistence);
+    ~ReplicationSource();
+
+    std::string replid() const;
+    // A new id (promotion, or a primary that becomes a replica).
+    void renew_replid();
+
+    // PSYNC: whether `replid`/`offset` can resume (the bytes from offset are
+    // still on disk), counted in INFO's sync_partial_ok / _err and sync_full.
+    bool can_continue(const std::string& replid, std::int64_t offset);
+    void count_full_sync();
+
+    // Feeds register when they start and are forgotten when they close.
+    void add_feed(const std::shared_ptr<Connection>& feed);
+    void remove_feed(const Connection* feed, std::uint64_t acked_offset);
+    // Every feed closes (this server becomes a replica).
+    void close_feeds();
+    // The journal's writer wrote up to `written`: wakes feeds that wait.
+    void on_written(std::uint64_t written);
+    // A replica acknowledged: answers the WAITs it satisfies.
+    void on_ack();
+    void wait(std::int64_t count, std::int64_t timeout_ms, std::function<void(std::int64_t)> done,
+              boost::asio::io_context& timers);
+    // Every 100 ms (server cron): keepalives, the backlog floor, WAIT timeouts.
+    void cron();
+    // Primary-side fields of INFO replication.
+    void fill_info(core::ReplicationInfo& info);
+
+private:
+    struct Waiter {
+        std::uint64_t target;
+        std::int64_t count;
+        std::int64_t deadline_ms;  // 0: none
+        std::function<void(std::int64_t)> done;
+    };
+    struct Departed {
+        std::uint64_t offset;
+        std::int64_t when_ms;
+    };
+    std::vector<std::shared_ptr<Connection>> live_feeds();
+    std::int64_t acked_at_least(std::uint64_t target);
+    void answer_waiters(bool timeouts_only_due);
+
+    const core::Config& config_;
+    persist::Manager& persistence_;
+    mutable std::mutex mutex_;
+    std::string replid_;
+    std::vector<std::weak_ptr<Connection>> feeds_;
+    std::vector<Departed> departed_;
+    std::vector<Waiter> waiters_;
+    std::int64_t last_ping_ms_ = 0;
+    std::atomic<std::uint64_t> full_syncs_{0};
+    std::atomic<std::uint64_t> partial_ok_{0};
+    std::atomic<std::uint64_t> partial_err_{0};
+};
+
+// The replica side: the link to the primary, on a thread of its own.
+class ReplicaLink {
+public:
+    // A link to HOST:PORT; start() connects (and reconnects until stop()).
+    ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
+                persist::Manager& persistence, core::ServerHooks& hooks, std::string host,
+                std::uint16_t port);
+    ~ReplicaLink();
+    ReplicaLink(const ReplicaLink&) = delete;
+    ReplicaLink& operator=(const ReplicaLink&) = delete;
+
+    void start();
+    // Closes the link and joins its thread; what was applied stays.
+    void stop();
+    const std::string& host() const { return host_; }
+    std::uint16_t port() const { return port_; }
+    void fill_info(core::ReplicationInfo& info) const;
+
+private:
+    boost::asio::awaitable<void> run();
+    boost::asio::awaitable<void> session();
+    boost::asio::awaitable<void> send_acks();
+    boost::asio::awaitable<std::string> read_line();
+    boost::asio::awaitable<void> write(const std::string& text);
+    boost::asio::awaitable<void> receive_snapshot(const std::string& mark);
+    // Replaces the data with the snapshot received into `path`.
+    void load_received(const std::string& path, std::uint64_t bytes);
+    void apply_buffer();
+    void arm_watchdog();
+    void set_error(const std::string& error);
+
+    const core::Config& config_;
+    store::Keyspace& keyspace_;
+    persist::Manager& persistence_;
+    core::ServerHooks& hooks_;
+    const std::string host_;
+    const std::uint16_t port_;
+
+    boost::asio::io_context io_{1};
+    boost::asio::ip::tcp::socket socket_{io_};
+    boost::asio::steady_timer watchdog_{io_};
+    boost::asio::steady_timer ack_timer_{io_};
+    std::thread thread_;
+    std::atomic<bool> stopping_{false};
+    std::string input_;  // received, not yet consumed
+    std::unique_ptr<persist::StreamApplier> applier_;
+    std::uint64_t acked_ = 0;  // offset last acknowledged (link thread)
+
+    mutable std::mutex info_mutex_;  // guards the fields below
+    std::string replid_;             // the primary's, once synchronized
+    std::uint64_t offset_ = 0;       // applied up to here
+    std::uint64_t read_offset_ = 0;
+    bool up_ = false;
+    bool syncing_ = false;
+    std::uint64_t sync_bytes_ = 0;
+    std::int64_t last_io_ms_ = 0;
+    std::int64_t down_since_ms_ = 0;
+    std::string last_error_;
+};
+
+}  // namespace bloomery::net

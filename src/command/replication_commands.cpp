@@ -1,0 +1,165 @@
+// Replication commands: REPLICAOF (SLAVEOF), REPLCONF, PSYNC, WAIT, ROLE.
+// The work is the network layer's (net/replication.hpp), reached through
+// ServerHooks; these parse, check and reply. proto/replication.md describes
+// the protocol between a primary and its replicas.
+
+#include <string>
+
+#include "args.hpp"
+#include "bloomery/command/errors.hpp"
+#include "bloomery/command/registry.hpp"
+#include "bloomery/persist/journal.hpp"
+#include "families.hpp"
+
+namespace bloomery::command {
+namespace {
+
+// REPLICAOF host port | NO ONE
+void cmd_replicaof(Context& ctx, Args argv) {
+    std::string error;
+    if (iequals(argv[1], "no") && iequals(argv[2], "one")) {
+        error = ctx.server.replicaof("", 0);
+    } else {
+        std::int64_t port = 0;
+        if (!parse_int64(argv[2], port) || port < 1 || port > 65535) {
+            ctx.out.error("ERR Invalid master port");
+            return;
+        }
+        error = ctx.server.replicaof(argv[1], static_cast<std::uint16_t>(port));
+    }
+    if (error.empty()) {
+        ctx.out.ok();
+    } else {
+        ctx.out.error(error);
+    }
+}
+
+// REPLCONF option value [option value ...]: what a replica tells its primary.
+// ACK carries no reply (it arrives on the replica's feed, whose other
+// direction is the stream); the rest answer OK.
+void cmd_replconf(Context& ctx, Args argv) {
+    if (argv.size() % 2 == 0) {
+        ctx.out.error(errors::kSyntax);
+        return;
+    }
+    for (std::size_t i = 1; i + 1 < argv.size(); i += 2) {
+        const std::string_view option = argv[i];
+        const std::string_view value = argv[i + 1];
+        if (iequals(option, "ack")) {
+            std::int64_t offset = 0;
+            if (!parse_int64(value, offset) || offset < 0) return;  // ignored, as Redis does
+            ctx.client.replica_ack_offset.store(static_cast<std::uint64_t>(offset),
+                                                std::memory_order_relaxed);
+            ctx.client.replica_ack_ms.store(store::now_ms(), std::memory_order_relaxed);
+            return;
+        }
+        if (iequals(option, "listening-port")) {
+            std::int64_t port = 0;
+            if (!parse_int64(value, port) || port < 0 || port > 65535) {
+                ctx.out.error(errors::kNotInteger);
+                return;
+            }
+            ctx.client.replica_listening_port.store(static_cast<std::uint16_t>(port),
+                                                    std::memory_order_relaxed);
+        } else if (!iequals(option, "capa") && !iequals(option, "ip-address") &&
+                   !iequals(option, "getack")) {
+            std::string message = "ERR Unrecognized REPLCONF option: ";
+            for (char c : option.substr(0, 64)) message.push_back(c < 0x20 ? ' ' : c);
+            ctx.out.error(message);
+            return;
+        }
+    }
+    ctx.out.ok();
+}
+
+// PSYNC replid offset: the connection becomes this replica's feed after the
+// batch of replies it is in; the network layer answers +FULLRESYNC or
+// +CONTINUE and streams (proto/replication.md). "?" -1 asks for a full one.
+void cmd_psync(Context& ctx, Args argv) {
+    if (ctx.server.journal() == nullptr) {
+        ctx.out.error(errors::kReplicationNeedsJournal);
+        return;
+    }
+    if ((ctx.server.replication_flags.load(std::memory_order_relaxed) &
+         core::kReplicationReplica) != 0) {
+        ctx.out.error(errors::kNoChainedReplication);
+        return;
+    }
+    std::int64_t offset = -1;
+    if (!parse_int64(argv[2], offset)) {
+        ctx.out.error(errors::kNotInteger);
+        return;
+    }
+    if (ctx.suspender == nullptr) {
+        ctx.out.error(errors::kCannotWait);
+        return;
+    }
+    ctx.client.psync_requested = true;
+    ctx.client.psync_replid.assign(argv[1]);
+    ctx.client.psync_offset = offset;
+}
+
+// WAIT numreplicas timeout: how many replicas acknowledged every write made
+// before it, waiting up to timeout ms (0: no limit) for `numreplicas`.
+void cmd_wait(Context& ctx, Args argv) {
+    std::int64_t count = 0, timeout = 0;
+    if (!parse_int64(argv[1], count) || !parse_int64(argv[2], timeout)) {
+        ctx.out.error(errors::kNotInteger);
+        return;
+    }
+    if (timeout < 0) {
+        ctx.out.error(errors::kTimeoutNegative);
+        return;
+    }
+    if ((ctx.server.replication_flags.load(std::memory_order_relaxed) &
+         core::kReplicationReplica) != 0) {
+        ctx.out.error(errors::kWaitOnReplica);
+        return;
+    }
+    DeferredReply reply = ctx.defer_reply();
+    if (!reply) {
+        ctx.out.error(errors::kCannotWait);
+        return;
+    }
+    ctx.server.wait_for_replicas(count, timeout, [reply](std::int64_t acked) {
+        reply.complete([acked](resp::Writer& out) { out.integer(acked); });
+    });
+}
+
+// ROLE: ["master", offset, [[ip, port, offset], ...]] or
+// ["slave", host, port, state, offset], as Redis.
+void cmd_role(Context& ctx, Args) {
+    const core::ReplicationInfo info = ctx.server.replication();
+    if (!info.replica) {
+        ctx.out.array(3);
+        ctx.out.bulk("master");
+        ctx.out.integer(static_cast<std::int64_t>(info.offset));
+        ctx.out.array(info.replicas.size());
+        for (const core::ReplicaInfo& replica : info.replicas) {
+            ctx.out.array(3);
+            ctx.out.bulk(replica.ip);
+            ctx.out.bulk(std::to_string(replica.port));
+            ctx.out.bulk(std::to_string(replica.offset));
+        }
+        return;
+    }
+    ctx.out.array(5);
+    ctx.out.bulk("slave");
+    ctx.out.bulk(info.primary_host);
+    ctx.out.integer(info.primary_port);
+    ctx.out.bulk(info.link_up ? "connected" : info.sync_in_progress ? "sync" : "connect");
+    ctx.out.integer(static_cast<std::int64_t>(info.offset));
+}
+
+}  // namespace
+
+void register_replication_commands(Registry& registry) {
+    registry.register_handler("replicaof", cmd_replicaof);
+    registry.register_handler("slaveof", cmd_replicaof);
+    registry.register_handler("replconf", cmd_replconf);
+    registry.register_handler("psync", cmd_psync);
+    registry.register_handler("wait", cmd_wait);
+    registry.register_handler("role", cmd_role);
+}
+
+}  // namespace bloomery::command
