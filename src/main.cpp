@@ -11,6 +11,7 @@
 #include <iostream>
 #include <string>
 
+#include "bloomery/cluster/topology.hpp"
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/allocator.hpp"
@@ -60,6 +61,25 @@ void log_access_control(const bloomery::core::Config& config, const bloomery::co
             "{}:{} may run every command",
             config.bind, config.port);
     }
+}
+
+// Says at start which slots this node serves, so a wrong --cluster-self
+// shows in the first lines of the log.
+void log_cluster(const bloomery::cluster::Topology& topology) {
+    const bloomery::cluster::Node& self = topology.self();
+    std::string role;
+    if (self.primary) {
+        for (const bloomery::cluster::SlotRange& range : topology.ranges()) {
+            if (range.primary != topology.self_index()) continue;
+            role += (role.empty() ? "" : ",") + std::to_string(range.first) + "-" +
+                    std::to_string(range.last);
+        }
+        role = "primary of slots " + role;
+    } else {
+        role = "replica of " + topology.nodes()[self.primary_index].address;
+    }
+    spdlog::info("cluster mode: this node is {} (id {}), {}; {} nodes, {} primaries", self.address,
+                 self.id, role, topology.nodes().size(), topology.primary_count());
 }
 
 }  // namespace
@@ -124,6 +144,11 @@ int main(int argc, char** argv) {
     log_access_control(config, registry.acl());
 
     store::Keyspace keyspace(config.keyspace_shards);
+    // Before the snapshot loads, so loaded keys are counted per slot too.
+    if (config.cluster_enabled) {
+        keyspace.enable_slot_counts();
+        log_cluster(*config.cluster);
+    }
     std::unique_ptr<net::Server> server;
     persist::Manager persistence(config, keyspace,
                                  [&server] { return server ? server->total_changes() : 0; });

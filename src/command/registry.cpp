@@ -7,6 +7,7 @@
 #include "bloomery/command/errors.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "cluster_routing.hpp"
 #include "families.hpp"
 
 namespace bloomery::command {
@@ -225,6 +226,7 @@ bool build_default_registry(Registry& registry, std::string& error) {
     register_introspection_commands(registry);
     register_persistence_commands(registry);
     register_acl_commands(registry);
+    register_cluster_commands(registry);
     return registry.build_from_embedded(error);
 }
 
@@ -295,6 +297,12 @@ void run_command(const Registry& registry, Context& ctx, Args argv) {
         ctx.out.error(errors::kNoPermKey);
         return;
     }
+    // Cluster redirection, where Redis checks it: after access control,
+    // before the memory and disk checks (a key this node does not serve is
+    // redirected, not refused for this node's memory or disk). Without
+    // cluster mode this is one test of a flag fixed at start, always
+    // predicted; cluster_admits is out of line so it adds nothing else here.
+    if (ctx.config.cluster_enabled && !cluster_admits(*spec, ctx, argv)) return;
     // Redis's order: memory first, then the disk error. Reads and deletes
     // (no denyoom flag) keep working past maxmemory.
     if (spec->denyoom && core::memory_would_exceed(ctx.config.maxmemory)) {

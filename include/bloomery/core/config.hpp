@@ -5,9 +5,14 @@
 // no Asio, so command handlers can read it.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace bloomery::cluster {
+class Topology;
+}
 
 namespace bloomery::core {
 
@@ -78,6 +83,11 @@ struct Config {
     std::uint64_t auto_aof_rewrite_min_size = 64ull * 1024 * 1024;
     // Journal bytes not yet durable past which writes are refused (-MISCONF).
     std::uint64_t journal_buffer_limit = 256ull * 1024 * 1024;
+    // Cluster (cluster/topology.hpp; README "Cluster"). `cluster` is the
+    // parsed --cluster-slots map with this node resolved, set exactly when
+    // cluster_enabled; dispatch tests cluster_enabled before every command.
+    bool cluster_enabled = false;
+    std::shared_ptr<const cluster::Topology> cluster;
     // Logging
     std::string log_level = "info";
     std::string log_file;  // empty: stderr
