@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdio>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -227,6 +229,21 @@ TEST(ClusterFlags, EnabledWithAMapAndSelf) {
     const core::CommandLine off = parse_flags({});
     EXPECT_FALSE(off.config.cluster_enabled);
     EXPECT_FALSE(off.config.cluster);
+}
+
+TEST(ClusterFlags, ComeFromAConfigFileToo) {
+    const std::string path = ::testing::TempDir() + "bloomery_cluster_test.conf";
+    {
+        std::ofstream file(path);
+        file << "cluster-enabled = \"yes\"\ncluster-slots = \"" << kThree
+             << "\"\ncluster-self = \"a:6379\"\n";
+    }
+    const core::CommandLine line = parse_flags({"--config", path});
+    std::remove(path.c_str());
+    ASSERT_EQ(line.exit_code, -1);
+    ASSERT_TRUE(line.config.cluster);
+    EXPECT_EQ(line.config.cluster->describe(), kThree);
+    EXPECT_EQ(line.config.cluster->self().address, "a:6379");
 }
 
 TEST(ClusterFlags, AutoSelfReadsTheHostNameVariable) {
