@@ -82,6 +82,30 @@ void log_cluster(const bloomery::cluster::Topology& topology) {
                  self.id, role, topology.nodes().size(), topology.primary_count());
 }
 
+// Keys loaded into slots the map gives to another primary (the map changed
+// after a move that left some behind, or the wrong data directory): clients
+// are redirected away from them, so say where they are.
+void warn_of_stranded_keys(const bloomery::cluster::Topology& topology,
+                           const bloomery::store::Keyspace& keyspace) {
+    const std::size_t served = topology.self().primary_index;  // itself, for a primary
+    std::uint64_t stranded = 0;
+    std::uint32_t slots = 0, first = 0;
+    for (std::uint32_t slot = 0; slot < bloomery::cluster::kSlotCount; ++slot) {
+        const auto slot16 = static_cast<std::uint16_t>(slot);
+        const std::uint64_t keys = keyspace.count_keys_in_slot(slot16);
+        if (keys == 0 || topology.owner(slot16) == served) continue;
+        if (slots++ == 0) first = slot;
+        stranded += keys;
+    }
+    if (stranded == 0) return;
+    spdlog::warn(
+        "{} keys in {} slots this node does not serve (first: slot {}, {}'s): clients are "
+        "redirected away from them; move them with deploy/move-slots.py --force or delete them "
+        "(CLUSTER GETKEYSINSLOT lists them)",
+        stranded, slots, first,
+        topology.nodes()[topology.owner(static_cast<std::uint16_t>(first))].address);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -156,6 +180,7 @@ int main(int argc, char** argv) {
         spdlog::critical("refusing to start: {}", error);
         return 1;
     }
+    if (config.cluster_enabled) warn_of_stranded_keys(*config.cluster, keyspace);
     server = std::make_unique<net::Server>(config, keyspace, registry, persistence);
     try {
         server->listen();

@@ -292,6 +292,25 @@ class StartAndMove(unittest.TestCase):
                 cluster.close()
             self.assertEqual(target.client(password=password).execute_command(
                 "BF.EXISTS", "{b}7", "item-7"), 1)
+
+            # A filter left behind on the source (an add during the move):
+            # the source says so at start, and --force moves it over.
+            pipe = source.client(password=password).pipeline(transaction=False)
+            pipe.execute_command("ASKING")
+            pipe.execute_command("BF.ADD", "{b}late", "x")
+            self.assertEqual(pipe.execute(), [True, 1])
+            source.terminate()
+            source.start()
+            self.assertIn("1 keys in 1 slots this node does not serve (first: slot 3300, "
+                          "127.0.0.1:%d's)" % target_port, source.log())
+            late = subprocess.run(
+                [sys.executable, MOVE_SLOTS, "--from", "127.0.0.1:%d" % source_port,
+                 "--to", "127.0.0.1:%d" % target_port, "--force", "3300"],
+                capture_output=True, text=True, timeout=60, env=env)
+            self.assertEqual(late.returncode, 0, late.stdout + late.stderr)
+            self.assertIn("moved 1 filters", late.stdout)
+            self.assertEqual(target.client(password=password).execute_command(
+                "BF.EXISTS", "{b}late", "x"), 1)
         finally:
             source.cleanup()
             target.cleanup()
