@@ -131,6 +131,13 @@ class ThreeNodes(unittest.TestCase):
         self.assertEqual(self.nodes[2].client().execute_command("BF.EXISTS", "foo", "x"), 1)
         self.assertEqual(self.nodes[0].client().dbsize(), 0)
 
+    def test_redis_cli_cluster_check_finds_a_consistent_cluster(self):
+        result = subprocess.run(["redis-cli", "--cluster", "check", "127.0.0.1:%d" % self.ports[1]],
+                                capture_output=True, text=True, timeout=30)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("All nodes agree about slots configuration", result.stdout)
+        self.assertIn("All 16384 slots covered", result.stdout)
+
     def test_keys_in_several_slots_answer_crossslot_and_keyless_commands_run_anywhere(self):
         client = self.nodes[0].client()
         with self.assertRaisesRegex(redis.ResponseError, "^CROSSSLOT Keys in request don't hash"):
