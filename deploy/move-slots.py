@@ -187,7 +187,7 @@ def main(argv=None):
             if not conn.info("cluster").get("cluster_enabled"):
                 raise MoveError("%s:%d is not in cluster mode" % node)
         for slot in slots:
-            owner = slot_owner(source, slot)
+            owner = slot_owner(source, slot) or ("(no node)", 0)
             if owner != args.source and not args.force:
                 raise MoveError("slot %d belongs to %s:%d in the source's map, not to %s:%d "
                                 "(--force to move it anyway)" % ((slot,) + owner + args.source))
