@@ -11,6 +11,7 @@
 #include <iostream>
 #include <string>
 
+#include "bloomery/cluster/topology.hpp"
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/allocator.hpp"
@@ -61,6 +62,49 @@ void log_access_control(const bloomery::core::Config& config, const bloomery::co
             "{}:{} may run every command",
             config.bind, config.port);
     }
+}
+
+// Says at start which slots this node serves, so a wrong --cluster-self
+// shows in the first lines of the log.
+void log_cluster(const bloomery::cluster::Topology& topology) {
+    const bloomery::cluster::Node& self = topology.self();
+    std::string role;
+    if (self.primary) {
+        for (const bloomery::cluster::SlotRange& range : topology.ranges()) {
+            if (range.primary != topology.self_index()) continue;
+            role += (role.empty() ? "" : ",") + std::to_string(range.first) + "-" +
+                    std::to_string(range.last);
+        }
+        role = "primary of slots " + role;
+    } else {
+        role = "replica of " + topology.nodes()[self.primary_index].address;
+    }
+    spdlog::info("cluster mode: this node is {} (id {}), {}; {} nodes, {} primaries", self.address,
+                 self.id, role, topology.nodes().size(), topology.primary_count());
+}
+
+// Keys loaded into slots the map gives to another primary (the map changed
+// after a move that left some behind, or the wrong data directory): clients
+// are redirected away from them, so say where they are.
+void warn_of_stranded_keys(const bloomery::cluster::Topology& topology,
+                           const bloomery::store::Keyspace& keyspace) {
+    const std::size_t served = topology.self().primary_index;  // itself, for a primary
+    std::uint64_t stranded = 0;
+    std::uint32_t slots = 0, first = 0;
+    for (std::uint32_t slot = 0; slot < bloomery::cluster::kSlotCount; ++slot) {
+        const auto slot16 = static_cast<std::uint16_t>(slot);
+        const std::uint64_t keys = keyspace.count_keys_in_slot(slot16);
+        if (keys == 0 || topology.owner(slot16) == served) continue;
+        if (slots++ == 0) first = slot;
+        stranded += keys;
+    }
+    if (stranded == 0) return;
+    spdlog::warn(
+        "{} keys in {} slots this node does not serve (first: slot {}, {}'s): clients are "
+        "redirected away from them; move them with deploy/move-slots.py --force or delete them "
+        "(CLUSTER GETKEYSINSLOT lists them)",
+        stranded, slots, first,
+        topology.nodes()[topology.owner(static_cast<std::uint16_t>(first))].address);
 }
 
 }  // namespace
@@ -125,6 +169,11 @@ int main(int argc, char** argv) {
     log_access_control(config, registry.acl());
 
     store::Keyspace keyspace(config.keyspace_shards);
+    // Before the snapshot loads, so loaded keys are counted per slot too.
+    if (config.cluster_enabled) {
+        keyspace.enable_slot_counts();
+        log_cluster(*config.cluster);
+    }
     std::unique_ptr<net::Server> server;
     persist::Manager persistence(config, keyspace,
                                  [&server] { return server ? server->total_changes() : 0; });
@@ -136,6 +185,7 @@ int main(int argc, char** argv) {
         spdlog::critical("refusing to start: {}", error);
         return 1;
     }
+    if (config.cluster_enabled) warn_of_stranded_keys(*config.cluster, keyspace);
     server = std::make_unique<net::Server>(config, keyspace, registry, persistence, replication);
     try {
         server->listen();

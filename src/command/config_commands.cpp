@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "args.hpp"
+#include "bloomery/cluster/topology.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/glob.hpp"
 #include "bloomery/command/registry.hpp"
@@ -60,7 +61,9 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"bf-default-layout", c.default_layout},
         {"max-filter-bytes", std::to_string(c.max_filter_bytes)},
         {"keyspace-shards", std::to_string(c.keyspace_shards)},
-        {"cluster-enabled", human_bool(false)},
+        {"cluster-enabled", human_bool(c.cluster_enabled)},
+        {"cluster-slots", c.cluster ? c.cluster->describe() : ""},
+        {"cluster-self", c.cluster ? c.cluster->self().address : ""},
         // Never the password itself: only whether one is set.
         {"requirepass", c.requirepass.empty() ? "" : "<redacted>"},
         {"aclfile", c.aclfile},

@@ -106,7 +106,7 @@ void cmd_hello(Context& ctx, Args argv) {
     ctx.out.bulk("id");
     ctx.out.integer(ctx.client.id);
     ctx.out.bulk("mode");
-    ctx.out.bulk("standalone");
+    ctx.out.bulk(ctx.config.cluster_enabled ? "cluster" : "standalone");
     ctx.out.bulk("role");
     ctx.out.bulk("master");
     ctx.out.bulk("modules");

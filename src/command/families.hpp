@@ -14,4 +14,5 @@ void register_introspection_commands(Registry& registry);
 void register_persistence_commands(Registry& registry);
 void register_acl_commands(Registry& registry);
 void register_replication_commands(Registry& registry);
+void register_cluster_commands(Registry& registry);
 }  // namespace bloomery::command

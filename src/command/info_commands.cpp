@@ -73,7 +73,7 @@ void info_server(Context& ctx, std::string& out) {
     out.append("# Server\r\n");
     line(out, "redis_version", std::string(kRedisCompatVersion));
     line(out, "bloomery_version", std::string(BLOOMERY_VERSION));
-    line(out, "redis_mode", std::string("standalone"));
+    line(out, "redis_mode", std::string(ctx.config.cluster_enabled ? "cluster" : "standalone"));
     line(out, "os", std::string(name.sysname) + " " + name.release + " " + name.machine);
     line(out, "arch_bits", static_cast<int>(sizeof(void*) * 8));
     line(out, "multiplexing_api", std::string("epoll"));
@@ -283,6 +283,12 @@ void info_replication(Context& ctx, std::string& out) {
     line(out, "sync_partial_err", r.partial_syncs_err);
 }
 
+// redis-py's RedisCluster reads cluster_enabled before trusting CLUSTER SLOTS.
+void info_cluster(Context& ctx, std::string& out) {
+    out.append("# Cluster\r\n");
+    line(out, "cluster_enabled", ctx.config.cluster_enabled ? 1 : 0);
+}
+
 void info_keyspace(Context& ctx, std::string& out) {
     const store::Keyspace::Counts counts = ctx.keyspace.counts();
     out.append("# Keyspace\r\n");
@@ -299,10 +305,11 @@ struct InfoSection {
 };
 
 constexpr InfoSection kInfoSections[] = {
-    {"server", info_server, true}, {"clients", info_clients, true},
-    {"memory", info_memory, true}, {"persistence", info_persistence, true},
-    {"stats", info_stats, true},   {"replication", info_replication, true},
-    {"cpu", info_cpu, true},       {"keyspace", info_keyspace, true},
+    {"server", info_server, true},     {"clients", info_clients, true},
+    {"memory", info_memory, true},     {"persistence", info_persistence, true},
+    {"stats", info_stats, true},       {"replication", info_replication, true},
+    {"cpu", info_cpu, true},           {"cluster", info_cluster, true},
+    {"keyspace", info_keyspace, true},
 };
 
 void cmd_info(Context& ctx, Args argv) {

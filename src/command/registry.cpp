@@ -7,6 +7,7 @@
 #include "bloomery/command/errors.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "cluster_routing.hpp"
 #include "families.hpp"
 
 namespace bloomery::command {
@@ -226,6 +227,7 @@ bool build_default_registry(Registry& registry, std::string& error) {
     register_persistence_commands(registry);
     register_acl_commands(registry);
     register_replication_commands(registry);
+    register_cluster_commands(registry);
     return registry.build_from_embedded(error);
 }
 
@@ -296,6 +298,12 @@ void run_command(const Registry& registry, Context& ctx, Args argv) {
         ctx.out.error(errors::kNoPermKey);
         return;
     }
+    // Cluster redirection, where Redis checks it: after access control,
+    // before the memory and disk checks (a key this node does not serve is
+    // redirected, not refused for this node's memory or disk). Without
+    // cluster mode this is one test of a flag fixed at start, always
+    // predicted; cluster_admits is out of line so it adds nothing else here.
+    if (ctx.config.cluster_enabled && !cluster_admits(*spec, ctx, argv)) return;
     // A replica takes writes only from its primary (whose stream does not
     // come through here); while it loads a primary's snapshot, commands on
     // keys wait for the data. One relaxed load when neither applies.

@@ -5,12 +5,16 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
 #include <thread>
+
+#include "bloomery/cluster/topology.hpp"
 
 namespace bloomery::core {
 
@@ -158,6 +162,15 @@ std::string read_password_file(const std::string& path, const char* flag = "--re
     }
     if (password.empty()) throw CLI::ValidationError(flag, path + " is empty");
     return password;
+}
+
+// The name `--cluster-self auto` reads its ordinal from: $HOSTNAME when set
+// (Kubernetes sets it to the pod's name; tests set it too), else the kernel's.
+std::string host_name() {
+    if (const char* name = std::getenv("HOSTNAME"); name != nullptr && *name != '\0') return name;
+    char buffer[HOST_NAME_MAX + 1] = {};
+    if (gethostname(buffer, sizeof buffer - 1) != 0) return "";
+    return buffer;
 }
 
 }  // namespace
@@ -441,6 +454,30 @@ CommandLine parse_command_line(int argc, char** argv) {
         ->envname("BLOOMERY_REPL_PING_REPLICA_PERIOD")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}))
         ->group(replication);
+    auto* cluster_group = "Cluster";
+    std::string cluster_enabled = "no";
+    app.add_option("--cluster-enabled", cluster_enabled,
+                   "yes: Redis Cluster protocol with the static --cluster-slots map (keys of "
+                   "other nodes' slots answer -MOVED)")
+        ->envname("BLOOMERY_CLUSTER_ENABLED")
+        ->check(CLI::IsMember({"yes", "no"}))
+        ->group(cluster_group);
+    std::string cluster_slots;
+    auto* cluster_slots_option =
+        app.add_option("--cluster-slots", cluster_slots,
+                       "Slot map, the same on every node: RANGE=host:port[|replica:port...],... "
+                       "covering slots 0-16383 once, e.g. "
+                       "\"0-8191=a:6379,8192-16383=b:6379\"")
+            ->envname("BLOOMERY_CLUSTER_SLOTS")
+            ->group(cluster_group);
+    std::string cluster_self;
+    auto* cluster_self_option =
+        app.add_option("--cluster-self", cluster_self,
+                       "This node's host:port in --cluster-slots, or auto: the N of a host name "
+                       "ending in -N (StatefulSet pod) picks the N-th node (primaries in slot "
+                       "order, then replicas)")
+            ->envname("BLOOMERY_CLUSTER_SELF")
+            ->group(cluster_group);
 
     auto* logging = "Logging";
     app.add_option("--loglevel", c.log_level, "Log level")
@@ -517,6 +554,24 @@ CommandLine parse_command_line(int argc, char** argv) {
                                        "idle link would time out between keepalives");
         }
         c.protected_mode = protected_mode == "yes";
+        c.cluster_enabled = cluster_enabled == "yes";
+        if (c.cluster_enabled) {
+            if (cluster_slots.empty()) {
+                throw CLI::ValidationError("--cluster-slots",
+                                           "--cluster-enabled yes needs the slot map");
+            }
+            std::string cluster_error;
+            auto topology =
+                cluster::parse_topology(cluster_slots, cluster_self, host_name(), cluster_error);
+            if (!topology) throw CLI::ValidationError("--cluster-slots", cluster_error);
+            c.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
+        } else if (cluster_slots_option->count() > 0 || cluster_self_option->count() > 0) {
+            // A map without cluster mode would be silently ignored: every key
+            // served here, nothing redirected. Say so instead.
+            throw CLI::ValidationError("--cluster-slots",
+                                       "--cluster-slots and --cluster-self need "
+                                       "--cluster-enabled yes");
+        }
     } catch (const CLI::ParseError& e) {
         result.exit_code = app.exit(e);
         return result;

@@ -9,6 +9,7 @@
 #include <new>
 #include <thread>
 
+#include "bloomery/cluster/slot.hpp"
 #include "bloomery/core/memory.hpp"
 
 namespace bloomery::store {
@@ -109,6 +110,10 @@ private:
 Keyspace::Keyspace(std::size_t num_shards) : shards_(num_shards == 0 ? 1 : num_shards) {}
 
 Keyspace::~Keyspace() {
+    if (slot_counts_) {
+        charge(
+            -static_cast<std::int64_t>(cluster::kSlotCount * sizeof(std::atomic<std::uint64_t>)));
+    }
     // No lookup can run any more: free at once.
     for (Shard& shard : shards_) {
         Table* table = shard.table.exchange(nullptr);
@@ -295,6 +300,7 @@ void Keyspace::insert_slot(Shard& shard, Node* node, std::uint64_t hash, Garbage
     while (table->slots()[i] != 0) i = (i + 1) & table->mask;
     store_slot(table->slots()[i], address | (tag_of(hash) << kTagShift));
     ++shard.count;
+    if (slot_counts_) count_slot(node->key(), 1);
 }
 
 void Keyspace::replace_slot(Shard& shard, std::size_t slot, Node* node, std::uint64_t hash) {
@@ -309,6 +315,7 @@ void Keyspace::erase_slot(Shard& shard, std::size_t hole, Garbage& garbage) {
     Table* table = shard.table.load(std::memory_order_relaxed);
     std::uint64_t* slots = table->slots();
     const std::size_t mask = table->mask;
+    if (slot_counts_) count_slot(node_of<const Node>(slots[hole])->key(), -1);
     store_slot(slots[hole], 0);
     for (std::size_t j = (hole + 1) & mask; slots[j] != 0; j = (j + 1) & mask) {
         const std::size_t home = node_of<const Node>(slots[j])->hash_low & mask;
@@ -610,6 +617,11 @@ std::size_t Keyspace::clear() {
             shard.count = 0;
             garbage.tables_and_nodes.push_back(table);
         }
+        if (slot_counts_) {
+            for (std::uint32_t slot = 0; slot < cluster::kSlotCount; ++slot) {
+                slot_counts_[slot].store(0, std::memory_order_relaxed);
+            }
+        }
         if (MutationLog* log = log_.load(std::memory_order_acquire)) log->cleared();
     }
     // Freed with no lock held (once no lookup can see them): a million keys
@@ -632,6 +644,44 @@ std::vector<KeySnapshot> Keyspace::shard_entries(std::size_t index) const {
         const Node* node = node_of<const Node>(table->slots()[i]);
         if (node->expired(now)) continue;
         out.push_back(KeySnapshot{std::string(node->key()), node->filter, node->deadline()});
+    }
+    return out;
+}
+
+void Keyspace::enable_slot_counts() {
+    if (slot_counts_) return;
+    slot_counts_ = std::make_unique<std::atomic<std::uint64_t>[]>(cluster::kSlotCount);
+    charge(static_cast<std::int64_t>(cluster::kSlotCount * sizeof(std::atomic<std::uint64_t>)));
+}
+
+void Keyspace::count_slot(std::string_view key, std::int64_t by) {
+    slot_counts_[cluster::key_slot(key)].fetch_add(static_cast<std::uint64_t>(by),
+                                                   std::memory_order_relaxed);
+}
+
+std::uint64_t Keyspace::count_keys_in_slot(std::uint16_t slot) const {
+    if (!slot_counts_ || slot >= cluster::kSlotCount) return 0;
+    return slot_counts_[slot].load(std::memory_order_relaxed);
+}
+
+std::vector<std::string> Keyspace::keys_in_slot(std::uint16_t slot, std::size_t limit) const {
+    std::vector<std::string> out;
+    if (slot >= cluster::kSlotCount) return out;
+    // With counters, a slot's keys are all found before the last shard is
+    // walked, more often than not; without them the walk goes to the end.
+    const std::uint64_t in_slot = slot_counts_ ? count_keys_in_slot(slot) : UINT64_MAX;
+    const std::int64_t now = now_ms();
+    for (const Shard& shard : shards_) {
+        if (out.size() >= limit || out.size() >= in_slot) break;
+        std::shared_lock lock(shard.mutex);
+        const Table* table = shard.table.load(std::memory_order_relaxed);
+        if (table == nullptr) continue;
+        for (std::size_t i = 0; i <= table->mask && out.size() < limit; ++i) {
+            if (table->slots()[i] == 0) continue;
+            const Node* node = node_of<const Node>(table->slots()[i]);
+            if (node->expired(now) || cluster::key_slot(node->key()) != slot) continue;
+            out.emplace_back(node->key());
+        }
     }
     return out;
 }

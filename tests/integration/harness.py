@@ -27,8 +27,12 @@ def free_port():
 class Server:
     """One bloomery process. Use as a context manager or call start()/stop()."""
 
-    def __init__(self, *extra_args, data_dir=None, threads=2, save='""', env=None, preexec_fn=None):
+    def __init__(self, *extra_args, data_dir=None, threads=2, save='""', env=None, preexec_fn=None,
+                 port=None):
         self.extra_args = list(extra_args)
+        # A port chosen in advance (a cluster map names every node's port
+        # before any starts); None: a free one at each start.
+        self.fixed_port = port
         self._tmp = tempfile.TemporaryDirectory(prefix="bloomery-test-") if data_dir is None else None
         self.data_dir = data_dir if data_dir is not None else self._tmp.name
         self.threads = threads
@@ -46,7 +50,7 @@ class Server:
     def start(self, timeout=20.0, expect_failure=False):
         """Starts the server; returns once it answers PING (or exits, if expect_failure)."""
         for _attempt in range(5):
-            self.port = free_port()
+            self.port = self.fixed_port if self.fixed_port is not None else free_port()
             self.log_path = os.path.join(self.data_dir, "server-%d.log" % self.port)
             log = open(self.log_path, "wb")
             environment = dict(os.environ)
@@ -77,7 +81,9 @@ class Server:
             if self.process.poll() is None:
                 self.kill()
                 raise RuntimeError("bloomery did not answer within %.0f s:\n%s" % (timeout, self.log()))
-            if "cannot listen" not in self.log():  # port taken between free_port() and bind: retry
+            # The port was taken between free_port() and bind: retry, unless
+            # it was fixed in advance.
+            if "cannot listen" not in self.log() or self.fixed_port is not None:
                 if expect_failure:
                     return self
                 raise RuntimeError("bloomery exited with %s:\n%s" % (self.process.returncode, self.log()))

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bloomery/cluster/topology.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/resp/parser.hpp"
 #include "bloomery/resp/writer.hpp"
@@ -151,6 +152,17 @@ protected:
             commands.push_back(std::move(madd));
             commands.push_back(std::move(mexists));
         }
+    }
+
+    // Cluster mode with this node as `self` of a two-node map: "hot" hashes
+    // to slot 6093, node a's.
+    void enable_cluster(std::string_view self) {
+        std::string error;
+        auto topology = cluster::parse_topology("0-8191=127.0.0.1:7001,8192-16383=127.0.0.1:7002",
+                                                self, "", error);
+        ASSERT_TRUE(topology) << error;
+        config.cluster_enabled = true;
+        config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
     }
 
     std::string run_words(const std::vector<std::string>& words) {
@@ -286,6 +298,35 @@ TEST_F(HotPathAllocations, EachCommandAloneDoesNotAllocate) {
         }
         EXPECT_EQ(allocations, 0u) << commands[kind][0];
     }
+}
+
+TEST_F(HotPathAllocations, ClusterModeServingItsOwnSlotDoesNotAllocate) {
+    // The slot check hashes each key once, in place.
+    enable_cluster("127.0.0.1:7001");
+    dispatch_range(0, 5 * 2);
+    std::size_t allocations;
+    {
+        AllocationCounter counter;
+        dispatch_range(5 * 2, 5 * kRounds);
+        allocations = counter.count();
+    }
+    EXPECT_EQ(allocations, 0u) << "allocations in " << 5 * kRounds << " commands";
+    EXPECT_EQ(out.rfind("*100\r\n", 0), 0u) << out.substr(0, 40);
+}
+
+TEST_F(HotPathAllocations, ClusterRedirectsDoNotAllocate) {
+    // A node that does not own "hot" answers every command with -MOVED,
+    // formatted on the stack.
+    enable_cluster("127.0.0.1:7002");
+    dispatch_range(0, 5 * 2);
+    std::size_t allocations;
+    {
+        AllocationCounter counter;
+        dispatch_range(5 * 2, 5 * kRounds);
+        allocations = counter.count();
+    }
+    EXPECT_EQ(allocations, 0u) << "allocations in " << 5 * kRounds << " redirects";
+    EXPECT_EQ(out, "-MOVED 6093 127.0.0.1:7001\r\n");
 }
 
 TEST_F(HotPathAllocations, ParsingAndDispatchingAPipelineDoesNotAllocate) {

@@ -65,6 +65,11 @@ struct ClientState {
     // CLIENT LIST from others (users live as long as the server).
     std::atomic<const AclUser*> user{nullptr};
     bool authenticated = false;  // AUTH succeeded at least once; owner thread only
+    // Cluster mode (cluster_commands.cpp), owner thread only. READONLY: a
+    // replica serves this client's reads of its primary's slots (READWRITE
+    // clears it). ASKING: the next command is served whatever slot it names.
+    bool cluster_readonly = false;
+    bool cluster_asking = false;
 
     // Replication (a replica connected to this primary). REPLCONF
     // listening-port sets the port; PSYNC sets psync_requested, and the

@@ -59,6 +59,15 @@ inline constexpr std::string_view kProtectedModeDenied =
     "server to start accepting connections from the outside. If no external client should "
     "connect, listen on the loopback interface only with '--bind 127.0.0.1'.\r\n";
 
+// Redis Cluster's texts (cluster_commands.cpp). MOVED is built in dispatch:
+// "MOVED <slot> <host>:<port>".
+inline constexpr std::string_view kClusterDisabled =
+    "ERR This instance has cluster support disabled";
+inline constexpr std::string_view kCrossSlot =
+    "CROSSSLOT Keys in request don't hash to the same slot";
+inline constexpr std::string_view kInvalidSlot = "ERR Invalid slot";
+inline constexpr std::string_view kInvalidSlotOrCount = "ERR Invalid slot or number of keys";
+
 // RedisBloom's texts.
 inline constexpr std::string_view kItemExists = "ERR item exists";
 inline constexpr std::string_view kNotFound = "ERR not found";

@@ -5,9 +5,14 @@
 // no Asio, so command handlers can read it.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace bloomery::cluster {
+class Topology;
+}
 
 namespace bloomery::core {
 
@@ -89,6 +94,11 @@ struct Config {
     std::int64_t repl_backlog_ttl_seconds = 3600;
     std::int64_t repl_timeout_seconds = 60;              // a link silent this long is dropped
     std::int64_t repl_ping_replica_period_seconds = 10;  // keepalive records to replicas
+    // Cluster (cluster/topology.hpp; README "Cluster"). `cluster` is the
+    // parsed --cluster-slots map with this node resolved, set exactly when
+    // cluster_enabled; dispatch tests cluster_enabled before every command.
+    bool cluster_enabled = false;
+    std::shared_ptr<const cluster::Topology> cluster;
     // Logging
     std::string log_level = "info";
     std::string log_file;  // empty: stderr

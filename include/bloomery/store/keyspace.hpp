@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -205,6 +206,22 @@ public:
     // Keys erased because their deadline passed, lazily or by the cycle.
     std::uint64_t expired_keys() const { return expired_keys_.load(std::memory_order_relaxed); }
 
+    // Cluster mode (cluster/slot.hpp): counts keys per hash slot as they are
+    // linked and unlinked, for CLUSTER COUNTKEYSINSLOT. Off by default, so a
+    // server without cluster mode pays nothing (no slot hash per created key,
+    // no 128 KiB of counters); call before any key exists and before clients
+    // are served (not thread-safe).
+    void enable_slot_counts();
+    bool counts_slots() const { return slot_counts_ != nullptr; }
+    // Keys linked in `slot`, those past their deadline and not yet erased
+    // included (as Redis's count); 0 when slot counts are off.
+    std::uint64_t count_keys_in_slot(std::uint16_t slot) const;
+    // Up to `limit` live keys of `slot` (CLUSTER GETKEYSINSLOT). Walks the
+    // shards, hashing each key, under one shard's shared lock at a time, and
+    // stops once it has `limit` keys or, with slot counts on, every key the
+    // slot holds: O(keys) at worst, for an operator's command, not a client's.
+    std::vector<std::string> keys_in_slot(std::uint16_t slot, std::size_t limit) const;
+
     // Bytes of nodes and tables (what this keyspace reports to core/memory.hpp
     // as MemoryUse::keyspace); filters are counted by themselves.
     std::uint64_t overhead_bytes() const { return overhead_bytes_.load(std::memory_order_relaxed); }
@@ -276,7 +293,14 @@ private:
     void charge(std::int64_t bytes) const;
     static std::int64_t table_bytes(std::size_t slots);  // header and slots
 
+    // The slot counters' bookkeeping for one linked or unlinked key.
+    void count_slot(std::string_view key, std::int64_t by);
+
     mutable std::vector<Shard> shards_;  // mutable: lookups reap expired keys
+    // Keys per cluster slot (enable_slot_counts), null when off. Several
+    // shards hold keys of one slot, so the counters are atomic; they change
+    // only when a key is linked or unlinked, under its shard's lock.
+    std::unique_ptr<std::atomic<std::uint64_t>[]> slot_counts_;
     std::atomic<MutationLog*> log_{nullptr};
     mutable std::atomic<std::uint64_t> expired_keys_{0};
     mutable std::atomic<std::uint64_t> overhead_bytes_{0};
