@@ -197,6 +197,50 @@ std::string load_error(const TempDir& dir, const std::string& bytes) {
     return error;
 }
 
+TEST(SnapshotStream, SendsWhatASaveWritesAndStopsWhenTheReceiverGoes) {
+    TempDir dir;
+    Keyspace keyspace(8);
+    keyspace.put("crawler", make_filter({0.01, 100, 2, false}, "url-", 2000));
+    keyspace.put("small", make_filter({0.001, 50, 2, false}, "s-", 10));
+    std::string streamed;
+    std::size_t pieces = 0;
+    SaveStats stats;
+    std::uint64_t position_calls = 0;
+    stats.on_position = [&](std::uint64_t, std::uint64_t) { ++position_calls; };
+    std::string error;
+    ASSERT_TRUE(stream_snapshot(
+        keyspace,
+        [&](const unsigned char* data, std::size_t size) {
+            EXPECT_TRUE(streamed.empty() || position_calls == 1);
+            streamed.append(reinterpret_cast<const char*>(data), size);
+            ++pieces;
+            return true;
+        },
+        "test", stats, error))
+        << error;
+    EXPECT_EQ(position_calls, 1u);
+    EXPECT_EQ(stats.keys, 2u);
+    EXPECT_EQ(stats.bytes, streamed.size());
+    ASSERT_TRUE(save(keyspace, dir.file("saved")));
+    // The same file but for the creation time in the header.
+    const std::string saved = read_bytes(dir.file("saved"));
+    ASSERT_EQ(saved.size(), streamed.size());
+    EXPECT_EQ(saved.substr(20, saved.size() - 28), streamed.substr(20, streamed.size() - 28));
+    write_bytes(dir.file("streamed"), streamed);
+    Keyspace loaded(8);
+    LoadStats load_stats;
+    ASSERT_TRUE(load_snapshot(dir.file("streamed"), loaded, load_stats, error)) << error;
+    expect_same_filter(*keyspace.get("crawler")->filter, *loaded.get("crawler")->filter, "url-",
+                       2000);
+
+    std::size_t accepted = 0;
+    EXPECT_FALSE(stream_snapshot(
+        keyspace, [&](const unsigned char*, std::size_t) { return accepted++ == 0; }, "replica x",
+        stats, error));
+    EXPECT_NE(error.find("replica x"), std::string::npos) << error;
+    (void)pieces;
+}
+
 TEST(SnapshotRoundTrip, ScalableFilterWithSeveralLayersKeepsWordsAndAnswers) {
     TempDir dir;
     Keyspace keyspace(8);

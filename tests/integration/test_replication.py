@@ -1,0 +1,284 @@
+"""Replication (README "Replication", proto/replication.md): a primary and
+replicas on loopback, driven by redis-py.
+
+BLOOMERY_REPLICATION_ITEMS sets how many items the big test adds (default
+1,000,000; 200,000 under sanitizers, whose builds are several times slower).
+"""
+
+import os
+import time
+import unittest
+
+import redis
+
+from harness import BINARY, Server, scandump
+
+SANITIZED = "/asan/" in BINARY or "/tsan/" in BINARY
+ITEMS = int(os.environ.get("BLOOMERY_REPLICATION_ITEMS", "200000" if SANITIZED else "1000000"))
+BATCH = 1000
+
+
+def info(client, section="replication"):
+    return client.info(section)
+
+
+def wait_until(predicate, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return
+        except (redis.ConnectionError, redis.ResponseError):
+            pass
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def replica_of(primary, *extra, **kwargs):
+    return Server("--replicaof", "127.0.0.1 %d" % primary.port, *extra, **kwargs)
+
+
+def link_up(server):
+    return info(server.client())["master_link_status"] == "up"
+
+
+def add_range(client, key, first, last):
+    """BF.MADD of the items first..last-1 (decimal strings), pipelined."""
+    pipe = client.pipeline(transaction=False)
+    for start in range(first, last, BATCH):
+        pipe.execute_command("BF.MADD", key, *range(start, min(start + BATCH, last)))
+        if len(pipe) == 50:
+            pipe.execute()
+    pipe.execute()
+
+
+def missing(client, key, first, last):
+    """How many of first..last-1 answer 0 (a false negative)."""
+    count = 0
+    pipe = client.pipeline(transaction=False)
+    for start in range(first, last, BATCH):
+        pipe.execute_command("BF.MEXISTS", key, *range(start, min(start + BATCH, last)))
+    for reply in pipe.execute():
+        count += sum(1 for found in reply if not found)
+    return count
+
+
+def same_filters(test, primary, replica, keys):
+    p, r = primary.client(), replica.client()
+    for key in keys:
+        test.assertEqual(p.execute_command("BF.INFO", key), r.execute_command("BF.INFO", key), key)
+        test.assertEqual(scandump(p, key), scandump(r, key), key)
+
+
+class ReplicationTest(unittest.TestCase):
+    def setUp(self):
+        self.servers = []
+
+    def tearDown(self):
+        for server in self.servers:
+            server.cleanup()
+
+    def start(self, server):
+        self.servers.append(server)
+        return server.start()
+
+    def test_two_replicas_hold_every_add_of_a_million(self):
+        primary = self.start(Server("--appendfsync", "everysec"))
+        p = primary.client()
+        # Before the replicas: reaches them in the full synchronization.
+        p.execute_command("BF.RESERVE", "urls", 0.001, ITEMS, "NONSCALING")
+        add_range(p, "urls", 0, ITEMS // 2)
+        p.execute_command("BF.ADD", "gone", "x")
+        p.execute_command("BF.ADD", "old-name", "y")
+        replicas = [self.start(replica_of(primary)) for _ in range(2)]
+        for replica in replicas:
+            wait_until(lambda: link_up(replica), what="the replica's link")
+        # After: streamed. Keyspace changes too.
+        add_range(p, "urls", ITEMS // 2, ITEMS)
+        p.delete("gone")
+        p.rename("old-name", "new-name")
+        p.execute_command("BF.INSERT", "scaling", "CAPACITY", 100, "ITEMS", *range(1000))
+        p.expire("new-name", 3600)
+        self.assertEqual(p.execute_command("WAIT", 2, 30000), 2)
+        for replica in replicas:
+            r = replica.client()
+            self.assertEqual(missing(r, "urls", 0, ITEMS), 0)
+            self.assertEqual(r.exists("gone"), 0)
+            self.assertEqual(r.exists("old-name"), 0)
+            self.assertEqual(r.execute_command("BF.EXISTS", "new-name", "y"), 1)
+            self.assertGreater(r.ttl("new-name"), 3000)
+            same_filters(self, primary, replica, ["urls", "new-name", "scaling"])
+        state = info(p)
+        self.assertEqual(state["connected_slaves"], 2)
+        for i in range(2):
+            line = state["slave%d" % i]
+            self.assertEqual(line["state"], "online")
+            self.assertIn(line["port"], [replicas[0].port, replicas[1].port])
+            self.assertEqual(line["offset"], state["master_repl_offset"])
+
+    def test_replica_refuses_writes_and_reports_its_link(self):
+        primary = self.start(Server())
+        replica = self.start(replica_of(primary))
+        wait_until(lambda: link_up(replica), what="the replica's link")
+        r = replica.client()
+        with self.assertRaises(redis.ResponseError) as refused:
+            r.execute_command("BF.ADD", "k", "v")
+        self.assertEqual(str(refused.exception),
+                         "You can't write against a read only replica.")
+        with self.assertRaises(redis.ResponseError) as wait_refused:
+            r.execute_command("WAIT", 1, 10)
+        self.assertIn("WAIT cannot be used with replica instances", str(wait_refused.exception))
+        state = info(r)
+        self.assertEqual(state["role"], "slave")
+        self.assertEqual(state["master_host"], "127.0.0.1")
+        self.assertEqual(state["master_port"], primary.port)
+        self.assertEqual(state["master_sync_in_progress"], 0)
+        role = r.execute_command("ROLE")
+        self.assertEqual(role[0], b"slave")
+        self.assertEqual(role[3], b"connected")
+        p = primary.client()
+        p_role = p.execute_command("ROLE")
+        self.assertEqual(p_role[0], b"master")
+        self.assertEqual(p_role[2][0][1], str(replica.port).encode())
+        clients = p.execute_command("CLIENT", "LIST").decode()
+        self.assertIn("flags=S", clients)
+        # WAIT with a timeout returns the count when too few acknowledge.
+        p.execute_command("BF.ADD", "k", "v")
+        started = time.monotonic()
+        self.assertEqual(p.execute_command("WAIT", 2, 300), 1)
+        self.assertGreaterEqual(time.monotonic() - started, 0.25)
+        self.assertEqual(p.execute_command("WAIT", 0, 0), 1)
+        with self.assertRaises(redis.ResponseError):
+            p.execute_command("WAIT", 1, -1)
+
+    def test_a_primary_without_journal_refuses_replicas(self):
+        primary = self.start(Server("--appendonly", "no"))
+        with self.assertRaises(redis.ResponseError) as refused:
+            primary.client().execute_command("PSYNC", "?", -1)
+        self.assertIn("--appendonly no", str(refused.exception))
+        self.assertEqual(primary.client().execute_command("WAIT", 1, 50), 0)
+
+    def test_replica_killed_and_restarted_catches_up(self):
+        primary = self.start(Server())
+        p = primary.client()
+        replica = self.start(replica_of(primary))
+        wait_until(lambda: link_up(replica), what="the replica's link")
+        add_range(p, "k", 0, 20000)
+        self.assertEqual(p.execute_command("WAIT", 1, 10000), 1)
+        replica.kill()
+        add_range(p, "k", 20000, 40000)  # while it is down
+        replica.start()
+        wait_until(lambda: link_up(replica), what="the restarted replica's link")
+        add_range(p, "k", 40000, 60000)
+        self.assertEqual(p.execute_command("WAIT", 1, 10000), 1)
+        self.assertEqual(missing(replica.client(), "k", 0, 60000), 0)
+        same_filters(self, primary, replica, ["k"])
+
+    def test_a_cut_link_resumes_from_its_offset(self):
+        primary = self.start(Server())
+        p = primary.client()
+        replica = self.start(replica_of(primary))
+        wait_until(lambda: link_up(replica), what="the replica's link")
+        add_range(p, "k", 0, 10000)
+        self.assertEqual(p.execute_command("WAIT", 1, 10000), 1)
+        before = info(p)
+        self.assertEqual(before["sync_full"], 1)
+        # Cut the link from the primary's side; the replica reconnects.
+        for line in p.execute_command("CLIENT", "LIST").decode().splitlines():
+            if "flags=S" in line:
+                address = [f for f in line.split() if f.startswith("addr=")][0][5:]
+                p.execute_command("CLIENT", "KILL", address)
+        add_range(p, "k", 10000, 20000)
+        wait_until(lambda: info(p)["connected_slaves"] == 1 and link_up(replica),
+                   what="the link to come back")
+        self.assertEqual(p.execute_command("WAIT", 1, 10000), 1)
+        after = info(p)
+        self.assertEqual(after["sync_full"], 1, "a cut link must not need a full copy")
+        self.assertEqual(after["sync_partial_ok"], before["sync_partial_ok"] + 1)
+        self.assertEqual(missing(replica.client(), "k", 0, 20000), 0)
+        same_filters(self, primary, replica, ["k"])
+
+    def test_promoted_replica_holds_every_add_wait_acknowledged(self):
+        primary = self.start(Server("--appendfsync", "always"))
+        replica = self.start(replica_of(primary))
+        wait_until(lambda: link_up(replica), what="the replica's link")
+        p = primary.client()
+        acknowledged = 0
+        for start in range(0, 30000, 500):
+            p.execute_command("BF.MADD", "k", *range(start, start + 500))
+            if p.execute_command("WAIT", 1, 5000) >= 1:
+                acknowledged = start + 500
+        self.assertEqual(acknowledged, 30000)
+        primary.kill()
+        r = replica.client()
+        self.assertEqual(r.execute_command("REPLICAOF", "NO", "ONE"), b"OK")
+        self.assertEqual(info(r)["role"], "master")
+        self.assertEqual(missing(r, "k", 0, acknowledged), 0)
+        # It takes writes now, journaled: they survive its own crash.
+        r.execute_command("BF.ADD", "after", "promotion")
+        time.sleep(1.5)  # everysec
+        replica.kill()
+        replica.extra_args = []  # restarted as the primary it now is
+        replica.start()
+        r = replica.client()
+        self.assertEqual(info(r)["role"], "master")
+        self.assertEqual(missing(r, "k", 0, acknowledged), 0)
+        self.assertEqual(r.execute_command("BF.EXISTS", "after", "promotion"), 1)
+
+    def test_replicaof_at_run_time_replaces_the_data_and_no_one_keeps_it(self):
+        primary = self.start(Server())
+        other = self.start(Server())
+        primary.client().execute_command("BF.ADD", "from-primary", "x")
+        o = other.client()
+        o.execute_command("BF.ADD", "only-here", "y")
+        self.assertEqual(o.execute_command("REPLICAOF", "127.0.0.1", primary.port), b"OK")
+        wait_until(lambda: link_up(other), what="the new replica's link")
+        self.assertEqual(o.exists("only-here"), 0)
+        self.assertEqual(o.execute_command("BF.EXISTS", "from-primary", "x"), 1)
+        self.assertEqual(o.execute_command("REPLICAOF", "NO", "ONE"), b"OK")
+        o.execute_command("BF.ADD", "mine-again", "z")
+        self.assertEqual(o.execute_command("BF.EXISTS", "from-primary", "x"), 1)
+        with self.assertRaises(redis.ResponseError):
+            o.execute_command("REPLICAOF", "127.0.0.1", "notaport")
+
+    def test_password_protected_primary(self):
+        primary = self.start(Server("--requirepass", "s3cret"))
+        p = primary.client(password="s3cret")
+        p.execute_command("BF.ADD", "k", "v")
+        wrong = self.start(replica_of(primary, "--masterauth", "nope"))
+        wait_until(lambda: "AUTH" in info(wrong.client())["master_link_last_error"],
+                   what="the refused link's error")
+        self.assertEqual(info(wrong.client())["master_link_status"], "down")
+        right = self.start(replica_of(primary, "--masterauth", "s3cret"))
+        wait_until(lambda: link_up(right), what="the authenticated link")
+        self.assertEqual(right.client().execute_command("BF.EXISTS", "k", "v"), 1)
+
+    def test_a_replica_that_does_not_read_costs_the_primary_little(self):
+        primary = self.start(Server())
+        p = primary.client()
+        # A 64 MB filter: its snapshot is far more than the feed may queue.
+        p.execute_command("BF.RESERVE", "big", 0.0001, 25000000, "NONSCALING")
+        add_range(p, "big", 0, 20000)
+
+        def rss_kb():
+            with open("/proc/%d/status" % primary.process.pid) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1])
+            return 0
+
+        before = rss_kb()
+        import socket
+        silent = socket.create_connection(("127.0.0.1", primary.port))
+        silent.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        silent.sendall(b"PSYNC ? -1\r\n")
+        time.sleep(1.5)
+        grown = rss_kb() - before
+        self.assertLess(grown, 32 * 1024, "a stalled replica made the primary hold %d KiB" % grown)
+        self.assertEqual(p.ping(), True)
+        self.assertEqual(p.execute_command("BF.ADD", "big", "still-served"), 1)
+        silent.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
