@@ -590,18 +590,17 @@ void ReplicaLink::apply_buffer() {
 }
 
 asio::awaitable<void> ReplicaLink::send_acks() {
-    // One writer for acknowledgements: every second, and as soon as records
-    // were applied (apply_buffer cancels the wait), so WAIT on the primary
-    // returns promptly.
+    // One writer for acknowledgements: as soon as records were applied
+    // (apply_buffer cancels the wait; an offset that moved during a write is
+    // sent right after it), else once a second so the primary sees the lag.
     for (;;) {
-        ack_timer_.expires_after(std::chrono::seconds(1));
-        error_code error;
-        co_await ack_timer_.async_wait(asio::redirect_error(asio::use_awaitable, error));
-        if (stopping_.load() || !socket_.is_open()) co_return;
-        std::uint64_t offset;
-        {
-            std::lock_guard lock(info_mutex_);
-            offset = offset_;
+        std::uint64_t offset = applied_offset();
+        if (offset == acked_) {
+            ack_timer_.expires_after(std::chrono::seconds(1));
+            error_code error;
+            co_await ack_timer_.async_wait(asio::redirect_error(asio::use_awaitable, error));
+            if (stopping_.load() || !socket_.is_open()) co_return;
+            offset = applied_offset();
         }
         const std::string ack = command("REPLCONF", "ACK", std::to_string(offset));
         error_code write_error;
@@ -610,6 +609,11 @@ asio::awaitable<void> ReplicaLink::send_acks() {
         if (write_error) co_return;
         acked_ = offset;
     }
+}
+
+std::uint64_t ReplicaLink::applied_offset() const {
+    std::lock_guard lock(info_mutex_);
+    return offset_;
 }
 
 asio::awaitable<void> ReplicaLink::session() {
@@ -676,8 +680,8 @@ asio::awaitable<void> ReplicaLink::session() {
         last_error_.clear();
         last_io_ms_ = store::now_ms();
     }
+    acked_ = ~0ull;  // acknowledge where we start
     asio::co_spawn(io_, send_acks(), asio::detached);
-    ack_timer_.cancel();  // acknowledge where we start
     apply_buffer();
     std::vector<char> chunk(256 * 1024);
     for (;;) {

@@ -188,6 +188,7 @@ private:
     void apply_buffer();
     void arm_watchdog();
     void set_error(const std::string& error);
+    std::uint64_t applied_offset() const;
 
     const core::Config& config_;
     store::Keyspace& keyspace_;
