@@ -12,6 +12,7 @@ import unittest
 import redis
 
 from harness import BINARY, Server, scandump
+from test_hostile_memory import sanitizer_memory_factor
 
 SANITIZED = "/asan/" in BINARY or "/tsan/" in BINARY
 ITEMS = int(os.environ.get("BLOOMERY_REPLICATION_ITEMS", "200000" if SANITIZED else "1000000"))
@@ -267,6 +268,9 @@ class ReplicationTest(unittest.TestCase):
                         return int(line.split()[1])
             return 0
 
+        # A save reads every page once: a sanitizer's shadow of the filter is
+        # then in the baseline, not in what the stalled feed is charged.
+        p.execute_command("SAVE")
         before = rss_kb()
         import socket
         silent = socket.create_connection(("127.0.0.1", primary.port))
@@ -274,7 +278,8 @@ class ReplicationTest(unittest.TestCase):
         silent.sendall(b"PSYNC ? -1\r\n")
         time.sleep(1.5)
         grown = rss_kb() - before
-        self.assertLess(grown, 32 * 1024, "a stalled replica made the primary hold %d KiB" % grown)
+        bound = 32 * 1024 * sanitizer_memory_factor(primary.process.pid)
+        self.assertLess(grown, bound, "a stalled replica made the primary hold %d KiB" % grown)
         self.assertEqual(p.ping(), True)
         self.assertEqual(p.execute_command("BF.ADD", "big", "still-served"), 1)
         silent.close()
