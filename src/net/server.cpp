@@ -3,7 +3,11 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 
 #include <stdexcept>
 
@@ -67,6 +71,32 @@ Server::~Server() {
 
 namespace {
 
+std::string first_label(std::string_view name) {
+    std::string label(name.substr(0, name.find('.')));
+    for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return label;
+}
+
+}  // namespace
+
+bool Server::names_this_server(std::string_view host, std::uint16_t port) const {
+    if (port != config_.port) return false;
+    // This host by name (a StatefulSet pod is "bloomery-0", and its stable
+    // name "bloomery-0.bloomery.ns.svc..."), or our own listening address.
+    char hostname[256] = {};
+    if (::gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0] != '\0' &&
+        first_label(host) == first_label(hostname)) {
+        return true;
+    }
+    if (const char* env = std::getenv("HOSTNAME");
+        env != nullptr && *env != '\0' && first_label(host) == first_label(env)) {
+        return true;
+    }
+    return host == config_.bind;
+}
+
+namespace {
+
 void open_acceptor(asio::ip::tcp::acceptor& acceptor, const std::string& bind, std::uint16_t port) {
     try {
         const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(bind), port);
@@ -97,8 +127,15 @@ int Server::run() {
         });
     }
     if (!config_.replicaof_host.empty()) {
-        const std::string error = replicaof(config_.replicaof_host, config_.replicaof_port);
-        if (!error.empty()) spdlog::error("--replicaof: {}", error);
+        if (names_this_server(config_.replicaof_host, config_.replicaof_port)) {
+            // One argument list for every pod of a StatefulSet: pod 0, named
+            // by --replicaof, serves as the primary (deploy/k8s).
+            spdlog::info("--replicaof {} {} names this server: starting as the primary",
+                         config_.replicaof_host, config_.replicaof_port);
+        } else {
+            const std::string error = replicaof(config_.replicaof_host, config_.replicaof_port);
+            if (!error.empty()) spdlog::error("--replicaof: {}", error);
+        }
     }
     signals_.async_wait([this](const error_code& error, int signal) { on_signal(error, signal); });
     if (acceptor_.is_open()) accept_next(acceptor_, false);

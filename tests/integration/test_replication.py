@@ -254,6 +254,17 @@ class ReplicationTest(unittest.TestCase):
         wait_until(lambda: link_up(right), what="the authenticated link")
         self.assertEqual(right.client().execute_command("BF.EXISTS", "k", "v"), 1)
 
+    def test_replicaof_naming_this_server_starts_it_as_the_primary(self):
+        # A StatefulSet gives every pod "--replicaof bloomery-0... 6379";
+        # pod 0 must serve as the primary, not replicate itself.
+        from harness import free_port
+        port = free_port()
+        server = self.start(Server("--replicaof", "127.0.0.1 %d" % port, port=port))
+        c = server.client()
+        self.assertEqual(info(c)["role"], "master")
+        self.assertEqual(c.execute_command("BF.ADD", "k", "v"), 1)
+        self.assertIn("names this server", server.log())
+
     def test_a_replica_that_does_not_read_costs_the_primary_little(self):
         primary = self.start(Server())
         p = primary.client()
