@@ -144,11 +144,13 @@ private:
     AddResult finish_add(std::size_t layer, const ItemHash& hash);
     // Items hashed and prefetched ahead of probing in add_many/contains_many:
     // enough misses in flight to cover memory latency, few enough that the
-    // hashes stay on the stack (1 KiB) and the prefetched lines in L1.
-    // Lookups in a 1 GiB blocked filter on the 2-core VM (huge pages; 15 ns
-    // of the figure is hashing): 16 -> 56-67 ns per item, 32 -> 50, 64 -> 48,
-    // 100 -> 47; adds were memory-bound at 63 ns whatever the batch.
-    static constexpr std::size_t kBatch = 64;
+    // hashes stay on the stack and the prefetched lines in L1. 64 was tried
+    // (README, "Many cores"): lookups in a 1 GiB blocked filter went from
+    // 56-67 to 48 ns per item on the 2-core VM, but on the 16-core machine
+    // classic lookups went from 107 to 165 ns (64 items prefetch up to 256
+    // lines, more than a core has fill buffers for) and blocked ones did not
+    // improve (56 -> 62 ns, another run of the same machine).
+    static constexpr std::size_t kBatch = 16;
     // Hashes items[first, first + n) into `hashes` (n = at most kBatch) and
     // prefetches each in the newest layer; returns n.
     std::size_t hash_and_prefetch(std::span<const std::string_view> items, std::size_t first,
