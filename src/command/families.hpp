@@ -13,4 +13,5 @@ void register_info_commands(Registry& registry);
 void register_introspection_commands(Registry& registry);
 void register_persistence_commands(Registry& registry);
 void register_acl_commands(Registry& registry);
+void register_slowlog_commands(Registry& registry);
 }  // namespace bloomery::command

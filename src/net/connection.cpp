@@ -242,7 +242,8 @@ void Connection::process() {
                          client_,
                          worker_.stats,
                          writer_,
-                         this};
+                         this,
+                         &server_.slowlog()};
     persist::Journal::reset_thread_mark();
     while (!closing_ && !blocked_ && in_start_ < in_end_ && out_.size() < kWriteHighWater) {
         std::size_t consumed = 0;
