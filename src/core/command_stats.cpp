@@ -2,9 +2,34 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <new>
+#include <string>
+#include <thread>
 
 namespace bloomery::core {
+
+const CommandClock& CommandClock::get() {
+    static const CommandClock clock;
+    return clock;
+}
+
+CommandClock::CommandClock() {
+#if defined(__x86_64__) || defined(__i386__)
+    std::ifstream source("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+    std::string name;
+    if (!(source >> name) || name != "tsc") return;
+    const auto wall_start = std::chrono::steady_clock::now();
+    const std::uint64_t tsc_start = __rdtsc();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const auto wall_end = std::chrono::steady_clock::now();
+    const std::uint64_t tsc_end = __rdtsc();
+    const double ns = std::chrono::duration<double, std::nano>(wall_end - wall_start).count();
+    if (tsc_end <= tsc_start || ns <= 0) return;
+    ns_per_tick_ = ns / static_cast<double>(tsc_end - tsc_start);
+    use_tsc_ = true;
+#endif
+}
 
 CommandStatsTable::~CommandStatsTable() {
     for (CommandCounters& counters : counters_) {

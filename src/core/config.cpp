@@ -84,7 +84,12 @@ bool parse_memory_limit(const std::string& spec, std::uint64_t& bytes, std::stri
         return true;
     }
     std::string text = spec;
-    const std::string problem = CLI::AsSizeValue(false)(text);
+    std::string problem;
+    try {
+        problem = CLI::AsSizeValue(false)(text);
+    } catch (const CLI::Error& e) {  // CLI11 throws for an unknown unit
+        problem = e.what();
+    }
     if (!problem.empty()) {
         error = "expected a size such as 512mb or a percentage such as 75%, got '" + spec + "'";
         return false;

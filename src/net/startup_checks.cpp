@@ -42,7 +42,7 @@ void check_data_dir(const core::Config& c, Problems& problems) {
     if (c.dir.empty()) return;  // a value problem, reported by check_config_values
     struct stat info {};
     if (::stat(c.dir.c_str(), &info) != 0) {
-        if (errno != ENOENT) {
+        if (errno != ENOENT && errno != ENOTDIR) {
             problems.push_back("--dir " + quoted(c.dir) + ": " + std::strerror(errno));
             return;
         }

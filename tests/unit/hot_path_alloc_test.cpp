@@ -190,11 +190,12 @@ protected:
     std::size_t parse_and_dispatch(std::string_view bytes) {
         std::size_t ran = 0;
         out.clear();
+        std::uint64_t clock_mark = core::CommandClock::get().now();  // as a connection times
         while (!bytes.empty()) {
             std::size_t consumed = 0;
             if (parser.parse(bytes, argv, consumed) != resp::ParseStatus::complete) break;
             bytes.remove_prefix(consumed);
-            dispatch(registry, context, argv);
+            dispatch(registry, context, argv, clock_mark);
             ++ran;
         }
         return ran;
