@@ -473,7 +473,7 @@ CommandLine parse_command_line(int argc, char** argv) {
         ->check(CLI::Range(0.01, 3600.0))
         ->group(monitoring);
     app.add_option("--slowlog-log-slower-than", c.slowlog_log_slower_than_us,
-                   "Log commands whose handler ran at least this many microseconds in SLOWLOG "
+                   "Log commands that took at least this many microseconds in SLOWLOG "
                    "(negative = off, 0 = every command); also CONFIG SET")
         ->envname("BLOOMERY_SLOWLOG_LOG_SLOWER_THAN")
         ->group(monitoring);

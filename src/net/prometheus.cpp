@@ -158,7 +158,7 @@ void render_commands(const MetricsSnapshot& s, Text& t) {
 
     static constexpr std::string_view kHistogram = "bloomery_command_duration_seconds";
     t.family(kHistogram, "histogram",
-             "Time in the command's handler (parsing and network excluded)");
+             "Time of a command: its parsing, checks and handler (network waits excluded)");
     std::string name;
     for (std::size_t id = 0; id < n; ++id) {
         const core::CommandTotals& c = s.commands[id];

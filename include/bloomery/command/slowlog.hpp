@@ -1,6 +1,6 @@
 #pragma once
 // The slow log, as Redis keeps it (SLOWLOG GET | LEN | RESET): the last
-// --slowlog-max-len commands whose handler ran at least
+// --slowlog-max-len commands that took at least
 // --slowlog-log-slower-than microseconds (negative: none, 0: every command),
 // newest first, each with an id, the unix time, the duration, its arguments
 // (at most 32, each at most 128 bytes, with Redis's markers for the rest),
@@ -29,7 +29,7 @@ struct CommandSpec;
 struct SlowlogEntry {
     std::int64_t id = 0;
     std::int64_t unix_time = 0;    // seconds, when the command finished
-    std::int64_t duration_us = 0;  // the handler's time
+    std::int64_t duration_us = 0;  // the command's time (command::dispatch)
     std::vector<std::string> argv;
     std::string client_address;  // "ip:port"
     std::string client_name;

@@ -28,9 +28,11 @@ namespace bloomery::core {
 
 // The clock that times every command. clock_gettime(CLOCK_MONOTONIC) costs
 // 16 ns a call in a loop on the development VM, but its vDSO orders the TSC
-// read (lfence / rdtscp), which drains the pipeline: timing each command with
-// it cost BF.EXISTS about 100 ns more per call in dispatch (65 -> 170 ns,
-// tests/bench dispatch loop, 2 cores, 2026-11-24). A plain rdtsc does not
+// read (lfence / rdtscp), which drains the pipeline. A loop of dispatch()
+// calls of BF.EXISTS on a 1 MB filter (2-core VM, 2026-11-24) took 64 ns per
+// command untimed, 115 ns timed with two clock_gettime, 97 ns with two
+// rdtsc and 81 ns with one (what dispatch does: one read per command, see
+// registry.hpp). A plain rdtsc does not
 // wait for the command's outstanding cache misses, and is used where the
 // kernel itself trusts the TSC (current_clocksource is "tsc": constant rate,
 // synchronized across CPUs); the rate is calibrated against steady_clock
@@ -130,7 +132,7 @@ private:
 // MISCONF), `failed` ran and replied an error.
 struct CommandCounters {
     std::atomic<std::uint64_t> calls{0};
-    std::atomic<std::uint64_t> nanoseconds{0};  // time in the handler, summed over calls
+    std::atomic<std::uint64_t> nanoseconds{0};  // time of the calls (dispatch()), summed
     std::atomic<std::uint64_t> rejected{0};
     std::atomic<std::uint64_t> failed{0};
     // Allocated by the owner on the command's first call on this thread (most
