@@ -10,14 +10,17 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "bloomery/cluster/topology.hpp"
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/allocator.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/net/health_check.hpp"
 #include "bloomery/net/replication.hpp"
 #include "bloomery/net/server.hpp"
+#include "bloomery/net/startup_checks.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/persist/snapshot.hpp"
@@ -115,6 +118,28 @@ int main(int argc, char** argv) {
     if (command_line.exit_code >= 0) return command_line.exit_code;
     const core::Config& config = command_line.config;
 
+    if (!command_line.health_check.empty()) {
+        const net::HealthCheckResult result =
+            net::health_check(command_line.health_check, config, command_line.health_check_tls,
+                              command_line.health_check_timeout_seconds);
+        (result.ok ? std::cout : std::cerr) << "bloomery: " << result.message << '\n';
+        return result.ok ? 0 : 1;
+    }
+    if (command_line.test_config) {
+        // Like nginx -t: the same checks as a start, nothing bound or loaded.
+        std::vector<std::string> problems = command_line.problems;
+        for (std::string& problem : net::run_startup_checks(config)) {
+            problems.push_back(std::move(problem));
+        }
+        if (!problems.empty()) {
+            std::cerr << "bloomery: configuration invalid:\n";
+            for (const std::string& problem : problems) std::cerr << "  " << problem << '\n';
+            return 1;
+        }
+        std::cout << "configuration OK\n" << net::describe_config(config);
+        return 0;
+    }
+
     if (!command_line.check_journal.empty()) {
         std::string report, error;
         const bool ok = persist::check_journal(command_line.check_journal, command_line.fix_journal,
@@ -149,6 +174,14 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::from_str(config.log_level));
     spdlog::flush_on(spdlog::level::info);
 
+    // What --test-config checks, checked before anything is touched.
+    if (const std::vector<std::string> problems = net::run_startup_checks(config);
+        !problems.empty()) {
+        for (const std::string& problem : problems)
+            spdlog::critical("refusing to start: {}", problem);
+        return 1;
+    }
+
     // A write past RLIMIT_FSIZE must fail with EFBIG (and be reported) rather
     // than kill the server; a closed peer must not kill it either.
     signal(SIGXFSZ, SIG_IGN);
@@ -181,12 +214,26 @@ int main(int argc, char** argv) {
     net::ReplicationSource replication(config, persistence);
     persistence.set_journal_listener(
         [&replication](std::uint64_t written) { replication.on_written(written); });
+    // The server (its monitoring thread reads replication and persistence)
+    // goes first on every way out of main.
+    struct StopServerFirst {
+        std::unique_ptr<net::Server>& server;
+        ~StopServerFirst() { server.reset(); }
+    } stop_server_first{server};
+    // Built before loading so that the monitoring listener answers while a
+    // large snapshot loads (/healthz 200, /readyz 503).
+    server = std::make_unique<net::Server>(config, keyspace, registry, persistence, replication);
+    try {
+        server->start_metrics();
+    } catch (const std::exception& e) {
+        spdlog::critical("refusing to start: {}", e.what());
+        return 1;
+    }
     if (!persistence.load(error)) {
         spdlog::critical("refusing to start: {}", error);
         return 1;
     }
     if (config.cluster_enabled) warn_of_stranded_keys(*config.cluster, keyspace);
-    server = std::make_unique<net::Server>(config, keyspace, registry, persistence, replication);
     try {
         server->listen();
     } catch (const std::exception& e) {

@@ -1,5 +1,9 @@
-// CONFIG and its subcommands. The configuration is fixed at start.
+// CONFIG and its subcommands. The configuration is fixed at start; only the
+// slow log's two settings, which live in the Slowlog rather than in the
+// Config every worker reads without locks, change at run time (CONFIG SET).
 
+#include <cstdio>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,6 +13,7 @@
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/glob.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/command/slowlog.hpp"
 #include "common.hpp"
 #include "families.hpp"
 
@@ -17,6 +22,12 @@ namespace {
 
 std::string human_bool(bool b) {
     return b ? "yes" : "no";
+}
+
+std::string format_number(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", value);
+    return text;
 }
 
 std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx) {
@@ -72,7 +83,42 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"unauthenticated-max-bulk-len", std::to_string(c.unauthenticated_max_bulk_len)},
         {"unauthenticated-query-buffer-limit",
          std::to_string(c.unauthenticated_query_buffer_limit)},
+        {"slowlog-log-slower-than",
+         std::to_string(ctx.slowlog != nullptr ? ctx.slowlog->log_slower_than_us()
+                                               : c.slowlog_log_slower_than_us)},
+        {"slowlog-max-len",
+         std::to_string(ctx.slowlog != nullptr ? ctx.slowlog->max_len() : c.slowlog_max_len)},
+        {"metrics-port", std::to_string(c.metrics_port)},
+        {"metrics-bind", c.metrics_bind_address()},
+        {"metrics-max-connections", std::to_string(c.metrics_max_connections)},
+        {"metrics-max-request-bytes", std::to_string(c.metrics_max_request_bytes)},
+        {"metrics-request-timeout", format_number(c.metrics_request_timeout_seconds)},
     };
+}
+
+// What CONFIG SET may change: integers within [min, max], applied to the
+// slow log (Redis's names and, but for the bounded max-len, ranges).
+struct Settable {
+    std::string_view name;
+    std::int64_t min;
+    std::int64_t max;
+    void (*apply)(Slowlog&, std::int64_t);
+};
+constexpr Settable kSettable[] = {
+    // Any negative value turns the log off, as Redis 6 accepted (Redis 7
+    // takes -1 only); CONFIG GET then shows -1.
+    {"slowlog-log-slower-than", std::numeric_limits<std::int64_t>::min(),
+     std::numeric_limits<std::int64_t>::max(),
+     [](Slowlog& log, std::int64_t value) { log.set_log_slower_than_us(value); }},
+    {"slowlog-max-len", 0, static_cast<std::int64_t>(core::kSlowlogMaxLenLimit),
+     [](Slowlog& log, std::int64_t value) { log.set_max_len(static_cast<std::size_t>(value)); }},
+};
+
+const Settable* find_settable(std::string_view name) {
+    for (const Settable& settable : kSettable) {
+        if (iequals(name, settable.name)) return &settable;
+    }
+    return nullptr;
 }
 
 void cmd_config_get(Context& ctx, Args argv) {
@@ -93,13 +139,56 @@ void cmd_config_get(Context& ctx, Args argv) {
     }
 }
 
-void cmd_config_set(Context& ctx, Args argv) {
-    // The configuration is read without locks by every worker thread, so it is
-    // fixed at start; changing it needs a restart with new flags or file.
-    std::string message = "ERR CONFIG SET is not supported by bloomery for '";
-    for (char c : argv[2].substr(0, 64)) message.push_back(c < ' ' ? ' ' : c);
-    message += "': restart with the new value";
+void config_set_failed(Context& ctx, std::string_view name, std::string_view reason,
+                       std::string_view detail = {}) {
+    std::string message(errors::kConfigSetFailed);
+    message += name;  // one of kSettable's names
+    message += reason;
+    message += detail;
     ctx.out.error(message);
+}
+
+void cmd_config_set(Context& ctx, Args argv) {
+    if (argv.size() % 2 != 0) {
+        reply_wrong_arity(ctx, "config|set");
+        return;
+    }
+    // Every pair is checked before any is applied, so a bad one changes
+    // nothing (as Redis).
+    std::vector<std::pair<const Settable*, std::int64_t>> changes;
+    for (std::size_t i = 2; i + 1 < argv.size(); i += 2) {
+        const Settable* settable = find_settable(argv[i]);
+        if (settable == nullptr || ctx.slowlog == nullptr) {
+            // The rest of the configuration is read without locks by every
+            // worker thread, so it is fixed at start; changing it needs a
+            // restart with new flags or file.
+            std::string message = "ERR CONFIG SET is not supported by bloomery for '";
+            for (char c : argv[i].substr(0, 64)) message.push_back(c < ' ' ? ' ' : c);
+            message += "': restart with the new value";
+            ctx.out.error(message);
+            return;
+        }
+        for (const auto& change : changes) {
+            if (change.first == settable) {
+                config_set_failed(ctx, settable->name, errors::kConfigSetDuplicate);
+                return;
+            }
+        }
+        std::int64_t value = 0;
+        if (!parse_int64(argv[i + 1], value)) {
+            config_set_failed(ctx, settable->name, errors::kConfigSetNotInteger);
+            return;
+        }
+        if (value < settable->min || value > settable->max) {
+            config_set_failed(ctx, settable->name, errors::kConfigSetOutOfRange,
+                              std::to_string(settable->min) + " and " +
+                                  std::to_string(settable->max) + " inclusive");
+            return;
+        }
+        changes.emplace_back(settable, value);
+    }
+    for (const auto& [settable, value] : changes) settable->apply(*ctx.slowlog, value);
+    ctx.out.ok();
 }
 
 void cmd_config_resetstat(Context& ctx, Args) {
@@ -108,10 +197,13 @@ void cmd_config_resetstat(Context& ctx, Args) {
 }
 
 void cmd_config_help(Context& ctx, Args) {
-    reply_help(ctx, {"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                     "GET <pattern>", "    Return parameters matching the glob-like <pattern>.",
-                     "RESETSTAT", "    Reset statistics reported by the INFO command.", "HELP",
-                     "    Print this help."});
+    reply_help(
+        ctx,
+        {"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "GET <pattern>",
+         "    Return parameters matching the glob-like <pattern>.", "SET <directive> <value>",
+         "    Set the configuration <directive> to <value> (slowlog-log-slower-than and",
+         "    slowlog-max-len; the rest is fixed at start).", "RESETSTAT",
+         "    Reset statistics reported by the INFO command.", "HELP", "    Print this help."});
 }
 }  // namespace
 

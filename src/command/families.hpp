@@ -15,4 +15,5 @@ void register_persistence_commands(Registry& registry);
 void register_acl_commands(Registry& registry);
 void register_replication_commands(Registry& registry);
 void register_cluster_commands(Registry& registry);
+void register_slowlog_commands(Registry& registry);
 }  // namespace bloomery::command

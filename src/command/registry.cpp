@@ -5,6 +5,7 @@
 
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
+#include "bloomery/command/slowlog.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "cluster_routing.hpp"
@@ -170,6 +171,12 @@ bool Registry::build(std::string_view commands_json, std::string& error) {
         ordered_.push_back(spec.get());
         commands_.emplace(spec->name, std::move(spec));
     }
+    if (by_id_.size() > core::kMaxCommandIds) {
+        error = "proto/commands.json has " + std::to_string(by_id_.size()) +
+                " commands and subcommands; per-command statistics hold at most " +
+                std::to_string(core::kMaxCommandIds) + " (core/command_stats.hpp)";
+        return false;
+    }
     for (const auto& [name, handler] : handlers_) {
         if (!used.count(name)) {
             error = "handler '" + name + "' has no entry in proto/commands.json";
@@ -228,6 +235,7 @@ bool build_default_registry(Registry& registry, std::string& error) {
     register_acl_commands(registry);
     register_replication_commands(registry);
     register_cluster_commands(registry);
+    register_slowlog_commands(registry);
     return registry.build_from_embedded(error);
 }
 
@@ -240,8 +248,18 @@ void reply_wrong_arity(Context& ctx, std::string_view command_name) {
 
 namespace {
 
-void run_command(const Registry& registry, Context& ctx, Args argv) {
-    const CommandSpec* spec = registry.find(argv[0]);
+// What admit() decided about a command.
+enum class Admission {
+    unknown,   // no such command or subcommand: counted for no command (as Redis)
+    rejected,  // refused before running (arity, NOAUTH, NOPERM, OOM, MISCONF): error written
+    run,       // the handler may run
+};
+
+// Looks the command up and runs every check before its handler, writing the
+// error of a refusal. `spec` is set for rejected and run (the subcommand for
+// a container).
+Admission admit(const Registry& registry, Context& ctx, Args argv, const CommandSpec*& spec) {
+    spec = registry.find(argv[0]);
     if (spec == nullptr) {
         std::string message = "ERR unknown command '";
         append_sanitized(message, argv[0], 128);
@@ -254,12 +272,12 @@ void run_command(const Registry& registry, Context& ctx, Args argv) {
             message += "' ";
         }
         ctx.out.error(message);
-        return;
+        return Admission::unknown;
     }
     if (!spec->subcommands.empty() && (argv.size() >= 2 || spec->handler == nullptr)) {
         if (argv.size() < 2) {
             reply_wrong_arity(ctx, spec->name);
-            return;
+            return Admission::rejected;
         }
         const CommandSpec* sub = spec->find_subcommand(argv[1]);
         if (sub == nullptr) {
@@ -271,14 +289,15 @@ void run_command(const Registry& registry, Context& ctx, Args argv) {
             }
             message += " HELP.";
             ctx.out.error(message);
-            return;
+            spec = nullptr;
+            return Admission::unknown;
         }
         spec = sub;
     }
     ctx.client.last_command.store(spec->name.c_str(), std::memory_order_relaxed);
     if (!spec->arity_ok(argv.size())) {
         reply_wrong_arity(ctx, spec->name);
-        return;
+        return Admission::rejected;
     }
     // Access control, in Redis's order: after the name and arity checks,
     // NOAUTH before any user's permissions. Allowed commands cost a flag test
@@ -286,24 +305,26 @@ void run_command(const Registry& registry, Context& ctx, Args argv) {
     const Acl& acl = registry.acl();
     if (!acl.is_authenticated(ctx.client) && !spec->no_auth) {
         ctx.out.error(errors::kNoAuth);
-        return;
+        return Admission::rejected;
     }
     const AclUser& user = acl.user_of(ctx.client);
     if (!user.may_run(*spec)) {
         ctx.out.error("NOPERM User " + user.name() + " has no permissions to run the '" +
                       spec->name + "' command");
-        return;
+        return Admission::rejected;
     }
     if (!user.may_access_keys(*spec, argv)) {
         ctx.out.error(errors::kNoPermKey);
-        return;
+        return Admission::rejected;
     }
     // Cluster redirection, where Redis checks it: after access control,
     // before the memory and disk checks (a key this node does not serve is
     // redirected, not refused for this node's memory or disk). Without
     // cluster mode this is one test of a flag fixed at start, always
     // predicted; cluster_admits is out of line so it adds nothing else here.
-    if (ctx.config.cluster_enabled && !cluster_admits(*spec, ctx, argv)) return;
+    if (ctx.config.cluster_enabled && !cluster_admits(*spec, ctx, argv)) {
+        return Admission::rejected;
+    }
     // A replica takes writes only from its primary (whose stream does not
     // come through here); while it loads a primary's snapshot, commands on
     // keys wait for the data. One relaxed load when neither applies.
@@ -312,22 +333,22 @@ void run_command(const Registry& registry, Context& ctx, Args argv) {
         replication != 0) {
         if ((replication & core::kReplicationReplica) != 0 && spec->write) {
             ctx.out.error(errors::kReadOnlyReplica);
-            return;
+            return Admission::rejected;
         }
         if ((replication & core::kReplicationLoading) != 0 && spec->first_key > 0) {
             ctx.out.error(errors::kLoading);
-            return;
+            return Admission::rejected;
         }
     }
     // Redis's order: memory first, then the disk error. Reads and deletes
     // (no denyoom flag) keep working past maxmemory.
     if (spec->denyoom && core::memory_would_exceed(ctx.config.maxmemory)) {
         ctx.out.error(errors::kOom);
-        return;
+        return Admission::rejected;
     }
     if (spec->write && ctx.config.stop_writes_on_bgsave_error && ctx.server.snapshot_failing()) {
         ctx.out.error(errors::kMisconf);
-        return;
+        return Admission::rejected;
     }
     // Unlike snapshots, a journal that cannot write always stops writes:
     // what it cannot record would be lost silently at the next crash.
@@ -336,22 +357,52 @@ void run_command(const Registry& registry, Context& ctx, Args argv) {
             std::string message(errors::kMisconfJournal);
             append_sanitized(message, journal->failure(), 400);
             ctx.out.error(message);
-            return;
+            return Admission::rejected;
         }
     }
-    spec->handler(ctx, argv);
+    return Admission::run;
 }
 
 }  // namespace
 
-void dispatch(const Registry& registry, Context& ctx, Args argv) {
+void dispatch(const Registry& registry, Context& ctx, Args argv, std::uint64_t& clock_mark) {
     WorkerStats::bump(ctx.stats.commands);
     // Every error reply is counted here, whichever handler or check wrote it
     // (INFO's total_error_replies).
     const std::uint64_t errors_before = ctx.out.errors_written();
-    run_command(registry, ctx, argv);
+    const CommandSpec* spec = nullptr;
+    const Admission admission = admit(registry, ctx, argv, spec);
+    if (admission == Admission::run) spec->handler(ctx, argv);
+    // One clock read per command, at its end (see CommandClock for why not
+    // clock_gettime). Redis times the handler alone, with two reads; this
+    // time also holds the command's parsing and checks, a few tens of ns for
+    // a small command. README ("Monitoring") has what timing costs.
+    const core::CommandClock& clock = core::CommandClock::get();
+    const std::uint64_t now = clock.now();
+    const std::uint64_t nanoseconds = clock.nanoseconds(now - clock_mark);
+    clock_mark = now;
+    switch (admission) {
+        case Admission::unknown:
+            break;
+        case Admission::rejected:
+            ctx.stats.command_stats.record_rejected(spec->id);
+            break;
+        case Admission::run: {
+            const bool failed = ctx.out.errors_written() != errors_before;
+            ctx.stats.command_stats.record_call(spec->id, nanoseconds, failed);
+            if (ctx.slowlog != nullptr && ctx.slowlog->is_slow(nanoseconds)) {
+                ctx.slowlog->record(spec, argv, nanoseconds, ctx.client);
+            }
+            break;
+        }
+    }
     const std::uint64_t errors = ctx.out.errors_written() - errors_before;
     if (errors != 0) WorkerStats::bump(ctx.stats.error_replies, errors);
+}
+
+void dispatch(const Registry& registry, Context& ctx, Args argv) {
+    std::uint64_t clock_mark = core::CommandClock::get().now();
+    dispatch(registry, ctx, argv, clock_mark);
 }
 
 }  // namespace bloomery::command

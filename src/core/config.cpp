@@ -12,6 +12,7 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "bloomery/cluster/topology.hpp"
@@ -88,7 +89,12 @@ bool parse_memory_limit(const std::string& spec, std::uint64_t& bytes, std::stri
         return true;
     }
     std::string text = spec;
-    const std::string problem = CLI::AsSizeValue(false)(text);
+    std::string problem;
+    try {
+        problem = CLI::AsSizeValue(false)(text);
+    } catch (const CLI::Error& e) {  // CLI11 throws for an unknown unit
+        problem = e.what();
+    }
     if (!problem.empty()) {
         error = "expected a size such as 512mb or a percentage such as 75%, got '" + spec + "'";
         return false;
@@ -174,6 +180,91 @@ std::string host_name() {
 }
 
 }  // namespace
+
+namespace {
+
+// ---- Consistency checks over parsed values ----
+// Each adds every problem it finds as "--option: what is wrong". They run on
+// every start and for --test-config; a new option's check goes in
+// kValueChecks below.
+
+using Problems = std::vector<std::string>;
+
+void check_listeners(const Config& c, Problems& problems) {
+    if (c.port == 0 && c.tls_port == 0) {
+        problems.push_back("--port: --port 0 needs a --tls-port: nothing to listen on");
+    }
+    if (c.tls_port != 0 && c.tls_port == c.port) {
+        problems.push_back("--tls-port: must differ from --port");
+    }
+}
+
+void check_tls(const Config& c, Problems& problems) {
+    if (c.tls_port == 0) return;
+    // Whether the files can be read and match is checked by the start-up
+    // checks (net/startup_checks.hpp), which build the TLS context.
+    if (c.tls_cert_file.empty() || c.tls_key_file.empty()) {
+        problems.push_back("--tls-port: needs --tls-cert-file and --tls-key-file");
+    }
+    if (c.tls_auth_clients != TlsAuthClients::no && c.tls_ca_cert_file.empty()) {
+        problems.push_back(
+            "--tls-auth-clients: verifying client certificates needs --tls-ca-cert-file (or "
+            "--tls-auth-clients no)");
+    }
+}
+
+void check_file_names(const Config& c, Problems& problems) {
+    if (c.appendfilename.empty() || c.appendfilename.find('/') != std::string::npos) {
+        problems.push_back("--appendfilename: must be a plain file name");
+    }
+    if (c.dbfilename.empty() || c.dbfilename.find('/') != std::string::npos) {
+        problems.push_back("--dbfilename: must be a plain file name");
+    }
+    if (c.dir.empty()) problems.push_back("--dir: must not be empty");
+}
+
+void check_metrics(const Config& c, Problems& problems) {
+    if (c.metrics_port == 0) return;
+    // Only when both listen on the same address could they collide; a
+    // different --metrics-bind may well reuse the number.
+    if (c.metrics_bind_address() == c.bind &&
+        (c.metrics_port == c.port || c.metrics_port == c.tls_port)) {
+        problems.push_back("--metrics-port: " + std::to_string(c.metrics_port) +
+                           " is already the RESP port (--port / --tls-port)");
+    }
+}
+
+void check_replication(const Config& c, Problems& problems) {
+    if (c.repl_timeout_seconds <= c.repl_ping_replica_period_seconds) {
+        problems.push_back(
+            "--repl-timeout: must be longer than --repl-ping-replica-period, or an idle link "
+            "would time out between keepalives");
+    }
+    if (!c.replicaof_host.empty() && c.cluster_enabled) {
+        // A cluster's replicas are named in --cluster-slots; which primary a
+        // replica follows is still --replicaof, and it must be the map's.
+        if (c.cluster) {
+            const std::string named = c.replicaof_host + ":" + std::to_string(c.replicaof_port);
+            bool listed = false;
+            for (const auto& node : c.cluster->nodes()) listed = listed || node.address == named;
+            if (!listed) {
+                problems.push_back("--replicaof: " + named + " is not a node of --cluster-slots");
+            }
+        }
+    }
+}
+
+constexpr void (*kValueChecks[])(const Config&, Problems&) = {
+    check_listeners, check_tls, check_file_names, check_metrics, check_replication,
+};
+
+}  // namespace
+
+std::vector<std::string> check_config_values(const Config& config) {
+    Problems problems;
+    for (auto* check : kValueChecks) check(config, problems);
+    return problems;
+}
 
 CommandLine parse_command_line(int argc, char** argv) {
     CommandLine result;
@@ -478,6 +569,60 @@ CommandLine parse_command_line(int argc, char** argv) {
                        "order, then replicas)")
             ->envname("BLOOMERY_CLUSTER_SELF")
             ->group(cluster_group);
+    auto* monitoring = "Monitoring";
+    app.add_option("--metrics-port", c.metrics_port,
+                   "HTTP port for /metrics (Prometheus), /healthz and /readyz (0 = off)")
+        ->envname("BLOOMERY_METRICS_PORT")
+        ->check(CLI::Range(0, 65535))
+        ->group(monitoring);
+    app.add_option("--metrics-bind", c.metrics_bind,
+                   "Address of the HTTP listener (default: the same as --bind)")
+        ->envname("BLOOMERY_METRICS_BIND")
+        ->group(monitoring);
+    app.add_option("--metrics-max-connections", c.metrics_max_connections,
+                   "Most simultaneous HTTP connections; more are closed at once")
+        ->envname("BLOOMERY_METRICS_MAX_CONNECTIONS")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))
+        ->group(monitoring);
+    app.add_option("--metrics-max-request-bytes", c.metrics_max_request_bytes,
+                   "Largest HTTP request line and headers, bytes; larger requests are refused "
+                   "(431) and closed")
+        ->envname("BLOOMERY_METRICS_MAX_REQUEST_BYTES")
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::Range(std::size_t{512}, std::size_t{1024 * 1024}))
+        ->group(monitoring);
+    app.add_option("--metrics-request-timeout", c.metrics_request_timeout_seconds,
+                   "Seconds an HTTP client has to send a whole request (and to read the reply) "
+                   "before it is closed")
+        ->envname("BLOOMERY_METRICS_REQUEST_TIMEOUT")
+        ->check(CLI::Range(0.01, 3600.0))
+        ->group(monitoring);
+    app.add_option("--slowlog-log-slower-than", c.slowlog_log_slower_than_us,
+                   "Log commands that took at least this many microseconds in SLOWLOG "
+                   "(negative = off, 0 = every command); also CONFIG SET")
+        ->envname("BLOOMERY_SLOWLOG_LOG_SLOWER_THAN")
+        ->group(monitoring);
+    app.add_option("--slowlog-max-len", c.slowlog_max_len,
+                   "Most SLOWLOG entries kept (the oldest go first); also CONFIG SET")
+        ->envname("BLOOMERY_SLOWLOG_MAX_LEN")
+        ->check(CLI::Range(std::size_t{0}, kSlowlogMaxLenLimit))
+        ->group(monitoring);
+    app.add_flag("--test-config", result.test_config,
+                 "Check flags, config file and environment (and the files they name) without "
+                 "binding or loading; print what is wrong or 'configuration OK'; exit 1 or 0")
+        ->group(monitoring);
+    app.add_option("--health-check", result.health_check,
+                   "HOST:PORT: PING that server over the protocol (with AUTH when a password is "
+                   "configured) and exit 0 on PONG, 1 otherwise; for container health checks")
+        ->group(monitoring);
+    app.add_flag("--health-check-tls", result.health_check_tls,
+                 "With --health-check: connect over TLS, verifying the server with "
+                 "--tls-ca-cert-file and presenting --tls-cert-file/--tls-key-file if set")
+        ->group(monitoring);
+    app.add_option("--health-check-timeout", result.health_check_timeout_seconds,
+                   "With --health-check: seconds for the whole check (connect, AUTH, PING)")
+        ->check(CLI::Range(0.01, 3600.0))
+        ->group(monitoring);
 
     auto* logging = "Logging";
     app.add_option("--loglevel", c.log_level, "Log level")
@@ -488,93 +633,95 @@ CommandLine parse_command_line(int argc, char** argv) {
         ->envname("BLOOMERY_LOGFILE")
         ->group(logging);
 
+    // With --test-config every problem is reported and the exit code is 1;
+    // the flag is looked for in argv itself, as a parse error may come
+    // before CLI11 has set it.
+    bool testing = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::string_view(argv[i]) == "--test-config") testing = true;
+    }
+    Problems problems;
     try {
         app.parse(argc, argv);
+        // Conversions CLI11 cannot do: each failure is one more problem.
         std::string error;
-        if (!parse_save_spec(save_spec, c.save_points, error)) {
-            throw CLI::ValidationError("--save", error);
-        }
+        if (!parse_save_spec(save_spec, c.save_points, error))
+            problems.push_back("--save: " + error);
         std::string maxmemory_error;
         if (!parse_memory_limit(maxmemory_spec, c.maxmemory, maxmemory_error)) {
-            throw CLI::ValidationError("--maxmemory", maxmemory_error);
+            problems.push_back("--maxmemory: " + maxmemory_error);
         }
         c.stop_writes_on_bgsave_error = stop_writes == "yes";
         c.appendonly = appendonly == "yes";
-        if (c.appendfilename.empty() || c.appendfilename.find('/') != std::string::npos) {
-            throw CLI::ValidationError("--appendfilename", "must be a plain file name");
-        }
-        if (c.dbfilename.empty() || c.dbfilename.find('/') != std::string::npos) {
-            throw CLI::ValidationError("--dbfilename", "must be a plain file name");
-        }
         c.tls_auth_clients = tls_auth_clients == "no"         ? TlsAuthClients::no
                              : tls_auth_clients == "optional" ? TlsAuthClients::optional
                                                               : TlsAuthClients::yes;
-        if (c.port == 0 && c.tls_port == 0) {
-            throw CLI::ValidationError("--port",
-                                       "--port 0 needs a --tls-port: nothing to listen on");
-        }
-        if (c.tls_port != 0) {
-            // Whether the files can be read is checked when the TLS context is
-            // built at start, naming the file.
-            if (c.tls_cert_file.empty() || c.tls_key_file.empty()) {
-                throw CLI::ValidationError("--tls-port",
-                                           "needs --tls-cert-file and --tls-key-file");
-            }
-            if (c.tls_auth_clients != TlsAuthClients::no && c.tls_ca_cert_file.empty()) {
-                throw CLI::ValidationError(
-                    "--tls-auth-clients",
-                    "verifying client certificates needs --tls-ca-cert-file (or "
-                    "--tls-auth-clients no)");
-            }
-            if (c.tls_port == c.port) {
-                throw CLI::ValidationError("--tls-port", "must differ from --port");
-            }
-        }
         if (requirepass_option->count() > 0 && requirepass_file_option->count() > 0) {
-            throw CLI::ValidationError("--requirepass-file",
-                                       "give the password once: --requirepass (or "
-                                       "BLOOMERY_REQUIREPASS) or --requirepass-file, not both");
+            problems.push_back(
+                "--requirepass-file: give the password once: --requirepass (or "
+                "BLOOMERY_REQUIREPASS) or --requirepass-file, not both");
+        } else if (!requirepass_file.empty()) {
+            try {
+                c.requirepass = read_password_file(requirepass_file);
+            } catch (const CLI::ValidationError& e) {
+                problems.push_back(e.what());
+            }
         }
-        if (!requirepass_file.empty()) c.requirepass = read_password_file(requirepass_file);
         if (masterauth_option->count() > 0 && masterauth_file_option->count() > 0) {
-            throw CLI::ValidationError("--masterauth-file",
-                                       "give the primary's password once: --masterauth (or "
-                                       "BLOOMERY_MASTERAUTH) or --masterauth-file, not both");
-        }
-        if (!masterauth_file.empty()) {
-            c.masterauth = read_password_file(masterauth_file, "--masterauth-file");
+            problems.push_back(
+                "--masterauth-file: give the primary's password once: --masterauth (or "
+                "BLOOMERY_MASTERAUTH) or --masterauth-file, not both");
+        } else if (!masterauth_file.empty()) {
+            try {
+                c.masterauth = read_password_file(masterauth_file, "--masterauth-file");
+            } catch (const CLI::ValidationError& e) {
+                problems.push_back(e.what());
+            }
         }
         if (!replicaof.empty() &&
             !parse_replicaof(replicaof, c.replicaof_host, c.replicaof_port, error)) {
-            throw CLI::ValidationError("--replicaof", error);
-        }
-        if (c.repl_timeout_seconds <= c.repl_ping_replica_period_seconds) {
-            throw CLI::ValidationError("--repl-timeout",
-                                       "must be longer than --repl-ping-replica-period, or an "
-                                       "idle link would time out between keepalives");
+            problems.push_back("--replicaof: " + error);
         }
         c.protected_mode = protected_mode == "yes";
         c.cluster_enabled = cluster_enabled == "yes";
         if (c.cluster_enabled) {
-            if (cluster_slots.empty()) {
-                throw CLI::ValidationError("--cluster-slots",
-                                           "--cluster-enabled yes needs the slot map");
-            }
             std::string cluster_error;
-            auto topology =
-                cluster::parse_topology(cluster_slots, cluster_self, host_name(), cluster_error);
-            if (!topology) throw CLI::ValidationError("--cluster-slots", cluster_error);
-            c.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
+            auto topology = cluster_slots.empty()
+                                ? std::nullopt
+                                : cluster::parse_topology(cluster_slots, cluster_self, host_name(),
+                                                          cluster_error);
+            if (cluster_slots.empty()) {
+                problems.push_back("--cluster-slots: --cluster-enabled yes needs the slot map");
+            } else if (!topology) {
+                problems.push_back("--cluster-slots: " + cluster_error);
+            } else {
+                c.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
+            }
         } else if (cluster_slots_option->count() > 0 || cluster_self_option->count() > 0) {
             // A map without cluster mode would be silently ignored: every key
             // served here, nothing redirected. Say so instead.
-            throw CLI::ValidationError("--cluster-slots",
-                                       "--cluster-slots and --cluster-self need "
-                                       "--cluster-enabled yes");
+            problems.push_back(
+                "--cluster-slots: --cluster-slots and --cluster-self need --cluster-enabled yes");
         }
     } catch (const CLI::ParseError& e) {
+        if (testing && e.get_exit_code() != 0) {
+            std::cerr << "bloomery: configuration invalid:\n  " << e.what() << '\n';
+            result.exit_code = 1;
+            return result;
+        }
         result.exit_code = app.exit(e);
         return result;
+    }
+    for (std::string& problem : check_config_values(c)) problems.push_back(std::move(problem));
+    if (!problems.empty()) {
+        if (testing) {
+            result.problems = std::move(problems);  // main adds the start-up checks' and prints
+        } else {
+            for (const std::string& problem : problems) std::cerr << problem << '\n';
+            std::cerr << "Run with --help for more information.\n";
+            result.exit_code = 1;
+            return result;
+        }
     }
     if (auto* config_option = app.get_config_ptr(); config_option && config_option->count() > 0) {
         c.config_file = config_option->as<std::string>();

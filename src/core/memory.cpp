@@ -1,6 +1,9 @@
 #include "bloomery/core/memory.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
 
 namespace bloomery::core {
 namespace {
@@ -44,6 +47,13 @@ bool memory_would_exceed(std::uint64_t limit, std::uint64_t extra) {
     if (limit == 0) return false;
     const std::uint64_t used = memory_used_total();
     return used > limit || extra > limit - used;
+}
+
+std::uint64_t resident_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    std::uint64_t pages_total = 0, pages_resident = 0;
+    statm >> pages_total >> pages_resident;
+    return pages_resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 }  // namespace bloomery::core

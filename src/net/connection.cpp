@@ -259,8 +259,12 @@ void Connection::process() {
                          client_,
                          worker_.stats,
                          writer_,
-                         this};
+                         this,
+                         &server_.slowlog()};
     persist::Journal::reset_thread_mark();
+    // Commands are timed from here, each from the end of the one before
+    // (command::dispatch).
+    std::uint64_t clock_mark = core::CommandClock::get().now();
     while (!closing_ && !blocked_ && in_start_ < in_end_ && out_.size() < kWriteHighWater) {
         std::size_t consumed = 0;
         const std::string_view input(in_.get() + in_start_, in_end_ - in_start_);
@@ -279,7 +283,7 @@ void Connection::process() {
             break;
         }
         if (!argv_.empty()) {
-            command::dispatch(server_.registry(), ctx, argv_);
+            command::dispatch(server_.registry(), ctx, argv_, clock_mark);
             if (client_.close_after_reply) closing_ = true;
             if (client_.authenticated && parser_.limits().unauthenticated) {
                 parser_.set_limits(parser_limits(server_.config(), false));

@@ -13,6 +13,8 @@
 
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
+#include "bloomery/net/metrics_server.hpp"
+#include "bloomery/net/prometheus.hpp"
 #include "bloomery/net/replication.hpp"
 #include "bloomery/net/tls.hpp"
 #include "connection.hpp"
@@ -53,7 +55,8 @@ Server::Server(const core::Config& config, store::Keyspace& keyspace,
       tls_acceptor_(main_context_),
       signals_(main_context_, SIGINT, SIGTERM),
       cron_timer_(main_context_),
-      start_time_ms_(store::now_ms()) {
+      start_time_ms_(store::now_ms()),
+      slowlog_(config.slowlog_log_slower_than_us, config.slowlog_max_len) {
     const unsigned threads = std::max(1u, config.threads);
     for (unsigned i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
 }
@@ -63,6 +66,7 @@ Server::~Server() {
         std::lock_guard lock(link_mutex_);
         link_.reset();
     }
+    if (metrics_) metrics_->stop();
     for (auto& worker : workers_) {
         worker->context.stop();
         if (worker->thread.joinable()) worker->thread.join();
@@ -112,6 +116,20 @@ void open_acceptor(asio::ip::tcp::acceptor& acceptor, const std::string& bind, s
 
 }  // namespace
 
+void Server::start_metrics() {
+    if (config_.metrics_port == 0 || metrics_) return;
+    metrics_ = std::make_unique<MetricsServer>(
+        config_, [this] { return metrics_text(); }, [this] { return ready(); });
+    metrics_->start();
+    spdlog::info("metrics on http://{}:{}/metrics (/healthz, /readyz)",
+                 config_.metrics_bind_address(), metrics_->port());
+}
+
+std::string Server::metrics_text() {
+    return render_metrics(
+        collect_metrics(*this, registry_, keyspace_, config_, &slowlog_, ready()));
+}
+
 void Server::listen() {
     if (config_.tls_port != 0) tls_context_ = make_tls_context(config_);
     if (config_.port != 0) open_acceptor(acceptor_, config_.bind, config_.port);
@@ -141,6 +159,7 @@ int Server::run() {
     if (acceptor_.is_open()) accept_next(acceptor_, false);
     if (tls_acceptor_.is_open()) accept_next(tls_acceptor_, true);
     cron();
+    accepting_.store(true, std::memory_order_release);
     main_context_.run();
     // The link applies the primary's stream: stop it before the last save.
     {
@@ -163,6 +182,8 @@ int Server::run() {
         }
     }
     persistence_.close_journal();
+    // Last: /readyz answered 503 through the final save.
+    if (metrics_) metrics_->stop();
     spdlog::info("bloomery is now ready to exit, bye bye");
     return exit_code_;
 }
@@ -405,8 +426,25 @@ core::StatsTotals Server::stats() {
 void Server::reset_stats() {
     core::StatsTotals base = raw_totals();
     base.changes = 0;  // never reset: save points depend on the running count
+    std::vector<core::CommandTotals> command_base = raw_command_stats();
     std::lock_guard lock(ops_mutex_);
     stats_base_ = base;
+    command_stats_base_ = std::move(command_base);
+}
+
+std::vector<core::CommandTotals> Server::raw_command_stats() const {
+    std::vector<core::CommandTotals> totals(
+        std::min(registry_.by_id().size(), core::kMaxCommandIds));
+    for (const auto& worker : workers_)
+        core::add_command_stats(totals, worker->stats.command_stats);
+    return totals;
+}
+
+std::vector<core::CommandTotals> Server::command_stats() {
+    std::vector<core::CommandTotals> totals = raw_command_stats();
+    std::lock_guard lock(ops_mutex_);
+    core::subtract_command_stats(totals, command_stats_base_);
+    return totals;
 }
 
 void Server::save_async(std::function<void(core::SaveResult)> done) {

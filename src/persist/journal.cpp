@@ -562,6 +562,7 @@ bool Journal::sync() {
     const std::int64_t took = steady_ms() - began;
     syncing_.store(false, std::memory_order_relaxed);
     fsyncs_.fetch_add(1, std::memory_order_relaxed);
+    last_fsync_ms_.store(took, std::memory_order_relaxed);
     if (took > 2000) {
         delayed_fsyncs_.fetch_add(1, std::memory_order_relaxed);
         spdlog::warn("journal: fdatasync took {} ms (the disk is busy)", took);
@@ -596,6 +597,7 @@ bool Journal::sync() {
         unsynced_.clear();
     }
     durable_.store(written_, std::memory_order_release);
+    last_fsync_unix_ms_.store(store::now_ms(), std::memory_order_relaxed);
     return true;
 }
 
@@ -784,6 +786,8 @@ core::JournalInfo Journal::info() const {
     info.fsync_in_progress = syncing_.load(std::memory_order_relaxed);
     info.delayed_fsync = delayed_fsyncs_.load(std::memory_order_relaxed);
     info.fsyncs = fsyncs_.load(std::memory_order_relaxed);
+    info.last_fsync_ms = last_fsync_ms_.load(std::memory_order_relaxed);
+    info.last_fsync_unix_ms = last_fsync_unix_ms_.load(std::memory_order_relaxed);
     info.appended_offset = appended();
     info.durable_offset = durable();
     return info;

@@ -209,6 +209,7 @@ void Manager::record(bool ok, std::uint64_t changes_at_start, double seconds, st
     last_ok_ = ok;
     last_failed_.store(!ok, std::memory_order_relaxed);
     last_duration_sec_ = static_cast<std::int64_t>(seconds + 0.5);
+    last_duration_seconds_ = seconds;
     last_attempt_ms_ = store::now_ms();
     if (ok) {
         // Writes that raced with the snapshot may or may not be in it, so they
@@ -342,6 +343,7 @@ core::PersistenceInfo Manager::info() const {
     info.last_save_time = last_save_time_;
     info.last_bgsave_ok = last_ok_;
     info.last_bgsave_time_sec = last_duration_sec_;
+    info.last_save_duration_seconds = last_duration_seconds_;
     info.current_bgsave_time_sec = running_ ? (store::now_ms() - started_ms_) / 1000 : -1;
     info.saves = saves_;
     info.last_save_bytes = last_bytes_;

@@ -575,7 +575,7 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
     return renamed;
 }
 
-Keyspace::Counts Keyspace::counts() const {
+Keyspace::Counts Keyspace::counts(bool with_items) const {
     // Keys past their deadline are already invisible to every lookup, so they
     // must not be counted either, even before the expiry cycle erases them.
     Counts counts;
@@ -590,6 +590,7 @@ Keyspace::Counts Keyspace::counts() const {
             if (node->expired(now)) continue;
             ++counts.keys;
             if (node->deadline() != 0) ++counts.with_expiry;
+            if (with_items) counts.items += node->filter->items();
         }
     }
     return counts;

@@ -265,6 +265,36 @@ class ReplicationTest(unittest.TestCase):
         self.assertEqual(c.execute_command("BF.ADD", "k", "v"), 1)
         self.assertIn("names this server", server.log())
 
+    def test_metrics_report_replication(self):
+        import urllib.request
+        from prometheus_client.parser import text_string_to_metric_families
+        from harness import free_port
+
+        def scrape(port):
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+                families = text_string_to_metric_families(r.read().decode())
+            return {s.name + repr(sorted(s.labels.items())): s.value
+                    for family in families for s in family.samples}
+
+        primary_metrics, replica_metrics = free_port(), free_port()
+        primary = self.start(Server("--metrics-port", str(primary_metrics)))
+        replica = self.start(replica_of(primary, "--metrics-port", str(replica_metrics)))
+        wait_until(lambda: link_up(replica), what="the replica's link")
+        primary.client().execute_command("BF.MADD", "k", *range(100))
+        self.assertEqual(primary.client().execute_command("WAIT", 1, 5000), 1)
+        p = scrape(primary_metrics)
+        self.assertEqual(p["bloomery_replication_is_replica[]"], 0)
+        self.assertEqual(p["bloomery_replication_connected_replicas[]"], 1)
+        label = [("replica", "127.0.0.1:%d" % replica.port)]
+        self.assertEqual(p["bloomery_replication_replica_acked_offset" + repr(label)],
+                         p["bloomery_replication_offset[]"])
+        self.assertEqual(p["bloomery_replication_replica_lag_bytes" + repr(label)], 0)
+        self.assertEqual(p["bloomery_replication_full_syncs_total[]"], 1)
+        r = scrape(replica_metrics)
+        self.assertEqual(r["bloomery_replication_is_replica[]"], 1)
+        self.assertEqual(r["bloomery_replication_link_up[]"], 1)
+        self.assertEqual(r["bloomery_replication_offset[]"], p["bloomery_replication_offset[]"])
+
     def test_a_replica_that_does_not_read_costs_the_primary_little(self):
         primary = self.start(Server())
         p = primary.client()

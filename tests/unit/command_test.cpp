@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <set>
@@ -409,6 +410,86 @@ TEST(Glob, MatchesLikeRedis) {
     // A pathological pattern finishes quickly (no exponential backtracking).
     const std::string text(10000, 'a');
     EXPECT_FALSE(glob_match("*a*a*a*a*a*a*a*a*a*a*b", text));
+}
+
+// Redis 7's meanings (INFO commandstats): rejected = refused before running,
+// failed = ran and replied an error; unknown commands count for none.
+TEST_F(Commands, CommandStatsTellRejectedFromFailedCalls) {
+    hooks.command_table = &stats.command_stats;
+    EXPECT_EQ(run({"BF.ADD", "k", "a"}), ":1\r\n");
+    run({"BF.ADD", "k"});                     // arity: rejected
+    run({"BF.RESERVE", "k", "0.01", "100"});  // key exists: ran, failed
+    run({"BF.MADD", "k", "b", "c"});          // ran
+    hooks.snapshot_failed = true;             // MISCONF: rejected
+    run({"BF.ADD", "k", "d"});
+    hooks.snapshot_failed = false;
+    config.maxmemory = 1;  // OOM: rejected
+    run({"BF.ADD", "k", "e"});
+    config.maxmemory = 0;
+    run({"NOSUCH", "x"});     // unknown: nobody's
+    run({"CONFIG", "NOPE"});  // unknown subcommand: nobody's
+    run({"CONFIG"});          // container without subcommand: rejected
+    const std::string info = run({"INFO", "commandstats"});
+    EXPECT_NE(info.find("# Commandstats\r\n"), std::string::npos) << info;
+    const auto line = [&](std::string_view command) {
+        const std::size_t at = info.find("cmdstat_" + std::string(command) + ":");
+        if (at == std::string::npos) return std::string();
+        return info.substr(at, info.find("\r\n", at) - at);
+    };
+    EXPECT_EQ(line("bf.add").rfind("cmdstat_bf.add:calls=1,usec=", 0), 0u) << info;
+    EXPECT_NE(line("bf.add").find(",rejected_calls=3,failed_calls=0"), std::string::npos) << info;
+    EXPECT_NE(line("bf.reserve").find("calls=1,"), std::string::npos) << info;
+    EXPECT_NE(line("bf.reserve").find(",rejected_calls=0,failed_calls=1"), std::string::npos);
+    EXPECT_NE(line("bf.madd").find(",rejected_calls=0,failed_calls=0"), std::string::npos);
+    EXPECT_NE(line("config").find("calls=0,usec=0,usec_per_call=0.00,rejected_calls=1"),
+              std::string::npos)
+        << info;
+    EXPECT_EQ(line("config|nope"), "");
+    EXPECT_EQ(info.find("nosuch"), std::string::npos);
+    EXPECT_EQ(line("bf.exists"), "");  // never called: not listed
+}
+
+TEST_F(Commands, LatencystatsGiveRedisPercentilesOfCommandsThatRan) {
+    hooks.command_table = &stats.command_stats;
+    for (int i = 0; i < 100; ++i) run({"BF.ADD", "k", std::to_string(i)});
+    run({"BF.ADD", "k"});  // rejected: no duration
+    const std::string info = run({"INFO", "latencystats"});
+    const std::size_t at = info.find("latency_percentiles_usec_bf.add:p50=");
+    ASSERT_NE(at, std::string::npos) << info;
+    const std::string line = info.substr(at, info.find("\r\n", at) - at);
+    double p50 = 0, p99 = 0, p999 = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), "latency_percentiles_usec_bf.add:p50=%lf,p99=%lf,p99.9=%lf",
+                          &p50, &p99, &p999),
+              3)
+        << line;
+    EXPECT_GT(p50, 0);
+    EXPECT_LE(p50, p99);
+    EXPECT_LE(p99, p999);
+    EXPECT_LT(p50, 1e6);  // under a second
+}
+
+TEST_F(Commands, InfoDefaultLeavesOutCommandSectionsAndAllHasThem) {
+    hooks.command_table = &stats.command_stats;
+    run({"PING"});
+    for (const std::vector<std::string>& words :
+         {std::vector<std::string>{"INFO"}, std::vector<std::string>{"INFO", "default"}}) {
+        const std::string info = run(words);
+        EXPECT_NE(info.find("# Server\r\n"), std::string::npos);
+        EXPECT_EQ(info.find("# Commandstats"), std::string::npos);
+        EXPECT_EQ(info.find("# Latencystats"), std::string::npos);
+    }
+    for (const char* every : {"all", "everything", "ALL"}) {
+        const std::string info = run({"INFO", every});
+        EXPECT_NE(info.find("# Server\r\n"), std::string::npos) << every;
+        EXPECT_NE(info.find("# Commandstats\r\ncmdstat_ping:calls=1,"), std::string::npos) << every;
+        EXPECT_NE(info.find("# Latencystats\r\nlatency_percentiles_usec_ping:p50="),
+                  std::string::npos)
+            << every;
+    }
+    const std::string both = run({"INFO", "commandstats", "keyspace"});
+    EXPECT_NE(both.find("# Commandstats"), std::string::npos);
+    EXPECT_NE(both.find("# Keyspace"), std::string::npos);
+    EXPECT_EQ(both.find("# Server"), std::string::npos);
 }
 
 }  // namespace

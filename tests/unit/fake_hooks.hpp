@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bloomery/core/hooks.hpp"
 
@@ -21,6 +22,14 @@ public:
     bool kill_client(std::int64_t id) override { return id == 1; }
     bool kill_client(std::string_view) override { return false; }
     core::StatsTotals stats() override { return {}; }
+    // The per-command counters of `command_table` (a test's WorkerStats), as
+    // the server sums every worker's.
+    std::vector<core::CommandTotals> command_stats() override {
+        if (command_table == nullptr) return {};
+        std::vector<core::CommandTotals> totals(core::kMaxCommandIds);
+        core::add_command_stats(totals, *command_table);
+        return totals;
+    }
     void reset_stats() override {}
     void save_async(std::function<void(core::SaveResult)> done) override {
         ++saves;
@@ -40,6 +49,7 @@ public:
     std::int64_t start_time_ms() override { return 0; }
     unsigned worker_threads() override { return 1; }
 
+    const core::CommandStatsTable* command_table = nullptr;
     int saves = 0;
     bool snapshot_failed = false;
     bool fail_saves = false;

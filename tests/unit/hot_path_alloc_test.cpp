@@ -22,6 +22,7 @@
 
 #include "bloomery/cluster/topology.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/command/slowlog.hpp"
 #include "bloomery/resp/parser.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "fake_hooks.hpp"
@@ -201,11 +202,12 @@ protected:
     std::size_t parse_and_dispatch(std::string_view bytes) {
         std::size_t ran = 0;
         out.clear();
+        std::uint64_t clock_mark = core::CommandClock::get().now();  // as a connection times
         while (!bytes.empty()) {
             std::size_t consumed = 0;
             if (parser.parse(bytes, argv, consumed) != resp::ParseStatus::complete) break;
             bytes.remove_prefix(consumed);
-            dispatch(registry, context, argv);
+            dispatch(registry, context, argv, clock_mark);
             ++ran;
         }
         return ran;
@@ -236,10 +238,15 @@ protected:
     core::Config config;
     FakeHooks hooks;
     ClientState client;
+    // Every command is timed into `stats` (per-command counters and latency
+    // histogram, allocated on a command's first call, in the warm-up) and
+    // checked against the slow log's threshold (the default 10 ms: none of
+    // these is slow).
     WorkerStats stats;
+    Slowlog slowlog{config.slowlog_log_slower_than_us, config.slowlog_max_len};
     std::string out;
     resp::Writer writer{out};
-    Context context{registry, keyspace, config, hooks, client, stats, writer, nullptr};
+    Context context{registry, keyspace, config, hooks, client, stats, writer, nullptr, &slowlog};
     resp::Parser parser;
     std::vector<std::vector<std::string>> commands;  // 5 per round
     std::vector<std::string_view> argv;

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "bloomery/core/command_stats.hpp"
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/hooks.hpp"
 #include "bloomery/resp/writer.hpp"
@@ -21,6 +22,7 @@ namespace bloomery::command {
 
 using Args = std::span<const std::string_view>;
 class AclUser;
+class Slowlog;
 
 // Per-thread counters: each worker thread owns one and is its only writer
 // (load + store, no read-modify-write), so no cache line is shared by every
@@ -36,6 +38,9 @@ struct WorkerStats {
     std::atomic<std::uint64_t> net_input_bytes{0};
     std::atomic<std::uint64_t> net_output_bytes{0};
     std::atomic<std::uint64_t> error_replies{0};
+    // Per command (INFO commandstats / latencystats, /metrics), by
+    // CommandSpec::id; dispatch() records into it.
+    core::CommandStatsTable command_stats;
 
     static void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) {
         counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
@@ -172,6 +177,9 @@ struct Context {
     WorkerStats& stats;
     resp::Writer& out;
     ClientSuspender* suspender = nullptr;  // null: this context cannot defer replies
+    // Where commands slower than --slowlog-log-slower-than are recorded
+    // (slowlog.hpp); null: nowhere (SLOWLOG then shows an empty log).
+    Slowlog* slowlog = nullptr;
 
     // See "Deferred replies" above. Empty if the context has no suspender.
     DeferredReply defer_reply() const {

@@ -111,5 +111,15 @@ inline constexpr std::string_view kWaitOnReplica =
     "replica is configured to be writable (which is not the default) writes to replicas are just "
     "local and are not propagated.";
 inline constexpr std::string_view kTimeoutNegative = "ERR timeout is negative";
+// SLOWLOG GET's count (Redis's text, for a non-integer too).
+inline constexpr std::string_view kSlowlogCount = "ERR count should be greater than or equal to -1";
+// CONFIG SET of a parameter bloomery can change at run time (Redis 7's
+// texts): the prefix, then the parameter's name, then one of the reasons.
+inline constexpr std::string_view kConfigSetFailed =
+    "ERR CONFIG SET failed (possibly related to argument '";
+inline constexpr std::string_view kConfigSetNotInteger =
+    "') - argument couldn't be parsed into an integer";
+inline constexpr std::string_view kConfigSetOutOfRange = "') - argument must be between ";
+inline constexpr std::string_view kConfigSetDuplicate = "') - duplicate parameter";
 
 }  // namespace bloomery::command::errors

@@ -98,7 +98,17 @@ bool build_default_registry(Registry& registry, std::string& error);
 void reply_wrong_arity(Context& ctx, std::string_view command_name);
 
 // Runs one command: lookup, arity, dispatch, error replies for unknown
-// commands and wrong arity. argv[0] is the name.
+// commands and wrong arity. argv[0] is the name. Counts it in ctx.stats
+// (calls, time, rejected or failed, latency) and logs it in ctx.slowlog if
+// it was slow.
+//
+// `clock_mark` (core::CommandClock ticks) is when work on this command
+// began: when its connection started on its batch of input, or the end of
+// the command before it in that batch. The command's time runs from there to
+// the end of its handler, its parsing and checks included, and dispatch moves
+// the mark to that end: one clock read per command.
+void dispatch(const Registry& registry, Context& ctx, Args argv, std::uint64_t& clock_mark);
+// The same, timing from now (two clock reads).
 void dispatch(const Registry& registry, Context& ctx, Args argv);
 
 }  // namespace bloomery::command

@@ -99,13 +99,38 @@ struct Config {
     // cluster_enabled; dispatch tests cluster_enabled before every command.
     bool cluster_enabled = false;
     std::shared_ptr<const cluster::Topology> cluster;
+    // Monitoring (README "Monitoring"): the HTTP listener for /metrics,
+    // /healthz and /readyz, and the slow log.
+    std::uint16_t metrics_port = 0;  // 0: no HTTP listener
+    std::string metrics_bind;        // empty: the same address as --bind
+    // A hostile HTTP client holds at most one of these slots, its request
+    // bytes and the timeout's worth of time.
+    std::size_t metrics_max_connections = 16;
+    std::size_t metrics_max_request_bytes = 8 * 1024;  // request line and headers
+    double metrics_request_timeout_seconds = 5;        // to send a whole request
+    std::int64_t slowlog_log_slower_than_us = 10000;   // negative: off; 0: every command
+    std::size_t slowlog_max_len = 128;
     // Logging
     std::string log_level = "info";
     std::string log_file;  // empty: stderr
     std::string config_file;
 
     std::string snapshot_path() const { return dir + "/" + dbfilename; }
+    const std::string& metrics_bind_address() const {
+        return metrics_bind.empty() ? bind : metrics_bind;
+    }
 };
+
+// The largest --slowlog-max-len (and CONFIG SET slowlog-max-len): an entry
+// holds at most 32 arguments of 128 bytes, about 4.5 KB, so the log stays
+// under about 450 MB at this bound (counted in used_memory).
+inline constexpr std::size_t kSlowlogMaxLenLimit = 100000;
+
+// Consistency checks over parsed values (ports, TLS settings, file names, the
+// metrics listener): every problem found, each "--option: what is wrong";
+// empty if none. No I/O. parse_command_line runs them; a new option's check
+// belongs in the list in config.cpp.
+std::vector<std::string> check_config_values(const Config& config);
 
 // Parses a Redis-style save spec ("3600 1 300 100", "" to disable).
 // Returns false with a message on malformed input.
@@ -131,12 +156,25 @@ struct CommandLine {
     std::string check_snapshot;  // --check-snapshot FILE: verify and exit
     std::string check_journal;   // --check-journal FILE: verify (and --fix) and exit
     bool fix_journal = false;
+    // --test-config: check everything that can be checked without binding or
+    // loading, print what is wrong (or "configuration OK") and exit.
+    bool test_config = false;
+    // --health-check HOST:PORT: PING that server (AUTH first with
+    // --requirepass when set; over TLS with --health-check-tls) and exit 0 on
+    // PONG, 1 otherwise.
+    std::string health_check;
+    bool health_check_tls = false;
+    double health_check_timeout_seconds = 2;
+    // With --test-config: the problems found in the values (parse errors
+    // aside, which exit at once). Otherwise always empty: they are printed
+    // and exit_code is 1.
+    std::vector<std::string> problems;
     int exit_code = -1;  // >= 0: exit now with this code (--help, --version, error)
 };
 
 // Parses flags, the optional --config file and BLOOMERY_* environment
 // variables (CLI11's order: flags win over the file, which wins over the
-// environment).
+// environment), then runs check_config_values().
 CommandLine parse_command_line(int argc, char** argv);
 
 }  // namespace bloomery::core

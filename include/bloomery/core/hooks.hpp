@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "bloomery/core/command_stats.hpp"
+
 namespace bloomery::persist {
 class Journal;
 }
@@ -48,6 +50,8 @@ struct JournalInfo {
     bool fsync_in_progress = false;
     std::uint64_t delayed_fsync = 0;  // fdatasyncs that took over 2 s
     std::uint64_t fsyncs = 0;
+    std::int64_t last_fsync_ms = 0;       // how long the last fdatasync took
+    std::int64_t last_fsync_unix_ms = 0;  // when the last one succeeded; 0: never
     std::uint64_t segments = 0;
     std::uint64_t appended_offset = 0;
     std::uint64_t durable_offset = 0;
@@ -60,6 +64,7 @@ struct PersistenceInfo {
     std::int64_t last_save_time = 0;  // unix seconds
     bool last_bgsave_ok = true;
     std::int64_t last_bgsave_time_sec = -1;
+    double last_save_duration_seconds = -1;  // of the last attempt, ok or not; -1: none yet
     std::int64_t current_bgsave_time_sec = -1;
     std::uint64_t saves = 0;
     std::uint64_t last_save_bytes = 0;
@@ -143,7 +148,12 @@ public:
     virtual bool kill_client(std::int64_t id) = 0;
     virtual bool kill_client(std::string_view address) = 0;
     virtual StatsTotals stats() = 0;
+    // Resets what stats() and command_stats() count (CONFIG RESETSTAT).
     virtual void reset_stats() = 0;
+    // Every worker thread's per-command counters summed, indexed by command
+    // id (CommandSpec::id; kMaxCommandIds entries, or none where nothing is
+    // counted). Safe from any thread; O(commands x threads).
+    virtual std::vector<CommandTotals> command_stats() { return {}; }
     // Persistence. save_async() snapshots off the caller's thread and calls
     // `done` exactly once, on any thread (on the caller's, before returning,
     // when it cannot start: in_progress), once the file is durable or the save

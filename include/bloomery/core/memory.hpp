@@ -31,6 +31,10 @@ std::uint64_t memory_used_total();
 // The largest sum seen since start (used_memory_peak), updated as holders grow.
 std::uint64_t memory_peak();
 
+// The process's resident set (RSS) in bytes, from /proc/self/statm: what
+// used_memory_rss reports. A file read: not for hot paths.
+std::uint64_t resident_bytes();
+
 // True if `limit` is set (non-zero) and holding `extra` more bytes would put
 // the total above it. With extra = 0 this is Redis's "used > maxmemory" check.
 bool memory_would_exceed(std::uint64_t limit, std::uint64_t extra = 0);

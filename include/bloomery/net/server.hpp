@@ -20,6 +20,7 @@
 
 #include "bloomery/command/context.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/command/slowlog.hpp"
 #include "bloomery/core/config.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
@@ -33,6 +34,7 @@ namespace bloomery::net {
 class Connection;
 class ReplicationSource;
 class ReplicaLink;
+class MetricsServer;
 
 class Server final : public core::ServerHooks {
 public:
@@ -42,6 +44,10 @@ public:
            persist::Manager& persistence, ReplicationSource& replication);
     ~Server() override;
 
+    // Starts the monitoring HTTP listener if --metrics-port is set (before
+    // the data is loaded, so /healthz answers and /readyz says 503 while it
+    // loads). Throws std::runtime_error naming the address on failure.
+    void start_metrics();
     // Builds the TLS context if --tls-port is set, binds and listens. Throws
     // std::runtime_error naming the address or the TLS file on failure
     // ("cannot listen on ADDR:PORT: ..." for a port that cannot be bound).
@@ -52,6 +58,12 @@ public:
     void request_stop(bool save_on_exit);
     // Writes so far (never reset), for save points. Lock-free.
     std::uint64_t total_changes() const { return raw_totals().changes; }
+    // /readyz: the listeners accept (run() has started) and no stop has
+    // begun. Thread-safe.
+    bool ready() const { return accepting_.load(std::memory_order_acquire) && !stopping_.load(); }
+    command::Slowlog& slowlog() { return slowlog_; }
+    // The /metrics text (net/prometheus.hpp). Thread-safe.
+    std::string metrics_text();
 
     // ServerHooks
     std::size_t connected_clients() override;
@@ -60,6 +72,7 @@ public:
     bool kill_client(std::string_view address) override;
     core::StatsTotals stats() override;
     void reset_stats() override;
+    std::vector<core::CommandTotals> command_stats() override;
     void save_async(std::function<void(core::SaveResult)> done) override;
     core::SaveResult bgsave() override;
     core::PersistenceInfo persistence() override;
@@ -99,6 +112,7 @@ private:
     void stop_now();
     // Sums of the per-thread counters, without CONFIG RESETSTAT baselines.
     core::StatsTotals raw_totals() const;
+    std::vector<core::CommandTotals> raw_command_stats() const;
     template <class Fn>
     void for_each_connection(Fn&& fn);
     // Asks every connection whose client matches to close; true if any did.
@@ -126,6 +140,9 @@ private:
     std::atomic<std::size_t> connected_{0};
     std::int64_t start_time_ms_;
     std::atomic<bool> stopping_{false};
+    std::atomic<bool> accepting_{false};
+    command::Slowlog slowlog_;
+    std::unique_ptr<MetricsServer> metrics_;
     std::atomic<bool> save_on_exit_{true};
     int exit_code_ = 0;
     // ops/sec: Redis-style samples of the command counter every 100 ms.
@@ -136,6 +153,7 @@ private:
     std::uint64_t last_commands_ = 0;
     std::int64_t last_sample_ms_ = 0;
     core::StatsTotals stats_base_;  // CONFIG RESETSTAT baseline, guarded by ops_mutex_
+    std::vector<core::CommandTotals> command_stats_base_;  // likewise
 };
 
 }  // namespace bloomery::net

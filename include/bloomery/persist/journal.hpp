@@ -232,6 +232,8 @@ private:
     std::atomic<std::uint64_t> buffered_{0};        // pending + unwritten + unsynced
     std::atomic<std::uint64_t> delayed_fsyncs_{0};  // fdatasyncs over 2 s
     std::atomic<std::uint64_t> fsyncs_{0};
+    std::atomic<std::int64_t> last_fsync_ms_{0};       // how long the last fdatasync took
+    std::atomic<std::int64_t> last_fsync_unix_ms_{0};  // when the last one succeeded (0: never)
     std::atomic<bool> syncing_{false};
 
     const std::unique_ptr<LocalBuffer[]> locals_;

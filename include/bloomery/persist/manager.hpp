@@ -106,6 +106,7 @@ private:
     std::int64_t last_attempt_ms_ = 0;
     bool last_ok_ = true;
     std::int64_t last_duration_sec_ = -1;
+    double last_duration_seconds_ = -1;
     std::uint64_t saves_ = 0;
     std::uint64_t last_bytes_ = 0;
     std::uint64_t last_keys_ = 0;

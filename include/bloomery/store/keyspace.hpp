@@ -181,10 +181,12 @@ public:
     struct Counts {
         std::size_t keys = 0;
         std::size_t with_expiry = 0;
+        std::uint64_t items = 0;  // with_items only: every filter's items inserted, summed
     };
     // Live keys, and how many of them have a deadline; O(keys), expired keys
-    // not counted.
-    Counts counts() const;
+    // not counted. with_items also sums the filters' item counts (a few more
+    // loads per key: for /metrics, not for DBSIZE).
+    Counts counts(bool with_items = false) const;
     std::size_t size() const { return counts().keys; }
     // Removes every key at one instant (every shard locked at once, as for
     // view()); returns how many live keys there were. Filters are freed after

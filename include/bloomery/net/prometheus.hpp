@@ -1,0 +1,60 @@
+#pragma once
+// /metrics in the Prometheus text exposition format (version 0.0.4): every
+// metric named bloomery_*, counters ending in _total, durations in seconds,
+// sizes in bytes, the command latency histogram as _bucket{le=...} / _sum /
+// _count labelled by command. README ("Monitoring") lists the metrics.
+//
+// Two steps, so the text can be tested without a server: collect_metrics()
+// copies what the running server reports (thread-safe, from any thread), and
+// render_metrics() turns that copy into text (pure).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bloomery/core/command_stats.hpp"
+#include "bloomery/core/config.hpp"
+#include "bloomery/core/hooks.hpp"
+#include "bloomery/core/memory.hpp"
+#include "bloomery/store/keyspace.hpp"
+
+namespace bloomery::command {
+class Registry;
+class Slowlog;
+}  // namespace bloomery::command
+
+namespace bloomery::net {
+
+// Everything one scrape reports, copied at one moment.
+struct MetricsSnapshot {
+    std::string version;
+    std::int64_t now_ms = 0;         // unix time
+    std::int64_t start_time_ms = 0;  // unix time
+    unsigned worker_threads = 0;
+    bool ready = false;
+    std::size_t max_clients = 0;
+    std::size_t connected_clients = 0;
+    core::StatsTotals stats;
+    std::vector<std::string> command_names;     // by command id
+    std::vector<core::CommandTotals> commands;  // by command id
+    std::size_t slowlog_length = 0;
+    store::Keyspace::Counts keyspace;  // with items
+    std::uint64_t memory_by_use[core::kMemoryUses] = {};
+    std::uint64_t used_memory = 0;
+    std::uint64_t used_memory_peak = 0;
+    std::uint64_t used_memory_rss = 0;
+    std::uint64_t maxmemory = 0;
+    core::PersistenceInfo persistence;
+    core::ReplicationInfo replication;
+};
+
+// Reads the server's state through its hooks and the other shared objects.
+// O(keys) for the keyspace counts; safe from any thread.
+MetricsSnapshot collect_metrics(core::ServerHooks& server, const command::Registry& registry,
+                                const store::Keyspace& keyspace, const core::Config& config,
+                                const command::Slowlog* slowlog, bool ready);
+
+// The exposition text of `snapshot`.
+std::string render_metrics(const MetricsSnapshot& snapshot);
+
+}  // namespace bloomery::net

@@ -1,0 +1,137 @@
+#include "bloomery/command/slowlog.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "bloomery/command/registry.hpp"
+#include "bloomery/store/keyspace.hpp"
+
+namespace bloomery::command {
+
+namespace {
+
+std::int64_t to_threshold_ns(std::int64_t microseconds) {
+    if (microseconds < 0) return -1;
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max() / 1000;
+    return std::min(microseconds, kMax) * 1000;
+}
+
+// Roughly what an entry holds on the heap, for used_memory: the strings'
+// bytes plus their and the entry's bookkeeping.
+std::size_t entry_bytes(const SlowlogEntry& entry) {
+    std::size_t bytes = sizeof(SlowlogEntry) + entry.client_address.size() +
+                        entry.client_name.size() + entry.argv.size() * sizeof(std::string);
+    for (const std::string& arg : entry.argv) bytes += arg.size();
+    return bytes;
+}
+
+}  // namespace
+
+Slowlog::Slowlog(std::int64_t log_slower_than_us, std::size_t max_len)
+    : threshold_ns_(to_threshold_ns(log_slower_than_us)), max_len_(max_len) {}
+
+std::int64_t Slowlog::log_slower_than_us() const {
+    const std::int64_t threshold = threshold_ns_.load(std::memory_order_relaxed);
+    return threshold < 0 ? -1 : threshold / 1000;
+}
+
+void Slowlog::set_log_slower_than_us(std::int64_t microseconds) {
+    threshold_ns_.store(to_threshold_ns(microseconds), std::memory_order_relaxed);
+}
+
+void Slowlog::set_max_len(std::size_t max_len) {
+    std::lock_guard lock(mutex_);
+    max_len_.store(max_len, std::memory_order_relaxed);
+    trim_locked();
+}
+
+std::size_t Slowlog::redact_from(const CommandSpec* spec, Args argv) {
+    if (spec == nullptr) return argv.size();
+    // AUTH [user] password: everything after the name (Redis redacts both).
+    if (spec->name == "auth") return std::min<std::size_t>(1, argv.size());
+    // HELLO [protover [AUTH user password] [SETNAME name]]: from AUTH's
+    // user on.
+    if (spec->name == "hello") {
+        for (std::size_t i = 1; i < argv.size(); ++i) {
+            const std::string_view word = argv[i];
+            if (word.size() == 4 && (word[0] | 0x20) == 'a' && (word[1] | 0x20) == 'u' &&
+                (word[2] | 0x20) == 't' && (word[3] | 0x20) == 'h') {
+                return i + 1;
+            }
+        }
+    }
+    return argv.size();
+}
+
+std::vector<std::string> Slowlog::capture(Args argv, std::size_t redact_from) {
+    const std::size_t kept = std::min(argv.size(), kMaxArgs);
+    std::vector<std::string> out;
+    out.reserve(kept);
+    for (std::size_t i = 0; i < kept; ++i) {
+        if (kept != argv.size() && i == kept - 1) {
+            out.push_back("... (" + std::to_string(argv.size() - kept + 1) + " more arguments)");
+        } else if (i >= redact_from) {
+            out.emplace_back("(redacted)");
+        } else if (argv[i].size() > kMaxArgBytes) {
+            std::string arg(argv[i].substr(0, kMaxArgBytes));
+            arg += "... (" + std::to_string(argv[i].size() - kMaxArgBytes) + " more bytes)";
+            out.push_back(std::move(arg));
+        } else {
+            out.emplace_back(argv[i]);
+        }
+    }
+    return out;
+}
+
+void Slowlog::record(const CommandSpec* spec, Args argv, std::uint64_t nanoseconds,
+                     const ClientState& client) {
+    // Built before taking the lock: copying arguments is the slow part.
+    SlowlogEntry entry;
+    entry.unix_time = store::now_ms() / 1000;
+    entry.duration_us = static_cast<std::int64_t>(nanoseconds / 1000);
+    entry.argv = capture(argv, redact_from(spec, argv));
+    entry.client_address = client.address;
+    entry.client_name = client.name();
+    const std::size_t bytes = entry_bytes(entry);
+    std::lock_guard lock(mutex_);
+    if (max_len_.load(std::memory_order_relaxed) == 0) {
+        ++next_id_;  // Redis counts it, and keeps nothing
+        return;
+    }
+    entry.id = next_id_++;
+    entries_.push_front(std::move(entry));
+    bytes_ += bytes;
+    trim_locked();
+}
+
+void Slowlog::trim_locked() {
+    const std::size_t limit = max_len_.load(std::memory_order_relaxed);
+    while (entries_.size() > limit) {
+        bytes_ -= std::min(bytes_, entry_bytes(entries_.back()));
+        entries_.pop_back();
+    }
+    if (entries_.empty()) {
+        entries_.shrink_to_fit();
+        bytes_ = 0;
+    }
+    charge_.set(bytes_);
+}
+
+std::vector<SlowlogEntry> Slowlog::newest(std::size_t count) const {
+    std::lock_guard lock(mutex_);
+    const std::size_t n = std::min(count, entries_.size());
+    return std::vector<SlowlogEntry>(entries_.begin(), entries_.begin() + static_cast<long>(n));
+}
+
+std::size_t Slowlog::length() const {
+    std::lock_guard lock(mutex_);
+    return entries_.size();
+}
+
+void Slowlog::reset() {
+    std::lock_guard lock(mutex_);
+    entries_.clear();
+    trim_locked();
+}
+
+}  // namespace bloomery::command

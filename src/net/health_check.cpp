@@ -1,0 +1,208 @@
+#include "bloomery/net/health_check.hpp"
+
+#include <openssl/ssl.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <utility>  // before Asio (Boost 1.74)
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+
+#include "bloomery/net/tls.hpp"
+
+namespace bloomery::net {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+// Longest reply line read: PONG, OK and every error text fit many times.
+constexpr std::size_t kMaxReplyLine = 4096;
+
+// The part of a reply worth printing: no CR/LF, at most 200 bytes.
+std::string printable(std::string_view text) {
+    std::string out;
+    for (const char c : text.substr(0, 200)) {
+        out.push_back(static_cast<unsigned char>(c) < 0x20 ? ' ' : c);
+    }
+    return out;
+}
+
+std::string resp_command(std::initializer_list<std::string_view> words) {
+    std::string out = "*" + std::to_string(words.size()) + "\r\n";
+    for (const std::string_view word : words) {
+        out += "$" + std::to_string(word.size()) + "\r\n";
+        out += word;
+        out += "\r\n";
+    }
+    return out;
+}
+
+// Asio's blocking-with-deadline pattern (the timeouts examples): start one
+// asynchronous operation, run the io_context until it completes or the
+// deadline passes; at the deadline, close the socket so the operation ends.
+class Client {
+public:
+    Client(std::chrono::steady_clock::time_point deadline) : deadline_(deadline) {}
+
+    bool use_tls(const core::Config& config, const std::string& host, std::string& error) {
+        try {
+            tls_context_.emplace(asio::ssl::context::tls_client);
+            SSL_CTX* native = tls_context_->native_handle();
+            SSL_CTX_set_min_proto_version(native, kTlsMinimumVersion);
+            if (!config.tls_ca_cert_file.empty()) {
+                tls_context_->load_verify_file(config.tls_ca_cert_file);
+                tls_context_->set_verify_mode(asio::ssl::verify_peer);
+            } else {
+                tls_context_->set_verify_mode(asio::ssl::verify_none);
+            }
+            if (!config.tls_cert_file.empty() && !config.tls_key_file.empty()) {
+                tls_context_->use_certificate_chain_file(config.tls_cert_file);
+                tls_context_->use_private_key_file(config.tls_key_file, asio::ssl::context::pem);
+            }
+            tls_.emplace(io_, *tls_context_);
+            // SNI for a name; an address is not sent (RFC 6066).
+            error_code not_address;
+            asio::ip::make_address(host, not_address);
+            if (not_address) SSL_set_tlsext_host_name(tls_->native_handle(), host.c_str());
+        } catch (const boost::system::system_error& e) {
+            error = "TLS set-up: " + e.code().message();
+            return false;
+        }
+        return true;
+    }
+
+    asio::ip::tcp::socket& socket() { return tls_ ? tls_->next_layer() : plain_; }
+
+    error_code connect(const std::string& host, const std::string& port) {
+        asio::ip::tcp::resolver resolver(io_);
+        asio::ip::tcp::resolver::results_type endpoints;
+        error_code error = run([&](auto done) {
+            resolver.async_resolve(
+                host, port,
+                [&endpoints, done](const error_code& e, asio::ip::tcp::resolver::results_type r) {
+                    endpoints = std::move(r);
+                    done(e);
+                });
+        });
+        if (error) return error;
+        error = run([&](auto done) {
+            asio::async_connect(
+                socket(), endpoints,
+                [done](const error_code& e, const asio::ip::tcp::endpoint&) { done(e); });
+        });
+        if (error || !tls_) return error;
+        return run([&](auto done) {
+            tls_->async_handshake(asio::ssl::stream_base::client,
+                                  [done](const error_code& e) { done(e); });
+        });
+    }
+
+    error_code write(const std::string& bytes) {
+        return run([&](auto done) {
+            auto handler = [done](const error_code& e, std::size_t) { done(e); };
+            if (tls_) {
+                asio::async_write(*tls_, asio::buffer(bytes), handler);
+            } else {
+                asio::async_write(plain_, asio::buffer(bytes), handler);
+            }
+        });
+    }
+
+    // One reply line, without its CR LF.
+    error_code read_line(std::string& line) {
+        std::size_t length = 0;
+        error_code error = run([&](auto done) {
+            auto handler = [&length, done](const error_code& e, std::size_t n) {
+                length = n;
+                done(e);
+            };
+            auto buffer = asio::dynamic_buffer(input_, kMaxReplyLine);
+            if (tls_) {
+                asio::async_read_until(*tls_, buffer, "\r\n", handler);
+            } else {
+                asio::async_read_until(plain_, buffer, "\r\n", handler);
+            }
+        });
+        if (error) return error;
+        line = input_.substr(0, length - 2);
+        input_.erase(0, length);
+        return {};
+    }
+
+private:
+    template <class Start>
+    error_code run(Start start) {
+        error_code result = asio::error::would_block;
+        start([&result](const error_code& e) { result = e; });
+        io_.restart();
+        io_.run_until(deadline_);
+        if (result == asio::error::would_block) {
+            // Past the deadline: end the operation and let its handler run.
+            error_code ignored;
+            socket().close(ignored);
+            io_.restart();
+            io_.run();
+            return asio::error::timed_out;
+        }
+        return result;
+    }
+
+    std::chrono::steady_clock::time_point deadline_;
+    asio::io_context io_;
+    asio::ip::tcp::socket plain_{io_};
+    std::optional<asio::ssl::context> tls_context_;
+    std::optional<asio::ssl::stream<asio::ip::tcp::socket>> tls_;
+    std::string input_;
+};
+
+bool split_target(std::string_view target, std::string& host, std::string& port) {
+    const std::size_t colon = target.rfind(':');
+    if (colon == std::string_view::npos || colon == 0 || colon + 1 == target.size()) return false;
+    std::string_view h = target.substr(0, colon);
+    if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+    host.assign(h);
+    port.assign(target.substr(colon + 1));
+    return port.find_first_not_of("0123456789") == std::string::npos && port.size() <= 5;
+}
+
+}  // namespace
+
+HealthCheckResult health_check(std::string_view target, const core::Config& config, bool tls,
+                               double timeout_seconds) {
+    std::string host, port;
+    if (!split_target(target, host, port)) {
+        return {false, "expected HOST:PORT (e.g. 127.0.0.1:6379), got '" + printable(target) + "'"};
+    }
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(timeout_seconds));
+    const std::string where = std::string(target) + (tls ? " (TLS)" : "");
+    Client client(deadline);
+    std::string error_text;
+    if (tls && !client.use_tls(config, host, error_text)) return {false, error_text};
+    if (const error_code error = client.connect(host, port)) {
+        return {false, "cannot connect to " + where + ": " + error.message()};
+    }
+    std::string line;
+    if (!config.requirepass.empty()) {
+        if (error_code error = client.write(resp_command({"AUTH", config.requirepass}));
+            error || (error = client.read_line(line))) {
+            return {false, where + ": AUTH: " + error.message()};
+        }
+        if (line != "+OK") {
+            return {false, where + " refused the password: " + printable(line)};
+        }
+    }
+    if (error_code error = client.write(resp_command({"PING"}));
+        error || (error = client.read_line(line))) {
+        return {false, where + ": PING: " + error.message()};
+    }
+    if (line != "+PONG") return {false, where + " answered PING with " + printable(line)};
+    return {true, where + ": PONG"};
+}
+
+}  // namespace bloomery::net

@@ -1,0 +1,200 @@
+#include "bloomery/net/metrics_server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
+#include <utility>  // before Asio and Beast (Boost 1.74)
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace bloomery::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using boost::system::error_code;
+
+// One HTTP connection: reads a request within the deadline, answers it, and
+// reads the next one if the client keeps the connection alive.
+class MetricsServer::Session : public std::enable_shared_from_this<Session> {
+public:
+    Session(MetricsServer& server, asio::ip::tcp::socket socket)
+        : server_(server),
+          stream_(std::move(socket)),
+          // The buffer's cap bounds what a client makes us hold, whatever the
+          // parser's own limit says.
+          buffer_(server.config_.metrics_max_request_bytes) {}
+
+    ~Session() {
+        server_.open_.store(server_.open_.load(std::memory_order_relaxed) - 1,
+                            std::memory_order_relaxed);
+    }
+
+    void start() { read(); }
+
+private:
+    std::chrono::steady_clock::duration timeout() const {
+        return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(server_.config_.metrics_request_timeout_seconds));
+    }
+
+    void read() {
+        parser_.emplace();
+        parser_->header_limit(
+            static_cast<std::uint32_t>(server_.config_.metrics_max_request_bytes));
+        parser_->body_limit(0);  // GET and HEAD carry no body
+        // One deadline for the whole request, not per read: a client sending
+        // a byte at a time is closed when it runs out (slowloris).
+        stream_.expires_after(timeout());
+        http::async_read(stream_, buffer_, *parser_,
+                         [self = shared_from_this()](const error_code& error, std::size_t) {
+                             self->on_read(error);
+                         });
+    }
+
+    void on_read(const error_code& error) {
+        if (error == http::error::header_limit || error == http::error::buffer_overflow) {
+            respond(http::status::request_header_fields_too_large, "request too large\n", false,
+                    false, {});
+            return;
+        }
+        if (error == http::error::body_limit) {
+            respond(http::status::payload_too_large, "no request body expected\n", false, false,
+                    {});
+            return;
+        }
+        if (error) {
+            // end_of_stream, timeout, a malformed request: just close. A bad
+            // request could get a 400, but nothing useful reads it.
+            close();
+            return;
+        }
+        const http::request<http::empty_body>& request = parser_->get();
+        const bool head = request.method() == http::verb::head;
+        if (request.method() != http::verb::get && !head) {
+            respond(http::status::method_not_allowed, "only GET and HEAD\n", false,
+                    request.keep_alive(), "GET, HEAD");
+            return;
+        }
+        const beast::string_view raw_target = request.target();
+        std::string_view target(raw_target.data(), raw_target.size());
+        target = target.substr(0, target.find('?'));
+        if (target == "/metrics") {
+            respond(http::status::ok, server_.render_(), head, request.keep_alive(), {},
+                    "text/plain; version=0.0.4; charset=utf-8");
+        } else if (target == "/healthz") {
+            respond(http::status::ok, "ok\n", head, request.keep_alive(), {});
+        } else if (target == "/readyz") {
+            const bool ready = server_.ready_();
+            respond(ready ? http::status::ok : http::status::service_unavailable,
+                    ready ? "ready\n" : "not ready\n", head, request.keep_alive(), {});
+        } else {
+            respond(http::status::not_found, "not found: try /metrics, /healthz or /readyz\n", head,
+                    request.keep_alive(), {});
+        }
+    }
+
+    void respond(http::status status, std::string body, bool head, bool keep_alive,
+                 std::string_view allow,
+                 std::string_view content_type = "text/plain; charset=utf-8") {
+        auto response = std::make_shared<http::response<http::string_body>>(status, 11);
+        response->set(http::field::server, "bloomery");
+        response->set(http::field::content_type,
+                      beast::string_view(content_type.data(), content_type.size()));
+        if (!allow.empty()) {
+            response->set(http::field::allow, beast::string_view(allow.data(), allow.size()));
+        }
+        response->keep_alive(keep_alive);
+        response->content_length(body.size());
+        if (!head) response->body() = std::move(body);
+        // The reply must be read within the deadline too: a client that
+        // never reads cannot keep the connection (and the /metrics text).
+        stream_.expires_after(timeout());
+        http::async_write(stream_, *response,
+                          [self = shared_from_this(), response, keep_alive](const error_code& error,
+                                                                            std::size_t) {
+                              if (error || !keep_alive) {
+                                  self->close();
+                                  return;
+                              }
+                              self->read();
+                          });
+    }
+
+    void close() {
+        error_code ignored;
+        stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+        stream_.socket().close(ignored);
+    }
+
+    MetricsServer& server_;
+    beast::tcp_stream stream_;
+    beast::flat_buffer buffer_;
+    std::optional<http::request_parser<http::empty_body>> parser_;
+};
+
+MetricsServer::MetricsServer(const core::Config& config, std::function<std::string()> render,
+                             std::function<bool()> ready)
+    : config_(config), render_(std::move(render)), ready_(std::move(ready)), acceptor_(context_) {}
+
+MetricsServer::~MetricsServer() {
+    stop();
+}
+
+void MetricsServer::start() {
+    const std::string& bind = config_.metrics_bind_address();
+    try {
+        const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(bind), config_.metrics_port);
+        acceptor_.open(endpoint.protocol());
+        acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true));
+        acceptor_.bind(endpoint);
+        acceptor_.listen(64);
+        port_ = acceptor_.local_endpoint().port();
+    } catch (const boost::system::system_error& e) {
+        throw std::runtime_error("cannot listen on " + bind + ":" +
+                                 std::to_string(config_.metrics_port) +
+                                 " (metrics): " + e.code().message());
+    }
+    accept_next();
+    thread_ = std::thread([this] { context_.run(); });
+}
+
+void MetricsServer::stop() {
+    if (!thread_.joinable()) return;
+    context_.stop();
+    thread_.join();
+    // The thread is gone: nothing else touches the acceptor now.
+    error_code ignored;
+    acceptor_.close(ignored);
+}
+
+void MetricsServer::accept_next() {
+    acceptor_.async_accept([this](const error_code& error, asio::ip::tcp::socket socket) {
+        if (error == asio::error::operation_aborted) return;
+        if (error) {
+            // EMFILE and friends: try again shortly rather than spin.
+            spdlog::warn("metrics: accept failed: {}", error.message());
+            auto timer =
+                std::make_shared<asio::steady_timer>(context_, std::chrono::milliseconds(50));
+            timer->async_wait([this, timer](const error_code&) { accept_next(); });
+            return;
+        }
+        const std::size_t open = open_.load(std::memory_order_relaxed);
+        if (open >= config_.metrics_max_connections) {
+            // Full: close at once; the scraper retries at its next interval.
+            error_code ignored;
+            socket.close(ignored);
+        } else {
+            open_.store(open + 1, std::memory_order_relaxed);
+            std::make_shared<Session>(*this, std::move(socket))->start();
+        }
+        accept_next();
+    });
+}
+
+}  // namespace bloomery::net
