@@ -12,6 +12,7 @@
 #include <iterator>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "bloomery/bloom/dump.hpp"
@@ -379,22 +380,37 @@ TEST(Journal, ThreadsBeyondTheBuffersAppendStraightToTheStream) {
     }
 }
 
-TEST(Journal, BufferedAddsRacingDeletesRenamesAndFlushesReplayToTheLiveState) {
+TEST(Journal, BufferedAddsRacingDeletesRenamesAndFlushesReplayWithoutFalseNegatives) {
     // Adds from four threads sit in their threads' buffers while another
     // thread deletes, renames and flushes: an add can reach the stream after
     // a later DEL or RENAME of its key. Named by filter id, each replays into
     // the filter it went to live (or is dropped with it), growth included.
+    // The replayed order differs from the live one, so an item can already
+    // answer 1 (a false positive of what came before it in the new order)
+    // and is then not set again: every added item still answers 1, the bits
+    // are a subset of the live ones, the counts may be short by such items
+    // (proto/journal.md, "Limits").
     TempDir dir;
     Journaled live(dir, FsyncPolicy::everysec);
     constexpr int kThreads = 4;
     constexpr int kPerThread = 20000;
     std::atomic<int> running{kThreads};
     int changes = 0;
+    // Per thread: (filter id, item) of every add that set bits.
+    std::vector<std::vector<std::pair<std::uint64_t, std::string>>> added(kThreads);
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
         threads.emplace_back([&, t] {
             for (int i = 0; i < kPerThread; ++i) {
-                live.add("k" + std::to_string(i % 8), std::to_string(t) + ":" + std::to_string(i));
+                const std::string item = std::to_string(t) + ":" + std::to_string(i);
+                live.keyspace.with_filter_or_create(
+                    "k" + std::to_string(i % 8),
+                    [&] { return ScalableFilter::create(small_options()); },
+                    [&](ScalableFilter& filter) {
+                        if (filter.add(item, {}, &live.journal) == AddResult::added) {
+                            added[t].emplace_back(filter.id(), item);
+                        }
+                    });
             }
             running.fetch_sub(1);
         });
@@ -420,9 +436,46 @@ TEST(Journal, BufferedAddsRacingDeletesRenamesAndFlushesReplayToTheLiveState) {
 
     Keyspace replayed(8);
     replay_into(dir, replayed);
-    // Bits exact; an item count may be short by the adds the replayed order
-    // made false positives (proto/journal.md, "Limits").
-    expect_same_keyspace(live.keyspace, replayed, 20);
+    const store::KeyspaceView view = live.keyspace.view();
+    ASSERT_EQ(view.size(), replayed.size());
+    std::unordered_map<std::uint64_t, std::string> key_of;  // live filter id -> key
+    for (std::size_t i = 0; i < view.size(); ++i) {
+        const std::string key(view.key(i));
+        SCOPED_TRACE("key " + key);
+        const auto other = replayed.get(key);
+        ASSERT_TRUE(other.has_value());
+        const ScalableFilter& fa = *view.entry(i).filter;
+        const ScalableFilter& fb = *other->filter;
+        key_of[fa.id()] = key;
+        EXPECT_EQ(fa.id(), fb.id());
+        EXPECT_EQ(fa.num_layers(), fb.num_layers());
+        EXPECT_LE(fb.items(), fa.items());
+        EXPECT_LE(fa.items() - fb.items(), fa.items() / 20 + 5);
+        for (std::int64_t iter = 1;;) {
+            const bloom::DumpChunk ca = bloom::dump_chunk(fa, iter);
+            const bloom::DumpChunk cb = bloom::dump_chunk(fb, iter);
+            ASSERT_EQ(ca.next_iter, cb.next_iter);
+            ASSERT_EQ(ca.data.size(), cb.data.size());
+            // The words (before each chunk's 8-byte checksum): replayed bits
+            // are live bits.
+            for (std::size_t b = 0; b + 8 < ca.data.size(); ++b) {
+                ASSERT_EQ(cb.data[b] & ~ca.data[b], 0) << "chunk " << iter << " byte " << b;
+            }
+            if (ca.next_iter == 0) break;
+            iter = ca.next_iter;
+        }
+    }
+    std::size_t checked = 0, missing = 0;
+    for (const auto& adds : added) {
+        for (const auto& [id, item] : adds) {
+            const auto key = key_of.find(id);
+            if (key == key_of.end()) continue;  // its filter was deleted
+            ++checked;
+            missing += replayed.get(key->second)->filter->contains(item) ? 0 : 1;
+        }
+    }
+    EXPECT_GT(checked, 1000u);
+    EXPECT_EQ(missing, 0u);
 }
 
 TEST(Journal, AStreamAppliedInAnyPiecesRebuildsTheKeyspace) {
