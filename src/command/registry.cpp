@@ -339,6 +339,15 @@ Admission admit(const Registry& registry, Context& ctx, Args argv, const Command
             ctx.out.error(errors::kLoading);
             return Admission::rejected;
         }
+        if ((replication & core::kReplicationUnsynced) != 0 && spec->first_key > 0) {
+            ctx.out.error(errors::kMasterDownUnsynced);
+            return Admission::rejected;
+        }
+        if ((replication & core::kReplicationStale) != 0 && spec->first_key > 0 &&
+            !ctx.config.replica_serve_stale_data) {
+            ctx.out.error(errors::kMasterDownStale);
+            return Admission::rejected;
+        }
     }
     // Redis's order: memory first, then the disk error. Reads and deletes
     // (no denyoom flag) keep working past maxmemory.

@@ -521,7 +521,7 @@ CommandLine parse_command_line(int argc, char** argv) {
     auto* masterauth_file_option =
         app.add_option("--masterauth-file", masterauth_file,
                        "Read --masterauth from this file (a Kubernetes Secret)")
-            ->check(CLI::ExistingFile)
+            ->envname("BLOOMERY_MASTERAUTH_FILE")
             ->group(replication);
     app.add_option("--repl-backlog-size", c.repl_backlog_size,
                    "Journal kept for replicas to resume from after a cut, beyond what the last "
@@ -539,6 +539,12 @@ CommandLine parse_command_line(int argc, char** argv) {
                    "the link is dropped and resumed")
         ->envname("BLOOMERY_REPL_TIMEOUT")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}))
+        ->group(replication);
+    std::string serve_stale = c.replica_serve_stale_data ? "yes" : "no";
+    app.add_option("--replica-serve-stale-data", serve_stale,
+                   "yes: a replica whose link is down serves the data it has; no: -MASTERDOWN")
+        ->envname("BLOOMERY_REPLICA_SERVE_STALE_DATA")
+        ->check(CLI::IsMember({"yes", "no"}))
         ->group(replication);
     app.add_option("--repl-ping-replica-period", c.repl_ping_replica_period_seconds,
                    "Seconds between keepalive records sent to replicas")
@@ -678,6 +684,7 @@ CommandLine parse_command_line(int argc, char** argv) {
                 problems.push_back(e.what());
             }
         }
+        c.replica_serve_stale_data = serve_stale == "yes";
         if (!replicaof.empty() &&
             !parse_replicaof(replicaof, c.replicaof_host, c.replicaof_port, error)) {
             problems.push_back("--replicaof: " + error);

@@ -395,7 +395,8 @@ void ReplicaLink::stop() {
         ack_timer_.cancel();
     });
     thread_.join();
-    hooks_.replication_flags.fetch_and(static_cast<std::uint8_t>(~core::kReplicationLoading));
+    hooks_.replication_flags.fetch_and(static_cast<std::uint8_t>(
+        ~(core::kReplicationLoading | core::kReplicationStale | core::kReplicationUnsynced)));
 }
 
 void ReplicaLink::set_error(const std::string& error) {
@@ -680,6 +681,8 @@ asio::awaitable<void> ReplicaLink::session() {
         last_error_.clear();
         last_io_ms_ = store::now_ms();
     }
+    hooks_.replication_flags.fetch_and(
+        static_cast<std::uint8_t>(~(core::kReplicationStale | core::kReplicationUnsynced)));
     acked_ = ~0ull;  // acknowledge where we start
     asio::co_spawn(io_, send_acks(), asio::detached);
     apply_buffer();
@@ -699,7 +702,8 @@ asio::awaitable<void> ReplicaLink::session() {
 }
 
 asio::awaitable<void> ReplicaLink::run() {
-    hooks_.replication_flags.fetch_or(core::kReplicationReplica);
+    hooks_.replication_flags.fetch_or(core::kReplicationReplica | core::kReplicationStale |
+                                      core::kReplicationUnsynced);
     while (!stopping_.load()) {
         try {
             co_await session();
@@ -719,6 +723,7 @@ asio::awaitable<void> ReplicaLink::run() {
             up_ = false;
             syncing_ = false;
         }
+        hooks_.replication_flags.fetch_or(core::kReplicationStale);
         if (stopping_.load()) break;
         // Back off before reconnecting (Redis retries every second).
         asio::steady_timer pause(io_, std::chrono::seconds(1));

@@ -495,8 +495,7 @@ std::string Server::replicaof(std::string_view host, std::uint16_t port) {
         if (!link_) return {};
         link_.reset();
         replication_.renew_replid();
-        replication_flags.fetch_and(
-            static_cast<std::uint8_t>(~(core::kReplicationReplica | core::kReplicationLoading)));
+        replication_flags.store(0);
         spdlog::info("replication: promoted to primary (REPLICAOF NO ONE)");
         return {};
     }
@@ -507,7 +506,9 @@ std::string Server::replicaof(std::string_view host, std::uint16_t port) {
     link_.reset();
     // Replicas of this server cannot follow it into another history.
     replication_.close_feeds();
-    replication_flags.fetch_or(core::kReplicationReplica);
+    // Before the link runs: no data command may see what is here now.
+    replication_flags.fetch_or(core::kReplicationReplica | core::kReplicationStale |
+                               core::kReplicationUnsynced);
     link_ = std::make_unique<ReplicaLink>(config_, keyspace_, persistence_, *this,
                                           std::string(host), port);
     link_->start();

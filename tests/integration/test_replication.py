@@ -295,6 +295,41 @@ class ReplicationTest(unittest.TestCase):
         self.assertEqual(r["bloomery_replication_link_up[]"], 1)
         self.assertEqual(r["bloomery_replication_offset[]"], p["bloomery_replication_offset[]"])
 
+    def test_a_replica_never_answers_from_data_it_has_not_synchronized(self):
+        # Before its first copy a replica's data (empty, or old files) would
+        # answer 0 for items its primary holds: it refuses, and /readyz says 503.
+        import urllib.error
+        import urllib.request
+        from harness import free_port
+        nowhere = free_port()
+        metrics = free_port()
+        replica = self.start(Server("--replicaof", "127.0.0.1 %d" % nowhere,
+                                    "--metrics-port", str(metrics)))
+        r = replica.client()
+        with self.assertRaises(redis.ResponseError) as refused:
+            r.execute_command("BF.EXISTS", "k", "v")
+        self.assertIn("MASTERDOWN", str(refused.exception))
+        self.assertEqual(r.ping(), True)
+        with self.assertRaises(urllib.error.HTTPError) as not_ready:
+            urllib.request.urlopen("http://127.0.0.1:%d/readyz" % metrics, timeout=10)
+        self.assertEqual(not_ready.exception.code, 503)
+        # Once synchronized it serves, also with the link down again
+        # (replica-serve-stale-data yes, as Redis), unless told not to.
+        primary = self.start(Server())
+        primary.client().execute_command("BF.ADD", "k", "v")
+        strict = self.start(replica_of(primary, "--replica-serve-stale-data", "no"))
+        self.assertEqual(r.execute_command("REPLICAOF", "127.0.0.1", primary.port), b"OK")
+        wait_until(lambda: link_up(replica) and link_up(strict), what="both links")
+        self.assertEqual(r.execute_command("BF.EXISTS", "k", "v"), 1)
+        with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % metrics, timeout=10) as ok:
+            self.assertEqual(ok.status, 200)
+        primary.kill()
+        wait_until(lambda: not link_up(replica) and not link_up(strict), what="links down")
+        self.assertEqual(r.execute_command("BF.EXISTS", "k", "v"), 1)
+        with self.assertRaises(redis.ResponseError) as stale:
+            strict.client().execute_command("BF.EXISTS", "k", "v")
+        self.assertIn("replica-serve-stale-data is set to 'no'", str(stale.exception))
+
     def test_a_replica_that_does_not_read_costs_the_primary_little(self):
         primary = self.start(Server())
         p = primary.client()

@@ -111,6 +111,11 @@ inline constexpr std::string_view kWaitOnReplica =
     "replica is configured to be writable (which is not the default) writes to replicas are just "
     "local and are not propagated.";
 inline constexpr std::string_view kTimeoutNegative = "ERR timeout is negative";
+inline constexpr std::string_view kMasterDownStale =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+inline constexpr std::string_view kMasterDownUnsynced =
+    "MASTERDOWN this replica has no copy of its primary yet (the first synchronization has not "
+    "finished): its answers could be false negatives";
 // SLOWLOG GET's count (Redis's text, for a non-integer too).
 inline constexpr std::string_view kSlowlogCount = "ERR count should be greater than or equal to -1";
 // CONFIG SET of a parameter bloomery can change at run time (Redis 7's

@@ -94,6 +94,9 @@ struct Config {
     std::int64_t repl_backlog_ttl_seconds = 3600;
     std::int64_t repl_timeout_seconds = 60;              // a link silent this long is dropped
     std::int64_t repl_ping_replica_period_seconds = 10;  // keepalive records to replicas
+    // While a replica's link is down, serve the data it has (yes, as Redis)
+    // or answer -MASTERDOWN (no). Before its first copy it never serves.
+    bool replica_serve_stale_data = true;
     // Cluster (cluster/topology.hpp; README "Cluster"). `cluster` is the
     // parsed --cluster-slots map with this node resolved, set exactly when
     // cluster_enabled; dispatch tests cluster_enabled before every command.

@@ -132,6 +132,14 @@ struct ReplicationInfo {
 // one relaxed load of a member, not a virtual call.
 inline constexpr std::uint8_t kReplicationReplica = 1;  // writes answer -READONLY
 inline constexpr std::uint8_t kReplicationLoading = 2;  // data commands answer -LOADING
+// The link to the primary is down: with --replica-serve-stale-data no, data
+// commands answer -MASTERDOWN.
+inline constexpr std::uint8_t kReplicationStale = 4;
+// No copy of the primary yet since this server became its replica: data
+// commands answer -MASTERDOWN whatever the setting (an empty or old data set
+// would answer 0 for items the primary holds: false negatives), and /readyz
+// says 503.
+inline constexpr std::uint8_t kReplicationUnsynced = 8;
 
 // Implemented by the network layer (and by fakes in unit tests).
 class ServerHooks {

@@ -58,9 +58,13 @@ public:
     void request_stop(bool save_on_exit);
     // Writes so far (never reset), for save points. Lock-free.
     std::uint64_t total_changes() const { return raw_totals().changes; }
-    // /readyz: the listeners accept (run() has started) and no stop has
-    // begun. Thread-safe.
-    bool ready() const { return accepting_.load(std::memory_order_acquire) && !stopping_.load(); }
+    // /readyz: the listeners accept (run() has started), no stop has begun,
+    // and a replica has its first copy of its primary. Thread-safe.
+    bool ready() const {
+        return accepting_.load(std::memory_order_acquire) && !stopping_.load() &&
+               (replication_flags.load(std::memory_order_relaxed) & core::kReplicationUnsynced) ==
+                   0;
+    }
     command::Slowlog& slowlog() { return slowlog_; }
     // The /metrics text (net/prometheus.hpp). Thread-safe.
     std::string metrics_text();
