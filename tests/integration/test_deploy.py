@@ -1,0 +1,238 @@
+"""deploy/ cannot drift from the binary: every container of every compose
+file and Kubernetes manifest is started as `bloomery --test-config` with the
+arguments and environment it would get (the image's ENV from the Dockerfile,
+the compose file's env_file and environment, the manifest's env), its mounted
+files (config file, Secret, data volume) put in a temporary directory at the
+paths the container would see them under. YAML is parsed with Debian's
+python3-yaml. Probes, health checks and scrape annotations must point at the
+ports the configuration opens.
+"""
+
+import glob
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+import unittest
+
+import yaml
+
+from harness import BINARY, ROOT
+
+DEPLOY = os.path.join(ROOT, "deploy")
+
+
+def image_environment():
+    """The ENV of the Dockerfile's last stage, and its ENTRYPOINT."""
+    with open(os.path.join(ROOT, "Dockerfile")) as f:
+        text = f.read().replace("\\\n", " ")
+    stages = re.split(r"(?m)^FROM ", text)
+    env, entrypoint = {}, None
+    for line in stages[-1].splitlines():
+        line = line.strip()
+        if line.startswith("ENV "):
+            for word in shlex.split(line[4:]):
+                key, _, value = word.partition("=")
+                env[key] = value
+        elif line.startswith("ENTRYPOINT "):
+            entrypoint = yaml.safe_load(line[len("ENTRYPOINT "):])
+    return env, entrypoint
+
+
+class Mounts:
+    """Container paths -> files in a temporary directory."""
+
+    def __init__(self, root):
+        self.root = root
+        self.paths = {}  # container path -> local path
+
+    def add_dir(self, container_path):
+        local = os.path.join(self.root, "mnt" + container_path)
+        os.makedirs(local, exist_ok=True)
+        self.paths[container_path] = local
+
+    def add_file(self, container_path, content):
+        local = os.path.join(self.root, "mnt" + container_path)
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        with open(local, "w") as f:
+            f.write(self.map_text(content))
+        self.paths[container_path] = local
+
+    def map_text(self, text):
+        """Replaces container paths (longest first) by their local copies."""
+        for container_path in sorted(self.paths, key=len, reverse=True):
+            text = re.sub(re.escape(container_path) + r"(?=$|[/\"' ,:])",
+                          self.paths[container_path], text)
+        return text
+
+
+def test_config(test, what, args, env, hostname):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("BLOOMERY_")}
+    environment.update(env)
+    environment["HOSTNAME"] = hostname
+    result = subprocess.run([BINARY, "--test-config"] + args, env=environment,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+    output = result.stdout.decode("utf-8", "replace")
+    test.assertEqual(result.returncode, 0, "%s: bloomery --test-config %s\n%s" % (what, args, output))
+    test.assertIn("configuration OK", output, what)
+    return output
+
+
+def configured_port(output, name):
+    """The port --test-config reports for 'listen' (RESP) or 'metrics'."""
+    for line in output.splitlines():
+        line = line.strip()
+        if name == "listen" and line.startswith("listen:"):
+            return int(re.search(r"port (\d+)", line).group(1))
+        if name == "metrics" and line.startswith("metrics:"):
+            found = re.search(r":(\d+)/metrics", line)
+            return int(found.group(1)) if found else None
+    return None
+
+
+class ComposeFiles(unittest.TestCase):
+    def test_every_service_of_every_compose_file_passes_test_config(self):
+        image_env, entrypoint = image_environment()
+        self.assertEqual(entrypoint, ["/usr/local/bin/bloomery"])
+        files = sorted(glob.glob(os.path.join(DEPLOY, "docker-compose*.yml")))
+        self.assertGreaterEqual(len(files), 3)
+        services_seen = 0
+        for path in files:
+            with open(path) as f:
+                compose = yaml.safe_load(f)
+            for name, service in compose["services"].items():
+                what = "%s: service %s" % (os.path.basename(path), name)
+                with tempfile.TemporaryDirectory() as root:
+                    mounts = Mounts(root)
+                    for volume in service.get("volumes", []):
+                        source, target = volume.split(":")[:2]
+                        if source.startswith("."):
+                            with open(os.path.join(DEPLOY, source)) as f:
+                                content = f.read()
+                            mounts.add_dir("/data")  # the image's data dir, in files too
+                            mounts.add_file(target, content)
+                        else:
+                            mounts.add_dir(target)
+                    env = {k: mounts.map_text(v) for k, v in image_env.items()}
+                    for env_file in service.get("env_file", []):
+                        # The real file is the operator's; its example is committed.
+                        with open(os.path.join(DEPLOY, env_file + ".example")) as f:
+                            for line in f:
+                                line = line.strip()
+                                if line and not line.startswith("#"):
+                                    key, _, value = line.partition("=")
+                                    env[key] = value
+                    for key, value in (service.get("environment") or {}).items():
+                        env[key] = mounts.map_text(str(value))
+                    args = [mounts.map_text(str(a)) for a in service.get("command", [])]
+                    output = test_config(self, what, args, env, hostname=name)
+                    # The health check PINGs the port the server listens on.
+                    check = service["healthcheck"]["test"]
+                    self.assertEqual(check[:3], ["CMD", "/usr/local/bin/bloomery", "--health-check"],
+                                     what)
+                    self.assertEqual(int(check[3].rsplit(":", 1)[1]),
+                                     configured_port(output, "listen"), what)
+                    published = [str(p).split(":")[1] for p in service.get("ports", [])]
+                    for port in published:
+                        self.assertIn(int(port), [configured_port(output, "listen"),
+                                                  configured_port(output, "metrics")], what)
+                    services_seen += 1
+        self.assertGreaterEqual(services_seen, 7)
+
+
+class KubernetesManifests(unittest.TestCase):
+    def test_every_container_of_every_manifest_passes_test_config(self):
+        image_env, _ = image_environment()
+        documents = []
+        for path in sorted(glob.glob(os.path.join(DEPLOY, "k8s", "*.yaml"))):
+            with open(path) as f:
+                documents += [(os.path.basename(path), d) for d in yaml.safe_load_all(f) if d]
+        config_maps = {d["metadata"]["name"]: d["data"] for _, d in documents
+                       if d["kind"] == "ConfigMap"}
+        secrets = {d["metadata"]["name"]: d.get("stringData", {}) for _, d in documents
+                   if d["kind"] == "Secret"}
+        self.assertIn("bloomery-auth", secrets)
+        sets = [(f, d) for f, d in documents if d["kind"] == "StatefulSet"]
+        self.assertGreaterEqual(len(sets), 2)
+        for path, stateful_set in sets:
+            spec = stateful_set["spec"]
+            pod = spec["template"]["spec"]
+            self.assertTrue(pod["securityContext"]["runAsNonRoot"], path)
+            self.assertGreater(pod["terminationGracePeriodSeconds"], 30, path)
+            volumes = {v["name"]: v for v in pod.get("volumes", [])}
+            claims = {c["metadata"]["name"] for c in spec.get("volumeClaimTemplates", [])}
+            annotations = spec["template"]["metadata"].get("annotations", {})
+            for replica in range(spec["replicas"]):
+                pod_name = "%s-%d" % (stateful_set["metadata"]["name"], replica)
+                for container in pod["containers"]:
+                    what = "%s: %s, container %s" % (path, pod_name, container["name"])
+                    self.assertTrue(container["securityContext"]["readOnlyRootFilesystem"], what)
+                    self.assertIn("memory", container["resources"]["limits"], what)
+                    with tempfile.TemporaryDirectory() as root:
+                        mounts = Mounts(root)
+                        mounts.add_dir("/data")
+                        files = []
+                        for mount in container.get("volumeMounts", []):
+                            target = mount["mountPath"]
+                            if mount["name"] in claims:
+                                mounts.add_dir(target)
+                                continue
+                            volume = volumes[mount["name"]]
+                            if "configMap" in volume:
+                                data = config_maps[volume["configMap"]["name"]]
+                                if "subPath" in mount:
+                                    files.append((target, data[mount["subPath"]]))
+                                else:
+                                    for key, content in data.items():
+                                        files.append((target + "/" + key, content))
+                            elif "secret" in volume:
+                                data = secrets[volume["secret"]["secretName"]]
+                                for key, content in data.items():
+                                    files.append((target + "/" + key, content))
+                            else:
+                                self.fail("%s: unknown volume %s" % (what, mount["name"]))
+                        for target, content in files:
+                            mounts.add_file(target, content)
+                        env = {k: mounts.map_text(v) for k, v in image_env.items()}
+                        for variable in container.get("env", []):
+                            self.assertIn("value", variable, what)
+                            env[variable["name"]] = mounts.map_text(str(variable["value"]))
+                        args = [mounts.map_text(str(a)) for a in container.get("args", [])]
+                        output = test_config(self, what, args, env, hostname=pod_name)
+                        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+                        self.assertEqual(ports["redis"], configured_port(output, "listen"), what)
+                        self.assertEqual(ports["metrics"], configured_port(output, "metrics"), what)
+                        for probe in ("readinessProbe", "livenessProbe"):
+                            http = container[probe]["httpGet"]
+                            self.assertEqual(http["port"], "metrics", what)
+                        self.assertEqual(container["readinessProbe"]["httpGet"]["path"], "/readyz")
+                        self.assertEqual(container["livenessProbe"]["httpGet"]["path"], "/healthz")
+                        self.assertEqual(int(annotations["prometheus.io/port"]), ports["metrics"],
+                                         what)
+                        if "--replicaof" in output or "replica of" in output:
+                            role = "primary" if replica == 0 else "replica"
+                            self.assertIn("replication: replica of", output, what)
+                            if role == "primary":
+                                # Pod 0 is named by --replicaof: it serves as the primary.
+                                self.assertTrue(any(a.startswith(pod_name + ".") for a in args),
+                                                what)
+                        if "--cluster-self" in args:
+                            self.assertIn("this node is %s." % pod_name, output, what)
+
+    def test_services_select_the_pods_and_ports_they_name(self):
+        documents = []
+        for path in sorted(glob.glob(os.path.join(DEPLOY, "k8s", "*.yaml"))):
+            with open(path) as f:
+                documents += [d for d in yaml.safe_load_all(f) if d]
+        labels = [d["spec"]["template"]["metadata"]["labels"] for d in documents
+                  if d["kind"] == "StatefulSet"]
+        for service in (d for d in documents if d["kind"] == "Service"):
+            selector = dict(service["spec"]["selector"])
+            selector.pop("statefulset.kubernetes.io/pod-name", None)
+            self.assertTrue(any(all(l.get(k) == v for k, v in selector.items()) for l in labels),
+                            service["metadata"]["name"])
+
+
+if __name__ == "__main__":
+    unittest.main()
