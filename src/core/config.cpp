@@ -240,16 +240,18 @@ void check_replication(const Config& c, Problems& problems) {
             "--repl-timeout: must be longer than --repl-ping-replica-period, or an idle link "
             "would time out between keepalives");
     }
-    if (!c.replicaof_host.empty() && c.cluster_enabled) {
-        // A cluster's replicas are named in --cluster-slots; which primary a
-        // replica follows is still --replicaof, and it must be the map's.
-        if (c.cluster) {
-            const std::string named = c.replicaof_host + ":" + std::to_string(c.replicaof_port);
-            bool listed = false;
-            for (const auto& node : c.cluster->nodes()) listed = listed || node.address == named;
-            if (!listed) {
-                problems.push_back("--replicaof: " + named + " is not a node of --cluster-slots");
-            }
+    if (c.cluster_enabled && c.cluster) {
+        // In a cluster the map says who replicates whom (a replica's
+        // --replicaof defaults to its primary there).
+        const cluster::Node& self = c.cluster->self();
+        const std::string named = c.replicaof_host + ":" + std::to_string(c.replicaof_port);
+        if (self.primary && !c.replicaof_host.empty()) {
+            problems.push_back("--replicaof: " + self.address +
+                               " is a primary in --cluster-slots; it cannot be a replica");
+        } else if (!self.primary && named != c.cluster->nodes()[self.primary_index].address) {
+            problems.push_back("--replicaof: " + named + " is not " + self.address +
+                               "'s primary in --cluster-slots (" +
+                               c.cluster->nodes()[self.primary_index].address + ")");
         }
     }
 }
@@ -703,6 +705,14 @@ CommandLine parse_command_line(int argc, char** argv) {
                 problems.push_back("--cluster-slots: " + cluster_error);
             } else {
                 c.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
+                // A replica in the map copies its primary: --replicaof comes
+                // from the map unless given (check_replication compares them).
+                const cluster::Node& self = c.cluster->self();
+                if (!self.primary && c.replicaof_host.empty()) {
+                    const cluster::Node& primary = c.cluster->nodes()[self.primary_index];
+                    c.replicaof_host = primary.host;
+                    c.replicaof_port = primary.port;
+                }
             }
         } else if (cluster_slots_option->count() > 0 || cluster_self_option->count() > 0) {
             // A map without cluster mode would be silently ignored: every key

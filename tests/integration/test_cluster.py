@@ -174,32 +174,49 @@ class ThreeNodes(unittest.TestCase):
 
 
 class ReplicaInTheMap(unittest.TestCase):
-    def test_replica_is_listed_and_serves_reads_after_readonly(self):
+    def test_a_replica_in_the_map_copies_its_primary_and_serves_reads_after_readonly(self):
         primary_port, replica_port, other_port = free_ports(3)
         slot_map = "0-8191=127.0.0.1:%d|127.0.0.1:%d,8192-16383=127.0.0.1:%d" % (
             primary_port, replica_port, other_port)
-        with cluster_node(replica_port, slot_map) as replica:
+        with cluster_node(primary_port, slot_map) as primary, \
+                cluster_node(replica_port, slot_map) as replica:
+            # "b" is slot 3300, the primary's. The replica follows the primary
+            # the map gives it (no --replicaof needed).
+            primary.client().execute_command("BF.MADD", "b", "x", "y")
+            self.assertEqual(primary.client().execute_command("WAIT", 1, 10000), 1)
             client = replica.client(decode_responses=True)
+            self.assertEqual(client.info("replication")["master_port"], primary_port)
             slots = client.execute_command("CLUSTER", "SLOTS")
             self.assertEqual([node[1] for node in slots[0][2:]], [primary_port, replica_port])
             shards = client.execute_command("CLUSTER", "SHARDS")
             roles = [dict(zip(node[0::2], node[1::2]))["role"] for node in shards[0][3]]
             self.assertEqual(roles, ["master", "replica"])
             self.assertIn(" myself,slave ", client.execute_command("CLUSTER", "NODES"))
-            # "b" is slot 3300, the primary's.
             with self.assertRaisesRegex(redis.ResponseError, "^MOVED 3300 127.0.0.1:%d" % primary_port):
                 client.execute_command("BF.EXISTS", "b", "x")
             connection = client.connection_pool.get_connection("READONLY")
             try:
                 connection.send_command("READONLY")
                 self.assertEqual(connection.read_response(), "OK")
-                connection.send_command("BF.EXISTS", "b", "x")
-                self.assertEqual(connection.read_response(), 0)
+                connection.send_command("BF.MEXISTS", "b", "x", "y", "z")
+                self.assertEqual(connection.read_response(), [1, 1, 0])
                 connection.send_command("BF.ADD", "b", "x")
                 with self.assertRaisesRegex(redis.ResponseError, "^MOVED 3300"):
                     connection.read_response()
             finally:
                 client.connection_pool.release(connection)
+
+    def test_replicaof_must_agree_with_the_map(self):
+        primary_port, replica_port, other_port = free_ports(3)
+        slot_map = "0-8191=127.0.0.1:%d|127.0.0.1:%d,8192-16383=127.0.0.1:%d" % (
+            primary_port, replica_port, other_port)
+        wrong = cluster_node(replica_port, slot_map, "--replicaof", "127.0.0.1 %d" % other_port)
+        try:
+            wrong.start(expect_failure=True)
+            self.assertNotEqual(wrong.wait(10), 0)
+            self.assertIn("is not 127.0.0.1:%d's primary" % replica_port, wrong.log())
+        finally:
+            wrong.cleanup()
 
 
 class StartAndMove(unittest.TestCase):
