@@ -195,7 +195,7 @@ void ReplicationSource::add_feed(const std::shared_ptr<Connection>& feed) {
         feeds_.push_back(feed);
     }
     // Keep the segments it needs from now on, before any snapshot drops them.
-    cron();
+    update_floor();
 }
 
 void ReplicationSource::remove_feed(const Connection* feed, std::uint64_t acked_offset) {
@@ -235,19 +235,17 @@ std::int64_t ReplicationSource::acked_at_least(std::uint64_t target) {
     return count;
 }
 
-void ReplicationSource::answer_waiters(bool timeouts_only_due) {
-    std::vector<std::pair<std::function<void(std::int64_t)>, std::int64_t>> ready;
-    {
-        std::lock_guard lock(mutex_);
-        if (waiters_.empty()) return;
-    }
-    const std::int64_t now = store::now_ms();
-    // Counting takes the feeds' lock: not under mutex_ with waiters_ held.
+void ReplicationSource::answer_waiters() {
+    // Counting takes the feeds' lock: the waiters are taken out of mutex_
+    // first, and those still waiting put back.
     std::vector<Waiter> waiting;
     {
         std::lock_guard lock(mutex_);
+        if (waiters_.empty()) return;
         waiting.swap(waiters_);
     }
+    const std::int64_t now = store::now_ms();
+    std::vector<std::pair<std::function<void(std::int64_t)>, std::int64_t>> ready;
     std::vector<Waiter> keep;
     for (Waiter& waiter : waiting) {
         const std::int64_t acked = acked_at_least(waiter.target);
@@ -258,7 +256,6 @@ void ReplicationSource::answer_waiters(bool timeouts_only_due) {
             keep.push_back(std::move(waiter));
         }
     }
-    (void)timeouts_only_due;
     {
         std::lock_guard lock(mutex_);
         for (Waiter& waiter : keep) waiters_.push_back(std::move(waiter));
@@ -267,7 +264,7 @@ void ReplicationSource::answer_waiters(bool timeouts_only_due) {
 }
 
 void ReplicationSource::on_ack() {
-    answer_waiters(false);
+    answer_waiters();
 }
 
 void ReplicationSource::wait(std::int64_t count, std::int64_t timeout_ms,
@@ -290,23 +287,30 @@ void ReplicationSource::wait(std::int64_t count, std::int64_t timeout_ms,
         // The cron checks every 100 ms; a timer answers on time.
         auto timer = std::make_shared<asio::steady_timer>(timers);
         timer->expires_after(std::chrono::milliseconds(timeout_ms));
-        timer->async_wait([this, timer](const error_code&) { answer_waiters(true); });
+        timer->async_wait([this, timer](const error_code&) { answer_waiters(); });
     }
     // An ACK may have come between the count and the registration.
-    answer_waiters(false);
+    answer_waiters();
 }
 
 void ReplicationSource::cron() {
     persist::Journal* journal = persistence_.journal();
     const std::int64_t now = store::now_ms();
-    const std::vector<std::shared_ptr<Connection>> feeds = live_feeds();
-    if (journal != nullptr && !feeds.empty() &&
+    if (journal != nullptr && !live_feeds().empty() &&
         now - last_ping_ms_ >= config_.repl_ping_replica_period_seconds * 1000) {
         // A keepalive through the stream itself, so a replica can tell a
         // silent primary from a dead one (--repl-timeout).
         journal->ping();
         last_ping_ms_ = now;
     }
+    update_floor();
+    answer_waiters();
+}
+
+void ReplicationSource::update_floor() {
+    persist::Journal* journal = persistence_.journal();
+    const std::int64_t now = store::now_ms();
+    const std::vector<std::shared_ptr<Connection>> feeds = live_feeds();
     // The oldest offset a replica may ask for: connected ones' acked (or
     // where their feed starts), and those that left recently; never more
     // than --repl-backlog-size behind.
@@ -326,7 +330,6 @@ void ReplicationSource::cron() {
         }
     }
     persistence_.set_replication_floor(floor);
-    answer_waiters(true);
 }
 
 void ReplicationSource::fill_info(core::ReplicationInfo& info) {

@@ -125,7 +125,8 @@ public:
     void on_ack();
     void wait(std::int64_t count, std::int64_t timeout_ms, std::function<void(std::int64_t)> done,
               boost::asio::io_context& timers);
-    // Every 100 ms (server cron): keepalives, the backlog floor, WAIT timeouts.
+    // Every 100 ms, on the server's cron thread only: keepalives, the
+    // backlog floor, WAIT timeouts.
     void cron();
     // Primary-side fields of INFO replication.
     void fill_info(core::ReplicationInfo& info);
@@ -143,7 +144,11 @@ private:
     };
     std::vector<std::shared_ptr<Connection>> live_feeds();
     std::int64_t acked_at_least(std::uint64_t target);
-    void answer_waiters(bool timeouts_only_due);
+    // Answers the WAITs their replicas satisfied or whose time is up.
+    void answer_waiters();
+    // The oldest offset replicas may ask for, told to the persistence
+    // manager (any thread).
+    void update_floor();
 
     const core::Config& config_;
     persist::Manager& persistence_;
@@ -152,7 +157,7 @@ private:
     std::vector<std::weak_ptr<Connection>> feeds_;
     std::vector<Departed> departed_;
     std::vector<Waiter> waiters_;
-    std::int64_t last_ping_ms_ = 0;
+    std::int64_t last_ping_ms_ = 0;  // cron thread only
     std::atomic<std::uint64_t> full_syncs_{0};
     std::atomic<std::uint64_t> partial_ok_{0};
     std::atomic<std::uint64_t> partial_err_{0};
