@@ -390,6 +390,20 @@ struct Connection::Feed {
     std::string out;      // the next piece
     std::string sending;  // the piece being written
     std::vector<char> chunk = std::vector<char>(256 * 1024);
+
+    // Also when the connection goes without close() (its worker stopped at
+    // shutdown): the snapshot thread must not outlive what it reads.
+    ~Feed() {
+        if (pipe) pipe->cancel();
+        if (!snapshotter.joinable()) return;
+        // The snapshot thread itself may drop the last reference (its wake
+        // call holds one for a moment): it is ending, let it end alone.
+        if (snapshotter.get_id() == std::this_thread::get_id()) {
+            snapshotter.detach();
+        } else {
+            snapshotter.join();
+        }
+    }
 };
 
 std::uint64_t Connection::feed_floor() const {
@@ -470,7 +484,6 @@ void Connection::begin_feed() {
 
 void Connection::end_feed() {
     if (feed_->pipe) feed_->pipe->cancel();
-    if (feed_->snapshotter.joinable()) feed_->snapshotter.join();
     server_.replication_source().remove_feed(
         this, client_.replica_ack_offset.load(std::memory_order_relaxed));
     spdlog::info("replica {} disconnected", client_.address);
@@ -481,6 +494,13 @@ void Connection::feed_fill() {
     for (int pass = 0; pass < 2 && feed.out.empty(); ++pass) {
         if (feed.phase == Feed::Phase::awaiting_position) {
             std::uint64_t offset = 0;
+            bool ok = false;
+            std::string error;
+            if (!feed.pipe->position_known(offset) && feed.pipe->done(ok, error)) {
+                spdlog::warn("replica {}: {}", client_.address, error);
+                closing_ = true;
+                return;
+            }
             if (feed.pipe->position_known(offset)) {
                 feed.offset = offset;
                 feed_floor_.store(offset, std::memory_order_relaxed);
