@@ -11,10 +11,6 @@
 #include <filesystem>
 #include <random>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 #include "bloomery/persist/snapshot.hpp"
 #include "connection.hpp"
 
@@ -367,101 +363,6 @@ void ReplicationSource::fill_info(core::ReplicationInfo& info) {
 
 // ---- ReplicaLink ----
 
-ReplicaLink::ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
-                         persist::Manager& persistence, core::ServerHooks& hooks, std::string host,
-                         std::uint16_t port)
-    : config_(config),
-      keyspace_(keyspace),
-      persistence_(persistence),
-      hooks_(hooks),
-      host_(std::move(host)),
-      port_(port) {
-    down_since_ms_ = store::now_ms();
-}
-
-ReplicaLink::~ReplicaLink() {
-    stop();
-}
-
-void ReplicaLink::start() {
-    asio::co_spawn(io_, run(), asio::detached);
-    thread_ = std::thread([this] { io_.run(); });
-}
-
-void ReplicaLink::stop() {
-    if (!thread_.joinable()) return;
-    stopping_.store(true);
-    asio::post(io_, [this] {
-        error_code ignored;
-        socket_.close(ignored);
-        watchdog_.cancel();
-        ack_timer_.cancel();
-    });
-    thread_.join();
-    hooks_.replication_flags.fetch_and(static_cast<std::uint8_t>(
-        ~(core::kReplicationLoading | core::kReplicationStale | core::kReplicationUnsynced)));
-}
-
-void ReplicaLink::set_error(const std::string& error) {
-    std::lock_guard lock(info_mutex_);
-    if (up_) down_since_ms_ = store::now_ms();
-    up_ = false;
-    syncing_ = false;
-    last_error_ = error;
-}
-
-void ReplicaLink::fill_info(core::ReplicationInfo& info) const {
-    std::lock_guard lock(info_mutex_);
-    const std::int64_t now = store::now_ms();
-    info.replica = true;
-    info.primary_host = host_;
-    info.primary_port = port_;
-    info.replid = replid_.empty() ? std::string(40, '0') : replid_;
-    info.offset = offset_;
-    info.read_offset = read_offset_;
-    info.link_up = up_;
-    info.sync_in_progress = syncing_;
-    info.sync_received_bytes = sync_bytes_;
-    info.last_io_seconds_ago = last_io_ms_ == 0 ? -1 : (now - last_io_ms_) / 1000;
-    info.link_down_since_seconds = up_ ? -1 : (now - down_since_ms_) / 1000;
-    info.last_error = last_error_;
-}
-
-void ReplicaLink::arm_watchdog() {
-    watchdog_.expires_after(std::chrono::seconds(config_.repl_timeout_seconds));
-    watchdog_.async_wait([this](const error_code& error) {
-        if (error) return;  // re-armed or stopped
-        spdlog::warn("replication: no data from the primary {}:{} for {} s; reconnecting", host_,
-                     port_, config_.repl_timeout_seconds);
-        error_code ignored;
-        socket_.close(ignored);
-    });
-}
-
-asio::awaitable<std::string> ReplicaLink::read_line() {
-    for (;;) {
-        const auto end = input_.find("\r\n");
-        if (end != std::string::npos) {
-            std::string line = input_.substr(0, end);
-            input_.erase(0, end + 2);
-            co_return line;
-        }
-        if (input_.size() > 64 * 1024) throw std::runtime_error("the primary sent a line too long");
-        // (A vector: GCC 12 cannot keep a C array in a coroutine frame.)
-        std::vector<char> chunk(4096);
-        const std::size_t n =
-            co_await socket_.async_read_some(asio::buffer(chunk), asio::use_awaitable);
-        arm_watchdog();
-        input_.append(chunk.data(), n);
-    }
-}
-
-// Sends `text`. Callers pass a named string: GCC 12 destroys a temporary in
-// a co_await's operand twice (a double free, found with ASan).
-asio::awaitable<void> ReplicaLink::write(const std::string& text) {
-    co_await asio::async_write(socket_, asio::buffer(text), asio::use_awaitable);
-}
-
 namespace {
 
 void append_bulk(std::string& out, std::string_view word) {
@@ -470,14 +371,15 @@ void append_bulk(std::string& out, std::string_view word) {
     out += "\r\n";
 }
 
-// A command in RESP. Variadic, not an initializer_list: GCC 12 cannot keep
-// one in a coroutine frame ("array used as initializer").
+// A command in RESP.
 template <class... Words>
 std::string command(const Words&... words) {
     std::string out = "*" + std::to_string(sizeof...(words)) + "\r\n";
     (append_bulk(out, std::string_view(words)), ...);
     return out;
 }
+
+}  // namespace
 
 // The file a replica receives a snapshot into; removed when done with.
 class SyncFile {
@@ -510,6 +412,7 @@ public:
         if (fd_ >= 0) ::close(fd_);
         fd_ = -1;
     }
+    const std::string& path() const { return path_; }
     std::uint64_t bytes() const { return bytes_; }
 
 private:
@@ -518,42 +421,283 @@ private:
     std::uint64_t bytes_ = 0;
 };
 
-}  // namespace
+ReplicaLink::ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
+                         persist::Manager& persistence, core::ServerHooks& hooks, std::string host,
+                         std::uint16_t port)
+    : config_(config),
+      keyspace_(keyspace),
+      persistence_(persistence),
+      hooks_(hooks),
+      host_(std::move(host)),
+      port_(port) {
+    down_since_ms_ = store::now_ms();
+}
+
+ReplicaLink::~ReplicaLink() {
+    stop();
+}
+
+void ReplicaLink::start() {
+    hooks_.replication_flags.fetch_or(core::kReplicationReplica | core::kReplicationStale |
+                                      core::kReplicationUnsynced);
+    asio::post(io_, [this] { begin_session(); });
+    thread_ = std::thread([this] { io_.run(); });
+}
+
+void ReplicaLink::stop() {
+    if (!thread_.joinable()) return;
+    stopping_.store(true);
+    asio::post(io_, [this] {
+        ++session_;
+        error_code ignored;
+        resolver_.cancel();
+        socket_.close(ignored);
+        watchdog_.cancel();
+        ack_timer_.cancel();
+        pause_.cancel();
+        work_.reset();
+    });
+    thread_.join();
+    hooks_.replication_flags.fetch_and(static_cast<std::uint8_t>(
+        ~(core::kReplicationLoading | core::kReplicationStale | core::kReplicationUnsynced)));
+}
+
+void ReplicaLink::fill_info(core::ReplicationInfo& info) const {
+    std::lock_guard lock(info_mutex_);
+    const std::int64_t now = store::now_ms();
+    info.replica = true;
+    info.primary_host = host_;
+    info.primary_port = port_;
+    info.replid = replid_.empty() ? std::string(40, '0') : replid_;
+    info.offset = offset_;
+    info.read_offset = read_offset_;
+    info.link_up = up_;
+    info.sync_in_progress = syncing_;
+    info.sync_received_bytes = sync_bytes_;
+    info.last_io_seconds_ago = last_io_ms_ == 0 ? -1 : (now - last_io_ms_) / 1000;
+    info.link_down_since_seconds = up_ ? -1 : (now - down_since_ms_) / 1000;
+    info.last_error = last_error_;
+}
+
+std::uint64_t ReplicaLink::applied_offset() const {
+    std::lock_guard lock(info_mutex_);
+    return offset_;
+}
+
+void ReplicaLink::fail(const std::string& why) {
+    if (stopping_.load()) return;
+    spdlog::warn("replication: link to {}:{} failed: {}", host_, port_, why);
+    ++session_;
+    error_code ignored;
+    socket_.close(ignored);
+    watchdog_.cancel();
+    ack_timer_.cancel();
+    writes_.clear();
+    writing_ = false;
+    ack_pending_ = false;
+    sync_file_.reset();
+    {
+        std::lock_guard lock(info_mutex_);
+        if (up_) down_since_ms_ = store::now_ms();
+        up_ = false;
+        syncing_ = false;
+        last_error_ = why;
+    }
+    hooks_.replication_flags.fetch_or(core::kReplicationStale);
+    // Reconnect a second later, as Redis does.
+    pause_.expires_after(std::chrono::seconds(1));
+    pause_.async_wait([this](const error_code& error) {
+        if (!error && !stopping_.load()) begin_session();
+    });
+}
+
+void ReplicaLink::arm_watchdog() {
+    watchdog_.expires_after(std::chrono::seconds(config_.repl_timeout_seconds));
+    watchdog_.async_wait([this, session = session_](const error_code& error) {
+        if (error || stale(session)) return;  // re-armed, or that session is over
+        fail("nothing from the primary for " + std::to_string(config_.repl_timeout_seconds) +
+             " s (--repl-timeout)");
+    });
+}
+
+void ReplicaLink::write(std::string text, Step then) {
+    writes_.emplace_back(std::make_shared<std::string>(std::move(text)), std::move(then));
+    if (!writing_) write_next();
+}
+
+void ReplicaLink::write_next() {
+    if (writes_.empty()) {
+        writing_ = false;
+        return;
+    }
+    writing_ = true;
+    // The handler holds the bytes: a failed session clears writes_ while the
+    // write may still be in flight.
+    std::shared_ptr<std::string> text = writes_.front().first;
+    asio::async_write(socket_, asio::buffer(*text),
+                      [this, session = session_, text](const error_code& error, std::size_t) {
+                          if (stale(session)) return;
+                          if (error) return fail(error.message());
+                          Step then = std::move(writes_.front().second);
+                          writes_.pop_front();
+                          write_next();
+                          if (then) then();
+                      });
+}
+
+void ReplicaLink::read_line(std::function<void(std::string)> then) {
+    const auto end = input_.find("\r\n");
+    if (end != std::string::npos) {
+        std::string line = input_.substr(0, end);
+        input_.erase(0, end + 2);
+        then(std::move(line));
+        return;
+    }
+    if (input_.size() > 64 * 1024) return fail("the primary sent a line too long");
+    socket_.async_read_some(asio::buffer(chunk_),
+                            [this, session = session_, then = std::move(then)](
+                                const error_code& error, std::size_t n) mutable {
+                                if (stale(session)) return;
+                                if (error) return fail(error.message());
+                                arm_watchdog();
+                                input_.append(chunk_.data(), n);
+                                read_line(std::move(then));
+                            });
+}
+
+void ReplicaLink::begin_session() {
+    if (stopping_.load()) return;
+    ++session_;
+    input_.clear();
+    socket_ = asio::ip::tcp::socket(io_);
+    arm_watchdog();
+    resolver_.async_resolve(
+        host_, std::to_string(port_),
+        [this, session = session_](const error_code& error,
+                                   const asio::ip::tcp::resolver::results_type& endpoints) {
+            if (stale(session)) return;
+            if (error) return fail("cannot resolve " + host_ + ": " + error.message());
+            asio::async_connect(
+                socket_, endpoints,
+                [this, session](const error_code& connect_error, const asio::ip::tcp::endpoint&) {
+                    if (stale(session)) return;
+                    if (connect_error) return fail(connect_error.message());
+                    on_connected();
+                });
+        });
+}
+
+void ReplicaLink::on_connected() {
+    error_code ignored;
+    socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+    const auto replconf = [this] {
+        write(command("REPLCONF", "listening-port", std::to_string(config_.port)));
+        read_line([this](std::string reply) {
+            if (reply != "+OK") return fail("the primary refused REPLCONF: " + reply);
+            send_psync();
+        });
+    };
+    if (config_.masterauth.empty()) return replconf();
+    write(config_.masteruser.empty() ? command("AUTH", config_.masterauth)
+                                     : command("AUTH", config_.masteruser, config_.masterauth));
+    read_line([this, replconf](std::string reply) {
+        if (reply != "+OK") return fail("AUTH refused by the primary: " + reply);
+        replconf();
+    });
+}
+
+void ReplicaLink::send_psync() {
+    std::string replid;
+    std::uint64_t offset;
+    {
+        std::lock_guard lock(info_mutex_);
+        replid = applier_ ? replid_ : std::string();
+        offset = offset_;
+    }
+    write(replid.empty() ? command("PSYNC", "?", "-1")
+                         : command("PSYNC", replid, std::to_string(offset)));
+    read_line([this](std::string reply) { on_psync_reply(reply); });
+}
+
+void ReplicaLink::on_psync_reply(const std::string& reply) {
+    if (reply.rfind("+CONTINUE", 0) == 0) {
+        spdlog::info("replication: resuming from {}:{} at offset {}", host_, port_,
+                     applied_offset());
+        return go_up();
+    }
+    if (reply.rfind("+FULLRESYNC ", 0) != 0) return fail("the primary refused PSYNC: " + reply);
+    const auto space = reply.find(' ', 12);
+    const std::string offset = space == std::string::npos ? "" : reply.substr(space + 1);
+    if (space == std::string::npos || offset.empty() || offset.size() > 20 ||
+        !std::all_of(offset.begin(), offset.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return fail("bad reply: " + reply);
+    }
+    new_replid_ = reply.substr(12, space - 12);
+    new_offset_ = std::stoull(offset);
+    {
+        std::lock_guard lock(info_mutex_);
+        syncing_ = true;
+        sync_bytes_ = 0;
+    }
+    read_line([this](std::string header) {
+        if (header.size() != 5 + 40 || header.rfind("$EOF:", 0) != 0) {
+            return fail("bad snapshot header from the primary: " + header);
+        }
+        mark_ = header.substr(5);
+        try {
+            sync_file_ = std::make_unique<SyncFile>(config_.dir + "/replica-sync-" +
+                                                    std::to_string(::getpid()) + ".tmp");
+        } catch (const std::exception& e) {
+            return fail(e.what());
+        }
+        receive_snapshot();
+    });
+}
 
 // The snapshot arrives as "$EOF:<40-byte mark>\r\n", its bytes, the mark
 // (Redis's diskless form); records may follow the mark in the same read. It
-// goes to a file in --dir, then replaces the data (load_received). The file
-// work is in plain functions: GCC 12 miscompiles lambdas and aggregates of
-// locals inside coroutines.
-asio::awaitable<void> ReplicaLink::receive_snapshot(const std::string& mark) {
-    const std::string path = config_.dir + "/replica-sync-" + std::to_string(::getpid()) + ".tmp";
-    SyncFile file(path);
-    std::vector<char> chunk(256 * 1024);
-    for (;;) {
-        const auto at = input_.find(mark);
+// goes to a file in --dir, then replaces the data (load_received).
+void ReplicaLink::receive_snapshot() {
+    try {
+        const auto at = input_.find(mark_);
         if (at != std::string::npos) {
-            file.write(input_.data(), at);
-            input_.erase(0, at + mark.size());
-            break;
+            sync_file_->write(input_.data(), at);
+            input_.erase(0, at + mark_.size());
+            sync_file_->close();
+            load_received(sync_file_->path(), sync_file_->bytes());
+            sync_file_.reset();
+            arm_watchdog();  // the load took nothing from the socket
+            {
+                std::lock_guard lock(info_mutex_);
+                replid_ = new_replid_;
+                offset_ = read_offset_ = new_offset_;
+                syncing_ = false;
+            }
+            spdlog::info("replication: synchronized with {}:{} at offset {}", host_, port_,
+                         new_offset_);
+            return go_up();
         }
         // Keep what could be the start of the mark.
-        if (input_.size() > mark.size()) {
-            const std::size_t safe = input_.size() - mark.size();
-            file.write(input_.data(), safe);
+        if (input_.size() > mark_.size()) {
+            const std::size_t safe = input_.size() - mark_.size();
+            sync_file_->write(input_.data(), safe);
             input_.erase(0, safe);
         }
-        {
-            std::lock_guard lock(info_mutex_);
-            sync_bytes_ = file.bytes();
-        }
-        const std::size_t n =
-            co_await socket_.async_read_some(asio::buffer(chunk), asio::use_awaitable);
-        arm_watchdog();
-        input_.append(chunk.data(), n);
+    } catch (const std::exception& e) {
+        return fail(e.what());
     }
-    file.close();
-    load_received(path, file.bytes());
-    arm_watchdog();  // the load took no bytes from the socket
+    {
+        std::lock_guard lock(info_mutex_);
+        sync_bytes_ = sync_file_->bytes();
+    }
+    socket_.async_read_some(asio::buffer(chunk_),
+                            [this, session = session_](const error_code& error, std::size_t n) {
+                                if (stale(session)) return;
+                                if (error) return fail(error.message());
+                                arm_watchdog();
+                                input_.append(chunk_.data(), n);
+                                receive_snapshot();
+                            });
 }
 
 void ReplicaLink::load_received(const std::string& path, std::uint64_t bytes) {
@@ -573,111 +717,7 @@ void ReplicaLink::load_received(const std::string& path, std::uint64_t bytes) {
     applier_ = std::make_unique<persist::StreamApplier>(keyspace_, persistence_.journal());
 }
 
-void ReplicaLink::apply_buffer() {
-    std::size_t consumed = 0;
-    std::string error;
-    // The replica's journal may have been replaced by a full sync.
-    applier_->set_log(persistence_.journal());
-    const bool ok = applier_->apply(input_, consumed, error);
-    input_.erase(0, consumed);
-    {
-        std::lock_guard lock(info_mutex_);
-        offset_ += consumed;
-    }
-    if (!ok) {
-        // Our copy may now differ from the primary's: start over from a full one.
-        std::lock_guard lock(info_mutex_);
-        replid_.clear();
-        throw std::runtime_error(error);
-    }
-    if (consumed != 0) ack_timer_.cancel();  // acknowledge now
-}
-
-asio::awaitable<void> ReplicaLink::send_acks() {
-    // One writer for acknowledgements: as soon as records were applied
-    // (apply_buffer cancels the wait; an offset that moved during a write is
-    // sent right after it), else once a second so the primary sees the lag.
-    for (;;) {
-        std::uint64_t offset = applied_offset();
-        if (offset == acked_) {
-            ack_timer_.expires_after(std::chrono::seconds(1));
-            error_code error;
-            co_await ack_timer_.async_wait(asio::redirect_error(asio::use_awaitable, error));
-            if (stopping_.load() || !socket_.is_open()) co_return;
-            offset = applied_offset();
-        }
-        const std::string ack = command("REPLCONF", "ACK", std::to_string(offset));
-        error_code write_error;
-        co_await asio::async_write(socket_, asio::buffer(ack),
-                                   asio::redirect_error(asio::use_awaitable, write_error));
-        if (write_error) co_return;
-        acked_ = offset;
-    }
-}
-
-std::uint64_t ReplicaLink::applied_offset() const {
-    std::lock_guard lock(info_mutex_);
-    return offset_;
-}
-
-asio::awaitable<void> ReplicaLink::session() {
-    input_.clear();
-    asio::ip::tcp::resolver resolver(io_);
-    arm_watchdog();
-    const std::string service = std::to_string(port_);
-    const auto endpoints = co_await resolver.async_resolve(host_, service, asio::use_awaitable);
-    co_await asio::async_connect(socket_, endpoints, asio::use_awaitable);
-    socket_.set_option(asio::ip::tcp::no_delay(true));
-    std::string request;
-    if (!config_.masterauth.empty()) {
-        request = config_.masteruser.empty()
-                      ? command("AUTH", config_.masterauth)
-                      : command("AUTH", config_.masteruser, config_.masterauth);
-        co_await write(request);
-        const std::string reply = co_await read_line();
-        if (reply != "+OK") throw std::runtime_error("AUTH refused by the primary: " + reply);
-    }
-    request = command("REPLCONF", "listening-port", std::to_string(config_.port));
-    co_await write(request);
-    std::string reply = co_await read_line();
-    if (reply != "+OK") throw std::runtime_error("the primary refused REPLCONF: " + reply);
-    std::string replid;
-    std::uint64_t offset;
-    {
-        std::lock_guard lock(info_mutex_);
-        replid = applier_ ? replid_ : std::string();
-        offset = offset_;
-    }
-    request = replid.empty() ? command("PSYNC", "?", "-1")
-                             : command("PSYNC", replid, std::to_string(offset));
-    co_await write(request);
-    reply = co_await read_line();
-    if (reply.rfind("+FULLRESYNC ", 0) == 0) {
-        const auto space = reply.find(' ', 12);
-        if (space == std::string::npos) throw std::runtime_error("bad reply: " + reply);
-        const std::string new_replid = reply.substr(12, space - 12);
-        const std::uint64_t new_offset = std::stoull(reply.substr(space + 1));
-        {
-            std::lock_guard lock(info_mutex_);
-            syncing_ = true;
-            sync_bytes_ = 0;
-        }
-        const std::string header = co_await read_line();
-        if (header.size() != 5 + 40 || header.rfind("$EOF:", 0) != 0) {
-            throw std::runtime_error("bad snapshot header from the primary: " + header);
-        }
-        const std::string mark = header.substr(5);
-        co_await receive_snapshot(mark);
-        std::lock_guard lock(info_mutex_);
-        replid_ = new_replid;
-        offset_ = read_offset_ = new_offset;
-        syncing_ = false;
-        spdlog::info("replication: synchronized with {}:{} at offset {}", host_, port_, new_offset);
-    } else if (reply.rfind("+CONTINUE", 0) == 0) {
-        spdlog::info("replication: resuming from {}:{} at offset {}", host_, port_, offset);
-    } else {
-        throw std::runtime_error("the primary refused PSYNC: " + reply);
-    }
+void ReplicaLink::go_up() {
     {
         std::lock_guard lock(info_mutex_);
         up_ = true;
@@ -687,53 +727,79 @@ asio::awaitable<void> ReplicaLink::session() {
     hooks_.replication_flags.fetch_and(
         static_cast<std::uint8_t>(~(core::kReplicationStale | core::kReplicationUnsynced)));
     acked_ = ~0ull;  // acknowledge where we start
-    asio::co_spawn(io_, send_acks(), asio::detached);
-    apply_buffer();
-    std::vector<char> chunk(256 * 1024);
-    for (;;) {
-        const std::size_t n =
-            co_await socket_.async_read_some(asio::buffer(chunk), asio::use_awaitable);
-        arm_watchdog();
-        input_.append(chunk.data(), n);
-        {
-            std::lock_guard lock(info_mutex_);
-            read_offset_ += n;
-            last_io_ms_ = store::now_ms();
-        }
+    acknowledge();
+    schedule_ack();
+    try {
         apply_buffer();
+    } catch (const std::exception& e) {
+        return fail(e.what());
     }
+    read_stream();
 }
 
-asio::awaitable<void> ReplicaLink::run() {
-    hooks_.replication_flags.fetch_or(core::kReplicationReplica | core::kReplicationStale |
-                                      core::kReplicationUnsynced);
-    while (!stopping_.load()) {
-        try {
-            co_await session();
-        } catch (const std::exception& e) {
-            if (!stopping_.load()) {
-                spdlog::warn("replication: link to {}:{} failed: {}", host_, port_, e.what());
-                set_error(e.what());
-            }
-        }
-        error_code ignored;
-        socket_.close(ignored);
-        ack_timer_.cancel();
-        watchdog_.cancel();
-        {
-            std::lock_guard lock(info_mutex_);
-            if (up_) down_since_ms_ = store::now_ms();
-            up_ = false;
-            syncing_ = false;
-        }
-        hooks_.replication_flags.fetch_or(core::kReplicationStale);
-        if (stopping_.load()) break;
-        // Back off before reconnecting (Redis retries every second).
-        asio::steady_timer pause(io_, std::chrono::seconds(1));
-        error_code wait_error;
-        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, wait_error));
-        socket_ = asio::ip::tcp::socket(io_);
+void ReplicaLink::read_stream() {
+    socket_.async_read_some(asio::buffer(chunk_),
+                            [this, session = session_](const error_code& error, std::size_t n) {
+                                if (stale(session)) return;
+                                if (error) return fail(error.message());
+                                arm_watchdog();
+                                input_.append(chunk_.data(), n);
+                                {
+                                    std::lock_guard lock(info_mutex_);
+                                    read_offset_ += n;
+                                    last_io_ms_ = store::now_ms();
+                                }
+                                try {
+                                    apply_buffer();
+                                } catch (const std::exception& e) {
+                                    return fail(e.what());
+                                }
+                                read_stream();
+                            });
+}
+
+void ReplicaLink::apply_buffer() {
+    std::size_t consumed = 0;
+    std::string error;
+    // The replica's journal may have been replaced by a full copy.
+    applier_->set_log(persistence_.journal());
+    const bool ok = applier_->apply(input_, consumed, error);
+    input_.erase(0, consumed);
+    {
+        std::lock_guard lock(info_mutex_);
+        offset_ += consumed;
     }
+    if (!ok) {
+        // Our copy may now differ from the primary's: start over from a full one.
+        applier_.reset();
+        throw std::runtime_error(error);
+    }
+    if (consumed != 0) acknowledge();
+}
+
+// REPLCONF ACK: as soon as records were applied (one at a time; an offset
+// that moved during a write is sent right after it), so WAIT on the primary
+// returns promptly, and once a second so it sees the lag.
+void ReplicaLink::acknowledge() {
+    if (ack_pending_) return;
+    const std::uint64_t offset = applied_offset();
+    if (offset == acked_) return;
+    ack_pending_ = true;
+    write(command("REPLCONF", "ACK", std::to_string(offset)), [this, offset] {
+        ack_pending_ = false;
+        acked_ = offset;
+        acknowledge();
+    });
+}
+
+void ReplicaLink::schedule_ack() {
+    ack_timer_.expires_after(std::chrono::seconds(1));
+    ack_timer_.async_wait([this, session = session_](const error_code& error) {
+        if (error || stale(session)) return;
+        acked_ = ~0ull;  // once a second even when nothing moved (lag)
+        acknowledge();
+        schedule_ack();
+    });
 }
 
 }  // namespace bloomery::net

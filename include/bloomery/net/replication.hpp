@@ -163,7 +163,14 @@ private:
     std::atomic<std::uint64_t> partial_err_{0};
 };
 
-// The replica side: the link to the primary, on a thread of its own.
+class SyncFile;  // replication.cpp: the file a full copy is received into
+
+// The replica side: the link to the primary, on a thread of its own. A
+// chain of asynchronous steps (connect, AUTH, REPLCONF, PSYNC, the snapshot,
+// the stream) rather than a coroutine: Boost 1.74's coroutines do not build
+// with clang 14 (the fuzz build), and GCC 12 miscompiled temporaries in them.
+// Each step carries the number of the session it belongs to; a step of a
+// session that failed meanwhile does nothing.
 class ReplicaLink {
 public:
     // A link to HOST:PORT; start() connects (and reconnects until stop()).
@@ -182,17 +189,29 @@ public:
     void fill_info(core::ReplicationInfo& info) const;
 
 private:
-    boost::asio::awaitable<void> run();
-    boost::asio::awaitable<void> session();
-    boost::asio::awaitable<void> send_acks();
-    boost::asio::awaitable<std::string> read_line();
-    boost::asio::awaitable<void> write(const std::string& text);
-    boost::asio::awaitable<void> receive_snapshot(const std::string& mark);
+    using Step = std::function<void()>;
+    void begin_session();
+    void on_connected();
+    void send_psync();
+    void on_psync_reply(const std::string& line);
+    void receive_snapshot();
+    void go_up();
+    void read_stream();
+    // Writes go one after another (commands, acknowledgements); `then` runs
+    // once `text` is written.
+    void write(std::string text, Step then = {});
+    void write_next();
+    // Calls `then` with the next line (without CRLF) from the primary.
+    void read_line(std::function<void(std::string)> then);
+    void acknowledge();
+    void schedule_ack();
     // Replaces the data with the snapshot received into `path`.
     void load_received(const std::string& path, std::uint64_t bytes);
     void apply_buffer();
     void arm_watchdog();
-    void set_error(const std::string& error);
+    // Ends the session: logs `why`, closes, reconnects a second later.
+    void fail(const std::string& why);
+    bool stale(std::uint64_t session) const { return session != session_ || stopping_.load(); }
     std::uint64_t applied_offset() const;
 
     const core::Config& config_;
@@ -203,14 +222,29 @@ private:
     const std::uint16_t port_;
 
     boost::asio::io_context io_{1};
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
+        io_.get_executor()};
+    boost::asio::ip::tcp::resolver resolver_{io_};
     boost::asio::ip::tcp::socket socket_{io_};
     boost::asio::steady_timer watchdog_{io_};
     boost::asio::steady_timer ack_timer_{io_};
+    boost::asio::steady_timer pause_{io_};
     std::thread thread_;
     std::atomic<bool> stopping_{false};
+
+    // Link thread only.
+    std::uint64_t session_ = 0;
     std::string input_;  // received, not yet consumed
+    std::vector<char> chunk_ = std::vector<char>(256 * 1024);
+    std::deque<std::pair<std::shared_ptr<std::string>, Step>> writes_;
+    bool writing_ = false;
+    bool ack_pending_ = false;  // an acknowledgement is queued or being written
+    std::uint64_t acked_ = 0;   // offset last acknowledged
+    std::string new_replid_;    // of the +FULLRESYNC being received
+    std::uint64_t new_offset_ = 0;
+    std::string mark_;  // ends the snapshot being received
+    std::unique_ptr<SyncFile> sync_file_;
     std::unique_ptr<persist::StreamApplier> applier_;
-    std::uint64_t acked_ = 0;  // offset last acknowledged (link thread)
 
     mutable std::mutex info_mutex_;  // guards the fields below
     std::string replid_;             // the primary's, once synchronized
