@@ -32,6 +32,11 @@ std::string format_number(double value) {
 
 std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx) {
     const core::Config& c = ctx.config;
+    // What this server follows now (REPLICAOF changes it at run time).
+    const core::ReplicationInfo replication = ctx.server.replication();
+    const std::string replicaof = replication.replica ? replication.primary_host + " " +
+                                                            std::to_string(replication.primary_port)
+                                                      : "";
     return {
         {"bind", c.bind},
         {"port", std::to_string(c.port)},
@@ -72,6 +77,15 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"bf-default-layout", c.default_layout},
         {"max-filter-bytes", std::to_string(c.max_filter_bytes)},
         {"keyspace-shards", std::to_string(c.keyspace_shards)},
+        {"replicaof", replicaof},
+        {"masteruser", c.masteruser},
+        {"masterauth", c.masterauth.empty() ? "" : "<redacted>"},
+        {"repl-backlog-size", std::to_string(c.repl_backlog_size)},
+        {"repl-backlog-ttl", std::to_string(c.repl_backlog_ttl_seconds)},
+        {"repl-timeout", std::to_string(c.repl_timeout_seconds)},
+        {"repl-ping-replica-period", std::to_string(c.repl_ping_replica_period_seconds)},
+        {"replica-serve-stale-data", human_bool(c.replica_serve_stale_data)},
+        {"replica-read-only", "yes"},
         {"cluster-enabled", human_bool(c.cluster_enabled)},
         {"cluster-slots", c.cluster ? c.cluster->describe() : ""},
         {"cluster-self", c.cluster ? c.cluster->self().address : ""},

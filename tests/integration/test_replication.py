@@ -134,6 +134,8 @@ class ReplicationTest(unittest.TestCase):
         self.assertEqual(state["master_host"], "127.0.0.1")
         self.assertEqual(state["master_port"], primary.port)
         self.assertEqual(state["master_sync_in_progress"], 0)
+        self.assertEqual(r.config_get("replicaof")["replicaof"], "127.0.0.1 %d" % primary.port)
+        self.assertEqual(primary.client().config_get("replicaof")["replicaof"], "")
         role = r.execute_command("ROLE")
         self.assertEqual(role[0], b"slave")
         self.assertEqual(role[3], b"connected")
