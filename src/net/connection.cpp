@@ -390,6 +390,8 @@ struct Connection::Feed {
     std::string out;      // the next piece
     std::string sending;  // the piece being written
     std::vector<char> chunk = std::vector<char>(256 * 1024);
+    // Its buffers in used_memory (the queued snapshot is the pipe's).
+    core::MemoryCharge charge{core::MemoryUse::output_buffers};
 
     // Also when the connection goes without close() (its worker stopped at
     // shutdown): the snapshot thread must not outlive what it reads.
@@ -568,6 +570,8 @@ void Connection::feed_pump() {
         if (feed_->out.empty() && !closing_) feed_fill();
         if (!feed_->out.empty()) {
             feed_->sending.swap(feed_->out);
+            feed_->charge.set(feed_->chunk.capacity() + feed_->sending.capacity() +
+                              feed_->out.capacity());
             writing_ = true;
             start_write(asio::buffer(feed_->sending));
         } else if (closing_) {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <random>
 
+#include "bloomery/core/memory.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "connection.hpp"
 
@@ -91,6 +92,9 @@ bool SnapshotPipe::push(const unsigned char* data, std::size_t size) {
         if (cancelled_) return false;
         chunks_.emplace_back(reinterpret_cast<const char*>(data), size);
         queued_ += size;
+        // A replica's pending snapshot is its connection's output (INFO
+        // used_memory), at most kMaxQueuedBytes.
+        core::memory_add(core::MemoryUse::output_buffers, static_cast<std::int64_t>(size));
     }
     wake_();
     return true;
@@ -123,6 +127,7 @@ std::string SnapshotPipe::take() {
         out = std::move(chunks_.front());
         chunks_.pop_front();
         queued_ -= out.size();
+        core::memory_add(core::MemoryUse::output_buffers, -static_cast<std::int64_t>(out.size()));
     }
     room_.notify_all();
     return out;
@@ -140,6 +145,10 @@ bool SnapshotPipe::done(bool& ok, std::string& error) const {
     ok = ok_;
     error = error_;
     return true;
+}
+
+SnapshotPipe::~SnapshotPipe() {
+    core::memory_add(core::MemoryUse::output_buffers, -static_cast<std::int64_t>(queued_));
 }
 
 void SnapshotPipe::cancel() {
@@ -742,20 +751,26 @@ void ReplicaLink::read_stream() {
                             [this, session = session_](const error_code& error, std::size_t n) {
                                 if (stale(session)) return;
                                 if (error) return fail(error.message());
-                                arm_watchdog();
-                                input_.append(chunk_.data(), n);
-                                {
-                                    std::lock_guard lock(info_mutex_);
-                                    read_offset_ += n;
-                                    last_io_ms_ = store::now_ms();
-                                }
-                                try {
-                                    apply_buffer();
-                                } catch (const std::exception& e) {
-                                    return fail(e.what());
-                                }
-                                read_stream();
+                                on_stream_read(n);
                             });
+}
+
+void ReplicaLink::on_stream_read(std::size_t n) {
+    arm_watchdog();
+    input_.append(chunk_.data(), n);
+    {
+        std::lock_guard lock(info_mutex_);
+        read_offset_ += n;
+        last_io_ms_ = store::now_ms();
+    }
+    try {
+        apply_buffer();
+    } catch (const std::exception& e) {
+        return fail(e.what());
+    }
+    // The link's buffers count in used_memory, as a client's query buffer.
+    buffer_charge_.set(input_.capacity() + chunk_.capacity());
+    read_stream();
 }
 
 void ReplicaLink::apply_buffer() {

@@ -350,6 +350,7 @@ class ReplicationTest(unittest.TestCase):
         # then in the baseline, not in what the stalled feed is charged.
         p.execute_command("SAVE")
         before = rss_kb()
+        used_before = p.info("memory")["used_memory"]
         import socket
         silent = socket.create_connection(("127.0.0.1", primary.port))
         silent.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -360,7 +361,14 @@ class ReplicationTest(unittest.TestCase):
         self.assertLess(grown, bound, "a stalled replica made the primary hold %d KiB" % grown)
         self.assertEqual(p.ping(), True)
         self.assertEqual(p.execute_command("BF.ADD", "big", "still-served"), 1)
+        # What it holds for the stalled replica is counted (INFO used_memory),
+        # and given back when the replica goes.
+        held = p.info("memory")["used_memory"] - used_before
+        self.assertGreater(held, 4 * 1024 * 1024)
+        self.assertLess(held, 16 * 1024 * 1024)
         silent.close()
+        wait_until(lambda: p.info("memory")["used_memory"] - used_before < 1024 * 1024,
+                   what="the stalled replica's buffers to be given back")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@
 
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/hooks.hpp"
+#include "bloomery/core/memory.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
@@ -73,6 +74,9 @@ class SnapshotPipe {
 public:
     static constexpr std::size_t kMaxQueuedBytes = 8 * 1024 * 1024;
     explicit SnapshotPipe(std::function<void()> wake) : wake_(std::move(wake)) {}
+    ~SnapshotPipe();  // gives back what is still queued (used_memory)
+    SnapshotPipe(const SnapshotPipe&) = delete;
+    SnapshotPipe& operator=(const SnapshotPipe&) = delete;
     // Producer. False once the consumer cancelled.
     bool push(const unsigned char* data, std::size_t size);
     void set_position(std::uint64_t offset);
@@ -197,6 +201,7 @@ private:
     void receive_snapshot();
     void go_up();
     void read_stream();
+    void on_stream_read(std::size_t bytes);
     // Writes go one after another (commands, acknowledgements); `then` runs
     // once `text` is written.
     void write(std::string text, Step then = {});
@@ -245,6 +250,7 @@ private:
     std::string mark_;  // ends the snapshot being received
     std::unique_ptr<SyncFile> sync_file_;
     std::unique_ptr<persist::StreamApplier> applier_;
+    core::MemoryCharge buffer_charge_{core::MemoryUse::query_buffers};
 
     mutable std::mutex info_mutex_;  // guards the fields below
     std::string replid_;             // the primary's, once synchronized
