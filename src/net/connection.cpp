@@ -463,16 +463,13 @@ void Connection::begin_feed() {
         feed_->snapshotter = std::thread([pipe = feed_->pipe, &keyspace = server_.keyspace(),
                                           name = "replica " + client_.address] {
             persist::SaveStats stats;
-            stats.on_position = [&pipe](std::uint64_t, std::uint64_t offset) {
-                pipe->set_position(offset);
-            };
             std::string error;
             const bool ok = persist::stream_snapshot(
                 keyspace,
                 [&pipe](const unsigned char* data, std::size_t size) {
                     return pipe->push(data, size);
                 },
-                name, stats, error);
+                [&pipe](std::uint64_t offset) { pipe->set_position(offset); }, name, stats, error);
             if (ok) {
                 spdlog::info("{}: snapshot of {} filters, {} bytes, sent in {:.3f} s", name,
                              stats.keys, stats.bytes, stats.seconds);

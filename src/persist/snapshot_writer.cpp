@@ -173,7 +173,7 @@ void write_filter_record(SnapshotFileWriter& out, std::string_view key,
 
 // The whole snapshot into `out`; returns the filter records written.
 std::uint64_t write_snapshot(const store::Keyspace& keyspace, SnapshotFileWriter& out,
-                             SaveStats& stats) {
+                             SaveStats& stats, const SnapshotPositionListener& on_position) {
     std::vector<std::uint64_t> words(format::kWordChunk);
     // Every key at one instant (all shard locks held together for the copy
     // of references only), so a key renamed, deleted or re-created during
@@ -186,7 +186,7 @@ std::uint64_t write_snapshot(const store::Keyspace& keyspace, SnapshotFileWriter
     if (view.log_id() != 0) store::Keyspace::wait_for_readers();
     stats.journal_id = view.log_id();
     stats.journal_offset = view.log_position();
-    if (stats.on_position) stats.on_position(view.log_id(), view.log_position());
+    if (on_position) on_position(view.log_position());
 
     unsigned char header[format::kFileHeaderBytes];
     std::memcpy(header, kSnapshotMagic, format::kMagicBytes);
@@ -289,7 +289,7 @@ bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, Sav
         std::uint64_t records = 0;
         {
             SnapshotFileWriter out(temporary.fd(), temporary.path());
-            records = write_snapshot(keyspace, out, stats);
+            records = write_snapshot(keyspace, out, stats, nullptr);
         }
 
         int result;
@@ -326,11 +326,12 @@ bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, Sav
 }
 
 bool stream_snapshot(const store::Keyspace& keyspace, const SnapshotSink& sink,
-                     const std::string& name, SaveStats& stats, std::string& error) {
+                     const SnapshotPositionListener& on_position, const std::string& name,
+                     SaveStats& stats, std::string& error) {
     const auto started = std::chrono::steady_clock::now();
     try {
         SnapshotFileWriter out(sink, name);
-        stats.keys = write_snapshot(keyspace, out, stats);
+        stats.keys = write_snapshot(keyspace, out, stats, on_position);
         stats.seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         return true;

@@ -39,9 +39,6 @@ struct SaveStats {
     double seconds = 0;                // wall time of the whole save, fsyncs included
     std::uint64_t journal_id = 0;      // the journal attached to the keyspace (0: none)
     std::uint64_t journal_offset = 0;  // records before this offset are in the file
-    // Called once the keys are chosen and the position known, before any
-    // byte is written (stream_snapshot: a replica's feed starts there).
-    std::function<void(std::uint64_t journal_id, std::uint64_t journal_offset)> on_position;
 };
 
 // Writes every live key of `keyspace` to `path`.
@@ -66,11 +63,17 @@ bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, Sav
 // (the stream stops with an error).
 using SnapshotSink = std::function<bool(const unsigned char* data, std::size_t size)>;
 
+// Told the journal position a streamed snapshot covers, once its keys are
+// chosen and before any byte goes to the sink (a replica's stream starts
+// there).
+using SnapshotPositionListener = std::function<void(std::uint64_t journal_offset)>;
+
 // The snapshot save_snapshot() would write, handed to `sink` in pieces of
 // about 2 MiB instead of a file: a replica's full synchronization, with no
 // temporary file on this server's disk. `name` names the receiver in errors.
 bool stream_snapshot(const store::Keyspace& keyspace, const SnapshotSink& sink,
-                     const std::string& name, SaveStats& stats, std::string& error);
+                     const SnapshotPositionListener& on_position, const std::string& name,
+                     SaveStats& stats, std::string& error);
 
 struct LoadStats {
     std::uint64_t keys = 0;             // keys inserted into the keyspace
