@@ -284,13 +284,14 @@ void Journal::appended_bytes(std::size_t bytes) {
     core::memory_add(core::MemoryUse::other, static_cast<std::int64_t>(bytes));
 }
 
-void Journal::take_local(LocalBuffer& local) {
-    if (local.records.empty()) return;
+bool Journal::take_local(LocalBuffer& local) {
+    if (local.records.empty()) return false;
     pending_.append(local.records);
     const std::size_t bytes = local.records.size();
     local.records.clear();  // keeps its capacity, which the owner has counted
     local.bytes.store(0, std::memory_order_relaxed);
     appended_bytes(bytes);
+    return true;
 }
 
 bool Journal::take_all_locals() {
@@ -302,8 +303,7 @@ bool Journal::take_all_locals() {
         LocalBuffer& local = locals_[i];
         if (local.bytes.load(std::memory_order_seq_cst) == 0) continue;
         std::lock_guard local_lock(local.mutex);
-        any = any || !local.records.empty();
-        take_local(local);
+        any = take_local(local) || any;
     }
     return any;
 }
@@ -325,12 +325,18 @@ void Journal::wake_writer() {
     // not sleep, or this thread sees it idle and wakes it. Under load the
     // writer never sleeps, so this is a plain load of a line nobody writes.
     if (!writer_idle_.load(std::memory_order_seq_cst)) return;
+    bool wake;
     {
         std::lock_guard lock(mutex_);
-        if (!writer_idle_.load(std::memory_order_relaxed)) return;
-        writer_idle_.store(false, std::memory_order_relaxed);
+        wake = claim_idle_writer();
     }
-    wake_.notify_one();
+    if (wake) wake_.notify_one();
+}
+
+bool Journal::claim_idle_writer() {
+    if (!writer_idle_.load(std::memory_order_relaxed)) return false;
+    writer_idle_.store(false, std::memory_order_relaxed);
+    return true;
 }
 
 template <class Encode>
@@ -346,10 +352,7 @@ void Journal::append(std::uint8_t type, std::size_t body_bytes, Encode&& encode)
             take_local(*local);
         }
         appended_bytes(encode_record(pending_, type, body_bytes, encode));
-        if (writer_idle_.load(std::memory_order_relaxed)) {
-            writer_idle_.store(false, std::memory_order_relaxed);
-            wake = true;
-        }
+        wake = claim_idle_writer();
     }
     if (wake) wake_.notify_one();
 }
@@ -464,10 +467,7 @@ std::uint64_t Journal::position() {
     bool wake = false;
     {
         std::lock_guard lock(mutex_);
-        if (take_all_locals() && writer_idle_.load(std::memory_order_relaxed)) {
-            writer_idle_.store(false, std::memory_order_relaxed);
-            wake = true;
-        }
+        wake = take_all_locals() && claim_idle_writer();
     }
     if (wake) wake_.notify_one();
     return appended();
@@ -723,10 +723,7 @@ std::uint64_t Journal::rotate() {
     if (!writer_.joinable()) return appended();
     const std::uint64_t ticket = rotations_done_ + 1;
     rotate_requested_ = true;
-    if (writer_idle_.load(std::memory_order_relaxed)) {
-        writer_idle_.store(false, std::memory_order_relaxed);
-        wake_.notify_one();
-    }
+    if (claim_idle_writer()) wake_.notify_one();
     rotated_.wait(lock, [&] { return rotations_done_ >= ticket || stop_; });
     return rotated_to_;
 }

@@ -175,8 +175,9 @@ private:
     // This thread's buffer (claimed on first use), or nullptr: policy always,
     // or every buffer taken.
     LocalBuffer* local_buffer();
-    // Under mutex_ and local.mutex: moves its records to the end of pending_.
-    void take_local(LocalBuffer& local);
+    // Under mutex_ and local.mutex: moves its records to the end of pending_;
+    // false if it held none.
+    bool take_local(LocalBuffer& local);
     // Under mutex_: take_local for every claimed buffer; true if any held records.
     bool take_all_locals();
     bool locals_pending() const;
@@ -184,6 +185,9 @@ private:
     void appended_bytes(std::size_t bytes);
     // After an append outside mutex_: wakes the writer if it sleeps.
     void wake_writer();
+    // Under mutex_: true (and the writer marked awake) if it sleeps; the
+    // caller then notifies wake_.
+    bool claim_idle_writer();
     void run();
     bool open_segment(std::uint64_t start, std::string& error);  // writer thread or open()
     bool write_unwritten();
