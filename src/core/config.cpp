@@ -170,8 +170,8 @@ std::string read_password_file(const std::string& path, const char* flag = "--re
     return password;
 }
 
-// The name `--cluster-self auto` reads its ordinal from: $HOSTNAME when set
-// (Kubernetes sets it to the pod's name; tests set it too), else the kernel's.
+}  // namespace
+
 std::string host_name() {
     if (const char* name = std::getenv("HOSTNAME"); name != nullptr && *name != '\0') return name;
     char buffer[HOST_NAME_MAX + 1] = {};
@@ -179,7 +179,20 @@ std::string host_name() {
     return buffer;
 }
 
+namespace {
+std::string first_label(std::string_view name) {
+    std::string label(name.substr(0, name.find('.')));
+    for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return label;
+}
 }  // namespace
+
+bool replicaof_names_self(const Config& config) {
+    if (config.replicaof_host.empty() || config.replicaof_port != config.port) return false;
+    const std::string self = host_name();
+    return config.replicaof_host == config.bind ||
+           (!self.empty() && first_label(config.replicaof_host) == first_label(self));
+}
 
 namespace {
 

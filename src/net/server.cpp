@@ -3,12 +3,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cctype>
-#include <cstdlib>
-
 #include <stdexcept>
 
 #include "bloomery/command/acl.hpp"
@@ -75,32 +70,6 @@ Server::~Server() {
 
 namespace {
 
-std::string first_label(std::string_view name) {
-    std::string label(name.substr(0, name.find('.')));
-    for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return label;
-}
-
-}  // namespace
-
-bool Server::names_this_server(std::string_view host, std::uint16_t port) const {
-    if (port != config_.port) return false;
-    // This host by name (a StatefulSet pod is "bloomery-0", and its stable
-    // name "bloomery-0.bloomery.ns.svc..."), or our own listening address.
-    char hostname[256] = {};
-    if (::gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0] != '\0' &&
-        first_label(host) == first_label(hostname)) {
-        return true;
-    }
-    if (const char* env = std::getenv("HOSTNAME");
-        env != nullptr && *env != '\0' && first_label(host) == first_label(env)) {
-        return true;
-    }
-    return host == config_.bind;
-}
-
-namespace {
-
 void open_acceptor(asio::ip::tcp::acceptor& acceptor, const std::string& bind, std::uint16_t port) {
     try {
         const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(bind), port);
@@ -145,7 +114,7 @@ int Server::run() {
         });
     }
     if (!config_.replicaof_host.empty()) {
-        if (names_this_server(config_.replicaof_host, config_.replicaof_port)) {
+        if (core::replicaof_names_self(config_)) {
             // One argument list for every pod of a StatefulSet: pod 0, named
             // by --replicaof, serves as the primary (deploy/k8s).
             spdlog::info("--replicaof {} {} names this server: starting as the primary",

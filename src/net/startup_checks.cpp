@@ -185,12 +185,14 @@ std::string describe_config(const core::Config& c) {
                                             : std::string("no password, protected mode off"));
     line("slowlog", "slower than " + std::to_string(c.slowlog_log_slower_than_us) +
                         " us, at most " + std::to_string(c.slowlog_max_len) + " entries");
-    line("replication", c.replicaof_host.empty()
-                            ? std::string("primary")
-                            : "replica of " + c.replicaof_host + " " +
-                                  std::to_string(c.replicaof_port) +
-                                  (c.masterauth.empty() ? "" : " (with AUTH)") +
-                                  " unless that names this host (then primary)");
+    std::string role = "primary";
+    if (core::replicaof_names_self(c)) {
+        role = "primary (--replicaof " + c.replicaof_host + " names this server)";
+    } else if (!c.replicaof_host.empty()) {
+        role = "replica of " + c.replicaof_host + " " + std::to_string(c.replicaof_port) +
+               (c.masterauth.empty() ? "" : " (with AUTH)");
+    }
+    line("replication", role);
     if (c.cluster_enabled && c.cluster) {
         line("cluster", "this node is " + c.cluster->self().address + ", of " +
                             std::to_string(c.cluster->nodes().size()) + " nodes");

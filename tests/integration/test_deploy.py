@@ -127,6 +127,8 @@ class ComposeFiles(unittest.TestCase):
                         env[key] = mounts.map_text(str(value))
                     args = [mounts.map_text(str(a)) for a in service.get("command", [])]
                     output = test_config(self, what, args, env, hostname=name)
+                    if "--replicaof" in args:
+                        self.assertIn("replication: replica of", output, what)
                     # The health check PINGs the port the server listens on.
                     check = service["healthcheck"]["test"]
                     self.assertEqual(check[:3], ["CMD", "/usr/local/bin/bloomery", "--health-check"],
@@ -210,13 +212,14 @@ class KubernetesManifests(unittest.TestCase):
                         self.assertEqual(container["livenessProbe"]["httpGet"]["path"], "/healthz")
                         self.assertEqual(int(annotations["prometheus.io/port"]), ports["metrics"],
                                          what)
-                        if "--replicaof" in output or "replica of" in output:
-                            role = "primary" if replica == 0 else "replica"
-                            self.assertIn("replication: replica of", output, what)
-                            if role == "primary":
-                                # Pod 0 is named by --replicaof: it serves as the primary.
-                                self.assertTrue(any(a.startswith(pod_name + ".") for a in args),
-                                                what)
+                        if "--replicaof" in args:
+                            # Every pod gets the same --replicaof: pod 0, which it
+                            # names, serves as the primary, the others follow it.
+                            if replica == 0:
+                                self.assertIn("replication: primary (--replicaof", output, what)
+                            else:
+                                self.assertIn("replication: replica of %s-0." %
+                                              stateful_set["metadata"]["name"], output, what)
                         if "--cluster-self" in args:
                             self.assertIn("this node is %s." % pod_name, output, what)
 

@@ -144,6 +144,14 @@ std::string format_save_points(const std::vector<SavePoint>& points);
 // to the process ("75%": of the cgroup limit when in a container, else of
 // physical memory). False with a message on malformed input.
 bool parse_memory_limit(const std::string& spec, std::uint64_t& bytes, std::string& error);
+// This machine's name: $HOSTNAME when set (Kubernetes sets it to the pod's
+// name; tests set it too), else the kernel's. `--cluster-self auto` reads
+// its ordinal from it.
+std::string host_name();
+// Whether --replicaof names this very server: its --port, and its --bind
+// address or host_name()'s first label (a StatefulSet passes "--replicaof
+// bloomery-0.<service> 6379" to every pod; pod 0 serves as the primary).
+bool replicaof_names_self(const Config& config);
 // --replicaof: "HOST PORT" (or "HOST:PORT"). False with a message on
 // malformed input.
 bool parse_replicaof(const std::string& spec, std::string& host, std::uint16_t& port,

@@ -107,9 +107,6 @@ public:
     void untrack(Worker& worker, std::list<std::weak_ptr<Connection>>::iterator position);
 
 private:
-    // Whether --replicaof HOST PORT is this very server (its host name's
-    // first label, or its --bind address, and its --port).
-    bool names_this_server(std::string_view host, std::uint16_t port) const;
     void accept_next(boost::asio::ip::tcp::acceptor& acceptor, bool tls);
     void on_signal(const boost::system::error_code& error, int signal);
     void cron();
