@@ -296,26 +296,28 @@ void render_replication(const MetricsSnapshot& s, Text& t) {
              "A primary's journal offset, or how far a replica applied its primary's", r.offset);
     t.single("bloomery_replication_connected_replicas", "gauge", "Replicas fed by this server",
              std::uint64_t{r.replicas.size()});
+    // One label per replica, for each of its three families.
+    std::vector<std::string> labels;
+    for (const core::ReplicaInfo& replica : r.replicas) {
+        labels.push_back(Text::label("replica", replica.ip + ":" + std::to_string(replica.port)));
+    }
     t.family("bloomery_replication_replica_acked_offset", "gauge",
              "The offset each replica acknowledged (REPLCONF ACK)");
-    for (const core::ReplicaInfo& replica : r.replicas) {
-        t.sample("bloomery_replication_replica_acked_offset",
-                 Text::label("replica", replica.ip + ":" + std::to_string(replica.port)),
-                 replica.offset);
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+        t.sample("bloomery_replication_replica_acked_offset", labels[i], r.replicas[i].offset);
     }
     t.family("bloomery_replication_replica_lag_bytes", "gauge",
              "Bytes of the stream a replica has not acknowledged yet");
-    for (const core::ReplicaInfo& replica : r.replicas) {
-        t.sample("bloomery_replication_replica_lag_bytes",
-                 Text::label("replica", replica.ip + ":" + std::to_string(replica.port)),
-                 r.offset > replica.offset ? r.offset - replica.offset : std::uint64_t{0});
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+        const std::uint64_t acked = r.replicas[i].offset;
+        t.sample("bloomery_replication_replica_lag_bytes", labels[i],
+                 r.offset > acked ? r.offset - acked : std::uint64_t{0});
     }
     t.family("bloomery_replication_replica_ack_age_seconds", "gauge",
              "Seconds since each replica's last acknowledgement");
-    for (const core::ReplicaInfo& replica : r.replicas) {
-        t.sample("bloomery_replication_replica_ack_age_seconds",
-                 Text::label("replica", replica.ip + ":" + std::to_string(replica.port)),
-                 replica.lag_seconds);
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+        t.sample("bloomery_replication_replica_ack_age_seconds", labels[i],
+                 r.replicas[i].lag_seconds);
     }
     t.single("bloomery_replication_full_syncs_total", "counter",
              "Full copies sent to replicas (PSYNC answered +FULLRESYNC)", r.full_syncs);

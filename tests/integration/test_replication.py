@@ -83,6 +83,13 @@ class ReplicationTest(unittest.TestCase):
         self.servers.append(server)
         return server.start()
 
+    def primary_and_replica(self, *primary_args):
+        """A primary and one replica whose link is up."""
+        primary = self.start(Server(*primary_args))
+        replica = self.start(replica_of(primary))
+        wait_until(lambda: link_up(replica), what="the replica's link")
+        return primary, replica
+
     def test_two_replicas_hold_every_add_of_a_million(self):
         primary = self.start(Server("--appendfsync", "everysec"))
         p = primary.client()
@@ -118,9 +125,7 @@ class ReplicationTest(unittest.TestCase):
             self.assertEqual(line["offset"], state["master_repl_offset"])
 
     def test_replica_refuses_writes_and_reports_its_link(self):
-        primary = self.start(Server())
-        replica = self.start(replica_of(primary))
-        wait_until(lambda: link_up(replica), what="the replica's link")
+        primary, replica = self.primary_and_replica()
         r = replica.client()
         with self.assertRaises(redis.ResponseError) as refused:
             r.execute_command("BF.ADD", "k", "v")
@@ -162,10 +167,8 @@ class ReplicationTest(unittest.TestCase):
         self.assertEqual(primary.client().execute_command("WAIT", 1, 50), 0)
 
     def test_replica_killed_and_restarted_catches_up(self):
-        primary = self.start(Server())
+        primary, replica = self.primary_and_replica()
         p = primary.client()
-        replica = self.start(replica_of(primary))
-        wait_until(lambda: link_up(replica), what="the replica's link")
         add_range(p, "k", 0, 20000)
         self.assertEqual(p.execute_command("WAIT", 1, 10000), 1)
         replica.kill()
@@ -178,10 +181,8 @@ class ReplicationTest(unittest.TestCase):
         same_filters(self, primary, replica, ["k"])
 
     def test_a_cut_link_resumes_from_its_offset(self):
-        primary = self.start(Server())
+        primary, replica = self.primary_and_replica()
         p = primary.client()
-        replica = self.start(replica_of(primary))
-        wait_until(lambda: link_up(replica), what="the replica's link")
         add_range(p, "k", 0, 10000)
         self.assertEqual(p.execute_command("WAIT", 1, 10000), 1)
         before = info(p)
@@ -202,9 +203,7 @@ class ReplicationTest(unittest.TestCase):
         same_filters(self, primary, replica, ["k"])
 
     def test_promoted_replica_holds_every_add_wait_acknowledged(self):
-        primary = self.start(Server("--appendfsync", "always"))
-        replica = self.start(replica_of(primary))
-        wait_until(lambda: link_up(replica), what="the replica's link")
+        primary, replica = self.primary_and_replica("--appendfsync", "always")
         p = primary.client()
         acknowledged = 0
         for start in range(0, 30000, 500):

@@ -184,6 +184,15 @@ protected:
         }
     }
 
+    // Warms up on the first two rounds, then counts the allocations of
+    // dispatching the other kRounds.
+    std::size_t allocations_after_warm_up() {
+        dispatch_range(0, 5 * 2);
+        AllocationCounter counter;
+        dispatch_range(5 * 2, 5 * kRounds);
+        return counter.count();
+    }
+
     // The same commands as one pipelined RESP buffer.
     std::string pipeline(std::size_t first, std::size_t count) const {
         std::string bytes;
@@ -278,13 +287,7 @@ TEST_F(HotPathAllocations, CountingSeesAllocationsInsideTheDispatcher) {
 TEST_F(HotPathAllocations, BloomCommandsOnAnExistingFilterDoNotAllocate) {
     // Warm-up: grows the argv and reply buffers and the handlers' per-thread
     // scratch vectors to their steady size.
-    dispatch_range(0, 5 * 2);
-    std::size_t allocations;
-    {
-        AllocationCounter counter;
-        dispatch_range(5 * 2, 5 * kRounds);
-        allocations = counter.count();
-    }
+    const std::size_t allocations = allocations_after_warm_up();
     EXPECT_EQ(allocations, 0u) << "allocations in " << 5 * kRounds << " commands";
     // The commands did their work: the last MEXISTS answered 100 integers.
     EXPECT_EQ(out.rfind("*100\r\n", 0), 0u) << out.substr(0, 40);
@@ -310,13 +313,7 @@ TEST_F(HotPathAllocations, EachCommandAloneDoesNotAllocate) {
 TEST_F(HotPathAllocations, ClusterModeServingItsOwnSlotDoesNotAllocate) {
     // The slot check hashes each key once, in place.
     enable_cluster("127.0.0.1:7001");
-    dispatch_range(0, 5 * 2);
-    std::size_t allocations;
-    {
-        AllocationCounter counter;
-        dispatch_range(5 * 2, 5 * kRounds);
-        allocations = counter.count();
-    }
+    const std::size_t allocations = allocations_after_warm_up();
     EXPECT_EQ(allocations, 0u) << "allocations in " << 5 * kRounds << " commands";
     EXPECT_EQ(out.rfind("*100\r\n", 0), 0u) << out.substr(0, 40);
 }
@@ -325,13 +322,7 @@ TEST_F(HotPathAllocations, ClusterRedirectsDoNotAllocate) {
     // A node that does not own "hot" answers every command with -MOVED,
     // formatted on the stack.
     enable_cluster("127.0.0.1:7002");
-    dispatch_range(0, 5 * 2);
-    std::size_t allocations;
-    {
-        AllocationCounter counter;
-        dispatch_range(5 * 2, 5 * kRounds);
-        allocations = counter.count();
-    }
+    const std::size_t allocations = allocations_after_warm_up();
     EXPECT_EQ(allocations, 0u) << "allocations in " << 5 * kRounds << " redirects";
     EXPECT_EQ(out, "-MOVED 6093 127.0.0.1:7001\r\n");
 }
