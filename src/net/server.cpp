@@ -469,9 +469,6 @@ std::string Server::replicaof(std::string_view host, std::uint16_t port) {
         return {};
     }
     if (link_ && link_->host() == host && link_->port() == port) return {};
-    if (persistence_.journal() == nullptr && config_.appendonly) {
-        return "ERR the journal is not open";
-    }
     link_.reset();
     // Replicas of this server cannot follow it into another history.
     replication_.close_feeds();
