@@ -203,11 +203,6 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
 
 void Connection::advance() {
     if (closed_) return;
-    // PSYNC ran and every reply before it is written: become the feed.
-    if (client_.psync_requested && !writing_ && out_.empty() && !closing_) {
-        begin_feed();
-        return;
-    }
     if (blocked_ && deferred_arrived_) {
         blocked_ = deferred_arrived_ = false;
         client_.blocked.store(false, std::memory_order_relaxed);
@@ -223,6 +218,7 @@ void Connection::advance() {
         enforce_output_limit();
     }
     if (!blocked_ && !closing_ && !need_more_ && in_start_ < in_end_) process();
+    // PSYNC ran and every reply before it is written: become the feed.
     if (client_.psync_requested && out_.empty() && !closing_) {
         begin_feed();
         return;
@@ -265,7 +261,10 @@ void Connection::process() {
     // Commands are timed from here, each from the end of the one before
     // (command::dispatch).
     std::uint64_t clock_mark = core::CommandClock::get().now();
-    while (!closing_ && !blocked_ && in_start_ < in_end_ && out_.size() < kWriteHighWater) {
+    // Nothing after PSYNC runs as a command: the connection turns into the
+    // replica's feed once the replies so far are written (advance()).
+    while (!closing_ && !blocked_ && !client_.psync_requested && in_start_ < in_end_ &&
+           out_.size() < kWriteHighWater) {
         std::size_t consumed = 0;
         const std::string_view input(in_.get() + in_start_, in_end_ - in_start_);
         const resp::ParseStatus status = parser_.parse(input, argv_, consumed);
@@ -290,9 +289,6 @@ void Connection::process() {
             }
         }
         in_start_ += consumed;
-        // Nothing after PSYNC runs as a command: the connection turns into
-        // the replica's feed once the replies so far are written.
-        if (client_.psync_requested && !feed_) break;
     }
     journal_mark_ = std::max(journal_mark_, persist::Journal::thread_mark());
     if (in_start_ == in_end_) {
