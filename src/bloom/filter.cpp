@@ -247,11 +247,11 @@ bool BloomLayer::add(const ItemHash& hash) {
     std::int64_t flipped = 0;
     if (layout_ == static_cast<std::uint8_t>(Layout::blocked)) {
         std::uint64_t* block = words_ + block_start(hash);
-        for (std::uint32_t i = 0; i < hashes_; ++i) flipped += set_bit(block, block_probe(hash, i));
+        BlockProbes probes(hash);
+        for (std::uint32_t i = 0; i < hashes_; ++i) flipped += set_bit(block, probes.next());
     } else {
-        for (std::uint32_t i = 0; i < hashes_; ++i) {
-            flipped += set_bit(words_, probe_position(hash, i, bits_));
-        }
+        ClassicProbes probes(hash, bits_);
+        for (std::uint32_t i = 0; i < hashes_; ++i) flipped += set_bit(words_, probes.next());
     }
     if (flipped != 0) count_flipped(flipped);
     return flipped != 0;
@@ -261,16 +261,18 @@ bool BloomLayer::contains(const ItemHash& hash) const {
     if (layout_ == static_cast<std::uint8_t>(Layout::blocked)) {
         // Every probe in one cache line: one miss, then register work.
         std::uint64_t* block = words_ + block_start(hash);
+        BlockProbes probes(hash);
         for (std::uint32_t i = 0; i < hashes_; ++i) {
-            const std::uint32_t pos = block_probe(hash, i);
+            const std::uint32_t pos = probes.next();
             const std::uint64_t mask = std::uint64_t{1} << (pos & 63);
             if ((WordRef(block[pos >> 6]).load(std::memory_order_relaxed) & mask) == 0)
                 return false;
         }
         return true;
     }
+    ClassicProbes probes(hash, bits_);
     for (std::uint32_t i = 0; i < hashes_; ++i) {
-        const std::uint64_t pos = probe_position(hash, i, bits_);
+        const std::uint64_t pos = probes.next();
         const std::uint64_t mask = std::uint64_t{1} << (pos & 63);
         if ((WordRef(words_[pos >> 6]).load(std::memory_order_relaxed) & mask) == 0) return false;
     }

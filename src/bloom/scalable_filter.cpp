@@ -182,17 +182,43 @@ bool ScalableFilter::contains(const ItemHash& hash) const {
     return false;
 }
 
-std::size_t ScalableFilter::hash_and_prefetch(std::span<const std::string_view> items,
-                                              std::size_t first, ItemHash* hashes) const {
-    const std::size_t n = std::min(kBatch, items.size() - first);
+template <class Probe>
+void ScalableFilter::hash_and_probe(std::span<const std::string_view> items, std::size_t first,
+                                    std::size_t n, ItemHash* hashes, bool lookup,
+                                    Probe&& probe) const {
     // Lookups and adds probe every layer newest first, and adds set bits in
     // the newest: prefetch there, where the misses are.
     const BloomLayer& newest = layer(num_layers() - 1);
-    for (std::size_t i = 0; i < n; ++i) {
-        hashes[i] = hash_item(items[first + i]);
-        newest.prefetch(hashes[i]);
+    if (lookup && newest.layout() == Layout::blocked) {
+        // Blocked lookups, one line per item: hash the whole batch, then
+        // probe in order with the line of the item 16 ahead prefetched,
+        // about what a core's fill buffers hold. Hashing and prefetching in
+        // one loop was slower here (1 GiB: 70 ns per item on the 2-core VM
+        // against 56): the misses held the hashing back.
+        for (std::size_t i = 0; i < n; ++i) hashes[i] = hash_item(items[first + i]);
+        constexpr std::size_t kDistance = 16;
+        const std::size_t ahead = std::min(kDistance, n);
+        for (std::size_t i = 0; i < ahead; ++i) newest.prefetch(hashes[i]);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i + ahead < n) newest.prefetch(hashes[i + ahead]);
+            probe(i);
+        }
+        return;
     }
-    return n;
+    // Classic lookups (up to four lines per item) and adds: hashing a group
+    // of 16 while its lines arrive, then probing it, was the faster order
+    // (classic lookups 107 against 113 ns per item; blocked adds 83 against
+    // 97 ns in 16 MiB, 131 against 143 in 1 GiB: an add's locked `or`s hold
+    // back the prefetches behind them).
+    constexpr std::size_t kGroup = 16;
+    for (std::size_t g = 0; g < n; g += kGroup) {
+        const std::size_t end = std::min(n, g + kGroup);
+        for (std::size_t i = g; i < end; ++i) {
+            hashes[i] = hash_item(items[first + i]);
+            newest.prefetch(hashes[i]);
+        }
+        for (std::size_t i = g; i < end; ++i) probe(i);
+    }
 }
 
 std::size_t ScalableFilter::add_many(std::span<const std::string_view> items,
@@ -201,25 +227,30 @@ std::size_t ScalableFilter::add_many(std::span<const std::string_view> items,
     ItemHash hashes[kBatch];
     std::size_t done = 0;
     for (std::size_t first = 0; first < items.size(); first += kBatch) {
-        const std::size_t n = hash_and_prefetch(items, first, hashes);
+        const std::size_t n = std::min(kBatch, items.size() - first);
         if (log == nullptr) {
-            for (std::size_t i = 0; i < n; ++i) {
+            bool stopped = false;
+            hash_and_probe(items, first, n, hashes, false, [&](std::size_t i) {
+                if (stopped) return;
                 const AddResult result = add(hashes[i], limits);
                 out[done++] = result;
-                if (result != AddResult::added && result != AddResult::exists) return done;
-            }
+                stopped = result != AddResult::added && result != AddResult::exists;
+            });
+            if (stopped) return done;
             continue;
         }
         // Journaled: reserve room for the whole batch, log it in one record,
-        // then set the bits. Two copies of one item in a batch both reserve;
-        // the second finds its bits set by the first and reports `exists`,
-        // as it would one after the other.
+        // then set the bits (their lines are still cached from the first
+        // pass). Two copies of one item in a batch both reserve; the second
+        // finds its bits set by the first and reports `exists`, as it would
+        // one after the other.
         LoggedAdd pending[kBatch];
         std::size_t pending_index[kBatch];
         std::size_t num_pending = 0;
         std::size_t results = 0;
         bool stopped = false;
-        for (std::size_t i = 0; i < n; ++i) {
+        hash_and_probe(items, first, n, hashes, false, [&](std::size_t i) {
+            if (stopped) return;
             std::size_t layer_index = 0;
             const AddResult result = prepare_add(hashes[i], limits, layer_index);
             out[done + results] = result;
@@ -228,11 +259,8 @@ std::size_t ScalableFilter::add_many(std::span<const std::string_view> items,
                 pending_index[num_pending++] = done + results;
             }
             ++results;
-            if (result != AddResult::added && result != AddResult::exists) {
-                stopped = true;
-                break;
-            }
-        }
+            stopped = result != AddResult::added && result != AddResult::exists;
+        });
         if (num_pending != 0) log->adding(*this, std::span(pending, num_pending));
         for (std::size_t j = 0; j < num_pending; ++j) {
             out[pending_index[j]] = finish_add(pending[j].layer, pending[j].hash);
@@ -247,8 +275,10 @@ void ScalableFilter::contains_many(std::span<const std::string_view> items,
                                    std::span<std::uint8_t> out) const {
     ItemHash hashes[kBatch];
     for (std::size_t first = 0; first < items.size(); first += kBatch) {
-        const std::size_t n = hash_and_prefetch(items, first, hashes);
-        for (std::size_t i = 0; i < n; ++i) out[first + i] = contains(hashes[i]) ? 1 : 0;
+        const std::size_t n = std::min(kBatch, items.size() - first);
+        std::uint8_t* found = out.data() + first;
+        hash_and_probe(items, first, n, hashes, true,
+                       [&](std::size_t i) { found[i] = contains(hashes[i]) ? 1 : 0; });
     }
 }
 

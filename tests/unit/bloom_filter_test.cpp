@@ -72,6 +72,24 @@ TEST(ItemHash, ProbePositionsAreDistinctForOneItemMostly) {
     EXPECT_LE(collisions, 5u);
 }
 
+TEST(ItemHash, IncrementalProbesMatchTheClosedForms) {
+    // add/contains walk probes with ClassicProbes/BlockProbes; stored bits
+    // must stay where probe_position/block_probe put them. 40 probes cross
+    // five remix rounds of the blocked layout.
+    for (std::uint64_t i = 0; i < 5000; ++i) {
+        const ItemHash h = hash_item(present_item(i));
+        for (std::uint64_t bits : {64ull, 1000ull, 9600ull, 8'000'000'000ull, ~0ull}) {
+            ClassicProbes classic(h, bits);
+            for (std::uint32_t k = 0; k < 40; ++k) {
+                ASSERT_EQ(classic.next(), probe_position(h, k, bits))
+                    << i << " " << bits << " " << k;
+            }
+        }
+        BlockProbes blocked(h);
+        for (std::uint32_t k = 0; k < 40; ++k) ASSERT_EQ(blocked.next(), block_probe(h, k)) << k;
+    }
+}
+
 TEST(BloomLayer, IsSizedFromParams) {
     const LayerPtr owned = testing::sized_layer(100000, 0.01);
     BloomLayer& layer = *owned;

@@ -142,19 +142,17 @@ private:
     // `added` with that layer's index; finish_add sets the bits.
     AddResult prepare_add(const ItemHash& hash, const GrowthLimits& limits, std::size_t& layer);
     AddResult finish_add(std::size_t layer, const ItemHash& hash);
-    // Items hashed and prefetched ahead of probing in add_many/contains_many:
-    // enough misses in flight to cover memory latency, few enough that the
-    // hashes stay on the stack and the prefetched lines in L1. 64 was tried
-    // (README, "Many cores"): lookups in a 1 GiB blocked filter went from
-    // 56-67 to 48 ns per item on the 2-core VM, but on the 16-core machine
-    // classic lookups went from 107 to 165 ns (64 items prefetch up to 256
-    // lines, more than a core has fill buffers for) and blocked ones did not
-    // improve (56 -> 62 ns, another run of the same machine).
-    static constexpr std::size_t kBatch = 16;
-    // Hashes items[first, first + n) into `hashes` (n = at most kBatch) and
-    // prefetches each in the newest layer; returns n.
-    std::size_t hash_and_prefetch(std::span<const std::string_view> items, std::size_t first,
-                                  ItemHash* hashes) const;
+    // Batches (add_many, contains_many) are taken kBatch items at a time:
+    // 128 covers a BF.MADD of 100 in one pass, and the hashes (2 KiB) stay
+    // on the stack.
+    static constexpr std::size_t kBatch = 128;
+    // Hashes items[first, first + n) into hashes[0, n) and calls probe(i)
+    // for each i in order, with the words of items ahead prefetched in the
+    // newest layer, so misses overlap (the order depends on the layout and
+    // on `lookup`, true for contains_many; scalable_filter.cpp says why).
+    template <class Probe>
+    void hash_and_probe(std::span<const std::string_view> items, std::size_t first, std::size_t n,
+                        ItemHash* hashes, bool lookup, Probe&& probe) const;
 
     mutable std::atomic<std::uint32_t> refs_{1};
     std::atomic<std::uint8_t> num_layers_{1};
