@@ -279,6 +279,33 @@ bool BloomLayer::contains(const ItemHash& hash) const {
     return true;
 }
 
+void BloomLayer::contains_blocked(const ItemHash* hashes, std::size_t n, std::size_t distance,
+                                  std::uint8_t* found) const {
+    const std::uint64_t blocks = bits_ / kBlockBits;
+    const std::uint32_t k = hashes_;
+    std::uint64_t* const words = words_;
+    const auto block_of = [&](const ItemHash& hash) {
+        return words + block_index(hash, blocks) * (kBlockBits / 64);
+    };
+    const std::size_t ahead = std::min(distance, n);
+    for (std::size_t i = 0; i < ahead; ++i) __builtin_prefetch(block_of(hashes[i]));
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i + ahead < n) __builtin_prefetch(block_of(hashes[i + ahead]));
+        std::uint64_t* const block = block_of(hashes[i]);
+        BlockProbes probes(hashes[i]);
+        std::uint8_t hit = 1;
+        for (std::uint32_t j = 0; j < k; ++j) {
+            const std::uint32_t pos = probes.next();
+            if (((WordRef(block[pos >> 6]).load(std::memory_order_relaxed) >> (pos & 63)) & 1) ==
+                0) {
+                hit = 0;
+                break;
+            }
+        }
+        found[i] = hit;
+    }
+}
+
 std::uint64_t BloomLayer::set_bits() const {
     if (!mapped_) {
         // Fewer than kMappedLayerBytes / 8 = 8192 words, ~2 µs; a default

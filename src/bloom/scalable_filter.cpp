@@ -277,6 +277,11 @@ void ScalableFilter::contains_many(std::span<const std::string_view> items,
     for (std::size_t first = 0; first < items.size(); first += kBatch) {
         const std::size_t n = std::min(kBatch, items.size() - first);
         std::uint8_t* found = out.data() + first;
+        if (num_layers() == 1 && first_.layout() == Layout::blocked) {
+            for (std::size_t i = 0; i < n; ++i) hashes[i] = hash_item(items[first + i]);
+            first_.contains_blocked(hashes, n, 16, found);
+            continue;
+        }
         hash_and_probe(items, first, n, hashes, true,
                        [&](std::size_t i) { found[i] = contains(hashes[i]) ? 1 : 0; });
     }

@@ -65,6 +65,59 @@ TEST(ScalableFilter, AddThenContainsAndDuplicateReportsExists) {
     EXPECT_TRUE(filter.contains(hash_item("a")));
 }
 
+// Batches take separate paths by layout, layer count and size (a single
+// blocked layer has its own loop, prefetching 16 items ahead; batches are
+// cut every 128 items): each must answer exactly as one item at a time.
+TEST(ScalableFilter, BatchesAnswerAsSingleCallsOnEveryPath) {
+    for (const Layout layout : {Layout::classic, Layout::blocked}) {
+        for (const bool nonscaling : {true, false}) {
+            FilterOptions options = make_options(nonscaling ? 60000 : 500, 0.01, 2, nonscaling);
+            options.layout = layout;
+            const FilterRef owned = ScalableFilter::create(options);
+            ScalableFilter& filter = *owned;
+            std::uint64_t next = 0;
+            for (const std::size_t batch : {1, 15, 16, 17, 100, 128, 129, 300, 1000}) {
+                std::vector<std::string> text;
+                for (std::size_t i = 0; i < batch; ++i) text.push_back(present_item(next + i));
+                text.push_back(text.front());  // a duplicate inside the batch
+                std::vector<std::string_view> items(text.begin(), text.end());
+                std::vector<AddResult> added(items.size());
+                ASSERT_EQ(filter.add_many(items, kNoLimits, added), items.size());
+                for (std::size_t i = 0; i + 1 < items.size(); ++i) {
+                    // New items may rarely be false positives ("exists").
+                    EXPECT_TRUE(added[i] == AddResult::added || added[i] == AddResult::exists);
+                }
+                EXPECT_EQ(added.back(), AddResult::exists);
+                next += batch;
+
+                // Lookups: everything added so far, interleaved with absent items.
+                std::vector<std::string> probe_text;
+                for (std::uint64_t i = 0; i < next; i += 1 + next / 2000) {
+                    probe_text.push_back(present_item(i));
+                    probe_text.push_back(absent_item(i));
+                }
+                for (std::size_t cut : {std::size_t{1}, std::size_t{17}, probe_text.size()}) {
+                    for (std::size_t first = 0; first < probe_text.size(); first += cut) {
+                        const std::size_t n = std::min(cut, probe_text.size() - first);
+                        std::vector<std::string_view> probes(probe_text.begin() + first,
+                                                             probe_text.begin() + first + n);
+                        std::vector<std::uint8_t> found(n, 7);
+                        filter.contains_many(probes, found);
+                        for (std::size_t i = 0; i < n; ++i) {
+                            ASSERT_EQ(found[i], filter.contains(probes[i]) ? 1 : 0)
+                                << probes[i] << " layers " << filter.num_layers();
+                            if ((first + i) % 2 == 0) {
+                                ASSERT_EQ(found[i], 1) << probes[i];
+                            }
+                        }
+                    }
+                }
+            }
+            EXPECT_EQ(filter.num_layers() > 1, !nonscaling);
+        }
+    }
+}
+
 TEST(ScalableFilter, GrowsWhenFullAndKeepsNoFalseNegatives) {
     const std::uint64_t c = 1000;
     const FilterRef owned = ScalableFilter::create(make_options(c, 0.01, 2));

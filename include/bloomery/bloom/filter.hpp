@@ -73,6 +73,11 @@ public:
     // Asks the CPU to fetch the words add/contains of this item will touch
     // (its block, or its first probes), so batches overlap their misses.
     void prefetch(const ItemHash& hash) const;
+    // Blocked layers only: found[i] = contains(hashes[i]) for i in [0, n),
+    // in order, each item's block prefetched `distance` items ahead; one
+    // call for the batch, so the loop keeps the layer's fields in registers.
+    void contains_blocked(const ItemHash* hashes, std::size_t n, std::size_t distance,
+                          std::uint8_t* found) const;
 
     LayerGeometry geometry() const {
         return {capacity_, error_rate_, bits_, static_cast<std::uint32_t>(hashes_), layout()};
