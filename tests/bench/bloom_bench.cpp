@@ -16,11 +16,10 @@
 //                                  each batch of 100 is first copied into a
 //                                  receive buffer with the timer paused (in a
 //                                  server the kernel's recv() does that copy).
-//                                  The pool's 60 MB of keys are not in cache,
-//                                  and hashing a key read from memory took
-//                                  twice the time of one in cache (20 against
-//                                  10 ns per URL-like key on the 2-core VM):
-//                                  BM_ContainsMany pays that, BM_MExists not.
+//                                  The pool's 60 MB of keys are not in cache:
+//                                  BM_ContainsMany reads each from memory
+//                                  (4-6 ns more per item on the 2-core VM),
+//                                  BM_MExists does not.
 // <size> is the bit array in bytes (64 KiB, 16 MiB, 1 GiB), <layout> is 0 =
 // classic, 1 = blocked. Every filter case runs with 1 and 2 threads (or
 // BLOOMERY_BENCH_THREADS, below) sharing one
