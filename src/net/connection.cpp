@@ -488,14 +488,14 @@ void Connection::feed_fill() {
     Feed& feed = *feed_;
     for (int pass = 0; pass < 2 && feed.out.empty(); ++pass) {
         if (feed.phase == Feed::Phase::awaiting_position) {
-            std::uint64_t offset = 0;
+            // done() first: the snapshot thread sets the position before it
+            // finishes, so a snapshot found finished without one failed
+            // before choosing its keys (asked the other way round, one that
+            // set it and finished in between would read as failed).
             bool ok = false;
             std::string error;
-            if (!feed.pipe->position_known(offset) && feed.pipe->done(ok, error)) {
-                spdlog::warn("replica {}: {}", client_.address, error);
-                closing_ = true;
-                return;
-            }
+            const bool finished = feed.pipe->done(ok, error);
+            std::uint64_t offset = 0;
             if (feed.pipe->position_known(offset)) {
                 feed.offset = offset;
                 feed_floor_.store(offset, std::memory_order_relaxed);
@@ -503,6 +503,11 @@ void Connection::feed_fill() {
                 feed.out = "+FULLRESYNC " + feed.replid + " " + std::to_string(offset) +
                            "\r\n$EOF:" + feed.mark + "\r\n";
                 feed.phase = Feed::Phase::snapshot;
+                return;
+            }
+            if (finished) {
+                spdlog::warn("replica {}: {}", client_.address, error);
+                closing_ = true;
                 return;
             }
         } else if (feed.phase == Feed::Phase::snapshot) {
