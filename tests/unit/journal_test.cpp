@@ -90,30 +90,47 @@ struct Journaled {
     Journal journal;
 };
 
-// Every key of `a` is in `b` with the same expiry, options, layers, counts
-// and bits, and `b` has no other key.
-void expect_same_keyspace(const Keyspace& a, const Keyspace& b) {
+// Calls check(entry in a, entry in b) for every key of `a`, once `b` is
+// known to have the same number of keys and this one.
+template <class Check>
+void for_each_key_in_both(const Keyspace& a, const Keyspace& b, Check&& check) {
     const store::KeyspaceView view = a.view();
-    EXPECT_EQ(view.size(), b.size());
+    ASSERT_EQ(view.size(), b.size());
     for (std::size_t i = 0; i < view.size(); ++i) {
         const std::string key(view.key(i));
         SCOPED_TRACE("key " + key);
         const auto other = b.get(key);
         ASSERT_TRUE(other.has_value());
-        EXPECT_EQ(other->expire_at_ms, view.entry(i).expire_at_ms);
-        const ScalableFilter& fa = *view.entry(i).filter;
-        const ScalableFilter& fb = *other->filter;
-        EXPECT_EQ(bloom::encode_header(fa), bloom::encode_header(fb));
-        EXPECT_EQ(fa.items(), fb.items());
-        for (std::int64_t iter = 1;;) {
-            const bloom::DumpChunk ca = bloom::dump_chunk(fa, iter);
-            const bloom::DumpChunk cb = bloom::dump_chunk(fb, iter);
-            ASSERT_EQ(ca.next_iter, cb.next_iter);
-            ASSERT_TRUE(ca.data == cb.data) << "chunk " << iter;
-            if (ca.next_iter == 0) break;
-            iter = ca.next_iter;
-        }
+        check(view.entry(i), *other);
     }
+}
+
+// Calls check(iter, chunk of a, chunk of b) for the SCANDUMP chunks of two
+// filters side by side, which must end together.
+template <class Check>
+void for_each_chunk_pair(const ScalableFilter& a, const ScalableFilter& b, Check&& check) {
+    for (std::int64_t iter = 1;;) {
+        const bloom::DumpChunk ca = bloom::dump_chunk(a, iter);
+        const bloom::DumpChunk cb = bloom::dump_chunk(b, iter);
+        ASSERT_EQ(ca.next_iter, cb.next_iter);
+        check(iter, ca, cb);
+        if (ca.next_iter == 0) break;
+        iter = ca.next_iter;
+    }
+}
+
+// Every key of `a` is in `b` with the same expiry, options, layers, counts
+// and bits, and `b` has no other key.
+void expect_same_keyspace(const Keyspace& a, const Keyspace& b) {
+    for_each_key_in_both(a, b, [](const auto& ea, const auto& eb) {
+        EXPECT_EQ(eb.expire_at_ms, ea.expire_at_ms);
+        EXPECT_EQ(bloom::encode_header(*ea.filter), bloom::encode_header(*eb.filter));
+        EXPECT_EQ(ea.filter->items(), eb.filter->items());
+        for_each_chunk_pair(*ea.filter, *eb.filter,
+                            [](std::int64_t iter, const auto& ca, const auto& cb) {
+                                ASSERT_TRUE(ca.data == cb.data) << "chunk " << iter;
+                            });
+    });
 }
 
 // What a replay of adds from several threads promises against the live
@@ -123,33 +140,22 @@ void expect_same_keyspace(const Keyspace& a, const Keyspace& b) {
 // already answering 1, adds in flight during a snapshot).
 void expect_replay_within_live(const Keyspace& live, const Keyspace& replayed,
                                std::uint64_t count_slack) {
-    const store::KeyspaceView view = live.view();
-    ASSERT_EQ(view.size(), replayed.size());
-    for (std::size_t i = 0; i < view.size(); ++i) {
-        const std::string key(view.key(i));
-        SCOPED_TRACE("key " + key);
-        const auto other = replayed.get(key);
-        ASSERT_TRUE(other.has_value());
-        const ScalableFilter& fa = *view.entry(i).filter;
-        const ScalableFilter& fb = *other->filter;
+    for_each_key_in_both(live, replayed, [&](const auto& ea, const auto& eb) {
+        const ScalableFilter& fa = *ea.filter;
+        const ScalableFilter& fb = *eb.filter;
         EXPECT_EQ(fa.id(), fb.id());
         EXPECT_EQ(fa.num_layers(), fb.num_layers());
         const std::uint64_t diff =
             fa.items() > fb.items() ? fa.items() - fb.items() : fb.items() - fa.items();
         EXPECT_LE(diff, count_slack);
-        for (std::int64_t iter = 1;;) {
-            const bloom::DumpChunk ca = bloom::dump_chunk(fa, iter);
-            const bloom::DumpChunk cb = bloom::dump_chunk(fb, iter);
-            ASSERT_EQ(ca.next_iter, cb.next_iter);
+        for_each_chunk_pair(fa, fb, [](std::int64_t iter, const auto& ca, const auto& cb) {
             ASSERT_EQ(ca.data.size(), cb.data.size());
             // The words, before each chunk's 8-byte checksum.
-            for (std::size_t b = 0; b + 8 < ca.data.size(); ++b) {
-                ASSERT_EQ(cb.data[b] & ~ca.data[b], 0) << "chunk " << iter << " byte " << b;
+            for (std::size_t i = 0; i + 8 < ca.data.size(); ++i) {
+                ASSERT_EQ(cb.data[i] & ~ca.data[i], 0) << "chunk " << iter << " byte " << i;
             }
-            if (ca.next_iter == 0) break;
-            iter = ca.next_iter;
-        }
-    }
+        });
+    });
 }
 
 ReplayStats replay_into(const TempDir& dir, Keyspace& keyspace, bool have_snapshot = false,
