@@ -184,32 +184,15 @@ bool ScalableFilter::contains(const ItemHash& hash) const {
 
 template <class Probe>
 void ScalableFilter::hash_and_probe(std::span<const std::string_view> items, std::size_t first,
-                                    std::size_t n, ItemHash* hashes, bool lookup,
-                                    Probe&& probe) const {
-    // Lookups and adds probe every layer newest first, and adds set bits in
-    // the newest: prefetch there, where the misses are.
+                                    std::size_t n, ItemHash* hashes, Probe&& probe) const {
+    // Adds and classic lookups: a group of 16 is hashed, each item's words
+    // prefetched in the newest layer (adds set bits there, lookups start
+    // there) as its hash is ready, then the group is probed. Hashing the
+    // whole batch first, as blocked lookups do (contains_many), was slower
+    // here: classic lookups 113 against 107 ns per item, blocked adds 97
+    // against 83 ns in 16 MiB and 143 against 131 in 1 GiB (an add's locked
+    // `or`s hold back the prefetches behind them).
     const BloomLayer& newest = layer(num_layers() - 1);
-    if (lookup && newest.layout() == Layout::blocked) {
-        // Blocked lookups, one line per item: hash the whole batch, then
-        // probe in order with the line of the item 16 ahead prefetched,
-        // about what a core's fill buffers hold. Hashing and prefetching in
-        // one loop was slower here (1 GiB: 70 ns per item on the 2-core VM
-        // against 56): the misses held the hashing back.
-        for (std::size_t i = 0; i < n; ++i) hashes[i] = hash_item(items[first + i]);
-        constexpr std::size_t kDistance = 16;
-        const std::size_t ahead = std::min(kDistance, n);
-        for (std::size_t i = 0; i < ahead; ++i) newest.prefetch(hashes[i]);
-        for (std::size_t i = 0; i < n; ++i) {
-            if (i + ahead < n) newest.prefetch(hashes[i + ahead]);
-            probe(i);
-        }
-        return;
-    }
-    // Classic lookups (up to four lines per item) and adds: hashing a group
-    // of 16 while its lines arrive, then probing it, was the faster order
-    // (classic lookups 107 against 113 ns per item; blocked adds 83 against
-    // 97 ns in 16 MiB, 131 against 143 in 1 GiB: an add's locked `or`s hold
-    // back the prefetches behind them).
     constexpr std::size_t kGroup = 16;
     for (std::size_t g = 0; g < n; g += kGroup) {
         const std::size_t end = std::min(n, g + kGroup);
@@ -230,7 +213,7 @@ std::size_t ScalableFilter::add_many(std::span<const std::string_view> items,
         const std::size_t n = std::min(kBatch, items.size() - first);
         if (log == nullptr) {
             bool stopped = false;
-            hash_and_probe(items, first, n, hashes, false, [&](std::size_t i) {
+            hash_and_probe(items, first, n, hashes, [&](std::size_t i) {
                 if (stopped) return;
                 const AddResult result = add(hashes[i], limits);
                 out[done++] = result;
@@ -249,7 +232,7 @@ std::size_t ScalableFilter::add_many(std::span<const std::string_view> items,
         std::size_t num_pending = 0;
         std::size_t results = 0;
         bool stopped = false;
-        hash_and_probe(items, first, n, hashes, false, [&](std::size_t i) {
+        hash_and_probe(items, first, n, hashes, [&](std::size_t i) {
             if (stopped) return;
             std::size_t layer_index = 0;
             const AddResult result = prepare_add(hashes[i], limits, layer_index);
@@ -277,13 +260,26 @@ void ScalableFilter::contains_many(std::span<const std::string_view> items,
     for (std::size_t first = 0; first < items.size(); first += kBatch) {
         const std::size_t n = std::min(kBatch, items.size() - first);
         std::uint8_t* found = out.data() + first;
-        if (num_layers() == 1 && first_.layout() == Layout::blocked) {
-            for (std::size_t i = 0; i < n; ++i) hashes[i] = hash_item(items[first + i]);
-            first_.contains_blocked(hashes, n, 16, found);
+        const std::size_t layers = num_layers();
+        const BloomLayer& newest = layer(layers - 1);
+        if (newest.layout() != Layout::blocked) {
+            hash_and_probe(items, first, n, hashes,
+                           [&](std::size_t i) { found[i] = contains(hashes[i]) ? 1 : 0; });
             continue;
         }
-        hash_and_probe(items, first, n, hashes, true,
-                       [&](std::size_t i) { found[i] = contains(hashes[i]) ? 1 : 0; });
+        // Blocked, one line per item: the whole batch hashed first, then
+        // probed in one loop with blocks prefetched ahead. Hashing and
+        // prefetching in one loop was slower (1 GiB: 70 ns per item on the
+        // 2-core VM against 56): the misses held the hashing back.
+        for (std::size_t i = 0; i < n; ++i) hashes[i] = hash_item(items[first + i]);
+        newest.contains_blocked(hashes, n, found);
+        // Then the older layers, newest first, for what the newest lacks.
+        for (std::size_t l = layers - 1; l-- > 0;) {
+            const BloomLayer& older = layer(l);
+            for (std::size_t i = 0; i < n; ++i) {
+                if (found[i] == 0) found[i] = older.contains(hashes[i]) ? 1 : 0;
+            }
+        }
     }
 }
 

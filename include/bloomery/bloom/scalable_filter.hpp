@@ -148,11 +148,10 @@ private:
     static constexpr std::size_t kBatch = 128;
     // Hashes items[first, first + n) into hashes[0, n) and calls probe(i)
     // for each i in order, with the words of items ahead prefetched in the
-    // newest layer, so misses overlap (the order depends on the layout and
-    // on `lookup`, true for contains_many; scalable_filter.cpp says why).
+    // newest layer, so misses overlap (adds, and lookups in classic layers).
     template <class Probe>
     void hash_and_probe(std::span<const std::string_view> items, std::size_t first, std::size_t n,
-                        ItemHash* hashes, bool lookup, Probe&& probe) const;
+                        ItemHash* hashes, Probe&& probe) const;
 
     mutable std::atomic<std::uint32_t> refs_{1};
     std::atomic<std::uint8_t> num_layers_{1};
