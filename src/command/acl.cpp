@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -68,7 +69,17 @@ std::string quoted_rule(std::string_view rule) {
 
 }  // namespace
 
+namespace {
+std::atomic<std::uint64_t> password_hashes{0};
+}  // namespace
+
+std::uint64_t password_hashes_computed() {
+    return password_hashes.load(std::memory_order_relaxed);
+}
+
 PasswordDigest hash_password(std::string_view password) {
+    // AUTH, ACL rules and nothing per command: a shared counter is cheap here.
+    password_hashes.fetch_add(1, std::memory_order_relaxed);
     PasswordDigest digest{};
     unsigned int length = 0;
     if (EVP_Digest(password.data(), password.size(), digest.data(), &length, EVP_sha256(),
@@ -145,7 +156,8 @@ bool AclUser::keys_match(const CommandSpec& spec, Args argv) const {
 }
 
 bool AclUser::authenticates(std::string_view password) const {
-    if (!enabled_) return false;
+    // Hashed and compared whether or not the user is on, so the time taken
+    // does not tell an "off" user from one that is on or does not exist.
     const PasswordDigest offered = hash_password(password);
     bool matched = false;
     // No early exit: every stored digest is compared, so the time depends
@@ -153,7 +165,7 @@ bool AclUser::authenticates(std::string_view password) const {
     for (const PasswordDigest& stored : passwords_) {
         matched = digests_equal(offered, stored) | matched;
     }
-    return matched || nopass_;
+    return enabled_ && (matched || nopass_);
 }
 
 bool AclUser::apply_command_rule(std::string_view rule, const Registry& registry,

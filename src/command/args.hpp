@@ -3,12 +3,13 @@
 // rules (no spaces, no trailing bytes, no NaN) and case-insensitive tokens.
 
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+
+#include "bloomery/core/parse_int64.hpp"
 
 namespace bloomery::command {
 
@@ -23,13 +24,9 @@ inline bool iequals(std::string_view a, std::string_view b) {
     return true;
 }
 
-// Like Redis's string2ll: optional '-', digits, no '+', no spaces, no overflow.
-inline bool parse_int64(std::string_view text, std::int64_t& out) {
-    if (text.empty() || text.size() > 20 || text[0] == '+') return false;
-    const char* end = text.data() + text.size();
-    auto [ptr, ec] = std::from_chars(text.data(), end, out);
-    return ec == std::errc() && ptr == end;
-}
+// Every integer a client sends is read by Redis's string2ll rules
+// (core/parse_int64.hpp), the same as the RESP parser's length headers.
+using core::parse_int64;
 
 // Like Redis's getDoubleFromObject: the whole string is a finite-or-infinite
 // number; NaN and leading spaces are refused.

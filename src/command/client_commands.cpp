@@ -1,6 +1,8 @@
 // CLIENT and its subcommands, and the CLIENT LIST line format.
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "args.hpp"
@@ -145,50 +147,187 @@ void cmd_client_setinfo(Context& ctx, Args argv) {
     ctx.out.ok();
 }
 
-void cmd_client_kill(Context& ctx, Args argv) {
-    if (argv.size() == 3) {  // old form: CLIENT KILL ip:port
-        if (ctx.server.kill_client(argv[2])) {
-            ctx.out.ok();
-        } else {
-            ctx.out.error("ERR No such client");
+// The value of `key` in one CLIENT LIST line ("id=7 addr=... user=..."),
+// empty if the line has no such field. Values hold no spaces (names are
+// checked when set), so fields split on spaces.
+std::string_view client_field(std::string_view line, std::string_view key) {
+    std::size_t start = 0;
+    while (start < line.size()) {
+        std::size_t end = line.find(' ', start);
+        if (end == std::string_view::npos) end = line.size();
+        const std::string_view field = line.substr(start, end - start);
+        if (field.size() > key.size() && field.substr(0, key.size()) == key &&
+            field[key.size()] == '=') {
+            return field.substr(key.size() + 1);
         }
+        start = end + 1;
+    }
+    return {};
+}
+
+// Redis's client types as CLIENT KILL TYPE names them. Every bloomery
+// client is normal but a replica's feed (flag S); this server's own link to
+// its primary is not a client, so no client is of type master or pubsub.
+enum class ClientType { any, normal, replica, master, pubsub };
+
+bool parse_client_type(std::string_view name, ClientType& type) {
+    if (iequals(name, "normal")) {
+        type = ClientType::normal;
+    } else if (iequals(name, "replica") || iequals(name, "slave")) {
+        type = ClientType::replica;
+    } else if (iequals(name, "master")) {
+        type = ClientType::master;
+    } else if (iequals(name, "pubsub")) {
+        type = ClientType::pubsub;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+// What CLIENT KILL's filters ask for; a client is killed when it matches
+// every filter given (Redis ANDs them).
+struct KillFilter {
+    std::int64_t id = 0;  // 0: any
+    std::optional<std::string_view> address;
+    std::optional<std::string_view> local_address;
+    std::optional<std::string_view> user;
+    ClientType type = ClientType::any;
+    // Redis's new form skips the caller unless SKIPME no; the old form
+    // (CLIENT KILL ip:port) may kill it.
+    bool skip_me = true;
+
+    bool matches(std::string_view line) const {
+        if (address && client_field(line, "addr") != *address) return false;
+        if (local_address && client_field(line, "laddr") != *local_address) return false;
+        if (user && client_field(line, "user") != *user) return false;
+        if (type != ClientType::any) {
+            const bool replica = client_field(line, "flags").find('S') != std::string_view::npos;
+            if (type != (replica ? ClientType::replica : ClientType::normal)) return false;
+        }
+        return true;
+    }
+};
+
+void reply_with_name(Context& ctx, std::string_view prefix, std::string_view name) {
+    std::string message(prefix);
+    for (char c : name.substr(0, 64)) message.push_back(c < ' ' ? ' ' : c);
+    message += "'";
+    ctx.out.error(message);
+}
+
+// Parses the new form's "FILTER value" pairs; false once it has answered
+// an error.
+bool parse_kill_filters(Context& ctx, Args argv, KillFilter& filter) {
+    for (std::size_t i = 2; i + 1 < argv.size(); i += 2) {
+        const std::string_view value = argv[i + 1];
+        if (iequals(argv[i], "ID")) {
+            if (!parse_int64(value, filter.id) || filter.id < 1) {
+                ctx.out.error(errors::kClientIdNotPositive);
+                return false;
+            }
+        } else if (iequals(argv[i], "TYPE")) {
+            if (!parse_client_type(value, filter.type)) {
+                reply_with_name(ctx, errors::kUnknownClientType, value);
+                return false;
+            }
+        } else if (iequals(argv[i], "ADDR")) {
+            filter.address = value;
+        } else if (iequals(argv[i], "LADDR")) {
+            filter.local_address = value;
+        } else if (iequals(argv[i], "USER")) {
+            if (ctx.registry.acl().find(value) == nullptr) {
+                reply_with_name(ctx, errors::kNoSuchUser, value);
+                return false;
+            }
+            filter.user = value;
+        } else if (iequals(argv[i], "SKIPME")) {
+            if (iequals(value, "yes")) {
+                filter.skip_me = true;
+            } else if (iequals(value, "no")) {
+                filter.skip_me = false;
+            } else {
+                ctx.out.error(errors::kSyntax);
+                return false;
+            }
+        } else {
+            ctx.out.error(errors::kSyntax);
+            return false;
+        }
+    }
+    return true;
+}
+
+// CLIENT KILL ip:port (old form: +OK, or an error if none matched) and
+// CLIENT KILL <filter> <value> ... (new form: how many were killed), as Redis
+// 7.0. The filters are matched against the clients' CLIENT LIST lines, the
+// fields Redis matches. The caller, when it is killed, is closed after this
+// reply.
+void cmd_client_kill(Context& ctx, Args argv) {
+    const bool old_form = argv.size() == 3;
+    KillFilter filter;
+    if (old_form) {
+        filter.address = argv[2];
+        filter.skip_me = false;
+    } else if (argv.size() < 4 || argv.size() % 2 != 0) {
+        ctx.out.error(errors::kSyntax);
+        return;
+    } else if (!parse_kill_filters(ctx, argv, filter)) {
         return;
     }
+    std::vector<std::int64_t> only;
+    if (filter.id != 0) only.push_back(filter.id);
+    const std::string list = ctx.server.client_list(only);
     std::int64_t killed = 0;
-    for (std::size_t i = 2; i < argv.size(); i += 2) {
-        if (i + 1 >= argv.size()) {
-            ctx.out.error(errors::kSyntax);
-            return;
-        }
-        if (iequals(argv[i], "ID")) {
-            std::int64_t id;
-            if (!parse_int64(argv[i + 1], id)) {
-                ctx.out.error(errors::kNotInteger);
-                return;
-            }
-            killed += ctx.server.kill_client(id) ? 1 : 0;
-        } else if (iequals(argv[i], "ADDR")) {
-            killed += ctx.server.kill_client(argv[i + 1]) ? 1 : 0;
-        } else {
-            ctx.out.error(errors::kSyntax);
-            return;
+    bool kill_me = false;
+    for (std::size_t start = 0; start < list.size();) {
+        std::size_t end = list.find('\n', start);
+        if (end == std::string::npos) end = list.size();
+        const std::string_view line = std::string_view(list).substr(start, end - start);
+        start = end + 1;
+        std::int64_t id = 0;
+        if (!parse_int64(client_field(line, "id"), id)) continue;
+        if ((filter.id != 0 && id != filter.id) || !filter.matches(line)) continue;
+        if (id == ctx.client.id) {
+            if (filter.skip_me) continue;
+            kill_me = true;
+            ++killed;
+        } else if (ctx.server.kill_client(id)) {
+            ++killed;
         }
     }
-    ctx.out.integer(killed);
+    if (!old_form) {
+        ctx.out.integer(killed);
+    } else if (killed == 0) {
+        ctx.out.error(errors::kNoSuchClient);
+    } else {
+        ctx.out.ok();
+    }
+    if (kill_me) ctx.client.close_after_reply = true;
 }
 
 void cmd_client_help(Context& ctx, Args) {
-    reply_help(
-        ctx,
-        {"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ID",
-         "    Return the ID of the current connection.", "SETNAME <name>",
-         "    Assign the name <name> to the current connection.", "GETNAME",
-         "    Return the name of the current connection.", "LIST [TYPE normal] [ID id ...]",
-         "    Return information about client connections.", "INFO",
-         "    Return information about the current client connection.",
-         "SETINFO <LIB-NAME|LIB-VER> <value>", "    Record the client library's name or version.",
-         "KILL <ip:port> | ID <id> | ADDR <ip:port>", "    Kill connections.", "HELP",
-         "    Print this help."});
+    reply_help(ctx, {"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                     "ID",
+                     "    Return the ID of the current connection.",
+                     "SETNAME <name>",
+                     "    Assign the name <name> to the current connection.",
+                     "GETNAME",
+                     "    Return the name of the current connection.",
+                     "LIST [TYPE normal] [ID id ...]",
+                     "    Return information about client connections.",
+                     "INFO",
+                     "    Return information about the current client connection.",
+                     "SETINFO <LIB-NAME|LIB-VER> <value>",
+                     "    Record the client library's name or version.",
+                     "KILL <ip:port>",
+                     "    Kill the connection at <ip:port>, this one too.",
+                     "KILL <option> <value> [<option> <value> [...]]",
+                     "    Kill connections matching every option: ID <client-id>, ADDR <ip:port>,",
+                     "    LADDR <ip:port>, TYPE (NORMAL|MASTER|REPLICA|PUBSUB), USER <username>,",
+                     "    SKIPME (YES|NO) (default YES: not this connection).",
+                     "HELP",
+                     "    Print this help."});
 }
 }  // namespace
 

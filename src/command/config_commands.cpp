@@ -2,8 +2,6 @@
 // slow log's two settings, which live in the Slowlog rather than in the
 // Config every worker reads without locks, change at run time (CONFIG SET).
 
-#include <cstdio>
-#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,10 +22,10 @@ std::string human_bool(bool b) {
     return b ? "yes" : "no";
 }
 
+// CONFIG GET shows a real value exactly, in its shortest form ("1e-09",
+// "0.01"), not rounded to six digits.
 std::string format_number(double value) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%g", value);
-    return text;
+    return core::format_real(value);
 }
 
 std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx) {
@@ -71,7 +69,7 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"journal-buffer-limit", std::to_string(c.journal_buffer_limit)},
         {"loglevel", c.log_level},
         {"logfile", c.log_file},
-        {"bf-error-rate", std::to_string(c.default_error_rate)},
+        {"bf-error-rate", format_number(c.default_error_rate)},
         {"bf-initial-size", std::to_string(c.default_capacity)},
         {"bf-expansion-factor", std::to_string(c.default_expansion)},
         {"bf-default-layout", c.default_layout},
@@ -110,21 +108,17 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
     };
 }
 
-// What CONFIG SET may change: integers within [min, max], applied to the
-// slow log (Redis's names and, but for the bounded max-len, ranges).
+// What CONFIG SET may change: the slow log's two integers, within the
+// ranges the command line also checks (core::option_ranges, Redis 7's where
+// Redis has them).
 struct Settable {
     std::string_view name;
-    std::int64_t min;
-    std::int64_t max;
     void (*apply)(Slowlog&, std::int64_t);
 };
 constexpr Settable kSettable[] = {
-    // Any negative value turns the log off, as Redis 6 accepted (Redis 7
-    // takes -1 only); CONFIG GET then shows -1.
-    {"slowlog-log-slower-than", std::numeric_limits<std::int64_t>::min(),
-     std::numeric_limits<std::int64_t>::max(),
+    {"slowlog-log-slower-than",
      [](Slowlog& log, std::int64_t value) { log.set_log_slower_than_us(value); }},
-    {"slowlog-max-len", 0, static_cast<std::int64_t>(core::kSlowlogMaxLenLimit),
+    {"slowlog-max-len",
      [](Slowlog& log, std::int64_t value) { log.set_max_len(static_cast<std::size_t>(value)); }},
 };
 
@@ -193,10 +187,10 @@ void cmd_config_set(Context& ctx, Args argv) {
             config_set_failed(ctx, settable->name, errors::kConfigSetNotInteger);
             return;
         }
-        if (value < settable->min || value > settable->max) {
+        const core::OptionRange& range = *core::find_option_range(settable->name);
+        if (value < range.min || value > range.max) {
             config_set_failed(ctx, settable->name, errors::kConfigSetOutOfRange,
-                              std::to_string(settable->min) + " and " +
-                                  std::to_string(settable->max) + " inclusive");
+                              core::describe_range(range));
             return;
         }
         changes.emplace_back(settable, value);

@@ -87,7 +87,7 @@ void info_clients(Context& ctx, std::string& out) {
     out.append("# Clients\r\n");
     line(out, "connected_clients", ctx.server.connected_clients());
     line(out, "maxclients", ctx.config.max_clients);
-    line(out, "blocked_clients", 0);
+    line(out, "blocked_clients", ctx.server.blocked_clients.load(std::memory_order_relaxed));
 }
 
 std::string ratio(std::uint64_t numerator, std::uint64_t denominator) {
@@ -147,8 +147,13 @@ void info_memory(Context& ctx, std::string& out) {
 
 void info_persistence(Context& ctx, std::string& out) {
     const core::PersistenceInfo p = ctx.server.persistence();
+    // Clients see a load while a replica replaces its data with its
+    // primary's snapshot (data commands answer -LOADING meanwhile); the load
+    // at start comes before any client is served.
+    const bool replica_loading = (ctx.server.replication_flags.load(std::memory_order_relaxed) &
+                                  core::kReplicationLoading) != 0;
     out.append("# Persistence\r\n");
-    line(out, "loading", p.loading ? 1 : 0);
+    line(out, "loading", p.loading || replica_loading ? 1 : 0);
     line(out, "rdb_changes_since_last_save", p.changes_since_last_save);
     line(out, "rdb_bgsave_in_progress", p.bgsave_in_progress ? 1 : 0);
     line(out, "rdb_last_save_time", p.last_save_time);

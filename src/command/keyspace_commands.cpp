@@ -112,14 +112,11 @@ void cmd_rename(Context& ctx, Args argv) {
     ctx.out.ok();
 }
 
-// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT with NX / XX / GT / LT (Redis 7).
-void expire_generic(Context& ctx, Args argv, std::int64_t unit_ms, bool absolute,
-                    std::string_view name) {
-    std::int64_t amount;
-    if (!parse_int64(argv[2], amount)) {
-        ctx.out.error(errors::kNotInteger);
-        return;
-    }
+// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT with NX / XX / GT / LT, as Redis 7.0's
+// expireGenericCommand: options first, then the amount; seconds are refused
+// where multiplying by 1000 overflows, any amount where adding the base time
+// does. A deadline at or before now (negative ones too) deletes the key.
+void expire_generic(Context& ctx, Args argv, bool seconds, bool absolute, std::string_view name) {
     bool nx = false, xx = false, gt = false, lt = false;
     for (std::size_t i = 3; i < argv.size(); ++i) {
         if (iequals(argv[i], "NX")) {
@@ -131,8 +128,9 @@ void expire_generic(Context& ctx, Args argv, std::int64_t unit_ms, bool absolute
         } else if (iequals(argv[i], "LT")) {
             lt = true;
         } else {
-            ctx.out.error(std::string("ERR Unsupported option ") +
-                          std::string(argv[i].substr(0, 64)));
+            std::string message(errors::kUnsupportedOption);
+            for (char c : argv[i].substr(0, 64)) message.push_back(c < ' ' ? ' ' : c);
+            ctx.out.error(message);
             return;
         }
     }
@@ -144,17 +142,26 @@ void expire_generic(Context& ctx, Args argv, std::int64_t unit_ms, bool absolute
         ctx.out.error(errors::kGtLtNx);
         return;
     }
-    const std::int64_t base = absolute ? 0 : store::now_ms();
+    std::int64_t deadline;
+    if (!parse_int64(argv[2], deadline)) {
+        ctx.out.error(errors::kNotInteger);
+        return;
+    }
     constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-    if ((amount > 0 && amount > (kMax - base) / unit_ms) ||
-        (amount < 0 && amount < (std::numeric_limits<std::int64_t>::min() + base) / unit_ms)) {
-        std::string message = "ERR invalid expire time in '";
+    constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+    const std::int64_t base = absolute ? 0 : store::now_ms();
+    // C++ division truncates toward zero, as C's does in Redis's check.
+    const bool overflows = (seconds && (deadline > kMax / 1000 || deadline < kMin / 1000)) ||
+                           (seconds ? deadline * 1000 : deadline) > kMax - base;
+    if (overflows) {
+        std::string message(errors::kInvalidExpireTime);
         message += name;
         message += "' command";
         ctx.out.error(message);
         return;
     }
-    std::int64_t deadline = base + amount * unit_ms;
+    if (seconds) deadline *= 1000;
+    deadline += base;
     if (deadline <= 0) deadline = 1;  // in the past: delete now (0 would mean "no expiry")
     const std::optional<bool> changed = ctx.keyspace.update_expiry(
         argv[1], [&](std::int64_t current) -> std::optional<std::int64_t> {
@@ -172,16 +179,16 @@ void expire_generic(Context& ctx, Args argv, std::int64_t unit_ms, bool absolute
 }
 
 void cmd_expire(Context& ctx, Args argv) {
-    expire_generic(ctx, argv, 1000, false, "expire");
+    expire_generic(ctx, argv, true, false, "expire");
 }
 void cmd_pexpire(Context& ctx, Args argv) {
-    expire_generic(ctx, argv, 1, false, "pexpire");
+    expire_generic(ctx, argv, false, false, "pexpire");
 }
 void cmd_expireat(Context& ctx, Args argv) {
-    expire_generic(ctx, argv, 1000, true, "expireat");
+    expire_generic(ctx, argv, true, true, "expireat");
 }
 void cmd_pexpireat(Context& ctx, Args argv) {
-    expire_generic(ctx, argv, 1, true, "pexpireat");
+    expire_generic(ctx, argv, false, true, "pexpireat");
 }
 
 void ttl_generic(Context& ctx, Args argv, bool millis, bool absolute) {

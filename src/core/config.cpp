@@ -4,20 +4,221 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <sstream>
+#include <stdexcept>
 #include <string_view>
 #include <thread>
 
 #include "bloomery/cluster/topology.hpp"
+#include "bloomery/core/parse_int64.hpp"
 
 namespace bloomery::core {
+
+// ---- Ranges of the numeric options ----
+
+namespace {
+
+// Redis's bounds (config.c) where Redis has the option, so a value Redis
+// takes is taken here and one it refuses is refused; bloomery's own options
+// say why theirs.
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();  // Redis's int options
+constexpr std::int64_t kLongMax = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kKb = 1024;
+constexpr std::int64_t kMb = 1024 * kKb;
+
+constexpr OptionRange integer(std::string_view name, std::int64_t min, std::int64_t max) {
+    return {name, OptionKind::integer, min, max};
+}
+constexpr OptionRange bytes(std::string_view name, std::int64_t min, std::int64_t max) {
+    return {name, OptionKind::bytes, min, max};
+}
+constexpr OptionRange real(std::string_view name, double min, double max) {
+    return {name, OptionKind::real, 0, 0, min, max};
+}
+
+constexpr OptionRange kOptionRanges[] = {
+    integer("port", 0, 65535),
+    integer("threads", 0, 256),  // 0: one per core
+    integer("maxclients", 1, std::numeric_limits<unsigned>::max()),
+    integer("timeout", 0, kIntMax),
+    integer("tls-port", 0, 65535),
+    real("tls-handshake-timeout", 0.001, 3600),
+    // Redis's lower bound. The upper one is bloomery's: a journal record
+    // holds up to two keys (RENAME's) and must stay under 2^31 bytes.
+    bytes("proto-max-bulk-len", kMb, 512 * kMb),
+    // An inline command is at most one line of arguments: the bulk bound.
+    bytes("proto-max-inline-len", kKb, 512 * kMb),
+    integer("proto-max-multibulk-len", 1, kIntMax),  // Redis refuses more than INT_MAX
+    bytes("client-query-buffer-limit", kMb, kLongMax),
+    // Replies such as COMMAND DOCS or CLIENT LIST run to tens of kilobytes.
+    bytes("client-output-buffer-limit", 64 * kKb, kLongMax),
+    // AUTH needs its three arguments (AUTH user password).
+    integer("unauthenticated-max-multibulk-len", 3, 1 << 20),
+    // Room for a user name or a password; at most what an authenticated
+    // client may send.
+    bytes("unauthenticated-max-bulk-len", kKb, 512 * kMb),
+    // At least one argument of the default unauthenticated-max-bulk-len.
+    bytes("unauthenticated-query-buffer-limit", 16 * kKb, kLongMax),
+    real("bf-error-rate", 1e-15, 0.999999),  // bloom/bounds.hpp's, as BF.RESERVE's
+    integer("bf-initial-size", 1, std::int64_t{1} << 40),
+    integer("bf-expansion-factor", 1, 32768),  // RedisBloom's bound
+    bytes("max-filter-bytes", 0, kLongMax),    // 0: no limit
+    integer("keyspace-shards", 1, 65536),
+    // Redis takes up to 2^64 - 1; 2^63 - 1 (8 EiB) keeps every size a signed
+    // 64-bit number.
+    bytes("maxmemory", 0, kLongMax),
+    integer("auto-aof-rewrite-percentage", 0, kIntMax),
+    bytes("auto-aof-rewrite-min-size", 0, kLongMax),
+    // A disk slower than the clients holds at most this much in memory.
+    bytes("journal-buffer-limit", kMb, std::int64_t{1} << 40),
+    bytes("repl-backlog-size", 1, kLongMax),
+    // Redis takes up to LONG_MAX; the TTL is compared in milliseconds here.
+    integer("repl-backlog-ttl", 0, kLongMax / 1000),
+    integer("repl-timeout", 1, kIntMax),
+    integer("repl-ping-replica-period", 1, kIntMax),
+    integer("metrics-port", 0, 65535),
+    // A hostile HTTP client holds at most one slot and this many bytes.
+    integer("metrics-max-connections", 1, 1024),
+    bytes("metrics-max-request-bytes", 512, kMb),
+    real("metrics-request-timeout", 0.01, 3600),
+    integer("slowlog-log-slower-than", -1, kLongMax),  // -1: off, as Redis 7
+    // Bounded for memory (see kSlowlogMaxLenLimit); Redis takes up to LONG_MAX.
+    integer("slowlog-max-len", 0, static_cast<std::int64_t>(kSlowlogMaxLenLimit)),
+    real("health-check-timeout", 0.01, 3600),
+};
+
+// What is wrong with `shown` (the value as written) for `range`;
+// `alternative` names another form the option takes.
+std::string range_problem(const OptionRange& range, std::string_view shown,
+                          std::string_view alternative = {}) {
+    std::string problem = range.kind == OptionKind::integer ? "must be an integer "
+                          : range.kind == OptionKind::bytes
+                              ? "must be a size in bytes (suffixes kb, mb, gb) "
+                              : "must be a number ";
+    problem += describe_range(range);
+    problem += alternative;
+    problem += ", got '";
+    for (char c : shown.substr(0, 64)) problem.push_back(c < ' ' || c == 0x7f ? ' ' : c);
+    problem += "'";
+    return problem;
+}
+
+// A size with CLI11's suffixes (kb = 1024 bytes, as before) as a decimal
+// number of bytes; false if it is not one.
+bool size_without_suffix(std::string_view text, std::string& decimal) {
+    decimal = text;
+    try {
+        return CLI::AsSizeValue(false)(decimal).empty();
+    } catch (const CLI::Error&) {
+        return false;
+    }
+}
+
+// The range as the option's first validator: a size loses its suffix here,
+// then the number is checked, so what CLI11 converts afterwards is always a
+// decimal inside the range (CLI11 alone would read "010" as octal and "-1"
+// into an unsigned option as 2^64 - 1).
+CLI::Validator range_validator(const OptionRange& range) {
+    const std::string bounds =
+        range.kind == OptionKind::real
+            ? format_real(range.min_real) + " - " + format_real(range.max_real)
+            : std::to_string(range.min) + " - " + std::to_string(range.max);
+    const std::string description = range.kind == OptionKind::bytes
+                                        ? "SIZE in [" + bounds + "] (b, kb, mb, gb)"
+                                        : "in [" + bounds + "]";
+    return CLI::Validator(
+        [range](std::string& value) -> std::string {
+            std::string number = value;
+            if (range.kind == OptionKind::bytes && !size_without_suffix(value, number)) {
+                return range_problem(range, value);
+            }
+            if (!check_option_value(range, number).empty()) return range_problem(range, value);
+            value = number;
+            return {};
+        },
+        description);
+}
+
+// Gives every numeric option its range from kOptionRanges. A numeric option
+// missing from the table is a mistake in this file, found by the first test
+// that parses a command line. (--maxmemory, a text option that also takes a
+// percentage, checks its table entry in parse_memory_limit.)
+void attach_option_ranges(CLI::App& app) {
+    for (CLI::Option* option : app.get_options()) {
+        const std::string type = option->get_type_name();
+        if (option->get_lnames().empty() ||
+            (type.rfind("INT", 0) != 0 && type.rfind("UINT", 0) != 0 &&
+             type.rfind("FLOAT", 0) != 0)) {
+            continue;
+        }
+        const OptionRange* range = find_option_range(option->get_lnames().front());
+        if (range == nullptr) {
+            throw std::logic_error("--" + option->get_lnames().front() +
+                                   " is numeric but has no entry in kOptionRanges");
+        }
+        option->transform(range_validator(*range));
+    }
+}
+
+}  // namespace
+
+std::string format_real(double value) {
+    char text[32];  // the longest shortest form, "-2.2250738585072014e-308", takes 24
+    const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+    return ec == std::errc() ? std::string(text, end) : std::to_string(value);
+}
+
+std::span<const OptionRange> option_ranges() {
+    return kOptionRanges;
+}
+
+const OptionRange* find_option_range(std::string_view name) {
+    for (const OptionRange& range : kOptionRanges) {
+        if (range.name == name) return &range;
+    }
+    return nullptr;
+}
+
+std::string describe_range(const OptionRange& range) {
+    if (range.kind == OptionKind::real) {
+        return "between " + format_real(range.min_real) + " and " + format_real(range.max_real) +
+               " inclusive";
+    }
+    return "between " + std::to_string(range.min) + " and " + std::to_string(range.max) +
+           " inclusive";
+}
+
+std::string check_option_value(const OptionRange& range, std::string_view text) {
+    if (range.kind == OptionKind::real) {
+        // strtod needs a terminator; whitespace, NaN and trailing bytes are refused.
+        const std::string copy(text);
+        char* end = nullptr;
+        const double value = copy.empty() || std::isspace(static_cast<unsigned char>(copy[0]))
+                                 ? std::nan("")
+                                 : std::strtod(copy.c_str(), &end);
+        if (end != copy.c_str() + copy.size() || !(value >= range.min_real) ||
+            !(value <= range.max_real)) {
+            return range_problem(range, text);
+        }
+        return {};
+    }
+    std::int64_t value = 0;
+    if (!parse_int64(text, value) || value < range.min || value > range.max) {
+        return range_problem(range, text);
+    }
+    return {};
+}
 
 bool parse_save_spec(const std::string& spec, std::vector<SavePoint>& out, std::string& error) {
     out.clear();
@@ -30,19 +231,16 @@ bool parse_save_spec(const std::string& spec, std::vector<SavePoint>& out, std::
         return false;
     }
     for (std::size_t i = 0; i < tokens.size(); i += 2) {
-        try {
-            std::size_t used_a = 0, used_b = 0;
-            const long long seconds = std::stoll(tokens[i], &used_a);
-            const long long changes = std::stoll(tokens[i + 1], &used_b);
-            if (used_a != tokens[i].size() || used_b != tokens[i + 1].size() || seconds < 1 ||
-                changes < 0) {
-                throw std::invalid_argument("range");
-            }
-            out.push_back({seconds, changes});
-        } catch (const std::exception&) {
-            error = "invalid save point '" + tokens[i] + " " + tokens[i + 1] + "'";
+        // Redis's rule: at least one second, any number of changes.
+        std::int64_t seconds = 0, changes = 0;
+        if (!parse_int64(tokens[i], seconds) || !parse_int64(tokens[i + 1], changes) ||
+            seconds < 1 || changes < 0) {
+            error = "invalid save point '" + tokens[i] + " " + tokens[i + 1] +
+                    "': SECONDS must be an integer between 1 and 9223372036854775807 inclusive, "
+                    "CHANGES one between 0 and 9223372036854775807 inclusive";
             return false;
         }
+        out.push_back({seconds, changes});
     }
     return true;
 }
@@ -88,23 +286,16 @@ bool parse_memory_limit(const std::string& spec, std::uint64_t& bytes, std::stri
         bytes = static_cast<std::uint64_t>(static_cast<double>(memory_available()) * percent / 100);
         return true;
     }
-    std::string text = spec;
-    std::string problem;
-    try {
-        problem = CLI::AsSizeValue(false)(text);
-    } catch (const CLI::Error& e) {  // CLI11 throws for an unknown unit
-        problem = e.what();
-    }
-    if (!problem.empty()) {
-        error = "expected a size such as 512mb or a percentage such as 75%, got '" + spec + "'";
+    // A size, within the range kOptionRanges gives maxmemory.
+    const OptionRange& range = *find_option_range("maxmemory");
+    std::string decimal;
+    std::int64_t value = 0;
+    if (!size_without_suffix(spec, decimal) || !check_option_value(range, decimal).empty() ||
+        !parse_int64(decimal, value)) {
+        error = range_problem(range, spec, ", or a percentage such as 75%");
         return false;
     }
-    try {
-        bytes = std::stoull(text);
-    } catch (const std::exception&) {
-        error = "expected a size such as 512mb or a percentage such as 75%, got '" + spec + "'";
-        return false;
-    }
+    bytes = static_cast<std::uint64_t>(value);
     return true;
 }
 
@@ -298,26 +489,21 @@ CommandLine parse_command_line(int argc, char** argv) {
         ->group(network);
     app.add_option("--port", c.port, "TCP port to listen on (0 = no plaintext listener)")
         ->envname("BLOOMERY_PORT")
-        ->check(CLI::Range(0, 65535))
         ->group(network);
     app.add_option("--threads", c.threads, "Worker threads, one io_context each (0 = one per core)")
         ->envname("BLOOMERY_THREADS")
-        ->check(CLI::Range(0u, 256u))
         ->group(network);
     app.add_option("--maxclients", c.max_clients, "Maximum simultaneous client connections")
         ->envname("BLOOMERY_MAXCLIENTS")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
         ->group(network);
     app.add_option("--timeout", c.timeout_seconds,
                    "Close idle clients after this many seconds (0 = never)")
         ->envname("BLOOMERY_TIMEOUT")
-        ->check(CLI::NonNegativeNumber)
         ->group(network);
 
     auto* tls = "TLS";
     app.add_option("--tls-port", c.tls_port, "TLS port to listen on (0 = no TLS listener)")
         ->envname("BLOOMERY_TLS_PORT")
-        ->check(CLI::Range(0, 65535))
         ->group(tls);
     app.add_option("--tls-cert-file", c.tls_cert_file, "Server certificate chain (PEM)")
         ->envname("BLOOMERY_TLS_CERT_FILE")
@@ -339,34 +525,28 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--tls-handshake-timeout", c.tls_handshake_timeout_seconds,
                    "Seconds a TLS client has to finish its handshake before it is closed")
         ->envname("BLOOMERY_TLS_HANDSHAKE_TIMEOUT")
-        ->check(CLI::Range(0.001, 3600.0))
         ->group(tls);
 
     auto* limits = "Protocol limits";
     app.add_option("--proto-max-bulk-len", c.proto_max_bulk_len,
                    "Largest bulk string a client may send, bytes (suffixes kb, mb, gb)")
         ->envname("BLOOMERY_PROTO_MAX_BULK_LEN")
-        ->transform(CLI::AsSizeValue(false))
         ->group(limits);
     app.add_option("--proto-max-inline-len", c.proto_max_inline_len,
                    "Longest inline command line, bytes")
         ->envname("BLOOMERY_PROTO_MAX_INLINE_LEN")
-        ->transform(CLI::AsSizeValue(false))
         ->group(limits);
     app.add_option("--proto-max-multibulk-len", c.proto_max_multibulk_len,
                    "Most arguments in one command")
         ->envname("BLOOMERY_PROTO_MAX_MULTIBULK_LEN")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 31))
         ->group(limits);
     app.add_option("--client-query-buffer-limit", c.client_query_buffer_limit,
                    "Most unprocessed bytes buffered for one client before it is closed")
         ->envname("BLOOMERY_CLIENT_QUERY_BUFFER_LIMIT")
-        ->transform(CLI::AsSizeValue(false))
         ->group(limits);
     app.add_option("--client-output-buffer-limit", c.client_output_buffer_limit,
                    "Most reply bytes buffered for one client before it is closed")
         ->envname("BLOOMERY_CLIENT_OUTPUT_BUFFER_LIMIT")
-        ->transform(CLI::AsSizeValue(false))
         ->group(limits);
 
     auto* security = "Security";
@@ -397,35 +577,29 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--unauthenticated-max-multibulk-len", c.unauthenticated_max_multibulk_len,
                    "Most arguments in one command before the client has authenticated")
         ->envname("BLOOMERY_UNAUTHENTICATED_MAX_MULTIBULK_LEN")
-        ->check(CLI::Range(std::size_t{3}, std::size_t{1} << 20))
         ->group(security);
     app.add_option("--unauthenticated-max-bulk-len", c.unauthenticated_max_bulk_len,
                    "Largest bulk argument before the client has authenticated, bytes")
         ->envname("BLOOMERY_UNAUTHENTICATED_MAX_BULK_LEN")
-        ->transform(CLI::AsSizeValue(false))
         ->group(security);
     app.add_option("--unauthenticated-query-buffer-limit", c.unauthenticated_query_buffer_limit,
                    "Most unprocessed bytes buffered for a client that has not authenticated "
                    "before it is closed")
         ->envname("BLOOMERY_UNAUTHENTICATED_QUERY_BUFFER_LIMIT")
-        ->transform(CLI::AsSizeValue(false))
         ->group(security);
 
     auto* filters = "Filters";
     app.add_option("--bf-error-rate", c.default_error_rate,
                    "Error rate of filters created implicitly (BF.ADD, BF.MADD, BF.INSERT)")
         ->envname("BLOOMERY_BF_ERROR_RATE")
-        ->check(CLI::Range(1e-15, 0.999999))
         ->group(filters);
     app.add_option("--bf-initial-size", c.default_capacity,
                    "Capacity of filters created implicitly")
         ->envname("BLOOMERY_BF_INITIAL_SIZE")
-        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40))
         ->group(filters);
     app.add_option("--bf-expansion-factor", c.default_expansion,
                    "Growth factor of sub-filters of filters created implicitly")
         ->envname("BLOOMERY_BF_EXPANSION_FACTOR")
-        ->check(CLI::Range(1u, 32768u))
         ->group(filters);
     app.add_option("--bf-default-layout", c.default_layout,
                    "Layout of filters created without LAYOUT: blocked (one cache line per "
@@ -437,11 +611,9 @@ CommandLine parse_command_line(int argc, char** argv) {
                    "Largest filter a client may create or grow, all sub-filters' bit arrays "
                    "together, bytes (suffixes kb, mb, gb; 0 = no limit)")
         ->envname("BLOOMERY_MAX_FILTER_BYTES")
-        ->transform(CLI::AsSizeValue(false))
         ->group(filters);
     app.add_option("--keyspace-shards", c.keyspace_shards, "Lock shards of the keyspace")
         ->envname("BLOOMERY_KEYSPACE_SHARDS")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{65536}))
         ->group(filters);
 
     auto* memory = "Memory";
@@ -502,14 +674,11 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--auto-aof-rewrite-min-size", c.auto_aof_rewrite_min_size,
                    "...and is at least this large (suffixes kb, mb, gb)")
         ->envname("BLOOMERY_AUTO_AOF_REWRITE_MIN_SIZE")
-        ->transform(CLI::AsSizeValue(false))
         ->group(persistence);
     app.add_option("--journal-buffer-limit", c.journal_buffer_limit,
                    "Journal bytes not yet on disk past which writes are refused with -MISCONF "
                    "(a disk slower than the clients)")
         ->envname("BLOOMERY_JOURNAL_BUFFER_LIMIT")
-        ->transform(CLI::AsSizeValue(false))
-        ->check(CLI::Range(std::uint64_t{1024 * 1024}, std::uint64_t{1} << 40))
         ->group(persistence);
     app.add_option("--check-journal", result.check_journal,
                    "Verify a journal segment, print what it holds, and exit (1 if bad)")
@@ -542,18 +711,15 @@ CommandLine parse_command_line(int argc, char** argv) {
                    "Journal kept for replicas to resume from after a cut, beyond what the last "
                    "snapshot needs (suffixes kb, mb, gb)")
         ->envname("BLOOMERY_REPL_BACKLOG_SIZE")
-        ->transform(CLI::AsSizeValue(false))
         ->group(replication);
     app.add_option("--repl-backlog-ttl", c.repl_backlog_ttl_seconds,
                    "Seconds the journal is kept for a replica that disconnected")
         ->envname("BLOOMERY_REPL_BACKLOG_TTL")
-        ->check(CLI::Range(std::int64_t{0}, std::int64_t{30} * 24 * 3600))
         ->group(replication);
     app.add_option("--repl-timeout", c.repl_timeout_seconds,
                    "Seconds without a byte from the primary (or an ack from a replica) before "
                    "the link is dropped and resumed")
         ->envname("BLOOMERY_REPL_TIMEOUT")
-        ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}))
         ->group(replication);
     std::string serve_stale = c.replica_serve_stale_data ? "yes" : "no";
     app.add_option("--replica-serve-stale-data", serve_stale,
@@ -564,7 +730,6 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--repl-ping-replica-period", c.repl_ping_replica_period_seconds,
                    "Seconds between keepalive records sent to replicas")
         ->envname("BLOOMERY_REPL_PING_REPLICA_PERIOD")
-        ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600}))
         ->group(replication);
     auto* cluster_group = "Cluster";
     std::string cluster_enabled = "no";
@@ -594,7 +759,6 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--metrics-port", c.metrics_port,
                    "HTTP port for /metrics (Prometheus), /healthz and /readyz (0 = off)")
         ->envname("BLOOMERY_METRICS_PORT")
-        ->check(CLI::Range(0, 65535))
         ->group(monitoring);
     app.add_option("--metrics-bind", c.metrics_bind,
                    "Address of the HTTP listener (default: the same as --bind)")
@@ -603,30 +767,25 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--metrics-max-connections", c.metrics_max_connections,
                    "Most simultaneous HTTP connections; more are closed at once")
         ->envname("BLOOMERY_METRICS_MAX_CONNECTIONS")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))
         ->group(monitoring);
     app.add_option("--metrics-max-request-bytes", c.metrics_max_request_bytes,
                    "Largest HTTP request line and headers, bytes; larger requests are refused "
                    "(431) and closed")
         ->envname("BLOOMERY_METRICS_MAX_REQUEST_BYTES")
-        ->transform(CLI::AsSizeValue(false))
-        ->check(CLI::Range(std::size_t{512}, std::size_t{1024 * 1024}))
         ->group(monitoring);
     app.add_option("--metrics-request-timeout", c.metrics_request_timeout_seconds,
                    "Seconds an HTTP client has to send a whole request (and to read the reply) "
                    "before it is closed")
         ->envname("BLOOMERY_METRICS_REQUEST_TIMEOUT")
-        ->check(CLI::Range(0.01, 3600.0))
         ->group(monitoring);
     app.add_option("--slowlog-log-slower-than", c.slowlog_log_slower_than_us,
                    "Log commands that took at least this many microseconds in SLOWLOG "
-                   "(negative = off, 0 = every command); also CONFIG SET")
+                   "(-1 = off, 0 = every command); also CONFIG SET")
         ->envname("BLOOMERY_SLOWLOG_LOG_SLOWER_THAN")
         ->group(monitoring);
     app.add_option("--slowlog-max-len", c.slowlog_max_len,
                    "Most SLOWLOG entries kept (the oldest go first); also CONFIG SET")
         ->envname("BLOOMERY_SLOWLOG_MAX_LEN")
-        ->check(CLI::Range(std::size_t{0}, kSlowlogMaxLenLimit))
         ->group(monitoring);
     app.add_flag("--test-config", result.test_config,
                  "Check flags, config file and environment (and the files they name) without "
@@ -642,7 +801,6 @@ CommandLine parse_command_line(int argc, char** argv) {
         ->group(monitoring);
     app.add_option("--health-check-timeout", result.health_check_timeout_seconds,
                    "With --health-check: seconds for the whole check (connect, AUTH, PING)")
-        ->check(CLI::Range(0.01, 3600.0))
         ->group(monitoring);
 
     auto* logging = "Logging";
@@ -653,6 +811,8 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--logfile", c.log_file, "Log to this file instead of stderr")
         ->envname("BLOOMERY_LOGFILE")
         ->group(logging);
+
+    attach_option_ranges(app);
 
     // With --test-config every problem is reported and the exit code is 1;
     // the flag is looked for in argv itself, as a parse error may come

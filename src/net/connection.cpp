@@ -206,6 +206,7 @@ void Connection::advance() {
     if (blocked_ && deferred_arrived_) {
         blocked_ = deferred_arrived_ = false;
         client_.blocked.store(false, std::memory_order_relaxed);
+        server_.blocked_clients.fetch_sub(1, std::memory_order_relaxed);
         client_.last_interaction_ms.store(store::now_ms(), std::memory_order_relaxed);
         // Counted like a reply written in dispatch (total_error_replies).
         const std::uint64_t errors_before = writer_.errors_written();
@@ -236,6 +237,7 @@ void Connection::advance() {
 std::shared_ptr<command::ReplySink> Connection::suspend() {
     blocked_ = true;
     client_.blocked.store(true, std::memory_order_relaxed);
+    server_.blocked_clients.fetch_add(1, std::memory_order_relaxed);
     return std::make_shared<PendingReply>(shared_from_this());
 }
 
@@ -367,6 +369,11 @@ void Connection::close() {
     if (closed_) return;
     closed_ = true;
     closing_ = true;
+    if (blocked_) {  // killed or disconnected while waiting: no longer blocked
+        blocked_ = false;
+        client_.blocked.store(false, std::memory_order_relaxed);
+        server_.blocked_clients.fetch_sub(1, std::memory_order_relaxed);
+    }
     close_transport();
     if (feed_) end_feed();
     if (tracked_by_server_) server_.untrack(worker_, tracked_);

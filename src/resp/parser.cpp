@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <utility>
+
+#include "bloomery/core/parse_int64.hpp"
 
 namespace bloomery::resp {
 
@@ -41,36 +42,6 @@ LineSearch find_line_end(std::string_view input, std::size_t line_start, std::si
         scan_from = search_end;
     }
     return available > max_length ? LineSearch::too_long : LineSearch::incomplete;
-}
-
-// Parses a count or length the way Redis's string2ll does: an optional '-', then
-// decimal digits with no leading zero (a lone "0" is fine), no '+', no spaces,
-// no "-0", and the value must fit in a signed 64-bit integer.
-bool parse_integer(std::string_view text, std::int64_t& value) {
-    std::size_t index = 0;
-    const bool negative = !text.empty() && text[0] == '-';
-    if (negative) index = 1;
-    if (index == text.size()) return false;
-    if (text[index] == '0') {
-        if (text.size() != 1) return false;
-        value = 0;
-        return true;
-    }
-    std::uint64_t magnitude = 0;
-    constexpr std::uint64_t kMaxMagnitude = std::numeric_limits<std::uint64_t>::max();
-    for (; index < text.size(); ++index) {
-        const unsigned digit = static_cast<unsigned char>(text[index]) - unsigned{'0'};
-        if (digit > 9) return false;
-        if (magnitude > (kMaxMagnitude - digit) / 10) return false;
-        magnitude = magnitude * 10 + digit;
-    }
-    constexpr auto kMaxPositive =
-        static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-    if (magnitude > (negative ? kMaxPositive + 1 : kMaxPositive)) return false;
-    // C++20 defines the unsigned-to-signed conversion as modular, so 2^63 becomes INT64_MIN.
-    value = negative ? static_cast<std::int64_t>(std::uint64_t{0} - magnitude)
-                     : static_cast<std::int64_t>(magnitude);
-    return true;
 }
 
 // Error text for a bulk header that does not start with '$'. The byte is echoed
@@ -224,7 +195,8 @@ ParseStatus Parser::parse_multibulk(std::string_view input, std::vector<std::str
         }
         if (line_end + 1 >= input.size()) return ParseStatus::incomplete;  // '\n' not here yet
         std::int64_t count = 0;
-        if (input[line_end + 1] != '\n' || !parse_integer(input.substr(1, line_end - 1), count) ||
+        if (input[line_end + 1] != '\n' ||
+            !core::parse_int64(input.substr(1, line_end - 1), count) ||
             (count > 0 && static_cast<std::uint64_t>(count) > limits_.max_multibulk_length)) {
             return fail("invalid multibulk length");
         }
@@ -260,8 +232,8 @@ ParseStatus Parser::parse_multibulk(std::string_view input, std::vector<std::str
             if (input[pos_] != '$') return fail(expected_dollar_message(input[pos_]));
             std::int64_t length = 0;
             if (input[line_end + 1] != '\n' ||
-                !parse_integer(input.substr(pos_ + 1, line_end - pos_ - 1), length) || length < 0 ||
-                static_cast<std::uint64_t>(length) > limits_.max_bulk_length) {
+                !core::parse_int64(input.substr(pos_ + 1, line_end - pos_ - 1), length) ||
+                length < 0 || static_cast<std::uint64_t>(length) > limits_.max_bulk_length) {
                 return fail("invalid bulk length");
             }
             if (limits_.unauthenticated &&

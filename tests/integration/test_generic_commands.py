@@ -417,6 +417,99 @@ class GenericCommandsTest(harness.SharedServerTestCase):
         self.assertNotIn("# Memory", multi)
         self.assertEqual(self.raw().call("INFO", "nosuchsection"), b"")
 
+    # ---- Redis semantics at the edges ---------------------------------------
+
+    def test_integer_arguments_follow_redis_string2ll(self):
+        # PEXPIREAT on a missing key answers 0 for any integer.
+        for text in ("0", "-1", "9223372036854775807", "-9223372036854775808"):
+            self.assertEqual(self.raw().call("PEXPIREAT", "missing", text), 0, text)
+        for text in ("007", "-0", "+1", " 1", "", "9223372036854775808",
+                     "-9223372036854775809"):
+            self.assertEqual(self.error_of("PEXPIREAT", "missing", text),
+                             "ERR value is not an integer or out of range", repr(text))
+
+    def test_expire_at_the_int64_extremes_answers_as_redis(self):
+        def expire(command, amount):
+            self.r.delete("k")
+            self.r.execute_command("BF.ADD", "k", "x")
+            reply = self.raw().call(command, "k", amount)
+            return reply if isinstance(reply, int) else reply.decode(), self.r.exists("k")
+
+        low, high = "-9223372036854775808", "9223372036854775807"
+        # (reply, whether the key is still there), as Redis 7.0 answers.
+        self.assertEqual(expire("PEXPIRE", low), (1, 0))
+        self.assertEqual(expire("PEXPIREAT", low), (1, 0))
+        self.assertEqual(expire("EXPIRE", low), ("ERR invalid expire time in 'expire' command", 1))
+        self.assertEqual(expire("EXPIREAT", low), ("ERR invalid expire time in 'expireat' command", 1))
+        self.assertEqual(expire("PEXPIRE", high), ("ERR invalid expire time in 'pexpire' command", 1))
+        self.assertEqual(expire("PEXPIREAT", high), (1, 1))
+        self.assertEqual(expire("EXPIREAT", "9223372036854775"), (1, 1))
+        self.assertEqual(expire("EXPIRE", "-9223372036854775"), (1, 0))
+
+    def test_client_kill_skips_the_caller_unless_skipme_no_or_the_old_form(self):
+        def connect():
+            c = self.raw()
+            client_id = c.call("CLIENT", "ID")
+            info = c.call("CLIENT", "INFO").decode()
+            address = dict(f.split("=", 1) for f in info.split() if "=" in f)["addr"]
+            return c, client_id, address
+
+        def closed(c):
+            try:
+                c.call("PING")
+            except (ConnectionError, OSError):
+                return True
+            return False
+
+        c, client_id, address = connect()
+        self.assertEqual(c.call("CLIENT", "KILL", "ID", str(client_id)), 0)
+        self.assertEqual(c.call("CLIENT", "KILL", "ADDR", address, "SKIPME", "yes"), 0)
+        self.assertEqual(c.call("PING"), b"PONG")
+        self.assertEqual(c.call("CLIENT", "KILL", "ID", str(client_id), "SKIPME", "no"), 1)
+        self.assertTrue(closed(c))
+
+        c, client_id, address = connect()
+        self.assertEqual(c.call("CLIENT", "KILL", address), b"OK")  # the old form kills itself
+        self.assertTrue(closed(c))
+
+        # Another client is killed by ID; filters must all match.
+        c, client_id, address = connect()
+        other = self.raw()
+        self.assertEqual(other.call("CLIENT", "KILL", "ID", str(client_id), "ADDR", "1.2.3.4:5"), 0)
+        self.assertEqual(other.call("CLIENT", "KILL", "ID", str(client_id), "ADDR", address), 1)
+        self.assertTrue(closed(c))
+        self.assertEqual(other.call("PING"), b"PONG")
+        self.assertEqual(self.error_of("CLIENT", "KILL", "ID", "0"),
+                         "ERR client-id should be greater than 0")
+        self.assertEqual(self.error_of("CLIENT", "KILL", "ID", "1", "SKIPME", "maybe"),
+                         "ERR syntax error")
+
+    def blocked_clients(self):
+        return int(self.info_section("clients")["blocked_clients"])
+
+    def wait_for_blocked_clients(self, expected):
+        deadline = time.monotonic() + 10
+        while self.blocked_clients() != expected:
+            self.assertLess(time.monotonic(), deadline,
+                            "blocked_clients stayed at %d, not %d" % (self.blocked_clients(), expected))
+            time.sleep(0.01)
+
+    def test_blocked_clients_counts_clients_in_wait(self):
+        self.assertEqual(self.blocked_clients(), 0)
+        # No replica will ever acknowledge: WAIT 1 0 waits until the client goes.
+        waiter = self.raw()
+        waiter_id = waiter.call("CLIENT", "ID")
+        waiter.send(encode("WAIT", "1", "0"))
+        self.wait_for_blocked_clients(1)
+        flags = self.raw().call("CLIENT", "LIST", "ID", str(waiter_id)).decode()
+        self.assertIn("flags=b", flags)
+        self.assertEqual(self.raw().call("CLIENT", "KILL", "ID", str(waiter_id)), 1)
+        self.wait_for_blocked_clients(0)
+        # A WAIT whose timeout passes unblocks its client too.
+        timed = self.raw()
+        self.assertEqual(timed.call("WAIT", "1", "50"), 0)
+        self.assertEqual(self.blocked_clients(), 0)
+
     # ---- COMMAND ----------------------------------------------------------
 
     def test_command_count_info_docs_getkeys(self):
@@ -524,6 +617,64 @@ class GenericCommandsTest(harness.SharedServerTestCase):
         self.assertGreater(self.r.execute_command("BF.INFO", "bench", "ITEMS")[0], 1000)
         self.assertTrue(self.r.ping())
 
+
+class OptionRangesTest(unittest.TestCase):
+    """Every numeric option has a range; values past it refuse the start."""
+
+    def start(self, *args, expect_failure=False):
+        server = harness.Server(*args)
+        self.addCleanup(server.cleanup)
+        server.start(expect_failure=expect_failure)
+        return server
+
+    def test_auto_aof_rewrite_percentage_takes_redis_range(self):
+        server = self.start("--auto-aof-rewrite-percentage", "2147483647")
+        self.assertEqual(server.client().config_get("auto-aof-rewrite-percentage"),
+                         {"auto-aof-rewrite-percentage": "2147483647"})
+        for value in ("2147483648", "-1", "18446744073709551615"):
+            refused = self.start("--auto-aof-rewrite-percentage", value, expect_failure=True)
+            self.assertIsNotNone(refused.process.poll(), "started with %s" % value)
+            self.assertNotEqual(refused.wait(), 0)
+            self.assertIn("--auto-aof-rewrite-percentage", refused.log())
+            self.assertIn("between 0 and 2147483647 inclusive", refused.log())
+
+    def test_config_get_shows_a_small_error_rate_exactly(self):
+        server = self.start("--bf-error-rate", "1e-9")
+        self.assertEqual(server.client().config_get("bf-error-rate"), {"bf-error-rate": "1e-09"})
+
+
+class ReplicaSemanticsTest(unittest.TestCase):
+    """What clients of a replica see while it loads its primary's snapshot."""
+
+    def start(self, server):
+        self.addCleanup(server.cleanup)
+        return server.start(timeout=60)
+
+    def test_info_says_loading_while_the_snapshot_loads_and_hello_says_replica(self):
+        primary = self.start(harness.Server())
+        # About 240 MB of bits: loading them takes a while, and INFO answers
+        # meanwhile (the load runs on the replication thread).
+        primary.client().execute_command("BF.RESERVE", "big", "0.0001", "100000000", "NONSCALING")
+        replica = self.start(harness.Server("--replicaof", "127.0.0.1 %d" % primary.port))
+        c = RespConnection(replica.port)
+        self.addCleanup(c.close)
+        seen_loading = False
+        deadline = time.monotonic() + 120
+        while True:
+            text = c.call("INFO", "persistence", "replication").decode()
+            seen_loading = seen_loading or "\r\nloading:1\r\n" in text
+            if "master_link_status:up" in text:
+                break
+            self.assertLess(time.monotonic(), deadline, "the replica never synchronized")
+        self.assertTrue(seen_loading, "INFO never said loading:1")
+        self.assertIn("\r\nloading:0\r\n", c.call("INFO", "persistence").decode())
+        hello = c.call("HELLO", "2")
+        fields = dict(zip(hello[::2], hello[1::2]))
+        self.assertEqual(fields[b"role"], b"replica")
+        primary_hello = RespConnection(primary.port)
+        self.addCleanup(primary_hello.close)
+        hello = primary_hello.call("HELLO", "2")
+        self.assertEqual(dict(zip(hello[::2], hello[1::2]))[b"role"], b"master")
 
 if __name__ == "__main__":
     unittest.main()

@@ -434,6 +434,22 @@ class AclFileTest(unittest.TestCase):
         self.assertNotIn(b"flushall", bloom)
         self.assertIn(b"user=admin", admin.call("CLIENT", "LIST"))
 
+    def test_client_kill_user_closes_that_users_connections_only(self):
+        admin = self.login(b"admin", b"admin-pw")
+        readers = [self.login(b"reader", b"reader-pw") for _ in range(2)]
+        writer = self.login(b"writer", b"writer-pw")
+        self.assertEqual(admin.call("CLIENT", "KILL", "USER", "nobody"),
+                         Err(b"ERR No such user 'nobody'"))
+        # Readers of earlier tests may not be gone yet: at least these two.
+        self.assertGreaterEqual(admin.call("CLIENT", "KILL", "USER", "reader"), 2)
+        for reader in readers:
+            with self.assertRaises((ConnectionError, OSError)):
+                reader.call("BF.EXISTS", "k", "a")
+        self.assertEqual(writer.call("BF.EXISTS", "k", "a"), 0)
+        # SKIPME defaults to yes: the admin's own connection survives its kill.
+        self.assertIsInstance(admin.call("CLIENT", "KILL", "USER", "admin"), int)
+        self.assertEqual(admin.call("PING"), b"PONG")
+
     def test_redis_py_and_redis_cli_users(self):
         r = self.server.client(username="reader", password="reader-pw")
         self.addCleanup(r.close)

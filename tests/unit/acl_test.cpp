@@ -326,6 +326,26 @@ TEST(Acl, DescribeRoundTripsThroughTheFileFormat) {
     EXPECT_TRUE(again->authenticate("reader", "rpw"));
 }
 
+// Timing must not tell which users exist or are on: every AUTH hashes the
+// offered password once, whoever it names.
+TEST(Acl, AuthHashesThePasswordForOnOffNopassAndMissingUsers) {
+    auto acl = build(
+        "user on_user on >pw ~* +@all\n"
+        "user off_user off >pw ~* +@all\n"
+        "user open_user on nopass ~* +@all\n");
+    ASSERT_TRUE(acl);
+    for (const char* name : {"on_user", "off_user", "open_user", "missing"}) {
+        for (const char* password : {"pw", "wrong"}) {
+            const std::uint64_t before = password_hashes_computed();
+            (void)acl->authenticate(name, password);
+            EXPECT_EQ(password_hashes_computed() - before, 1u) << name << " " << password;
+        }
+    }
+    EXPECT_TRUE(acl->authenticate("on_user", "pw"));
+    EXPECT_FALSE(acl->authenticate("off_user", "pw"));
+    EXPECT_FALSE(acl->authenticate("missing", "pw"));
+}
+
 TEST(Acl, ConfigureReadsTheFileAndRefusesAMissingOne) {
     Registry registry;
     std::string error;

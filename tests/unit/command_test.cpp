@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
@@ -12,7 +13,9 @@
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/glob.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/command/slowlog.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/core/parse_int64.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "fake_hooks.hpp"
 
@@ -490,6 +493,195 @@ TEST_F(Commands, InfoDefaultLeavesOutCommandSectionsAndAllHasThem) {
     EXPECT_NE(both.find("# Commandstats"), std::string::npos);
     EXPECT_NE(both.find("# Keyspace"), std::string::npos);
     EXPECT_EQ(both.find("# Server"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bloomery::command
+
+namespace bloomery::command {
+namespace {
+
+// Redis's string2ll, the one rule for every integer a client writes: what it
+// accepts and refuses, directly and through commands.
+constexpr const char* kIntegerTexts[] = {"0", "1", "-1", "9223372036854775807",
+                                         "-9223372036854775808"};
+constexpr const char* kNotIntegerTexts[] = {
+    "007", "-0",  "00", "+1", " 1", "1 ", "", "-", "9223372036854775808", "-9223372036854775809",
+    "1.0", "0x10"};
+
+TEST(ParseInt64, FollowsRedisString2ll) {
+    std::int64_t value = 42;
+    for (const char* text : kIntegerTexts) EXPECT_TRUE(core::parse_int64(text, value)) << text;
+    EXPECT_TRUE(core::parse_int64("-9223372036854775808", value));
+    EXPECT_EQ(value, std::numeric_limits<std::int64_t>::min());
+    EXPECT_TRUE(core::parse_int64("9223372036854775807", value));
+    EXPECT_EQ(value, std::numeric_limits<std::int64_t>::max());
+    for (const char* text : kNotIntegerTexts) {
+        value = 42;
+        EXPECT_FALSE(core::parse_int64(text, value)) << "'" << text << "'";
+        EXPECT_EQ(value, 42) << "'" << text << "'";
+    }
+}
+
+TEST_F(Commands, IntegerArgumentsFollowRedisString2ll) {
+    // PEXPIREAT on a missing key answers 0 for any integer, so its reply
+    // tells which texts the command took for integers.
+    for (const char* text : kIntegerTexts) {
+        EXPECT_EQ(run({"PEXPIREAT", "missing", text}), ":0\r\n") << text;
+    }
+    for (const char* text : kNotIntegerTexts) {
+        EXPECT_EQ(run({"PEXPIREAT", "missing", text}),
+                  "-ERR value is not an integer or out of range\r\n")
+            << "'" << text << "'";
+    }
+    EXPECT_EQ(run({"SELECT", "-0"}), "-ERR value is not an integer or out of range\r\n");
+    EXPECT_EQ(run({"SELECT", "00"}), "-ERR value is not an integer or out of range\r\n");
+    EXPECT_EQ(run({"WAIT", "007", "0"}), "-ERR value is not an integer or out of range\r\n");
+    EXPECT_EQ(run({"HELLO", "03"}), "-ERR Protocol version is not an integer or out of range\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "f", "0.01", "0100"}), "-ERR bad capacity\r\n");
+}
+
+// Redis 7.0's expireGenericCommand: seconds are refused when multiplying by
+// 1000 overflows, any deadline when adding the base time overflows; a
+// negative deadline is in the past and deletes the key.
+TEST_F(Commands, ExpireAtTheInt64ExtremesAnswersAsRedis) {
+    const std::string kMin = "-9223372036854775808";
+    const std::string kMax = "9223372036854775807";
+    struct Case {
+        std::string command;
+        std::string amount;
+        std::string reply;  // "" : deleted with :1
+    };
+    const auto invalid = [](std::string name) {
+        return "-ERR invalid expire time in '" + name + "' command\r\n";
+    };
+    const std::vector<Case> cases = {
+        {"EXPIRE", kMin, invalid("expire")},
+        {"EXPIRE", kMax, invalid("expire")},
+        {"EXPIRE", "-9223372036854775", ""},
+        {"EXPIRE", "-9223372036854776", invalid("expire")},
+        {"EXPIRE", "9223372036854775", invalid("expire")},  // + now overflows
+        {"PEXPIRE", kMin, ""},
+        {"PEXPIRE", "-9223372036854775807", ""},
+        {"PEXPIRE", kMax, invalid("pexpire")},
+        {"PEXPIRE", "9223372036854775", ":1\r\n"},
+        {"EXPIREAT", kMin, invalid("expireat")},
+        {"EXPIREAT", kMax, invalid("expireat")},
+        {"EXPIREAT", "-9223372036854775", ""},
+        {"EXPIREAT", "-9223372036854776", invalid("expireat")},
+        {"EXPIREAT", "9223372036854775", ":1\r\n"},
+        {"EXPIREAT", "9223372036854776", invalid("expireat")},
+        {"PEXPIREAT", kMin, ""},
+        {"PEXPIREAT", kMax, ":1\r\n"},
+        {"PEXPIREAT", "-1", ""},
+        {"PEXPIREAT", "0", ""},
+    };
+    for (const Case& c : cases) {
+        run({"DEL", "k"});
+        run({"BF.ADD", "k", "x"});
+        const std::string reply = run({c.command, "k", c.amount});
+        if (c.reply.empty()) {
+            EXPECT_EQ(reply, ":1\r\n") << c.command << " " << c.amount;
+            EXPECT_EQ(run({"EXISTS", "k"}), ":0\r\n") << c.command << " " << c.amount;
+        } else {
+            EXPECT_EQ(reply, c.reply) << c.command << " " << c.amount;
+            EXPECT_EQ(run({"EXISTS", "k"}), ":1\r\n") << c.command << " " << c.amount;
+        }
+    }
+    // Options are read before the amount, as Redis does.
+    EXPECT_EQ(run({"EXPIRE", "k", "abc", "foo"}), "-ERR Unsupported option foo\r\n");
+}
+
+TEST_F(Commands, HelloOnAReplicaSaysReplica) {
+    EXPECT_NE(run({"HELLO", "3"}).find("$4\r\nrole\r\n$6\r\nmaster\r\n"), std::string::npos);
+    hooks.replication_flags = core::kReplicationReplica;
+    EXPECT_NE(run({"HELLO", "3"}).find("$4\r\nrole\r\n$7\r\nreplica\r\n"), std::string::npos);
+}
+
+TEST_F(Commands, InfoSaysLoadingWhileAReplicaLoadsItsPrimarysSnapshot) {
+    EXPECT_NE(run({"INFO", "persistence"}).find("\r\nloading:0\r\n"), std::string::npos);
+    hooks.replication_flags = core::kReplicationReplica | core::kReplicationLoading;
+    EXPECT_NE(run({"INFO", "persistence"}).find("\r\nloading:1\r\n"), std::string::npos);
+}
+
+TEST_F(Commands, InfoCountsBlockedClients) {
+    EXPECT_NE(run({"INFO", "clients"}).find("\r\nblocked_clients:0\r\n"), std::string::npos);
+    hooks.blocked_clients = 3;
+    EXPECT_NE(run({"INFO", "clients"}).find("\r\nblocked_clients:3\r\n"), std::string::npos);
+}
+
+// The fake server lists one client, id 1 at 127.0.0.1:1; this test's client
+// is that one.
+TEST_F(Commands, ClientKillSkipsTheCallerUnlessToldOrOldStyle) {
+    client.id = 1;
+    client.address = "127.0.0.1:1";
+    EXPECT_EQ(run({"CLIENT", "KILL", "ID", "1"}), ":0\r\n");
+    EXPECT_FALSE(client.close_after_reply);
+    EXPECT_EQ(run({"CLIENT", "KILL", "ADDR", "127.0.0.1:1", "SKIPME", "yes"}), ":0\r\n");
+    EXPECT_FALSE(client.close_after_reply);
+    EXPECT_EQ(run({"CLIENT", "KILL", "ID", "1", "SKIPME", "no"}), ":1\r\n");
+    EXPECT_TRUE(client.close_after_reply);  // after this reply
+    client.close_after_reply = false;
+    EXPECT_EQ(run({"CLIENT", "KILL", "127.0.0.1:1"}), "+OK\r\n");  // the old form kills itself
+    EXPECT_TRUE(client.close_after_reply);
+    client.close_after_reply = false;
+    EXPECT_EQ(run({"CLIENT", "KILL", "127.0.0.1:2"}), "-ERR No such client\r\n");
+    // Every filter must match (Redis ANDs them).
+    EXPECT_EQ(run({"CLIENT", "KILL", "ID", "1", "ADDR", "127.0.0.1:2", "SKIPME", "no"}), ":0\r\n");
+    EXPECT_FALSE(client.close_after_reply);
+    EXPECT_EQ(run({"CLIENT", "KILL", "SKIPME", "maybe"}), "-ERR syntax error\r\n");
+    EXPECT_EQ(run({"CLIENT", "KILL", "ID", "1", "SKIPME"}), "-ERR syntax error\r\n");
+    EXPECT_EQ(run({"CLIENT", "KILL", "ID", "0"}), "-ERR client-id should be greater than 0\r\n");
+    EXPECT_EQ(run({"CLIENT", "KILL", "ID", "007"}), "-ERR client-id should be greater than 0\r\n");
+    EXPECT_EQ(run({"CLIENT", "KILL", "TYPE", "foo"}), "-ERR Unknown client type 'foo'\r\n");
+    EXPECT_EQ(run({"CLIENT", "KILL", "TYPE", "master"}), ":0\r\n");
+    EXPECT_EQ(run({"CLIENT", "KILL", "USER", "nobody"}), "-ERR No such user 'nobody'\r\n");
+    EXPECT_FALSE(client.close_after_reply);
+}
+
+// CONFIG SET reads the same range table as the command line.
+TEST_F(Commands, ConfigSetTakesItsRangesFromTheOptionTable) {
+    Slowlog slowlog{config.slowlog_log_slower_than_us, config.slowlog_max_len};
+    const auto config_set = [&](std::string name, std::string value) {
+        std::vector<std::string_view> argv{"CONFIG", "SET", name, value};
+        out.clear();
+        Context ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender, &slowlog};
+        dispatch(registry, ctx, argv);
+        return out;
+    };
+    const std::string prefix = "-ERR CONFIG SET failed (possibly related to argument '";
+    for (const char* name : {"slowlog-log-slower-than", "slowlog-max-len"}) {
+        const core::OptionRange* range = core::find_option_range(name);
+        ASSERT_NE(range, nullptr) << name;
+        const std::string refused = prefix + name + "') - argument must be between " +
+                                    std::to_string(range->min) + " and " +
+                                    std::to_string(range->max) + " inclusive\r\n";
+        EXPECT_EQ(config_set(name, std::to_string(range->min)), "+OK\r\n") << name;
+        EXPECT_EQ(config_set(name, std::to_string(range->max)), "+OK\r\n") << name;
+        EXPECT_EQ(config_set(name, std::to_string(range->min - 1)), refused) << name;
+        if (range->max < std::numeric_limits<std::int64_t>::max()) {
+            EXPECT_EQ(config_set(name, std::to_string(range->max + 1)), refused) << name;
+        }
+        EXPECT_EQ(config_set(name, "007"),
+                  prefix + name + "') - argument couldn't be parsed into an integer\r\n");
+    }
+    // Redis 7 takes -1 only to turn the log off.
+    EXPECT_EQ(config_set("slowlog-log-slower-than", "-2"),
+              prefix +
+                  "slowlog-log-slower-than') - argument must be between -1 and "
+                  "9223372036854775807 inclusive\r\n");
+}
+
+TEST_F(Commands, ConfigGetShowsErrorRatesExactly) {
+    config.default_error_rate = 1e-9;
+    EXPECT_EQ(run({"CONFIG", "GET", "bf-error-rate"}),
+              "*2\r\n$13\r\nbf-error-rate\r\n$5\r\n1e-09\r\n");
+    config.default_error_rate = 0.01;
+    EXPECT_EQ(run({"CONFIG", "GET", "bf-error-rate"}),
+              "*2\r\n$13\r\nbf-error-rate\r\n$4\r\n0.01\r\n");
+    config.default_error_rate = 0.1 + 0.2;  // 0.30000000000000004: every digit it takes
+    EXPECT_EQ(run({"CONFIG", "GET", "bf-error-rate"}),
+              "*2\r\n$13\r\nbf-error-rate\r\n$19\r\n0.30000000000000004\r\n");
 }
 
 }  // namespace

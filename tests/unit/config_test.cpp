@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cmath>
+#include <cstdio>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -121,6 +124,132 @@ TEST(CommandLine, TlsSettingsThatCannotWorkAreRefused) {
               0);  // same port as plaintext
     EXPECT_GT(parse({"--tls-auth-clients", "maybe"}).exit_code, 0);
     EXPECT_GT(parse({"--tls-handshake-timeout", "0"}).exit_code, 0);
+}
+
+// ---- Option ranges: one table, for flags, the config file, the environment
+// and CONFIG SET ----
+
+// Parses with --test-config, so that checks between options (a TLS port
+// without certificates, ...) are listed as problems rather than refusing the
+// value. A value is refused when parsing stops at it (a range or a CLI11
+// error) or when a problem says it is out of range (--maxmemory, whose
+// percentages are checked with the other values). `said` gets what was
+// printed and the problems.
+bool accepted(std::vector<std::string> words, std::string* said = nullptr) {
+    words.insert(words.begin(), "--test-config");
+    ::testing::internal::CaptureStderr();
+    const CommandLine line = parse(std::move(words));
+    std::string text = ::testing::internal::GetCapturedStderr();
+    bool out_of_range = false;
+    for (const std::string& problem : line.problems) {
+        text += problem + "\n";
+        out_of_range = out_of_range || problem.find(" inclusive") != std::string::npos;
+    }
+    if (said != nullptr) *said = text;
+    return line.exit_code == -1 && !out_of_range;
+}
+
+std::string below(std::int64_t value) {
+    return value == std::numeric_limits<std::int64_t>::min() ? "-9223372036854775809"
+                                                             : std::to_string(value - 1);
+}
+std::string above(std::int64_t value) {
+    return value == std::numeric_limits<std::int64_t>::max() ? "9223372036854775808"
+                                                             : std::to_string(value + 1);
+}
+std::string real_text(double value) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g", value);
+    return text;
+}
+
+TEST(OptionRanges, EveryNumericOptionTakesBothEndsAndRefusesPastThem) {
+    ASSERT_FALSE(option_ranges().empty());
+    for (const OptionRange& range : option_ranges()) {
+        const std::string flag = "--" + std::string(range.name);
+        std::vector<std::string> ends, past;
+        if (range.kind == OptionKind::real) {
+            ends = {real_text(range.min_real), real_text(range.max_real)};
+            past = {real_text(std::nextafter(range.min_real, -1e300)),
+                    real_text(std::nextafter(range.max_real, 1e300))};
+        } else {
+            ends = {std::to_string(range.min), std::to_string(range.max)};
+            past = {below(range.min), above(range.max)};
+        }
+        for (const std::string& value : ends) {
+            std::string said;
+            EXPECT_TRUE(accepted({flag, value}, &said)) << flag << " " << value << ": " << said;
+        }
+        for (const std::string& value : past) {
+            std::string said;
+            EXPECT_FALSE(accepted({flag, value}, &said)) << flag << " " << value;
+            // The message names the option and its range.
+            EXPECT_NE(said.find(flag + ": must be"), std::string::npos) << said;
+            EXPECT_NE(said.find(describe_range(range)), std::string::npos)
+                << flag << " " << value << ": " << said;
+        }
+    }
+}
+
+TEST(OptionRanges, FollowRedisWhereRedisHasTheOption) {
+    using Bounds = std::pair<std::int64_t, std::int64_t>;
+    const auto range_of = [](std::string_view name) {
+        const OptionRange* range = find_option_range(name);
+        EXPECT_NE(range, nullptr) << name;
+        return range != nullptr ? Bounds{range->min, range->max} : Bounds{};
+    };
+    constexpr std::int64_t kIntMax = 2147483647;
+    constexpr std::int64_t kLongMax = std::numeric_limits<std::int64_t>::max();
+    EXPECT_EQ(range_of("auto-aof-rewrite-percentage"), Bounds(0, kIntMax));
+    EXPECT_EQ(range_of("auto-aof-rewrite-min-size"), Bounds(0, kLongMax));
+    EXPECT_EQ(range_of("timeout"), Bounds(0, kIntMax));
+    EXPECT_EQ(range_of("repl-timeout"), Bounds(1, kIntMax));
+    EXPECT_EQ(range_of("repl-ping-replica-period"), Bounds(1, kIntMax));
+    EXPECT_EQ(range_of("repl-backlog-size"), Bounds(1, kLongMax));
+    EXPECT_EQ(range_of("client-query-buffer-limit"), Bounds(1048576, kLongMax));
+    EXPECT_EQ(range_of("slowlog-log-slower-than"), Bounds(-1, kLongMax));
+    // Redis's lower bound; the upper one keeps a RENAME journal record (two
+    // keys) under 2^31 bytes.
+    EXPECT_EQ(range_of("proto-max-bulk-len"), Bounds(1048576, 536870912));
+    EXPECT_EQ(find_option_range("no-such-option"), nullptr);
+}
+
+TEST(OptionRanges, SizesAreCheckedAfterTheirSuffix) {
+    EXPECT_TRUE(accepted({"--proto-max-bulk-len", "512mb"}));
+    EXPECT_TRUE(accepted({"--proto-max-bulk-len", "1mb"}));
+    std::string printed;
+    EXPECT_FALSE(accepted({"--proto-max-bulk-len", "513mb"}, &printed));
+    EXPECT_NE(printed.find("--proto-max-bulk-len"), std::string::npos) << printed;
+    EXPECT_FALSE(accepted({"--proto-max-bulk-len", "1023kb"}));
+}
+
+TEST(OptionRanges, IntegersAreReadAsRedisReadsThem) {
+    // Not octal, not hexadecimal, no sign games: what CLI11 alone would take.
+    EXPECT_FALSE(accepted({"--port", "010"}));
+    EXPECT_FALSE(accepted({"--port", "0x10"}));
+    EXPECT_FALSE(accepted({"--port", "+10"}));
+    EXPECT_FALSE(accepted({"--auto-aof-rewrite-percentage", "-1"}));  // no wrap to 2^64 - 1
+    EXPECT_FALSE(accepted({"--auto-aof-rewrite-percentage", "18446744073709551615"}));
+    EXPECT_TRUE(accepted({"--auto-aof-rewrite-percentage", "0"}));
+    EXPECT_EQ(parse({"--auto-aof-rewrite-percentage", "250"}).config.auto_aof_rewrite_percentage,
+              250u);
+}
+
+TEST(OptionRanges, TheConfigFileAndTheEnvironmentAreCheckedToo) {
+    const std::string path = ::testing::TempDir() + "bloomery_range_test.conf";
+    std::ofstream(path) << "auto-aof-rewrite-percentage = 2147483648\n";
+    std::string printed;
+    EXPECT_FALSE(accepted({"--config", path}, &printed));
+    EXPECT_NE(printed.find("auto-aof-rewrite-percentage"), std::string::npos) << printed;
+    std::ofstream(path) << "auto-aof-rewrite-percentage = 2147483647\n";
+    EXPECT_TRUE(accepted({"--config", path}));
+    std::remove(path.c_str());
+
+    setenv("BLOOMERY_REPL_TIMEOUT", "0", 1);
+    EXPECT_FALSE(accepted({}));
+    setenv("BLOOMERY_REPL_TIMEOUT", "2147483647", 1);
+    EXPECT_TRUE(accepted({}));
+    unsetenv("BLOOMERY_REPL_TIMEOUT");
 }
 
 }  // namespace

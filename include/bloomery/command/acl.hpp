@@ -29,6 +29,10 @@ namespace bloomery::command {
 // as 64 hex digits (Redis's "#<hash>" rule form).
 using PasswordDigest = std::array<unsigned char, 32>;
 PasswordDigest hash_password(std::string_view password);
+// How many times hash_password() ran since start (any thread). AUTH hashes
+// the offered password exactly once whether the user is on, off or missing,
+// so its time does not reveal which users exist; tests count on this.
+std::uint64_t password_hashes_computed();
 // True if equal. Looks at all 32 bytes whatever they hold (OpenSSL's
 // CRYPTO_memcmp), so the time taken says nothing about where they differ.
 bool digests_equal(const PasswordDigest& a, const PasswordDigest& b);
@@ -57,7 +61,8 @@ public:
 
     // True if the user is on and `password` is one of its passwords (any
     // password, if it is nopass). Hashes `password` once and compares the
-    // digest with every stored one, without stopping at the first match.
+    // digest with every stored one, without stopping at the first match,
+    // also when the user is off.
     bool authenticates(std::string_view password) const;
 
     // May this user run `spec` (the subcommand, for a container)? One bit

@@ -15,6 +15,14 @@ inline constexpr std::string_view kNxXxGtLt =
 inline constexpr std::string_view kGtLtNx =
     "ERR GT and LT options at the same time are not compatible";
 inline constexpr std::string_view kInvalidCursor = "ERR invalid cursor";
+// The EXPIRE family: the option or the command's name follows.
+inline constexpr std::string_view kUnsupportedOption = "ERR Unsupported option ";
+inline constexpr std::string_view kInvalidExpireTime = "ERR invalid expire time in '";
+// CLIENT KILL. The type or user name follows the last two, then "'".
+inline constexpr std::string_view kNoSuchClient = "ERR No such client";
+inline constexpr std::string_view kClientIdNotPositive = "ERR client-id should be greater than 0";
+inline constexpr std::string_view kUnknownClientType = "ERR Unknown client type '";
+inline constexpr std::string_view kNoSuchUser = "ERR No such user '";
 inline constexpr std::string_view kProtocolVersion = "NOPROTO unsupported protocol version";
 inline constexpr std::string_view kBgsaveInProgress = "ERR Background save already in progress";
 // Redis's text, naming bloomery and its log.
@@ -124,7 +132,8 @@ inline constexpr std::string_view kConfigSetFailed =
     "ERR CONFIG SET failed (possibly related to argument '";
 inline constexpr std::string_view kConfigSetNotInteger =
     "') - argument couldn't be parsed into an integer";
-inline constexpr std::string_view kConfigSetOutOfRange = "') - argument must be between ";
+// ...then core::describe_range's "between MIN and MAX inclusive".
+inline constexpr std::string_view kConfigSetOutOfRange = "') - argument must be ";
 inline constexpr std::string_view kConfigSetDuplicate = "') - duplicate parameter";
 
 }  // namespace bloomery::command::errors

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -111,7 +113,7 @@ struct Config {
     std::size_t metrics_max_connections = 16;
     std::size_t metrics_max_request_bytes = 8 * 1024;  // request line and headers
     double metrics_request_timeout_seconds = 5;        // to send a whole request
-    std::int64_t slowlog_log_slower_than_us = 10000;   // negative: off; 0: every command
+    std::int64_t slowlog_log_slower_than_us = 10000;   // -1: off; 0: every command
     std::size_t slowlog_max_len = 128;
     // Logging
     std::string log_level = "info";
@@ -128,6 +130,44 @@ struct Config {
 // holds at most 32 arguments of 128 bytes, about 4.5 KB, so the log stays
 // under about 450 MB at this bound (counted in used_memory).
 inline constexpr std::size_t kSlowlogMaxLenLimit = 100000;
+
+// ---- Ranges of the numeric options ----
+//
+// One table for every numeric option: the command line, the config file and
+// the environment (checked by parse_command_line before CLI11 converts the
+// value) and CONFIG SET (command/config_commands.cpp) all read it. Integers
+// are read by Redis's string2ll rules (core/parse_int64.hpp): no octal, hex,
+// '+' or wrap-around of negatives into unsigned options.
+
+enum class OptionKind {
+    integer,  // a count or a duration in whole units
+    bytes,    // a size: the number may carry a kb/mb/gb suffix, checked after it
+    real,     // a floating-point number (error rates, timeouts in seconds)
+};
+
+struct OptionRange {
+    std::string_view name;  // the long flag without "--", as CONFIG GET names it
+    OptionKind kind;
+    std::int64_t min = 0;  // inclusive bounds, for integer and bytes
+    std::int64_t max = 0;
+    double min_real = 0;  // inclusive bounds, for real
+    double max_real = 0;
+};
+
+// The shortest text that reads back as the same double ("0.01", "1e-09",
+// "0.30000000000000004"): how ranges and CONFIG GET show real values.
+std::string format_real(double value);
+
+// Every entry, in the order of `bloomery --help`.
+std::span<const OptionRange> option_ranges();
+// The option's range, or null if `name` is not a numeric option.
+const OptionRange* find_option_range(std::string_view name);
+// "between MIN and MAX inclusive", the words CONFIG SET and the command line
+// use for a value out of range.
+std::string describe_range(const OptionRange& range);
+// Empty if `text` (a size already without its suffix) is a number of the
+// option's kind inside its range; else what is wrong, naming the range.
+std::string check_option_value(const OptionRange& range, std::string_view text);
 
 // Consistency checks over parsed values (ports, TLS settings, file names, the
 // metrics listener): every problem found, each "--option: what is wrong";

@@ -146,6 +146,11 @@ class ServerHooks {
 public:
     // kReplication* bits, written by the replication layer.
     std::atomic<std::uint8_t> replication_flags{0};
+    // Clients waiting for a deferred reply (WAIT, SAVE): INFO's
+    // blocked_clients. The network layer adds one when a connection blocks
+    // and takes it away when it unblocks or closes while blocked; blocking is
+    // rare, so one shared counter costs nothing on the per-command path.
+    std::atomic<std::int64_t> blocked_clients{0};
 
     virtual ~ServerHooks() = default;
     virtual std::size_t connected_clients() = 0;
