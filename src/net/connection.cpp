@@ -28,6 +28,10 @@ constexpr std::size_t kShrinkAbove = 4 * kReadChunk;
 // Replies buffered before the connection stops running commands and writes:
 // keeps one pipelined burst from building an unbounded output buffer.
 constexpr std::size_t kWriteHighWater = 256 * 1024;
+// argv capacity kept between reads (4 KiB): commands of more arguments
+// allocate theirs and give it back, so 10,000 idle connections hold at most
+// 40 MB of it. A million empty arguments once left 16 MB behind each.
+constexpr std::size_t kKeptArguments = 256;
 
 std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint) {
     const auto address = endpoint.address();
@@ -61,11 +65,20 @@ private:
 // Until a client that must authenticate has done so, Redis's tighter bounds
 // apply (10 arguments, 16 KB bulks, 1 MB buffered): an anonymous peer cannot
 // make the server hold much. process() lifts them after a successful AUTH.
+// Each argument costs a view (16 bytes) while its command runs, counted
+// against the query buffer limit: one request's views may not exceed it, so
+// its argument count is capped at the limit / 16 (65,536 for the smallest
+// limit, 1 MiB; 1,024 for a 16 KiB limit before AUTH) as well as by the
+// multibulk-length settings.
 resp::ParserLimits parser_limits(const core::Config& config, bool unauthenticated) {
-    resp::ParserLimits limits{config.proto_max_bulk_len, config.proto_max_inline_len,
-                              config.proto_max_multibulk_len};
+    resp::ParserLimits limits{
+        config.proto_max_bulk_len, config.proto_max_inline_len,
+        std::min(config.proto_max_multibulk_len,
+                 config.client_query_buffer_limit / resp::kArgumentViewBytes)};
     limits.unauthenticated = unauthenticated;
-    limits.unauthenticated_max_multibulk_length = config.unauthenticated_max_multibulk_len;
+    limits.unauthenticated_max_multibulk_length =
+        std::min(config.unauthenticated_max_multibulk_len,
+                 config.unauthenticated_query_buffer_limit / resp::kArgumentViewBytes);
     limits.unauthenticated_max_bulk_length = config.unauthenticated_max_bulk_len;
     return limits;
 }
@@ -73,12 +86,13 @@ resp::ParserLimits parser_limits(const core::Config& config, bool unauthenticate
 }  // namespace
 
 Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::socket& socket,
-                       std::int64_t id)
+                       std::int64_t id, ClientSlot slot)
     : server_(server),
       worker_(worker),
       executor_(socket.get_executor()),
       parser_(parser_limits(server.config(), server.registry().acl().auth_required())),
-      writer_(out_) {
+      writer_(out_),
+      slot_(std::move(slot)) {
     reallocate_input(kReadChunk);
     client_.id = id;
     error_code ignored;
@@ -128,6 +142,19 @@ void Connection::report_buffers() {
     client_.output_buffer_used.store(out_.size(), std::memory_order_relaxed);
     client_.output_buffer_capacity.store(out_.capacity(), std::memory_order_relaxed);
     output_charge_.set(out_.capacity());
+}
+
+void Connection::report_arguments() {
+    arguments_charge_.set(argv_.capacity() * sizeof(std::string_view) + parser_.memory_bytes());
+}
+
+void Connection::shrink_arguments() {
+    // The views point into the query buffer or the parser's storage, which
+    // may be freed or moved from here on: they are dropped either way.
+    argv_.clear();
+    if (argv_.capacity() > kKeptArguments) std::vector<std::string_view>().swap(argv_);
+    parser_.shrink();
+    report_arguments();
 }
 
 void Connection::make_room() {
@@ -284,6 +311,8 @@ void Connection::process() {
             break;
         }
         if (!argv_.empty()) {
+            // Counted before the command runs: its own -OOM check sees it.
+            report_arguments();
             command::dispatch(server_.registry(), ctx, argv_, clock_mark);
             if (client_.close_after_reply) closing_ = true;
             if (client_.authenticated && parser_.limits().unauthenticated) {
@@ -296,7 +325,11 @@ void Connection::process() {
     if (in_start_ == in_end_) {
         in_start_ = in_end_ = 0;
         need_more_ = true;
+        // Given back before the replies go out, so a client that has its
+        // reply sees used_memory without the large command it sent.
+        if (in_capacity_ > kShrinkAbove) reallocate_input(kReadChunk);
     }
+    shrink_arguments();
     report_buffers();
     enforce_output_limit();
 }
@@ -600,8 +633,8 @@ void close_socket(asio::ip::tcp::socket& socket) {
 class PlainConnection final : public Connection {
 public:
     PlainConnection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
-                    std::int64_t id)
-        : Connection(server, worker, socket, id), socket_(std::move(socket)) {}
+                    std::int64_t id, ClientSlot slot)
+        : Connection(server, worker, socket, id, std::move(slot)), socket_(std::move(socket)) {}
 
     void start() override {
         track();
@@ -630,8 +663,8 @@ private:
 class TlsConnection final : public Connection {
 public:
     TlsConnection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
-                  std::int64_t id, asio::ssl::context& tls_context)
-        : Connection(server, worker, socket, id),
+                  std::int64_t id, asio::ssl::context& tls_context, ClientSlot slot)
+        : Connection(server, worker, socket, id, std::move(slot)),
           stream_(std::move(socket), tls_context),
           handshake_deadline_(executor()) {}
 
@@ -693,14 +726,17 @@ private:
 }  // namespace
 
 std::shared_ptr<Connection> make_plain_connection(Server& server, Server::Worker& worker,
-                                                  asio::ip::tcp::socket socket, std::int64_t id) {
-    return std::make_shared<PlainConnection>(server, worker, std::move(socket), id);
+                                                  asio::ip::tcp::socket socket, std::int64_t id,
+                                                  ClientSlot slot) {
+    return std::make_shared<PlainConnection>(server, worker, std::move(socket), id,
+                                             std::move(slot));
 }
 
 std::shared_ptr<Connection> make_tls_connection(Server& server, Server::Worker& worker,
                                                 asio::ip::tcp::socket socket, std::int64_t id,
-                                                asio::ssl::context& tls_context) {
-    return std::make_shared<TlsConnection>(server, worker, std::move(socket), id, tls_context);
+                                                asio::ssl::context& tls_context, ClientSlot slot) {
+    return std::make_shared<TlsConnection>(server, worker, std::move(socket), id, tls_context,
+                                           std::move(slot));
 }
 
 }  // namespace bloomery::net

@@ -7,8 +7,15 @@
 // Memory: the query buffer grows only when it is nearly full of bytes actually
 // received, geometrically from what it holds, so it never exceeds about twice
 // the bytes held plus one read chunk, whatever size a bulk header announces.
-// Both buffers' capacities are reported to core::memory_add (used_memory) and
-// to the client's state (CLIENT LIST).
+// A command's arguments cost one 16-byte view each while it runs (and the
+// parser's storage for quoted inline words); the count is bounded by the
+// query buffer limit at 16 bytes each (see parser_limits()), and a large
+// argv is given back once the commands read have run. Every buffer's
+// capacity is reported to core::memory_add (used_memory), and the query and
+// reply buffers to the client's state (CLIENT LIST).
+//
+// Client slot: the connection owns the --maxclients slot the acceptor took
+// for it and gives it back when destroyed, however it ended.
 //
 // TLS: the same class serves both; only the stream differs (see
 // make_tls_connection).
@@ -72,9 +79,9 @@ public:
 
 protected:
     // Reads the endpoints from `socket`, which the derived class then moves
-    // into its stream.
+    // into its stream. `slot` is held until the connection is destroyed.
     Connection(Server& server, Server::Worker& worker, boost::asio::ip::tcp::socket& socket,
-               std::int64_t id);
+               std::int64_t id, ClientSlot slot);
     // Counts and lists the connection (connected_clients, CLIENT LIST,
     // CLIENT KILL, shutdown).
     void track();
@@ -124,6 +131,11 @@ private:
     void reallocate_input(std::size_t capacity);
     // Publishes the buffers' sizes to used_memory and CLIENT LIST.
     void report_buffers();
+    // Publishes what the arguments of the last command hold to used_memory
+    // (no atomic operation unless it changed).
+    void report_arguments();
+    // Gives back argument storage a large command left.
+    void shrink_arguments();
 
     const boost::asio::any_io_executor executor_;
     resp::Parser parser_;
@@ -151,18 +163,22 @@ private:
     std::list<std::weak_ptr<Connection>>::iterator tracked_;
     core::MemoryCharge query_charge_{core::MemoryUse::query_buffers};
     core::MemoryCharge output_charge_{core::MemoryUse::output_buffers};
+    // argv_ and the parser's storage: bookkeeping of the query.
+    core::MemoryCharge arguments_charge_{core::MemoryUse::query_buffers};
+    ClientSlot slot_;
 };
 
 // A connection over plain TCP.
 std::shared_ptr<Connection> make_plain_connection(Server& server, Server::Worker& worker,
                                                   boost::asio::ip::tcp::socket socket,
-                                                  std::int64_t id);
+                                                  std::int64_t id, ClientSlot slot);
 // A connection over TLS: start() runs the server handshake on the worker and
 // closes the connection if it fails or does not finish within
 // --tls-handshake-timeout; only then are commands read.
 std::shared_ptr<Connection> make_tls_connection(Server& server, Server::Worker& worker,
                                                 boost::asio::ip::tcp::socket socket,
                                                 std::int64_t id,
-                                                boost::asio::ssl::context& tls_context);
+                                                boost::asio::ssl::context& tls_context,
+                                                ClientSlot slot);
 
 }  // namespace bloomery::net

@@ -173,7 +173,12 @@ void Server::accept_next(asio::ip::tcp::acceptor& acceptor, bool tls) {
                 [this, &acceptor, tls, timer](const error_code&) { accept_next(acceptor, tls); });
             return;
         }
-        if (connected_.load() >= config_.max_clients) {
+        // The slot is taken here, before the connection exists on its worker,
+        // so a burst of connects cannot pass --maxclients between the check
+        // and the count (200 connects at once with --maxclients 5 were served
+        // 12 to 93 times when the worker counted them).
+        ClientSlot slot = ClientSlot::acquire(client_slots_, config_.max_clients);
+        if (!slot) {
             command::WorkerStats::bump(worker.stats.rejected_connections);
             error_code ignored;
             // A TLS client could not read a plaintext error: it is just closed.
@@ -195,12 +200,18 @@ void Server::accept_next(asio::ip::tcp::acceptor& acceptor, bool tls) {
             socket.close(ignored);
         } else {
             const std::int64_t id = next_client_id_.fetch_add(1);
-            asio::post(worker.context, [this, &worker, id, tls, s = std::move(socket)]() mutable {
+            // The slot travels with the socket: if the worker stops before
+            // this runs, destroying the handler gives it back.
+            asio::post(worker.context, [this, &worker, id, tls, s = std::move(socket),
+                                        slot = std::move(slot)]() mutable {
                 command::WorkerStats::bump(worker.stats.connections_received);
                 if (tls) {
-                    make_tls_connection(*this, worker, std::move(s), id, *tls_context_)->start();
+                    make_tls_connection(*this, worker, std::move(s), id, *tls_context_,
+                                        std::move(slot))
+                        ->start();
                 } else {
-                    make_plain_connection(*this, worker, std::move(s), id)->start();
+                    make_plain_connection(*this, worker, std::move(s), id, std::move(slot))
+                        ->start();
                 }
             });
         }
@@ -210,7 +221,7 @@ void Server::accept_next(asio::ip::tcp::acceptor& acceptor, bool tls) {
 
 std::list<std::weak_ptr<Connection>>::iterator Server::track(
     Worker& worker, std::shared_ptr<Connection> connection) {
-    connected_.fetch_add(1);
+    open_connections_.fetch_add(1);
     std::lock_guard lock(worker.connections_mutex);
     worker.connections.push_front(connection);
     return worker.connections.begin();
@@ -221,7 +232,7 @@ void Server::untrack(Worker& worker, std::list<std::weak_ptr<Connection>>::itera
         std::lock_guard lock(worker.connections_mutex);
         worker.connections.erase(position);
     }
-    if (connected_.fetch_sub(1) == 1 && stopping_) {
+    if (open_connections_.fetch_sub(1) == 1 && stopping_) {
         asio::post(main_context_, [this] { stop_now(); });
     }
 }
@@ -258,7 +269,7 @@ void Server::request_stop(bool save_on_exit) {
         // Each connection closes on its own thread after the command it is
         // running; replies already computed are lost only if the peer is slow.
         for_each_connection([](Connection& connection) { connection.request_close(); });
-        if (connected_.load() == 0) stop_now();
+        if (open_connections_.load() == 0) stop_now();
         // Do not wait forever for a stuck peer.
         auto deadline =
             std::make_shared<asio::steady_timer>(main_context_, std::chrono::seconds(5));
@@ -311,7 +322,7 @@ void Server::cron() {
 }
 
 std::size_t Server::connected_clients() {
-    return connected_.load();
+    return client_slots_.load(std::memory_order_relaxed);
 }
 
 std::string Server::client_list(std::span<const std::int64_t> ids) {

@@ -11,11 +11,9 @@ namespace bloomery::resp {
 namespace {
 
 constexpr std::size_t kCrlfLength = 2;
-// Argument slots reserved up front for a multibulk header. A peer may announce
-// up to max_multibulk_length arguments and then send nothing, so the reservation
-// is capped (Redis caps its argv pre-allocation at 1024 for the same reason);
-// beyond it the vector grows as arguments actually arrive.
-constexpr std::size_t kMaxArgumentReservation = 1024;
+// Inline word storage kept by shrink(): any usual quoted command fits, and
+// 10,000 idle connections keep at most 10 MB of it.
+constexpr std::size_t kKeptInlineStorage = 1024;
 
 enum class LineSearch { found, incomplete, too_long };
 
@@ -154,19 +152,48 @@ void Parser::reset() {
     error_.clear();
 }
 
+std::size_t Parser::memory_bytes() const {
+    // An empty std::string holds its small-string buffer inside the object.
+    static const std::size_t inline_capacity = std::string().capacity();
+    return inline_words_.capacity() > inline_capacity ? inline_words_.capacity() + 1 : 0;
+}
+
+void Parser::shrink() {
+    if (inline_words_.capacity() > kKeptInlineStorage) std::string().swap(inline_words_);
+}
+
 void Parser::reset_command_state() {
     args_expected_ = -1;
     bulk_length_ = -1;
+    args_received_ = 0;
+    first_arg_ = 0;
     pos_ = 0;
     scan_pos_ = 0;
     bytes_expected_ = 0;
-    arg_spans_.clear();
 }
 
 ParseStatus Parser::fail(std::string message) {
     error_ = std::move(message);
     reset_command_state();
     return ParseStatus::error;
+}
+
+// The general bound first, then the one before authentication, as Redis checks
+// them; the same for a `*` count and for inline words.
+const char* Parser::count_error(std::size_t arguments) const {
+    if (arguments > limits_.max_multibulk_length) return "invalid multibulk length";
+    if (limits_.unauthenticated && arguments > limits_.unauthenticated_max_multibulk_length) {
+        return "unauthenticated multibulk length";
+    }
+    return nullptr;
+}
+
+const char* Parser::length_error(std::size_t length) const {
+    if (length > limits_.max_bulk_length) return "invalid bulk length";
+    if (limits_.unauthenticated && length > limits_.unauthenticated_max_bulk_length) {
+        return "unauthenticated bulk length";
+    }
+    return nullptr;
 }
 
 ParseStatus Parser::parse(std::string_view input, std::vector<std::string_view>& argv,
@@ -196,28 +223,23 @@ ParseStatus Parser::parse_multibulk(std::string_view input, std::vector<std::str
         if (line_end + 1 >= input.size()) return ParseStatus::incomplete;  // '\n' not here yet
         std::int64_t count = 0;
         if (input[line_end + 1] != '\n' ||
-            !core::parse_int64(input.substr(1, line_end - 1), count) ||
-            (count > 0 && static_cast<std::uint64_t>(count) > limits_.max_multibulk_length)) {
+            !core::parse_int64(input.substr(1, line_end - 1), count)) {
             return fail("invalid multibulk length");
-        }
-        if (limits_.unauthenticated && count > 0 &&
-            static_cast<std::uint64_t>(count) > limits_.unauthenticated_max_multibulk_length) {
-            return fail("unauthenticated multibulk length");
         }
         if (count <= 0) {  // `*0` and `*-1`: nothing to run, but the bytes are used up
             consumed = line_end + kCrlfLength;
             reset_command_state();
             return ParseStatus::complete;
         }
+        if (const char* error = count_error(static_cast<std::uint64_t>(count))) return fail(error);
         args_expected_ = count;
         pos_ = line_end + kCrlfLength;
         scan_pos_ = pos_;
-        arg_spans_.reserve(
-            std::min<std::size_t>(static_cast<std::size_t>(count), kMaxArgumentReservation));
+        first_arg_ = pos_;
     }
 
     const auto args_expected = static_cast<std::size_t>(args_expected_);
-    while (arg_spans_.size() < args_expected) {
+    while (args_received_ < args_expected) {
         if (bulk_length_ < 0) {
             switch (
                 find_line_end(input, pos_, limits_.max_inline_length, '\r', scan_pos_, line_end)) {
@@ -233,12 +255,11 @@ ParseStatus Parser::parse_multibulk(std::string_view input, std::vector<std::str
             std::int64_t length = 0;
             if (input[line_end + 1] != '\n' ||
                 !core::parse_int64(input.substr(pos_ + 1, line_end - pos_ - 1), length) ||
-                length < 0 || static_cast<std::uint64_t>(length) > limits_.max_bulk_length) {
+                length < 0) {
                 return fail("invalid bulk length");
             }
-            if (limits_.unauthenticated &&
-                static_cast<std::uint64_t>(length) > limits_.unauthenticated_max_bulk_length) {
-                return fail("unauthenticated bulk length");
+            if (const char* error = length_error(static_cast<std::uint64_t>(length))) {
+                return fail(error);
             }
             bulk_length_ = length;
             pos_ = line_end + kCrlfLength;
@@ -252,15 +273,31 @@ ParseStatus Parser::parse_multibulk(std::string_view input, std::vector<std::str
         if (input[pos_ + length] != '\r' || input[pos_ + length + 1] != '\n') {
             return fail("missing CRLF after bulk data");
         }
-        arg_spans_.emplace_back(pos_, length);
+        ++args_received_;
         pos_ += length + kCrlfLength;
         scan_pos_ = pos_;
         bulk_length_ = -1;
         bytes_expected_ = 0;
     }
 
-    for (const auto& [offset, length] : arg_spans_)
-        argv.emplace_back(input.data() + offset, length);
+    // Every header was checked above: `$`, the digits of a length within the
+    // limits, CRLF. Walking them again costs a few bytes per argument and lets
+    // a partly received command hold no per-argument state (a million empty
+    // arguments once held 16 MB of offsets per connection while they arrived).
+    // The reservation is exact, and the bytes received (at least 6 per
+    // argument) already bound it.
+    argv.reserve(args_expected);
+    std::size_t header = first_arg_;
+    for (std::size_t i = 0; i < args_expected; ++i) {
+        std::size_t length = 0;
+        std::size_t digit = header + 1;
+        for (; input[digit] != '\r'; ++digit) {
+            length = length * 10 + static_cast<std::size_t>(input[digit] - '0');
+        }
+        const std::size_t data = digit + kCrlfLength;
+        argv.emplace_back(input.data() + data, length);
+        header = data + length + kCrlfLength;
+    }
     consumed = pos_;
     reset_command_state();
     return ParseStatus::complete;
@@ -281,7 +318,7 @@ ParseStatus Parser::parse_inline(std::string_view input, std::vector<std::string
     if (line_length > 0 && input[line_length - 1] == '\r') --line_length;
     if (!split_inline_words(input.substr(0, line_length), argv)) {
         argv.clear();
-        return fail("unbalanced quotes in request");
+        return fail(error_);
     }
     consumed = newline + 1;
     reset_command_state();
@@ -290,44 +327,57 @@ ParseStatus Parser::parse_inline(std::string_view input, std::vector<std::string
 
 // Splits an inline line into words with the rules of Redis's sdssplitargs. A
 // word without quotes is a view into the line; a word with a quoted section is
-// unescaped into inline_storage_. The storage strings are reused across calls
-// (cleared, not freed) so steady-state parsing does not allocate.
+// unescaped into inline_words_. Each word is checked against the argument
+// limits as it is found, so a line is refused at its first word too many and
+// never makes the parser hold more than the limits allow. On false, error_
+// says why.
 bool Parser::split_inline_words(std::string_view line, std::vector<std::string_view>& argv) {
-    inline_storage_used_ = 0;
-    stored_words_.clear();
+    inline_words_.clear();
+    bool storage_reserved = false;
     std::size_t index = 0;
     while (true) {
         while (index < line.size() && is_blank(line[index])) ++index;
         if (index == line.size()) break;
+        if (const char* error = count_error(argv.size() + 1)) {
+            error_ = error;
+            return false;
+        }
 
         const std::size_t word_start = index;
         while (index < line.size() && !ends_unquoted_word(line[index]) && line[index] != '"' &&
                line[index] != '\'') {
             ++index;
         }
+        std::string_view word;
         if (index == line.size() || ends_unquoted_word(line[index])) {
-            argv.push_back(line.substr(word_start, index - word_start));
-            continue;
+            word = line.substr(word_start, index - word_start);
+        } else {
+            // A quote: the word is its unquoted prefix plus the quoted section,
+            // which must close and then be followed by whitespace or the line
+            // end. An unescaped word is never longer than its source, so room
+            // for the rest of the line holds every word still to come and the
+            // storage never moves under the views already taken.
+            if (!storage_reserved) {
+                inline_words_.reserve(line.size() - word_start);
+                storage_reserved = true;
+            }
+            const std::size_t stored_start = inline_words_.size();
+            inline_words_.append(line.data() + word_start, index - word_start);
+            const char quote = line[index];
+            index = quote == '"' ? unescape_double_quoted(line, index + 1, inline_words_)
+                                 : unescape_single_quoted(line, index + 1, inline_words_);
+            if (index == std::string_view::npos ||
+                (index < line.size() && !is_blank(line[index]))) {
+                error_ = "unbalanced quotes in request";
+                return false;
+            }
+            word = std::string_view(inline_words_).substr(stored_start);
         }
-
-        // A quote: the word is its unquoted prefix plus the quoted section,
-        // which must close and then be followed by whitespace or the line end.
-        if (inline_storage_used_ == inline_storage_.size()) inline_storage_.emplace_back();
-        std::string& word = inline_storage_[inline_storage_used_];
-        word.assign(line.data() + word_start, index - word_start);
-        const char quote = line[index];
-        index = quote == '"' ? unescape_double_quoted(line, index + 1, word)
-                             : unescape_single_quoted(line, index + 1, word);
-        if (index == std::string_view::npos) return false;
-        if (index < line.size() && !is_blank(line[index])) return false;
-        stored_words_.emplace_back(argv.size(), inline_storage_used_);
-        ++inline_storage_used_;
-        argv.emplace_back();  // pointed at the storage below, once it stops moving
-    }
-    // inline_storage_ may have grown (moving its strings) while words were
-    // added, so the views into it are taken only now.
-    for (const auto& [argv_index, storage_index] : stored_words_) {
-        argv[argv_index] = inline_storage_[storage_index];
+        if (const char* error = length_error(word.size())) {
+            error_ = error;
+            return false;
+        }
+        argv.push_back(word);
     }
     return true;
 }

@@ -1,7 +1,10 @@
 """Per-client limits at and just past their bounds: --maxclients,
---client-output-buffer-limit and --timeout (the query-buffer and protocol
-limits are in test_hostile_memory.py and test_protocol.py)."""
+--client-output-buffer-limit, --timeout and the limits before AUTH on inline
+requests (the query-buffer and protocol limits are in test_hostile_memory.py
+and test_protocol.py)."""
 
+import os
+import signal
 import socket
 import time
 import unittest
@@ -68,6 +71,99 @@ class ClientLimits(unittest.TestCase):
                 pass
             self.assertLess(time.monotonic(), deadline, "the freed slot never came back")
             time.sleep(0.05)
+
+    def info_clients(self, conn):
+        text = conn.call("INFO", "clients").decode()
+        return int(text.split("connected_clients:")[1].split("\r\n")[0])
+
+    def test_a_burst_of_connects_never_serves_more_than_maxclients(self):
+        # Before the fix the slot was checked on accept but counted later on
+        # the worker: a burst of 200 connects with --maxclients 5 was served
+        # far more than 5 times.
+        limit, burst = 5, 200
+        s = self.start("--maxclients", str(limit))
+        socks = []
+
+        def close_all():
+            for sock in socks:
+                sock.close()
+        self.addCleanup(close_all)
+        # Stopped, the server accepts nothing while the kernel queues the
+        # connections (backlog 511); resumed, it meets them all at once.
+        os.kill(s.process.pid, signal.SIGSTOP)
+        try:
+            for _ in range(burst):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.connect(("127.0.0.1", s.port))
+                socks.append(sock)
+        finally:
+            os.kill(s.process.pid, signal.SIGCONT)
+        served, refused = [], []
+        for sock in socks:
+            sock.settimeout(20)
+            sock.sendall(b"PING\r\n")
+        for sock in socks:
+            data = b""
+            try:
+                while b"\r\n" not in data:
+                    chunk = sock.recv(100)
+                    if not chunk:
+                        break
+                    data += chunk
+            except ConnectionResetError:
+                pass
+            if data == b"+PONG\r\n":
+                served.append(sock)
+            else:
+                self.assertIn(data, (b"-ERR max number of clients reached\r\n", b""))
+                refused.append(sock)
+        self.assertLessEqual(len(served), limit)
+        self.assertGreaterEqual(len(served), 1)
+        self.assertEqual(len(served) + len(refused), burst)
+        for sock in refused:
+            self.assertTrue(closed_by_peer(sock))
+        # Every slot comes back once its connection is gone, whatever path
+        # closed it: the count returns to the asker alone.
+        close_all()
+        socks.clear()
+        probe = self.connection(s)
+        deadline = time.monotonic() + 10
+        while self.info_clients(probe) != 1:
+            self.assertLess(time.monotonic(), deadline, "connected_clients never returned to 1")
+            time.sleep(0.02)
+        others = [self.connection(s) for _ in range(limit - 1)]
+        for c in others:
+            self.assertEqual(c.call("PING"), b"PONG")
+        self.assertEqual(self.info_clients(probe), limit)
+        extra = raw_connection(s.port)
+        self.addCleanup(extra.close)
+        extra.settimeout(10)
+        self.assertEqual(extra.recv(100), b"-ERR max number of clients reached\r\n")
+
+    def test_inline_requests_past_the_limits_before_auth_are_answered_and_closed(self):
+        # Before the fix an inline AUTH of 11 words or of a 16 KiB + 1 word
+        # was run (-ERR syntax error, -WRONGPASS) and the connection kept.
+        s = self.start("--requirepass", "secret")
+        for line, error in (
+                (b"AUTH" + b" x" * 10 + b"\r\n", b"unauthenticated multibulk length"),
+                (b'AUTH "" "" "" "" "" "" "" "" "" ""\r\n', b"unauthenticated multibulk length"),
+                (b"AUTH " + b"x" * (16 * 1024 + 1) + b"\r\n", b"unauthenticated bulk length"),
+                (b'AUTH "' + b"x" * (16 * 1024 + 1) + b'"\r\n', b"unauthenticated bulk length")):
+            c = self.connection(s)
+            c.send(line)
+            data, closed = c.read_all_until_closed()
+            self.assertEqual(data, b"-ERR Protocol error: " + error + b"\r\n", line[:40])
+            self.assertTrue(closed, line[:40])
+        # At the limits: run as usual, and the connection stays.
+        c = self.connection(s)
+        c.send(b"AUTH" + b" x" * 9 + b"\r\n")
+        self.assertEqual(c.read(), Err(b"ERR syntax error"))
+        c.send(b"AUTH " + b"x" * (16 * 1024) + b"\r\n")
+        self.assertTrue(c.read().startswith(b"WRONGPASS"))
+        c.send(b"AUTH secret\r\nBF.MADD k" + b"".join(b" i%d" % i for i in range(20)) + b"\r\n")
+        self.assertEqual(c.read(), b"OK")
+        self.assertEqual(c.read(), [1] * 20)
 
     def test_output_buffer_limit_serves_a_reply_of_exactly_the_limit(self):
         limit = 65536

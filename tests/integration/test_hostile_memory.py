@@ -1,8 +1,14 @@
-"""Memory a hostile client can make the server hold (issue 6, defect 2).
+"""Memory a hostile client can make the server hold.
 
 A client may announce a 512 MB bulk and then trickle a few bytes at a time.
 The server must hold memory in proportion to the bytes it actually received,
 not to the number of reads, and count it toward client-query-buffer-limit.
+
+A request's arguments cost bookkeeping too: an inline line of 21,800 empty
+quoted words, or a multibulk request of a million empty arguments. Before
+authentication such a request is refused at its eleventh word; after, its
+bookkeeping is counted in used_memory while it runs and given back after it,
+so RSS stays near what used_memory reports.
 """
 
 import resource
@@ -11,7 +17,7 @@ import time
 import unittest
 
 import harness
-from test_protocol import RespConnection, encode
+from test_protocol import Err, RespConnection, encode
 
 CONNECTIONS = 1000
 ROUNDS = 8
@@ -116,6 +122,173 @@ class TricklingHugeBulks(unittest.TestCase):
                        if f.startswith("qbuf=") or f.startswith("qbuf-free="))
         self.assertGreaterEqual(capacity, expected_held)
         self.assertLess(capacity, (CONNECTIONS + 1) * 64 * 1024)
+
+
+def info_int(conn, field, section="memory"):
+    text = conn.call("INFO", section, timeout=30).decode()
+    for line in text.split("\r\n"):
+        if line.startswith(field + ":"):
+            return int(line.split(":", 1)[1])
+    raise AssertionError("no %s in INFO %s" % (field, section))
+
+
+def read_line(sock, timeout=30.0):
+    """The first reply line (up to CRLF), or what came before the peer closed."""
+    sock.settimeout(timeout)
+    data = b""
+    while b"\r\n" not in data:
+        try:
+            chunk = sock.recv(4096)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def wait_for_rss_below(pid, limit, timeout=60.0):
+    """Polls RSS until it is below `limit` (the allocator returns freed pages
+    to the kernel within seconds) or the deadline passes; returns the last RSS."""
+    deadline = time.monotonic() + timeout
+    rss = vm_rss_bytes(pid)
+    while rss >= limit and time.monotonic() < deadline:
+        time.sleep(0.1)
+        rss = vm_rss_bytes(pid)
+    return rss
+
+
+MB = 1024 * 1024
+# The most empty quoted words a 64 KiB inline line holds (3 bytes each).
+INLINE_WORDS = 21800
+ARGUMENTS = 1048576
+
+
+class ArgumentBookkeeping(unittest.TestCase):
+    """What the arguments of one request make the server hold, measured as RSS."""
+
+    def start(self, *args):
+        if raise_open_file_limit(700) < 700:
+            self.skipTest("cannot open 600 sockets (RLIMIT_NOFILE)")
+        server = harness.Server("--maxclients", "1000", *args, threads=2)
+        server.start()
+        self.addCleanup(server.cleanup)
+        return server
+
+    def sockets(self, server, count):
+        socks = []
+
+        def close_all():
+            for s in socks:
+                s.close()
+        self.addCleanup(close_all)
+        for _ in range(count):
+            socks.append(harness.raw_connection(server.port, timeout=30))
+        return socks
+
+    def test_500_inline_auths_of_21800_words_are_refused_closed_and_hold_nothing(self):
+        # Measured before the fix: each was accepted as one AUTH (-ERR syntax
+        # error) and left 1.6 MB of word storage behind; 500 of them took RSS
+        # to 815 MB with used_memory at 31 MB.
+        server = self.start("--requirepass", "secret")
+        probe = RespConnection(server.port, timeout=30)
+        self.addCleanup(probe.close)
+        self.assertEqual(probe.call("AUTH", "secret"), b"OK")
+        rss_before = vm_rss_bytes(server.process.pid)
+        line = b"AUTH" + b' ""' * INLINE_WORDS + b"\r\n"
+        self.assertLessEqual(len(line), 64 * 1024)
+        socks = self.sockets(server, 500)
+        for s in socks:
+            s.sendall(line)
+        replies = [read_line(s) for s in socks]
+        limit = rss_before + 50 * MB * sanitizer_memory_factor(server.process.pid)
+        rss = wait_for_rss_below(server.process.pid, limit)
+        self.assertLess(rss, limit, "RSS %d MB, %d MB before" % (rss // MB, rss_before // MB))
+        expected = b"-ERR Protocol error: unauthenticated multibulk length\r\n"
+        self.assertEqual(replies, [expected] * len(socks))
+        # Answered and closed, as a multibulk request over the limit is.
+        for s in socks:
+            self.assertEqual(read_line(s, timeout=10), b"")
+        self.assertEqual(probe.call("PING"), b"PONG")
+
+    def test_500_inline_commands_of_21800_words_leave_small_buffers_behind(self):
+        # Measured before the fix: 500 authenticated clients each kept about
+        # 1.4 MB of argument bookkeeping after their command had run.
+        server = self.start()
+        probe = RespConnection(server.port, timeout=30)
+        self.addCleanup(probe.close)
+        rss_before = vm_rss_bytes(server.process.pid)
+        used_before = info_int(probe, "used_memory")
+        line = b"ECHO" + b' ""' * INLINE_WORDS + b"\r\n"
+        socks = self.sockets(server, 500)
+        for s in socks:
+            s.sendall(line)
+        replies = [read_line(s) for s in socks]
+        self.assertEqual(replies,
+                         [b"-ERR wrong number of arguments for 'echo' command\r\n"] * len(socks))
+        factor = sanitizer_memory_factor(server.process.pid)
+        limit = rss_before + 64 * MB * factor
+        rss = wait_for_rss_below(server.process.pid, limit)
+        self.assertLess(rss, limit, "RSS %d MB, %d MB before" % (rss // MB, rss_before // MB))
+        # What is left is counted: 500 idle query buffers (16 KiB, or up to
+        # 64 KiB where the line filled one exactly) and little else.
+        used = info_int(probe, "used_memory")
+        self.assertGreaterEqual(used - used_before, 500 * 16 * 1024)
+        self.assertLess(used - used_before, 500 * 80 * 1024)
+        self.assertLess(rss - rss_before, (used - used_before) + 40 * MB * factor)
+        # Still connected and served.
+        for s in socks[:10]:
+            s.sendall(b"PING\r\n")
+            self.assertEqual(read_line(s), b"+PONG\r\n")
+
+    def test_50_requests_of_a_million_arguments_are_counted_refused_past_maxmemory_and_given_back(self):
+        # Measured before the fix: 50 such ECHOs left RSS at 1.6 GB under
+        # --maxmemory 50mb with used_memory at 0.8 MB, and BF.ADD was served.
+        server = self.start("--maxmemory", "50mb")
+        probe = RespConnection(server.port, timeout=60)
+        self.addCleanup(probe.close)
+        pid = server.process.pid
+        rss_before = vm_rss_bytes(pid)
+        used_before = info_int(probe, "used_memory")
+        head = b"*%d\r\n$4\r\nECHO\r\n" % ARGUMENTS + b"$0\r\n\r\n" * (ARGUMENTS - 2)
+        socks = self.sockets(server, 50)
+        # Every request but its last argument: the server holds 50 requests
+        # of 6 MB in the middle of being parsed.
+        for s in socks:
+            s.sendall(head)
+        deadline = time.monotonic() + 120
+        held = client_list_qbuf_sum(probe)
+        while held < len(head) * len(socks) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            held = client_list_qbuf_sum(probe)
+        self.assertGreaterEqual(held, len(head) * len(socks), "server did not read what was sent")
+        rss = vm_rss_bytes(pid)
+        used = info_int(probe, "used_memory")
+        # What they hold is counted (a partly received request holds its
+        # bytes and nothing per argument), and past --maxmemory writes are
+        # refused while reads go on.
+        self.assertGreater(used, 50 * MB)
+        self.assertEqual(probe.call("BF.ADD", "k", "x"),
+                         Err(b"OOM command not allowed when used memory > 'maxmemory'."))
+        self.assertEqual(probe.call("BF.EXISTS", "k", "x"), 0)
+        if sanitizer_memory_factor(pid) == 1:
+            self.assertLess(rss - rss_before, 1.5 * (used - used_before) + 32 * MB,
+                            "RSS +%d MB, used_memory +%d MB" % ((rss - rss_before) // MB,
+                                                                (used - used_before) // MB))
+        for s in socks:
+            s.sendall(b"$0\r\n\r\n")
+        replies = [read_line(s, timeout=60) for s in socks]
+        self.assertEqual(replies,
+                         [b"-ERR wrong number of arguments for 'echo' command\r\n"] * len(socks))
+        # Given back: the connections are idle again with small buffers.
+        used = info_int(probe, "used_memory")
+        self.assertLess(used - used_before, 50 * 32 * 1024)
+        self.assertEqual(probe.call("BF.ADD", "k", "x"), 1)
+        if sanitizer_memory_factor(pid) == 1:
+            # (A sanitizer's allocator keeps freed memory in quarantine.)
+            limit = rss_before + 64 * MB
+            rss = wait_for_rss_below(pid, limit)
+            self.assertLess(rss, limit, "RSS %d MB, %d MB before" % (rss // MB, rss_before // MB))
 
 
 class QueryBufferLimit(unittest.TestCase):

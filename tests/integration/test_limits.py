@@ -20,7 +20,7 @@ import redis
 
 from formats import build_dump_header
 from harness import Server, check_snapshot, scandump
-from test_protocol import Err, RespConnection
+from test_protocol import Err, RespConnection, encode
 
 MAX_LAYERS = 64
 MAX_CAPACITY = 2 ** 48
@@ -316,6 +316,53 @@ class WholeFilterLimit(LimitsTestCase):
         self.assertEqual(c.call("BF.INFO", "g", "FILTERS"), [1])
         # Present items still answer, and the filter still saves.
         self.assertEqual(c.call("BF.EXISTS", "g", "i7"), 1)
+
+
+# ---------------------------------------------------------------------------
+# Arguments: inline words obey the multibulk limits; each argument's view
+# (16 bytes) counts against the query buffer limit.
+
+class ArgumentLimits(LimitsTestCase):
+    def assertRefusedAndClosed(self, server, request, error):
+        c = self.raw(server)
+        c.send(request)
+        data, closed = c.read_all_until_closed(timeout=30)
+        self.assertEqual(data, b"-ERR Protocol error: " + error + b"\r\n")
+        self.assertTrue(closed)
+
+    def test_inline_words_obey_proto_max_multibulk_len_and_proto_max_bulk_len(self):
+        # Before the fix inline words had no bound but the line's length.
+        s = self.start("--proto-max-multibulk-len", "3", "--proto-max-bulk-len", "1mb",
+                       "--proto-max-inline-len", "2mb")
+        c = self.raw(s)
+        self.assertEqual(c.call("ECHO", "x" * (1024 * 1024)), b"x" * (1024 * 1024))
+        c.send(b"BF.ADD k a\r\n")
+        self.assertEqual(c.read(), 1)
+        c.send(b"ECHO " + b"y" * (1024 * 1024) + b"\r\n")
+        self.assertEqual(c.read(timeout=30), b"y" * (1024 * 1024))
+        self.assertRefusedAndClosed(s, b"BF.MADD k a b\r\n", b"invalid multibulk length")
+        self.assertRefusedAndClosed(s, encode("BF.MADD", "k", "a", "b"), b"invalid multibulk length")
+        self.assertRefusedAndClosed(s, b"ECHO " + b"y" * (1024 * 1024 + 1) + b"\r\n",
+                                    b"invalid bulk length")
+
+    def test_arguments_are_bounded_by_the_query_buffer_limit_at_16_bytes_each(self):
+        # 1 MiB holds 65,536 views of 16 bytes: one more argument is refused
+        # at the header, before any of it is read. Before the fix the header
+        # was accepted and the request run.
+        s = self.start("--client-query-buffer-limit", "1mb")
+        most = 1024 * 1024 // 16
+        c = self.raw(s)
+        c.send(b"*%d\r\n$4\r\nECHO\r\n" % most + b"$0\r\n\r\n" * (most - 1))
+        self.assertEqual(c.read(timeout=30),
+                         Err(b"ERR wrong number of arguments for 'echo' command"))
+        self.assertEqual(c.call("PING"), b"PONG")
+        self.assertRefusedAndClosed(s, b"*%d\r\n" % (most + 1), b"invalid multibulk length")
+        # Before AUTH the smaller limit applies the same way (16 KiB: 1,024).
+        s = self.start("--requirepass", "secret", "--unauthenticated-query-buffer-limit", "16kb",
+                       "--unauthenticated-max-multibulk-len", "100000")
+        c = self.raw(s)
+        self.assertEqual(c.call("AUTH", *(["x"] * 1023)), Err(b"ERR syntax error"))
+        self.assertRefusedAndClosed(s, b"*1025\r\n", b"unauthenticated multibulk length")
 
 
 # ---------------------------------------------------------------------------

@@ -36,6 +36,47 @@ class ReplicationSource;
 class ReplicaLink;
 class MetricsServer;
 
+// One of --maxclients' slots. The acceptor takes it before a connection
+// exists; the connection owns it and gives it back when it is destroyed,
+// whichever way it ends. Move-only; an empty slot (default, or moved from)
+// gives back nothing.
+class ClientSlot {
+public:
+    ClientSlot() = default;
+    ClientSlot(ClientSlot&& other) noexcept : taken_(std::exchange(other.taken_, nullptr)) {}
+    ClientSlot& operator=(ClientSlot&& other) noexcept {
+        if (this != &other) {
+            release();
+            taken_ = std::exchange(other.taken_, nullptr);
+        }
+        return *this;
+    }
+    ClientSlot(const ClientSlot&) = delete;
+    ClientSlot& operator=(const ClientSlot&) = delete;
+    ~ClientSlot() { release(); }
+
+    // Takes a slot if fewer than `limit` of `taken` are held; empty if not.
+    // Lock-free and atomic: however many threads try at once, `taken` never
+    // exceeds `limit`. `taken` must outlive the slot.
+    static ClientSlot acquire(std::atomic<std::size_t>& taken, std::size_t limit) {
+        std::size_t now = taken.load(std::memory_order_relaxed);
+        do {
+            if (now >= limit) return {};
+        } while (!taken.compare_exchange_weak(now, now + 1, std::memory_order_relaxed));
+        return ClientSlot(taken);
+    }
+    explicit operator bool() const { return taken_ != nullptr; }
+
+private:
+    explicit ClientSlot(std::atomic<std::size_t>& taken) : taken_(&taken) {}
+    void release() {
+        if (taken_ != nullptr) taken_->fetch_sub(1, std::memory_order_relaxed);
+        taken_ = nullptr;
+    }
+
+    std::atomic<std::size_t>* taken_ = nullptr;
+};
+
 class Server final : public core::ServerHooks {
 public:
     // `replication` feeds replicas (made before the journal is loaded, so the
@@ -127,6 +168,10 @@ private:
     ReplicationSource& replication_;
     std::mutex link_mutex_;              // guards link_ (REPLICAOF)
     std::unique_ptr<ReplicaLink> link_;  // set while this server is a replica
+    // Client slots taken (connected_clients, --maxclients). Declared before
+    // workers_ so it outlives them: a connection still held by a worker's
+    // io_context when that is destroyed gives its slot back here.
+    std::atomic<std::size_t> client_slots_{0};
     // Declared before main_context_ so they are destroyed after it: an accept
     // still pending there holds a socket of a worker's io_context.
     std::vector<std::unique_ptr<Worker>> workers_;
@@ -138,7 +183,8 @@ private:
     boost::asio::steady_timer cron_timer_;
     std::size_t next_worker_ = 0;
     std::atomic<std::int64_t> next_client_id_{1};
-    std::atomic<std::size_t> connected_{0};
+    // Connections tracked and not yet closed: a stop waits for none to remain.
+    std::atomic<std::size_t> open_connections_{0};
     std::int64_t start_time_ms_;
     std::atomic<bool> stopping_{false};
     std::atomic<bool> accepting_{false};
