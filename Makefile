@@ -52,7 +52,8 @@ tsan: test-deps
 # libFuzzer and clang's sanitizer runtimes are in libclang-rt-14-dev, which
 # clang only recommends; llvm-14 brings llvm-symbolizer for readable reports.
 FUZZ_PACKAGES := clang libclang-rt-14-dev llvm-14
-FUZZ_TARGETS  := resp_parser_fuzz snapshot_reader_fuzz command_fuzz loadchunk_fuzz journal_reader_fuzz
+FUZZ_TARGETS  := resp_parser_fuzz snapshot_reader_fuzz command_fuzz loadchunk_fuzz journal_reader_fuzz \
+                 replica_stream_fuzz
 FUZZ_SECONDS  ?= 60
 
 # Builds the libFuzzer targets (build/fuzz) and runs each for FUZZ_SECONDS on a

@@ -16,6 +16,12 @@ namespace {
 
 // REPLICAOF host port | NO ONE
 void cmd_replicaof(Context& ctx, Args argv) {
+    // A node's role comes from the slot map: following another primary would
+    // drop the slots this node serves (Redis refuses it likewise).
+    if (ctx.config.cluster_enabled) {
+        ctx.out.error(errors::kReplicaofInCluster);
+        return;
+    }
     std::string error;
     if (iequals(argv[1], "no") && iequals(argv[2], "one")) {
         error = ctx.server.replicaof("", 0);

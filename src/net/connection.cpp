@@ -419,7 +419,8 @@ struct Connection::Feed {
     Phase phase = Phase::stream;
     std::shared_ptr<SnapshotPipe> pipe;
     std::thread snapshotter;
-    std::string mark;  // ends the snapshot ($EOF:<mark>)
+    std::string mark;              // ends the snapshot ($EOF:<mark>)
+    bool dropped_command = false;  // a command other than REPLCONF came (logged once)
     std::string replid;
     std::uint64_t offset = 0;  // next stream byte to send
     JournalFileReader reader;
@@ -453,9 +454,51 @@ std::uint64_t Connection::feed_floor() const {
 
 void Connection::feed_input() {
     const std::uint64_t acked = client_.replica_ack_offset.load(std::memory_order_relaxed);
-    if (in_start_ < in_end_) process();
-    // The replica's other direction is its stream: no reply may go there.
+    // The replica's other direction is its stream: only REPLCONF (ACK) runs,
+    // and no reply goes out. Any other command after PSYNC is dropped unrun:
+    // its reply would land in the stream, a deferred one (WAIT, SAVE) later
+    // and between two writes of it.
+    command::Context ctx{server_.registry(),
+                         server_.keyspace(),
+                         server_.config(),
+                         server_,
+                         client_,
+                         worker_.stats,
+                         writer_,
+                         nullptr,
+                         nullptr};
+    while (!closing_ && in_start_ < in_end_) {
+        std::size_t consumed = 0;
+        const std::string_view input(in_.get() + in_start_, in_end_ - in_start_);
+        const resp::ParseStatus status = parser_.parse(input, argv_, consumed);
+        if (status == resp::ParseStatus::incomplete) break;
+        if (status == resp::ParseStatus::error) {
+            command::WorkerStats::bump(worker_.stats.protocol_errors);
+            spdlog::warn("protocol error from replica {}: {}; closing its feed", client_.address,
+                         parser_.error_message());
+            closing_ = true;
+            break;
+        }
+        if (!argv_.empty()) {
+            const std::string_view name = argv_[0];
+            const bool replconf =
+                name.size() == 8 && std::equal(name.begin(), name.end(), "replconf",
+                                               [](char a, char b) { return (a | 0x20) == b; });
+            if (replconf) {
+                command::dispatch(server_.registry(), ctx, argv_);
+            } else if (!feed_->dropped_command) {
+                feed_->dropped_command = true;
+                spdlog::warn(
+                    "replica {} sent a command after PSYNC; dropped unrun (only REPLCONF "
+                    "is read from a replica)",
+                    client_.address);
+            }
+        }
+        in_start_ += consumed;
+    }
+    if (in_start_ == in_end_) in_start_ = in_end_ = 0;
     out_.clear();
+    report_buffers();
     if (client_.replica_ack_offset.load(std::memory_order_relaxed) != acked) {
         server_.replication_source().on_ack();
     }

@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <random>
+#include <system_error>
 
 #include "bloomery/core/memory.hpp"
 #include "bloomery/persist/snapshot.hpp"
@@ -162,7 +165,11 @@ void SnapshotPipe::cancel() {
 // ---- ReplicationSource ----
 
 ReplicationSource::ReplicationSource(const core::Config& config, persist::Manager& persistence)
-    : config_(config), persistence_(persistence), replid_(new_replication_id()) {}
+    : config_(config), persistence_(persistence), replid_(new_replication_id()) {
+    // Made once at start, primary or replica: nothing of this process is
+    // being received yet, so every sync file in --dir is a killed replica's.
+    remove_stale_sync_files(config_.dir);
+}
 
 ReplicationSource::~ReplicationSource() = default;
 
@@ -370,6 +377,246 @@ void ReplicationSource::fill_info(core::ReplicationInfo& info) {
     info.partial_syncs_err = partial_err_.load(std::memory_order_relaxed);
 }
 
+// ---- What a replica receives ----
+
+std::string sync_file_path(const std::string& dir) {
+    return dir + "/replica-sync-" + std::to_string(::getpid()) + ".tmp";
+}
+
+std::size_t remove_stale_sync_files(const std::string& dir, const std::string& keep) {
+    namespace fs = std::filesystem;
+    std::size_t removed = 0;
+    std::error_code error;
+    for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+        const std::string name = it->path().filename().string();
+        if (!name.starts_with("replica-sync-") || !name.ends_with(".tmp")) continue;
+        if (!keep.empty() && name == fs::path(keep).filename().string()) continue;
+        std::error_code size_error;
+        const std::uintmax_t bytes = it->file_size(size_error);
+        std::error_code remove_error;
+        if (fs::remove(it->path(), remove_error)) {
+            ++removed;
+            spdlog::info(
+                "replication: removed {} ({} bytes), left by a replica stopped during a full "
+                "synchronization",
+                it->path().string(), size_error ? 0 : bytes);
+        } else if (remove_error) {
+            spdlog::warn("replication: cannot remove {}: {}", it->path().string(),
+                         remove_error.message());
+        }
+    }
+    return removed;
+}
+
+namespace {
+
+// A primary's text as a reason in INFO and the log: printable ASCII, cut to
+// a length worth reading.
+std::string printable(std::string_view text) {
+    constexpr std::size_t kShown = 128;
+    std::string out;
+    for (const char c : text.substr(0, kShown)) {
+        const auto byte = static_cast<unsigned char>(c);
+        out.push_back(byte >= 0x20 && byte < 0x7f ? c : '?');
+    }
+    if (text.size() > kShown) out += "...";
+    return out;
+}
+
+// Replication ids and snapshot marks: 40 lowercase hex digits, as this
+// server (and Redis) makes them.
+bool is_hex_id(std::string_view text) {
+    return text.size() == 40 && std::all_of(text.begin(), text.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
+}
+
+// A stream offset: decimal digits only, at most INT64_MAX (the replica
+// sends it back in PSYNC, which the primary reads as a signed integer).
+bool parse_offset(std::string_view text, std::uint64_t& offset) {
+    if (text.empty() || text.size() > 19 ||
+        !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return false;
+    }
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), offset);
+    return error == std::errc() && end == text.data() + text.size() &&
+           offset <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+}
+
+}  // namespace
+
+void PrimaryStreamDecoder::start(bool auth, bool resume) {
+    phase_ = auth ? Phase::auth : Phase::replconf;
+    resume_ = resume;
+    input_.clear();
+    handed_ = seen_ = 0;
+    data_ = {};
+    mark_.clear();
+    replid_.clear();
+    offset_ = 0;
+    error_.clear();
+}
+
+void PrimaryStreamDecoder::append(std::string_view bytes) {
+    if (phase_ == Phase::failed) return;
+    // What the last snapshot_data handed out is gone once more comes.
+    input_.erase(0, handed_);
+    handed_ = 0;
+    data_ = {};
+    input_.append(bytes);
+}
+
+void PrimaryStreamDecoder::consume(std::size_t bytes) {
+    bytes = std::min(bytes, seen_);
+    input_.erase(0, bytes);
+    seen_ -= bytes;
+    data_ = {};
+}
+
+PrimaryStreamDecoder::Event PrimaryStreamDecoder::fail(std::string why) {
+    phase_ = Phase::failed;
+    error_ = std::move(why);
+    input_.clear();
+    handed_ = seen_ = 0;
+    data_ = {};
+    return Event::failed;
+}
+
+bool PrimaryStreamDecoder::take_line(std::string& line) {
+    const auto end = input_.find("\r\n");
+    if (end == std::string::npos) {
+        if (input_.size() > kMaxLineBytes) {
+            fail("the primary sent a line longer than " + std::to_string(kMaxLineBytes) + " bytes");
+        }
+        return false;
+    }
+    if (end > kMaxLineBytes) {
+        fail("the primary sent a line longer than " + std::to_string(kMaxLineBytes) + " bytes");
+        return false;
+    }
+    line.assign(input_, 0, end);
+    input_.erase(0, end + 2);
+    return true;
+}
+
+PrimaryStreamDecoder::Event PrimaryStreamDecoder::next() {
+    input_.erase(0, handed_);
+    handed_ = 0;
+    data_ = {};
+    for (;;) {
+        switch (phase_) {
+            case Phase::failed:
+                return Event::failed;
+            case Phase::snapshot:
+                return snapshot_bytes();
+            case Phase::stream:
+                if (input_.size() == seen_) return Event::need_more;
+                seen_ = input_.size();
+                data_ = input_;
+                return Event::stream;
+            default: {
+                std::string line;
+                if (!take_line(line))
+                    return phase_ == Phase::failed ? Event::failed : Event::need_more;
+                const Event event = on_line(line);
+                if (event != Event::need_more) return event;
+                // The snapshot's header: its bytes may follow in this read.
+            }
+        }
+    }
+}
+
+PrimaryStreamDecoder::Event PrimaryStreamDecoder::on_line(const std::string& line) {
+    switch (phase_) {
+        case Phase::auth:
+            if (line != "+OK") return fail("AUTH refused by the primary: " + printable(line));
+            phase_ = Phase::replconf;
+            return Event::auth_ok;
+        case Phase::replconf:
+            if (line != "+OK") return fail("the primary refused REPLCONF: " + printable(line));
+            phase_ = Phase::psync;
+            return Event::replconf_ok;
+        case Phase::psync:
+            return on_psync_answer(line);
+        case Phase::snapshot_header: {
+            constexpr std::string_view kEof = "$EOF:";
+            if (line.starts_with('-')) {
+                return fail("the primary could not send its snapshot: " + printable(line));
+            }
+            const std::string_view mark =
+                std::string_view(line).substr(line.starts_with(kEof) ? kEof.size() : line.size());
+            if (!line.starts_with(kEof) || !is_hex_id(mark)) {
+                return fail(
+                    "bad snapshot header from the primary (expected $EOF:<40 hex "
+                    "digits>): " +
+                    printable(line));
+            }
+            mark_.assign(mark);
+            phase_ = Phase::snapshot;
+            return Event::need_more;  // next() goes on with the snapshot's bytes
+        }
+        default:
+            return fail("internal: a line in the wrong phase");
+    }
+}
+
+PrimaryStreamDecoder::Event PrimaryStreamDecoder::on_psync_answer(const std::string& line) {
+    constexpr std::string_view kContinue = "+CONTINUE";
+    constexpr std::string_view kFull = "+FULLRESYNC ";
+    if (line == kContinue || line.starts_with(std::string(kContinue) + " ")) {
+        if (!resume_) {
+            return fail("the primary answered +CONTINUE to PSYNC ? -1 (a request for a full copy)");
+        }
+        // Redis sends its id, which may be new (a promoted replica that kept
+        // the history); an answer without one keeps the id asked for.
+        if (line.size() > kContinue.size()) {
+            const std::string_view id = std::string_view(line).substr(kContinue.size() + 1);
+            if (!is_hex_id(id)) {
+                return fail("bad replication id in the primary's +CONTINUE: " + printable(line));
+            }
+            replid_.assign(id);
+        }
+        phase_ = Phase::stream;
+        return Event::resume;
+    }
+    if (line.starts_with(kFull)) {
+        const std::string_view rest = std::string_view(line).substr(kFull.size());
+        const auto space = rest.find(' ');
+        const std::string_view id = rest.substr(0, space);
+        if (space == std::string_view::npos || !is_hex_id(id)) {
+            return fail("bad replication id in the primary's +FULLRESYNC: " + printable(line));
+        }
+        if (!parse_offset(rest.substr(space + 1), offset_)) {
+            return fail("bad offset in the primary's +FULLRESYNC (digits, at most 2^63-1): " +
+                        printable(line));
+        }
+        replid_.assign(id);
+        phase_ = Phase::snapshot_header;
+        return Event::full_sync;
+    }
+    if (line.starts_with('-')) return fail("the primary refused PSYNC: " + printable(line));
+    return fail("bad answer to PSYNC from the primary: " + printable(line));
+}
+
+// The snapshot ends with the mark; a read may hold its end and the stream's
+// first records, or a part of the mark: the last mark-1 bytes wait for more.
+PrimaryStreamDecoder::Event PrimaryStreamDecoder::snapshot_bytes() {
+    const auto at = input_.find(mark_);
+    if (at == 0) {
+        input_.erase(0, mark_.size());
+        phase_ = Phase::stream;
+        return Event::snapshot_end;
+    }
+    const std::size_t hold = mark_.size() - 1;
+    const std::size_t safe = at != std::string::npos ? at
+                             : input_.size() > hold  ? input_.size() - hold
+                                                     : 0;
+    if (safe == 0) return Event::need_more;
+    handed_ = safe;
+    data_ = std::string_view(input_).substr(0, safe);
+    return Event::snapshot_data;
+}
+
 // ---- ReplicaLink ----
 
 namespace {
@@ -432,13 +679,14 @@ private:
 
 ReplicaLink::ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
                          persist::Manager& persistence, core::ServerHooks& hooks, std::string host,
-                         std::uint16_t port)
+                         std::uint16_t port, std::unique_ptr<ReplicaLink> predecessor)
     : config_(config),
       keyspace_(keyspace),
       persistence_(persistence),
       hooks_(hooks),
       host_(std::move(host)),
-      port_(port) {
+      port_(port),
+      predecessor_(std::move(predecessor)) {
     down_since_ms_ = store::now_ms();
 }
 
@@ -450,7 +698,13 @@ void ReplicaLink::start() {
     hooks_.replication_flags.fetch_or(core::kReplicationReplica | core::kReplicationStale |
                                       core::kReplicationUnsynced);
     asio::post(io_, [this] { begin_session(); });
-    thread_ = std::thread([this] { io_.run(); });
+    thread_ = std::thread([this] {
+        if (predecessor_) {
+            predecessor_->stop();
+            predecessor_.reset();
+        }
+        io_.run();
+    });
 }
 
 void ReplicaLink::stop() {
@@ -467,8 +721,6 @@ void ReplicaLink::stop() {
         work_.reset();
     });
     thread_.join();
-    hooks_.replication_flags.fetch_and(static_cast<std::uint8_t>(
-        ~(core::kReplicationLoading | core::kReplicationStale | core::kReplicationUnsynced)));
 }
 
 void ReplicaLink::fill_info(core::ReplicationInfo& info) const {
@@ -493,7 +745,7 @@ std::uint64_t ReplicaLink::applied_offset() const {
     return offset_;
 }
 
-void ReplicaLink::fail(const std::string& why) {
+void ReplicaLink::fail(std::string why) {
     if (stopping_.load()) return;
     spdlog::warn("replication: link to {}:{} failed: {}", host_, port_, why);
     ++session_;
@@ -505,6 +757,8 @@ void ReplicaLink::fail(const std::string& why) {
     writing_ = false;
     ack_pending_ = false;
     sync_file_.reset();
+    decoder_.start(false, false);  // gives back what it held
+    buffer_charge_.set(0);
     {
         std::lock_guard lock(info_mutex_);
         if (up_) down_since_ms_ = store::now_ms();
@@ -554,30 +808,16 @@ void ReplicaLink::write_next() {
                       });
 }
 
-void ReplicaLink::read_line(std::function<void(std::string)> then) {
-    const auto end = input_.find("\r\n");
-    if (end != std::string::npos) {
-        std::string line = input_.substr(0, end);
-        input_.erase(0, end + 2);
-        then(std::move(line));
-        return;
-    }
-    if (input_.size() > 64 * 1024) return fail("the primary sent a line too long");
-    socket_.async_read_some(asio::buffer(chunk_),
-                            [this, session = session_, then = std::move(then)](
-                                const error_code& error, std::size_t n) mutable {
-                                if (stale(session)) return;
-                                if (error) return fail(error.message());
-                                arm_watchdog();
-                                input_.append(chunk_.data(), n);
-                                read_line(std::move(then));
-                            });
-}
-
 void ReplicaLink::begin_session() {
     if (stopping_.load()) return;
     ++session_;
-    input_.clear();
+    bool resume = false;
+    {
+        std::lock_guard lock(info_mutex_);
+        // Only a replica holding a copy of this primary's history can resume.
+        resume = applier_ != nullptr && !replid_.empty();
+    }
+    decoder_.start(!config_.masterauth.empty(), resume);
     socket_ = asio::ip::tcp::socket(io_);
     arm_watchdog();
     resolver_.async_resolve(
@@ -599,20 +839,15 @@ void ReplicaLink::begin_session() {
 void ReplicaLink::on_connected() {
     error_code ignored;
     socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-    const auto replconf = [this] {
+    // Each command waits for the answer to the one before (the decoder says
+    // which came): after a refused AUTH, nothing else is sent.
+    if (config_.masterauth.empty()) {
         write(command("REPLCONF", "listening-port", std::to_string(config_.port)));
-        read_line([this](std::string reply) {
-            if (reply != "+OK") return fail("the primary refused REPLCONF: " + reply);
-            send_psync();
-        });
-    };
-    if (config_.masterauth.empty()) return replconf();
-    write(config_.masteruser.empty() ? command("AUTH", config_.masterauth)
-                                     : command("AUTH", config_.masteruser, config_.masterauth));
-    read_line([this, replconf](std::string reply) {
-        if (reply != "+OK") return fail("AUTH refused by the primary: " + reply);
-        replconf();
-    });
+    } else {
+        write(config_.masteruser.empty() ? command("AUTH", config_.masterauth)
+                                         : command("AUTH", config_.masteruser, config_.masterauth));
+    }
+    read_more();
 }
 
 void ReplicaLink::send_psync() {
@@ -620,97 +855,116 @@ void ReplicaLink::send_psync() {
     std::uint64_t offset;
     {
         std::lock_guard lock(info_mutex_);
-        replid = applier_ ? replid_ : std::string();
+        replid = replid_;
         offset = offset_;
     }
-    write(replid.empty() ? command("PSYNC", "?", "-1")
-                         : command("PSYNC", replid, std::to_string(offset)));
-    read_line([this](std::string reply) { on_psync_reply(reply); });
+    write(decoder_.resuming() ? command("PSYNC", replid, std::to_string(offset))
+                              : command("PSYNC", "?", "-1"));
 }
 
-void ReplicaLink::on_psync_reply(const std::string& reply) {
-    if (reply.rfind("+CONTINUE", 0) == 0) {
-        spdlog::info("replication: resuming from {}:{} at offset {}", host_, port_,
-                     applied_offset());
-        return go_up();
-    }
-    if (reply.rfind("+FULLRESYNC ", 0) != 0) return fail("the primary refused PSYNC: " + reply);
-    const auto space = reply.find(' ', 12);
-    const std::string offset = space == std::string::npos ? "" : reply.substr(space + 1);
-    if (space == std::string::npos || offset.empty() || offset.size() > 20 ||
-        !std::all_of(offset.begin(), offset.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return fail("bad reply: " + reply);
-    }
-    new_replid_ = reply.substr(12, space - 12);
-    new_offset_ = std::stoull(offset);
-    {
-        std::lock_guard lock(info_mutex_);
-        syncing_ = true;
-        sync_bytes_ = 0;
-    }
-    read_line([this](std::string header) {
-        if (header.size() != 5 + 40 || header.rfind("$EOF:", 0) != 0) {
-            return fail("bad snapshot header from the primary: " + header);
-        }
-        mark_ = header.substr(5);
-        try {
-            sync_file_ = std::make_unique<SyncFile>(config_.dir + "/replica-sync-" +
-                                                    std::to_string(::getpid()) + ".tmp");
-        } catch (const std::exception& e) {
-            return fail(e.what());
-        }
-        receive_snapshot();
-    });
-}
-
-// The snapshot arrives as "$EOF:<40-byte mark>\r\n", its bytes, the mark
-// (Redis's diskless form); records may follow the mark in the same read. It
-// goes to a file in --dir, then replaces the data (load_received).
-void ReplicaLink::receive_snapshot() {
-    try {
-        const auto at = input_.find(mark_);
-        if (at != std::string::npos) {
-            sync_file_->write(input_.data(), at);
-            input_.erase(0, at + mark_.size());
-            sync_file_->close();
-            load_received(sync_file_->path(), sync_file_->bytes());
-            sync_file_.reset();
-            arm_watchdog();  // the load took nothing from the socket
-            {
-                std::lock_guard lock(info_mutex_);
-                replid_ = new_replid_;
-                offset_ = read_offset_ = new_offset_;
-                syncing_ = false;
-            }
-            spdlog::info("replication: synchronized with {}:{} at offset {}", host_, port_,
-                         new_offset_);
-            return go_up();
-        }
-        // Keep what could be the start of the mark.
-        if (input_.size() > mark_.size()) {
-            const std::size_t safe = input_.size() - mark_.size();
-            sync_file_->write(input_.data(), safe);
-            input_.erase(0, safe);
-        }
-    } catch (const std::exception& e) {
-        return fail(e.what());
-    }
-    {
-        std::lock_guard lock(info_mutex_);
-        sync_bytes_ = sync_file_->bytes();
-    }
+void ReplicaLink::read_more() {
     socket_.async_read_some(asio::buffer(chunk_),
                             [this, session = session_](const error_code& error, std::size_t n) {
                                 if (stale(session)) return;
                                 if (error) return fail(error.message());
                                 arm_watchdog();
-                                input_.append(chunk_.data(), n);
-                                receive_snapshot();
+                                decoder_.append(std::string_view(chunk_.data(), n));
+                                {
+                                    std::lock_guard lock(info_mutex_);
+                                    last_io_ms_ = store::now_ms();
+                                }
+                                on_input();
                             });
+}
+
+void ReplicaLink::on_input() {
+    const std::uint64_t session = session_;
+    try {
+        for (;;) {
+            switch (decoder_.next()) {
+                case Event::need_more:
+                    // The link's buffers count in used_memory, as a client's
+                    // query buffer.
+                    buffer_charge_.set(decoder_.capacity() + chunk_.capacity());
+                    return read_more();
+                case Event::auth_ok:
+                    write(command("REPLCONF", "listening-port", std::to_string(config_.port)));
+                    break;
+                case Event::replconf_ok:
+                    send_psync();
+                    break;
+                case Event::resume:
+                    on_resume();
+                    break;
+                case Event::full_sync:
+                    begin_full_sync();
+                    break;
+                case Event::snapshot_data: {
+                    const std::string_view data = decoder_.data();
+                    sync_file_->write(data.data(), data.size());
+                    std::lock_guard lock(info_mutex_);
+                    sync_bytes_ = sync_file_->bytes();
+                    break;
+                }
+                case Event::snapshot_end:
+                    finish_full_sync();
+                    break;
+                case Event::stream:
+                    apply_stream();
+                    break;
+                case Event::failed:
+                    return fail(decoder_.error());
+            }
+            if (stale(session)) return;
+        }
+    } catch (const std::exception& e) {
+        fail(e.what());
+    }
+}
+
+void ReplicaLink::on_resume() {
+    spdlog::info("replication: resuming from {}:{} at offset {}", host_, port_, applied_offset());
+    if (!decoder_.replid().empty()) {
+        std::lock_guard lock(info_mutex_);
+        replid_ = decoder_.replid();
+    }
+    go_up();
+}
+
+// The snapshot arrives as "$EOF:<40-byte mark>\r\n", its bytes, the mark
+// (Redis's diskless form). It goes to a file in --dir, then replaces the
+// data (load_received).
+void ReplicaLink::begin_full_sync() {
+    {
+        std::lock_guard lock(info_mutex_);
+        syncing_ = true;
+        sync_bytes_ = 0;
+    }
+    const std::string path = sync_file_path(config_.dir);
+    remove_stale_sync_files(config_.dir, path);
+    sync_file_ = std::make_unique<SyncFile>(path);
+}
+
+void ReplicaLink::finish_full_sync() {
+    sync_file_->close();
+    load_received(sync_file_->path(), sync_file_->bytes());
+    sync_file_.reset();
+    arm_watchdog();  // the load took nothing from the socket
+    {
+        std::lock_guard lock(info_mutex_);
+        replid_ = decoder_.replid();
+        offset_ = read_offset_ = decoder_.offset();
+        syncing_ = false;
+    }
+    spdlog::info("replication: synchronized with {}:{} at offset {}", host_, port_,
+                 decoder_.offset());
+    go_up();
 }
 
 void ReplicaLink::load_received(const std::string& path, std::uint64_t bytes) {
     spdlog::info("replication: received the primary's snapshot ({} bytes); loading it", bytes);
+    // A failed load leaves whatever it read: no stream may be applied to it.
+    applier_.reset();
     hooks_.replication_flags.fetch_or(core::kReplicationLoading);
     persist::LoadStats stats;
     std::string error;
@@ -720,7 +974,11 @@ void ReplicaLink::load_received(const std::string& path, std::uint64_t bytes) {
         },
         error);
     hooks_.replication_flags.fetch_and(static_cast<std::uint8_t>(~core::kReplicationLoading));
-    if (!loaded) throw std::runtime_error("cannot load the primary's snapshot: " + error);
+    if (!loaded) {
+        // Part of a copy is no copy: answer -MASTERDOWN until the next one.
+        hooks_.replication_flags.fetch_or(core::kReplicationUnsynced);
+        throw std::runtime_error("cannot load the primary's snapshot: " + error);
+    }
     spdlog::info("replication: loaded {} filters from the primary in {:.3f} s", stats.keys,
                  stats.seconds);
     applier_ = std::make_unique<persist::StreamApplier>(keyspace_, persistence_.journal());
@@ -738,51 +996,22 @@ void ReplicaLink::go_up() {
     acked_ = ~0ull;  // acknowledge where we start
     acknowledge();
     schedule_ack();
-    try {
-        apply_buffer();
-    } catch (const std::exception& e) {
-        return fail(e.what());
-    }
-    read_stream();
 }
 
-void ReplicaLink::read_stream() {
-    socket_.async_read_some(asio::buffer(chunk_),
-                            [this, session = session_](const error_code& error, std::size_t n) {
-                                if (stale(session)) return;
-                                if (error) return fail(error.message());
-                                on_stream_read(n);
-                            });
-}
-
-void ReplicaLink::on_stream_read(std::size_t n) {
-    arm_watchdog();
-    input_.append(chunk_.data(), n);
-    {
-        std::lock_guard lock(info_mutex_);
-        read_offset_ += n;
-        last_io_ms_ = store::now_ms();
-    }
-    try {
-        apply_buffer();
-    } catch (const std::exception& e) {
-        return fail(e.what());
-    }
-    // The link's buffers count in used_memory, as a client's query buffer.
-    buffer_charge_.set(input_.capacity() + chunk_.capacity());
-    read_stream();
-}
-
-void ReplicaLink::apply_buffer() {
+void ReplicaLink::apply_stream() {
+    // The decoder resumes only a replica that holds a copy (begin_session).
+    if (!applier_) throw std::runtime_error("no copy of the primary to apply its stream to");
+    const std::string_view data = decoder_.data();
     std::size_t consumed = 0;
     std::string error;
     // The replica's journal may have been replaced by a full copy.
     applier_->set_log(persistence_.journal());
-    const bool ok = applier_->apply(input_, consumed, error);
-    input_.erase(0, consumed);
+    const bool ok = applier_->apply(data, consumed, error);
+    decoder_.consume(consumed);
     {
         std::lock_guard lock(info_mutex_);
         offset_ += consumed;
+        read_offset_ = offset_ + decoder_.buffered();
     }
     if (!ok) {
         // Our copy may now differ from the primary's: start over from a full one.

@@ -6,12 +6,14 @@ BLOOMERY_REPLICATION_ITEMS sets how many items the big test adds (default
 """
 
 import os
+import socket
+import threading
 import time
 import unittest
 
 import redis
 
-from harness import BINARY, Server, scandump
+from harness import BINARY, Server, free_port, scandump
 from test_hostile_memory import sanitizer_memory_factor
 
 SANITIZED = "/asan/" in BINARY or "/tsan/" in BINARY
@@ -69,6 +71,84 @@ def same_filters(test, primary, replica, keys):
     for key in keys:
         test.assertEqual(p.execute_command("BF.INFO", key), r.execute_command("BF.INFO", key), key)
         test.assertEqual(scandump(p, key), scandump(r, key), key)
+
+
+def read_command(buffer):
+    """(words, rest) of the first whole RESP array of bulk strings in
+    `buffer`, or (None, buffer) while it is incomplete."""
+    end = buffer.find(b"\r\n")
+    if end < 0:
+        return None, buffer
+    count, position, words = int(buffer[1:end]), end + 2, []
+    for _ in range(count):
+        end = buffer.find(b"\r\n", position)
+        if end < 0:
+            return None, buffer
+        start = end + 2
+        length = int(buffer[position + 1:end])
+        if len(buffer) < start + length + 2:
+            return None, buffer
+        words.append(buffer[start:start + length])
+        position = start + length + 2
+    return words, buffer[position:]
+
+
+class FakePrimary:
+    """A primary on 127.0.0.1 that answers REPLCONF with +OK and PSYNC with
+    `answer` (bytes), then holds the connection until the replica closes it.
+    Counts the connections made to it (a replica that failed reconnects)."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.connections = 0
+        self.psyncs = []
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.port = self.listener.getsockname()[1]
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        self.listener.settimeout(0.1)
+        while not self.stopped.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            threading.Thread(target=self._talk, args=(connection,), daemon=True).start()
+
+    def _talk(self, connection):
+        connection.settimeout(0.1)
+        received = b""
+        with connection:
+            while not self.stopped.is_set():
+                try:
+                    data = connection.recv(65536)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                if not data:
+                    return
+                received += data
+                while True:
+                    words, received = read_command(received)
+                    if words is None:
+                        break
+                    if words[0].upper() == b"PSYNC":
+                        self.psyncs.append(words[1:])
+                        connection.sendall(self.answer)
+                    elif words[0].upper() == b"REPLCONF" and words[1].upper() != b"ACK":
+                        connection.sendall(b"+OK\r\n")
+
+    def close(self):
+        self.stopped.set()
+        self.thread.join(5)
+        self.listener.close()
 
 
 class ReplicationTest(unittest.TestCase):
@@ -243,6 +323,68 @@ class ReplicationTest(unittest.TestCase):
         with self.assertRaises(redis.ResponseError):
             o.execute_command("REPLICAOF", "127.0.0.1", "notaport")
 
+    def test_sync_files_of_a_killed_replica_are_removed(self):
+        replid = b"0123456789abcdef0123456789abcdef01234567"
+        mark = b"fedcba9876543210fedcba9876543210fedcba98"
+        # A primary that sends 1 MB of a snapshot and then nothing more.
+        stalled = FakePrimary(b"+FULLRESYNC " + replid + b" 0\r\n$EOF:" + mark + b"\r\n" +
+                              b"\x00" * (1 << 20))
+        self.addCleanup(stalled.close)
+        replica = self.start(Server("--replicaof", "127.0.0.1 %d" % stalled.port))
+        directory = replica.data_dir
+
+        def sync_files():
+            return sorted(f for f in os.listdir(directory) if f.startswith("replica-sync-"))
+
+        def receiving():
+            path = os.path.join(directory, "replica-sync-%d.tmp" % replica.process.pid)
+            return os.path.exists(path) and os.path.getsize(path) >= (1 << 20) - 40
+
+        wait_until(receiving, what="the snapshot to be received into a file")
+        replica.kill()
+        left = sync_files()
+        self.assertEqual(len(left), 1)
+        # Files of other (dead) runs too; other files stay.
+        for name in ("replica-sync-999999.tmp", "replica-sync-1.tmp", "replica-sync-notes.txt",
+                     "other.tmp"):
+            with open(os.path.join(directory, name), "wb") as f:
+                f.write(b"x" * 1000)
+        # Restarted (a primary now): every stale sync file goes at start.
+        replica.extra_args = []
+        replica.start()
+        self.assertEqual(sync_files(), ["replica-sync-notes.txt"])
+        self.assertTrue(os.path.exists(os.path.join(directory, "other.tmp")))
+        # And before each full synchronization.
+        with open(os.path.join(directory, "replica-sync-424242.tmp"), "wb") as f:
+            f.write(b"x" * 1000)
+        replica.client().execute_command("REPLICAOF", "127.0.0.1", stalled.port)
+        wait_until(receiving, what="the second snapshot to be received into a file")
+        self.assertEqual(sync_files(), ["replica-sync-%d.tmp" % replica.process.pid,
+                                        "replica-sync-notes.txt"])
+        # A cut link takes its own file with it.
+        replica.client().execute_command("REPLICAOF", "NO", "ONE")
+        wait_until(lambda: sync_files() == ["replica-sync-notes.txt"],
+                   what="the unfinished file to be removed")
+
+    def test_replicaof_is_refused_in_cluster_mode(self):
+        # The slot map says who replicates whom; REPLICAOF at run time would
+        # drop the slots this node serves.
+        port = free_port()
+        node = self.start(Server("--cluster-enabled", "yes", "--cluster-slots",
+                                 "0-16383=127.0.0.1:%d" % port, "--cluster-self",
+                                 "127.0.0.1:%d" % port, port=port))
+        primary = self.start(Server())
+        c = node.client()
+        c.execute_command("BF.ADD", "k", "v")
+        for args in (("127.0.0.1", primary.port), ("NO", "ONE")):
+            for command in ("REPLICAOF", "SLAVEOF"):
+                with self.assertRaises(redis.ResponseError) as refused:
+                    c.execute_command(command, *args)
+                self.assertEqual(str(refused.exception), "REPLICAOF not allowed in cluster mode.")
+        self.assertEqual(info(c)["role"], "master")
+        self.assertEqual(c.execute_command("BF.EXISTS", "k", "v"), 1)
+        self.assertEqual(c.execute_command("BF.ADD", "k", "w"), 1)
+
     def test_password_protected_primary(self):
         primary = self.start(Server("--requirepass", "s3cret"))
         p = primary.client(password="s3cret")
@@ -258,7 +400,6 @@ class ReplicationTest(unittest.TestCase):
     def test_replicaof_naming_this_server_starts_it_as_the_primary(self):
         # A StatefulSet gives every pod "--replicaof bloomery-0... 6379";
         # pod 0 must serve as the primary, not replicate itself.
-        from harness import free_port
         port = free_port()
         server = self.start(Server("--replicaof", "127.0.0.1 %d" % port, port=port))
         c = server.client()
@@ -269,7 +410,6 @@ class ReplicationTest(unittest.TestCase):
     def test_metrics_report_replication(self):
         import urllib.request
         from prometheus_client.parser import text_string_to_metric_families
-        from harness import free_port
 
         def scrape(port):
             with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
@@ -301,7 +441,6 @@ class ReplicationTest(unittest.TestCase):
         # answer 0 for items its primary holds: it refuses, and /readyz says 503.
         import urllib.error
         import urllib.request
-        from harness import free_port
         nowhere = free_port()
         metrics = free_port()
         replica = self.start(Server("--replicaof", "127.0.0.1 %d" % nowhere,
@@ -330,6 +469,102 @@ class ReplicationTest(unittest.TestCase):
         with self.assertRaises(redis.ResponseError) as stale:
             strict.client().execute_command("BF.EXISTS", "k", "v")
         self.assertIn("replica-serve-stale-data is set to 'no'", str(stale.exception))
+
+    def test_bad_answers_from_a_primary_fail_the_link_not_the_replica(self):
+        replid = b"0123456789abcdef0123456789abcdef01234567"
+        mark = b"fedcba9876543210fedcba9876543210fedcba98"
+        cases = [
+            # An offset past 2^64 (std::stoull threw: the replica aborted).
+            (b"+FULLRESYNC " + replid + b" 99999999999999999999\r\n", "bad offset"),
+            (b"+FULLRESYNC " + replid + b" 9223372036854775808\r\n", "bad offset"),
+            (b"+FULLRESYNC " + replid + b" -1\r\n", "bad offset"),
+            # +CONTINUE to PSYNC ? -1: nothing to continue (it crashed).
+            (b"+CONTINUE\r\n", "+CONTINUE"),
+            (b"+CONTINUE " + replid + b"\r\n", "+CONTINUE"),
+            (b"+FULLRESYNC not-an-id 0\r\n", "bad replication id"),
+            (b"+FULLRESYNC " + replid + b"\r\n", "bad replication id"),
+            (b"+FULLRESYNC " + replid + b" 0\r\n$EOF:short\r\n", "bad snapshot header"),
+            (b"+FULLRESYNC " + replid + b" 0\r\n$99999999999999999999999\r\n",
+             "bad snapshot header"),
+            (b"+FULLRESYNC " + replid + b" 0\r\n$EOF:" + mark + b"\r\nnot a snapshot" + mark,
+             "cannot load the primary's snapshot"),
+            (b"-ERR go away\r\n", "refused PSYNC: -ERR go away"),
+            (b"+FULL" + b"x" * 70000, "line longer than"),
+            (b"\x00\x01 binary\r\n", "bad answer to PSYNC"),
+        ]
+        replica = self.start(Server("--replicaof", "127.0.0.1 %d" % free_port()))
+        r = replica.client()
+        for answer, reason in cases:
+            primary = FakePrimary(answer)
+            try:
+                self.assertEqual(r.execute_command("REPLICAOF", "127.0.0.1", primary.port), b"OK")
+
+                def failed_for_that_reason():
+                    self.assertIsNone(replica.process.poll(), "the replica exited after %r:\n%s"
+                                      % (answer[:60], replica.log()[-2000:]))
+                    return reason in info(r)["master_link_last_error"]
+
+                wait_until(failed_for_that_reason,
+                           what="%r in master_link_last_error after %r" % (reason, answer[:60]))
+                # It reconnects (a second later) and keeps serving meanwhile.
+                wait_until(lambda: primary.connections >= 2, what="a reconnection")
+                self.assertIsNone(replica.process.poll(), replica.log())
+                self.assertEqual(r.ping(), True)
+                state = info(r)
+                self.assertEqual(state["master_link_status"], "down")
+                self.assertEqual(primary.psyncs[0], [b"?", b"-1"])
+            finally:
+                primary.close()
+        self.assertEqual(os.listdir(replica.data_dir).count("replica-sync-%d.tmp"
+                                                            % replica.process.pid), 0)
+
+    def test_commands_after_psync_never_reach_the_stream(self):
+        import struct
+        from formats import xxh64
+        primary = self.start(Server())
+        p = primary.client()
+        p.execute_command("BF.ADD", "before", "x")
+        feed = socket.create_connection(("127.0.0.1", primary.port), timeout=10)
+        self.addCleanup(feed.close)
+        # One write: WAIT's reply (deferred) must not be written into the
+        # stream, nor SAVE's later on.
+        feed.sendall(b"PSYNC ? -1\r\nWAIT 0 0\r\n")
+        received = b""
+        while received.count(b"\r\n") < 2:
+            received += feed.recv(65536)
+        first, header, rest = received.split(b"\r\n", 2)
+        self.assertTrue(first.startswith(b"+FULLRESYNC "), first)
+        offset = int(first.split()[2])
+        mark = header[len(b"$EOF:"):]
+        while mark not in rest:
+            rest += feed.recv(65536)
+        stream = rest[rest.index(mark) + len(mark):]
+        feed.sendall(b"REPLCONF ACK %d\r\nSAVE\r\nPING\r\n" % offset)
+        p.execute_command("BF.MADD", "after", *range(100))
+        p.execute_command("DEL", "before")
+        feed.settimeout(0.2)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            try:
+                chunk = feed.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                break
+            stream += chunk
+        # Journal records only (proto/journal.md): length, type, body, XXH64.
+        at, records = 0, 0
+        while at < len(stream):
+            self.assertGreaterEqual(len(stream) - at, 13, stream[at:at + 40])
+            length, kind = struct.unpack_from("<IB", stream, at)
+            end = at + 5 + length
+            self.assertLessEqual(end + 8, len(stream), stream[at:at + 40])
+            self.assertEqual(struct.unpack_from("<Q", stream, end)[0], xxh64(stream[at:end]),
+                             "not a record at %d: %r" % (at, stream[at:at + 40]))
+            at, records = end + 8, records + 1
+        self.assertGreaterEqual(records, 2)
+        # The replica's acknowledgement was still read.
+        self.assertEqual(info(p)["slave0"]["offset"], offset)
 
     def test_a_replica_that_does_not_read_costs_the_primary_little(self):
         primary = self.start(Server())

@@ -119,6 +119,9 @@ inline constexpr std::string_view kWaitOnReplica =
     "replica is configured to be writable (which is not the default) writes to replicas are just "
     "local and are not propagated.";
 inline constexpr std::string_view kTimeoutNegative = "ERR timeout is negative";
+// In a cluster the slot map says who replicates whom (--cluster-slots).
+inline constexpr std::string_view kReplicaofInCluster =
+    "ERR REPLICAOF not allowed in cluster mode.";
 inline constexpr std::string_view kMasterDownStale =
     "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 inline constexpr std::string_view kMasterDownUnsynced =

@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 #include <vector>
@@ -167,26 +168,109 @@ private:
     std::atomic<std::uint64_t> partial_err_{0};
 };
 
+// The file a replica receives its primary's snapshot into, in --dir.
+std::string sync_file_path(const std::string& dir);
+// Removes every replica-sync-*.tmp in `dir` but `keep`: files of a replica
+// that was killed during a full synchronization are never finished, and one
+// each could fill the disk. A data directory serves one server, so none of
+// them can be another live process's. Returns how many were removed.
+std::size_t remove_stale_sync_files(const std::string& dir, const std::string& keep = {});
+
+// What a primary sends its replica, from the answers to the handshake to the
+// stream, decoded without I/O (proto/replication.md): ReplicaLink feeds it
+// what it reads and acts on what next() says, and a fuzz target
+// (tests/fuzz/replica_stream_fuzz.cpp) feeds it arbitrary bytes. Every line
+// is checked before anything in it is used (ids, offsets, the snapshot's
+// mark); one the protocol does not allow ends the session with a reason
+// worth showing in INFO's master_link_last_error, never an exception.
+class PrimaryStreamDecoder {
+public:
+    // Longest line taken from a primary (a handshake answer, the snapshot's
+    // header); Redis's PROTO_INLINE_MAX_SIZE.
+    static constexpr std::size_t kMaxLineBytes = 64 * 1024;
+
+    enum class Event {
+        need_more,      // nothing to act on until more bytes are appended
+        auth_ok,        // +OK to AUTH: send REPLCONF
+        replconf_ok,    // +OK to REPLCONF: send PSYNC
+        resume,         // +CONTINUE: the stream follows from the replica's own offset;
+                        // replid() is the primary's id (it may have changed)
+        full_sync,      // +FULLRESYNC: replid() and offset() name the copy; the snapshot follows
+        snapshot_data,  // data(): the next bytes of the snapshot
+        snapshot_end,   // the snapshot is complete; the stream follows from offset()
+        stream,         // data(): stream bytes not consumed yet (whole records, the last one
+                        // maybe cut); call consume() with what was applied
+        failed,         // error(): why the session must end; every later next() says failed
+    };
+
+    // A new session: whether the replica sends AUTH first, and whether its
+    // PSYNC asks to resume (replid and offset) or for a full copy (? -1).
+    void start(bool auth, bool resume);
+    bool resuming() const { return resume_; }
+    void append(std::string_view bytes);
+    Event next();
+    // snapshot_data and stream: valid until the next call of any member.
+    std::string_view data() const { return data_; }
+    // stream: the first `bytes` of data() were applied.
+    void consume(std::size_t bytes);
+    const std::string& replid() const { return replid_; }
+    std::uint64_t offset() const { return offset_; }
+    const std::string& error() const { return error_; }
+    // Bytes received and not consumed (the stream's cut record).
+    std::size_t buffered() const { return input_.size(); }
+    std::size_t capacity() const { return input_.capacity(); }
+
+private:
+    enum class Phase { auth, replconf, psync, snapshot_header, snapshot, stream, failed };
+    // The next line without its CRLF; false if none is complete (or the
+    // line is too long: then the decoder has failed).
+    bool take_line(std::string& line);
+    Event on_line(const std::string& line);
+    Event on_psync_answer(const std::string& line);
+    Event snapshot_bytes();
+    Event fail(std::string why);
+
+    Phase phase_ = Phase::failed;
+    bool resume_ = false;
+    std::string input_;       // received, not consumed
+    std::size_t handed_ = 0;  // snapshot bytes handed out by the last next()
+    std::size_t seen_ = 0;    // stream bytes handed out already
+    std::string_view data_;
+    std::string mark_;  // ends the snapshot
+    std::string replid_;
+    std::uint64_t offset_ = 0;
+    std::string error_;
+};
+
 class SyncFile;  // replication.cpp: the file a full copy is received into
 
 // The replica side: the link to the primary, on a thread of its own. A
 // chain of asynchronous steps (connect, AUTH, REPLCONF, PSYNC, the snapshot,
 // the stream) rather than a coroutine: Boost 1.74's coroutines do not build
 // with clang 14 (the fuzz build), and GCC 12 miscompiled temporaries in them.
-// Each step carries the number of the session it belongs to; a step of a
-// session that failed meanwhile does nothing.
+// What the primary sends is decoded by a PrimaryStreamDecoder. Each step
+// carries the number of the session it belongs to; a step of a session that
+// failed meanwhile does nothing.
 class ReplicaLink {
 public:
     // A link to HOST:PORT; start() connects (and reconnects until stop()).
+    // `predecessor`, the link this one replaces (REPLICAOF to another
+    // primary), is stopped on this link's thread before it connects: the two
+    // never apply at once, and whoever replaces it never waits for it (its
+    // stop can take as long as a snapshot load).
     ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
                 persist::Manager& persistence, core::ServerHooks& hooks, std::string host,
-                std::uint16_t port);
+                std::uint16_t port, std::unique_ptr<ReplicaLink> predecessor = nullptr);
     ~ReplicaLink();
     ReplicaLink(const ReplicaLink&) = delete;
     ReplicaLink& operator=(const ReplicaLink&) = delete;
 
+    // Sets the replica's flags (writes refused, data unsynchronized) and
+    // starts the thread.
     void start();
-    // Closes the link and joins its thread; what was applied stays.
+    // Closes the link and joins its thread (and a predecessor's not yet
+    // stopped); what was applied stays. The replication flags are the
+    // owner's to change.
     void stop();
     const std::string& host() const { return host_; }
     std::uint16_t port() const { return port_; }
@@ -194,28 +278,29 @@ public:
 
 private:
     using Step = std::function<void()>;
+    using Event = PrimaryStreamDecoder::Event;
     void begin_session();
     void on_connected();
     void send_psync();
-    void on_psync_reply(const std::string& line);
-    void receive_snapshot();
+    // Reads, then acts on what the decoder makes of it.
+    void read_more();
+    void on_input();
+    void on_resume();
+    void begin_full_sync();
+    void finish_full_sync();
     void go_up();
-    void read_stream();
-    void on_stream_read(std::size_t bytes);
+    void apply_stream();
     // Writes go one after another (commands, acknowledgements); `then` runs
     // once `text` is written.
     void write(std::string text, Step then = {});
     void write_next();
-    // Calls `then` with the next line (without CRLF) from the primary.
-    void read_line(std::function<void(std::string)> then);
     void acknowledge();
     void schedule_ack();
     // Replaces the data with the snapshot received into `path`.
     void load_received(const std::string& path, std::uint64_t bytes);
-    void apply_buffer();
     void arm_watchdog();
     // Ends the session: logs `why`, closes, reconnects a second later.
-    void fail(const std::string& why);
+    void fail(std::string why);
     bool stale(std::uint64_t session) const { return session != session_ || stopping_.load(); }
     std::uint64_t applied_offset() const;
 
@@ -225,6 +310,7 @@ private:
     core::ServerHooks& hooks_;
     const std::string host_;
     const std::uint16_t port_;
+    std::unique_ptr<ReplicaLink> predecessor_;  // link thread only, until stopped
 
     boost::asio::io_context io_{1};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
@@ -239,15 +325,12 @@ private:
 
     // Link thread only.
     std::uint64_t session_ = 0;
-    std::string input_;  // received, not yet consumed
+    PrimaryStreamDecoder decoder_;
     std::vector<char> chunk_ = std::vector<char>(256 * 1024);
     std::deque<std::pair<std::shared_ptr<std::string>, Step>> writes_;
     bool writing_ = false;
     bool ack_pending_ = false;  // an acknowledgement is queued or being written
     std::uint64_t acked_ = 0;   // offset last acknowledged
-    std::string new_replid_;    // of the +FULLRESYNC being received
-    std::uint64_t new_offset_ = 0;
-    std::string mark_;  // ends the snapshot being received
     std::unique_ptr<SyncFile> sync_file_;
     std::unique_ptr<persist::StreamApplier> applier_;
     core::MemoryCharge buffer_charge_{core::MemoryUse::query_buffers};
