@@ -223,8 +223,9 @@ bool parse_header(std::string_view bytes, DumpHeader& out, std::string& error) {
     return true;
 }
 
-FilterRef build_filter(const DumpHeader& header) {
-    FilterRef filter = ScalableFilter::create(header.options, header.layers);
+FilterRef build_filter(const DumpHeader& header, std::uint64_t maxmemory) {
+    FilterRef filter = ScalableFilter::create(header.options, header.layers, maxmemory);
+    if (!filter) return filter;
     for (std::size_t i = 0; i < header.items.size(); ++i)
         filter->layer(i).set_items(header.items[i]);
     return filter;
@@ -269,8 +270,8 @@ DumpChunk dump_chunk(const ScalableFilter& filter, std::int64_t iter, std::size_
     return chunk;
 }
 
-bool load_chunk(ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
-                std::string& error) {
+bool check_chunk(const ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
+                 ChunkTarget& target, std::string& error) {
     if (iter < 1) {
         error = "invalid chunk iterator";
         return false;
@@ -297,10 +298,30 @@ bool load_chunk(ScalableFilter& filter, std::int64_t iter, std::string_view chun
         error = "chunk checksum mismatch";
         return false;
     }
-    std::vector<std::uint64_t> words(length / 8);
-    std::memcpy(words.data(), payload.data(), length);
-    for (std::uint64_t& w : words) w = to_le(w);
-    filter.layer(loc.layer).store_words(loc.layer_offset / 8, words.size(), words.data());
+    target = ChunkTarget{loc.layer, loc.layer_offset / 8, payload};
+    return true;
+}
+
+void apply_chunk(ScalableFilter& filter, const ChunkTarget& target) {
+    // Through a fixed buffer: no allocation, so a chunk that was checked and
+    // recorded cannot fail to apply.
+    constexpr std::size_t kWords = 512;
+    std::uint64_t words[kWords];
+    BloomLayer& layer = filter.layer(target.layer);
+    const std::size_t total = target.payload.size() / 8;
+    for (std::size_t done = 0; done < total; done += kWords) {
+        const std::size_t n = std::min(kWords, total - done);
+        std::memcpy(words, target.payload.data() + done * 8, n * 8);
+        for (std::size_t i = 0; i < n; ++i) words[i] = to_le(words[i]);
+        layer.or_words(target.first_word + done, n, words);
+    }
+}
+
+bool load_chunk(ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
+                std::string& error) {
+    ChunkTarget target;
+    if (!check_chunk(filter, iter, chunk, target, error)) return false;
+    apply_chunk(filter, target);
     return true;
 }
 

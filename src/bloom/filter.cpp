@@ -202,6 +202,25 @@ void BloomLayer::commit_item() {
     if (mapped_) my_counter().items.fetch_add(1, std::memory_order_relaxed);
 }
 
+void BloomLayer::count_item() {
+    if (!mapped_) {
+        taken_or_unclaimed_.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    // Room from the unclaimed count or any slot's budget, so room() stays
+    // capacity - items; an item beyond capacity (only a hostile record could
+    // say so) is counted all the same.
+    Counter& mine = my_counter();
+    std::uint64_t unclaimed = taken_or_unclaimed_.load(std::memory_order_relaxed);
+    bool taken = false;
+    while (unclaimed != 0 && !taken) {
+        taken = taken_or_unclaimed_.compare_exchange_weak(unclaimed, unclaimed - 1,
+                                                          std::memory_order_relaxed);
+    }
+    if (!taken) reserve_from_others();
+    mine.items.fetch_add(1, std::memory_order_relaxed);
+}
+
 void BloomLayer::cancel_item() {
     if (!mapped_) {
         taken_or_unclaimed_.fetch_sub(1, std::memory_order_relaxed);
@@ -344,6 +363,19 @@ void BloomLayer::store_words(std::uint64_t first, std::uint64_t count, const std
         delta += std::popcount(in[i]) - std::popcount(old);
     }
     if (delta != 0) count_flipped(delta);
+}
+
+void BloomLayer::or_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in) {
+    std::int64_t flipped = 0;
+    for (std::uint64_t i = 0; i < count; ++i) {
+        if (in[i] == 0) continue;
+        WordRef word(words_[first + i]);
+        // As set_bit(): a word already holding every bit is not written.
+        if ((word.load(std::memory_order_relaxed) & in[i]) == in[i]) continue;
+        const std::uint64_t old = word.fetch_or(in[i], std::memory_order_relaxed);
+        flipped += std::popcount(in[i] & ~old);
+    }
+    if (flipped != 0) count_flipped(flipped);
 }
 
 void LayerDeleter::operator()(BloomLayer* layer) const {

@@ -44,7 +44,7 @@ ScalableFilter::ScalableFilter(const FilterOptions& options, const LayerGeometry
       expansion_(static_cast<std::uint16_t>(options.expansion)),
       error_rate_(options.error_rate),
       capacity_(options.capacity),
-      id_(next_id()),
+      id_and_stamp_(next_id()),
       first_(first, first_words) {}
 
 namespace {
@@ -52,13 +52,29 @@ std::atomic<std::uint64_t> g_next_filter_id{1};
 }
 
 std::uint64_t ScalableFilter::next_id() {
-    return g_next_filter_id.fetch_add(1, std::memory_order_relaxed);
+    // 2^48 ids: a million new filters a second for nine years.
+    return g_next_filter_id.fetch_add(1, std::memory_order_relaxed) & kIdMask;
 }
 
 void ScalableFilter::reserve_ids_through(std::uint64_t id) {
     std::uint64_t next = g_next_filter_id.load(std::memory_order_relaxed);
     while (next <= id &&
            !g_next_filter_id.compare_exchange_weak(next, id + 1, std::memory_order_relaxed)) {
+    }
+}
+
+void ScalableFilter::set_id(std::uint64_t id) {
+    std::uint64_t word = id_and_stamp_.load(std::memory_order_relaxed);
+    while (!id_and_stamp_.compare_exchange_weak(word, (word & ~kIdMask) | (id & kIdMask),
+                                                std::memory_order_relaxed)) {
+    }
+}
+
+void ScalableFilter::set_count_stamp(std::uint16_t stamp) const {
+    std::uint64_t word = id_and_stamp_.load(std::memory_order_relaxed);
+    while (!id_and_stamp_.compare_exchange_weak(
+        word, (word & kIdMask) | (std::uint64_t{stamp} << 48), std::memory_order_release,
+        std::memory_order_relaxed)) {
     }
 }
 
@@ -71,7 +87,49 @@ ScalableFilter::~ScalableFilter() {
     }
 }
 
-FilterRef ScalableFilter::allocate(const FilterOptions& options, const LayerGeometry& first) {
+// Bytes of filter memory reserved against --maxmemory before they are
+// allocated: two clients creating or growing filters at once can never both
+// pass the limit (a check followed by an allocation let 8 of 64 concurrent
+// 94 MB BF.RESERVEs through a 100 MB limit). Each allocation takes its share
+// once it succeeded; what is left goes back with the reservation.
+class ScalableFilter::MemoryReservation {
+public:
+    MemoryReservation(std::uint64_t bytes, std::uint64_t maxmemory)
+        : left_(core::memory_try_add(core::MemoryUse::filters, bytes, maxmemory) ? bytes : 0),
+          held_(left_ != 0 || bytes == 0) {}
+    ~MemoryReservation() {
+        if (left_ != 0) {
+            core::memory_add(core::MemoryUse::filters, -static_cast<std::int64_t>(left_));
+        }
+    }
+    MemoryReservation(const MemoryReservation&) = delete;
+    MemoryReservation& operator=(const MemoryReservation&) = delete;
+    bool held() const { return held_; }
+    // Up to `bytes` of the reservation, now owned by an allocation.
+    std::uint64_t take(std::uint64_t bytes) {
+        const std::uint64_t taken = std::min(bytes, left_);
+        left_ -= taken;
+        return taken;
+    }
+
+private:
+    std::uint64_t left_;
+    bool held_;
+};
+
+namespace {
+// Counts `bytes` of a new allocation, the part `reserved` does not already hold.
+template <class Reservation>
+void count_allocation(std::uint64_t bytes, Reservation* reserved) {
+    const std::uint64_t covered = reserved != nullptr ? reserved->take(bytes) : 0;
+    if (bytes > covered) {
+        core::memory_add(core::MemoryUse::filters, static_cast<std::int64_t>(bytes - covered));
+    }
+}
+}  // namespace
+
+FilterRef ScalableFilter::allocate(const FilterOptions& options, const LayerGeometry& first,
+                                   MemoryReservation* reserved) {
     const std::size_t inline_bytes = BloomLayer::inline_bytes(first);
     void* block = ::operator new(sizeof(ScalableFilter) + inline_bytes);
     std::uint64_t* words = nullptr;
@@ -87,20 +145,23 @@ FilterRef ScalableFilter::allocate(const FilterOptions& options, const LayerGeom
         ::operator delete(block);
         throw;
     }
-    core::memory_add(
-        core::MemoryUse::filters,
-        static_cast<std::int64_t>(header_bytes(first) + filter->first_.mapped_bytes()));
+    count_allocation(header_bytes(first) + filter->first_.mapped_bytes(), reserved);
     return FilterRef(filter);
 }
 
-FilterRef ScalableFilter::create(const FilterOptions& options) {
-    return allocate(options, first_layer(options));
+FilterRef ScalableFilter::create(const FilterOptions& options, std::uint64_t maxmemory) {
+    const LayerGeometry first = first_layer(options);
+    return create(options, std::span(&first, 1), maxmemory);
 }
 
 FilterRef ScalableFilter::create(const FilterOptions& options,
-                                 std::span<const LayerGeometry> layers) {
-    FilterRef filter = allocate(options, layers.front());
-    for (std::size_t i = 1; i < layers.size(); ++i) filter->append_layer(make_layer(layers[i]));
+                                 std::span<const LayerGeometry> layers, std::uint64_t maxmemory) {
+    MemoryReservation reserved(allocation_bytes(layers), maxmemory);
+    if (!reserved.held()) return {};
+    FilterRef filter = allocate(options, layers.front(), &reserved);
+    for (std::size_t i = 1; i < layers.size(); ++i) {
+        filter->append_layer(make_layer(layers[i]), &reserved);
+    }
     return filter;
 }
 
@@ -122,7 +183,7 @@ void ScalableFilter::release() const {
     ::operator delete(self);
 }
 
-void ScalableFilter::append_layer(LayerPtr layer) {
+void ScalableFilter::append_layer(LayerPtr layer, MemoryReservation* reserved) {
     const std::size_t n = num_layers_.load(std::memory_order_relaxed);
     BloomLayer** more = more_layers_.load(std::memory_order_relaxed);
     std::uint64_t charged = layer_allocation_bytes(layer->geometry());
@@ -132,7 +193,7 @@ void ScalableFilter::append_layer(LayerPtr layer) {
         more_layers_.store(more, std::memory_order_release);
     }
     more[n - 1] = layer.release();
-    core::memory_add(core::MemoryUse::filters, static_cast<std::int64_t>(charged));
+    count_allocation(charged, reserved);
     // Release: a reader that sees n + 1 layers sees the fully built layer.
     num_layers_.store(static_cast<std::uint8_t>(n + 1), std::memory_order_release);
 }
@@ -164,8 +225,22 @@ FilterOptions ScalableFilter::options() const {
     return options;
 }
 
-AddResult ScalableFilter::add(std::string_view item, const GrowthLimits& limits, AddLog* log) {
-    return add(hash_item(item), limits, log);
+AddResult ScalableFilter::add(std::string_view item, const GrowthLimits& limits,
+                              AddRecorder* recorder) {
+    return add(hash_item(item), limits, recorder);
+}
+
+AddResult ScalableFilter::add(const ItemHash& hash, const GrowthLimits& limits,
+                              AddRecorder* recorder) {
+    std::size_t layer_index = 0;
+    const AddResult planned = plan_add(hash, limits, layer_index);
+    if (planned != AddResult::added) return planned;
+    if (recorder != nullptr && !recorder->record(static_cast<std::uint32_t>(layer_index), hash)) {
+        cancel_add(layer_index);
+        return AddResult::out_of_memory;
+    }
+    commit_add(layer_index, hash);
+    return AddResult::added;
 }
 
 bool ScalableFilter::contains(std::string_view item) const {
@@ -206,49 +281,22 @@ void ScalableFilter::hash_and_probe(std::span<const std::string_view> items, std
 
 std::size_t ScalableFilter::add_many(std::span<const std::string_view> items,
                                      const GrowthLimits& limits, std::span<AddResult> out,
-                                     AddLog* log) {
+                                     AddRecorder* recorder) {
     ItemHash hashes[kBatch];
     std::size_t done = 0;
     for (std::size_t first = 0; first < items.size(); first += kBatch) {
         const std::size_t n = std::min(kBatch, items.size() - first);
-        if (log == nullptr) {
-            bool stopped = false;
-            hash_and_probe(items, first, n, hashes, [&](std::size_t i) {
-                if (stopped) return;
-                const AddResult result = add(hashes[i], limits);
-                out[done++] = result;
-                stopped = result != AddResult::added && result != AddResult::exists;
-            });
-            if (stopped) return done;
-            continue;
-        }
-        // Journaled: reserve room for the whole batch, log it in one record,
-        // then set the bits (their lines are still cached from the first
-        // pass). Two copies of one item in a batch both reserve; the second
-        // finds its bits set by the first and reports `exists`, as it would
-        // one after the other.
-        LoggedAdd pending[kBatch];
-        std::size_t pending_index[kBatch];
-        std::size_t num_pending = 0;
-        std::size_t results = 0;
         bool stopped = false;
+        // One item after another, as RedisBloom adds them: each is looked up
+        // after the bits of the items before it are set, so an item that
+        // only a false positive of its own batch makes present answers 0 and
+        // is neither recorded nor counted, here and on replay alike.
         hash_and_probe(items, first, n, hashes, [&](std::size_t i) {
             if (stopped) return;
-            std::size_t layer_index = 0;
-            const AddResult result = prepare_add(hashes[i], limits, layer_index);
-            out[done + results] = result;
-            if (result == AddResult::added) {
-                pending[num_pending] = {static_cast<std::uint32_t>(layer_index), hashes[i]};
-                pending_index[num_pending++] = done + results;
-            }
-            ++results;
+            const AddResult result = add(hashes[i], limits, recorder);
+            out[done++] = result;
             stopped = result != AddResult::added && result != AddResult::exists;
         });
-        if (num_pending != 0) log->adding(*this, std::span(pending, num_pending));
-        for (std::size_t j = 0; j < num_pending; ++j) {
-            out[pending_index[j]] = finish_add(pending[j].layer, pending[j].hash);
-        }
-        done += results;
         if (stopped) return done;
     }
     return done;
@@ -283,19 +331,8 @@ void ScalableFilter::contains_many(std::span<const std::string_view> items,
     }
 }
 
-AddResult ScalableFilter::add(const ItemHash& hash, const GrowthLimits& limits, AddLog* log) {
-    std::size_t layer_index = 0;
-    const AddResult prepared = prepare_add(hash, limits, layer_index);
-    if (prepared != AddResult::added) return prepared;
-    if (log != nullptr) {
-        const LoggedAdd logged{static_cast<std::uint32_t>(layer_index), hash};
-        log->adding(*this, std::span(&logged, 1));
-    }
-    return finish_add(layer_index, hash);
-}
-
-AddResult ScalableFilter::prepare_add(const ItemHash& hash, const GrowthLimits& limits,
-                                      std::size_t& layer_index) {
+AddResult ScalableFilter::plan_add(const ItemHash& hash, const GrowthLimits& limits,
+                                   std::size_t& layer_index) {
     std::size_t n = num_layers();
     for (std::size_t i = n; i-- > 0;) {
         if (layer(i).contains(hash)) return AddResult::exists;
@@ -312,38 +349,34 @@ AddResult ScalableFilter::prepare_add(const ItemHash& hash, const GrowthLimits& 
     return AddResult::added;
 }
 
-AddResult ScalableFilter::finish_add(std::size_t layer_index, const ItemHash& hash) {
+void ScalableFilter::commit_add(std::size_t layer_index, const ItemHash& hash) {
+    // Counted even when another thread set every bit first (it added the same
+    // item at the same time): the add was recorded, and a replay counts what
+    // was recorded, so live and replayed counts stay equal.
     BloomLayer& target = layer(layer_index);
-    if (!target.add(hash)) {
-        // Every bit was already set (another thread added the same item
-        // meanwhile): not new, so the room goes back.
-        target.cancel_item();
-        return AddResult::exists;
-    }
+    target.add(hash);
     target.commit_item();
-    return AddResult::added;
 }
 
-bool ScalableFilter::replay_add(std::size_t layer_index, const ItemHash& hash) {
+void ScalableFilter::cancel_add(std::size_t layer_index) {
+    layer(layer_index).cancel_item();
+}
+
+bool ScalableFilter::redo_layers(std::size_t layer_index) {
+    if (layer_index >= kMaxLayers) return false;
+    if ((flags_ & kNonscaling) != 0 && layer_index > 0) return false;
     while (num_layers() <= layer_index) {
-        const std::size_t n = num_layers();
         LayerGeometry next;
-        if (n >= kMaxLayers || !next_layer(options(), layer(n - 1).geometry(), next)) return false;
+        if (!next_layer(options(), layer(num_layers() - 1).geometry(), next)) return false;
         append_layer_for_load(next);
     }
-    for (std::size_t i = num_layers(); i-- > 0;) {
-        if (layer(i).contains(hash)) return true;
-    }
-    BloomLayer& target = layer(layer_index);
-    if (!target.add(hash)) return true;
-    // Room as the original add had it; a layer the original filled exactly
-    // has none left, so count the item directly (the filter is ours alone).
-    if (target.reserve_item()) {
-        target.commit_item();
-    } else {
-        target.set_items(target.items() + 1);
-    }
     return true;
+}
+
+void ScalableFilter::redo_add(std::size_t layer_index, const ItemHash& hash) {
+    BloomLayer& target = layer(layer_index);
+    target.add(hash);
+    target.count_item();
 }
 
 // Returns `added` when the caller may proceed to add into the (possibly new)
@@ -364,9 +397,10 @@ AddResult ScalableFilter::grow(std::size_t seen_layers, const GrowthLimits& limi
     if (more_layers_.load(std::memory_order_relaxed) == nullptr) {
         cost += kMoreLayers * sizeof(BloomLayer*);
     }
-    if (core::memory_would_exceed(limits.maxmemory, cost)) return AddResult::out_of_memory;
+    MemoryReservation reserved(cost, limits.maxmemory);
+    if (!reserved.held()) return AddResult::out_of_memory;
     try {
-        append_layer(make_layer(next));
+        append_layer(make_layer(next), &reserved);
     } catch (const std::bad_alloc&) {
         return AddResult::out_of_memory;
     }

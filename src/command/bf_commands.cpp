@@ -1,8 +1,10 @@
 // BF.* commands, with RedisBloom's semantics and reply shapes. Parsing and
 // replying live here; the filter math lives in bloom/, the map in store/.
 
+#include <functional>
 #include <new>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,7 +15,6 @@
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/memory.hpp"
-#include "bloomery/persist/journal.hpp"
 #include "families.hpp"
 
 namespace bloomery::command {
@@ -56,7 +57,9 @@ bool within_limits(const Context& ctx, std::span<const bloom::LayerGeometry> lay
 
 // Allocates a filter within the bounds and the configured limits; on refusal
 // sets `error`. `options` passed check_options() (the parsers check each
-// field; the defaults are checked at start).
+// field; the defaults are checked at start). The bytes are reserved against
+// --maxmemory before they are allocated, so concurrent creators never
+// together pass it.
 FilterRef make_filter(const Context& ctx, const FilterOptions& options, std::string_view& error) {
     const bloom::LayerGeometry first = bloom::first_layer(options);
     if (bloom::check_layer(first, 0) != bloom::BoundsError::none) {
@@ -65,7 +68,9 @@ FilterRef make_filter(const Context& ctx, const FilterOptions& options, std::str
     }
     if (!within_limits(ctx, std::span(&first, 1), error)) return {};
     try {
-        return ScalableFilter::create(options);
+        FilterRef filter = ScalableFilter::create(options, ctx.config.maxmemory);
+        if (!filter) error = errors::kOom;
+        return filter;
     } catch (const std::bad_alloc&) {
         error = errors::kOutOfMemory;
         return {};
@@ -99,35 +104,30 @@ void note_change(Context& ctx, std::uint64_t n = 1) {
 void add_items(Context& ctx, std::string_view key, Args items, const FilterOptions* options,
                bool create, bool multi) {
     std::string_view create_error;
-    std::uint64_t added = 0;
     // Results are gathered first because the array length is only known once
     // a full NONSCALING filter stops the loop.
     thread_local std::vector<AddResult> results;
-    results.clear();
-    const bloom::GrowthLimits limits = growth_limits(ctx);
-    bloom::AddLog* log = ctx.server.journal();
-    auto run = [&](ScalableFilter& filter) {
-        results.resize(items.size());
-        results.resize(filter.add_many(items, limits, results, log));
-        for (AddResult result : results) added += result == AddResult::added ? 1 : 0;
+    // One pointer captured, so the std::function keeps it inline (no
+    // allocation per BF.ADD).
+    struct Creation {
+        const Context& ctx;
+        const FilterOptions* options;
+        std::string_view& error;
+    } creation{ctx, options, create_error};
+    const std::function<FilterRef()> make = [c = &creation] {
+        return make_filter(c->ctx, c->options ? *c->options : default_options(c->ctx), c->error);
     };
     bool found;
     try {
-        if (create) {
-            found = ctx.keyspace.with_filter_or_create(
-                key,
-                [&] {
-                    return make_filter(ctx, options ? *options : default_options(ctx),
-                                       create_error);
-                },
-                run);
-        } else {
-            found = ctx.keyspace.with_filter(key, run);
-            if (!found) create_error = errors::kNotFound;
-        }
+        found = ctx.keyspace.add_items(key, items, growth_limits(ctx), create ? &make : nullptr,
+                                       results);
+        if (!found && create_error.empty()) create_error = errors::kNotFound;
     } catch (const std::bad_alloc&) {
-        // A new filter or key entry could not be allocated; what was added
-        // before stays.
+        // A new filter or key entry could not be allocated (nothing changed
+        // for it); what was added before stays.
+        found = true;
+        results.push_back(AddResult::out_of_memory);
+    } catch (const std::length_error&) {
         found = true;
         results.push_back(AddResult::out_of_memory);
     }
@@ -135,6 +135,8 @@ void add_items(Context& ctx, std::string_view key, Args items, const FilterOptio
         ctx.out.error(create_error);
         return;
     }
+    std::uint64_t added = 0;
+    for (AddResult result : results) added += result == AddResult::added ? 1 : 0;
     note_change(ctx, added);
     if (multi) ctx.out.array(results.size());
     for (AddResult result : results) {
@@ -432,16 +434,19 @@ void cmd_loadchunk(Context& ctx, Args argv) {
     const std::string_view data = argv[3];
     std::string error;
     if (iter != 1) {  // a data chunk, into the filter its header created
-        bool loaded = false;
-        persist::Journal* journal = ctx.server.journal();
-        const bool found = ctx.keyspace.with_filter(argv[1], [&](ScalableFilter& filter) {
-            // Logged before the bits change, like an add.
-            if (journal != nullptr) journal->chunk_loading(filter, iter, data);
-            loaded = bloom::load_chunk(filter, iter, data, error);
-        });
-        if (!found) {
+        store::Keyspace::ChunkStatus status;
+        try {
+            status = ctx.keyspace.load_chunk(argv[1], iter, data, error);
+        } catch (const std::bad_alloc&) {
+            ctx.out.error(errors::kOutOfMemory);
+            return;
+        } catch (const std::length_error&) {
+            ctx.out.error(errors::kOutOfMemory);
+            return;
+        }
+        if (status == store::Keyspace::ChunkStatus::missing) {
             ctx.out.error(errors::kNotFound);
-        } else if (!loaded) {
+        } else if (status == store::Keyspace::ChunkStatus::refused) {
             ctx.out.error("ERR " + error);
         } else {
             note_change(ctx);
@@ -467,9 +472,13 @@ void cmd_loadchunk(Context& ctx, Args argv) {
     }
     FilterRef filter;
     try {
-        filter = bloom::build_filter(header);
+        filter = bloom::build_filter(header, ctx.config.maxmemory);
     } catch (const std::bad_alloc&) {
         ctx.out.error(errors::kOutOfMemory);
+        return;
+    }
+    if (!filter) {
+        ctx.out.error(errors::kOom);
         return;
     }
     if (!ctx.keyspace.insert_new(argv[1], std::move(filter))) {

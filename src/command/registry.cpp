@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <new>
+#include <stdexcept>
 
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
@@ -381,7 +383,22 @@ void dispatch(const Registry& registry, Context& ctx, Args argv, std::uint64_t& 
     const std::uint64_t errors_before = ctx.out.errors_written();
     const CommandSpec* spec = nullptr;
     const Admission admission = admit(registry, ctx, argv, spec);
-    if (admission == Admission::run) spec->handler(ctx, argv);
+    if (admission == Admission::run) {
+        const std::size_t reply_mark = ctx.out.buffer().size();
+        try {
+            spec->handler(ctx, argv);
+        } catch (const std::bad_alloc&) {
+            // Whatever could not be allocated failed before anything changed
+            // (records are reserved or encoded before their change); the
+            // command's partial reply goes, so the pipeline stays one reply
+            // per command.
+            ctx.out.buffer().resize(reply_mark);
+            ctx.out.error(errors::kNoMemory);
+        } catch (const std::length_error&) {
+            ctx.out.buffer().resize(reply_mark);
+            ctx.out.error(errors::kNoMemory);
+        }
+    }
     // One clock read per command, at its end (see CommandClock for why not
     // clock_gettime). Redis times the handler alone, with two reads; this
     // time also holds the command's parsing and checks, a few tens of ns for

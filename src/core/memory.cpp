@@ -14,15 +14,18 @@ struct alignas(64) Counter {
 Counter counters[kMemoryUses];
 std::atomic<std::uint64_t> peak{0};
 
-}  // namespace
-
-void memory_add(MemoryUse use, std::int64_t delta) {
-    counters[static_cast<unsigned>(use)].bytes.fetch_add(delta, std::memory_order_relaxed);
-    if (delta <= 0) return;
+void note_peak() {
     const std::uint64_t total = memory_used_total();
     std::uint64_t seen = peak.load(std::memory_order_relaxed);
     while (total > seen && !peak.compare_exchange_weak(seen, total, std::memory_order_relaxed)) {
     }
+}
+
+}  // namespace
+
+void memory_add(MemoryUse use, std::int64_t delta) {
+    counters[static_cast<unsigned>(use)].bytes.fetch_add(delta, std::memory_order_relaxed);
+    if (delta > 0) note_peak();
 }
 
 std::uint64_t memory_peak() {
@@ -47,6 +50,29 @@ bool memory_would_exceed(std::uint64_t limit, std::uint64_t extra) {
     if (limit == 0) return false;
     const std::uint64_t used = memory_used_total();
     return used > limit || extra > limit - used;
+}
+
+bool memory_try_add(MemoryUse use, std::uint64_t bytes, std::uint64_t limit) {
+    if (limit == 0) {
+        memory_add(use, static_cast<std::int64_t>(bytes));
+        return true;
+    }
+    // Add first, then look: of two reservations racing, whichever reads the
+    // total last sees both (sequentially consistent adds and loads), so both
+    // can only succeed if both fit.
+    std::atomic<std::int64_t>& counter = counters[static_cast<unsigned>(use)].bytes;
+    counter.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_seq_cst);
+    std::uint64_t total = 0;
+    for (unsigned i = 0; i < kMemoryUses; ++i) {
+        const std::int64_t held = counters[i].bytes.load(std::memory_order_seq_cst);
+        total += held < 0 ? 0 : static_cast<std::uint64_t>(held);
+    }
+    if (total > limit) {
+        counter.fetch_sub(static_cast<std::int64_t>(bytes), std::memory_order_seq_cst);
+        return false;
+    }
+    note_peak();
+    return true;
 }
 
 std::uint64_t resident_bytes() {

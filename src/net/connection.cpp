@@ -321,7 +321,7 @@ void Connection::process() {
         }
         in_start_ += consumed;
     }
-    journal_mark_ = std::max(journal_mark_, persist::Journal::thread_mark());
+    journal_wrote_ = journal_wrote_ || persist::Journal::thread_mark();
     if (in_start_ == in_end_) {
         in_start_ = in_end_ = 0;
         need_more_ = true;
@@ -346,22 +346,23 @@ void Connection::enforce_output_limit() {
 void Connection::write() {
     writing_ = true;
     // appendfsync always: no reply leaves before every journal record that
-    // was appended when its command ran is durable. That covers a write's
+    // was written when its command ran is durable. That covers a write's
     // own record, and a read (or an add answering 0) that saw bits set by
-    // an add whose record is not durable yet, so no client learns of an
+    // an add whose record is not durable yet (its record was written before
+    // its bits, in a buffer position() takes), so no client learns of an
     // item a crash could still take back. Replies of every client wait for
     // the same fdatasync (group commit).
     persist::Journal* journal = server_.journal();
     if (journal != nullptr && journal->policy() == persist::FsyncPolicy::always) {
-        // Pairs with the release fence in Journal::adding (bits set with
-        // relaxed atomics after their record's offset was published).
-        std::atomic_thread_fence(std::memory_order_acquire);
         // While the journal fails, reads and refused writes are answered
-        // (their batch appended nothing); a batch whose own records are not
-        // durable still waits, until the disk recovers.
-        const std::uint64_t target = journal->failing() ? journal_mark_ : journal->appended();
-        if (journal->durable() < target) {
-            journal->when_durable(target, [self = shared_from_this()] {
+        // (their batch wrote nothing); a batch that wrote still waits, until
+        // the disk recovers.
+        const bool wait = journal_wrote_ || !journal->failing();
+        journal_wrote_ = false;
+        const std::uint64_t history = journal->log_id();
+        const std::uint64_t target = wait ? journal->position() : 0;
+        if (wait && journal->durable() < target) {
+            journal->when_durable(history, target, [self = shared_from_this()] {
                 asio::post(self->executor_, [self] {
                     if (self->closed_) return;
                     self->start_write(asio::buffer(self->out_));

@@ -153,9 +153,9 @@ private:
     bool blocked_ = false;           // a command waits for its deferred reply
     bool deferred_arrived_ = false;  // ...and it has come (applied by advance())
     command::ReplyWriter deferred_reply_;
-    std::uint64_t journal_mark_ = 0;  // end of the last journal record our commands appended
-    bool reading_ = false;            // a read is in flight
-    std::unique_ptr<Feed> feed_;      // set once this is a replica's feed
+    bool journal_wrote_ = false;  // our commands wrote journal records since the last write()
+    bool reading_ = false;        // a read is in flight
+    std::unique_ptr<Feed> feed_;  // set once this is a replica's feed
     std::atomic<bool> feed_waiting_{false};
     std::atomic<bool> feed_online_{false};
     std::atomic<std::uint64_t> feed_floor_{~0ull};

@@ -981,7 +981,7 @@ void ReplicaLink::load_received(const std::string& path, std::uint64_t bytes) {
     }
     spdlog::info("replication: loaded {} filters from the primary in {:.3f} s", stats.keys,
                  stats.seconds);
-    applier_ = std::make_unique<persist::StreamApplier>(keyspace_, persistence_.journal());
+    applier_ = std::make_unique<persist::StreamApplier>(keyspace_);
 }
 
 void ReplicaLink::go_up() {
@@ -1004,8 +1004,6 @@ void ReplicaLink::apply_stream() {
     const std::string_view data = decoder_.data();
     std::size_t consumed = 0;
     std::string error;
-    // The replica's journal may have been replaced by a full copy.
-    applier_->set_log(persistence_.journal());
     const bool ok = applier_->apply(data, consumed, error);
     decoder_.consume(consumed);
     {

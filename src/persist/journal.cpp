@@ -3,15 +3,18 @@
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <stdexcept>
 
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/core/memory.hpp"
@@ -97,51 +100,172 @@ namespace {
 std::atomic<std::uint64_t> g_journal_serial{0};
 }
 
+// One thread's records not yet in the stream: a scope's ADD record being
+// built, or whole records waiting for the writer. Its mutex is held by the
+// owning thread for a whole data scope, and taken by the writer, position()
+// and cut() to move its records into the stream.
+class Journal::LocalBuffer final : public bloom::AddRecorder {
+public:
+    std::mutex mutex;
+    store::RecordBlock* block = nullptr;  // owned; null until first used
+    std::atomic<std::size_t> bytes{0};    // block's size, read without the mutex
+    std::size_t charged = 0;              // block's capacity counted in memory (owner)
+
+    // The open scope (under the mutex, owning thread).
+    enum class Scope { none, adds, chunk } scope = Scope::none;
+    std::size_t record_start = 0;  // offset of the open ADD record in the block
+    std::uint32_t entries = 0;
+    std::uint32_t max_entries = 0;
+
+    bool record(std::uint32_t layer, const bloom::ItemHash& hash) noexcept override {
+        if (scope != Scope::adds || entries == max_entries || layer > 255) return false;
+        unsigned char entry[jf::kAddEntryBytes];
+        entry[0] = static_cast<unsigned char>(layer);
+        put_u64(entry + 1, hash.h1);
+        put_u64(entry + 9, hash.h2);
+        // Within the capacity begin_adds() reserved: no allocation.
+        block->bytes.append(reinterpret_cast<const char*>(entry), sizeof entry);
+        ++entries;
+        return true;
+    }
+
+    // Makes room for `more` bytes after what the block holds (may throw
+    // std::bad_alloc, changing nothing but capacity).
+    void reserve(std::size_t more) {
+        if (block == nullptr) block = new store::RecordBlock;
+        std::string& out = block->bytes;
+        if (out.capacity() - out.size() < more) {
+            // Doubling: a thread adding steadily reallocates a few times up
+            // to kLocalFlushBytes, then reuses the block's successor.
+            out.reserve(std::max(out.size() + more,
+                                 std::min<std::size_t>(2 * out.capacity(), kLocalFlushBytes * 2)));
+        }
+        if (out.capacity() != charged) {
+            core::memory_add(core::MemoryUse::other, static_cast<std::int64_t>(out.capacity()) -
+                                                         static_cast<std::int64_t>(charged));
+            charged = out.capacity();
+        }
+    }
+};
+
+void Journal::BlockList::push(store::RecordBlock* block) noexcept {
+    while (block != nullptr) {
+        store::RecordBlock* next = block->next;
+        block->next = nullptr;
+        bytes += block->bytes.size();
+        if (tail == nullptr) {
+            head = tail = block;
+        } else {
+            tail->next = block;
+            tail = block;
+        }
+        block = next;
+    }
+}
+
+void Journal::BlockList::splice(BlockList& other) noexcept {
+    if (other.head == nullptr) return;
+    if (tail == nullptr) {
+        head = other.head;
+    } else {
+        tail->next = other.head;
+    }
+    tail = other.tail;
+    bytes += other.bytes;
+    other.head = other.tail = nullptr;
+    other.bytes = 0;
+}
+
+void Journal::BlockList::clear() noexcept {
+    std::int64_t freed = 0;
+    while (head != nullptr) {
+        store::RecordBlock* next = head->next;
+        freed += static_cast<std::int64_t>(head->bytes.capacity());
+        delete head;
+        head = next;
+    }
+    tail = nullptr;
+    bytes = 0;
+    if (freed != 0) core::memory_add(core::MemoryUse::other, -freed);
+}
+
 Journal::Journal(std::string dir, std::string basename, FsyncPolicy policy,
                  std::uint64_t buffer_limit)
     : dir_(std::move(dir)),
       basename_(std::move(basename)),
       policy_(policy),
       buffer_limit_(buffer_limit),
-      locals_(policy == FsyncPolicy::always ? nullptr : new LocalBuffer[kLocalBuffers]),
+      locals_(new LocalBuffer[kLocalBuffers + 1]),
       serial_(g_journal_serial.fetch_add(1, std::memory_order_relaxed) + 1) {}
 
 Journal::~Journal() {
     close();
-    if (locals_ != nullptr) {
-        for (std::size_t i = 0; i < kLocalBuffers; ++i) {
-            core::memory_add(core::MemoryUse::other,
-                             -static_cast<std::int64_t>(locals_[i].charged));
-        }
+    release_locals();
+    pending_.clear();
+    unwritten_.clear();
+    unsynced_.clear();
+}
+
+void Journal::release_locals() {
+    for (std::size_t i = 0; i <= kLocalBuffers; ++i) {
+        LocalBuffer& local = locals_[i];
+        std::lock_guard lock(local.mutex);
+        if (local.block == nullptr) continue;
+        core::memory_add(core::MemoryUse::other, -static_cast<std::int64_t>(local.charged));
+        delete local.block;
+        local.block = nullptr;
+        local.charged = 0;
+        local.bytes.store(0, std::memory_order_relaxed);
     }
 }
 
 bool Journal::open(std::uint64_t id, std::uint64_t offset, const std::string& existing,
                    std::string& error) {
-    id_ = id;
-    appended_.store(offset, std::memory_order_relaxed);
+    {
+        std::lock_guard lock(mutex_);
+        if (writer_.joinable()) {
+            error = "journal is already open";
+            return false;
+        }
+        {
+            std::lock_guard waiters(waiters_mutex_);
+            id_.store(id, std::memory_order_release);
+        }
+        stop_ = false;
+        rotate_requested_ = false;
+        rotations_done_ = 0;
+        rotated_to_ = 0;
+        segments_.clear();
+        failure_.clear();
+        failing_.store(false, std::memory_order_relaxed);
+        write_failed_ = false;
+        appended_.store(offset, std::memory_order_relaxed);
+    }
     durable_.store(offset, std::memory_order_relaxed);
     written_ = offset;
     written_offset_.store(offset, std::memory_order_relaxed);
+    segment_size_ = synced_segment_size_ = 0;
+    fd_ = -1;
+    current_path_.clear();
     // Every older segment of this journal is still on disk until a snapshot
     // covers it; list them so drop_covered() can remove them.
     std::error_code ec;
     std::uint64_t total = 0;
+    std::vector<Segment> found;
     for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
         const std::string name = entry.path().filename().string();
-        const std::string prefix = basename_ + ".";
-        if (name.size() != prefix.size() + 20 || name.rfind(prefix, 0) != 0) continue;
-        if (!std::all_of(name.begin() + static_cast<std::ptrdiff_t>(prefix.size()), name.end(),
-                         [](char c) { return c >= '0' && c <= '9'; })) {
-            continue;
-        }
+        std::uint64_t start = 0;
+        if (!jf::parse_segment_name(name, basename_, start)) continue;
         if (entry.path().string() == existing) continue;
-        const std::uint64_t start = std::stoull(name.substr(prefix.size()));
-        segments_.push_back({start, entry.path().string()});
+        found.push_back({start, entry.path().string()});
         total += entry.file_size(ec);
     }
-    std::sort(segments_.begin(), segments_.end(),
+    std::sort(found.begin(), found.end(),
               [](const Segment& a, const Segment& b) { return a.start < b.start; });
+    {
+        std::lock_guard lock(mutex_);
+        segments_ = std::move(found);
+    }
     if (!existing.empty()) {
         fd_ = ::open(existing.c_str(), O_WRONLY | O_CLOEXEC);
         if (fd_ < 0) {
@@ -151,11 +275,18 @@ bool Journal::open(std::uint64_t id, std::uint64_t offset, const std::string& ex
         const off_t end = ::lseek(fd_, 0, SEEK_END);
         if (end < 0) {
             error = "cannot seek in journal '" + existing + "': " + errno_text(errno);
+            ::close(fd_);
+            fd_ = -1;
             return false;
         }
         segment_size_ = synced_segment_size_ = static_cast<std::uint64_t>(end);
-        const std::string name = std::filesystem::path(existing).filename().string();
-        segments_.push_back({std::stoull(name.substr(basename_.size() + 1)), existing});
+        std::uint64_t start = 0;
+        jf::parse_segment_name(std::filesystem::path(existing).filename().string(), basename_,
+                               start);
+        {
+            std::lock_guard lock(mutex_);
+            segments_.push_back({start, existing});
+        }
         total += segment_size_;
         current_path_ = existing;
         file_bytes_.store(total, std::memory_order_relaxed);
@@ -179,7 +310,7 @@ bool Journal::open_segment(std::uint64_t start, std::string& error) {
         error = "cannot create journal '" + path + "': " + errno_text(errno);
         return false;
     }
-    const std::string header = segment_header(id_, start);
+    const std::string header = segment_header(log_id(), start);
     std::size_t done = 0;
     while (done < header.size()) {
         const ssize_t n = ::write(fd, header.data() + done, header.size() - done);
@@ -220,85 +351,123 @@ void Journal::close() {
         ::close(fd_);
         fd_ = -1;
     }
+    // The threads' buffers and the writer's lists are empty now (the writer
+    // wrote them, or could not and said so); their memory goes back.
+    release_locals();
+    {
+        std::lock_guard lock(mutex_);
+        pending_.clear();
+    }
+    unwritten_.clear();
+    unsynced_.clear();
     // Whoever still waits will not be answered (their clients are gone at
     // exit); run nothing.
     std::lock_guard lock(waiters_mutex_);
     waiters_.clear();
+    waiters_.shrink_to_fit();
 }
 
 namespace {
-thread_local std::uint64_t t_last_appended = 0;
+thread_local bool t_wrote = false;
+// The buffer this thread holds for its open data scope.
+thread_local void* t_scope = nullptr;
 
-// The buffer this thread claimed in the journal of serial `serial` (nullptr
-// with a serial: none was left).
+// The buffer this thread claimed in the journal of serial `serial`.
 struct ThreadBuffer {
     std::uint64_t serial = 0;
     void* buffer = nullptr;
 };
 thread_local ThreadBuffer t_buffer;
 
-// One record (u32 body length, type, body, XXH64) appended to `into`.
+// A record body must stay below 2^31 bytes (proto/journal.md): keys are
+// bounded by proto-max-bulk-len, but a record that would not fit is refused
+// before anything changes rather than written with a wrapped length.
+void check_body_size(std::size_t body_bytes) {
+    if (body_bytes > jf::kMaxRecordBody) throw std::length_error("journal record too large");
+}
+
+// One record (u32 body length, type, body, XXH64) at `out`.
 template <class Encode>
-std::size_t encode_record(std::string& into, std::uint8_t type, std::size_t body_bytes,
-                          Encode&& encode) {
-    const std::size_t total = jf::kRecordOverhead + body_bytes;
-    const std::size_t at = into.size();
-    into.resize(at + total);
-    auto* out = reinterpret_cast<unsigned char*>(into.data() + at);
+void encode_record_at(unsigned char* out, std::uint8_t type, std::size_t body_bytes,
+                      Encode&& encode) {
     put_u32(out, static_cast<std::uint32_t>(body_bytes));
     out[4] = type;
     encode(out + 5);
     put_u64(out + 5 + body_bytes, XXH64(out, 5 + body_bytes, 0));
-    return total;
 }
+
+// A block holding one record.
+template <class Encode>
+store::EncodedRecord encode_block(std::uint8_t type, std::size_t body_bytes, Encode&& encode) {
+    check_body_size(body_bytes);
+    auto block = std::make_unique<store::RecordBlock>();
+    block->bytes.resize(jf::kRecordOverhead + body_bytes);
+    encode_record_at(reinterpret_cast<unsigned char*>(block->bytes.data()), type, body_bytes,
+                     encode);
+    return block;
+}
+
+unsigned char* put_bytes(unsigned char* out, std::string_view bytes) {
+    put_u32(out, static_cast<std::uint32_t>(bytes.size()));
+    if (!bytes.empty()) std::memcpy(out + 4, bytes.data(), bytes.size());
+    return out + 4 + bytes.size();
+}
+
 }  // namespace
 
 void Journal::reset_thread_mark() {
-    t_last_appended = 0;
+    t_wrote = false;
 }
 
-std::uint64_t Journal::thread_mark() {
-    return t_last_appended;
+bool Journal::thread_mark() {
+    return t_wrote;
 }
 
-Journal::LocalBuffer* Journal::local_buffer() {
-    if (locals_ == nullptr) return nullptr;
+Journal::LocalBuffer& Journal::local_buffer() {
     if (t_buffer.serial != serial_) {
-        const std::size_t index = locals_claimed_.fetch_add(1, std::memory_order_relaxed);
+        // Under mutex_: a cut() holds it while it locks every claimed buffer,
+        // so no thread claims one halfway through a cut.
+        std::lock_guard lock(mutex_);
+        std::size_t index = locals_claimed_.load(std::memory_order_relaxed);
+        if (index < kLocalBuffers) {
+            locals_claimed_.store(index + 1, std::memory_order_release);
+        } else {
+            // Threads past kLocalBuffers share the last buffer.
+            index = kLocalBuffers;
+            locals_claimed_.store(kLocalBuffers + 1, std::memory_order_release);
+        }
         t_buffer.serial = serial_;
-        t_buffer.buffer = index < kLocalBuffers ? &locals_[index] : nullptr;
-        if (index >= kLocalBuffers) locals_claimed_.store(kLocalBuffers, std::memory_order_relaxed);
+        t_buffer.buffer = &locals_[index];
     }
-    return static_cast<LocalBuffer*>(t_buffer.buffer);
+    return *static_cast<LocalBuffer*>(t_buffer.buffer);
 }
 
-void Journal::appended_bytes(std::size_t bytes) {
+void Journal::appended_bytes(std::uint64_t bytes) noexcept {
     const std::uint64_t end = appended_.load(std::memory_order_relaxed) + bytes;
     appended_.store(end, std::memory_order_release);
-    t_last_appended = end;
     // The writer subtracts without the mutex: a read-modify-write.
     const std::uint64_t held = buffered_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     if (held > buffer_limit_ && !failing_.load(std::memory_order_relaxed)) {
         failing_.store(true, std::memory_order_relaxed);
     }
-    core::memory_add(core::MemoryUse::other, static_cast<std::int64_t>(bytes));
 }
 
-bool Journal::take_local(LocalBuffer& local) {
-    if (local.records.empty()) return false;
-    pending_.append(local.records);
-    const std::size_t bytes = local.records.size();
-    local.records.clear();  // keeps its capacity, which the owner has counted
+bool Journal::take_local(LocalBuffer& local) noexcept {
+    if (local.block == nullptr || local.block->bytes.empty()) return false;
+    const std::size_t bytes = local.block->bytes.size();
+    // The block's memory, counted by the buffer, is counted by the stream
+    // from here until the writer frees it.
+    pending_.push(local.block);
+    local.block = nullptr;
+    local.charged = 0;
     local.bytes.store(0, std::memory_order_relaxed);
     appended_bytes(bytes);
     return true;
 }
 
 bool Journal::take_all_locals() {
-    if (locals_ == nullptr) return false;
     bool any = false;
-    const std::size_t claimed =
-        std::min(locals_claimed_.load(std::memory_order_acquire), kLocalBuffers);
+    const std::size_t claimed = locals_claimed_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < claimed; ++i) {
         LocalBuffer& local = locals_[i];
         if (local.bytes.load(std::memory_order_seq_cst) == 0) continue;
@@ -309,9 +478,7 @@ bool Journal::take_all_locals() {
 }
 
 bool Journal::locals_pending() const {
-    if (locals_ == nullptr) return false;
-    const std::size_t claimed =
-        std::min(locals_claimed_.load(std::memory_order_acquire), kLocalBuffers);
+    const std::size_t claimed = locals_claimed_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < claimed; ++i) {
         if (locals_[i].bytes.load(std::memory_order_seq_cst) != 0) return true;
     }
@@ -339,111 +506,148 @@ bool Journal::claim_idle_writer() {
     return true;
 }
 
-template <class Encode>
-void Journal::append(std::uint8_t type, std::size_t body_bytes, Encode&& encode) {
-    LocalBuffer* local = local_buffer();
+void Journal::append_block(store::RecordBlock* block) noexcept {
+    if (block == nullptr) return;
+    LocalBuffer& local = local_buffer();
+    std::int64_t capacity = 0;
+    for (const store::RecordBlock* b = block; b != nullptr; b = b->next) {
+        capacity += static_cast<std::int64_t>(b->bytes.capacity());
+    }
+    core::memory_add(core::MemoryUse::other, capacity);
     bool wake = false;
     {
         std::lock_guard lock(mutex_);
-        // This thread's buffered adds go first, so its own records keep the
-        // order in which it made them.
-        if (local != nullptr && local->bytes.load(std::memory_order_relaxed) != 0) {
-            std::lock_guard local_lock(local->mutex);
-            take_local(*local);
+        // This thread's buffered records go first, so its own records keep
+        // the order in which it made them.
+        if (local.bytes.load(std::memory_order_relaxed) != 0) {
+            std::lock_guard local_lock(local.mutex);
+            take_local(local);
         }
-        appended_bytes(encode_record(pending_, type, body_bytes, encode));
+        const std::uint64_t before = pending_.bytes;
+        pending_.push(block);
+        appended_bytes(pending_.bytes - before);
         wake = claim_idle_writer();
     }
+    t_wrote = true;
     if (wake) wake_.notify_one();
 }
 
-namespace {
-unsigned char* put_bytes(unsigned char* out, std::string_view bytes) {
-    put_u32(out, static_cast<std::uint32_t>(bytes.size()));
-    if (!bytes.empty()) std::memcpy(out + 4, bytes.data(), bytes.size());
-    return out + 4 + bytes.size();
-}
-}  // namespace
-
-void Journal::adding(const bloom::ScalableFilter& filter, std::span<const bloom::LoggedAdd> adds) {
-    const std::size_t body_bytes = 8 + 4 + adds.size() * jf::kAddEntryBytes;
-    const auto encode = [&](unsigned char* out) {
-        put_u64(out, filter.id());
-        put_u32(out + 8, static_cast<std::uint32_t>(adds.size()));
-        out += 12;
-        for (const bloom::LoggedAdd& add : adds) {
-            out[0] = static_cast<unsigned char>(add.layer);
-            put_u64(out + 1, add.hash.h1);
-            put_u64(out + 9, add.hash.h2);
-            out += jf::kAddEntryBytes;
-        }
-    };
-    if (LocalBuffer* local = local_buffer(); local != nullptr) {
-        // everysec / no: into this thread's buffer. One journal mutex per
-        // add made BF.ADD from 8 threads cost 4.2 µs of CPU against 1.1 µs
-        // from one, on 16 cores (README, "Many cores"); the buffer's mutex is
-        // taken by others only when the writer moves it, once a millisecond.
-        std::size_t held = 0;
-        {
-            std::lock_guard local_lock(local->mutex);
-            encode_record(local->records, jf::kAdd, body_bytes, encode);
-            held = local->records.size();
-            local->bytes.store(held, std::memory_order_seq_cst);
-            if (local->records.capacity() != local->charged) {
-                core::memory_add(core::MemoryUse::other,
-                                 static_cast<std::int64_t>(local->records.capacity()) -
-                                     static_cast<std::int64_t>(local->charged));
-                local->charged = local->records.capacity();
-            }
-        }
-        if (held >= kLocalFlushBytes) {
-            std::lock_guard lock(mutex_);
-            std::lock_guard local_lock(local->mutex);
-            take_local(*local);
-        }
-        wake_writer();
-    } else {
-        append(jf::kAdd, body_bytes, encode);
-    }
-    // The caller sets the bits next, with relaxed atomics: order the record's
-    // offset (appended_) before them for a reader that sees a bit and then
-    // reads appended() after an acquire fence (net/connection.cpp), so it
-    // waits for this record under appendfsync always.
-    std::atomic_thread_fence(std::memory_order_release);
+void Journal::append(store::EncodedRecord record) noexcept {
+    append_block(record.release());
 }
 
-void Journal::created(std::string_view key, const bloom::ScalableFilter& filter,
-                      std::int64_t expire_at_ms) {
+store::EncodedRecord Journal::encode_created(std::string_view key,
+                                             const bloom::ScalableFilter& filter,
+                                             std::int64_t expire_at_ms) {
     const std::string header = bloom::encode_header(filter);
-    append(jf::kCreate, 4 + key.size() + 8 + 8 + 4 + header.size(), [&](unsigned char* out) {
-        out = put_bytes(out, key);
-        put_u64(out, static_cast<std::uint64_t>(expire_at_ms));
-        put_u64(out + 8, filter.id());
-        put_bytes(out + 16, header);
-    });
+    return encode_block(jf::kCreate, 4 + key.size() + 8 + 8 + 4 + header.size(),
+                        [&](unsigned char* out) {
+                            out = put_bytes(out, key);
+                            put_u64(out, static_cast<std::uint64_t>(expire_at_ms));
+                            put_u64(out + 8, filter.id());
+                            put_bytes(out + 16, header);
+                        });
 }
 
-void Journal::deleted(std::string_view key) {
-    append(jf::kDelete, 4 + key.size(), [&](unsigned char* out) { put_bytes(out, key); });
+store::EncodedRecord Journal::encode_deleted(std::string_view key) {
+    return encode_block(jf::kDelete, 4 + key.size(),
+                        [&](unsigned char* out) { put_bytes(out, key); });
 }
 
-void Journal::renamed(std::string_view from, std::string_view to) {
-    append(jf::kRename, 8 + from.size() + to.size(),
-           [&](unsigned char* out) { put_bytes(put_bytes(out, from), to); });
+store::EncodedRecord Journal::encode_renamed(std::string_view from, std::string_view to) {
+    return encode_block(jf::kRename, 8 + from.size() + to.size(),
+                        [&](unsigned char* out) { put_bytes(put_bytes(out, from), to); });
 }
 
-void Journal::expiry_set(std::string_view key, std::int64_t expire_at_ms) {
-    append(jf::kExpire, 4 + key.size() + 8, [&](unsigned char* out) {
+store::EncodedRecord Journal::encode_expiry(std::string_view key, std::int64_t expire_at_ms) {
+    return encode_block(jf::kExpire, 4 + key.size() + 8, [&](unsigned char* out) {
         put_u64(put_bytes(out, key), static_cast<std::uint64_t>(expire_at_ms));
     });
 }
 
-void Journal::cleared() {
-    append(jf::kFlushAll, 0, [](unsigned char*) {});
+store::EncodedRecord Journal::encode_cleared() {
+    return encode_block(jf::kFlushAll, 0, [](unsigned char*) {});
 }
 
 void Journal::ping() {
-    append(jf::kPing, 0, [](unsigned char*) {});
+    append(encode_block(jf::kPing, 0, [](unsigned char*) {}));
+}
+
+bloom::AddRecorder& Journal::begin_adds(const bloom::ScalableFilter& filter,
+                                        std::size_t max_items) {
+    if (max_items > bloom::ScalableFilter::kBatch) throw std::length_error("batch too large");
+    LocalBuffer& local = local_buffer();
+    std::unique_lock lock(local.mutex);
+    // Room for the whole record first: once an add is recorded its bits are
+    // set, so recording must not fail (no allocation after this).
+    local.reserve(jf::kRecordOverhead + 12 + max_items * jf::kAddEntryBytes);
+    std::string& out = local.block->bytes;
+    local.record_start = out.size();
+    unsigned char head[5 + 12] = {};
+    head[4] = jf::kAdd;
+    put_u64(head + 5, filter.id());
+    out.append(reinterpret_cast<const char*>(head), sizeof head);
+    local.scope = LocalBuffer::Scope::adds;
+    local.entries = 0;
+    local.max_entries = static_cast<std::uint32_t>(max_items);
+    t_scope = &local;
+    lock.release();  // held until end_data()
+    return local;
+}
+
+void Journal::begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
+                          std::string_view data) {
+    const std::size_t body_bytes = 8 + 8 + 4 + data.size();
+    check_body_size(body_bytes);
+    LocalBuffer& local = local_buffer();
+    std::unique_lock lock(local.mutex);
+    local.reserve(jf::kRecordOverhead + body_bytes);
+    std::string& out = local.block->bytes;
+    const std::size_t at = out.size();
+    out.resize(at + jf::kRecordOverhead + body_bytes);
+    encode_record_at(reinterpret_cast<unsigned char*>(out.data() + at), jf::kChunk, body_bytes,
+                     [&](unsigned char* body) {
+                         put_u64(body, filter.id());
+                         put_u64(body + 8, static_cast<std::uint64_t>(iter));
+                         put_bytes(body + 16, data);
+                     });
+    local.scope = LocalBuffer::Scope::chunk;
+    t_scope = &local;
+    lock.release();  // held until end_data()
+}
+
+void Journal::end_data() noexcept {
+    auto* local = static_cast<LocalBuffer*>(t_scope);
+    if (local == nullptr) return;
+    t_scope = nullptr;
+    std::string& out = local->block->bytes;
+    bool wrote = true;
+    if (local->scope == LocalBuffer::Scope::adds) {
+        if (local->entries == 0) {
+            out.resize(local->record_start);  // nothing was added: no record
+            wrote = false;
+        } else {
+            auto* record = reinterpret_cast<unsigned char*>(out.data() + local->record_start);
+            const std::size_t body_bytes = 12 + std::size_t{local->entries} * jf::kAddEntryBytes;
+            put_u32(record, static_cast<std::uint32_t>(body_bytes));
+            put_u32(record + 5 + 8, local->entries);
+            unsigned char sum[8];
+            put_u64(sum, XXH64(record, 5 + body_bytes, 0));
+            out.append(reinterpret_cast<const char*>(sum), sizeof sum);  // reserved
+        }
+    }
+    local->scope = LocalBuffer::Scope::none;
+    const std::size_t held = out.size();
+    local->bytes.store(held, std::memory_order_seq_cst);
+    local->mutex.unlock();
+    if (!wrote) return;
+    t_wrote = true;
+    if (held >= kLocalFlushBytes) {
+        std::lock_guard lock(mutex_);
+        std::lock_guard local_lock(local->mutex);
+        take_local(*local);
+    }
+    wake_writer();
 }
 
 std::vector<Journal::SegmentFile> Journal::segment_files() const {
@@ -452,15 +656,6 @@ std::vector<Journal::SegmentFile> Journal::segment_files() const {
     out.reserve(segments_.size());
     for (const Segment& segment : segments_) out.push_back({segment.start, segment.path});
     return out;
-}
-
-void Journal::chunk_loading(const bloom::ScalableFilter& filter, std::int64_t iter,
-                            std::string_view data) {
-    append(jf::kChunk, 8 + 8 + 4 + data.size(), [&](unsigned char* out) {
-        put_u64(out, filter.id());
-        put_u64(out + 8, static_cast<std::uint64_t>(iter));
-        put_bytes(out + 16, data);
-    });
 }
 
 std::uint64_t Journal::position() {
@@ -473,12 +668,35 @@ std::uint64_t Journal::position() {
     return appended();
 }
 
-void Journal::when_durable(std::uint64_t offset, std::function<void()> fn) {
+std::uint64_t Journal::cut(const std::function<void()>& at_cut) {
+    std::uint64_t at;
+    bool wake = false;
+    {
+        std::unique_lock lock(mutex_);
+        // Every claimed buffer locked at once (in index order, as nothing else
+        // holds two): no data scope is open, none can open, and with mutex_
+        // no keyspace record can be appended.
+        const std::size_t claimed = locals_claimed_.load(std::memory_order_acquire);
+        std::vector<std::unique_lock<std::mutex>> locals;
+        locals.reserve(claimed);
+        for (std::size_t i = 0; i < claimed; ++i) locals.emplace_back(locals_[i].mutex);
+        bool took = false;
+        for (std::size_t i = 0; i < claimed; ++i) took = take_local(locals_[i]) || took;
+        at = appended();
+        at_cut();
+        wake = took && claim_idle_writer();
+    }
+    if (wake) wake_.notify_one();
+    return at;
+}
+
+void Journal::when_durable(std::uint64_t id, std::uint64_t offset, std::function<void()> fn) {
     {
         std::lock_guard lock(waiters_mutex_);
         // Checked under the lock notify_durable() takes after advancing
-        // durable_, so a waiter is either seen by it or sees the new value.
-        if (durable() < offset) {
+        // durable_, so a waiter is either seen by it or sees the new value;
+        // open() changes the id under it too.
+        if (id == log_id() && durable() < offset) {
             waiters_.emplace_back(offset, std::move(fn));
             return;
         }
@@ -518,13 +736,24 @@ void Journal::set_failure(const std::string& what) {
     failing_.store(true, std::memory_order_relaxed);
 }
 
-// Writes unwritten_ to the current segment; what was written moves to
-// unsynced_ with appendfsync always (kept until fdatasync succeeds).
+// Writes unwritten_ to the current segment (writev over its blocks); the
+// blocks written move to unsynced_ with appendfsync always (kept until
+// fdatasync succeeds) and are freed otherwise.
 bool Journal::write_unwritten() {
-    std::size_t done = 0;
     bool ok = true;
-    while (done < unwritten_.size()) {
-        const ssize_t n = ::write(fd_, unwritten_.data() + done, unwritten_.size() - done);
+    std::uint64_t done = 0;
+    while (!unwritten_.empty()) {
+        // Up to 64 blocks per call; the first may be partly written already.
+        iovec parts[64];
+        int count = 0;
+        std::size_t skip = unwritten_offset_;
+        for (store::RecordBlock* b = unwritten_.head; b != nullptr && count < 64; b = b->next) {
+            parts[count].iov_base = b->bytes.data() + skip;
+            parts[count].iov_len = b->bytes.size() - skip;
+            skip = 0;
+            ++count;
+        }
+        const ssize_t n = ::writev(fd_, parts, count);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             set_failure("cannot write journal '" + current_path_ +
@@ -532,24 +761,42 @@ bool Journal::write_unwritten() {
             ok = false;
             break;
         }
-        done += static_cast<std::size_t>(n);
+        done += static_cast<std::uint64_t>(n);
+        // Retire the blocks wholly written.
+        auto left = static_cast<std::uint64_t>(n);
+        while (left != 0) {
+            store::RecordBlock* head = unwritten_.head;
+            const std::uint64_t rest = head->bytes.size() - unwritten_offset_;
+            if (left < rest) {
+                unwritten_offset_ += left;
+                break;
+            }
+            left -= rest;
+            unwritten_offset_ = 0;
+            unwritten_.head = head->next;
+            if (unwritten_.head == nullptr) unwritten_.tail = nullptr;
+            unwritten_.bytes -= head->bytes.size();
+            head->next = nullptr;
+            if (policy_ == FsyncPolicy::always) {
+                unsynced_.push(head);
+            } else {
+                // everysec and no keep nothing once written: a failed
+                // fdatasync can then lose up to a second of records (the
+                // loss everysec accepts), and holding a second of records
+                // would cost tens of megabytes.
+                buffered_.fetch_sub(head->bytes.size(), std::memory_order_relaxed);
+                BlockList gone;
+                gone.push(head);
+                gone.clear();
+            }
+        }
     }
     written_ += done;
     written_offset_.store(written_, std::memory_order_release);
     segment_size_ += done;
     file_bytes_.fetch_add(done, std::memory_order_relaxed);
     if (done != 0 && write_listener_) write_listener_(written_);
-    if (policy_ == FsyncPolicy::always) {
-        unsynced_.append(unwritten_, 0, done);
-    } else {
-        // everysec and no keep nothing once written: a failed fdatasync can
-        // then lose up to a second of records (the loss everysec accepts),
-        // and holding a second of records would cost tens of megabytes.
-        buffered_.fetch_sub(done, std::memory_order_relaxed);
-        core::memory_add(core::MemoryUse::other, -static_cast<std::int64_t>(done));
-        if (policy_ == FsyncPolicy::no) durable_.store(written_, std::memory_order_release);
-    }
-    unwritten_.erase(0, done);
+    if (policy_ == FsyncPolicy::no) durable_.store(written_, std::memory_order_release);
     return ok;
 }
 
@@ -582,20 +829,15 @@ bool Journal::sync() {
             // read them meanwhile read what the file will hold again.
             written_ -= segment_size_ - synced_segment_size_;
             segment_size_ = synced_segment_size_;
-            unsynced_.append(unwritten_);
-            unwritten_.swap(unsynced_);
-            unsynced_.clear();
+            unsynced_.splice(unwritten_);
+            std::swap(unwritten_, unsynced_);
+            unwritten_offset_ = 0;
         }
         return false;
     }
     synced_segment_size_ = segment_size_;
-    buffered_.fetch_sub(unsynced_.size(), std::memory_order_relaxed);
-    core::memory_add(core::MemoryUse::other, -static_cast<std::int64_t>(unsynced_.size()));
-    if (unsynced_.capacity() > (1u << 20)) {
-        std::string().swap(unsynced_);
-    } else {
-        unsynced_.clear();
-    }
+    buffered_.fetch_sub(unsynced_.bytes, std::memory_order_relaxed);
+    unsynced_.clear();
     durable_.store(written_, std::memory_order_release);
     last_fsync_unix_ms_.store(store::now_ms(), std::memory_order_relaxed);
     return true;
@@ -636,12 +878,19 @@ void Journal::run() {
             const bool timed =
                 write_failed_ || (policy_ == FsyncPolicy::everysec &&
                                   (segment_size_ != synced_segment_size_ || !unwritten_.empty()));
-            // Stored before wanted() reads the threads' buffers (wake_writer()).
-            writer_idle_.store(true, std::memory_order_seq_cst);
-            if (timed) {
-                wake_.wait_for(lock, std::chrono::milliseconds(200), wanted);
-            } else {
-                wake_.wait(lock, wanted);
+            // Marked idle before wanted() reads the threads' buffers
+            // (wake_writer()), again after every wake: whoever woke it
+            // cleared the mark, and a wake that brought nothing must not
+            // leave the writer asleep unmarked (nobody would wake it again).
+            const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+            for (;;) {
+                writer_idle_.store(true, std::memory_order_seq_cst);
+                if (wanted()) break;
+                if (!timed) {
+                    wake_.wait(lock);
+                } else if (wake_.wait_until(lock, until) == std::cv_status::timeout) {
+                    break;
+                }
             }
             writer_idle_.store(false, std::memory_order_relaxed);
             // everysec and no: linger up to 1 ms so one write() carries every
@@ -658,13 +907,7 @@ void Journal::run() {
         const bool rotating = rotate_requested_;
         take_all_locals();
         last_take = std::chrono::steady_clock::now();
-        if (unwritten_.empty()) {
-            unwritten_.swap(pending_);
-        } else {
-            unwritten_.append(pending_);
-            pending_.clear();
-        }
-        if (pending_.capacity() > (1u << 20)) std::string().swap(pending_);
+        unwritten_.splice(pending_);
         lock.unlock();
 
         bool ok = write_unwritten();
@@ -684,7 +927,9 @@ void Journal::run() {
                 spdlog::warn("journal: {}; going on in the current segment", error);
             }
         }
-        if (ok && policy_ == FsyncPolicy::no && sync_due && rotating) durable_.store(written_);
+        if (ok && policy_ == FsyncPolicy::no && sync_due && rotating) {
+            durable_.store(written_, std::memory_order_release);
+        }
         released = notify_durable();
 
         lock.lock();
@@ -708,7 +953,7 @@ void Journal::run() {
             // Exiting with records that cannot be written: say so; they were
             // never acknowledged under appendfsync always.
             spdlog::error("journal: {} bytes could not be written at exit",
-                          unwritten_.size() + pending_.size());
+                          unwritten_.bytes + pending_.bytes);
             break;
         }
         if (!ok) {
@@ -773,12 +1018,9 @@ core::JournalInfo Journal::info() const {
     info.current_size = file_bytes_.load(std::memory_order_relaxed);
     info.base_size = base_bytes_.load(std::memory_order_relaxed);
     info.buffer_length = buffered_.load(std::memory_order_relaxed);
-    if (locals_ != nullptr) {
-        const std::size_t claimed =
-            std::min(locals_claimed_.load(std::memory_order_acquire), kLocalBuffers);
-        for (std::size_t i = 0; i < claimed; ++i) {
-            info.buffer_length += locals_[i].bytes.load(std::memory_order_relaxed);
-        }
+    const std::size_t claimed = locals_claimed_.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < claimed; ++i) {
+        info.buffer_length += locals_[i].bytes.load(std::memory_order_relaxed);
     }
     info.fsync_in_progress = syncing_.load(std::memory_order_relaxed);
     info.delayed_fsync = delayed_fsyncs_.load(std::memory_order_relaxed);

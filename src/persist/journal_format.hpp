@@ -3,10 +3,12 @@
 // journal's writer, its replay and --check-journal. Integers are
 // little-endian, encoded byte by byte (snapshot_format.hpp's helpers).
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace bloomery::persist::journal_format {
 
@@ -56,6 +58,24 @@ inline const char* type_name(std::uint8_t type) {
         default:
             return "unknown";
     }
+}
+
+// "<basename>.<20 digits>" naming a start offset that fits 64 bits: true with
+// the offset. Anything else (another file, a number that overflows) is not a
+// segment.
+inline bool parse_segment_name(std::string_view name, std::string_view basename,
+                               std::uint64_t& start) {
+    if (name.size() != basename.size() + 1 + 20 || name.substr(0, basename.size()) != basename ||
+        name[basename.size()] != '.') {
+        return false;
+    }
+    const char* first = name.data() + basename.size() + 1;
+    const char* last = name.data() + name.size();
+    for (const char* c = first; c != last; ++c) {
+        if (*c < '0' || *c > '9') return false;
+    }
+    const auto [end, ec] = std::from_chars(first, last, start);
+    return ec == std::errc() && end == last;
 }
 
 // "<basename>.<start offset, 20 digits>": names sort in offset order.

@@ -112,42 +112,19 @@ struct Record {
 
 enum class Scan { ok, torn, corrupt };
 
-bool all_zero(const unsigned char* from, const unsigned char* to) {
-    return std::all_of(from, to, [](unsigned char c) { return c == 0; });
-}
-
-// Reads the record at `pos`. torn: the file ends inside it, or it is the last
-// record and its checksum fails, or only zero bytes follow (a crash mid-write;
-// filesystems may extend a file before its data lands). corrupt: anything
-// else.
-Scan next_record(const unsigned char* base, std::size_t size, std::size_t pos, Record& out,
-                 std::string& why) {
-    const std::size_t left = size - pos;
-    if (all_zero(base + pos, base + size)) {
-        why = std::to_string(left) + " zero bytes at the end";
-        return Scan::torn;
-    }
-    if (left < jf::kRecordOverhead) {
-        why = "the file ends inside a record header";
-        return Scan::torn;
-    }
+// A record's frame at `pos` when it fits in [pos, size): length, type,
+// body, checksum. No check of the body.
+bool frame_at(const unsigned char* base, std::size_t size, std::size_t pos, Record& out) {
+    if (size - pos < jf::kRecordOverhead) return false;
     const std::uint64_t body = get_u32(base + pos);
-    if (body > left - jf::kRecordOverhead) {
-        why = "the file ends inside a record of " + std::to_string(body) + " bytes";
-        return Scan::torn;
-    }
-    const std::size_t total = jf::kRecordOverhead + body;
-    const std::uint64_t sum = get_u64(base + pos + 5 + body);
-    if (sum != XXH64(base + pos, 5 + body, 0)) {
-        why = "record checksum mismatch";
-        return pos + total == size ? Scan::torn : Scan::corrupt;
-    }
+    if (body > jf::kMaxRecordBody || body > size - pos - jf::kRecordOverhead) return false;
     out = Record{base[pos + 4], base + pos + 5, static_cast<std::size_t>(body), pos};
-    return Scan::ok;
+    return true;
 }
 
-Scan next_record(const MappedFile& file, std::size_t pos, Record& out, std::string& why) {
-    return next_record(file.data(), file.size(), pos, out, why);
+bool checksum_ok(const unsigned char* base, const Record& record) {
+    const std::size_t pos = record.file_offset;
+    return get_u64(base + pos + 5 + record.body_size) == XXH64(base + pos, 5 + record.body_size, 0);
 }
 
 // A cursor over a record's body that refuses to read past it.
@@ -202,11 +179,13 @@ bool decode(const Record& record, Decoded& d, std::string& why) {
     bool ok = false;
     switch (record.type) {
         case jf::kCreate:
-            ok = body.bytes(d.key) && body.u64(v) && body.u64(d.filter_id) && body.bytes(d.data);
+            ok = body.bytes(d.key) && body.u64(v) && body.u64(d.filter_id) && body.bytes(d.data) &&
+                 d.filter_id <= bloom::ScalableFilter::kMaxFilterId;
             d.deadline = static_cast<std::int64_t>(v);
             break;
         case jf::kAdd:
-            ok = body.u64(d.filter_id) && body.u32(d.count) &&
+            ok = body.u64(d.filter_id) && body.u32(d.count) && d.count != 0 &&
+                 d.filter_id <= bloom::ScalableFilter::kMaxFilterId &&
                  body.left() == std::uint64_t{d.count} * jf::kAddEntryBytes;
             if (ok) {
                 d.adds = record.body + 12;
@@ -228,7 +207,8 @@ bool decode(const Record& record, Decoded& d, std::string& why) {
             ok = true;
             break;
         case jf::kChunk:
-            ok = body.u64(d.filter_id) && body.u64(v) && body.bytes(d.data);
+            ok = body.u64(d.filter_id) && body.u64(v) && body.bytes(d.data) &&
+                 d.filter_id <= bloom::ScalableFilter::kMaxFilterId;
             d.iter = static_cast<std::int64_t>(v);
             break;
         default:
@@ -242,13 +222,65 @@ bool decode(const Record& record, Decoded& d, std::string& why) {
     return true;
 }
 
+// Whether a whole, valid record (its body decodes and its checksum holds)
+// starts anywhere in (from, size): a crash leaves nothing valid after the
+// record it cut short.
+bool valid_record_after(const unsigned char* base, std::size_t size, std::size_t from) {
+    for (std::size_t q = from + 1; q + jf::kRecordOverhead <= size; ++q) {
+        Record record{};
+        if (!frame_at(base, size, q, record)) continue;
+        Decoded decoded;
+        std::string why;
+        // Cheap checks first (type, lengths inside the body), the hash last.
+        if (decode(record, decoded, why) && checksum_ok(base, record)) return true;
+    }
+    return false;
+}
+
+// Reads the record at `pos`. torn: only what a crash can leave, a last
+// record the file ends inside of (shorter than its length says) with no
+// valid record after it. corrupt: anything else that is not a valid record
+// (a bad checksum, a length that runs past the end with records after it,
+// zeros where a record should be).
+Scan next_record(const unsigned char* base, std::size_t size, std::size_t pos, Record& out,
+                 std::string& why) {
+    const std::size_t left = size - pos;
+    if (!frame_at(base, size, pos, out)) {
+        const bool header_cut = left < jf::kRecordOverhead;
+        if (!header_cut && get_u32(base + pos) > jf::kMaxRecordBody) {
+            why = "a record length of " + std::to_string(get_u32(base + pos)) +
+                  " bytes, above the limit";
+            return Scan::corrupt;
+        }
+        if (valid_record_after(base, size, pos)) {
+            why = header_cut ? "a record header cut short before valid records"
+                             : "a record length that runs past the end of the file, with "
+                               "valid records after it";
+            return Scan::corrupt;
+        }
+        why = header_cut ? "the file ends inside a record header"
+                         : "the file ends inside a record of " +
+                               std::to_string(get_u32(base + pos)) + " bytes";
+        return Scan::torn;
+    }
+    if (!checksum_ok(base, out)) {
+        why = "record checksum mismatch";
+        return Scan::corrupt;
+    }
+    return Scan::ok;
+}
+
+Scan next_record(const MappedFile& file, std::size_t pos, Record& out, std::string& why) {
+    return next_record(file.data(), file.size(), pos, out, why);
+}
+
 // Applies records to a keyspace, finding filters by the id they were
-// journaled under.
+// journaled under. Every record is redone as it says (keyspace.hpp's write
+// path, which records it again in the keyspace's own log if it has one: a
+// replica's journal); nothing is decided again.
 class Applier {
 public:
-    // `log`: told of every add applied (a replica's own journal), or null.
-    explicit Applier(store::Keyspace& keyspace, bloom::AddLog* log = nullptr)
-        : keyspace_(keyspace), log_(log) {
+    explicit Applier(store::Keyspace& keyspace) : keyspace_(keyspace) {
         const store::KeyspaceView view = keyspace.view();
         for (std::size_t i = 0; i < view.size(); ++i) {
             const bloom::FilterRef& filter = view.entry(i).filter;
@@ -257,7 +289,6 @@ public:
         }
     }
     std::uint64_t max_id() const { return max_id_; }
-    void set_log(bloom::AddLog* log) { log_ = log; }
 
     bool apply(std::uint8_t type, const Decoded& d, std::string& why) {
         switch (type) {
@@ -271,7 +302,9 @@ public:
                 bloom::FilterRef filter = bloom::build_filter(header);
                 filter->set_id(d.filter_id);
                 max_id_ = std::max(max_id_, d.filter_id);
-                if (log_ != nullptr) bloom::ScalableFilter::reserve_ids_through(d.filter_id);
+                // A replica promoted later names its new filters past every
+                // id it holds.
+                bloom::ScalableFilter::reserve_ids_through(d.filter_id);
                 forget(d.key);
                 keyspace_.put(d.key, filter, d.deadline);
                 by_id_[d.filter_id] = std::move(filter);
@@ -280,32 +313,23 @@ public:
             case jf::kAdd: {
                 auto it = by_id_.find(d.filter_id);
                 if (it == by_id_.end()) return true;  // deleted before this add landed
+                bloom::ScalableFilter& filter = *it->second;
+                adds_.resize(d.count);
+                for (std::uint32_t i = 0; i < d.count; ++i) {
+                    const unsigned char* entry = d.adds + i * jf::kAddEntryBytes;
+                    adds_[i] = {entry[0], {get_u64(entry + 1), get_u64(entry + 9)}};
+                }
                 // Prefetch every item's block or word first, so the cache
                 // misses of a large filter overlap (10M adds into a 1 GiB
                 // filter replayed at 2.7 µs per add without this).
-                const std::size_t layers = it->second->num_layers();
-                for (std::uint32_t i = 0; i < d.count; ++i) {
-                    const unsigned char* entry = d.adds + i * jf::kAddEntryBytes;
-                    if (entry[0] < layers) {
-                        it->second->layer(entry[0]).prefetch(
-                            {get_u64(entry + 1), get_u64(entry + 9)});
-                    }
+                const std::size_t layers = filter.num_layers();
+                for (const store::Keyspace::RecordedAdd& add : adds_) {
+                    if (add.layer < layers) filter.layer(add.layer).prefetch(add.hash);
                 }
-                if (log_ != nullptr) logged_.clear();
-                for (std::uint32_t i = 0; i < d.count; ++i) {
-                    const unsigned char* entry = d.adds + i * jf::kAddEntryBytes;
-                    const bloom::ItemHash hash{get_u64(entry + 1), get_u64(entry + 9)};
-                    if (!it->second->replay_add(entry[0], hash)) {
-                        why = "ADD record: layer " + std::to_string(entry[0]) +
-                              " is beyond what the filter can grow to";
-                        return false;
-                    }
-                    if (log_ != nullptr) logged_.push_back({entry[0], hash});
+                if (!keyspace_.redo_adds(filter, adds_)) {
+                    why = "ADD record: a layer beyond what the filter can grow to";
+                    return false;
                 }
-                // A replica's own journal hears of the adds after their bits
-                // are set: a snapshot of the replica then holds every add
-                // before its position, and one replayed twice sets nothing new.
-                if (log_ != nullptr && !logged_.empty()) log_->adding(*it->second, logged_);
                 return true;
             }
             case jf::kDelete:
@@ -329,10 +353,11 @@ public:
             case jf::kChunk: {
                 auto it = by_id_.find(d.filter_id);
                 if (it == by_id_.end()) return true;
+                // A server writes only chunks it checked; one that does not
+                // fit comes from a journal of an older version, which
+                // recorded chunks before checking them (and applied none).
                 std::string error;
-                // A chunk the server refused then is refused again: nothing
-                // to apply, as nothing was applied.
-                bloom::load_chunk(*it->second, d.iter, d.data, error);
+                keyspace_.redo_chunk(*it->second, d.iter, d.data, error);
                 return true;
             }
             default:
@@ -349,8 +374,7 @@ private:
     }
 
     store::Keyspace& keyspace_;
-    bloom::AddLog* log_;
-    std::vector<bloom::LoggedAdd> logged_;
+    std::vector<store::Keyspace::RecordedAdd> adds_;
     std::unordered_map<std::uint64_t, bloom::FilterRef> by_id_;
     std::uint64_t max_id_ = 0;
 };
@@ -361,19 +385,22 @@ struct SegmentFile {
     SegmentHeader header;
 };
 
-// Segment files in `dir` named "<basename>.<20 digits>", oldest first.
+// Segment files in `dir` named "<basename>.<20 digits>", oldest first. A
+// name whose number does not fit 64 bits is no segment of ours: left alone.
 std::vector<SegmentFile> list_segments(const std::string& dir, const std::string& basename) {
     std::vector<SegmentFile> out;
     std::error_code ec;
-    const std::string prefix = basename + ".";
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
         const std::string name = entry.path().filename().string();
-        if (name.size() != prefix.size() + 20 || name.rfind(prefix, 0) != 0) continue;
-        if (!std::all_of(name.begin() + static_cast<std::ptrdiff_t>(prefix.size()), name.end(),
-                         [](char c) { return c >= '0' && c <= '9'; })) {
+        std::uint64_t start = 0;
+        if (!jf::parse_segment_name(name, basename, start)) {
+            if (name.rfind(basename + ".", 0) == 0 && name.size() == basename.size() + 21) {
+                spdlog::warn("journal: ignoring {}: not a segment name this server writes",
+                             entry.path().string());
+            }
             continue;
         }
-        out.push_back({std::stoull(name.substr(prefix.size())), entry.path().string(), {}});
+        out.push_back({start, entry.path().string(), {}});
     }
     std::sort(out.begin(), out.end(),
               [](const SegmentFile& a, const SegmentFile& b) { return a.start < b.start; });
@@ -535,19 +562,14 @@ bool replay_journal(const std::string& dir, const std::string& basename, bool ha
 }
 
 struct StreamApplier::Impl {
-    Impl(store::Keyspace& keyspace, bloom::AddLog* log) : applier(keyspace, log) {}
+    explicit Impl(store::Keyspace& keyspace) : applier(keyspace) {}
     Applier applier;
     std::uint64_t records = 0;
 };
 
-StreamApplier::StreamApplier(store::Keyspace& keyspace, bloom::AddLog* log)
-    : impl_(std::make_unique<Impl>(keyspace, log)) {}
+StreamApplier::StreamApplier(store::Keyspace& keyspace) : impl_(std::make_unique<Impl>(keyspace)) {}
 
 StreamApplier::~StreamApplier() = default;
-
-void StreamApplier::set_log(bloom::AddLog* log) {
-    impl_->applier.set_log(log);
-}
 
 std::uint64_t StreamApplier::records() const {
     return impl_->records;

@@ -45,14 +45,14 @@ bool Manager::open_journal(std::uint64_t id, std::uint64_t offset, const std::st
                            std::string& error) {
     FsyncPolicy policy = FsyncPolicy::everysec;
     parse_fsync_policy(config_.appendfsync, policy);
-    auto journal = std::make_unique<Journal>(config_.dir, config_.appendfilename, policy,
-                                             config_.journal_buffer_limit);
-    if (journal_listener_) journal->set_write_listener(journal_listener_);
-    if (!journal->open(id, offset, existing, error)) return false;
-    Journal* current = journal.get();
-    journals_.push_back(std::move(journal));
-    journal_.store(current, std::memory_order_release);
-    keyspace_.set_mutation_log(current);
+    if (!journal_object_) {
+        journal_object_ = std::make_unique<Journal>(config_.dir, config_.appendfilename, policy,
+                                                    config_.journal_buffer_limit);
+        if (journal_listener_) journal_object_->set_write_listener(journal_listener_);
+    }
+    if (!journal_object_->open(id, offset, existing, error)) return false;
+    journal_.store(journal_object_.get(), std::memory_order_release);
+    keyspace_.set_mutation_log(journal_object_.get());
     return true;
 }
 

@@ -267,7 +267,13 @@ private:
             fail_at(in_.offset() - 8,
                     "negative expiry " + std::to_string(record.expire_at_ms) + " ms");
         }
-        if (version_ >= 3) record.filter_id = read_u64();
+        if (version_ >= 3) {
+            record.filter_id = read_u64();
+            if (record.filter_id > bloom::ScalableFilter::kMaxFilterId) {
+                fail_at(in_.offset() - 8,
+                        "filter id " + std::to_string(record.filter_id) + " is above 2^48 - 1");
+            }
+        }
 
         const std::uint64_t options_offset = in_.offset();
         record.options.error_rate = read_f64();

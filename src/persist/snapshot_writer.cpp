@@ -123,9 +123,10 @@ private:
     std::uint64_t written_ = 0;
 };
 
-void write_filter_record(SnapshotFileWriter& out, std::string_view key,
-                         const store::KeyspaceView::Entry& entry,
-                         std::vector<std::uint64_t>& words) {
+void write_filter_record(SnapshotFileWriter& out, const store::KeyspaceView& view,
+                         std::size_t index, std::vector<std::uint64_t>& words) {
+    const std::string_view key = view.key(index);
+    const store::KeyspaceView::Entry& entry = view.entry(index);
     const bloom::ScalableFilter& filter = *entry.filter;
     const bloom::FilterOptions options = filter.options();
 
@@ -141,16 +142,17 @@ void write_filter_record(SnapshotFileWriter& out, std::string_view key,
     out.append_u8(options.nonscaling ? 1 : 0);
     out.append_u8(static_cast<std::uint8_t>(options.layout));
 
-    // Read the layer count once: a layer appended by a concurrent add after
-    // this point holds only adds that began after the snapshot, and writing
-    // exactly the layers counted keeps the record self-consistent.
+    // The counts of the view's position (exactly the adds before it, with a
+    // journal), read before the layer count: a layer created since counts 0.
+    // Bits are copied live: they hold every add before the position, and
+    // replaying the records after it sets the rest again, so a restart gives
+    // back the live filter bit for bit and count for count.
+    const std::vector<std::uint64_t> counts = view.item_counts(index);
     const std::size_t num_layers = filter.num_layers();
     out.append_u32(static_cast<std::uint32_t>(num_layers));
     for (std::size_t i = 0; i < num_layers; ++i) {
         const bloom::BloomLayer& layer = filter.layer(i);
-        // items is read before the words: every item it counts has its bits
-        // set already, so the loaded filter never claims more than it holds.
-        const std::uint64_t items = layer.items();
+        const std::uint64_t items = i < counts.size() ? counts[i] : 0;
         out.append_u64(layer.capacity());
         out.append_f64(layer.error_rate());
         out.append_u64(layer.bits());
@@ -179,11 +181,9 @@ std::uint64_t write_snapshot(const store::Keyspace& keyspace, SnapshotFileWriter
     // of references only), so a key renamed, deleted or re-created during
     // the save is in the file exactly once, as it was then. The (possibly
     // gigabytes of) words are copied with no lock held: bits only go 0 -> 1.
+    // With a journal, the view is taken at a cut: every add recorded before
+    // its position has set its bits and counted by then.
     const store::KeyspaceView view = keyspace.view();
-    // Journaled adds log before they set bits: wait for those that logged
-    // before the view's position to have set them, so the file holds every
-    // record before that position.
-    if (view.log_id() != 0) store::Keyspace::wait_for_readers();
     stats.journal_id = view.log_id();
     stats.journal_offset = view.log_position();
     if (on_position) on_position(view.log_position());
@@ -197,7 +197,7 @@ std::uint64_t write_snapshot(const store::Keyspace& keyspace, SnapshotFileWriter
     out.append(header, sizeof header, /*in_record=*/false);
     std::uint64_t records = 0;
     for (std::size_t i = 0; i < view.size(); ++i) {
-        write_filter_record(out, view.key(i), view.entry(i), words);
+        write_filter_record(out, view, i, words);
         ++records;
     }
     out.append_u8(format::kRecordEnd);

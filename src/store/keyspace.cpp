@@ -9,6 +9,7 @@
 #include <new>
 #include <thread>
 
+#include "bloomery/bloom/dump.hpp"
 #include "bloomery/cluster/slot.hpp"
 #include "bloomery/core/memory.hpp"
 
@@ -371,21 +372,32 @@ bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
     return node->filter.get();
 }
 
-void Keyspace::reap(std::string_view key, std::uint64_t hash) const {
+bool Keyspace::reap(std::string_view key, std::uint64_t hash) const {
     Shard& shard = shards_[((hash >> 32) & 0xFFFF) % shards_.size()];
     auto* self = const_cast<Keyspace*>(this);
     Garbage garbage;
-    {
+    MutationLog* log = mutation_log();
+    try {
+        // As Redis does, an expired key leaves the journal (and replicas) as a
+        // DEL, encoded before it goes; if that cannot be allocated the key
+        // stays for now (it is invisible either way).
+        EncodedRecord record = log != nullptr ? log->encode_deleted(key) : nullptr;
+        garbage.nodes.reserve(1);
+        garbage.tables.reserve(1);
         ShardWrite write(shard);
         const std::size_t slot = find_slot(shard, key, hash);
-        if (slot == kNotFound) return;
+        if (slot == kNotFound) return false;
         Node* node = node_at(shard, slot);
-        if (!node->expired(now_ms())) return;
+        if (!node->expired(now_ms())) return false;
         self->erase_slot(shard, slot, garbage);
         garbage.nodes.push_back(node);
         expired_keys_.fetch_add(1, std::memory_order_relaxed);
+        if (record) log->append(std::move(record));
+    } catch (const std::bad_alloc&) {
+        return false;
     }
     dispose(garbage);
+    return true;
 }
 
 bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire_at_ms,
@@ -393,9 +405,19 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
     const std::uint64_t hash = hash_key(key);
     Shard& shard = shard_for(hash);
     Garbage garbage;
+    garbage.nodes.reserve(1);
+    garbage.tables.reserve(1);
     bool stored = true;
+    // Records first: once the key changed, nothing may fail to record it.
+    MutationLog* log = mutation_log();
+    EncodedRecord deleted = log != nullptr ? log->encode_deleted(key) : nullptr;
+    EncodedRecord created =
+        log != nullptr ? log->encode_created(key, *filter, expire_at_ms) : nullptr;
     {
         ShardWrite write(shard);
+        // Under the lock, so no snapshot cut falls between the stamp and the
+        // link: the new filter owes nothing to a snapshot taken before.
+        filter->set_count_stamp(snapshot_counts_.current_stamp());
         const std::size_t slot = find_slot(shard, key, hash);
         if (slot == kNotFound) {
             Node* node = make_node(key, std::move(filter), expire_at_ms);
@@ -407,8 +429,7 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
                 dispose(garbage);
                 throw;
             }
-            if (MutationLog* log = log_.load(std::memory_order_acquire))
-                log->created(key, *node->filter, expire_at_ms);
+            if (created) log->append(std::move(created));
         } else {
             Node* node = node_at(shard, slot);
             const bool expired = node->expired(now_ms());
@@ -421,9 +442,11 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
                 Node* fresh = make_node(key, std::move(filter), expire_at_ms);
                 replace_slot(shard, slot, fresh, hash);
                 garbage.nodes.push_back(node);
-                if (MutationLog* log = log_.load(std::memory_order_acquire)) {
-                    if (!expired) log->deleted(key);
-                    log->created(key, *fresh->filter, expire_at_ms);
+                if (log != nullptr) {
+                    // CREATE replaces the key on replay; the DEL says the old
+                    // filter went (its later adds are dropped, as its bits).
+                    log->append(std::move(deleted));
+                    log->append(std::move(created));
                 }
             }
         }
@@ -440,10 +463,126 @@ void Keyspace::put(std::string_view key, FilterRef filter, std::int64_t expire_a
     store(key, std::move(filter), expire_at_ms, true);
 }
 
+bool Keyspace::add_items(std::string_view key, std::span<const std::string_view> items,
+                         const bloom::GrowthLimits& limits, const std::function<FilterRef()>* make,
+                         std::vector<bloom::AddResult>& results) {
+    results.resize(items.size());
+    std::size_t done = 0;
+    const auto run = [&](bloom::ScalableFilter& filter) {
+        done = 0;
+        MutationLog* log = mutation_log();
+        constexpr std::size_t kBatch = bloom::ScalableFilter::kBatch;
+        for (std::size_t first = 0; first < items.size(); first += kBatch) {
+            const std::size_t n = std::min(kBatch, items.size() - first);
+            const auto batch = items.subspan(first, n);
+            const auto out = std::span(results).subspan(done, n);
+            std::size_t stored;
+            if (log == nullptr) {
+                stored = filter.add_many(batch, limits, out);
+            } else {
+                bloom::AddRecorder* scope;
+                try {
+                    scope = &log->begin_adds(filter, n);
+                } catch (const std::bad_alloc&) {
+                    // No room for the batch's record: nothing of it changed.
+                    results[done++] = bloom::AddResult::out_of_memory;
+                    return;
+                }
+                DataScope close(log);
+                // Before any room is taken (a small layer counts its
+                // reservations): a running snapshot keeps the counts of its
+                // cut.
+                if (!snapshot_counts_.before_count_change(filter)) {
+                    results[done++] = bloom::AddResult::out_of_memory;
+                    return;
+                }
+                stored = filter.add_many(batch, limits, out, scope);
+            }
+            done += stored;
+            if (stored < n) return;  // stopped at a full filter or an error
+        }
+    };
+    bool found;
+    if (make == nullptr) {
+        found = with_filter(key, run);
+    } else {
+        found = with_filter_or_create(key, *make, run);
+    }
+    results.resize(done);
+    return found;
+}
+
+Keyspace::ChunkStatus Keyspace::load_chunk(std::string_view key, std::int64_t iter,
+                                           std::string_view data, std::string& error) {
+    ChunkStatus status = ChunkStatus::loaded;
+    const bool found = with_filter(key, [&](bloom::ScalableFilter& filter) {
+        bloom::ChunkTarget target;
+        // Checked first: a refused chunk is not recorded (nor sent to
+        // replicas), however large it was.
+        if (!bloom::check_chunk(filter, iter, data, target, error)) {
+            status = ChunkStatus::refused;
+            return;
+        }
+        MutationLog* log = mutation_log();
+        if (log == nullptr) {
+            bloom::apply_chunk(filter, target);
+            return;
+        }
+        log->begin_chunk(filter, iter, data);
+        DataScope close(log);
+        bloom::apply_chunk(filter, target);
+    });
+    return found ? status : ChunkStatus::missing;
+}
+
+bool Keyspace::redo_adds(bloom::ScalableFilter& filter, std::span<const RecordedAdd> adds) {
+    // Every layer first: a layer that cannot exist refuses the whole record
+    // before anything changed, and growing cannot fail halfway through.
+    std::uint32_t top = 0;
+    for (const RecordedAdd& add : adds) top = std::max(top, add.layer);
+    if (!adds.empty() && !filter.redo_layers(top)) return false;
+    MutationLog* log = mutation_log();
+    constexpr std::size_t kBatch = bloom::ScalableFilter::kBatch;
+    for (std::size_t first = 0; first < adds.size(); first += kBatch) {
+        const auto batch = adds.subspan(first, std::min(kBatch, adds.size() - first));
+        if (log == nullptr) {
+            for (const RecordedAdd& add : batch) filter.redo_add(add.layer, add.hash);
+            continue;
+        }
+        bloom::AddRecorder& scope = log->begin_adds(filter, batch.size());
+        DataScope close(log);
+        if (!snapshot_counts_.before_count_change(filter)) throw std::bad_alloc();
+        for (const RecordedAdd& add : batch) {
+            scope.record(add.layer, add.hash);
+            filter.redo_add(add.layer, add.hash);
+        }
+    }
+    return true;
+}
+
+bool Keyspace::redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter, std::string_view data,
+                          std::string& error) {
+    bloom::ChunkTarget target;
+    if (!bloom::check_chunk(filter, iter, data, target, error)) return false;
+    MutationLog* log = mutation_log();
+    if (log == nullptr) {
+        bloom::apply_chunk(filter, target);
+        return true;
+    }
+    log->begin_chunk(filter, iter, data);
+    DataScope close(log);
+    bloom::apply_chunk(filter, target);
+    return true;
+}
+
 bool Keyspace::erase(std::string_view key) {
     const std::uint64_t hash = hash_key(key);
     Shard& shard = shard_for(hash);
     Garbage garbage;
+    garbage.nodes.reserve(1);
+    garbage.tables.reserve(1);
+    MutationLog* log = mutation_log();
+    EncodedRecord record = log != nullptr ? log->encode_deleted(key) : nullptr;
     bool live;
     {
         ShardWrite write(shard);
@@ -453,7 +592,9 @@ bool Keyspace::erase(std::string_view key) {
         live = !node->expired(now_ms());
         erase_slot(shard, slot, garbage);
         garbage.nodes.push_back(node);
-        if (MutationLog* log = log_.load(std::memory_order_acquire); live && log) log->deleted(key);
+        if (!live) expired_keys_.fetch_add(1, std::memory_order_relaxed);
+        // An expired key goes as a DEL too (reap()).
+        if (record) log->append(std::move(record));
     }
     dispose(garbage);
     return live;
@@ -480,6 +621,10 @@ std::optional<bool> Keyspace::update_expiry(
     const std::uint64_t hash = hash_key(key);
     Shard& shard = shard_for(hash);
     Garbage garbage;
+    garbage.nodes.reserve(1);
+    garbage.tables.reserve(1);
+    MutationLog* log = mutation_log();
+    EncodedRecord deleted = log != nullptr ? log->encode_deleted(key) : nullptr;
     std::optional<bool> changed;
     {
         ShardWrite write(shard);
@@ -491,6 +636,7 @@ std::optional<bool> Keyspace::update_expiry(
             erase_slot(shard, slot, garbage);
             garbage.nodes.push_back(node);
             expired_keys_.fetch_add(1, std::memory_order_relaxed);
+            if (deleted) log->append(std::move(deleted));
         } else if (const std::optional<std::int64_t> deadline = decide(node->deadline());
                    !deadline) {
             changed = false;
@@ -498,12 +644,13 @@ std::optional<bool> Keyspace::update_expiry(
             erase_slot(shard, slot, garbage);
             garbage.nodes.push_back(node);
             changed = true;
-            if (MutationLog* log = log_.load(std::memory_order_acquire)) log->deleted(key);
+            if (deleted) log->append(std::move(deleted));
         } else {
+            // Encoded before the deadline changes (it was only known now).
+            EncodedRecord record = log != nullptr ? log->encode_expiry(key, *deadline) : nullptr;
             node->expire_at_ms.store(*deadline, std::memory_order_relaxed);
             changed = true;
-            if (MutationLog* log = log_.load(std::memory_order_acquire))
-                log->expiry_set(key, *deadline);
+            if (record) log->append(std::move(record));
         }
     }
     dispose(garbage);
@@ -528,7 +675,12 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
     Shard& source = shard_for(from_hash);
     Shard& target = shard_for(to_hash);
     Garbage garbage;
-    bool renamed = false;
+    garbage.nodes.reserve(2);
+    garbage.tables.reserve(2);
+    MutationLog* log = mutation_log();
+    EncodedRecord renamed = log != nullptr ? log->encode_renamed(from, to) : nullptr;
+    EncodedRecord deleted = log != nullptr ? log->encode_deleted(from) : nullptr;
+    bool renamed_key = false;
     {
         // Lock both shards in index order so two opposite renames cannot deadlock.
         Shard* first = &source < &target ? &source : &target;
@@ -544,8 +696,9 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
             erase_slot(source, slot, garbage);
             garbage.nodes.push_back(node);
             expired_keys_.fetch_add(1, std::memory_order_relaxed);
+            if (deleted) log->append(std::move(deleted));
         } else if (from == to) {
-            renamed = true;
+            renamed_key = true;
         } else {
             // The new node is made first: if allocation fails nothing has changed.
             Node* moved = make_node(to, node->filter, node->deadline());
@@ -567,12 +720,12 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
             // Found again: inserting into the same shard may have rebuilt the table.
             erase_slot(source, find_slot(source, from, from_hash), garbage);
             garbage.nodes.push_back(node);
-            renamed = true;
-            if (MutationLog* log = log_.load(std::memory_order_acquire)) log->renamed(from, to);
+            renamed_key = true;
+            if (renamed) log->append(std::move(renamed));
         }
     }
     dispose(garbage);
-    return renamed;
+    return renamed_key;
 }
 
 Keyspace::Counts Keyspace::counts(bool with_items) const {
@@ -598,7 +751,10 @@ Keyspace::Counts Keyspace::counts(bool with_items) const {
 
 std::size_t Keyspace::clear() {
     Garbage garbage;
+    garbage.tables_and_nodes.reserve(shards_.size());
     std::size_t live = 0;
+    MutationLog* log = mutation_log();
+    EncodedRecord record = log != nullptr ? log->encode_cleared() : nullptr;
     {
         // Every shard in index order (as rename and view take them), so the
         // keyspace empties at one instant.
@@ -623,7 +779,7 @@ std::size_t Keyspace::clear() {
                 slot_counts_[slot].store(0, std::memory_order_relaxed);
             }
         }
-        if (MutationLog* log = log_.load(std::memory_order_acquire)) log->cleared();
+        if (record) log->append(std::move(record));
     }
     // Freed with no lock held (once no lookup can see them): a million keys
     // or a terabyte of filters take a while, and other clients may already
@@ -720,11 +876,33 @@ KeyspaceView Keyspace::view() const {
             view.keys_.append(node->key());
         }
     }
+    view.counted_.assign(view.entries_.size(), false);
     if (MutationLog* log = log_.load(std::memory_order_acquire)) {
         view.log_id_ = log->log_id();
-        view.log_position_ = log->position();
+        // The cut: no data scope is open (every add before it has set its
+        // bits and counted), none opens, and every shard is locked, so the
+        // view holds exactly the records before the position; the counts
+        // session keeps the counts of that instant for the filters changed
+        // while the snapshot copies them.
+        view.log_position_ = log->cut([&] { view.counts_ = snapshot_counts_.begin(); });
     }
     return view;
+}
+
+std::vector<std::uint64_t> KeyspaceView::item_counts(std::size_t i) const {
+    counted_[i] = true;
+    const bloom::ScalableFilter& filter = *entries_[i].filter;
+    if (counts_) return counts_->counts_at_cut(filter);
+    std::vector<std::uint64_t> counts(filter.num_layers());
+    for (std::size_t l = 0; l < counts.size(); ++l) counts[l] = filter.layer(l).items();
+    return counts;
+}
+
+KeyspaceView::~KeyspaceView() {
+    if (!counts_) return;
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+        if (!counted_[i]) counts_->settle(*entries_[i].filter);
+    }
 }
 
 void Keyspace::wait_for_readers() {
@@ -735,42 +913,21 @@ void Keyspace::wait_for_readers() {
 std::size_t Keyspace::active_expire_cycle() {
     std::size_t removed = 0;
     for (Shard& shard : shards_) {
-        Garbage garbage;
         const std::int64_t now = now_ms();
         // Look under the shared lock first: most cycles find nothing to do.
-        bool any = false;
+        std::vector<std::string> expired;
         {
             std::shared_lock lock(shard.mutex);
             const Table* table = shard.table.load(std::memory_order_relaxed);
-            for (std::size_t i = 0; table != nullptr && i <= table->mask && !any; ++i) {
-                any =
-                    table->slots()[i] != 0 && node_of<const Node>(table->slots()[i])->expired(now);
-            }
-        }
-        if (!any) continue;
-        {
-            ShardWrite write(shard);
-            // Erasing shifts later entries back, so a slot is examined again
-            // after an erase instead of stepping past it.
-            std::size_t i = 0;
-            for (;;) {
-                const Table* table = shard.table.load(std::memory_order_relaxed);
-                if (table == nullptr || i > table->mask) break;
+            for (std::size_t i = 0; table != nullptr && i <= table->mask; ++i) {
                 const std::uint64_t slot = table->slots()[i];
-                Node* node = slot == 0 ? nullptr : node_of<Node>(slot);
-                if (node == nullptr || !node->expired(now)) {
-                    ++i;
-                    continue;
+                if (slot != 0 && node_of<const Node>(slot)->expired(now)) {
+                    expired.emplace_back(node_of<const Node>(slot)->key());
                 }
-                erase_slot(shard, i, garbage);
-                garbage.nodes.push_back(node);
-                ++removed;
-                expired_keys_.fetch_add(1, std::memory_order_relaxed);
-                // The table was rebuilt smaller: start over.
-                if (shard.table.load(std::memory_order_relaxed) != table) i = 0;
             }
         }
-        dispose(garbage);
+        // One at a time, each with its DEL record (reap()).
+        for (const std::string& key : expired) removed += reap(key, hash_key(key)) ? 1 : 0;
     }
     reclaim();
     return removed;

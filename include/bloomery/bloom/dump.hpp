@@ -42,10 +42,11 @@ struct DumpHeader {
 // the bounds every other path uses). False with `error` (no "ERR " prefix)
 // on bad input. Allocates nothing beyond the header's own description.
 bool parse_header(std::string_view bytes, DumpHeader& out, std::string& error);
-// A new, all-zero filter with the header's geometry and item counts. Throws
-// std::bad_alloc. The caller checks the size limits first
-// (ScalableFilter::allocation_bytes, filter_bytes).
-FilterRef build_filter(const DumpHeader& header);
+// A new, all-zero filter with the header's geometry and item counts, its
+// bytes reserved against `maxmemory` (0: no limit) before they are allocated:
+// an empty reference if they would pass it. Throws std::bad_alloc. The
+// caller checks --max-filter-bytes first (filter_bytes).
+FilterRef build_filter(const DumpHeader& header, std::uint64_t maxmemory = 0);
 // parse_header + a whole-filter bound (bit arrays of all layers at most
 // `max_filter_bytes`, 0 = unbounded) + build_filter. Returns an empty
 // reference and sets `error` on refusal.
@@ -63,9 +64,24 @@ struct DumpChunk {
 DumpChunk dump_chunk(const ScalableFilter& filter, std::int64_t iter,
                      std::size_t max_chunk_bytes = kMaxDumpChunkBytes);
 
-// Writes a data chunk produced by dump_chunk() into `filter`. Returns false and
-// sets `error` if the iterator, length, alignment, bounds or checksum are wrong;
-// the filter is then unchanged.
+// Where a data chunk of dump_chunk() goes in a filter, once checked.
+struct ChunkTarget {
+    std::size_t layer = 0;
+    std::uint64_t first_word = 0;  // in that layer
+    std::string_view payload;      // whole little-endian words, into the chunk
+};
+// Checks a data chunk against `filter` (iterator, length, alignment, bounds,
+// checksum) without changing anything. False with `error` (no "ERR ") if it
+// does not fit.
+bool check_chunk(const ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
+                 ChunkTarget& target, std::string& error);
+// Sets the chunk's bits in the filter: bits only go 0 -> 1, so a filter that
+// already held bits there keeps them, chunks and adds commute (replay in any
+// order gives the same bits), and loading never makes an item answer 0.
+// Safe beside concurrent adds. Layers never shrink, so a target checked
+// earlier against the same filter still fits.
+void apply_chunk(ScalableFilter& filter, const ChunkTarget& target);
+// check_chunk, then apply_chunk.
 bool load_chunk(ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
                 std::string& error);
 

@@ -108,6 +108,9 @@ public:
     bool reserve_item();
     void commit_item();
     void cancel_item();
+    // Counts an item without a reservation (redoing a recorded add): the
+    // room it takes comes out of what is left, if any is.
+    void count_item();
 
     // Number of bits set (exact once concurrent adds and loads have finished).
     std::uint64_t set_bits() const;
@@ -116,8 +119,12 @@ public:
     std::uint64_t load_word(std::uint64_t index) const;
     // Copies `count` words starting at `first` into `out` (relaxed atomic loads).
     void copy_words(std::uint64_t first, std::uint64_t count, std::uint64_t* out) const;
-    // Overwrites `count` words starting at `first`, keeping set_bits() exact.
+    // Overwrites `count` words starting at `first`, keeping set_bits() exact
+    // (loaders, on a layer nobody else uses yet).
     void store_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in);
+    // Sets the bits of `in` in `count` words starting at `first` (bits only
+    // go 0 -> 1), keeping set_bits() exact; safe beside concurrent adds.
+    void or_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in);
 
 private:
     struct alignas(64) Counter {

@@ -44,31 +44,33 @@ struct GrowthLimits {
 class FilterRef;
 class ScalableFilter;
 
-// An add about to set bits: the item's hash and the layer it goes into.
-struct LoggedAdd {
-    std::uint32_t layer;
-    ItemHash hash;
-};
-
-// Told of adds after their room is reserved and before any of their bits is
-// set, so whatever it records (the journal, persist/journal.hpp) precedes
-// every lookup that can see those bits. Called from any worker thread.
-class AddLog {
+// Told of each add after its room in a layer is reserved and before any of
+// its bits is set, so that whatever it records (store::MutationLog: the
+// journal) holds the add before any lookup can see its bits, and says what
+// was done: the layer and the hash. record() returning false (it could not
+// keep the add: out of memory) cancels that add before anything changed;
+// add_many() then reports out_of_memory for it and stops.
+class AddRecorder {
 public:
-    virtual ~AddLog() = default;
-    virtual void adding(const ScalableFilter& filter, std::span<const LoggedAdd> adds) = 0;
+    virtual ~AddRecorder() = default;
+    virtual bool record(std::uint32_t layer, const ItemHash& hash) noexcept = 0;
 };
 
 class ScalableFilter {
 public:
     // A new filter with the first layer derived from `options` (bounds.hpp:
-    // first_layer). Throws std::bad_alloc. Precondition: check_options()
-    // passes and the first layer is within check_layer().
-    static FilterRef create(const FilterOptions& options);
+    // first_layer). Its bytes are reserved in core/memory.hpp before they
+    // are allocated, against `maxmemory` (0: no limit), so clients creating
+    // filters at once never together pass the limit: an empty reference if
+    // they would. Throws std::bad_alloc. Precondition: check_options() passes
+    // and the first layer is within check_layer().
+    static FilterRef create(const FilterOptions& options, std::uint64_t maxmemory = 0);
     // A filter with exactly these layers, all bits clear, item counts 0, for
-    // loaders. Throws std::bad_alloc. Precondition: options and every layer
-    // pass their checks, 1 <= layers.size() <= kMaxLayers.
-    static FilterRef create(const FilterOptions& options, std::span<const LayerGeometry> layers);
+    // loaders; reserved against `maxmemory` as above. Throws std::bad_alloc.
+    // Precondition: options and every layer pass their checks,
+    // 1 <= layers.size() <= kMaxLayers.
+    static FilterRef create(const FilterOptions& options, std::span<const LayerGeometry> layers,
+                            std::uint64_t maxmemory = 0);
     // For loaders that own the filter exclusively (no concurrent add): appends
     // a layer with this geometry, all bits clear. Throws std::bad_alloc and
     // std::length_error past kMaxLayers. `geometry` must pass check_layer().
@@ -76,38 +78,72 @@ public:
     // Bytes create() would allocate for these layers, all layers included.
     static std::uint64_t allocation_bytes(std::span<const LayerGeometry> layers);
 
-    // With a `log`, every item about to be added is told to it first (see
-    // AddLog); an item the filter already holds is not.
-    AddResult add(std::string_view item, const GrowthLimits& limits, AddLog* log = nullptr);
-    AddResult add(const ItemHash& hash, const GrowthLimits& limits, AddLog* log = nullptr);
+    // One item, as add_many() with one item.
+    AddResult add(std::string_view item, const GrowthLimits& limits,
+                  AddRecorder* recorder = nullptr);
+    AddResult add(const ItemHash& hash, const GrowthLimits& limits,
+                  AddRecorder* recorder = nullptr);
     bool contains(std::string_view item) const;
     bool contains(const ItemHash& hash) const;
 
-    // Batches (BF.MADD, BF.MEXISTS, BF.INSERT): every item is hashed first and
-    // its words prefetched before any is probed, so the cache misses of a
-    // large filter overlap instead of being paid one after another.
-    // add_many stores one result per item in `out` (out.size() >= items.size())
-    // and stops after the first result other than added / exists, as
-    // RedisBloom's MADD does; it returns how many results it stored.
-    // With a `log`, one adding() call per batch of up to kBatch items.
+    // Batches (BF.MADD, BF.INSERT): items are hashed and their words
+    // prefetched a group ahead, so the cache misses of a large filter overlap,
+    // then added one after another as RedisBloom does: each is looked up
+    // (seeing the items before it), and if absent takes room in the newest
+    // layer (growing the filter when that is full), is told to `recorder`,
+    // sets its bits and is counted there. Stores one result per item in
+    // `out` (out.size() >= items.size()), stops after the first result other
+    // than added / exists, and returns how many results it stored.
+    //
+    // Exactness: an add that reached `recorder` is always counted in the
+    // layer it recorded, whatever other threads did meanwhile (two threads
+    // adding one item at once may both count it). So redoing the recorded
+    // adds (redo_add) gives back the same bits and counts.
     std::size_t add_many(std::span<const std::string_view> items, const GrowthLimits& limits,
-                         std::span<AddResult> out, AddLog* log = nullptr);
+                         std::span<AddResult> out, AddRecorder* recorder = nullptr);
+    // Batches (add_many, contains_many) are taken kBatch items at a time:
+    // 128 covers a BF.MADD of 100 in one pass, and the hashes (2 KiB) stay
+    // on the stack. Callers that record adds open one record per kBatch.
+    static constexpr std::size_t kBatch = 128;
 
-    // Replays a journaled add (persist/journal.hpp) into a filter the caller
-    // owns exclusively: grows the chain as the original did until `layer`
-    // exists, then adds the item there unless some layer already holds it.
-    // False if `layer` is beyond what the filter's options allow.
-    bool replay_add(std::size_t layer, const ItemHash& hash);
+    // The two halves of one add, for callers that record between them:
+    // plan_add() looks the item up and, if absent, reserves room for it in
+    // the newest layer (growing the filter when that is full) and returns
+    // `added` with that layer in `layer`; commit_add() then sets its bits
+    // there and counts it. Every `added` plan is followed by exactly one
+    // commit_add() or cancel_add() on the same thread.
+    AddResult plan_add(const ItemHash& hash, const GrowthLimits& limits, std::size_t& layer);
+    void commit_add(std::size_t layer, const ItemHash& hash);
+    void cancel_add(std::size_t layer);
+
+    // Redoing recorded adds (replay and replicas), in a filter only this
+    // thread changes: redo_layers() grows the chain by the filter's own rule
+    // (next_layer) until layer `layer` exists (false, nothing changed, if
+    // the options do not allow it; throws std::bad_alloc); redo_add() then
+    // sets the item's bits in that layer and counts it, deciding nothing.
+    bool redo_layers(std::size_t layer);
+    void redo_add(std::size_t layer, const ItemHash& hash);
 
     // A number that names this filter for the journal: unique among the
     // filters of one server run and of its snapshot and journal (kept by
-    // both), unchanged by RENAME. Set once, before the filter is shared.
-    std::uint64_t id() const { return id_; }
-    void set_id(std::uint64_t id) { id_ = id; }
+    // both), unchanged by RENAME, below 2^48 (kMaxFilterId). Set once,
+    // before the filter is shared.
+    std::uint64_t id() const { return id_and_stamp_.load(std::memory_order_relaxed) & kIdMask; }
+    void set_id(std::uint64_t id);
+    static constexpr std::uint64_t kMaxFilterId = (std::uint64_t{1} << 48) - 1;
     // Ids for new filters come from one counter; loaders raise it past every
     // id they load.
     static std::uint64_t next_id();
     static void reserve_ids_through(std::uint64_t id);
+
+    // A 16-bit mark kept beside the id for store/snapshot_counts.hpp: the
+    // last snapshot cut whose item counts this filter has accounted for.
+    // Lock-free; the store decides what it means.
+    std::uint16_t count_stamp() const {
+        return static_cast<std::uint16_t>(id_and_stamp_.load(std::memory_order_acquire) >> 48);
+    }
+    void set_count_stamp(std::uint16_t stamp) const;
+
     // out[i] = contains(items[i]) ? 1 : 0; out.size() >= items.size().
     void contains_many(std::span<const std::string_view> items, std::span<std::uint8_t> out) const;
 
@@ -130,22 +166,17 @@ private:
     ScalableFilter(const FilterOptions& options, const LayerGeometry& first,
                    std::uint64_t* first_words);
     ~ScalableFilter();
-    static FilterRef allocate(const FilterOptions& options, const LayerGeometry& first);
+    class MemoryReservation;
+    static FilterRef allocate(const FilterOptions& options, const LayerGeometry& first,
+                              MemoryReservation* reserved);
     void retain() const { refs_.fetch_add(1, std::memory_order_relaxed); }
     void release() const;
     // Appends a layer (growth or loading); the caller holds the growth lock
-    // or owns the filter exclusively.
-    void append_layer(LayerPtr layer);
+    // or owns the filter exclusively. Its bytes come out of `reserved` as far
+    // as it holds them; the rest is counted here.
+    void append_layer(LayerPtr layer, MemoryReservation* reserved = nullptr);
     AddResult grow(std::size_t seen_layers, const GrowthLimits& limits);
-    // The two halves of an add: prepare_add finds the item absent and
-    // reserves room in the newest layer (growing it if full), returning
-    // `added` with that layer's index; finish_add sets the bits.
-    AddResult prepare_add(const ItemHash& hash, const GrowthLimits& limits, std::size_t& layer);
-    AddResult finish_add(std::size_t layer, const ItemHash& hash);
-    // Batches (add_many, contains_many) are taken kBatch items at a time:
-    // 128 covers a BF.MADD of 100 in one pass, and the hashes (2 KiB) stay
-    // on the stack.
-    static constexpr std::size_t kBatch = 128;
+    static constexpr std::uint64_t kIdMask = kMaxFilterId;
     // Hashes items[first, first + n) into hashes[0, n) and calls probe(i)
     // for each i in order, with the words of items ahead prefetched in the
     // newest layer, so misses overlap (adds, and lookups in classic layers).
@@ -162,7 +193,8 @@ private:
     // Layers 1..kMaxLayers-1, allocated on the first growth and never moved;
     // published before the layer count that makes an entry visible.
     std::atomic<BloomLayer**> more_layers_{nullptr};
-    std::uint64_t id_;
+    // The id in the low 48 bits, the count stamp in the high 16.
+    mutable std::atomic<std::uint64_t> id_and_stamp_;
     BloomLayer first_;
     // The first layer's words follow the object when they are inline.
 };

@@ -101,6 +101,8 @@ inline constexpr std::string_view kOutOfMemory = "ERR Insufficient memory to cre
 // Redis's reply when a command that may allocate finds used_memory above
 // maxmemory (or, here, would take it there).
 inline constexpr std::string_view kOom = "OOM command not allowed when used memory > 'maxmemory'.";
+// An allocation failed while a command ran (before it changed anything).
+inline constexpr std::string_view kNoMemory = "OOM not enough memory to run the command";
 inline constexpr std::string_view kInvalidInfoField = "ERR Invalid information value";
 inline constexpr std::string_view kInvalidIterator = "ERR invalid iterator";
 inline constexpr std::string_view kBadOption = "ERR unknown argument received";

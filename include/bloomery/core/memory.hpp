@@ -39,6 +39,12 @@ std::uint64_t resident_bytes();
 // the total above it. With extra = 0 this is Redis's "used > maxmemory" check.
 bool memory_would_exceed(std::uint64_t limit, std::uint64_t extra = 0);
 
+// Adds `bytes` to `use` unless that would put the total above `limit` (0: no
+// limit); true if it did. Atomic against other callers: concurrent
+// reservations never together pass the limit (one may be refused that a
+// moment later would have fitted). For reserving before allocating.
+bool memory_try_add(MemoryUse use, std::uint64_t bytes, std::uint64_t limit);
+
 // Keeps a holder's reported size in step with its allocation: set(n) reports
 // the difference to the last size, and the destructor reports the release.
 class MemoryCharge {

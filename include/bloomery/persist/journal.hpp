@@ -1,36 +1,32 @@
 #pragma once
 // The append-only journal: every change to the data, as what it did (the
-// 128-bit hash of each added item, never the item itself), written to
-// DIR/<appendfilename>.<start offset> segment files and made durable by group
-// commit. The format is specified byte by byte in proto/journal.md.
+// 128-bit hash of each added item and the layer it went to, never the item
+// itself), written to DIR/<appendfilename>.<start offset> segment files and
+// made durable by group commit. The format is specified byte by byte in
+// proto/journal.md. It is the keyspace's store::MutationLog: the keyspace
+// hands it every record, encoded before the change it describes.
 //
-// Order: keyspace changes are appended under the locks of the shards they
-// touch (store::MutationLog), adds after their room is reserved and before
-// their bits are set (bloom::AddLog), so any bit a client can see was set by
-// an add whose record is already appended. An offset is a byte position in
-// the stream of records of one journal (an id), across its segments.
+// Order and exactness: keyspace records (CREATE, DEL, RENAME, EXPIRE,
+// FLUSHALL) enter the stream under the shard locks of their keys; data
+// records (ADD, CHUNK) are written into a buffer of the writing thread's own
+// inside a scope that holds that buffer from before the first change to
+// after the last, and reach the stream when the buffer is taken (by the
+// writer at most once a millisecond, by position() and cut(), by the thread
+// itself when the buffer passes kLocalFlushBytes or before it appends a
+// keyspace record). Records of data commute (bits are OR-ed, counts added),
+// so their order among threads does not matter; a cut() waits for every
+// scope to close, so the records before it are exactly the changes before
+// it. An offset is a byte position in the stream of records of one journal
+// (an id), across its segments.
 //
 // Durability (--appendfsync):
 // - always: durable() passes a record only after fdatasync; the network layer
-//   holds every reply until durable() reaches appended() as it was when the
-//   command ran (when_durable). One fdatasync covers every record appended by
-//   any thread meanwhile (group commit).
-// - everysec: written as soon as the writer thread wakes, fdatasync once a
-//   second; a crash loses at most about the last two seconds.
+//   holds every reply until durable() reaches position() as it was when the
+//   command batch ended (when_durable). One fdatasync covers every record
+//   appended by any thread meanwhile (group commit).
+// - everysec: written within about a millisecond, fdatasync once a second;
+//   a crash loses at most about the last two seconds.
 // - no: written likewise, fdatasync only when a segment is sealed and at exit.
-//
-// Adds under everysec and no go first to a buffer of the adding thread's own,
-// so an add writes no cache line another thread writes (DESIGN.md, "Many
-// cores"); the writer moves every thread's buffer into the stream at most
-// once a millisecond, a thread itself when its buffer passes
-// kLocalFlushBytes or before it appends any other record, and position()
-// before it answers. An add's record can so land after a keyspace record of
-// another thread that came later (a DEL, RENAME, FLUSHALL or LOADCHUNK);
-// records name filters by id, and replaying such an add drops it (its filter
-// was deleted) or sets bits the later record kept or overwrote, never fewer
-// bits than live. Under always every record goes straight into the stream:
-// a reply waits for the offset it saw, which must cover every add whose
-// bits it saw.
 //
 // Failure (ENOSPC, EIO, EROFS, EFBIG...): the unwritten records stay in
 // memory, failing() turns true (writes are refused with -MISCONF by the
@@ -69,7 +65,7 @@ inline constexpr std::size_t kJournalSegmentHeaderBytes = 40;
 bool parse_fsync_policy(std::string_view text, FsyncPolicy& out);
 const char* fsync_policy_name(FsyncPolicy policy);
 
-class Journal final : public store::MutationLog, public bloom::AddLog {
+class Journal final : public store::MutationLog {
 public:
     // `buffer_limit`: bytes appended but not yet durable past which failing()
     // turns true, so a disk slower than the clients bounds memory.
@@ -79,43 +75,48 @@ public:
     Journal& operator=(const Journal&) = delete;
 
     // Starts appending to journal `id` at `offset`: to the existing segment
-    // `existing` (a path, already cut to `offset`), or to a new segment.
+    // `existing` (a path, already cut to `offset`), or to a new segment. A
+    // closed journal may be opened again (a replica's full synchronization
+    // starts a new history in the same object, so pointers to it stay valid).
     bool open(std::uint64_t id, std::uint64_t offset, const std::string& existing,
               std::string& error);
-    // Writes and fdatasyncs whatever is appended, then stops the writer.
+    // Writes and fdatasyncs whatever is appended, then stops the writer and
+    // gives back its buffers.
     void close();
 
-    // bloom::AddLog
-    void adding(const bloom::ScalableFilter& filter,
-                std::span<const bloom::LoggedAdd> adds) override;
-    // store::MutationLog
-    void created(std::string_view key, const bloom::ScalableFilter& filter,
-                 std::int64_t expire_at_ms) override;
-    void deleted(std::string_view key) override;
-    void renamed(std::string_view from, std::string_view to) override;
-    void expiry_set(std::string_view key, std::int64_t expire_at_ms) override;
-    void cleared() override;
-    std::uint64_t log_id() const override { return id_; }
-    // Moves every thread's buffered adds into the stream, then appended().
+    // store::MutationLog (keyspace.hpp calls these; see mutation_log.hpp).
+    store::EncodedRecord encode_created(std::string_view key, const bloom::ScalableFilter& filter,
+                                        std::int64_t expire_at_ms) override;
+    store::EncodedRecord encode_deleted(std::string_view key) override;
+    store::EncodedRecord encode_renamed(std::string_view from, std::string_view to) override;
+    store::EncodedRecord encode_expiry(std::string_view key, std::int64_t expire_at_ms) override;
+    store::EncodedRecord encode_cleared() override;
+    void append(store::EncodedRecord record) noexcept override;
+    bloom::AddRecorder& begin_adds(const bloom::ScalableFilter& filter,
+                                   std::size_t max_items) override;
+    void begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
+                     std::string_view data) override;
+    void end_data() noexcept override;
+    std::uint64_t log_id() const override { return id_.load(std::memory_order_acquire); }
+    // Moves every thread's buffered records into the stream, then appended().
     std::uint64_t position() override;
-    // A BF.LOADCHUNK data chunk, before it is applied to `filter`.
-    void chunk_loading(const bloom::ScalableFilter& filter, std::int64_t iter,
-                       std::string_view data);
+    std::uint64_t cut(const std::function<void()>& at_cut) override;
 
     FsyncPolicy policy() const { return policy_; }
-    // The offset after the last record in the stream (adds still in a
+    // The offset after the last record in the stream (records still in a
     // thread's buffer are not yet in it; position() moves them first).
     std::uint64_t appended() const { return appended_.load(std::memory_order_acquire); }
     std::uint64_t durable() const { return durable_.load(std::memory_order_acquire); }
-    // The offset after the last record this thread appended since
-    // reset_thread_mark() (0: none). The network layer marks each batch of
-    // commands, so while the journal fails it holds only the replies of
-    // batches that themselves appended.
+    // Whether this thread wrote a record since reset_thread_mark(). The
+    // network layer marks each batch of commands, so while the journal fails
+    // it holds only the replies of batches that themselves wrote.
     static void reset_thread_mark();
-    static std::uint64_t thread_mark();
-    // Calls `fn` on the writer thread once durable() >= offset (at once, on
-    // the caller's thread, if it already is). For --appendfsync always.
-    void when_durable(std::uint64_t offset, std::function<void()> fn);
+    static bool thread_mark();
+    // Calls `fn` on the writer thread once durable() >= offset of history
+    // `id` (at once, on the caller's thread, if it already is, or if the
+    // journal was closed and opened on another history since: close() made
+    // the old one durable). For --appendfsync always.
+    void when_durable(std::uint64_t id, std::uint64_t offset, std::function<void()> fn);
     // Writes are refused while this is true: the last write or fdatasync
     // failed, or more than buffer_limit bytes wait. Lock-free.
     bool failing() const { return failing_.load(std::memory_order_relaxed); }
@@ -143,7 +144,7 @@ public:
     };
     // The segments on disk, oldest first; the last is being written.
     std::vector<SegmentFile> segment_files() const;
-    // Called on the writer thread after each write, with written(). Set once,
+    // Called on the writer thread after each write, with written(). Set
     // before the journal is shared (Manager does it).
     void set_write_listener(std::function<void(std::uint64_t)> listener) {
         write_listener_ = std::move(listener);
@@ -153,7 +154,7 @@ public:
 
     // A thread's buffer is moved into the stream once it holds this much.
     static constexpr std::size_t kLocalFlushBytes = 64 * 1024;
-    // Threads with a buffer of their own; more append straight to the stream.
+    // Threads with a buffer of their own; more share one more buffer.
     static constexpr std::size_t kLocalBuffers = 128;
 
 private:
@@ -161,28 +162,31 @@ private:
         std::uint64_t start;
         std::string path;
     };
-    // One thread's adds not yet in the stream (everysec and no).
-    struct alignas(64) LocalBuffer {
-        std::mutex mutex;  // the owner; the writer and position() (under mutex_)
-        std::string records;
-        std::atomic<std::size_t> bytes{0};  // records.size(), read without the mutex
-        std::size_t charged = 0;            // records' capacity, counted in memory (owner)
+    // A list of record blocks, in stream order.
+    struct BlockList {
+        store::RecordBlock* head = nullptr;
+        store::RecordBlock* tail = nullptr;
+        std::uint64_t bytes = 0;
+        bool empty() const { return head == nullptr; }
+        void push(store::RecordBlock* block) noexcept;  // one block or a chain
+        void splice(BlockList& other) noexcept;         // other's blocks after ours
+        void clear() noexcept;                          // frees every block
     };
-    // Appends one record (type + body) to the stream under mutex_, after the
-    // calling thread's buffered adds; `encode` writes the body.
-    template <class Encode>
-    void append(std::uint8_t type, std::size_t body_bytes, Encode&& encode);
-    // This thread's buffer (claimed on first use), or nullptr: policy always,
-    // or every buffer taken.
-    LocalBuffer* local_buffer();
-    // Under mutex_ and local.mutex: moves its records to the end of pending_;
-    // false if it held none.
-    bool take_local(LocalBuffer& local);
+    class LocalBuffer;
+    // This thread's buffer, claimed on first use (under mutex_, so no cut()
+    // runs while a thread claims one).
+    LocalBuffer& local_buffer();
+    // Under mutex_ and local's lock: moves its records into pending_; false
+    // if it held none.
+    bool take_local(LocalBuffer& local) noexcept;
     // Under mutex_: take_local for every claimed buffer; true if any held records.
     bool take_all_locals();
     bool locals_pending() const;
-    // Books `bytes` just moved into pending_: offsets, the buffer limit, memory.
-    void appended_bytes(std::size_t bytes);
+    // Under mutex_: books `bytes` just moved into pending_.
+    void appended_bytes(std::uint64_t bytes) noexcept;
+    // Appends a keyspace record (after this thread's own buffered records);
+    // cannot fail.
+    void append_block(store::RecordBlock* block) noexcept;
     // After an append outside mutex_: wakes the writer if it sleeps.
     void wake_writer();
     // Under mutex_: true (and the writer marked awake) if it sleeps; the
@@ -194,20 +198,21 @@ private:
     bool sync();
     void set_failure(const std::string& what);
     std::size_t notify_durable();  // runs the waiters now due; returns how many
+    void release_locals();         // after close: gives back the threads' buffers
 
     const std::string dir_;
     const std::string basename_;
     const FsyncPolicy policy_;
     const std::uint64_t buffer_limit_;
-    std::uint64_t id_ = 0;
+    std::atomic<std::uint64_t> id_{0};
 
     mutable std::mutex mutex_;  // appenders and the writer: pending_, flags below
     std::condition_variable wake_;
     std::condition_variable rotated_;
-    std::string pending_;  // appended, not yet taken by the writer
+    BlockList pending_;  // appended, not yet taken by the writer
     std::atomic<std::uint64_t> appended_{0};
     // Set (under mutex_) while the writer sleeps; read without it by threads
-    // that buffered an add (seq_cst both ways, see wake_writer()).
+    // that buffered a record (seq_cst both ways, see wake_writer()).
     std::atomic<bool> writer_idle_{false};
     bool stop_ = false;
     bool rotate_requested_ = false;
@@ -221,10 +226,11 @@ private:
     // Writer thread only.
     int fd_ = -1;
     std::string current_path_;
-    std::string unwritten_;           // taken from pending_, not yet written
-    std::string unsynced_;            // written since the last fdatasync (always only)
-    std::uint64_t written_ = 0;       // offset after the last byte written
-    std::uint64_t segment_size_ = 0;  // bytes in the current segment file
+    BlockList unwritten_;               // taken from pending_, not yet written
+    std::size_t unwritten_offset_ = 0;  // bytes of unwritten_'s first block already written
+    BlockList unsynced_;                // written since the last fdatasync (always only)
+    std::uint64_t written_ = 0;         // offset after the last byte written
+    std::uint64_t segment_size_ = 0;    // bytes in the current segment file
     std::uint64_t synced_segment_size_ = 0;
     std::int64_t last_sync_ms_ = 0;
 
@@ -240,8 +246,9 @@ private:
     std::atomic<std::int64_t> last_fsync_unix_ms_{0};  // when the last one succeeded (0: never)
     std::atomic<bool> syncing_{false};
 
+    // kLocalBuffers of their own, then one shared by the threads beyond.
     const std::unique_ptr<LocalBuffer[]> locals_;
-    std::atomic<std::size_t> locals_claimed_{0};
+    std::atomic<std::size_t> locals_claimed_{0};  // written under mutex_
     const std::uint64_t serial_;  // tells this journal's buffers from an earlier one's
 
     std::mutex waiters_mutex_;
@@ -251,19 +258,18 @@ private:
 
 // Applies a replication stream (the journal's records as a primary sends
 // them, proto/replication.md) to a keyspace, finding filters by the ids the
-// primary journaled them under: a replica's link. Not thread-safe: one
+// primary journaled them under: a replica's link. Records are redone through
+// the keyspace's write path, so the replica's own journal (the keyspace's
+// mutation log, if any) records them as its own. Not thread-safe: one
 // applier per link, called from its thread; the keyspace may be read by
 // others meanwhile (the link is the replica's only writer).
 class StreamApplier {
 public:
-    // Indexes the filters now in `keyspace` by id. `log` (a replica's own
-    // journal, or null) hears of every add applied; keyspace changes reach
-    // the keyspace's own mutation log.
-    StreamApplier(store::Keyspace& keyspace, bloom::AddLog* log);
+    // Indexes the filters now in `keyspace` by id.
+    explicit StreamApplier(store::Keyspace& keyspace);
     ~StreamApplier();
     StreamApplier(const StreamApplier&) = delete;
     StreamApplier& operator=(const StreamApplier&) = delete;
-    void set_log(bloom::AddLog* log);
     // Applies every whole record at the start of `data` and sets `consumed`
     // to the bytes they took (a record cut off at the end waits for more).
     // False with `error` on a record that fails its checksum, does not

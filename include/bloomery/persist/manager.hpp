@@ -37,10 +37,11 @@ public:
     // appending (attached to the keyspace). False with a message naming the
     // file and the reason if either is bad.
     bool load(std::string& error);
-    // The journal, or null with --appendonly no (or before load()). A
-    // replica's full synchronization replaces it (replace_dataset); the old
-    // object stays alive (closed) until the Manager goes, so a pointer read
-    // here stays valid.
+    // The journal, or null with --appendonly no (or before load(), or while
+    // a replica's full synchronization replaces the data). There is one
+    // journal object for the Manager's life: a full synchronization closes
+    // it and opens it again on a new history, so a pointer read here stays
+    // valid.
     Journal* journal() const { return journal_.load(std::memory_order_acquire); }
     // Called on the journal's writer thread after each write (the
     // replication source wakes replica feeds with it); applies to the
@@ -120,7 +121,7 @@ private:
                       std::string& error);
 
     std::atomic<Journal*> journal_{nullptr};
-    std::vector<std::unique_ptr<Journal>> journals_;  // the current one last; older ones closed
+    std::unique_ptr<Journal> journal_object_;  // made by the first open_journal()
     std::function<void(std::uint64_t)> journal_listener_;
     std::atomic<std::uint64_t> replication_floor_{~std::uint64_t{0}};
 };

@@ -32,6 +32,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,7 @@
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/store/epoch.hpp"
 #include "bloomery/store/mutation_log.hpp"
+#include "bloomery/store/snapshot_counts.hpp"
 
 namespace bloomery::store {
 
@@ -76,6 +78,18 @@ public:
         return std::string_view(keys_).substr(entries_[i].key_offset, entries_[i].key_size);
     }
     const Entry& entry(std::size_t i) const { return entries_[i]; }
+    // The per-layer item counts entry i's filter had at the view's position
+    // (with a journal: exactly those of the adds recorded before it, however
+    // many were added since; without one: the counts now). Asked once per
+    // entry, in any order; layers created since count 0.
+    std::vector<std::uint64_t> item_counts(std::size_t i) const;
+
+    KeyspaceView() = default;
+    KeyspaceView(KeyspaceView&&) = default;
+    KeyspaceView& operator=(KeyspaceView&&) = default;
+    // Entries whose counts were never asked for are settled with the counts
+    // session (a snapshot that stopped early).
+    ~KeyspaceView();
 
 private:
     friend class Keyspace;
@@ -83,6 +97,8 @@ private:
     std::vector<Entry> entries_;
     std::uint64_t log_id_ = 0;
     std::uint64_t log_position_ = 0;
+    std::shared_ptr<SnapshotCounts::Session> counts_;  // with a journal
+    mutable std::vector<bool> counted_;                // item_counts asked, per entry
 };
 
 class Keyspace {
@@ -152,6 +168,43 @@ public:
             insert_new(key, std::move(created));
         }
     }
+
+    // ---- The write path: every change to the data goes through these, and
+    // each produces its record (MutationLog) in one place. ----
+
+    // BF.ADD / BF.MADD / BF.INSERT: adds `items` to the filter under `key`,
+    // creating it with make() when it is missing (make may return an empty
+    // reference to refuse, and is not called when null). Results as
+    // ScalableFilter::add_many, in `results` (resized to what was stored).
+    // Each batch of up to ScalableFilter::kBatch items is one record; a
+    // record that cannot be allocated stops the adds with out_of_memory
+    // before anything of its batch changed. Returns false if the key is
+    // missing and was not created.
+    bool add_items(std::string_view key, std::span<const std::string_view> items,
+                   const bloom::GrowthLimits& limits, const std::function<FilterRef()>* make,
+                   std::vector<bloom::AddResult>& results);
+
+    enum class ChunkStatus { loaded, missing, refused };
+    // BF.LOADCHUNK data chunk: checked against the filter under `key` first
+    // (a refused chunk is neither applied nor recorded), then recorded and
+    // its bits set (bloom::apply_chunk). `error` on refusal. Throws
+    // std::bad_alloc with nothing changed.
+    ChunkStatus load_chunk(std::string_view key, std::int64_t iter, std::string_view data,
+                           std::string& error);
+
+    // Redoes adds recorded elsewhere (journal replay, a replica's stream) in
+    // `filter`, which this thread alone changes, recording them in this
+    // keyspace's own log: bits set and items counted in exactly the layers
+    // given. False, with nothing changed, if a layer is beyond what the
+    // filter can grow to. Throws std::bad_alloc with nothing changed.
+    struct RecordedAdd {
+        std::uint32_t layer;
+        bloom::ItemHash hash;
+    };
+    bool redo_adds(bloom::ScalableFilter& filter, std::span<const RecordedAdd> adds);
+    // Redoes a recorded chunk; false (nothing changed) if it does not fit.
+    bool redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter, std::string_view data,
+                    std::string& error);
 
     // Inserts `filter` under `key` only if the key is absent (or expired).
     bool insert_new(std::string_view key, FilterRef filter, std::int64_t expire_at_ms = 0);
@@ -270,9 +323,9 @@ private:
     // entry is reaped (releasing the lock) and reported missing.
     bloom::ScalableFilter* find_live(const Shard& shard, std::shared_lock<std::shared_mutex>& lock,
                                      std::string_view key, std::uint64_t hash) const;
-    // Erases `key` if it is still expired (a lookup found it so). Takes the
-    // shard's exclusive lock.
-    void reap(std::string_view key, std::uint64_t hash) const;
+    // Erases `key` if it is still expired (a lookup found it so), with a DEL
+    // record; true if it did. Takes the shard's exclusive lock.
+    bool reap(std::string_view key, std::uint64_t hash) const;
     // insert_new (replace_live = false) and put (true).
     bool store(std::string_view key, FilterRef filter, std::int64_t expire_at_ms,
                bool replace_live);
@@ -304,6 +357,9 @@ private:
     // only when a key is linked or unlinked, under its shard's lock.
     std::unique_ptr<std::atomic<std::uint64_t>[]> slot_counts_;
     std::atomic<MutationLog*> log_{nullptr};
+    // Item counts at snapshot cuts (KeyspaceView::item_counts); mutable:
+    // view() starts a session.
+    mutable SnapshotCounts snapshot_counts_;
     mutable std::atomic<std::uint64_t> expired_keys_{0};
     mutable std::atomic<std::uint64_t> overhead_bytes_{0};
     struct Retired {

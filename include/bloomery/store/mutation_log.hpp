@@ -1,37 +1,102 @@
 #pragma once
-// What the keyspace tells a journal (persist/journal.hpp) about its changes.
-// Each call is made while the change takes effect, under the lock of every
-// shard it touches, so the order of the calls for one key is the order in
-// which the changes happened, and a KeyspaceView's position() (taken with
-// every shard locked) splits the calls into those it holds and those after.
+// What the keyspace tells a journal (persist/journal.hpp) about its changes:
+// the one place every write produces its record (store/keyspace.hpp's write
+// functions call these, and nothing else does).
 //
-// Adds to a filter are told by the filter itself (bloom::AddLog), by id,
-// before their bits are set.
+// Records say what was done, so that doing them again gives back exactly the
+// live state: the layer an add went to and its hash, the filter a key was
+// linked to, the deadline set. Replay and replicas redo them and decide
+// nothing.
+//
+// A record cannot fail to be written once its change is made: everything
+// that can fail (allocation) happens before the change.
+// - Keyspace records (CREATE, DEL, RENAME, EXPIRE, FLUSHALL) are encoded
+//   first (encode_*: may throw std::bad_alloc, nothing has changed yet) and
+//   appended after the change with append(), which cannot fail. Both happen
+//   under the locks of the shards the change touches, so for one key the
+//   records are in the order the changes took effect.
+// - Data records (the adds of one batch, a BF.LOADCHUNK chunk) are written
+//   inside a scope of the calling thread: begin_adds() / begin_chunk()
+//   reserve room for the whole record (may throw std::bad_alloc before
+//   anything changed), each add is recorded just before its bits are set,
+//   and end_data() closes the record. No cut() happens while any scope is
+//   open, so a cut splits every scope's records and changes alike.
+//
+// Every call is made from any thread; at most one scope is open per thread.
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
 #include <string_view>
 
 #include "bloomery/bloom/scalable_filter.hpp"
 
 namespace bloomery::store {
 
+// Bytes of encoded records, linked into a journal's stream as they are.
+struct RecordBlock {
+    std::string bytes;
+    RecordBlock* next = nullptr;
+};
+using EncodedRecord = std::unique_ptr<RecordBlock>;
+
 class MutationLog {
 public:
     virtual ~MutationLog() = default;
-    // A new filter was linked under `key` (BF.RESERVE, BF.INSERT, BF.ADD
-    // creating it, BF.LOADCHUNK's header); it holds no item yet beyond the
-    // counts its layers were created with.
-    virtual void created(std::string_view key, const bloom::ScalableFilter& filter,
-                         std::int64_t expire_at_ms) = 0;
-    virtual void deleted(std::string_view key) = 0;
-    virtual void renamed(std::string_view from, std::string_view to) = 0;
+
+    // ---- Keyspace records ----
+    // A new filter linked under `key` (BF.RESERVE, BF.INSERT, BF.ADD creating
+    // it, BF.LOADCHUNK's header, RESTORE); holds the filter's item counts.
+    virtual EncodedRecord encode_created(std::string_view key, const bloom::ScalableFilter& filter,
+                                         std::int64_t expire_at_ms) = 0;
+    virtual EncodedRecord encode_deleted(std::string_view key) = 0;
+    virtual EncodedRecord encode_renamed(std::string_view from, std::string_view to) = 0;
     // The key's deadline is now `expire_at_ms` (0: none).
-    virtual void expiry_set(std::string_view key, std::int64_t expire_at_ms) = 0;
-    virtual void cleared() = 0;
-    // The journal's identity and the offset just past its last record
-    // (every record of a call made before this one included).
+    virtual EncodedRecord encode_expiry(std::string_view key, std::int64_t expire_at_ms) = 0;
+    virtual EncodedRecord encode_cleared() = 0;
+    // Appends an encoded record (a chain of them, in order) to the stream.
+    virtual void append(EncodedRecord record) noexcept = 0;
+
+    // ---- Data records ----
+    // Opens this thread's scope for up to `max_items` adds to `filter`; the
+    // returned recorder's record() appends one (and fails only past
+    // max_items). Throws std::bad_alloc with nothing changed.
+    virtual bloom::AddRecorder& begin_adds(const bloom::ScalableFilter& filter,
+                                           std::size_t max_items) = 0;
+    // Opens this thread's scope with one BF.LOADCHUNK chunk, already checked
+    // against `filter`, recorded. Throws std::bad_alloc with nothing changed.
+    virtual void begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
+                             std::string_view data) = 0;
+    // Closes this thread's scope (a scope of adds that recorded none leaves
+    // nothing behind).
+    virtual void end_data() noexcept = 0;
+
+    // ---- Positions ----
+    // The journal's identity.
     virtual std::uint64_t log_id() const = 0;
+    // The offset just past every record appended so far, those in threads'
+    // scopes and buffers included.
     virtual std::uint64_t position() = 0;
+    // A cut: waits until no scope is open, then, while none can open and no
+    // keyspace record can be appended, runs `at_cut` and returns the offset
+    // that splits the records into those before the cut and those after.
+    // The caller holds every shard's lock (Keyspace::view()).
+    virtual std::uint64_t cut(const std::function<void()>& at_cut) = 0;
+};
+
+// A data scope closed on every path out of a block.
+class DataScope {
+public:
+    explicit DataScope(MutationLog* log) : log_(log) {}
+    ~DataScope() {
+        if (log_ != nullptr) log_->end_data();
+    }
+    DataScope(const DataScope&) = delete;
+    DataScope& operator=(const DataScope&) = delete;
+
+private:
+    MutationLog* log_;
 };
 
 }  // namespace bloomery::store
