@@ -90,6 +90,7 @@ constexpr OptionRange kOptionRanges[] = {
     integer("metrics-port", 0, 65535),
     // A hostile HTTP client holds at most one slot and this many bytes.
     integer("metrics-max-connections", 1, 1024),
+    integer("metrics-max-connections-per-client", 1, 1024),
     bytes("metrics-max-request-bytes", 512, kMb),
     real("metrics-request-timeout", 0.01, 3600),
     integer("slowlog-log-slower-than", -1, kLongMax),  // -1: off, as Redis 7
@@ -765,8 +766,14 @@ CommandLine parse_command_line(int argc, char** argv) {
         ->envname("BLOOMERY_METRICS_BIND")
         ->group(monitoring);
     app.add_option("--metrics-max-connections", c.metrics_max_connections,
-                   "Most simultaneous HTTP connections; more are closed at once")
+                   "Most simultaneous HTTP connections; at the bound a new connection replaces "
+                   "the one waiting longest for its request")
         ->envname("BLOOMERY_METRICS_MAX_CONNECTIONS")
+        ->group(monitoring);
+    app.add_option("--metrics-max-connections-per-client", c.metrics_max_connections_per_client,
+                   "Most simultaneous HTTP connections from one client address; at either "
+                   "bound a new connection replaces the one waiting longest for its request")
+        ->envname("BLOOMERY_METRICS_MAX_CONNECTIONS_PER_CLIENT")
         ->group(monitoring);
     app.add_option("--metrics-max-request-bytes", c.metrics_max_request_bytes,
                    "Largest HTTP request line and headers, bytes; larger requests are refused "

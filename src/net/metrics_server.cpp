@@ -20,19 +20,34 @@ namespace http = beast::http;
 using boost::system::error_code;
 
 // One HTTP connection: reads a request within the deadline, answers it, and
-// reads the next one if the client keeps the connection alive.
+// reads the next one if the client keeps the connection alive. Registered
+// with its server (per-address counts, eviction) from construction until it
+// closes.
 class MetricsServer::Session : public std::enable_shared_from_this<Session> {
 public:
-    Session(MetricsServer& server, asio::ip::tcp::socket socket)
+    Session(MetricsServer& server, asio::ip::tcp::socket socket, const asio::ip::address& peer)
         : server_(server),
+          peer_(peer),
           stream_(std::move(socket)),
           // The buffer's cap bounds what a client makes us hold, whatever the
           // parser's own limit says.
-          buffer_(server.config_.metrics_max_request_bytes) {}
+          buffer_(server.config_.metrics_max_request_bytes),
+          position_(server.enter(this, peer)) {}
 
-    ~Session() {
-        server_.open_.store(server_.open_.load(std::memory_order_relaxed) - 1,
-                            std::memory_order_relaxed);
+    ~Session() { leave(); }
+
+    const asio::ip::address& peer() const { return peer_; }
+    // Waiting for a request (or the rest of one) since waiting_since();
+    // false while a reply is being written.
+    bool waiting() const { return waiting_; }
+    std::chrono::steady_clock::time_point waiting_since() const { return waiting_since_; }
+
+    // Ends the connection now; what is pending completes with an error.
+    void close() {
+        error_code ignored;
+        stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+        stream_.socket().close(ignored);
+        leave();
     }
 
     void start() { read(); }
@@ -44,6 +59,8 @@ private:
     }
 
     void read() {
+        waiting_ = true;
+        waiting_since_ = std::chrono::steady_clock::now();
         parser_.emplace();
         parser_->header_limit(
             static_cast<std::uint32_t>(server_.config_.metrics_max_request_bytes));
@@ -58,6 +75,7 @@ private:
     }
 
     void on_read(const error_code& error) {
+        waiting_ = false;
         if (error == http::error::header_limit || error == http::error::buffer_overflow) {
             respond(http::status::request_header_fields_too_large, "request too large\n", false,
                     false, {});
@@ -126,16 +144,22 @@ private:
                           });
     }
 
-    void close() {
-        error_code ignored;
-        stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-        stream_.socket().close(ignored);
+    // Gives the slot back, once.
+    void leave() {
+        if (!registered_) return;
+        registered_ = false;
+        server_.leave(position_, peer_);
     }
 
     MetricsServer& server_;
+    const asio::ip::address peer_;
     beast::tcp_stream stream_;
     beast::flat_buffer buffer_;
     std::optional<http::request_parser<http::empty_body>> parser_;
+    std::list<Session*>::iterator position_;
+    bool registered_ = true;
+    bool waiting_ = false;
+    std::chrono::steady_clock::time_point waiting_since_;
 };
 
 MetricsServer::MetricsServer(const core::Config& config, std::function<std::string()> render,
@@ -184,17 +208,74 @@ void MetricsServer::accept_next() {
             timer->async_wait([this, timer](const error_code&) { accept_next(); });
             return;
         }
-        const std::size_t open = open_.load(std::memory_order_relaxed);
-        if (open >= config_.metrics_max_connections) {
-            // Full: close at once; the scraper retries at its next interval.
-            error_code ignored;
-            socket.close(ignored);
-        } else {
-            open_.store(open + 1, std::memory_order_relaxed);
-            std::make_shared<Session>(*this, std::move(socket))->start();
-        }
+        admit(std::move(socket));
         accept_next();
     });
+}
+
+void MetricsServer::admit(asio::ip::tcp::socket socket) {
+    error_code error;
+    const asio::ip::address peer = socket.remote_endpoint(error).address();
+    if (error) return;  // gone already; the socket closes here
+    const auto client = per_client_.find(peer);
+    const std::size_t from_client = client == per_client_.end() ? 0 : client->second;
+    bool admitted = true;
+    if (from_client >= config_.metrics_max_connections_per_client) {
+        admitted = evict_waiting(peer, true);
+    } else if (open_.load(std::memory_order_relaxed) >= config_.metrics_max_connections) {
+        admitted = evict_waiting(peer, false);
+    }
+    if (!admitted) {
+        // Every slot it could take is writing a reply: close at once; the
+        // scraper or the probe retries at its next interval.
+        spdlog::debug("metrics: refused a connection from {}: every slot is busy",
+                      peer.to_string());
+        error_code ignored;
+        socket.close(ignored);
+        return;
+    }
+    std::make_shared<Session>(*this, std::move(socket), peer)->start();
+}
+
+bool MetricsServer::evict_waiting(const asio::ip::address& newcomer, bool same_client_only) {
+    // The victim comes from the address that holds the most connections
+    // (counting the newcomer's), so a client with fewer than others (a
+    // kubelet's probe among many slow clients) never loses its one; among
+    // that address's, the one that has waited longest for its request. At
+    // most --metrics-max-connections sessions: a scan per connection that
+    // arrives at a bound is cheap.
+    Session* victim = nullptr;
+    std::size_t victim_load = 0;
+    for (Session* session : sessions_) {
+        if (!session->waiting()) continue;
+        const bool same = session->peer() == newcomer;
+        if (same_client_only && !same) continue;
+        const std::size_t load = per_client_[session->peer()] + (same ? 1 : 0);
+        if (victim == nullptr || load > victim_load ||
+            (load == victim_load && session->waiting_since() < victim->waiting_since())) {
+            victim = session;
+            victim_load = load;
+        }
+    }
+    if (victim == nullptr) return false;
+    spdlog::debug("metrics: closing a connection from {} waiting for its request, for one from {}",
+                  victim->peer().to_string(), newcomer.to_string());
+    victim->close();
+    return true;
+}
+
+std::list<MetricsServer::Session*>::iterator MetricsServer::enter(Session* session,
+                                                                  const asio::ip::address& peer) {
+    ++per_client_[peer];
+    open_.store(open_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return sessions_.insert(sessions_.end(), session);
+}
+
+void MetricsServer::leave(std::list<Session*>::iterator position, const asio::ip::address& peer) {
+    sessions_.erase(position);
+    const auto client = per_client_.find(peer);
+    if (client != per_client_.end() && --client->second == 0) per_client_.erase(client);
+    open_.store(open_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
 }
 
 }  // namespace bloomery::net

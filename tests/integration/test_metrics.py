@@ -248,36 +248,123 @@ class Metrics(unittest.TestCase):
         slow.close()
         self.assertTrue(closed)
         self.assertLess(time.monotonic() - started, 6)
-        # Many idle connections: past --metrics-max-connections (16) they are
-        # closed at once; the RESP side keeps serving meanwhile.
+        # Many idle connections from one address: it keeps at most
+        # --metrics-max-connections-per-client (8), the newest, and each new
+        # one closes its oldest; the RESP side keeps serving meanwhile.
         idle = [socket.create_connection(("127.0.0.1", self.server.metrics_port), timeout=5)
                 for _ in range(40)]
         try:
             self.assertTrue(self.r.ping())
-            refused = 0
-            for s in idle[20:]:
-                s.settimeout(2)
+            closed = 0
+            for s in idle[:32]:
                 try:
-                    if s.recv(10) == b"":
-                        refused += 1
+                    closed += s.recv(10) == b""
                 except OSError:
-                    refused += 1
-            self.assertGreaterEqual(refused, 15)
+                    closed += 1
+            self.assertEqual(closed, 32)
+            # A scrape gets through at once, in the place of an idle one.
+            self.assertEqual(self.server.http("/healthz", timeout=2)[0], 200)
         finally:
             for s in idle:
                 s.close()
-        # Once the idle ones time out, scrapes work again.
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                if self.server.http("/healthz", timeout=2)[0] == 200:
-                    break
-            except OSError:
-                pass
-            self.assertLess(time.monotonic(), deadline, "metrics listener did not recover")
-            time.sleep(0.2)
         self.assertEqual(self.server.metrics()["bloomery_ready"].samples[0].value, 1)
         self.assertLess(self.server.rss_kb() - rss_before, 20 * 1024)
+
+
+class SlowLoris:
+    """Connections that each send part of a request line and wait, and
+    connect again as soon as they are closed: `per_address` of them from each
+    of `addresses` (loopback addresses: all of 127/8 is local on Linux)."""
+
+    def __init__(self, port, addresses, per_address):
+        self.port = port
+        self.stop = threading.Event()
+        self.connected = 0  # connections open now
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._hold, args=(address,), daemon=True)
+                        for address in addresses for _ in range(per_address)]
+        for thread in self.threads:
+            thread.start()
+
+    def _count(self, delta):
+        with self.lock:
+            self.connected += delta
+
+    def _hold(self, address):
+        while not self.stop.is_set():
+            try:
+                s = socket.create_connection(("127.0.0.1", self.port), timeout=1,
+                                             source_address=(address, 0))
+            except OSError:
+                continue
+            self._count(1)
+            try:
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: slow")
+                while not self.stop.is_set():
+                    try:
+                        if s.recv(100) == b"":
+                            break  # closed by the server: come back at once
+                    except socket.timeout:
+                        continue
+            except OSError:
+                pass
+            finally:
+                self._count(-1)
+                s.close()
+
+    def close(self):
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(10)
+
+
+class SlowClients(unittest.TestCase):
+    """Slow connections must not keep /healthz from answering (a liveness
+    probe that fails gets the pod restarted)."""
+
+    def setUp(self):
+        self.server = MetricsServer()  # the default bounds: 16, 8 per client, 5 s
+        self.addCleanup(self.server.cleanup)
+        self.server.start()
+
+    def probe_healthz(self, count, timeout=2.0):
+        """The time each of `count` /healthz probes took; each must answer 200."""
+        took = []
+        for _ in range(count):
+            started = time.monotonic()
+            try:
+                status, body = self.server.http("/healthz", timeout=timeout)
+            except OSError as e:
+                self.fail("/healthz probe %d of %d failed: %r" % (len(took) + 1, count, e))
+            self.assertEqual((status, body), (200, "ok\n"))
+            took.append(time.monotonic() - started)
+        return took
+
+    def attack(self, addresses, per_address):
+        loris = SlowLoris(self.server.metrics_port, addresses, per_address)
+        self.addCleanup(loris.close)
+        deadline = time.monotonic() + 10
+        while loris.connected < min(16, len(addresses) * per_address):
+            self.assertLess(time.monotonic(), deadline, "the slow connections did not connect")
+            time.sleep(0.01)
+        return loris
+
+    def test_sixteen_slow_connections_from_one_address(self):
+        # They once took every slot (--metrics-max-connections 16): no probe
+        # answered. One address now holds at most 8.
+        self.attack(["127.0.0.2"], 16)
+        took = self.probe_healthz(30)
+        self.assertLess(max(took), 1.0, took)
+        self.assertTrue(self.server.client().ping())
+
+    def test_slow_connections_from_many_addresses(self):
+        # Four from each of twelve addresses, three times the listener's
+        # slots: a newcomer takes the place of one of theirs, never of the
+        # probe's (its address holds fewer).
+        self.attack(["127.0.0.%d" % i for i in range(2, 14)], 4)
+        took = self.probe_healthz(30)
+        self.assertLess(max(took), 1.0, took)
+        self.assertTrue(self.server.client().ping())
 
 
 class Readiness(unittest.TestCase):

@@ -111,6 +111,9 @@ struct Config {
     // A hostile HTTP client holds at most one of these slots, its request
     // bytes and the timeout's worth of time.
     std::size_t metrics_max_connections = 16;
+    // ...of which one client address holds at most this many, so that no
+    // single peer can keep a liveness probe out (net/metrics_server.hpp).
+    std::size_t metrics_max_connections_per_client = 8;
     std::size_t metrics_max_request_bytes = 8 * 1024;  // request line and headers
     double metrics_request_timeout_seconds = 5;        // to send a whole request
     std::int64_t slowlog_log_slower_than_us = 10000;   // -1: off; 0: every command

@@ -6,14 +6,27 @@
 //
 // It runs on its own thread and io_context, so a slow scrape or a hostile
 // client never holds up a command worker. What a client can make it hold is
-// bounded: at most --metrics-max-connections connections (more are closed at
-// once), --metrics-max-request-bytes of request line and headers (more: 431),
-// no request body, and --metrics-request-timeout to send a whole request or
-// to read the reply (a slowloris is closed when it runs out).
+// bounded: --metrics-max-request-bytes of request line and headers (more:
+// 431), no request body, --metrics-request-timeout to send a whole request or
+// to read the reply, and connections: at most --metrics-max-connections, and
+// --metrics-max-connections-per-client from one address.
+//
+// A liveness probe must get through whatever else holds connections
+// (Kubernetes restarts a pod whose /healthz stops answering): a new
+// connection that finds a bound reached takes the place of one still waiting
+// for its request, which is closed: at its address's bound, that address's
+// longest waiting; at the listener's, the longest waiting of the address
+// holding the most connections (the newcomer's counted), so an address with
+// fewer connections than another never loses one to it. Connections writing
+// a reply are never closed for a newcomer; if no other can go, the newcomer
+// is closed at once. Slow clients from other addresses thus never keep a
+// probe out; clients sharing the probe's address share its slots.
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <list>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -44,19 +57,31 @@ public:
     void stop();
     // The bound port (the configured one, or the kernel's for port 0 in tests).
     std::uint16_t port() const { return port_; }
-    // Connections open now (for tests).
+    // Connections open now.
     std::size_t open_connections() const { return open_.load(std::memory_order_relaxed); }
 
 private:
     class Session;
     void accept_next();
+    // Takes `socket` on, closing another connection for it if a bound is
+    // reached (or it, if none can go). Metrics thread.
+    void admit(boost::asio::ip::tcp::socket socket);
+    // Closes a session waiting for a request to make room for one from
+    // `newcomer` (only one of its own with `same_client_only`); false if
+    // none waits.
+    bool evict_waiting(const boost::asio::ip::address& newcomer, bool same_client_only);
+    // Sessions register when they start and unregister when they close.
+    std::list<Session*>::iterator enter(Session* session, const boost::asio::ip::address& peer);
+    void leave(std::list<Session*>::iterator position, const boost::asio::ip::address& peer);
 
     const core::Config& config_;
     std::function<std::string()> render_;
     std::function<bool()> ready_;
     // Written on the metrics thread only. Declared before context_: sessions
-    // still open at stop() are destroyed with it, and uncount themselves.
+    // still open at stop() are destroyed with it, and unregister themselves.
     std::atomic<std::size_t> open_{0};
+    std::list<Session*> sessions_;
+    std::map<boost::asio::ip::address, std::size_t> per_client_;
     boost::asio::io_context context_{1};
     boost::asio::ip::tcp::acceptor acceptor_;
     std::thread thread_;
