@@ -281,7 +281,7 @@ Scan next_record(const MappedFile& file, std::size_t pos, Record& out, std::stri
 class Applier {
 public:
     explicit Applier(store::Keyspace& keyspace) : keyspace_(keyspace) {
-        const store::KeyspaceView view = keyspace.view();
+        const store::KeyspaceView view = keyspace.view(/*for_snapshot=*/false);
         for (std::size_t i = 0; i < view.size(); ++i) {
             const bloom::FilterRef& filter = view.entry(i).filter;
             by_id_[filter->id()] = filter;

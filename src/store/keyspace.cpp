@@ -843,7 +843,7 @@ std::vector<std::string> Keyspace::keys_in_slot(std::uint16_t slot, std::size_t 
     return out;
 }
 
-KeyspaceView Keyspace::view() const {
+KeyspaceView Keyspace::view(bool for_snapshot) const {
     KeyspaceView view;
     std::vector<std::shared_lock<std::shared_mutex>> locks;
     locks.reserve(shards_.size());
@@ -877,7 +877,7 @@ KeyspaceView Keyspace::view() const {
         }
     }
     view.counted_.assign(view.entries_.size(), false);
-    if (MutationLog* log = log_.load(std::memory_order_acquire)) {
+    if (MutationLog* log = log_.load(std::memory_order_acquire); log != nullptr && for_snapshot) {
         view.log_id_ = log->log_id();
         // The cut: no data scope is open (every add before it has set its
         // bits and counted), none opens, and every shard is locked, so the
@@ -900,6 +900,9 @@ std::vector<std::uint64_t> KeyspaceView::item_counts(std::size_t i) const {
 
 KeyspaceView::~KeyspaceView() {
     if (!counts_) return;
+    // A snapshot that stopped early: its session ends first, so settling the
+    // filters it never read saves counts only for other running sessions.
+    counts_->end();
     for (std::size_t i = 0; i < entries_.size(); ++i) {
         if (!counted_[i]) counts_->settle(*entries_[i].filter);
     }

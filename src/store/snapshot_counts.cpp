@@ -82,26 +82,33 @@ std::vector<std::uint64_t> SnapshotCounts::Session::counts_at_cut(
     return counts;
 }
 
+void SnapshotCounts::Session::end() {
+    std::lock_guard lock(owner_.mutex_);
+    end_locked();
+}
+
+void SnapshotCounts::Session::end_locked() {
+    if (ended_) return;
+    ended_ = true;
+    auto& sessions = owner_.sessions_;
+    sessions.erase(std::remove(sessions.begin(), sessions.end(), this), sessions.end());
+    core::memory_add(core::MemoryUse::other, -static_cast<std::int64_t>(saved_bytes_));
+    saved_bytes_ = 0;
+    saved_.clear();
+}
+
 void SnapshotCounts::Session::settle(const bloom::ScalableFilter& filter) {
     std::lock_guard lock(owner_.mutex_);
     try {
         owner_.save_locked(filter);
     } catch (const std::bad_alloc&) {
-        return;  // left behind; only a stamp ~2^15 cuts behind would matter
+        // Left behind; a stamp matters only once ~2^15 cuts behind.
     }
-    auto it = saved_.find(&filter);
-    if (it == saved_.end()) return;
-    const std::uint64_t bytes = kSavedEntryBytes + it->second.size() * 8;
-    saved_bytes_ -= bytes;
-    core::memory_add(core::MemoryUse::other, -static_cast<std::int64_t>(bytes));
-    saved_.erase(it);
 }
 
 SnapshotCounts::Session::~Session() {
     std::lock_guard lock(owner_.mutex_);
-    auto& sessions = owner_.sessions_;
-    sessions.erase(std::remove(sessions.begin(), sessions.end(), this), sessions.end());
-    core::memory_add(core::MemoryUse::other, -static_cast<std::int64_t>(saved_bytes_));
+    end_locked();
 }
 
 }  // namespace bloomery::store

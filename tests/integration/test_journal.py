@@ -85,6 +85,15 @@ class Reader(threading.Thread):
             pass
 
 
+def wait_for(predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out")
+
+
 def missing_items(client, key, items):
     missing = []
     items = list(items)
@@ -354,6 +363,96 @@ class Tools(JournalTestCase):
         again = self.start(data_dir=server.data_dir)
         self.assertIn("cutting", again.log())
         self.assertEqual(missing_items(again.client(), "t", range(100)), [])
+
+    def record_offsets(self, path):
+        """File offsets of the records of a segment, in order."""
+        offsets = []
+        with open(path, "rb") as f:
+            data = f.read()
+        position = 40  # the segment header
+        while position + 13 <= len(data):
+            offsets.append(position)
+            position += 13 + int.from_bytes(data[position:position + 4], "little")
+        return offsets
+
+    def refused_start(self, data_dir):
+        refused = Server(data_dir=data_dir)
+        self.servers.append(refused)
+        refused.start(expect_failure=True)
+        self.assertNotEqual(refused.wait(30), 0)
+        return refused
+
+    def test_a_corrupt_length_in_the_middle_refuses_the_start_and_changes_nothing(self):
+        # A length field made huge mid-file reads as "the file ends inside a
+        # record", but valid records follow it: a crash cannot leave that.
+        # The start is refused naming the file and the offset, nothing on
+        # disk changes, and --check-journal calls it corrupt, not torn.
+        server = self.start()
+        client = server.client()
+        for i in range(2000):
+            client.execute_command("BF.ADD", "k", "item-%d" % i)
+        self.assertEqual(server.terminate(), 0)
+        path = segments(server.data_dir)[-1]
+        size = os.path.getsize(path)
+        middle = self.record_offsets(path)[len(self.record_offsets(path)) // 2]
+        with open(path, "r+b") as f:
+            f.seek(middle + 3)
+            f.write(b"\x7f")
+        refused = self.refused_start(server.data_dir)
+        self.assertIn(path, refused.log())
+        self.assertIn("offset %d" % (middle - 40), refused.log())
+        self.assertEqual(os.path.getsize(path), size)
+        check = subprocess.run([BINARY, "--check-journal", path], capture_output=True, text=True,
+                               timeout=60)
+        self.assertEqual(check.returncode, 1, check.stdout + check.stderr)
+        self.assertNotIn("torn", check.stdout + check.stderr)
+        self.assertEqual(os.path.getsize(path), size)
+
+    def test_zeros_from_the_middle_to_the_end_refuse_the_start(self):
+        server = self.start()
+        client = server.client()
+        for i in range(200):
+            client.execute_command("BF.ADD", "k", "item-%d" % i)
+        self.assertEqual(server.terminate(), 0)
+        path = segments(server.data_dir)[-1]
+        size = os.path.getsize(path)
+        middle = self.record_offsets(path)[len(self.record_offsets(path)) // 2]
+        with open(path, "r+b") as f:
+            f.seek(middle)
+            f.write(bytes(size - middle))
+        refused = self.refused_start(server.data_dir)
+        self.assertIn(path, refused.log())
+        self.assertEqual(os.path.getsize(path), size)
+        fixed = subprocess.run([BINARY, "--check-journal", path, "--fix"], capture_output=True,
+                               text=True, timeout=60)
+        self.assertEqual(fixed.returncode, 0, fixed.stdout + fixed.stderr)
+        self.assertEqual(os.path.getsize(path), middle)
+        again = self.start(data_dir=server.data_dir)
+        self.assertEqual(again.client().execute_command("BF.EXISTS", "k", "item-0"), 1)
+
+    def test_a_refused_loadchunk_is_not_journaled(self):
+        server = self.start()
+        client = server.client()
+        client.execute_command("BF.RESERVE", "k", 0.01, 10000000)
+        base = client.info("persistence")["aof_current_size"]
+        chunk = bytes(8 * 1024 * 1024)  # whole words, but no valid checksum
+        for _ in range(5):
+            with self.assertRaises(redis.ResponseError):
+                client.execute_command("BF.LOADCHUNK", "k", 1 + len(chunk) - 8, chunk)
+        client.execute_command("BF.ADD", "k", "after")
+        self.assertEqual(client.execute_command("WAIT", 0, 0), 0)
+        wait_for(lambda: client.info("persistence")["aof_buffer_length"] == 0)
+        grown = client.info("persistence")["aof_current_size"] - base
+        self.assertLess(grown, 4096, "refused chunks reached the journal")
+
+    def test_a_segment_name_beyond_64_bits_does_not_stop_the_start(self):
+        server = self.start()
+        server.client().execute_command("BF.ADD", "k", "x")
+        self.assertEqual(server.terminate(), 0)
+        with open(os.path.join(server.data_dir, "journal.99999999999999999999"), "w") as f:
+            f.write("stray")
+        again = self.start(data_dir=server.data_dir)
+        self.assertEqual(again.client().execute_command("BF.EXISTS", "k", "x"), 1)
 
 
 if __name__ == "__main__":

@@ -396,6 +396,42 @@ class Maxmemory(LimitsTestCase):
         self.assertEqual(c.call("DEL", "big:0"), 1)
         self.assertEqual(c.call("BF.RESERVE", "big:again", "0.01", "18000000"), b"OK")
 
+    def test_concurrent_reservations_never_pass_the_limit_together(self):
+        # 64 clients on 8 threads each ask for a 94 MB filter at once under a
+        # 100 MB limit: the bytes are reserved before they are allocated, so
+        # at most one succeeds (a check followed by an allocation let 8 in).
+        s = self.start("--maxmemory", "100mb", threads=8)
+        for round_number in range(3):  # a race: several bursts
+            barrier = threading.Barrier(64)
+            replies = [None] * 64
+
+            def reserve(i):
+                client = redis.Redis(host="127.0.0.1", port=s.port, socket_timeout=60)
+                client.ping()
+                barrier.wait(30)
+                try:
+                    replies[i] = client.execute_command("BF.RESERVE", "huge:%d" % i, "0.01",
+                                                        "75000000", "NONSCALING")
+                except redis.ResponseError as error:
+                    replies[i] = error
+                client.close()
+
+            threads = [threading.Thread(target=reserve, args=(i,)) for i in range(64)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(120)
+            created = [r for r in replies if r == b"OK"]
+            self.assertLessEqual(len(created), 1, "round %d: %d filters of 94 MB created under "
+                                 "a 100 MB limit" % (round_number, len(created)))
+            for reply in replies:
+                if reply != b"OK":
+                    self.assertTrue(str(reply).startswith("OOM"), reply)
+            self.assertEqual(s.client().dbsize(), len(created))
+            self.assertLessEqual(int(s.client().info("memory")["used_memory"]),
+                                 100 * 1024 * 1024)
+            s.client().flushall()
+
     def test_two_hundred_large_reservations_stop_at_the_limit(self):
         s = self.start("--maxmemory", "1gb")
         r = s.client()

@@ -248,8 +248,11 @@ public:
 
     // Copies the live entries of shard `index` (for SCAN and KEYS).
     std::vector<KeySnapshot> shard_entries(std::size_t index) const;
-    // A consistent copy of every live key (see KeyspaceView).
-    KeyspaceView view() const;
+    // A consistent copy of every live key (see KeyspaceView). For a
+    // snapshot, with a journal attached, it is taken at the journal's cut and
+    // keeps the item counts of that instant (KeyspaceView::item_counts);
+    // without `for_snapshot` it only copies the keys (no cut, no position).
+    KeyspaceView view(bool for_snapshot = true) const;
 
     // Erases expired keys in every shard; returns how many. Also frees what
     // earlier writes unlinked while lookups were still reading it.

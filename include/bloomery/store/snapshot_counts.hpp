@@ -62,18 +62,23 @@ public:
         // The per-layer item counts `filter` (in the snapshot's view) had at
         // the cut; layers created after it count 0. Each filter is asked once.
         std::vector<std::uint64_t> counts_at_cut(const bloom::ScalableFilter& filter);
-        // Accounts for `filter` without keeping its counts (a snapshot that
-        // stopped early), so no stamp falls behind.
+        // Ends the session: later changes save nothing for it.
+        void end();
+        // After end(): brings `filter`'s stamp to the newest cut (saving its
+        // counts for the other running sessions that need them), so no stamp
+        // falls behind while a snapshot that stopped early never read it.
         void settle(const bloom::ScalableFilter& filter);
 
     private:
         friend class SnapshotCounts;
         Session(SnapshotCounts& owner, std::uint32_t epoch) : owner_(owner), epoch_(epoch) {}
+        void end_locked();  // under owner_.mutex_
         SnapshotCounts& owner_;
         const std::uint32_t epoch_;
         // Saved on first change, under owner_.mutex_.
         std::unordered_map<const bloom::ScalableFilter*, std::vector<std::uint64_t>> saved_;
         std::uint64_t saved_bytes_ = 0;  // counted in core/memory.hpp (other)
+        bool ended_ = false;
     };
 
 private:
