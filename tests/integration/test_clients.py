@@ -190,8 +190,12 @@ class ClientsTest(harness.SharedServerTestCase):
         reply = killer.call("CLIENT", "KILL", "ID", str(victim_id))
         self.assertTrue(reply == 0 or isinstance(reply, Err), reply)
         self.assertIsInstance(killer.call("CLIENT", "KILL", "ID", "notanumber"), Err)
-        # A client may kill itself; the reply still arrives first.
-        self.assertEqual(killer.call("CLIENT", "KILL", "ID", str(killer.call("CLIENT", "ID"))), 1)
+        # As Redis: the caller is skipped (SKIPME yes by default) unless it
+        # says SKIPME no; then the reply still arrives first.
+        own_id = str(killer.call("CLIENT", "ID"))
+        self.assertEqual(killer.call("CLIENT", "KILL", "ID", own_id), 0)
+        self.assertEqual(killer.call("PING"), b"PONG")
+        self.assertEqual(killer.call("CLIENT", "KILL", "ID", own_id, "SKIPME", "no"), 1)
         data, closed = killer.read_all_until_closed(timeout=5)
         self.assertTrue(closed)
 
