@@ -438,10 +438,10 @@ void cmd_loadchunk(Context& ctx, Args argv) {
         try {
             status = ctx.keyspace.load_chunk(argv[1], iter, data, error);
         } catch (const std::bad_alloc&) {
-            ctx.out.error(errors::kOutOfMemory);
+            ctx.out.error(errors::kNoMemory);  // nothing was recorded or applied
             return;
         } catch (const std::length_error&) {
-            ctx.out.error(errors::kOutOfMemory);
+            ctx.out.error(errors::kNoMemory);
             return;
         }
         if (status == store::Keyspace::ChunkStatus::missing) {

@@ -19,6 +19,7 @@
 
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/persist/snapshot.hpp"
+#include "failing_log.hpp"
 
 namespace bloomery::persist {
 namespace {
@@ -652,64 +653,10 @@ TEST(Journal, OverlappingSnapshotsEachKeepTheCountsOfTheirOwnCut) {
     EXPECT_GT(live.keyspace.get("a")->filter->items(), a_at_second);
 }
 
-// A log that fails its allocations on demand, forwarding to a journal
-// otherwise: what the journal does when memory runs out.
-class FailingLog final : public store::MutationLog {
-public:
-    explicit FailingLog(Journal& journal) : journal_(journal) {}
-    int fail_next = 0;  // how many of the next allocating calls throw
-    store::EncodedRecord encode_created(std::string_view key, const ScalableFilter& filter,
-                                        std::int64_t at) override {
-        maybe_fail();
-        return journal_.encode_created(key, filter, at);
-    }
-    store::EncodedRecord encode_deleted(std::string_view key) override {
-        maybe_fail();
-        return journal_.encode_deleted(key);
-    }
-    store::EncodedRecord encode_renamed(std::string_view from, std::string_view to) override {
-        maybe_fail();
-        return journal_.encode_renamed(from, to);
-    }
-    store::EncodedRecord encode_expiry(std::string_view key, std::int64_t at) override {
-        maybe_fail();
-        return journal_.encode_expiry(key, at);
-    }
-    store::EncodedRecord encode_cleared() override {
-        maybe_fail();
-        return journal_.encode_cleared();
-    }
-    void append(store::EncodedRecord record) noexcept override {
-        journal_.append(std::move(record));
-    }
-    bloom::AddRecorder& begin_adds(const ScalableFilter& filter, std::size_t n) override {
-        maybe_fail();
-        return journal_.begin_adds(filter, n);
-    }
-    void begin_chunk(const ScalableFilter& filter, std::int64_t iter,
-                     std::string_view data) override {
-        maybe_fail();
-        journal_.begin_chunk(filter, iter, data);
-    }
-    void end_data() noexcept override { journal_.end_data(); }
-    std::uint64_t log_id() const override { return journal_.log_id(); }
-    std::uint64_t position() override { return journal_.position(); }
-    std::uint64_t cut(const std::function<void()>& at_cut) override { return journal_.cut(at_cut); }
-
-private:
-    void maybe_fail() {
-        if (fail_next > 0) {
-            --fail_next;
-            throw std::bad_alloc();
-        }
-    }
-    Journal& journal_;
-};
-
 TEST(Journal, AnAllocationThatFailsChangesNothingAndTheRecordsStayExact) {
     TempDir dir;
     Journaled live(dir, FsyncPolicy::always);
-    FailingLog failing(live.journal);
+    testing::FailingLog failing(live.journal);
     live.keyspace.set_mutation_log(&failing);
     live.add("k", "before");
     const std::uint64_t items = live.keyspace.get("k")->filter->items();
