@@ -71,26 +71,58 @@ void cmd_lastsave(Context& ctx, Args) {
     ctx.out.integer(ctx.server.persistence().last_save_time);
 }
 
+// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. The final save and the wait
+// for replicas run off the worker (net::Server), which serves its other
+// clients meanwhile; this client waits. Like Redis, a SHUTDOWN that stops the
+// server closes the connection without a reply; one that fails, or that
+// ABORT cancels, answers an error and the server carries on.
 void cmd_shutdown(Context& ctx, Args argv) {
-    core::ShutdownMode mode = core::ShutdownMode::default_save;
+    core::ShutdownOptions options;
+    bool save = false, nosave = false, abort = false;
     for (std::size_t i = 1; i < argv.size(); ++i) {
         if (iequals(argv[i], "NOSAVE")) {
-            mode = core::ShutdownMode::nosave;
+            nosave = true;
         } else if (iequals(argv[i], "SAVE")) {
-            mode = core::ShutdownMode::save;
-        } else if (iequals(argv[i], "NOW") || iequals(argv[i], "FORCE")) {
-            // Nothing to wait for (no replicas), and FORCE is implied by NOSAVE.
+            save = true;
+        } else if (iequals(argv[i], "NOW")) {
+            options.now = true;
+        } else if (iequals(argv[i], "FORCE")) {
+            options.force = true;
+        } else if (iequals(argv[i], "ABORT")) {
+            abort = true;
         } else {
             ctx.out.error(errors::kSyntax);
             return;
         }
     }
-    if (!ctx.server.shutdown(mode).ok()) {
-        ctx.out.error("ERR Errors trying to SHUTDOWN. Check logs.");
+    // Redis: SAVE and NOSAVE exclude each other, ABORT takes no other option.
+    if ((save && nosave) || (abort && argv.size() > 2)) {
+        ctx.out.error(errors::kSyntax);
         return;
     }
-    // Like Redis, a successful SHUTDOWN closes the connection without a reply.
-    ctx.client.close_after_reply = true;
+    options.mode = nosave ? core::ShutdownMode::nosave
+                   : save ? core::ShutdownMode::save
+                          : core::ShutdownMode::default_save;
+    const DeferredReply reply = ctx.defer_reply();
+    if (!reply) {
+        ctx.out.error(errors::kCannotWait);
+        return;
+    }
+    if (abort) {
+        ctx.server.abort_shutdown([reply](bool cancelled) {
+            reply.complete([cancelled](resp::Writer& out) {
+                if (cancelled) {
+                    out.ok();
+                } else {
+                    out.error(errors::kNoShutdownInProgress);
+                }
+            });
+        });
+        return;
+    }
+    ctx.server.begin_shutdown(options, [reply] {
+        reply.complete([](resp::Writer& out) { out.error(errors::kShutdownFailed); });
+    });
 }
 
 }  // namespace

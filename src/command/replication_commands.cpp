@@ -14,7 +14,9 @@
 namespace bloomery::command {
 namespace {
 
-// REPLICAOF host port | NO ONE
+// REPLICAOF host port | NO ONE. The network layer never waits for the link
+// it replaces to stop on this thread (a snapshot load can take seconds); for
+// NO ONE the reply comes once writes are taken.
 void cmd_replicaof(Context& ctx, Args argv) {
     // A node's role comes from the slot map: following another primary would
     // drop the slots this node serves (Redis refuses it likewise).
@@ -22,22 +24,29 @@ void cmd_replicaof(Context& ctx, Args argv) {
         ctx.out.error(errors::kReplicaofInCluster);
         return;
     }
-    std::string error;
-    if (iequals(argv[1], "no") && iequals(argv[2], "one")) {
-        error = ctx.server.replicaof("", 0);
-    } else {
-        std::int64_t port = 0;
+    std::string host;
+    std::int64_t port = 0;
+    if (!(iequals(argv[1], "no") && iequals(argv[2], "one"))) {
         if (!parse_int64(argv[2], port) || port < 1 || port > 65535) {
-            ctx.out.error("ERR Invalid master port");
+            ctx.out.error(errors::kInvalidMasterPort);
             return;
         }
-        error = ctx.server.replicaof(argv[1], static_cast<std::uint16_t>(port));
+        host.assign(argv[1]);
     }
-    if (error.empty()) {
-        ctx.out.ok();
-    } else {
-        ctx.out.error(error);
+    const DeferredReply reply = ctx.defer_reply();
+    if (!reply) {
+        ctx.out.error(errors::kCannotWait);
+        return;
     }
+    ctx.server.replicaof(host, static_cast<std::uint16_t>(port), [reply](std::string error) {
+        reply.complete([error = std::move(error)](resp::Writer& out) {
+            if (error.empty()) {
+                out.ok();
+            } else {
+                out.error(error);
+            }
+        });
+    });
 }
 
 // REPLCONF option value [option value ...]: what a replica tells its primary.

@@ -87,6 +87,7 @@ constexpr OptionRange kOptionRanges[] = {
     integer("repl-backlog-ttl", 0, kLongMax / 1000),
     integer("repl-timeout", 1, kIntMax),
     integer("repl-ping-replica-period", 1, kIntMax),
+    integer("shutdown-timeout", 0, kIntMax),  // Redis's bounds
     integer("metrics-port", 0, 65535),
     // A hostile HTTP client holds at most one slot and this many bytes.
     integer("metrics-max-connections", 1, 1024),
@@ -731,6 +732,11 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--repl-ping-replica-period", c.repl_ping_replica_period_seconds,
                    "Seconds between keepalive records sent to replicas")
         ->envname("BLOOMERY_REPL_PING_REPLICA_PERIOD")
+        ->group(replication);
+    app.add_option("--shutdown-timeout", c.shutdown_timeout_seconds,
+                   "Seconds SHUTDOWN and SIGTERM give replicas, once the clients are gone, to "
+                   "acknowledge every write (0 = no wait; SHUTDOWN NOW skips it)")
+        ->envname("BLOOMERY_SHUTDOWN_TIMEOUT")
         ->group(replication);
     auto* cluster_group = "Cluster";
     std::string cluster_enabled = "no";

@@ -344,6 +344,21 @@ void ReplicationSource::update_floor() {
     persistence_.set_replication_floor(floor);
 }
 
+std::size_t ReplicationSource::replica_count() {
+    return live_feeds().size();
+}
+
+std::size_t ReplicationSource::replicas_behind(std::uint64_t offset) {
+    std::size_t behind = 0;
+    for (const auto& feed : live_feeds()) {
+        if (!feed->feed_online() ||
+            feed->client().replica_ack_offset.load(std::memory_order_relaxed) < offset) {
+            ++behind;
+        }
+    }
+    return behind;
+}
+
 void ReplicationSource::fill_info(core::ReplicationInfo& info) {
     const std::int64_t now = store::now_ms();
     for (const auto& feed : live_feeds()) {
@@ -679,14 +694,14 @@ private:
 
 ReplicaLink::ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
                          persist::Manager& persistence, core::ServerHooks& hooks, std::string host,
-                         std::uint16_t port, std::unique_ptr<ReplicaLink> predecessor)
+                         std::uint16_t port, std::function<void()> before_start)
     : config_(config),
       keyspace_(keyspace),
       persistence_(persistence),
       hooks_(hooks),
       host_(std::move(host)),
       port_(port),
-      predecessor_(std::move(predecessor)) {
+      before_start_(std::move(before_start)) {
     down_since_ms_ = store::now_ms();
 }
 
@@ -699,9 +714,9 @@ void ReplicaLink::start() {
                                       core::kReplicationUnsynced);
     asio::post(io_, [this] { begin_session(); });
     thread_ = std::thread([this] {
-        if (predecessor_) {
-            predecessor_->stop();
-            predecessor_.reset();
+        if (before_start_) {
+            before_start_();
+            before_start_ = nullptr;  // what it held (the link replaced) goes now
         }
         io_.run();
     });

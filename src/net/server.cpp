@@ -51,21 +51,32 @@ Server::Server(const core::Config& config, store::Keyspace& keyspace,
       signals_(main_context_, SIGINT, SIGTERM),
       cron_timer_(main_context_),
       start_time_ms_(store::now_ms()),
-      slowlog_(config.slowlog_log_slower_than_us, config.slowlog_max_len) {
+      slowlog_(config.slowlog_log_slower_than_us, config.slowlog_max_len),
+      drain_timer_(main_context_) {
     const unsigned threads = std::max(1u, config.threads);
     for (unsigned i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
 }
 
 Server::~Server() {
-    {
-        std::lock_guard lock(link_mutex_);
-        link_.reset();
-    }
+    stop_links();
     if (metrics_) metrics_->stop();
     for (auto& worker : workers_) {
         worker->context.stop();
         if (worker->thread.joinable()) worker->thread.join();
     }
+    if (shutdown_saver_.joinable()) shutdown_saver_.join();
+}
+
+void Server::stop_links() {
+    std::unique_ptr<ReplicaLink> link;
+    std::vector<std::thread> reapers;
+    {
+        std::lock_guard lock(link_mutex_);
+        link = std::move(link_);
+        reapers.swap(link_reapers_);
+    }
+    link.reset();
+    for (std::thread& reaper : reapers) reaper.join();
 }
 
 namespace {
@@ -120,8 +131,7 @@ int Server::run() {
             spdlog::info("--replicaof {} {} names this server: starting as the primary",
                          config_.replicaof_host, config_.replicaof_port);
         } else {
-            const std::string error = replicaof(config_.replicaof_host, config_.replicaof_port);
-            if (!error.empty()) spdlog::error("--replicaof: {}", error);
+            follow(config_.replicaof_host, config_.replicaof_port);
         }
     }
     signals_.async_wait([this](const error_code& error, int signal) { on_signal(error, signal); });
@@ -131,15 +141,16 @@ int Server::run() {
     accepting_.store(true, std::memory_order_release);
     main_context_.run();
     // The link applies the primary's stream: stop it before the last save.
-    {
-        std::lock_guard lock(link_mutex_);
-        link_.reset();
-    }
+    stop_links();
     // Stopped: every connection is closed, the workers are idle.
     for (auto& worker : workers_) {
         worker->context.stop();
         if (worker->thread.joinable()) worker->thread.join();
     }
+    // A SHUTDOWN's save still running (a signal came meanwhile) ends first:
+    // one save at a time. Its clients are gone.
+    if (shutdown_saver_.joinable()) shutdown_saver_.join();
+    shutdown_failed_.clear();
     persistence_.wait();
     if (save_on_exit_ && persistence_.saving_enabled()) {
         const core::SaveResult saved = persistence_.save();
@@ -257,8 +268,8 @@ void Server::on_signal(const error_code& error, int signal) {
     request_stop(true);
 }
 
-void Server::request_stop(bool save_on_exit) {
-    asio::post(main_context_, [this, save_on_exit] {
+void Server::request_stop(bool save_on_exit, bool now) {
+    asio::post(main_context_, [this, save_on_exit, now] {
         if (stopping_.exchange(true)) return;
         save_on_exit_ = save_on_exit;
         error_code ignored;
@@ -268,13 +279,56 @@ void Server::request_stop(bool save_on_exit) {
         cron_timer_.cancel();
         // Each connection closes on its own thread after the command it is
         // running; replies already computed are lost only if the peer is slow.
-        for_each_connection([](Connection& connection) { connection.request_close(); });
-        if (open_connections_.load() == 0) stop_now();
-        // Do not wait forever for a stuck peer.
-        auto deadline =
-            std::make_shared<asio::steady_timer>(main_context_, std::chrono::seconds(5));
-        deadline->async_wait([this, deadline](const error_code&) { stop_now(); });
+        // Replicas' feeds stay: once no client can write any more, the
+        // replicas get up to --shutdown-timeout to acknowledge every write
+        // (Redis 7 likewise), so that one promoted next holds every write a
+        // client was answered for.
+        for_each_connection([](Connection& connection) {
+            if (!connection.client().is_replica.load(std::memory_order_relaxed)) {
+                connection.request_close();
+            }
+        });
+        const std::size_t replicas = replication_.replica_count();
+        const std::int64_t wait_ms =
+            now || replicas == 0 ? 0 : config_.shutdown_timeout_seconds * 1000;
+        if (wait_ms > 0) {
+            spdlog::info("waiting up to {} s for {} replica(s) to acknowledge every write",
+                         config_.shutdown_timeout_seconds, replicas);
+        }
+        drain_for_replicas(store::now_ms() + wait_ms, false, 0);
     });
+}
+
+void Server::drain_for_replicas(std::int64_t deadline_ms, bool target_known, std::uint64_t target) {
+    bool clients_left = false;
+    for_each_connection([&clients_left](Connection& connection) {
+        if (!connection.client().is_replica.load(std::memory_order_relaxed)) clients_left = true;
+    });
+    if (!clients_left && !target_known) {
+        // No client is left to write: everything written is before this.
+        persist::Journal* journal = persistence_.journal();
+        target = journal != nullptr ? journal->position() : 0;
+        target_known = true;
+    }
+    const std::size_t behind = target_known ? replication_.replicas_behind(target) : 1;
+    if (behind != 0 && store::now_ms() < deadline_ms) {
+        drain_timer_.expires_after(std::chrono::milliseconds(10));
+        drain_timer_.async_wait([this, deadline_ms, target_known, target](const error_code& error) {
+            if (!error) drain_for_replicas(deadline_ms, target_known, target);
+        });
+        return;
+    }
+    if (behind != 0 && replication_.replica_count() != 0) {
+        spdlog::warn(
+            "shutdown: {} replica(s) had not acknowledged offset {} within "
+            "--shutdown-timeout; stopping anyway",
+            behind, target);
+    }
+    for_each_connection([](Connection& connection) { connection.request_close(); });
+    if (open_connections_.load() == 0) stop_now();
+    // Do not wait forever for a stuck peer.
+    auto deadline = std::make_shared<asio::steady_timer>(main_context_, std::chrono::seconds(5));
+    deadline->async_wait([this, deadline](const error_code&) { stop_now(); });
 }
 
 void Server::stop_now() {
@@ -438,23 +492,85 @@ core::PersistenceInfo Server::persistence() {
     return persistence_.info();
 }
 
-core::SaveResult Server::shutdown(core::ShutdownMode mode) {
-    const bool want_save =
-        mode == core::ShutdownMode::save ||
-        (mode == core::ShutdownMode::default_save && persistence_.saving_enabled());
-    if (want_save) {
-        persistence_.wait();
-        core::SaveResult saved = persistence_.save();
-        if (!saved.ok()) {
-            spdlog::error("SHUTDOWN: snapshot failed, not exiting: {}",
-                          saved.status == core::SaveStatus::in_progress ? "a save is in progress"
-                                                                        : saved.detail);
-            return saved;
+void Server::begin_shutdown(const core::ShutdownOptions& options, std::function<void()> failed) {
+    asio::post(main_context_, [this, options, failed = std::move(failed)]() mutable {
+        shutdown_failed_.push_back(std::move(failed));
+        if (stopping_) return;  // a stop is under way: the connection closes with it
+        if (shutdown_saving_) {
+            // Joins the SHUTDOWN already saving (revives it after an ABORT).
+            if (shutdown_aborted_) {
+                shutdown_aborted_ = false;
+                shutdown_options_ = options;
+            } else {
+                shutdown_options_.now = shutdown_options_.now || options.now;
+                shutdown_options_.force = shutdown_options_.force || options.force;
+            }
+            return;
         }
+        const bool save =
+            options.mode == core::ShutdownMode::save ||
+            (options.mode == core::ShutdownMode::default_save && persistence_.saving_enabled());
+        spdlog::info("SHUTDOWN requested by a client{}", save ? ": saving a final snapshot" : "");
+        if (!save) {
+            request_stop(false, options.now);
+            return;
+        }
+        shutdown_saving_ = true;
+        shutdown_aborted_ = false;
+        shutdown_options_ = options;
+        if (shutdown_saver_.joinable()) shutdown_saver_.join();  // an earlier one, over
+        // A thread of its own: saving a large dataset takes seconds, and the
+        // worker this came from serves its other clients meanwhile (SAVE does
+        // likewise, on the persistence thread).
+        shutdown_saver_ = std::thread([this] {
+            core::SaveResult saved;
+            do {
+                persistence_.wait();  // a background save first
+                saved = persistence_.save();
+            } while (saved.status == core::SaveStatus::in_progress);
+            asio::post(main_context_, [this, saved] { finish_shutdown_save(saved); });
+        });
+    });
+}
+
+void Server::finish_shutdown_save(const core::SaveResult& saved) {
+    shutdown_saving_ = false;
+    if (stopping_) return;  // a signal's stop came meanwhile (and saves at the end)
+    if (shutdown_aborted_) {
+        spdlog::info("SHUTDOWN cancelled by SHUTDOWN ABORT; the final snapshot was saved anyway");
+        return;  // its clients were answered by the ABORT
     }
-    spdlog::info("SHUTDOWN requested by a client{}", want_save ? " (snapshot saved)" : "");
-    request_stop(false);
-    return {};
+    if (!saved.ok()) {
+        if (!shutdown_options_.force) {
+            spdlog::error("SHUTDOWN: snapshot failed, not exiting: {}", saved.detail);
+            fail_shutdown();
+            return;
+        }
+        spdlog::error("SHUTDOWN FORCE: snapshot failed, exiting anyway: {}", saved.detail);
+    } else {
+        spdlog::info("SHUTDOWN: final snapshot saved");
+    }
+    request_stop(false, shutdown_options_.now);
+}
+
+void Server::fail_shutdown() {
+    std::vector<std::function<void()>> waiting;
+    waiting.swap(shutdown_failed_);
+    for (auto& failed : waiting) failed();
+}
+
+void Server::abort_shutdown(std::function<void(bool)> done) {
+    asio::post(main_context_, [this, done = std::move(done)] {
+        // Only while the SHUTDOWN saves: once the stop has begun, the client
+        // that could ask is being disconnected.
+        const bool cancel = shutdown_saving_ && !shutdown_aborted_ && !stopping_;
+        if (cancel) {
+            shutdown_aborted_ = true;
+            spdlog::info("SHUTDOWN ABORT: the shutdown is cancelled");
+            fail_shutdown();
+        }
+        done(cancel);
+    });
 }
 
 core::ReplicationInfo Server::replication() {
@@ -467,30 +583,67 @@ core::ReplicationInfo Server::replication() {
     return info;
 }
 
-std::string Server::replicaof(std::string_view host, std::uint16_t port) {
-    std::lock_guard lock(link_mutex_);
-    if (host.empty()) {
-        // REPLICAOF NO ONE: keep the data, take writes, start a new history
-        // (replicas of this server synchronize fully).
-        if (!link_) return {};
-        link_.reset();
-        replication_.renew_replid();
-        replication_flags.store(0);
-        spdlog::info("replication: promoted to primary (REPLICAOF NO ONE)");
-        return {};
+void Server::replicaof(std::string_view host, std::uint16_t port,
+                       std::function<void(std::string)> done) {
+    if (!host.empty()) {
+        follow(host, port);
+        done({});
+        return;
     }
-    if (link_ && link_->host() == host && link_->port() == port) return {};
-    link_.reset();
+    // REPLICAOF NO ONE: keep the data, take writes, start a new history
+    // (replicas of this server synchronize fully). The link must stop
+    // applying before writes are taken, and stopping it can take as long as
+    // a snapshot load: a thread of its own stops it, then promotes and
+    // answers.
+    std::lock_guard lock(link_mutex_);
+    const bool stopping_links =
+        links_stopped_.valid() &&
+        links_stopped_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+    if (!link_ && !stopping_links) {
+        done({});  // a primary already
+        return;
+    }
+    auto stopped = std::make_shared<std::promise<void>>();
+    std::shared_future<void> before = links_stopped_;
+    links_stopped_ = stopped->get_future().share();
+    link_reapers_.emplace_back(
+        [this, link = std::move(link_), before, stopped, done = std::move(done)]() mutable {
+            if (before.valid()) before.wait();
+            link.reset();
+            {
+                std::lock_guard inner(link_mutex_);
+                if (!link_) {  // no REPLICAOF HOST PORT came meanwhile
+                    replication_.renew_replid();
+                    replication_flags.store(0);
+                    spdlog::info("replication: promoted to primary (REPLICAOF NO ONE)");
+                }
+            }
+            stopped->set_value();
+            done({});
+        });
+}
+
+void Server::follow(std::string_view host, std::uint16_t port) {
+    std::lock_guard lock(link_mutex_);
+    if (link_ && link_->host() == host && link_->port() == port) return;
     // Replicas of this server cannot follow it into another history.
     replication_.close_feeds();
     // Before the link runs: no data command may see what is here now.
     replication_flags.fetch_or(core::kReplicationReplica | core::kReplicationStale |
                                core::kReplicationUnsynced);
-    link_ = std::make_unique<ReplicaLink>(config_, keyspace_, persistence_, *this,
-                                          std::string(host), port);
+    // The link replaced, and any REPLICAOF NO ONE still stopping one, are
+    // waited for on the new link's own thread, not on this one (a worker's).
+    std::shared_ptr<ReplicaLink> replaced(std::move(link_));
+    std::shared_future<void> before = links_stopped_;
+    links_stopped_ = {};  // whoever replaces the new link stops it, and so waits for these
+    link_ =
+        std::make_unique<ReplicaLink>(config_, keyspace_, persistence_, *this, std::string(host),
+                                      port, [replaced = std::move(replaced), before]() mutable {
+                                          if (before.valid()) before.wait();
+                                          replaced.reset();
+                                      });
     link_->start();
     spdlog::info("replication: this server is now a replica of {}:{}", host, port);
-    return {};
 }
 
 void Server::wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,

@@ -9,6 +9,7 @@ RLIMIT_FSIZE). The format is proto/snapshot.md.
 
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -21,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import redis
 
 from formats import build_snapshot, parse_snapshot
-from harness import Server, check_snapshot, scandump
+from harness import Server, check_snapshot, raw_connection, scandump
 
 DUMP = "dump.bloomery"
 
@@ -362,6 +363,100 @@ class ShutdownAndSignals(TempDirCase):
         self.assertEqual(s.wait(30), 0)
         s2 = self.server(d)
         self.assertEqual(s2.client().execute_command("BF.EXISTS", "k", "v"), 1)
+
+
+class ShutdownOffTheWorker(TempDirCase):
+    """SHUTDOWN's final save runs off the worker: the worker's other clients
+    are served until the server goes; a failed save keeps it running, ABORT
+    cancels a SHUTDOWN still saving, FORCE stops anyway."""
+
+    def big_server(self, d, *extra, save="3600 1"):
+        # One worker: every client shares the one SHUTDOWN runs on.
+        server = Server(*extra, data_dir=d, save=save, threads=1)
+        self.addCleanup(server.cleanup)
+        server.start()
+        r = server.client()
+        # 825 MB of snapshot: 0.5 to 4 s to save on the 2-core VM.
+        r.execute_command("BF.RESERVE", "big", "0.0001", "300000000", "NONSCALING")
+        r.execute_command("BF.ADD", "big", "x")
+        return server
+
+    def wait_for_log(self, server, text, timeout=30):
+        self.assertTrue(wait_for(lambda: text in server.log(), timeout, 0.01),
+                        "%r not in the log:\n%s" % (text, server.log()[-2000:]))
+
+    def test_the_worker_serves_its_other_clients_while_shutdown_saves(self):
+        d = self.make_dir()
+        s = self.big_server(d)
+        pinger = s.client()
+        self.assertTrue(pinger.ping())
+        closer = raw_connection(s.port)
+        self.addCleanup(closer.close)
+        closer.sendall(b"SHUTDOWN\r\n")
+        took = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            started = time.monotonic()
+            try:
+                pinger.ping()
+            except redis.ConnectionError:
+                break
+            took.append(time.monotonic() - started)
+        self.assertEqual(s.wait(60), 0, s.log())
+        saved = re.search(r"snapshot saved: 1 filters, \d+ bytes, ([0-9.]+) s", s.log())
+        if float(saved.group(1)) < 0.3:
+            self.skipTest("the save took %s s: too short to tell" % saved.group(1))
+        # Served while the snapshot was written, promptly.
+        self.assertGreater(len(took), 10, took)
+        self.assertLess(max(took), 0.25, "a PING waited %.2f s (the save took %s s)"
+                        % (max(took), saved.group(1)))
+        self.assertIn("SHUTDOWN: final snapshot saved", s.log())
+        s2 = self.server(d)
+        self.assertEqual(s2.client().execute_command("BF.EXISTS", "big", "x"), 1)
+
+    def test_shutdown_abort_cancels_a_shutdown_still_saving(self):
+        d = self.make_dir()
+        s = self.big_server(d)
+        r = s.client()
+        with ThreadPoolExecutor(1) as pool:
+            shutdown = pool.submit(lambda: s.client().execute_command("SHUTDOWN"))
+            self.wait_for_log(s, "SHUTDOWN requested by a client")
+            self.assertTrue(r.execute_command("SHUTDOWN", "ABORT"))  # +OK
+            with self.assertRaises(redis.ResponseError) as failed:
+                shutdown.result(60)
+        self.assertEqual(str(failed.exception), "Errors trying to SHUTDOWN. Check logs.")
+        # It keeps serving, after the save too.
+        self.wait_for_log(s, "SHUTDOWN cancelled by SHUTDOWN ABORT")
+        self.assertIsNone(s.process.poll())
+        self.assertEqual(r.execute_command("BF.ADD", "big", "y"), 1)
+        with self.assertRaises(redis.ResponseError) as nothing:
+            r.execute_command("SHUTDOWN", "ABORT")
+        self.assertEqual(str(nothing.exception), "No shutdown in progress.")
+        for wrong in (("SAVE", "NOSAVE"), ("ABORT", "NOW"), ("LATER",)):
+            with self.assertRaises(redis.ResponseError) as syntax:
+                r.execute_command("SHUTDOWN", *wrong)
+            self.assertEqual(str(syntax.exception), "syntax error")
+        self.assertTrue(r.ping())
+
+    def test_a_failed_final_save_keeps_serving_unless_forced(self):
+        root = self.make_dir()
+        d = os.path.join(root, "data")
+        os.mkdir(d)
+        s = self.server(d, "--appendonly", "no", save="3600 1")
+        r = s.client()
+        r.execute_command("BF.ADD", "k", "v")
+        shutil.rmtree(d)
+        write_bytes(d, b"not a directory\n")
+        with self.assertRaises(redis.ResponseError) as failed:
+            r.execute_command("SHUTDOWN")
+        self.assertEqual(str(failed.exception), "Errors trying to SHUTDOWN. Check logs.")
+        self.assertIsNone(s.process.poll())
+        self.assertEqual(r.execute_command("BF.EXISTS", "k", "v"), 1)
+        try:
+            r.execute_command("SHUTDOWN", "FORCE")
+        except redis.ConnectionError:
+            pass
+        self.assertEqual(s.wait(30), 0)
 
 
 class BackgroundSave(TempDirCase):

@@ -6,6 +6,7 @@ BLOOMERY_REPLICATION_ITEMS sets how many items the big test adds (default
 """
 
 import os
+import signal
 import socket
 import threading
 import time
@@ -149,6 +150,39 @@ class FakePrimary:
         self.stopped.set()
         self.thread.join(5)
         self.listener.close()
+
+
+def raw_replica(port, first=b"PSYNC ? -1\r\n"):
+    """A replica by hand: sends `first` (PSYNC), reads +FULLRESYNC and the
+    snapshot. Returns (socket, offset where the stream starts, the stream's
+    bytes received so far)."""
+    feed = socket.create_connection(("127.0.0.1", port), timeout=10)
+    feed.sendall(first)
+    received = b""
+    while received.count(b"\r\n") < 2:
+        received += feed.recv(65536)
+    line, header, rest = received.split(b"\r\n", 2)
+    assert line.startswith(b"+FULLRESYNC "), line
+    mark = header[len(b"$EOF:"):]
+    while mark not in rest:
+        rest += feed.recv(65536)
+    return feed, int(line.split()[2]), rest[rest.index(mark) + len(mark):]
+
+
+def receive_for(feed, seconds):
+    """What arrives on `feed` within `seconds` (less if it closes)."""
+    feed.settimeout(0.05)
+    data = b""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            chunk = feed.recv(65536)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 class ReplicationTest(unittest.TestCase):
@@ -524,34 +558,14 @@ class ReplicationTest(unittest.TestCase):
         primary = self.start(Server())
         p = primary.client()
         p.execute_command("BF.ADD", "before", "x")
-        feed = socket.create_connection(("127.0.0.1", primary.port), timeout=10)
-        self.addCleanup(feed.close)
         # One write: WAIT's reply (deferred) must not be written into the
         # stream, nor SAVE's later on.
-        feed.sendall(b"PSYNC ? -1\r\nWAIT 0 0\r\n")
-        received = b""
-        while received.count(b"\r\n") < 2:
-            received += feed.recv(65536)
-        first, header, rest = received.split(b"\r\n", 2)
-        self.assertTrue(first.startswith(b"+FULLRESYNC "), first)
-        offset = int(first.split()[2])
-        mark = header[len(b"$EOF:"):]
-        while mark not in rest:
-            rest += feed.recv(65536)
-        stream = rest[rest.index(mark) + len(mark):]
+        feed, offset, stream = raw_replica(primary.port, b"PSYNC ? -1\r\nWAIT 0 0\r\n")
+        self.addCleanup(feed.close)
         feed.sendall(b"REPLCONF ACK %d\r\nSAVE\r\nPING\r\n" % offset)
         p.execute_command("BF.MADD", "after", *range(100))
         p.execute_command("DEL", "before")
-        feed.settimeout(0.2)
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline:
-            try:
-                chunk = feed.recv(65536)
-            except socket.timeout:
-                continue
-            if not chunk:
-                break
-            stream += chunk
+        stream += receive_for(feed, 3)
         # Journal records only (proto/journal.md): length, type, body, XXH64.
         at, records = 0, 0
         while at < len(stream):
@@ -565,6 +579,93 @@ class ReplicationTest(unittest.TestCase):
         self.assertGreaterEqual(records, 2)
         # The replica's acknowledgement was still read.
         self.assertEqual(info(p)["slave0"]["offset"], offset)
+
+    def test_info_answers_while_replicaof_waits_for_a_link_to_stop(self):
+        # Stopping a link waits for a snapshot load in progress; REPLICAOF
+        # once did that holding the lock INFO, ROLE and /metrics take.
+        from concurrent.futures import ThreadPoolExecutor
+        primary = self.start(Server())
+        # 825 MB: a load of 0.5 to 2 s on the 2-core VM.
+        primary.client().execute_command("BF.RESERVE", "big", "0.0001", "300000000",
+                                         "NONSCALING")
+        primary.client().execute_command("BF.ADD", "big", "x")
+        other = self.start(Server())
+        replica = self.start(Server())
+        r = replica.client()
+        for round, replace in enumerate((("127.0.0.1", other.port), ("NO", "ONE"))):
+            self.assertEqual(r.execute_command("REPLICAOF", "127.0.0.1", primary.port), b"OK")
+            wait_until(lambda: replica.log().count("loading it") > round,
+                       what="the load to begin")
+            took = []
+            with ThreadPoolExecutor(1) as pool:
+                replaced = pool.submit(
+                    lambda: replica.client().execute_command("REPLICAOF", *replace))
+                while not replaced.done() or not took:
+                    started = time.monotonic()
+                    self.assertIn(info(r)["role"], ("master", "slave"))
+                    took.append(time.monotonic() - started)
+                self.assertEqual(replaced.result(), b"OK")
+            self.assertLess(max(took), 0.25, "INFO waited %.2f s" % max(took))
+            if replace[0] == "NO":
+                # Answered once the link stopped: writes are taken at once.
+                self.assertEqual(info(r)["role"], "master")
+                self.assertEqual(r.execute_command("BF.ADD", "after", "promotion"), 1)
+            else:
+                wait_until(lambda: link_up(replica), what="the link to the other primary")
+                self.assertEqual(r.exists("big"), 0)
+
+    def test_shutdown_waits_for_replicas_to_acknowledge_every_write(self):
+        primary, replica = self.primary_and_replica()
+        p = primary.client()
+        # Writes and SHUTDOWN in one pipeline: every write is answered before
+        # SHUTDOWN runs, and the replica is still behind when it does.
+        pipe = p.pipeline(transaction=False)
+        for start in range(0, 200000, BATCH):
+            pipe.execute_command("BF.MADD", "k", *range(start, start + BATCH))
+        pipe.execute_command("SHUTDOWN", "NOSAVE")
+        try:
+            pipe.execute()
+        except redis.ConnectionError:
+            pass
+        self.assertEqual(primary.wait(30), 0, primary.log())
+        self.assertEqual(missing(replica.client(), "k", 0, 200000), 0)
+
+    def test_a_stop_waits_for_a_replica_up_to_shutdown_timeout(self):
+        def primary_with_raw_replica(*args):
+            primary = self.start(Server(*args))
+            feed, offset, stream = raw_replica(primary.port)
+            self.addCleanup(feed.close)
+            primary.client().execute_command("BF.ADD", "k", "acknowledged")
+            return primary, feed, offset + len(stream)
+
+        for stop in ("SHUTDOWN", "SIGTERM"):
+            primary, feed, offset = primary_with_raw_replica()  # --shutdown-timeout 10
+            started = time.monotonic()
+            if stop == "SHUTDOWN":
+                closer = socket.create_connection(("127.0.0.1", primary.port))
+                self.addCleanup(closer.close)
+                closer.sendall(b"SHUTDOWN NOSAVE\r\n")
+            else:
+                primary.process.send_signal(signal.SIGTERM)
+            # The add is not acknowledged: the primary waits, its clients gone.
+            while time.monotonic() - started < 1.0:
+                self.assertIsNone(primary.process.poll(), stop + ": it did not wait")
+                time.sleep(0.05)
+            self.assertFalse(primary.ping())
+            offset += len(receive_for(feed, 0.2))
+            feed.sendall(b"REPLCONF ACK %d\r\n" % offset)
+            self.assertEqual(primary.wait(10), 0, primary.log())
+            self.assertLess(time.monotonic() - started, 8)
+        # At most --shutdown-timeout; SHUTDOWN NOW does not wait.
+        for args, stop, longest in ((("--shutdown-timeout", "1"), b"SHUTDOWN NOSAVE", 6),
+                                    ((), b"SHUTDOWN NOSAVE NOW", 0.9)):
+            primary, feed, _ = primary_with_raw_replica(*args)
+            started = time.monotonic()
+            closer = socket.create_connection(("127.0.0.1", primary.port))
+            self.addCleanup(closer.close)
+            closer.sendall(stop + b"\r\n")
+            self.assertEqual(primary.wait(30), 0, primary.log())
+            self.assertLess(time.monotonic() - started, longest, stop)
 
     def test_a_replica_that_does_not_read_costs_the_primary_little(self):
         primary = self.start(Server())

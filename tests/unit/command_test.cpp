@@ -339,9 +339,17 @@ TEST_F(Commands, ClientNameAndShutdownGoThroughHooks) {
     EXPECT_EQ(run({"CLIENT", "SETNAME", "worker-1"}), "+OK\r\n");
     EXPECT_EQ(run({"CLIENT", "GETNAME"}), "$8\r\nworker-1\r\n");
     EXPECT_EQ(run({"CLIENT", "SETNAME", "bad name"}).rfind("-ERR Client names cannot", 0), 0u);
-    EXPECT_EQ(run({"SHUTDOWN", "NOSAVE"}), "");
-    EXPECT_TRUE(client.close_after_reply);
-    EXPECT_EQ(hooks.last_shutdown, ShutdownMode::nosave);
+    // SHUTDOWN waits off the worker: no reply unless it fails.
+    EXPECT_EQ(run({"SHUTDOWN", "NOSAVE", "NOW"}), "");
+    EXPECT_EQ(suspender.suspensions, 1);
+    EXPECT_EQ(hooks.last_shutdown.mode, ShutdownMode::nosave);
+    EXPECT_TRUE(hooks.last_shutdown.now);
+    EXPECT_FALSE(hooks.last_shutdown.force);
+    EXPECT_EQ(run({"SHUTDOWN", "SAVE", "NOSAVE"}), "-ERR syntax error\r\n");
+    EXPECT_EQ(run({"SHUTDOWN", "ABORT", "NOW"}), "-ERR syntax error\r\n");
+    // ABORT cancels it: the SHUTDOWN's client gets Redis's error.
+    EXPECT_EQ(run({"SHUTDOWN", "ABORT"}), "-ERR Errors trying to SHUTDOWN. Check logs.\r\n+OK\r\n");
+    EXPECT_EQ(run({"SHUTDOWN", "ABORT"}), "-ERR No shutdown in progress.\r\n");
     hooks.fail_saves = true;
     EXPECT_EQ(run({"SAVE"}), "-ERR disk on fire\r\n");
 }

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "bloomery/core/hooks.hpp"
@@ -42,9 +43,15 @@ public:
     core::SaveResult bgsave() override { return {}; }
     core::PersistenceInfo persistence() override { return {}; }
     bool snapshot_failing() override { return snapshot_failed; }
-    core::SaveResult shutdown(core::ShutdownMode mode) override {
-        last_shutdown = mode;
-        return {};
+    void begin_shutdown(const core::ShutdownOptions& options,
+                        std::function<void()> failed) override {
+        last_shutdown = options;
+        shutdown_failed = std::move(failed);
+    }
+    void abort_shutdown(std::function<void(bool)> done) override {
+        const bool cancelled = static_cast<bool>(shutdown_failed);
+        if (cancelled) std::exchange(shutdown_failed, nullptr)();
+        done(cancelled);
     }
     std::int64_t start_time_ms() override { return 0; }
     unsigned worker_threads() override { return 1; }
@@ -53,7 +60,8 @@ public:
     int saves = 0;
     bool snapshot_failed = false;
     bool fail_saves = false;
-    core::ShutdownMode last_shutdown = core::ShutdownMode::default_save;
+    core::ShutdownOptions last_shutdown;
+    std::function<void()> shutdown_failed;  // the pending SHUTDOWN's, until aborted
 };
 
 }  // namespace bloomery::command::testing

@@ -25,6 +25,10 @@ inline constexpr std::string_view kUnknownClientType = "ERR Unknown client type 
 inline constexpr std::string_view kNoSuchUser = "ERR No such user '";
 inline constexpr std::string_view kProtocolVersion = "NOPROTO unsupported protocol version";
 inline constexpr std::string_view kBgsaveInProgress = "ERR Background save already in progress";
+// SHUTDOWN that failed (its save) or was cancelled (SHUTDOWN ABORT), and an
+// ABORT with nothing to cancel (Redis 7's texts).
+inline constexpr std::string_view kShutdownFailed = "ERR Errors trying to SHUTDOWN. Check logs.";
+inline constexpr std::string_view kNoShutdownInProgress = "ERR No shutdown in progress.";
 // Redis's text, naming bloomery and its log.
 // Redis's text when the AOF cannot be written; the reason follows.
 inline constexpr std::string_view kMisconfJournal = "MISCONF Errors writing to the AOF file: ";
@@ -121,6 +125,7 @@ inline constexpr std::string_view kWaitOnReplica =
     "replica is configured to be writable (which is not the default) writes to replicas are just "
     "local and are not propagated.";
 inline constexpr std::string_view kTimeoutNegative = "ERR timeout is negative";
+inline constexpr std::string_view kInvalidMasterPort = "ERR Invalid master port";
 // In a cluster the slot map says who replicates whom (--cluster-slots).
 inline constexpr std::string_view kReplicaofInCluster =
     "ERR REPLICAOF not allowed in cluster mode.";

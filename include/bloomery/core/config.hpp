@@ -99,6 +99,9 @@ struct Config {
     // While a replica's link is down, serve the data it has (yes, as Redis)
     // or answer -MASTERDOWN (no). Before its first copy it never serves.
     bool replica_serve_stale_data = true;
+    // SHUTDOWN and SIGTERM give replicas this long, once the clients are
+    // gone, to acknowledge every write (Redis 7's shutdown-timeout); 0: no wait.
+    std::int64_t shutdown_timeout_seconds = 10;
     // Cluster (cluster/topology.hpp; README "Cluster"). `cluster` is the
     // parsed --cluster-slots map with this node resolved, set exactly when
     // cluster_enabled; dispatch tests cluster_enabled before every command.

@@ -23,6 +23,14 @@ namespace bloomery::core {
 
 enum class ShutdownMode { default_save, save, nosave };
 
+// SHUTDOWN's options (Redis 7): whether to save, NOW (no wait for replicas)
+// and FORCE (stop even if the final save fails).
+struct ShutdownOptions {
+    ShutdownMode mode = ShutdownMode::default_save;
+    bool now = false;
+    bool force = false;
+};
+
 // How a snapshot attempt ended. The command layer words the reply; the
 // persistence layer only says what happened.
 enum class SaveStatus {
@@ -180,21 +188,32 @@ public:
     // The journal (persist/journal.hpp), or null when it is off. Commands
     // log to it (adds, LOADCHUNK data) and refuse writes while it fails.
     virtual persist::Journal* journal() { return nullptr; }
-    // Starts a clean shutdown. Returns the failed save's result if a required
-    // final save failed (the server then keeps running, as Redis does).
-    virtual SaveResult shutdown(ShutdownMode mode) = 0;
+    // SHUTDOWN: saves as `options.mode` says, off the caller's thread, then
+    // stops the server (replicas get up to --shutdown-timeout to acknowledge
+    // every write first, unless `options.now`). Returns at once. `failed` is
+    // called once, on any thread, only if the server keeps running: the save
+    // failed (without `options.force`) or SHUTDOWN ABORT came first; it is
+    // never called when the server stops (the connection just closes).
+    virtual void begin_shutdown(const ShutdownOptions& options, std::function<void()> failed) = 0;
+    // SHUTDOWN ABORT: cancels a SHUTDOWN that has not stopped the server yet.
+    // Calls `done` once, on any thread: true if one was cancelled.
+    virtual void abort_shutdown(std::function<void(bool cancelled)> done) = 0;
     virtual std::int64_t start_time_ms() = 0;
     virtual unsigned worker_threads() = 0;
 
     // Replication (net/replication.hpp). The defaults describe a lone
     // primary that cannot change role (unit-test fakes).
     virtual ReplicationInfo replication() { return {}; }
-    // REPLICAOF host port (port 0 with host "": REPLICAOF NO ONE). Returns
-    // "" or the reason it cannot (an error text without "-").
-    virtual std::string replicaof(std::string_view host, std::uint16_t port) {
+    // REPLICAOF host port (port 0 with host "": REPLICAOF NO ONE). Calls
+    // `done` once, on any thread, with "" or the reason it cannot (an error
+    // text without "-"); never waits for the link it replaces to stop (that
+    // can take as long as a snapshot load): after NO ONE, `done` comes once
+    // it has, when writes are taken.
+    virtual void replicaof(std::string_view host, std::uint16_t port,
+                           std::function<void(std::string error)> done) {
         (void)host;
         (void)port;
-        return "ERR replication is not available here";
+        done("ERR replication is not available here");
     }
     // WAIT: calls `done` once with how many replicas acknowledged every
     // record appended before the call (at once if `count` already did, else

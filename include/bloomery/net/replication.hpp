@@ -135,6 +135,11 @@ public:
     void cron();
     // Primary-side fields of INFO replication.
     void fill_info(core::ReplicationInfo& info);
+    // Replicas connected now, and how many of them have not acknowledged
+    // `offset` yet (one still receiving its snapshot has not): a shutdown
+    // waits for them.
+    std::size_t replica_count();
+    std::size_t replicas_behind(std::uint64_t offset);
 
 private:
     struct Waiter {
@@ -254,13 +259,13 @@ class SyncFile;  // replication.cpp: the file a full copy is received into
 class ReplicaLink {
 public:
     // A link to HOST:PORT; start() connects (and reconnects until stop()).
-    // `predecessor`, the link this one replaces (REPLICAOF to another
-    // primary), is stopped on this link's thread before it connects: the two
-    // never apply at once, and whoever replaces it never waits for it (its
-    // stop can take as long as a snapshot load).
+    // `before_start` runs on the link's own thread before it first connects:
+    // it stops the link this one replaces (REPLICAOF to another primary), so
+    // that the two never apply at once and whoever replaces a link never
+    // waits for it (its stop can take as long as a snapshot load).
     ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
                 persist::Manager& persistence, core::ServerHooks& hooks, std::string host,
-                std::uint16_t port, std::unique_ptr<ReplicaLink> predecessor = nullptr);
+                std::uint16_t port, std::function<void()> before_start = {});
     ~ReplicaLink();
     ReplicaLink(const ReplicaLink&) = delete;
     ReplicaLink& operator=(const ReplicaLink&) = delete;
@@ -268,9 +273,9 @@ public:
     // Sets the replica's flags (writes refused, data unsynchronized) and
     // starts the thread.
     void start();
-    // Closes the link and joins its thread (and a predecessor's not yet
-    // stopped); what was applied stays. The replication flags are the
-    // owner's to change.
+    // Closes the link and joins its thread (after `before_start`, if it
+    // had not ended yet); what was applied stays. The replication flags are
+    // the owner's to change.
     void stop();
     const std::string& host() const { return host_; }
     std::uint16_t port() const { return port_; }
@@ -310,7 +315,7 @@ private:
     core::ServerHooks& hooks_;
     const std::string host_;
     const std::uint16_t port_;
-    std::unique_ptr<ReplicaLink> predecessor_;  // link thread only, until stopped
+    std::function<void()> before_start_;  // link thread only, until it has run
 
     boost::asio::io_context io_{1};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{

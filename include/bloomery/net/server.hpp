@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -95,8 +96,12 @@ public:
     void listen();
     // Runs until a signal (SIGTERM/SIGINT) or SHUTDOWN; returns the exit code.
     int run();
-    // Thread-safe: starts a clean stop (used by SHUTDOWN and signals).
-    void request_stop(bool save_on_exit);
+    // Thread-safe: starts a clean stop (used by SHUTDOWN and signals). The
+    // listeners close and every client connection closes; replicas' feeds
+    // stay open until the replicas acknowledged every write, for up to
+    // --shutdown-timeout (not with `now`); then the server stops, saving at
+    // the end if `save_on_exit` and saving is configured.
+    void request_stop(bool save_on_exit, bool now = false);
     // Writes so far (never reset), for save points. Lock-free.
     std::uint64_t total_changes() const { return raw_totals().changes; }
     // /readyz: the listeners accept (run() has started), no stop has begun,
@@ -123,11 +128,14 @@ public:
     core::PersistenceInfo persistence() override;
     bool snapshot_failing() override { return persistence_.snapshot_failing(); }
     persist::Journal* journal() override { return persistence_.journal(); }
-    core::SaveResult shutdown(core::ShutdownMode mode) override;
+    void begin_shutdown(const core::ShutdownOptions& options,
+                        std::function<void()> failed) override;
+    void abort_shutdown(std::function<void(bool)> done) override;
     std::int64_t start_time_ms() override { return start_time_ms_; }
     unsigned worker_threads() override { return static_cast<unsigned>(workers_.size()); }
     core::ReplicationInfo replication() override;
-    std::string replicaof(std::string_view host, std::uint16_t port) override;
+    void replicaof(std::string_view host, std::uint16_t port,
+                   std::function<void(std::string)> done) override;
     void wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,
                            std::function<void(std::int64_t)> done) override;
     ReplicationSource& replication_source() { return replication_; }
@@ -152,6 +160,22 @@ private:
     void on_signal(const boost::system::error_code& error, int signal);
     void cron();
     void stop_now();
+    // The last step of a stop: waits (every 10 ms, until `deadline_ms`) for
+    // the client connections to be gone and then for the replicas to
+    // acknowledge the journal's position at that moment, then closes what is
+    // left. Main thread.
+    void drain_for_replicas(std::int64_t deadline_ms, bool target_known, std::uint64_t target);
+    // SHUTDOWN's final save is over (on the main thread): stops, or answers
+    // its clients that it failed.
+    void finish_shutdown_save(const core::SaveResult& saved);
+    // Answers every SHUTDOWN waiting that the server keeps running.
+    void fail_shutdown();
+    // Follows HOST:PORT (a new link; the one it replaces stops on the new
+    // link's thread).
+    void follow(std::string_view host, std::uint16_t port);
+    // Stops the link and every link still stopping (at exit), outside
+    // link_mutex_.
+    void stop_links();
     // Sums of the per-thread counters, without CONFIG RESETSTAT baselines.
     core::StatsTotals raw_totals() const;
     std::vector<core::CommandTotals> raw_command_stats() const;
@@ -166,8 +190,14 @@ private:
     const command::Registry& registry_;
     persist::Manager& persistence_;
     ReplicationSource& replication_;
-    std::mutex link_mutex_;              // guards link_ (REPLICAOF)
+    // Guards the three below. INFO, ROLE, CONFIG GET and /metrics take it
+    // on any thread, so nothing waits for a link to stop while holding it.
+    std::mutex link_mutex_;
     std::unique_ptr<ReplicaLink> link_;  // set while this server is a replica
+    // Ready once the links REPLICAOF NO ONE took away have stopped (invalid:
+    // none is stopping); a link started after waits for it on its thread.
+    std::shared_future<void> links_stopped_;
+    std::vector<std::thread> link_reapers_;  // REPLICAOF NO ONE's, joined at exit
     // Client slots taken (connected_clients, --maxclients). Declared before
     // workers_ so it outlives them: a connection still held by a worker's
     // io_context when that is destroyed gives its slot back here.
@@ -191,6 +221,15 @@ private:
     command::Slowlog slowlog_;
     std::unique_ptr<MetricsServer> metrics_;
     std::atomic<bool> save_on_exit_{true};
+    // SHUTDOWN (main thread only): its final save runs on shutdown_saver_,
+    // off every worker; the SHUTDOWN clients wait for it in shutdown_failed_
+    // (answered only if the server keeps running).
+    bool shutdown_saving_ = false;
+    bool shutdown_aborted_ = false;  // SHUTDOWN ABORT came during the save
+    core::ShutdownOptions shutdown_options_;
+    std::vector<std::function<void()>> shutdown_failed_;
+    std::thread shutdown_saver_;
+    boost::asio::steady_timer drain_timer_;
     int exit_code_ = 0;
     // ops/sec: Redis-style samples of the command counter every 100 ms.
     static constexpr std::size_t kOpsSamples = 16;
