@@ -146,6 +146,60 @@ TEST(BloomDump, RoundTripThroughManySmallChunksIsIdentical) {
     EXPECT_EQ(testing::add(*copy, "new item"), testing::add(*source, "new item"));
 }
 
+TEST(BloomDump, ALoadedChunkSetsItsBitsAndNeverClearsOne) {
+    // Loading a chunk into a filter that already holds items keeps them
+    // (bits only go 0 -> 1), so chunks and adds give the same bits in any
+    // order and loading never makes an added item answer 0.
+    const auto source = make_three_layer_filter();
+    const std::string header = dump_chunk(*source, 0).data;
+    std::string error;
+    auto target = decode_header(header, 0, error);
+    ASSERT_NE(target, nullptr) << error;
+    for (std::uint64_t i = 0; i < 300; ++i) testing::add(*target, absent_item(i));
+    const std::vector<std::uint64_t> before = all_words(*target);
+    for (const Chunk& c : dump_all(*source, 64)) {
+        ASSERT_TRUE(load_chunk(*target, c.iter, c.data, error)) << error;
+    }
+    const std::vector<std::uint64_t> after = all_words(*target);
+    const std::vector<std::uint64_t> theirs = all_words(*source);
+    ASSERT_EQ(after.size(), before.size());
+    std::uint64_t set = 0;
+    for (std::size_t i = 0; i < after.size(); ++i) {
+        EXPECT_EQ(after[i], before[i] | theirs[i]) << "word " << i;
+        set += static_cast<std::uint64_t>(std::popcount(after[i]));
+    }
+    std::uint64_t counted = 0;
+    for (std::size_t l = 0; l < target->num_layers(); ++l) counted += target->layer(l).set_bits();
+    EXPECT_EQ(counted, set);
+    for (std::uint64_t i = 0; i < 300; ++i) EXPECT_TRUE(target->contains(absent_item(i)));
+    for (std::uint64_t i = 0; i < 2000; ++i) {
+        if (source->contains(present_item(i))) {
+            EXPECT_TRUE(target->contains(present_item(i)));
+        }
+    }
+
+    // A layer with per-thread bit counters (mapped, >= 32 KiB) keeps them
+    // exact through the OR.
+    const auto big = ScalableFilter::create(make_options(50000, 0.01));
+    ASSERT_TRUE(big->layer(0).mapped());
+    for (std::uint64_t i = 0; i < 5000; ++i) testing::add(*big, present_item(i));
+    auto big_target = decode_header(dump_chunk(*big, 0).data, 0, error);
+    ASSERT_NE(big_target, nullptr) << error;
+    for (std::uint64_t i = 0; i < 5000; ++i) testing::add(*big_target, absent_item(i));
+    for (const Chunk& c : dump_all(*big, 4096)) {
+        ASSERT_TRUE(load_chunk(*big_target, c.iter, c.data, error)) << error;
+    }
+    std::uint64_t big_set = 0;
+    for (std::uint64_t word : all_words(*big_target)) {
+        big_set += static_cast<std::uint64_t>(std::popcount(word));
+    }
+    EXPECT_EQ(big_target->layer(0).set_bits(), big_set);
+    for (std::uint64_t i = 0; i < 5000; ++i) {
+        EXPECT_TRUE(big_target->contains(present_item(i)));
+        EXPECT_TRUE(big_target->contains(absent_item(i)));
+    }
+}
+
 TEST(BloomDump, DefaultChunkSizeDumpsOneChunkPerSmallLayer) {
     const auto source = make_three_layer_filter();
     const std::vector<Chunk> chunks = dump_all(*source, kMaxDumpChunkBytes);
