@@ -738,6 +738,11 @@ void ReplicaLink::stop() {
     thread_.join();
 }
 
+void ReplicaLink::retire() {
+    std::lock_guard lock(info_mutex_);
+    retired_ = true;
+}
+
 void ReplicaLink::fill_info(core::ReplicationInfo& info) const {
     std::lock_guard lock(info_mutex_);
     const std::int64_t now = store::now_ms();
@@ -1002,12 +1007,15 @@ void ReplicaLink::load_received(const std::string& path, std::uint64_t bytes) {
 void ReplicaLink::go_up() {
     {
         std::lock_guard lock(info_mutex_);
+        // A link being replaced has no say on the flags: the data it holds
+        // is not the new primary's (retire()).
+        if (retired_) return;
         up_ = true;
         last_error_.clear();
         last_io_ms_ = store::now_ms();
+        hooks_.replication_flags.fetch_and(
+            static_cast<std::uint8_t>(~(core::kReplicationStale | core::kReplicationUnsynced)));
     }
-    hooks_.replication_flags.fetch_and(
-        static_cast<std::uint8_t>(~(core::kReplicationStale | core::kReplicationUnsynced)));
     acked_ = ~0ull;  // acknowledge where we start
     acknowledge();
     schedule_ack();

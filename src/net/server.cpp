@@ -628,7 +628,9 @@ void Server::follow(std::string_view host, std::uint16_t port) {
     if (link_ && link_->host() == host && link_->port() == port) return;
     // Replicas of this server cannot follow it into another history.
     replication_.close_feeds();
-    // Before the link runs: no data command may see what is here now.
+    // Before the link runs: no data command may see what is here now (nor
+    // what the link replaced may still finish loading).
+    if (link_) link_->retire();
     replication_flags.fetch_or(core::kReplicationReplica | core::kReplicationStale |
                                core::kReplicationUnsynced);
     // The link replaced, and any REPLICAOF NO ONE still stopping one, are

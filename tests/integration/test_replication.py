@@ -611,7 +611,15 @@ class ReplicationTest(unittest.TestCase):
                 self.assertEqual(info(r)["role"], "master")
                 self.assertEqual(r.execute_command("BF.ADD", "after", "promotion"), 1)
             else:
-                wait_until(lambda: link_up(replica), what="the link to the other primary")
+                # Until it has a copy of the other primary, what the link
+                # replaced loaded is never served.
+                deadline = time.monotonic() + 60
+                while not link_up(replica):
+                    self.assertLess(time.monotonic(), deadline, "the link to the other primary")
+                    try:
+                        self.assertEqual(r.execute_command("BF.EXISTS", "big", "x"), 0)
+                    except redis.ResponseError as refused:
+                        self.assertRegex(str(refused), "^(MASTERDOWN|LOADING) ")
                 self.assertEqual(r.exists("big"), 0)
 
     def test_shutdown_waits_for_replicas_to_acknowledge_every_write(self):

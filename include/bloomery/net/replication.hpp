@@ -277,6 +277,10 @@ public:
     // had not ended yet); what was applied stays. The replication flags are
     // the owner's to change.
     void stop();
+    // From now on the link clears no replication flag (it is being
+    // replaced: whatever it synchronizes is not the new primary's copy).
+    // Thread-safe; the owner sets the flags its successor needs after this.
+    void retire();
     const std::string& host() const { return host_; }
     std::uint16_t port() const { return port_; }
     void fill_info(core::ReplicationInfo& info) const;
@@ -350,6 +354,7 @@ private:
     std::int64_t last_io_ms_ = 0;
     std::int64_t down_since_ms_ = 0;
     std::string last_error_;
+    bool retired_ = false;
 };
 
 }  // namespace bloomery::net
