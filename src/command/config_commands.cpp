@@ -95,6 +95,7 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"unauthenticated-max-bulk-len", std::to_string(c.unauthenticated_max_bulk_len)},
         {"unauthenticated-query-buffer-limit",
          std::to_string(c.unauthenticated_query_buffer_limit)},
+        {"shutdown-timeout", std::to_string(c.shutdown_timeout_seconds)},
         {"slowlog-log-slower-than",
          std::to_string(ctx.slowlog != nullptr ? ctx.slowlog->log_slower_than_us()
                                                : c.slowlog_log_slower_than_us)},
@@ -103,6 +104,8 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"metrics-port", std::to_string(c.metrics_port)},
         {"metrics-bind", c.metrics_bind_address()},
         {"metrics-max-connections", std::to_string(c.metrics_max_connections)},
+        {"metrics-max-connections-per-client",
+         std::to_string(c.metrics_max_connections_per_client)},
         {"metrics-max-request-bytes", std::to_string(c.metrics_max_request_bytes)},
         {"metrics-request-timeout", format_number(c.metrics_request_timeout_seconds)},
     };

@@ -22,7 +22,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <type_traits>
 
 #include "bloomery/net/replication.hpp"
 #include "bloomery/persist/journal.hpp"
@@ -35,13 +34,9 @@ using bloomery::net::PrimaryStreamDecoder;
 using bloomery::persist::StreamApplier;
 using Event = PrimaryStreamDecoder::Event;
 
-// A replica with no journal of its own: its applier logs nowhere.
+// A replica with no journal of its own: its keyspace records nowhere.
 std::unique_ptr<StreamApplier> make_applier(bloomery::store::Keyspace& keyspace) {
-    if constexpr (std::is_constructible_v<StreamApplier, bloomery::store::Keyspace&>) {
-        return std::make_unique<StreamApplier>(keyspace);
-    } else {
-        return std::make_unique<StreamApplier>(keyspace, nullptr);
-    }
+    return std::make_unique<StreamApplier>(keyspace);
 }
 
 void check(bool condition) {

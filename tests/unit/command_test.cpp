@@ -692,5 +692,14 @@ TEST_F(Commands, ConfigGetShowsErrorRatesExactly) {
               "*2\r\n$13\r\nbf-error-rate\r\n$19\r\n0.30000000000000004\r\n");
 }
 
+TEST_F(Commands, ConfigGetShowsTheShutdownAndMetricsBounds) {
+    config.shutdown_timeout_seconds = 7;
+    config.metrics_max_connections_per_client = 3;
+    EXPECT_EQ(run({"CONFIG", "GET", "shutdown-timeout"}),
+              "*2\r\n$16\r\nshutdown-timeout\r\n$1\r\n7\r\n");
+    EXPECT_EQ(run({"CONFIG", "GET", "metrics-max-connections-per-client"}),
+              "*2\r\n$34\r\nmetrics-max-connections-per-client\r\n$1\r\n3\r\n");
+}
+
 }  // namespace
 }  // namespace bloomery::command
