@@ -109,7 +109,10 @@ public:
     std::mutex mutex;
     store::RecordBlock* block = nullptr;  // owned; null until first used
     std::atomic<std::size_t> bytes{0};    // block's size, read without the mutex
-    std::size_t charged = 0;              // block's capacity counted in memory (owner)
+    // A scope is open: records may be in the block that `bytes` does not
+    // count yet (set at begin, cleared at end_data()).
+    std::atomic<bool> open{false};
+    std::size_t charged = 0;  // block's capacity counted in memory (owner)
 
     // The open scope (under the mutex, owning thread).
     enum class Scope { none, adds, chunk } scope = Scope::none;
@@ -473,7 +476,11 @@ bool Journal::take_all_locals() {
     const std::size_t claimed = locals_claimed_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < claimed; ++i) {
         LocalBuffer& local = locals_[i];
-        if (local.bytes.load(std::memory_order_seq_cst) == 0) continue;
+        // An open scope may hold records not counted yet: wait for it.
+        if (!local.open.load(std::memory_order_seq_cst) &&
+            local.bytes.load(std::memory_order_seq_cst) == 0) {
+            continue;
+        }
         std::lock_guard local_lock(local.mutex);
         any = take_local(local) || any;
     }
@@ -576,6 +583,14 @@ void Journal::ping() {
     append(encode_block(jf::kPing, 0, [](unsigned char*) {}));
 }
 
+void Journal::mark_open(LocalBuffer& local) {
+    local.open.store(true, std::memory_order_seq_cst);
+    // The scope's changes (bits set with relaxed atomics) come after this:
+    // whoever sees one of them and then fences (position()) sees the scope
+    // open, and takes its records once it closes.
+    std::atomic_thread_fence(std::memory_order_release);
+}
+
 bloom::AddRecorder& Journal::begin_adds(const bloom::ScalableFilter& filter,
                                         std::size_t max_items) {
     if (max_items > bloom::ScalableFilter::kBatch) throw std::length_error("batch too large");
@@ -597,6 +612,7 @@ bloom::AddRecorder& Journal::begin_adds(const bloom::ScalableFilter& filter,
     local.scope = LocalBuffer::Scope::adds;
     local.entries = 0;
     local.max_entries = static_cast<std::uint32_t>(max_items);
+    mark_open(local);
     t_scope = &local;
     lock.release();  // held until end_data()
     return local;
@@ -619,6 +635,7 @@ void Journal::begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter
                          put_bytes(body + 16, data);
                      });
     local.scope = LocalBuffer::Scope::chunk;
+    mark_open(local);
     t_scope = &local;
     lock.release();  // held until end_data()
 }
@@ -644,7 +661,10 @@ void Journal::end_data() noexcept {
     }
     local->scope = LocalBuffer::Scope::none;
     const std::size_t held = out.size();
+    // Counted before the scope closes: a position() that finds the scope
+    // closed finds its records counted.
     local->bytes.store(held, std::memory_order_seq_cst);
+    local->open.store(false, std::memory_order_seq_cst);
     local->mutex.unlock();
     if (!wrote) return;
     t_wrote = true;
@@ -665,6 +685,10 @@ std::vector<Journal::SegmentFile> Journal::segment_files() const {
 }
 
 std::uint64_t Journal::position() {
+    // Pairs with mark_open(): a caller that saw a bit of an add (a relaxed
+    // load) and then asks for the position sees that add's scope open or its
+    // records counted, and waits for them.
+    std::atomic_thread_fence(std::memory_order_acquire);
     bool wake = false;
     {
         std::lock_guard lock(mutex_);

@@ -408,6 +408,36 @@ TEST(Journal, PositionCoversAddsStillInThreadBuffers) {
     EXPECT_EQ(live.journal.appended(), position);
 }
 
+TEST(Journal, PositionWaitsForAnOpenScopeAndCoversItsRecords) {
+    // An add records its entry, then sets its bits, inside a scope; a reader
+    // that saw the bits asks for the position (a reply under appendfsync
+    // always, WAIT). The position must cover the entry even while the scope
+    // is still open and has not counted its bytes yet.
+    TempDir dir;
+    Journaled live(dir, FsyncPolicy::always);
+    live.add("k", "first");
+    bloom::FilterRef filter = live.keyspace.get("k")->filter;
+    const std::uint64_t before = live.journal.position();
+    bloom::AddRecorder& scope = live.journal.begin_adds(*filter, 1);
+    ASSERT_TRUE(scope.record(0, bloom::hash_item("second")));
+    std::atomic<bool> returned{false};
+    std::atomic<std::uint64_t> seen{0};
+    std::thread reader([&] {
+        seen = live.journal.position();
+        returned = true;
+    });
+    // Bounded: the reader never returns while the scope is open.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    while (std::chrono::steady_clock::now() < until) {
+        ASSERT_FALSE(returned.load()) << "position() passed an open scope";
+        std::this_thread::yield();
+    }
+    live.journal.end_data();
+    reader.join();
+    EXPECT_GT(seen.load(), before);
+    EXPECT_EQ(seen.load(), live.journal.position());
+}
+
 TEST(Journal, ThreadsBeyondTheBuffersShareOneAndReplayExactly) {
     TempDir dir;
     Journaled live(dir, FsyncPolicy::everysec);

@@ -179,8 +179,11 @@ private:
     // Under mutex_ and local's lock: moves its records into pending_; false
     // if it held none.
     bool take_local(LocalBuffer& local) noexcept;
-    // Under mutex_: take_local for every claimed buffer; true if any held records.
+    // Under mutex_: take_local for every claimed buffer (waiting for open
+    // scopes to close); true if any held records.
     bool take_all_locals();
+    // Marks the caller's scope open before any change it records.
+    static void mark_open(LocalBuffer& local);
     bool locals_pending() const;
     // Under mutex_: books `bytes` just moved into pending_.
     void appended_bytes(std::uint64_t bytes) noexcept;
