@@ -408,9 +408,10 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
     garbage.nodes.reserve(1);
     garbage.tables.reserve(1);
     bool stored = true;
-    // Records first: once the key changed, nothing may fail to record it.
+    // Records are encoded before the change they describe (here, or under
+    // the lock once it is known which): once the key changed, nothing may
+    // fail to record it.
     MutationLog* log = mutation_log();
-    EncodedRecord deleted = log != nullptr ? log->encode_deleted(key) : nullptr;
     EncodedRecord created =
         log != nullptr ? log->encode_created(key, *filter, expire_at_ms) : nullptr;
     {
@@ -436,10 +437,11 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
             if (!expired && !replace_live) {
                 stored = false;
             } else {
-                if (expired) expired_keys_.fetch_add(1, std::memory_order_relaxed);
+                EncodedRecord deleted = log != nullptr ? log->encode_deleted(key) : nullptr;
                 // A new node, not a new filter in the old one: lookups read a
                 // linked node's filter without a lock.
                 Node* fresh = make_node(key, std::move(filter), expire_at_ms);
+                if (expired) expired_keys_.fetch_add(1, std::memory_order_relaxed);
                 replace_slot(shard, slot, fresh, hash);
                 garbage.nodes.push_back(node);
                 if (log != nullptr) {
@@ -582,12 +584,12 @@ bool Keyspace::erase(std::string_view key) {
     garbage.nodes.reserve(1);
     garbage.tables.reserve(1);
     MutationLog* log = mutation_log();
-    EncodedRecord record = log != nullptr ? log->encode_deleted(key) : nullptr;
     bool live;
     {
         ShardWrite write(shard);
         const std::size_t slot = find_slot(shard, key, hash);
         if (slot == kNotFound) return false;
+        EncodedRecord record = log != nullptr ? log->encode_deleted(key) : nullptr;
         Node* node = node_at(shard, slot);
         live = !node->expired(now_ms());
         erase_slot(shard, slot, garbage);
@@ -624,7 +626,6 @@ std::optional<bool> Keyspace::update_expiry(
     garbage.nodes.reserve(1);
     garbage.tables.reserve(1);
     MutationLog* log = mutation_log();
-    EncodedRecord deleted = log != nullptr ? log->encode_deleted(key) : nullptr;
     std::optional<bool> changed;
     {
         ShardWrite write(shard);
@@ -632,7 +633,11 @@ std::optional<bool> Keyspace::update_expiry(
         if (slot == kNotFound) return std::nullopt;
         Node* node = node_at(shard, slot);
         const std::int64_t now = now_ms();
+        const auto encode_deleted = [&] {
+            return log != nullptr ? log->encode_deleted(key) : nullptr;
+        };
         if (node->expired(now)) {
+            EncodedRecord deleted = encode_deleted();
             erase_slot(shard, slot, garbage);
             garbage.nodes.push_back(node);
             expired_keys_.fetch_add(1, std::memory_order_relaxed);
@@ -641,6 +646,7 @@ std::optional<bool> Keyspace::update_expiry(
                    !deadline) {
             changed = false;
         } else if (*deadline != 0 && *deadline <= now) {
+            EncodedRecord deleted = encode_deleted();
             erase_slot(shard, slot, garbage);
             garbage.nodes.push_back(node);
             changed = true;
@@ -678,8 +684,6 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
     garbage.nodes.reserve(2);
     garbage.tables.reserve(2);
     MutationLog* log = mutation_log();
-    EncodedRecord renamed = log != nullptr ? log->encode_renamed(from, to) : nullptr;
-    EncodedRecord deleted = log != nullptr ? log->encode_deleted(from) : nullptr;
     bool renamed_key = false;
     {
         // Lock both shards in index order so two opposite renames cannot deadlock.
@@ -693,6 +697,7 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
         if (slot == kNotFound) return false;
         Node* node = node_at(source, slot);
         if (node->expired(now_ms())) {
+            EncodedRecord deleted = log != nullptr ? log->encode_deleted(from) : nullptr;
             erase_slot(source, slot, garbage);
             garbage.nodes.push_back(node);
             expired_keys_.fetch_add(1, std::memory_order_relaxed);
@@ -700,7 +705,9 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
         } else if (from == to) {
             renamed_key = true;
         } else {
-            // The new node is made first: if allocation fails nothing has changed.
+            // The record and the new node are made first: if either cannot
+            // be allocated nothing has changed.
+            EncodedRecord renamed = log != nullptr ? log->encode_renamed(from, to) : nullptr;
             Node* moved = make_node(to, node->filter, node->deadline());
             const std::size_t existing = find_slot(target, to, to_hash);
             if (existing != kNotFound) {
