@@ -112,7 +112,8 @@ public:
     // A scope is open: records may be in the block that `bytes` does not
     // count yet (set at begin, cleared at end_data()).
     std::atomic<bool> open{false};
-    std::size_t charged = 0;  // block's capacity counted in memory (owner)
+    std::size_t charged = 0;    // block's capacity counted in memory (owner)
+    std::size_t size_hint = 0;  // bytes the last block taken held (at most 2 × kLocalFlushBytes)
 
     // The open scope (under the mutex, owning thread).
     enum class Scope { none, adds, chunk } scope = Scope::none;
@@ -138,11 +139,14 @@ public:
     // Makes room for `more` bytes after what the block holds (may throw
     // std::bad_alloc, changing nothing but capacity).
     void reserve(std::size_t more) {
-        if (block == nullptr) block = new store::RecordBlock;
+        if (block == nullptr) {
+            block = new store::RecordBlock;
+            // As much as the block before held when it was taken: a thread
+            // adding steadily allocates one block per take, sized once.
+            block->bytes.reserve(std::max(more, size_hint));
+        }
         std::string& out = block->bytes;
         if (out.capacity() - out.size() < more) {
-            // Doubling: a thread adding steadily reallocates a few times up
-            // to kLocalFlushBytes, then reuses the block's successor.
             out.reserve(std::max(out.size() + more,
                                  std::min<std::size_t>(2 * out.capacity(), kLocalFlushBytes * 2)));
         }
@@ -466,6 +470,7 @@ bool Journal::take_local(LocalBuffer& local) noexcept {
     pending_.push(local.block);
     local.block = nullptr;
     local.charged = 0;
+    local.size_hint = std::min<std::size_t>(bytes, 2 * kLocalFlushBytes);
     local.bytes.store(0, std::memory_order_relaxed);
     appended_bytes(bytes);
     return true;
