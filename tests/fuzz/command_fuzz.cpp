@@ -28,10 +28,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -79,9 +79,11 @@ public:
     bool snapshot_failing() override { return false; }
     core::SaveResult bgsave() override { return {core::SaveStatus::in_progress, {}}; }
     core::PersistenceInfo persistence() override { return {}; }
-    core::SaveResult shutdown(core::ShutdownMode) override {
-        return {core::SaveStatus::failed, "fuzz: no shutdown"};
+    // A SHUTDOWN never stops the fuzzer: it fails at once, as a failed save.
+    void begin_shutdown(const core::ShutdownOptions&, std::function<void()> failed) override {
+        failed();
     }
+    void abort_shutdown(std::function<void(bool)> done) override { done(false); }
     std::int64_t start_time_ms() override { return 0; }
     unsigned worker_threads() override { return 1; }
 };
