@@ -73,7 +73,7 @@ std::vector<std::uint64_t> SnapshotCounts::Session::counts_at_cut(
     std::lock_guard lock(owner_.mutex_);
     owner_.save_locked(filter);
     auto it = saved_.find(&filter);
-    if (it == saved_.end()) return live_counts(filter);  // not in this session's view
+    if (it == saved_.end()) return live_counts(filter);  // not in this snapshot's view
     std::vector<std::uint64_t> counts = std::move(it->second);
     const std::uint64_t bytes = kSavedEntryBytes + counts.size() * 8;
     saved_bytes_ -= bytes;

@@ -56,7 +56,7 @@
 # PYTHON (default /usr/bin/python3) for the summary and plot.
 # Needs redis-server, redis-tools, python3-matplotlib (make bench installs them).
 #
-# On a 16-core machine, as in issue 7:
+# On a 16-core machine:
 #   tests/bench/load_bench.sh --threads "1 2 4 8" --server-cpus 0-7 --client-cpus 8-15 \
 #       --bench-threads 8 -c 256 -P 16 --requests 2000000 --keys 1000000
 set -euo pipefail

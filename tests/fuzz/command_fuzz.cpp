@@ -11,7 +11,7 @@
 //     Bloom filter has no false negatives);
 //   - a dump round trip: BF.SCANDUMP one key to the end and BF.LOADCHUNK every
 //     piece into another: whatever the server created it must restore
-//     (issue 6, defect 1), to the same BF.INFO and the same dump;
+//     (the filter bounds), to the same BF.INFO and the same dump;
 //   - BF.LOADCHUNK of a real SCANDUMP piece with one byte changed, its checksum
 //     optionally recomputed (XXH64, seed 0, per proto/resp.md) so the
 //     decoder's range checks are reached, not only the checksum check.

@@ -16,8 +16,8 @@
 //     or succeeds;
 //   - items added afterwards are all reported present;
 //   - the filter then survives a full SCANDUMP-style copy: its header decodes
-//     (whatever the server can grow into, it must be able to load: issue 6,
-//     defect 1), every dump_chunk() loads, and the copy dumps identically.
+//     (whatever the server can grow into, it must be able to load), every
+//     dump_chunk() loads, and the copy dumps identically.
 // kMaxFilterBytes bounds the whole filter (every layer's bits together), so
 // no header can allocate more than 64 KB of bits, whatever it claims.
 
@@ -166,7 +166,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<std::string> added;
     for (std::size_t i = 0; i < items_to_add; ++i) {
         std::string item = "item" + std::to_string(i);
-        const AddResult result = filter->add(item, bloomery::bloom::GrowthLimits{kMaxFilterBytes, 0});
+        const AddResult result =
+            filter->add(item, bloomery::bloom::GrowthLimits{kMaxFilterBytes, 0});
         if (result != AddResult::added && result != AddResult::exists) break;
         added.push_back(std::move(item));
     }

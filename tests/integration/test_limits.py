@@ -3,7 +3,7 @@ restores; --max-filter-bytes bounds whole filters; --maxmemory answers -OOM;
 a failing snapshot answers -MISCONF; snapshots are consistent while keys are
 renamed, deleted, re-created and flushed; a filter costs few bytes per key.
 
-Each of the defect tests here failed on the code before the fix (issue 6).
+Each of the tests of a named bound here failed on the code before that bound.
 """
 
 import math
@@ -70,7 +70,7 @@ class LimitsTestCase(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------
-# Defect 1: a filter the server accepts must survive a restart.
+# A filter the server accepts must survive a restart.
 
 class FilterBounds(LimitsTestCase):
     def test_error_rate_below_the_minimum_is_refused_at_the_command(self):
@@ -278,7 +278,7 @@ class FilterBounds(LimitsTestCase):
 
 
 # ---------------------------------------------------------------------------
-# Defect 3: --max-filter-bytes bounds a whole filter, before allocating.
+# --max-filter-bytes bounds a whole filter, before allocating.
 
 class WholeFilterLimit(LimitsTestCase):
     def test_loadchunk_header_of_many_layers_is_refused_before_allocating(self):
@@ -475,7 +475,7 @@ class Maxmemory(LimitsTestCase):
         self.assertEqual(c.call("BF.ADD", "f2", "more"), 1)
 
     def test_a_million_small_filters_cost_few_bytes_each_and_are_given_back(self):
-        # Issue 6's target: at most 300 bytes per default filter, keyspace
+        # The target: at most 300 bytes per default filter, keyspace
         # included. Measured here on 200,000 keys.
         n = 200000
         s = self.start()
@@ -581,7 +581,7 @@ class Misconf(LimitsTestCase):
 
 
 # ---------------------------------------------------------------------------
-# Defect 4: a snapshot holds every key as it was at one instant.
+# A snapshot holds every key as it was at one instant.
 
 class SnapshotConsistency(LimitsTestCase):
     def test_renames_deletes_recreates_and_flushes_during_saves(self):

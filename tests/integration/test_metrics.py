@@ -1,4 +1,4 @@
-"""Monitoring (issue 9): /metrics, /healthz and /readyz on --metrics-port,
+"""Monitoring: /metrics, /healthz and /readyz on --metrics-port,
 INFO commandstats and latencystats, SLOWLOG, --health-check and --test-config.
 
 /metrics is parsed with Debian's python3-prometheus-client parser. Hostile

@@ -1,4 +1,4 @@
-"""SAVE runs on the persistence thread (issue 6, defect 5).
+"""SAVE runs on the persistence thread.
 
 The client that sends SAVE waits for its reply (sent once the snapshot is
 durable) and its pipelined commands wait behind it, but every other client on

@@ -1,4 +1,4 @@
-// No heap allocation per command on the hot path (issue 7): BF.ADD,
+// No heap allocation per command on the hot path: BF.ADD,
 // BF.EXISTS, BF.MADD and BF.MEXISTS on an existing filter, through the RESP
 // parser and the dispatcher as a connection runs them, allocate nothing once
 // warm. Its own executable because it replaces the global operator new and
