@@ -276,16 +276,21 @@ void Connection::on_deferred_reply(command::ReplyWriter write_reply) {
     if (!writing_) advance();
 }
 
+command::Context Connection::context(command::ClientSuspender* suspender,
+                                     command::Slowlog* slowlog) {
+    return command::Context{server_.registry(),
+                            server_.keyspace(),
+                            server_.config(),
+                            server_,
+                            client_,
+                            worker_.stats,
+                            writer_,
+                            suspender,
+                            slowlog};
+}
+
 void Connection::process() {
-    command::Context ctx{server_.registry(),
-                         server_.keyspace(),
-                         server_.config(),
-                         server_,
-                         client_,
-                         worker_.stats,
-                         writer_,
-                         this,
-                         &server_.slowlog()};
+    command::Context ctx = context(this, &server_.slowlog());
     persist::Journal::reset_thread_mark();
     // Commands are timed from here, each from the end of the one before
     // (command::dispatch).
@@ -459,15 +464,7 @@ void Connection::feed_input() {
     // and no reply goes out. Any other command after PSYNC is dropped unrun:
     // its reply would land in the stream, a deferred one (WAIT, SAVE) later
     // and between two writes of it.
-    command::Context ctx{server_.registry(),
-                         server_.keyspace(),
-                         server_.config(),
-                         server_,
-                         client_,
-                         worker_.stats,
-                         writer_,
-                         nullptr,
-                         nullptr};
+    command::Context ctx = context(nullptr, nullptr);
     while (!closing_ && in_start_ < in_end_) {
         std::size_t consumed = 0;
         const std::string_view input(in_.get() + in_start_, in_end_ - in_start_);

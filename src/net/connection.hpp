@@ -123,6 +123,9 @@ private:
     // Runs the complete commands buffered, up to the write high-water mark or
     // a command that defers its reply.
     void process();
+    // The command context of this connection: commands that may suspend it
+    // (deferred replies) get `suspender`, the slow log `slowlog`.
+    command::Context context(command::ClientSuspender* suspender, command::Slowlog* slowlog);
     void write();
     // Past client-output-buffer-limit: drops the replies and closes.
     void enforce_output_limit();

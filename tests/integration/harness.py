@@ -173,6 +173,33 @@ class SharedServerTestCase(unittest.TestCase):
         cls.server.cleanup()
 
 
+def wait_until(predicate, timeout=30.0, what="condition"):
+    """Polls `predicate` (connection errors and error replies count as not
+    yet) until it holds, for at most `timeout` seconds."""
+    import redis  # Debian's python3-redis
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return
+        except (redis.ConnectionError, redis.ResponseError):
+            pass
+        time.sleep(0.02)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def missing_items(client, key, items):
+    """The items of `items` that BF.MEXISTS answers 0 for in `key` (false
+    negatives), asked 1,000 at a time."""
+    missing = []
+    items = list(items)
+    for start in range(0, len(items), 1000):
+        chunk = items[start:start + 1000]
+        answers = client.execute_command("BF.MEXISTS", key, *chunk)
+        missing += [item for item, answer in zip(chunk, answers) if answer != 1]
+    return missing
+
+
 def check_snapshot(path):
     """Runs `bloomery --check-snapshot path`; returns (returncode, stdout+stderr text)."""
     result = subprocess.run([BINARY, "--check-snapshot", path], stdout=subprocess.PIPE,

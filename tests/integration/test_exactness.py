@@ -15,22 +15,10 @@ import unittest
 
 import redis
 
-from harness import BINARY, Server, scandump
+from harness import BINARY, Server, missing_items, scandump, wait_until
 
 SANITIZED = "/asan/" in BINARY or "/tsan/" in BINARY
 OPS = int(os.environ.get("BLOOMERY_EXACTNESS_OPS", "200" if SANITIZED else "600"))
-
-
-def wait_until(predicate, timeout=60.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if predicate():
-                return
-        except (redis.ConnectionError, redis.ResponseError):
-            pass
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def state_of(client):
@@ -40,16 +28,6 @@ def state_of(client):
         state[key] = (client.execute_command("BF.INFO", key), scandump(client, key),
                       client.pttl(key) > 0)
     return state
-
-
-def missing(client, key, items):
-    out = []
-    items = list(items)
-    for start in range(0, len(items), 500):
-        chunk = items[start:start + 500]
-        replies = client.execute_command("BF.MEXISTS", key, *chunk)
-        out += [item for item, found in zip(chunk, replies) if found != 1]
-    return out
 
 
 class ExactnessTestCase(unittest.TestCase):
@@ -106,7 +84,7 @@ class OneClient(ExactnessTestCase):
         self.assertEqual(server.terminate(), 0)
         server.start(timeout=60)
         client = server.client()
-        self.assertEqual(missing(client, "f", items), [])
+        self.assertEqual(missing_items(client, "f", items), [])
         self.assert_same_state(before, state_of(client), "after the restart")
 
     def test_a_replica_after_wait_holds_every_item_and_every_bit(self):
@@ -116,7 +94,7 @@ class OneClient(ExactnessTestCase):
         items = high_error_rate_adds(p)
         self.assertEqual(p.execute_command("WAIT", 1, 0), 1)
         r = replica.client()
-        self.assertEqual(missing(r, "f", items), [])
+        self.assertEqual(missing_items(r, "f", items), [])
         self.assert_same_state(state_of(p), state_of(r), "on the replica")
 
 
@@ -281,7 +259,7 @@ class Crashes(ExactnessTestCase):
         server.start(timeout=60)
         client = server.client()
         for key, added in items.items():
-            self.assertEqual(missing(client, key, added), [], key)
+            self.assertEqual(missing_items(client, key, added), [], key)
         self.assert_same_state(live, state_of(client), "after kill -9")
 
     def test_failover_after_wait_keeps_every_item(self):
@@ -298,7 +276,7 @@ class Crashes(ExactnessTestCase):
         self.assertEqual(primary.kill(), -9)
         r = replica.client()
         self.assertEqual(r.execute_command("REPLICAOF", "NO", "ONE"), b"OK")
-        self.assertEqual(missing(r, "urls", added), [])
+        self.assertEqual(missing_items(r, "urls", added), [])
         self.assert_same_state(live, state_of(r), "on the promoted replica")
 
 

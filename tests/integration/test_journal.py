@@ -19,7 +19,7 @@ import unittest
 
 import redis
 
-from harness import BINARY, Server
+from harness import BINARY, Server, missing_items, wait_until
 
 SANITIZED = "/asan/" in BINARY or "/tsan/" in BINARY
 KILLS = int(os.environ.get("BLOOMERY_JOURNAL_KILLS", "25" if SANITIZED else "100"))
@@ -83,25 +83,6 @@ class Reader(threading.Thread):
                     self.seen.append(item)
         except (redis.ConnectionError, redis.TimeoutError, OSError):
             pass
-
-
-def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("timed out")
-
-
-def missing_items(client, key, items):
-    missing = []
-    items = list(items)
-    for i in range(0, len(items), 1000):
-        chunk = items[i:i + 1000]
-        answers = client.execute_command("BF.MEXISTS", key, *chunk)
-        missing += [item for item, answer in zip(chunk, answers) if answer != 1]
-    return missing
 
 
 class JournalTestCase(unittest.TestCase):
@@ -441,7 +422,8 @@ class Tools(JournalTestCase):
                 client.execute_command("BF.LOADCHUNK", "k", 1 + len(chunk) - 8, chunk)
         client.execute_command("BF.ADD", "k", "after")
         self.assertEqual(client.execute_command("WAIT", 0, 0), 0)
-        wait_for(lambda: client.info("persistence")["aof_buffer_length"] == 0)
+        wait_until(lambda: client.info("persistence")["aof_buffer_length"] == 0,
+                   what="the journal buffers to be written")
         grown = client.info("persistence")["aof_current_size"] - base
         self.assertLess(grown, 4096, "refused chunks reached the journal")
 

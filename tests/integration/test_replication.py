@@ -14,7 +14,7 @@ import unittest
 
 import redis
 
-from harness import BINARY, Server, free_port, scandump
+from harness import BINARY, Server, free_port, scandump, wait_until
 from test_hostile_memory import sanitizer_memory_factor
 
 SANITIZED = "/asan/" in BINARY or "/tsan/" in BINARY
@@ -24,18 +24,6 @@ BATCH = 1000
 
 def info(client, section="replication"):
     return client.info(section)
-
-
-def wait_until(predicate, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if predicate():
-                return
-        except (redis.ConnectionError, redis.ResponseError):
-            pass
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def replica_of(primary, *extra, **kwargs):

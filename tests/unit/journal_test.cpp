@@ -160,6 +160,16 @@ void expect_exact_replay(const Keyspace& live, const Keyspace& replayed) {
     expect_same_keyspace(live, replayed);
 }
 
+// A closed journal in `dir` of `count` adds to "k" (items "0", "1", ...);
+// returns its one segment's path.
+std::string journal_of_adds(const TempDir& dir, FsyncPolicy policy, int count) {
+    {
+        Journaled live(dir, policy);
+        for (int i = 0; i < count; ++i) live.add("k", std::to_string(i));
+    }
+    return dir.segments().front();
+}
+
 ReplayStats replay_into(const TempDir& dir, Keyspace& keyspace, bool have_snapshot = false,
                         std::uint64_t id = 0, std::uint64_t position = 0) {
     ReplayStats stats;
@@ -276,11 +286,7 @@ TEST(Journal, SnapshotPositionSkipsCoveredRecordsAndDropsCoveredSegments) {
 
 TEST(Journal, TornTailIsCutAndACorruptMiddleRefusesWithTheOffset) {
     TempDir dir;
-    {
-        Journaled live(dir, FsyncPolicy::always);
-        for (int i = 0; i < 10; ++i) live.add("k", std::to_string(i));
-    }
-    const std::string path = dir.segments().front();
+    const std::string path = journal_of_adds(dir, FsyncPolicy::always, 10);
     const auto good_size = fs::file_size(path);
     {
         std::ofstream out(path, std::ios::binary | std::ios::app);
@@ -728,11 +734,7 @@ TEST(Journal, CorruptLengthInTheMiddleRefusesAndChangesNothingOnDisk) {
     // like "the file ends inside a record", but valid records follow it: a
     // crash cannot leave that, so it is corruption, not a torn tail.
     TempDir dir;
-    {
-        Journaled live(dir, FsyncPolicy::no);
-        for (int i = 0; i < 2000; ++i) live.add("k", std::to_string(i));
-    }
-    const std::string path = dir.segments().front();
+    const std::string path = journal_of_adds(dir, FsyncPolicy::no, 2000);
     const auto size = fs::file_size(path);
     {
         std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
@@ -756,14 +758,11 @@ TEST(Journal, CorruptLengthInTheMiddleRefusesAndChangesNothingOnDisk) {
 
 TEST(Journal, ASegmentNameBeyondSixtyFourBitsIsIgnored) {
     TempDir dir;
-    {
-        Journaled live(dir, FsyncPolicy::no);
-        live.add("k", "x");
-    }
+    journal_of_adds(dir, FsyncPolicy::no, 1);
     { std::ofstream(dir.str() + "/journal.99999999999999999999") << "stray"; }
     Keyspace replayed(8);
     replay_into(dir, replayed);
-    EXPECT_TRUE(replayed.get("k")->filter->contains(std::string("x")));
+    EXPECT_TRUE(replayed.get("k")->filter->contains(std::string("0")));
     Journal journal(dir.str(), "journal", FsyncPolicy::no, 1 << 20);
     std::string error;
     EXPECT_TRUE(journal.open(42, 1 << 20, "", error)) << error;
