@@ -117,20 +117,9 @@ void add_items(Context& ctx, std::string_view key, Args items, const FilterOptio
     const std::function<FilterRef()> make = [c = &creation] {
         return make_filter(c->ctx, c->options ? *c->options : default_options(c->ctx), c->error);
     };
-    bool found;
-    try {
-        found = ctx.keyspace.add_items(key, items, growth_limits(ctx), create ? &make : nullptr,
-                                       results);
-        if (!found && create_error.empty()) create_error = errors::kNotFound;
-    } catch (const std::bad_alloc&) {
-        // A new filter or key entry could not be allocated (nothing changed
-        // for it); what was added before stays.
-        found = true;
-        results.push_back(AddResult::out_of_memory);
-    } catch (const std::length_error&) {
-        found = true;
-        results.push_back(AddResult::out_of_memory);
-    }
+    const bool found =
+        ctx.keyspace.add_items(key, items, growth_limits(ctx), create ? &make : nullptr, results);
+    if (!found && create_error.empty()) create_error = errors::kNotFound;
     if (!found) {
         ctx.out.error(create_error);
         return;

@@ -504,13 +504,20 @@ bool Keyspace::add_items(std::string_view key, std::span<const std::string_view>
             if (stored < n) return;  // stopped at a full filter or an error
         }
     };
-    bool found;
-    if (make == nullptr) {
-        found = with_filter(key, run);
-    } else {
-        found = with_filter_or_create(key, *make, run);
+    bool found = true;
+    try {
+        if (make == nullptr) {
+            found = with_filter(key, run);
+        } else {
+            found = with_filter_or_create(key, *make, run);
+        }
+        results.resize(done);
+    } catch (const std::bad_alloc&) {
+        // The key's record or entry could not be allocated (nothing of it
+        // changed): the adds stop there, as at a full filter.
+        results.resize(done);
+        results.push_back(bloom::AddResult::out_of_memory);
     }
-    results.resize(done);
     return found;
 }
 

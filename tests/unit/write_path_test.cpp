@@ -82,6 +82,16 @@ TEST_F(WritePath, AnAddWhoseRecordCannotBeAllocatedAnswersOneErrorAndAddsNothing
     EXPECT_EQ(pipeline({{"BF.INFO", "k", "ITEMS"}}), "*1\r\n:2\r\n");
 }
 
+TEST_F(WritePath, AnAddThatCannotRecordItsNewKeyAnswersOneErrorAndCreatesNothing) {
+    failing.fail_next = 1;  // the new key's CREATE record
+    EXPECT_EQ(pipeline({{"BF.MADD", "new", "a", "b", "c"}, {"EXISTS", "new"}}),
+              "*1\r\n" + error_reply(errors::kOom) + ":0\r\n");
+    failing.fail_next = 1;
+    EXPECT_EQ(pipeline({{"BF.ADD", "new", "a"}, {"EXISTS", "new"}}),
+              error_reply(errors::kOom) + ":0\r\n");
+    EXPECT_EQ(pipeline({{"BF.ADD", "new", "a"}, {"EXISTS", "new"}}), ":1\r\n:1\r\n");
+}
+
 TEST_F(WritePath, KeyspaceChangesWhoseRecordCannotBeAllocatedChangeNothing) {
     pipeline({{"BF.ADD", "k", "a"}});
     failing.fail_next = 1;

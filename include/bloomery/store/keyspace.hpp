@@ -177,9 +177,9 @@ public:
     // reference to refuse, and is not called when null). Results as
     // ScalableFilter::add_many, in `results` (resized to what was stored).
     // Each batch of up to ScalableFilter::kBatch items is one record; a
-    // record that cannot be allocated stops the adds with out_of_memory
-    // before anything of its batch changed. Returns false if the key is
-    // missing and was not created.
+    // record (or the new key) that cannot be allocated stops the adds with
+    // out_of_memory before anything of its batch changed. Returns false if
+    // the key is missing and was not created.
     bool add_items(std::string_view key, std::span<const std::string_view> items,
                    const bloom::GrowthLimits& limits, const std::function<FilterRef()>* make,
                    std::vector<bloom::AddResult>& results);
