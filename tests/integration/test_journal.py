@@ -363,23 +363,29 @@ class Tools(JournalTestCase):
         self.assertNotEqual(refused.wait(30), 0)
         return refused
 
+    def journal_of_adds(self, count):
+        """A stopped server's data dir after `count` BF.ADDs to "k": (data dir,
+        its newest segment, that segment's size, the file offset of its middle
+        record)."""
+        server = self.start()
+        client = server.client()
+        for i in range(count):
+            client.execute_command("BF.ADD", "k", "item-%d" % i)
+        self.assertEqual(server.terminate(), 0)
+        path = segments(server.data_dir)[-1]
+        offsets = self.record_offsets(path)
+        return server.data_dir, path, os.path.getsize(path), offsets[len(offsets) // 2]
+
     def test_a_corrupt_length_in_the_middle_refuses_the_start_and_changes_nothing(self):
         # A length field made huge mid-file reads as "the file ends inside a
         # record", but valid records follow it: a crash cannot leave that.
         # The start is refused naming the file and the offset, nothing on
         # disk changes, and --check-journal calls it corrupt, not torn.
-        server = self.start()
-        client = server.client()
-        for i in range(2000):
-            client.execute_command("BF.ADD", "k", "item-%d" % i)
-        self.assertEqual(server.terminate(), 0)
-        path = segments(server.data_dir)[-1]
-        size = os.path.getsize(path)
-        middle = self.record_offsets(path)[len(self.record_offsets(path)) // 2]
+        data_dir, path, size, middle = self.journal_of_adds(2000)
         with open(path, "r+b") as f:
             f.seek(middle + 3)
             f.write(b"\x7f")
-        refused = self.refused_start(server.data_dir)
+        refused = self.refused_start(data_dir)
         self.assertIn(path, refused.log())
         self.assertIn("offset %d" % (middle - 40), refused.log())
         self.assertEqual(os.path.getsize(path), size)
@@ -390,25 +396,18 @@ class Tools(JournalTestCase):
         self.assertEqual(os.path.getsize(path), size)
 
     def test_zeros_from_the_middle_to_the_end_refuse_the_start(self):
-        server = self.start()
-        client = server.client()
-        for i in range(200):
-            client.execute_command("BF.ADD", "k", "item-%d" % i)
-        self.assertEqual(server.terminate(), 0)
-        path = segments(server.data_dir)[-1]
-        size = os.path.getsize(path)
-        middle = self.record_offsets(path)[len(self.record_offsets(path)) // 2]
+        data_dir, path, size, middle = self.journal_of_adds(200)
         with open(path, "r+b") as f:
             f.seek(middle)
             f.write(bytes(size - middle))
-        refused = self.refused_start(server.data_dir)
+        refused = self.refused_start(data_dir)
         self.assertIn(path, refused.log())
         self.assertEqual(os.path.getsize(path), size)
         fixed = subprocess.run([BINARY, "--check-journal", path, "--fix"], capture_output=True,
                                text=True, timeout=60)
         self.assertEqual(fixed.returncode, 0, fixed.stdout + fixed.stderr)
         self.assertEqual(os.path.getsize(path), middle)
-        again = self.start(data_dir=server.data_dir)
+        again = self.start(data_dir=data_dir)
         self.assertEqual(again.client().execute_command("BF.EXISTS", "k", "item-0"), 1)
 
     def test_a_refused_loadchunk_is_not_journaled(self):

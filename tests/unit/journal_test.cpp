@@ -160,6 +160,15 @@ void expect_exact_replay(const Keyspace& live, const Keyspace& replayed) {
     expect_same_keyspace(live, replayed);
 }
 
+// Replays `dir` into a fresh keyspace expecting a refusal; returns why.
+std::string refused_replay(const TempDir& dir) {
+    Keyspace refused(8);
+    ReplayStats ignored;
+    std::string error;
+    EXPECT_FALSE(replay_journal(dir.str(), "journal", false, 0, 0, refused, ignored, error));
+    return error;
+}
+
 // A closed journal in `dir` of `count` adds to "k" (items "0", "1", ...);
 // returns its one segment's path.
 std::string journal_of_adds(const TempDir& dir, FsyncPolicy policy, int count) {
@@ -307,10 +316,7 @@ TEST(Journal, TornTailIsCutAndACorruptMiddleRefusesWithTheOffset) {
         out << std::string(4096, '\0');
     }
     {
-        Keyspace again(8);
-        ReplayStats ignored;
-        std::string error;
-        EXPECT_FALSE(replay_journal(dir.str(), "journal", false, 0, 0, again, ignored, error));
+        std::string error = refused_replay(dir);
         EXPECT_NE(error.find("checksum"), std::string::npos) << error;
         EXPECT_EQ(fs::file_size(path), good_size + 4096);
         std::string report;
@@ -324,10 +330,7 @@ TEST(Journal, TornTailIsCutAndACorruptMiddleRefusesWithTheOffset) {
         f.seekp(60);
         f.put('\x7f');
     }
-    Keyspace refused(8);
-    ReplayStats ignored;
-    std::string error;
-    EXPECT_FALSE(replay_journal(dir.str(), "journal", false, 0, 0, refused, ignored, error));
+    std::string error = refused_replay(dir);
     EXPECT_NE(error.find(path), std::string::npos) << error;
     EXPECT_NE(error.find("offset"), std::string::npos) << error;
     EXPECT_NE(error.find("checksum"), std::string::npos) << error;
@@ -743,10 +746,7 @@ TEST(Journal, CorruptLengthInTheMiddleRefusesAndChangesNothingOnDisk) {
         f.seekp(static_cast<std::streamoff>(kJournalSegmentHeaderBytes + 3));
         f.put('\x7f');
     }
-    Keyspace refused(8);
-    ReplayStats ignored;
-    std::string error;
-    EXPECT_FALSE(replay_journal(dir.str(), "journal", false, 0, 0, refused, ignored, error));
+    std::string error = refused_replay(dir);
     EXPECT_NE(error.find(path), std::string::npos) << error;
     EXPECT_NE(error.find("offset 0"), std::string::npos) << error;
     EXPECT_EQ(fs::file_size(path), size);
