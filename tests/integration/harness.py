@@ -17,11 +17,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BINARY = os.environ.get("BLOOMERY_BIN", os.path.join(ROOT, "build", "release", "bloomery"))
 
 
+_handed_out = set()
+
+
 def free_port():
-    """A port the kernel just handed out on 127.0.0.1 (closed again at once)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port the kernel just handed out on 127.0.0.1 (closed again at once),
+    never one this process was given before: a test that picks a TLS or
+    metrics port and then starts a server (which picks its own) must not
+    get the same port twice."""
+    for _attempt in range(1000):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+    raise RuntimeError("the kernel keeps handing out ports already used")
 
 
 class Server:
