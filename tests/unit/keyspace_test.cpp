@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,11 +84,34 @@ TEST(Keyspace, RenameMovesTheFilterAndItsExpiryAcrossShards) {
 
 TEST(Keyspace, ShardEntriesListEveryLiveKeyOnce) {
     Keyspace keyspace(8);
-    for (int i = 0; i < 100; ++i) keyspace.put("key" + std::to_string(i), make_filter(10));
-    std::size_t total = 0;
-    for (std::size_t s = 0; s < keyspace.num_shards(); ++s)
-        total += keyspace.shard_entries(s).size();
-    EXPECT_EQ(total, 100u);
+    std::set<std::string> live;
+    for (int i = 0; i < 100; ++i) {
+        live.insert("key" + std::to_string(i));
+        keyspace.put("key" + std::to_string(i), make_filter(10));
+    }
+    // Live keys with a deadline, keys whose deadline has long passed, and
+    // keys whose deadline passes while the test waits.
+    for (int i = 0; i < 10; ++i) {
+        live.insert("later" + std::to_string(i));
+        keyspace.put("later" + std::to_string(i), make_filter(10), now_ms() + 3600'000);
+        keyspace.put("past" + std::to_string(i), make_filter(10), now_ms() - 1000);
+    }
+    const std::int64_t soon = now_ms() + 20;
+    for (int i = 0; i < 10; ++i) keyspace.put("soon" + std::to_string(i), make_filter(10), soon);
+    while (now_ms() <= soon) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // Overwriting keys must not leave a second entry behind.
+    for (int i = 0; i < 100; i += 7) keyspace.put("key" + std::to_string(i), make_filter(20));
+
+    std::vector<std::string> listed;
+    for (std::size_t s = 0; s < keyspace.num_shards(); ++s) {
+        for (const auto& entry : keyspace.shard_entries(s)) {
+            listed.push_back(entry.key);
+            EXPECT_TRUE(entry.filter) << entry.key;
+        }
+    }
+    const std::set<std::string> unique(listed.begin(), listed.end());
+    EXPECT_EQ(unique.size(), listed.size()) << "a key was listed twice";
+    EXPECT_EQ(unique, live) << "expired keys listed, or live keys missing";
 }
 
 TEST(Keyspace, ConcurrentCreateAddDeleteKeepsNoFalseNegatives) {
