@@ -199,6 +199,27 @@ def wait_until(predicate, timeout=30.0, what="condition"):
     raise AssertionError("timed out waiting for " + what)
 
 
+def journal_end(client):
+    """A journal offset at or past the end of every record appended so far.
+    A worker thread may still hold its latest records in a buffer of its
+    own; WAIT moves every such buffer into the journal's stream (its target
+    is every record before it), and INFO's aof_appended_offset is then the
+    end of the stream."""
+    client.execute_command("WAIT", 0, 0)
+    return client.info("persistence")["aof_appended_offset"]
+
+
+def wait_durable(client, offset=None, timeout=60.0):
+    """Waits until the journal is durable (fdatasynced) up to `offset`, by
+    default up to everything appended when called: with --appendfsync
+    everysec the writer gets there by itself within about a second, more on
+    a busy machine."""
+    target = journal_end(client) if offset is None else offset
+    wait_until(lambda: client.info("persistence")["aof_durable_offset"] >= target,
+               timeout=timeout, what="the journal to be durable up to %d" % target)
+    return target
+
+
 def missing_items(client, key, items):
     """The items of `items` that BF.MEXISTS answers 0 for in `key` (false
     negatives), asked 1,000 at a time."""

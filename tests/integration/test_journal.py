@@ -19,7 +19,7 @@ import unittest
 
 import redis
 
-from harness import BINARY, Server, missing_items, wait_until
+from harness import BINARY, Server, missing_items, wait_durable, wait_until
 
 SANITIZED = "/asan/" in BINARY or "/tsan/" in BINARY
 KILLS = int(os.environ.get("BLOOMERY_JOURNAL_KILLS", "25" if SANITIZED else "100"))
@@ -148,16 +148,27 @@ class KillUnderLoad(JournalTestCase):
               "0 lost; slowest restart %.2f s" % (KILLS, checked, slowest_start))
         self.assertGreater(checked, KILLS * BATCH)
 
-    def test_everysec_loses_at_most_the_last_two_seconds(self):
+    def test_everysec_keeps_every_add_acknowledged_before_its_last_fsync(self):
+        # everysec promises that a kill loses only what was not yet
+        # fdatasynced, and that the writer syncs by itself about once a
+        # second. Each round waits (under load) for the journal to become
+        # durable past every batch acknowledged so far, then kills: those
+        # batches must all be there after the restart. How old the oldest
+        # lost add was is reported, not asserted (a busy machine stretches it).
         directory = self.dir
+        rng = random.Random(20261125)
         worst_gap = 0.0
         lost_total = 0
         for round_number in range(5):
             server = self.start("--appendfsync", "everysec", data_dir=directory)
             directory = server.data_dir
+            client = server.client()
             adder = Adder(server.port, "e:%d" % round_number, 1)
             adder.start()
-            time.sleep(1.5 + round_number * 0.3)
+            wait_until(lambda: len(adder.acked) >= 20, what="the adder's first batches")
+            covered = len(adder.acked)
+            wait_durable(client)
+            time.sleep(rng.uniform(0.0, 0.3))  # a random moment under load
             killed_at = time.monotonic()
             server.kill()
             adder.stop_event.set()
@@ -165,14 +176,14 @@ class KillUnderLoad(JournalTestCase):
             self.servers.remove(server)
             server = self.start("--appendfsync", "everysec", data_dir=directory)
             client = server.client()
-            for (acked_at, lo, hi) in adder.acked:
+            for index, (acked_at, lo, hi) in enumerate(adder.acked):
                 lost = missing_items(client, adder.key, range(lo, hi + 1))
                 if lost:
+                    self.assertGreaterEqual(
+                        index, covered, "round %d: batch %d was acknowledged before the journal "
+                        "was durable past it, and is lost" % (round_number, index))
                     lost_total += len(lost)
                     worst_gap = max(worst_gap, killed_at - acked_at)
-                    self.assertLess(killed_at - acked_at, 2.0,
-                                    "round %d: lost items acknowledged %.2f s before the kill"
-                                    % (round_number, killed_at - acked_at))
             server.terminate()
             self.servers.remove(server)
         print("\n[ measured ] everysec: %d acknowledged items lost in 5 kills, the oldest "

@@ -82,14 +82,12 @@ class TempDirCase(unittest.TestCase):
         before = read_bytes(path) if os.path.isfile(path) else None
         server = Server(*extra, data_dir=data_dir)
         self.addCleanup(server.cleanup)
-        started = time.monotonic()
-        server.start(timeout=15, expect_failure=True)
-        code = server.wait(15)
-        elapsed = time.monotonic() - started
+        # Bounded waits, not a time limit: a refusal that hangs fails here.
+        server.start(timeout=60, expect_failure=True)
+        code = server.wait(60)
         log = server.log()
         self.assertNotEqual(code, 0, "server started on a bad snapshot:\n" + log)
         self.assertGreater(code, 0, "server crashed (signal %s) on a bad snapshot:\n%s" % (-code, log))
-        self.assertLess(elapsed, 10.0)
         self.assertIn(path, log, "log does not name the file")
         lowered = log.lower()
         for word in reason_words:
@@ -130,8 +128,6 @@ class RoundTrip(TempDirCase):
             pipe.execute_command("BF.ADD", key, "m%d" % i)
         pipe.execute()
         r.execute_command("BF.ADD", "short", "x")
-        self.assertTrue(r.pexpire("short", 2500))
-        short_set_at = time.monotonic()
 
         self.assertGreater(r.execute_command("BF.INFO", "scalable", "FILTERS")[0], 2)
         self.assertGreater(r.execute_command("BF.INFO", "wide", "FILTERS")[0], 1)
@@ -165,21 +161,33 @@ class RoundTrip(TempDirCase):
             self.assertEqual(before[key]["present"], [1] * len(items), key)
         dbsize_before = r.dbsize()
         ttl_before = r.ttl("expiring")
-        self.assertTrue(990 <= ttl_before <= 1000, ttl_before)
+        self.assertTrue(900 <= ttl_before <= 1000, ttl_before)  # 1000 s, less the time taken
 
-        self.assertTrue(r.save())
+        # "short" must be in the snapshot with a deadline that passes while
+        # the server is down: set just before the save, a little later each
+        # time a slow save outlasts it.
+        margin_ms = 1000
+        while True:
+            r.execute_command("BF.ADD", "short", "x")  # again, if it expired
+            seconds, micros = r.time()
+            short_deadline_ms = seconds * 1000 + micros // 1000 + margin_ms
+            r.execute_command("PEXPIREAT", "short", short_deadline_ms)
+            self.assertTrue(r.save())
+            code, report = check_snapshot(os.path.join(d, DUMP))
+            self.assertEqual(code, 0, report)
+            if "short" in report:
+                break
+            self.assertLess(margin_ms, 600000, "every save outlasted its key's deadline")
+            margin_ms *= 4
         self.assertEqual(temp_files(d), [])
-        code, report = check_snapshot(os.path.join(d, DUMP))
-        self.assertEqual(code, 0, report)
         for key in ("scalable", "wide", "nonscaling", "expiring", "empty", "short", "many:399"):
             self.assertIn(key, report)
         r.close()
         self.assertEqual(s.terminate(), 0)
 
         # Let "short" expire while the server is down.
-        remaining = 2.5 - (time.monotonic() - short_set_at)
-        if remaining > 0:
-            time.sleep(remaining + 0.3)
+        while time.time() * 1000 <= short_deadline_ms:
+            time.sleep(0.05)
 
         s2 = self.server(d)
         r2 = s2.client()
@@ -194,7 +202,7 @@ class RoundTrip(TempDirCase):
         self.assertEqual(sorted(r2.keys("*")), sorted(k if isinstance(k, bytes) else k.encode()
                                                       for k in kept))
         ttl_after = r2.ttl("expiring")
-        self.assertTrue(980 <= ttl_after <= ttl_before, (ttl_before, ttl_after))
+        self.assertTrue(900 <= ttl_after <= ttl_before, (ttl_before, ttl_after))
         for key in kept:
             if key != "expiring":
                 self.assertEqual(r2.ttl(key), -1, key)
@@ -393,23 +401,28 @@ class ShutdownOffTheWorker(TempDirCase):
         closer = raw_connection(s.port)
         self.addCleanup(closer.close)
         closer.sendall(b"SHUTDOWN\r\n")
-        took = []
-        deadline = time.monotonic() + 60
+        sent = time.monotonic()
+        answered = []  # (sent, answered) of each PING
+        deadline = sent + 60
         while time.monotonic() < deadline:
             started = time.monotonic()
             try:
                 pinger.ping()
             except redis.ConnectionError:
                 break
-            took.append(time.monotonic() - started)
+            answered.append((started, time.monotonic()))
+        closed = time.monotonic()
         self.assertEqual(s.wait(60), 0, s.log())
         saved = re.search(r"snapshot saved: 1 filters, \d+ bytes, ([0-9.]+) s", s.log())
         if float(saved.group(1)) < 0.3:
             self.skipTest("the save took %s s: too short to tell" % saved.group(1))
-        # Served while the snapshot was written, promptly.
-        self.assertGreater(len(took), 10, took)
-        self.assertLess(max(took), 0.25, "a PING waited %.2f s (the save took %s s)"
-                        % (max(took), saved.group(1)))
+        # Served while the snapshot was written: the save starts at once, so
+        # a worker blocked by it would have answered no PING sent in the
+        # second half of the time until the connection closed.
+        halfway = sent + (closed - sent) / 2
+        self.assertTrue(any(started >= halfway for started, _ in answered),
+                        "no PING answered in the second half of a %.2f s save (%d answered)"
+                        % (closed - sent, len(answered)))
         self.assertIn("SHUTDOWN: final snapshot saved", s.log())
         s2 = self.server(d)
         self.assertEqual(s2.client().execute_command("BF.EXISTS", "big", "x"), 1)
@@ -475,7 +488,9 @@ class BackgroundSave(TempDirCase):
         r.execute_command("BF.ADD", "k2", "x")
         self.assertGreater(persistence_info(r)["rdb_changes_since_last_save"], 0)
 
-        time.sleep(1.1)  # LASTSAVE has one-second resolution
+        # LASTSAVE has one-second resolution: wait for the next second.
+        while time.time() < lastsave0.timestamp() + 1:
+            time.sleep(0.05)
         reply = bgsave(r)
         self.assertEqual(reply, b"Background saving started")
         self.assertTrue(wait_for(lambda: persistence_info(r)["rdb_bgsave_in_progress"] == 0, 20))
@@ -499,7 +514,8 @@ class BackgroundSave(TempDirCase):
         # SAVE also advances LASTSAVE and rdb_saves and resets the counter.
         r.execute_command("BF.ADD", "k3", "x")
         self.assertEqual(persistence_info(r)["rdb_changes_since_last_save"], 1)
-        time.sleep(1.1)
+        while time.time() < lastsave1.timestamp() + 1:
+            time.sleep(0.05)
         self.assertTrue(r.save())
         info = persistence_info(r)
         self.assertEqual(info["rdb_saves"], saves0 + 2)
