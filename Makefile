@@ -79,7 +79,7 @@ fuzz:
 	  grep -E '^#[0-9]+[[:space:]]+DONE' build/fuzz/$$t.log; \
 	done
 
-# Benchmarks (never run by `make test`; README, "Benchmarks"). `make bench`
+# Benchmarks (never run by `make test`; tests/bench/README.md). `make bench`
 # builds the bench preset (release + Google Benchmark, build/bench) and runs
 # the micro-benchmarks for BENCH_MIN_TIME seconds each; BENCH_ARGS passes more
 # flags, e.g. BENCH_ARGS=--benchmark_filter=BM_Contains. The other packages

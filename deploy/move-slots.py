@@ -12,7 +12,7 @@ again), and only then deletes the filter from the source. Every command is
 sent after ASKING, which on bloomery lets one command through whatever the
 node's map says (bloomery has no importing state): the target does not own
 the slot yet. Then update --cluster-slots on every node and restart them
-(README, "Cluster", "Moving slots").
+(deploy/README.md, "Moving slots").
 
 Stop clients writing to the slots being moved, or accept that an add landing
 on the source after its filter was copied and deleted is lost (it would create
@@ -213,7 +213,7 @@ def main(argv=None):
         return 1
     if not args.dry_run:
         print("moved %d filters (%d bytes) of %d slots from %s:%d to %s:%d; now give every node "
-              "the new --cluster-slots and restart them (README, \"Moving slots\")"
+              "the new --cluster-slots and restart them (deploy/README.md, \"Moving slots\")"
               % ((total_keys, total_bytes, len(slots)) + args.source + args.target))
     return 0
 

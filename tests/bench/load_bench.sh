@@ -23,7 +23,7 @@
 # `hot` is one filter, BF.RESERVE hot 0.01 HOT_CAPACITY NONSCALING (the issue's
 # 100 M, 120 MB), made once per server start and warmed (WARM_ITEMS random
 # items, untimed, so that every page of it is mapped: a fresh filter's first
-# touches are page faults, which cost more than the adds, see README); the
+# touches are page faults, which cost more than the adds, see README.md "Sizing"); the
 # adds of all rounds go to it (keep rounds × requests × 6 below its capacity). <rand> is redis-benchmark's __rand_int__ (each
 # occurrence drawn anew) over -r RANGE; the keys-* cases draw keys from KEYS
 # and start from an empty server (FLUSHALL) before keys-add, so keys-add

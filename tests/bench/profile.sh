@@ -58,7 +58,7 @@ BIN=${BLOOMERY_BIN:-build/release/bloomery}
 command -v perf >/dev/null || { echo "needs perf (apt-get install linux-perf)" >&2; exit 1; }
 command -v redis-benchmark >/dev/null || { echo "needs redis-benchmark (redis-tools)" >&2; exit 1; }
 # perf cannot be used at all past paranoid 2 for non-root, or where the
-# container forbids perf_event_open: say so and stop (README, "Benchmarks":
+# container forbids perf_event_open: say so and stop (tests/bench/README.md:
 # the fallback is the CPU per op that load_bench.sh reads from /proc).
 if ! perf stat -e task-clock -- true >/dev/null 2>&1; then
     echo "perf_event_open is not allowed here (kernel.perf_event_paranoid =" \
