@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
-# Many-core benchmarks on a machine that has none of Debian's packages: runs
-# load_bench.sh and bloom_bench from the binaries and libraries that
-# ../shared/tools/devkit.sh packed into .devkit/ (bloom_bench copied beside
-# them as .devkit/bin/bloom_bench, its libraries into .devkit/lib), through the
-# carried loader. Not a test: it measures and reports.
+# Many-core benchmarks: runs load_bench.sh and bloom_bench with the servers on
+# CPUs 0-7 and redis-benchmark on CPUs 8-15. Not a test: it measures and
+# reports.
 #
-# Usage: tests/bench/manycore.sh OUT PART...
+# Usage: [KIT=DIR] tests/bench/manycore.sh OUT PART...
 #   micro      bloom_bench on 1 GiB filters, 1, 2 and 8 threads (BM_Add*, BM_Contains*)
 #   hot        load_bench hot-filter cases, --threads 1 2 4 8, journal off
 #   keys       load_bench many-keys cases (1M keys), --threads 1 8, journal off
@@ -15,20 +13,44 @@
 #              larger value silently sends every item as the same literal)
 #   journal    hot BF.ADD and BF.MADD with the journal on (everysec), --threads 1 7 8
 #              (7: the journal's writer thread gets a CPU of its own)
-# Servers run on CPUs 0-7, redis-benchmark on 8-15 (the issue's split).
 # Results go to OUT/<part>/ (results.md, results.csv, plot.png; micro.json).
+#
+# The programs: bloomery, bloom_bench, redis-server, redis-cli and
+# redis-benchmark. Without KIT they are this checkout's builds
+# (build/release/bloomery; build/bench/tests/bench/bloom_bench from
+# `make bench`) and redis-* on PATH. On a machine without Debian's packages,
+# KIT=DIR names a directory holding bin/<each program> and lib/ with every
+# shared library they load (`ldd` lists them) and the dynamic loader
+# ld-linux-x86-64.so.2 of the machine they were built on; each program then
+# runs through that loader.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+[ $# -ge 2 ] || { sed -n 2,30p "$0" >&2; exit 2; }
 OUT=$1; shift
-K=$PWD/.devkit
-[ -x "$K/bin/bloomery" ] || { echo "no .devkit (run ../shared/tools/devkit.sh first)" >&2; exit 1; }
 
 # Wrappers so the scripts find redis-* and bloomery on PATH; each execs the
-# carried loader, so the pid a script records is the program's.
+# program (through the kit's loader), so the pid a script records is the
+# program's.
 WRAP=$(mktemp -d)
 for b in bloomery redis-server redis-cli redis-benchmark bloom_bench; do
-    printf '#!/bin/sh\nexec %s/lib/ld-linux-x86-64.so.2 --library-path %s/lib %s/bin/%s "$@"\n' \
-        "$K" "$K" "$K" "$b" >"$WRAP/$b"
+    if [ -n "${KIT:-}" ]; then
+        K=$(cd "$KIT" && pwd)
+        [ -x "$K/bin/$b" ] && [ -e "$K/lib/ld-linux-x86-64.so.2" ] ||
+            { echo "KIT=$KIT lacks bin/$b or lib/ld-linux-x86-64.so.2" >&2; exit 1; }
+        printf '#!/bin/sh\nexec %s/lib/ld-linux-x86-64.so.2 --library-path %s/lib %s/bin/%s "$@"\n' \
+            "$K" "$K" "$K" "$b" >"$WRAP/$b"
+    else
+        case $b in
+            bloomery) path=$PWD/build/release/bloomery ;;
+            bloom_bench) path=$PWD/build/bench/tests/bench/bloom_bench ;;
+            *) path=$(command -v "$b" || true) ;;
+        esac
+        if [ -z "$path" ] || [ ! -x "$path" ]; then
+            echo "manycore: no $b here (build it, install redis-server and redis-tools, or set KIT)" >&2
+            continue
+        fi
+        printf '#!/bin/sh\nexec %s "$@"\n' "$path" >"$WRAP/$b"
+    fi
     chmod +x "$WRAP/$b"
 done
 export PATH=$WRAP:$PATH BLOOMERY_BIN=$WRAP/bloomery PYTHON=${PYTHON:-python3}
