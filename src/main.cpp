@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bloomery/app/command_line.hpp"
 #include "bloomery/cluster/topology.hpp"
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/registry.hpp"
@@ -114,7 +115,7 @@ void warn_of_stranded_keys(const bloomery::cluster::Topology& topology,
 
 int main(int argc, char** argv) {
     using namespace bloomery;
-    core::CommandLine command_line = core::parse_command_line(argc, argv);
+    app::CommandLine command_line = app::parse_command_line(argc, argv);
     if (command_line.exit_code >= 0) return command_line.exit_code;
     const core::Config& config = command_line.config;
 

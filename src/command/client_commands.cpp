@@ -114,14 +114,14 @@ void cmd_client_list(Context& ctx, Args argv) {
                     return;
                 }
             }
-            ctx.out.verbatim(ctx.server.client_list(ids));
+            ctx.out.verbatim(ctx.server.clients.client_list(ids));
             return;
         } else {
             ctx.out.error(errors::kSyntax);
             return;
         }
     }
-    ctx.out.verbatim(ctx.server.client_list({}));
+    ctx.out.verbatim(ctx.server.clients.client_list({}));
 }
 
 void cmd_client_info(Context& ctx, Args) {
@@ -277,7 +277,7 @@ void cmd_client_kill(Context& ctx, Args argv) {
     }
     std::vector<std::int64_t> only;
     if (filter.id != 0) only.push_back(filter.id);
-    const std::string list = ctx.server.client_list(only);
+    const std::string list = ctx.server.clients.client_list(only);
     std::int64_t killed = 0;
     bool kill_me = false;
     for (std::size_t start = 0; start < list.size();) {
@@ -292,7 +292,7 @@ void cmd_client_kill(Context& ctx, Args argv) {
             if (filter.skip_me) continue;
             kill_me = true;
             ++killed;
-        } else if (ctx.server.kill_client(id)) {
+        } else if (ctx.server.clients.kill_client(id)) {
             ++killed;
         }
     }

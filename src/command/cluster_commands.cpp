@@ -13,10 +13,10 @@
 #include <utility>
 
 #include "args.hpp"
-#include "bloomery/cluster/slot.hpp"
 #include "bloomery/cluster/topology.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/key_slot.hpp"
 #include "cluster_routing.hpp"
 #include "common.hpp"
 #include "families.hpp"

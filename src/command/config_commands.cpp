@@ -31,15 +31,15 @@ std::string format_number(double value) {
 std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx) {
     const core::Config& c = ctx.config;
     // What this server follows now (REPLICAOF changes it at run time).
-    const core::ReplicationInfo replication = ctx.server.replication();
+    const command::ReplicationInfo replication = ctx.server.replication.replication();
     const std::string replicaof = replication.replica ? replication.primary_host + " " +
                                                             std::to_string(replication.primary_port)
                                                       : "";
     return {
         {"bind", c.bind},
         {"port", std::to_string(c.port)},
-        {"io-threads", std::to_string(ctx.server.worker_threads())},
-        {"threads", std::to_string(ctx.server.worker_threads())},
+        {"io-threads", std::to_string(ctx.server.stats.worker_threads())},
+        {"threads", std::to_string(ctx.server.stats.worker_threads())},
         {"maxclients", std::to_string(c.max_clients)},
         {"timeout", std::to_string(c.timeout_seconds)},
         {"tls-port", std::to_string(c.tls_port)},
@@ -203,7 +203,7 @@ void cmd_config_set(Context& ctx, Args argv) {
 }
 
 void cmd_config_resetstat(Context& ctx, Args) {
-    ctx.server.reset_stats();
+    ctx.server.stats.reset_stats();
     ctx.out.ok();
 }
 

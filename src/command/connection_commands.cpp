@@ -108,8 +108,8 @@ void cmd_hello(Context& ctx, Args argv) {
     ctx.out.bulk("mode");
     ctx.out.bulk(ctx.config.cluster_enabled ? "cluster" : "standalone");
     ctx.out.bulk("role");
-    ctx.out.bulk((ctx.server.replication_flags.load(std::memory_order_relaxed) &
-                  core::kReplicationReplica) != 0
+    ctx.out.bulk((ctx.server.gate.replication_flags.load(std::memory_order_relaxed) &
+                  command::kReplicationReplica) != 0
                      ? "replica"
                      : "master");
     ctx.out.bulk("modules");

@@ -63,7 +63,7 @@ void info_server(Context& ctx, std::string& out) {
     struct utsname name {};
     uname(&name);
     const std::int64_t now = store::now_ms();
-    const std::int64_t uptime = (now - ctx.server.start_time_ms()) / 1000;
+    const std::int64_t uptime = (now - ctx.server.stats.start_time_ms()) / 1000;
     out.append("# Server\r\n");
     line(out, "redis_version", std::string(kRedisCompatVersion));
     line(out, "bloomery_version", std::string(BLOOMERY_VERSION));
@@ -78,16 +78,16 @@ void info_server(Context& ctx, std::string& out) {
     line(out, "uptime_in_seconds", uptime);
     line(out, "uptime_in_days", uptime / 86400);
     line(out, "hz", 10);
-    line(out, "io_threads_active", ctx.server.worker_threads() > 1 ? 1 : 0);
-    line(out, "bloomery_threads", ctx.server.worker_threads());
+    line(out, "io_threads_active", ctx.server.stats.worker_threads() > 1 ? 1 : 0);
+    line(out, "bloomery_threads", ctx.server.stats.worker_threads());
     line(out, "config_file", ctx.config.config_file);
 }
 
 void info_clients(Context& ctx, std::string& out) {
     out.append("# Clients\r\n");
-    line(out, "connected_clients", ctx.server.connected_clients());
+    line(out, "connected_clients", ctx.server.clients.connected_clients());
     line(out, "maxclients", ctx.config.max_clients);
-    line(out, "blocked_clients", ctx.server.blocked_clients.load(std::memory_order_relaxed));
+    line(out, "blocked_clients", ctx.server.clients.blocked_clients());
 }
 
 std::string ratio(std::uint64_t numerator, std::uint64_t denominator) {
@@ -146,12 +146,13 @@ void info_memory(Context& ctx, std::string& out) {
 }
 
 void info_persistence(Context& ctx, std::string& out) {
-    const core::PersistenceInfo p = ctx.server.persistence();
+    const persist::PersistenceInfo p = ctx.server.persistence.persistence();
     // Clients see a load while a replica replaces its data with its
     // primary's snapshot (data commands answer -LOADING meanwhile); the load
     // at start comes before any client is served.
-    const bool replica_loading = (ctx.server.replication_flags.load(std::memory_order_relaxed) &
-                                  core::kReplicationLoading) != 0;
+    const bool replica_loading =
+        (ctx.server.gate.replication_flags.load(std::memory_order_relaxed) &
+         command::kReplicationLoading) != 0;
     out.append("# Persistence\r\n");
     line(out, "loading", p.loading || replica_loading ? 1 : 0);
     line(out, "rdb_changes_since_last_save", p.changes_since_last_save);
@@ -173,7 +174,7 @@ void info_persistence(Context& ctx, std::string& out) {
     line(out, "rdb_last_error", error);
     // The journal's snapshot-based compaction is Redis's AOF rewrite: a
     // snapshot, after which the journal it covers is dropped.
-    const core::JournalInfo& j = p.journal;
+    const persist::JournalInfo& j = p.journal;
     line(out, "aof_enabled", j.enabled ? 1 : 0);
     line(out, "aof_fsync", j.enabled ? j.fsync_policy : std::string("no"));
     line(out, "aof_rewrite_in_progress", j.enabled && p.bgsave_in_progress ? 1 : 0);
@@ -205,7 +206,7 @@ void info_persistence(Context& ctx, std::string& out) {
 }
 
 void info_stats(Context& ctx, std::string& out) {
-    const core::StatsTotals s = ctx.server.stats();
+    const command::StatsTotals s = ctx.server.stats.stats();
     char ops[32];
     std::snprintf(ops, sizeof ops, "%.0f", s.instantaneous_ops_per_sec);
     out.append("# Stats\r\n");
@@ -238,7 +239,7 @@ void info_cpu(Context&, std::string& out) {
 // Redis's fields; offsets are byte positions in the primary's journal stream
 // (proto/replication.md).
 void info_replication(Context& ctx, std::string& out) {
-    const core::ReplicationInfo r = ctx.server.replication();
+    const command::ReplicationInfo r = ctx.server.replication.replication();
     out.append("# Replication\r\n");
     line(out, "role", std::string(r.replica ? "slave" : "master"));
     if (r.replica) {
@@ -262,7 +263,7 @@ void info_replication(Context& ctx, std::string& out) {
     }
     line(out, "connected_slaves", r.replicas.size());
     for (std::size_t i = 0; i < r.replicas.size(); ++i) {
-        const core::ReplicaInfo& replica = r.replicas[i];
+        const command::ReplicaInfo& replica = r.replicas[i];
         line(out, "slave" + std::to_string(i),
              "ip=" + replica.ip + ",port=" + std::to_string(replica.port) +
                  ",state=" + replica.state + ",offset=" + std::to_string(replica.offset) +
@@ -300,7 +301,7 @@ void info_keyspace(Context& ctx, std::string& out) {
 // Redis 7's commandstats: every command (subcommands as "container|sub") that
 // ran or was refused since start or CONFIG RESETSTAT.
 void info_commandstats(Context& ctx, std::string& out) {
-    const std::vector<core::CommandTotals> totals = ctx.server.command_stats();
+    const std::vector<core::CommandTotals> totals = ctx.server.stats.command_stats();
     const auto& by_id = ctx.registry.by_id();
     out.append("# Commandstats\r\n");
     char per_call[32];
@@ -328,7 +329,7 @@ void info_commandstats(Context& ctx, std::string& out) {
 void info_latencystats(Context& ctx, std::string& out) {
     static constexpr std::pair<std::string_view, double> kPercentiles[] = {
         {"p50", 50.0}, {"p99", 99.0}, {"p99.9", 99.9}};
-    const std::vector<core::CommandTotals> totals = ctx.server.command_stats();
+    const std::vector<core::CommandTotals> totals = ctx.server.stats.command_stats();
     const auto& by_id = ctx.registry.by_id();
     out.append("# Latencystats\r\n");
     char value[48];

@@ -12,8 +12,8 @@
 namespace bloomery::command {
 namespace {
 
-void reply_save_error(resp::Writer& out, const core::SaveResult& result) {
-    if (result.status == core::SaveStatus::in_progress) {
+void reply_save_error(resp::Writer& out, const persist::SaveResult& result) {
+    if (result.status == persist::SaveStatus::in_progress) {
         out.error(errors::kBgsaveInProgress);
     } else {
         out.error("ERR " + result.detail);
@@ -28,7 +28,7 @@ void cmd_save(Context& ctx, Args) {
         ctx.out.error(errors::kCannotWait);
         return;
     }
-    ctx.server.save_async([reply](core::SaveResult result) {
+    ctx.server.persistence.save_async([reply](persist::SaveResult result) {
         reply.complete([result = std::move(result)](resp::Writer& out) {
             if (result.ok()) {
                 out.ok();
@@ -44,7 +44,7 @@ void cmd_bgsave(Context& ctx, Args argv) {
         ctx.out.error(errors::kSyntax);
         return;
     }
-    const core::SaveResult result = ctx.server.bgsave();
+    const persist::SaveResult result = ctx.server.persistence.bgsave();
     if (result.ok()) {
         ctx.out.simple("Background saving started");
     } else {
@@ -55,10 +55,10 @@ void cmd_bgsave(Context& ctx, Args argv) {
 // The journal is compacted by a snapshot: once it is durable, the segments
 // it covers are dropped. So a rewrite is a BGSAVE, with Redis's reply.
 void cmd_bgrewriteaof(Context& ctx, Args) {
-    const core::SaveResult result = ctx.server.bgsave();
+    const persist::SaveResult result = ctx.server.persistence.bgsave();
     if (result.ok()) {
         ctx.out.simple("Background append only file rewriting started");
-    } else if (result.status == core::SaveStatus::in_progress) {
+    } else if (result.status == persist::SaveStatus::in_progress) {
         ctx.out.error(
             "ERR Background append only file rewriting already in progress (a snapshot is being "
             "written)");
@@ -68,7 +68,7 @@ void cmd_bgrewriteaof(Context& ctx, Args) {
 }
 
 void cmd_lastsave(Context& ctx, Args) {
-    ctx.out.integer(ctx.server.persistence().last_save_time);
+    ctx.out.integer(ctx.server.persistence.persistence().last_save_time);
 }
 
 // SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. The final save and the wait
@@ -77,7 +77,7 @@ void cmd_lastsave(Context& ctx, Args) {
 // server closes the connection without a reply; one that fails, or that
 // ABORT cancels, answers an error and the server carries on.
 void cmd_shutdown(Context& ctx, Args argv) {
-    core::ShutdownOptions options;
+    command::ShutdownOptions options;
     bool save = false, nosave = false, abort = false;
     for (std::size_t i = 1; i < argv.size(); ++i) {
         if (iequals(argv[i], "NOSAVE")) {
@@ -100,16 +100,16 @@ void cmd_shutdown(Context& ctx, Args argv) {
         ctx.out.error(errors::kSyntax);
         return;
     }
-    options.mode = nosave ? core::ShutdownMode::nosave
-                   : save ? core::ShutdownMode::save
-                          : core::ShutdownMode::default_save;
+    options.mode = nosave ? command::ShutdownMode::nosave
+                   : save ? command::ShutdownMode::save
+                          : command::ShutdownMode::default_save;
     const DeferredReply reply = ctx.defer_reply();
     if (!reply) {
         ctx.out.error(errors::kCannotWait);
         return;
     }
     if (abort) {
-        ctx.server.abort_shutdown([reply](bool cancelled) {
+        ctx.server.shutdown.abort_shutdown([reply](bool cancelled) {
             reply.complete([cancelled](resp::Writer& out) {
                 if (cancelled) {
                     out.ok();
@@ -120,7 +120,7 @@ void cmd_shutdown(Context& ctx, Args argv) {
         });
         return;
     }
-    ctx.server.begin_shutdown(options, [reply] {
+    ctx.server.shutdown.begin_shutdown(options, [reply] {
         reply.complete([](resp::Writer& out) { out.error(errors::kShutdownFailed); });
     });
 }

@@ -331,21 +331,21 @@ Admission admit(const Registry& registry, Context& ctx, Args argv, const Command
     // come through here); while it loads a primary's snapshot, commands on
     // keys wait for the data. One relaxed load when neither applies.
     if (const std::uint8_t replication =
-            ctx.server.replication_flags.load(std::memory_order_relaxed);
+            ctx.server.gate.replication_flags.load(std::memory_order_relaxed);
         replication != 0) {
-        if ((replication & core::kReplicationReplica) != 0 && spec->write) {
+        if ((replication & command::kReplicationReplica) != 0 && spec->write) {
             ctx.out.error(errors::kReadOnlyReplica);
             return Admission::rejected;
         }
-        if ((replication & core::kReplicationLoading) != 0 && spec->first_key > 0) {
+        if ((replication & command::kReplicationLoading) != 0 && spec->first_key > 0) {
             ctx.out.error(errors::kLoading);
             return Admission::rejected;
         }
-        if ((replication & core::kReplicationUnsynced) != 0 && spec->first_key > 0) {
+        if ((replication & command::kReplicationUnsynced) != 0 && spec->first_key > 0) {
             ctx.out.error(errors::kMasterDownUnsynced);
             return Admission::rejected;
         }
-        if ((replication & core::kReplicationStale) != 0 && spec->first_key > 0 &&
+        if ((replication & command::kReplicationStale) != 0 && spec->first_key > 0 &&
             !ctx.config.replica_serve_stale_data) {
             ctx.out.error(errors::kMasterDownStale);
             return Admission::rejected;
@@ -357,14 +357,16 @@ Admission admit(const Registry& registry, Context& ctx, Args argv, const Command
         ctx.out.error(errors::kOom);
         return Admission::rejected;
     }
-    if (spec->write && ctx.config.stop_writes_on_bgsave_error && ctx.server.snapshot_failing()) {
+    if (spec->write && ctx.config.stop_writes_on_bgsave_error &&
+        ctx.server.persistence.snapshot_failing()) {
         ctx.out.error(errors::kMisconf);
         return Admission::rejected;
     }
     // Unlike snapshots, a journal that cannot write always stops writes:
     // what it cannot record would be lost silently at the next crash.
     if (spec->write) {
-        if (persist::Journal* journal = ctx.server.journal(); journal && journal->failing()) {
+        if (persist::Journal* journal = ctx.server.persistence.journal();
+            journal && journal->failing()) {
             std::string message(errors::kMisconfJournal);
             append_sanitized(message, journal->failure(), 400);
             ctx.out.error(message);

@@ -1,7 +1,8 @@
 // Replication commands: REPLICAOF (SLAVEOF), REPLCONF, PSYNC, WAIT, ROLE.
-// The work is the network layer's (net/replication.hpp), reached through
-// ServerHooks; these parse, check and reply. proto/replication.md describes
-// the protocol between a primary and its replicas.
+// The work is the network layer's (net/replication.hpp), reached through the
+// command layer's Replication interface (command/server.hpp); these parse,
+// check and reply. proto/replication.md describes the protocol between a
+// primary and its replicas.
 
 #include <string>
 
@@ -38,15 +39,16 @@ void cmd_replicaof(Context& ctx, Args argv) {
         ctx.out.error(errors::kCannotWait);
         return;
     }
-    ctx.server.replicaof(host, static_cast<std::uint16_t>(port), [reply](std::string error) {
-        reply.complete([error = std::move(error)](resp::Writer& out) {
-            if (error.empty()) {
-                out.ok();
-            } else {
-                out.error(error);
-            }
+    ctx.server.replication.replicaof(
+        host, static_cast<std::uint16_t>(port), [reply](std::string error) {
+            reply.complete([error = std::move(error)](resp::Writer& out) {
+                if (error.empty()) {
+                    out.ok();
+                } else {
+                    out.error(error);
+                }
+            });
         });
-    });
 }
 
 // REPLCONF option value [option value ...]: what a replica tells its primary.
@@ -91,12 +93,12 @@ void cmd_replconf(Context& ctx, Args argv) {
 // batch of replies it is in; the network layer answers +FULLRESYNC or
 // +CONTINUE and streams (proto/replication.md). "?" -1 asks for a full one.
 void cmd_psync(Context& ctx, Args argv) {
-    if (ctx.server.journal() == nullptr) {
+    if (ctx.server.persistence.journal() == nullptr) {
         ctx.out.error(errors::kReplicationNeedsJournal);
         return;
     }
-    if ((ctx.server.replication_flags.load(std::memory_order_relaxed) &
-         core::kReplicationReplica) != 0) {
+    if ((ctx.server.gate.replication_flags.load(std::memory_order_relaxed) &
+         command::kReplicationReplica) != 0) {
         ctx.out.error(errors::kNoChainedReplication);
         return;
     }
@@ -126,8 +128,8 @@ void cmd_wait(Context& ctx, Args argv) {
         ctx.out.error(errors::kTimeoutNegative);
         return;
     }
-    if ((ctx.server.replication_flags.load(std::memory_order_relaxed) &
-         core::kReplicationReplica) != 0) {
+    if ((ctx.server.gate.replication_flags.load(std::memory_order_relaxed) &
+         command::kReplicationReplica) != 0) {
         ctx.out.error(errors::kWaitOnReplica);
         return;
     }
@@ -136,7 +138,7 @@ void cmd_wait(Context& ctx, Args argv) {
         ctx.out.error(errors::kCannotWait);
         return;
     }
-    ctx.server.wait_for_replicas(count, timeout, [reply](std::int64_t acked) {
+    ctx.server.replication.wait_for_replicas(count, timeout, [reply](std::int64_t acked) {
         reply.complete([acked](resp::Writer& out) { out.integer(acked); });
     });
 }
@@ -144,13 +146,13 @@ void cmd_wait(Context& ctx, Args argv) {
 // ROLE: ["master", offset, [[ip, port, offset], ...]] or
 // ["slave", host, port, state, offset], as Redis.
 void cmd_role(Context& ctx, Args) {
-    const core::ReplicationInfo info = ctx.server.replication();
+    const command::ReplicationInfo info = ctx.server.replication.replication();
     if (!info.replica) {
         ctx.out.array(3);
         ctx.out.bulk("master");
         ctx.out.integer(static_cast<std::int64_t>(info.offset));
         ctx.out.array(info.replicas.size());
-        for (const core::ReplicaInfo& replica : info.replicas) {
+        for (const command::ReplicaInfo& replica : info.replicas) {
             ctx.out.array(3);
             ctx.out.bulk(replica.ip);
             ctx.out.bulk(std::to_string(replica.port));

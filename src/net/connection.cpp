@@ -233,7 +233,7 @@ void Connection::advance() {
     if (blocked_ && deferred_arrived_) {
         blocked_ = deferred_arrived_ = false;
         client_.blocked.store(false, std::memory_order_relaxed);
-        server_.blocked_clients.fetch_sub(1, std::memory_order_relaxed);
+        server_.client_blocked(-1);
         client_.last_interaction_ms.store(store::now_ms(), std::memory_order_relaxed);
         // Counted like a reply written in dispatch (total_error_replies).
         const std::uint64_t errors_before = writer_.errors_written();
@@ -264,7 +264,7 @@ void Connection::advance() {
 std::shared_ptr<command::ReplySink> Connection::suspend() {
     blocked_ = true;
     client_.blocked.store(true, std::memory_order_relaxed);
-    server_.blocked_clients.fetch_add(1, std::memory_order_relaxed);
+    server_.client_blocked(1);
     return std::make_shared<PendingReply>(shared_from_this());
 }
 
@@ -411,7 +411,7 @@ void Connection::close() {
     if (blocked_) {  // killed or disconnected while waiting: no longer blocked
         blocked_ = false;
         client_.blocked.store(false, std::memory_order_relaxed);
-        server_.blocked_clients.fetch_sub(1, std::memory_order_relaxed);
+        server_.client_blocked(-1);
     }
     close_transport();
     if (feed_) end_feed();

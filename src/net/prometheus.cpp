@@ -8,20 +8,20 @@
 
 namespace bloomery::net {
 
-MetricsSnapshot collect_metrics(core::ServerHooks& server, const command::Registry& registry,
+MetricsSnapshot collect_metrics(const command::Services& server, const command::Registry& registry,
                                 const store::Keyspace& keyspace, const core::Config& config,
                                 const command::Slowlog* slowlog, bool ready) {
     MetricsSnapshot s;
     s.version = BLOOMERY_VERSION;
     s.now_ms = store::now_ms();
-    s.start_time_ms = server.start_time_ms();
-    s.worker_threads = server.worker_threads();
+    s.start_time_ms = server.stats.start_time_ms();
+    s.worker_threads = server.stats.worker_threads();
     s.ready = ready;
     s.max_clients = config.max_clients;
-    s.connected_clients = server.connected_clients();
-    s.stats = server.stats();
+    s.connected_clients = server.clients.connected_clients();
+    s.stats = server.stats.stats();
     for (const command::CommandSpec* spec : registry.by_id()) s.command_names.push_back(spec->name);
-    s.commands = server.command_stats();
+    s.commands = server.stats.command_stats();
     s.slowlog_length = slowlog != nullptr ? slowlog->length() : 0;
     s.keyspace = keyspace.counts(true);
     for (unsigned use = 0; use < core::kMemoryUses; ++use) {
@@ -31,8 +31,8 @@ MetricsSnapshot collect_metrics(core::ServerHooks& server, const command::Regist
     s.used_memory_peak = std::max(core::memory_peak(), s.used_memory);
     s.used_memory_rss = core::resident_bytes();
     s.maxmemory = config.maxmemory;
-    s.persistence = server.persistence();
-    s.replication = server.replication();
+    s.persistence = server.persistence.persistence();
+    s.replication = server.replication.replication();
     return s;
 }
 
@@ -233,7 +233,7 @@ void render_memory(const MetricsSnapshot& s, Text& t) {
 }
 
 void render_persistence(const MetricsSnapshot& s, Text& t) {
-    const core::PersistenceInfo& p = s.persistence;
+    const persist::PersistenceInfo& p = s.persistence;
     t.single("bloomery_load_duration_seconds", "gauge",
              "Time to load the snapshot and replay the journal at start", p.load_seconds);
     t.single("bloomery_loaded_filters", "gauge", "Filters loaded from the snapshot at start",
@@ -260,7 +260,7 @@ void render_persistence(const MetricsSnapshot& s, Text& t) {
              "Writes not yet in a snapshot (INFO rdb_changes_since_last_save)",
              p.changes_since_last_save);
 
-    const core::JournalInfo& j = p.journal;
+    const persist::JournalInfo& j = p.journal;
     t.single("bloomery_journal_enabled", "gauge", "1 with --appendonly yes",
              std::uint64_t{j.enabled ? 1u : 0u});
     if (!j.enabled) return;
@@ -288,7 +288,7 @@ void render_persistence(const MetricsSnapshot& s, Text& t) {
 // INFO replication's figures (proto/replication.md: offsets are byte
 // positions in the primary's journal stream).
 void render_replication(const MetricsSnapshot& s, Text& t) {
-    const core::ReplicationInfo& r = s.replication;
+    const command::ReplicationInfo& r = s.replication;
     t.single("bloomery_replication_is_replica", "gauge",
              "1 on a replica (writes answer -READONLY), 0 on a primary",
              std::uint64_t{r.replica ? 1u : 0u});
@@ -298,7 +298,7 @@ void render_replication(const MetricsSnapshot& s, Text& t) {
              std::uint64_t{r.replicas.size()});
     // One label per replica, for each of its three families.
     std::vector<std::string> labels;
-    for (const core::ReplicaInfo& replica : r.replicas) {
+    for (const command::ReplicaInfo& replica : r.replicas) {
         labels.push_back(Text::label("replica", replica.ip + ":" + std::to_string(replica.port)));
     }
     t.family("bloomery_replication_replica_acked_offset", "gauge",

@@ -359,11 +359,11 @@ std::size_t ReplicationSource::replicas_behind(std::uint64_t offset) {
     return behind;
 }
 
-void ReplicationSource::fill_info(core::ReplicationInfo& info) {
+void ReplicationSource::fill_info(command::ReplicationInfo& info) {
     const std::int64_t now = store::now_ms();
     for (const auto& feed : live_feeds()) {
         const command::ClientState& client = feed->client();
-        core::ReplicaInfo replica;
+        command::ReplicaInfo replica;
         const std::string& address = client.address;
         const auto colon = address.find_last_of(':');
         replica.ip = colon == std::string::npos ? address : address.substr(0, colon);
@@ -693,12 +693,12 @@ private:
 };
 
 ReplicaLink::ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
-                         persist::Manager& persistence, core::ServerHooks& hooks, std::string host,
-                         std::uint16_t port, std::function<void()> before_start)
+                         persist::Manager& persistence, command::ReplicaGate& gate,
+                         std::string host, std::uint16_t port, std::function<void()> before_start)
     : config_(config),
       keyspace_(keyspace),
       persistence_(persistence),
-      hooks_(hooks),
+      gate_(gate),
       host_(std::move(host)),
       port_(port),
       before_start_(std::move(before_start)) {
@@ -710,8 +710,8 @@ ReplicaLink::~ReplicaLink() {
 }
 
 void ReplicaLink::start() {
-    hooks_.replication_flags.fetch_or(core::kReplicationReplica | core::kReplicationStale |
-                                      core::kReplicationUnsynced);
+    gate_.replication_flags.fetch_or(command::kReplicationReplica | command::kReplicationStale |
+                                     command::kReplicationUnsynced);
     asio::post(io_, [this] { begin_session(); });
     thread_ = std::thread([this] {
         if (before_start_) {
@@ -743,7 +743,7 @@ void ReplicaLink::retire() {
     retired_ = true;
 }
 
-void ReplicaLink::fill_info(core::ReplicationInfo& info) const {
+void ReplicaLink::fill_info(command::ReplicationInfo& info) const {
     std::lock_guard lock(info_mutex_);
     const std::int64_t now = store::now_ms();
     info.replica = true;
@@ -786,7 +786,7 @@ void ReplicaLink::fail(std::string why) {
         syncing_ = false;
         last_error_ = why;
     }
-    hooks_.replication_flags.fetch_or(core::kReplicationStale);
+    gate_.replication_flags.fetch_or(command::kReplicationStale);
     // Reconnect a second later, as Redis does.
     pause_.expires_after(std::chrono::seconds(1));
     pause_.async_wait([this](const error_code& error) {
@@ -985,7 +985,7 @@ void ReplicaLink::load_received(const std::string& path, std::uint64_t bytes) {
     spdlog::info("replication: received the primary's snapshot ({} bytes); loading it", bytes);
     // A failed load leaves whatever it read: no stream may be applied to it.
     applier_.reset();
-    hooks_.replication_flags.fetch_or(core::kReplicationLoading);
+    gate_.replication_flags.fetch_or(command::kReplicationLoading);
     persist::LoadStats stats;
     std::string error;
     const bool loaded = persistence_.replace_dataset(
@@ -993,10 +993,10 @@ void ReplicaLink::load_received(const std::string& path, std::uint64_t bytes) {
             return persist::load_snapshot(path, keyspace_, stats, load_error);
         },
         error);
-    hooks_.replication_flags.fetch_and(static_cast<std::uint8_t>(~core::kReplicationLoading));
+    gate_.replication_flags.fetch_and(static_cast<std::uint8_t>(~command::kReplicationLoading));
     if (!loaded) {
         // Part of a copy is no copy: answer -MASTERDOWN until the next one.
-        hooks_.replication_flags.fetch_or(core::kReplicationUnsynced);
+        gate_.replication_flags.fetch_or(command::kReplicationUnsynced);
         throw std::runtime_error("cannot load the primary's snapshot: " + error);
     }
     spdlog::info("replication: loaded {} filters from the primary in {:.3f} s", stats.keys,
@@ -1013,8 +1013,8 @@ void ReplicaLink::go_up() {
         up_ = true;
         last_error_.clear();
         last_io_ms_ = store::now_ms();
-        hooks_.replication_flags.fetch_and(
-            static_cast<std::uint8_t>(~(core::kReplicationStale | core::kReplicationUnsynced)));
+        gate_.replication_flags.fetch_and(static_cast<std::uint8_t>(
+            ~(command::kReplicationStale | command::kReplicationUnsynced)));
     }
     acked_ = ~0ull;  // acknowledge where we start
     acknowledge();

@@ -153,7 +153,7 @@ int Server::run() {
     shutdown_failed_.clear();
     persistence_.wait();
     if (save_on_exit_ && persistence_.saving_enabled()) {
-        const core::SaveResult saved = persistence_.save();
+        const persist::SaveResult saved = persistence_.save();
         if (saved.ok()) {
             spdlog::info("final snapshot saved");
         } else {
@@ -417,25 +417,25 @@ namespace {
 // Every per-thread counter and the total it feeds.
 struct CounterField {
     std::atomic<std::uint64_t> command::WorkerStats::*worker;
-    std::uint64_t core::StatsTotals::*total;
+    std::uint64_t command::StatsTotals::*total;
 };
 constexpr CounterField kCounterFields[] = {
-    {&command::WorkerStats::commands, &core::StatsTotals::commands},
-    {&command::WorkerStats::connections_received, &core::StatsTotals::connections_received},
-    {&command::WorkerStats::rejected_connections, &core::StatsTotals::rejected_connections},
-    {&command::WorkerStats::changes, &core::StatsTotals::changes},
-    {&command::WorkerStats::keyspace_hits, &core::StatsTotals::keyspace_hits},
-    {&command::WorkerStats::keyspace_misses, &core::StatsTotals::keyspace_misses},
-    {&command::WorkerStats::protocol_errors, &core::StatsTotals::protocol_errors},
-    {&command::WorkerStats::net_input_bytes, &core::StatsTotals::net_input_bytes},
-    {&command::WorkerStats::net_output_bytes, &core::StatsTotals::net_output_bytes},
-    {&command::WorkerStats::error_replies, &core::StatsTotals::error_replies},
+    {&command::WorkerStats::commands, &command::StatsTotals::commands},
+    {&command::WorkerStats::connections_received, &command::StatsTotals::connections_received},
+    {&command::WorkerStats::rejected_connections, &command::StatsTotals::rejected_connections},
+    {&command::WorkerStats::changes, &command::StatsTotals::changes},
+    {&command::WorkerStats::keyspace_hits, &command::StatsTotals::keyspace_hits},
+    {&command::WorkerStats::keyspace_misses, &command::StatsTotals::keyspace_misses},
+    {&command::WorkerStats::protocol_errors, &command::StatsTotals::protocol_errors},
+    {&command::WorkerStats::net_input_bytes, &command::StatsTotals::net_input_bytes},
+    {&command::WorkerStats::net_output_bytes, &command::StatsTotals::net_output_bytes},
+    {&command::WorkerStats::error_replies, &command::StatsTotals::error_replies},
 };
 
 }  // namespace
 
-core::StatsTotals Server::raw_totals() const {
-    core::StatsTotals t;
+command::StatsTotals Server::raw_totals() const {
+    command::StatsTotals t;
     t.expired_keys = keyspace_.expired_keys();
     for (const auto& worker : workers_) {
         for (const CounterField& field : kCounterFields) {
@@ -445,8 +445,8 @@ core::StatsTotals Server::raw_totals() const {
     return t;
 }
 
-core::StatsTotals Server::stats() {
-    core::StatsTotals t = raw_totals();
+command::StatsTotals Server::stats() {
+    command::StatsTotals t = raw_totals();
     std::lock_guard lock(ops_mutex_);
     std::uint64_t sum = 0;
     for (std::uint64_t sample : ops_samples_) sum += sample;
@@ -458,7 +458,7 @@ core::StatsTotals Server::stats() {
 }
 
 void Server::reset_stats() {
-    core::StatsTotals base = raw_totals();
+    command::StatsTotals base = raw_totals();
     base.changes = 0;  // never reset: save points depend on the running count
     std::vector<core::CommandTotals> command_base = raw_command_stats();
     std::lock_guard lock(ops_mutex_);
@@ -481,18 +481,18 @@ std::vector<core::CommandTotals> Server::command_stats() {
     return totals;
 }
 
-void Server::save_async(std::function<void(core::SaveResult)> done) {
+void Server::save_async(std::function<void(persist::SaveResult)> done) {
     persistence_.save_async(std::move(done));
 }
-core::SaveResult Server::bgsave() {
+persist::SaveResult Server::bgsave() {
     return persistence_.bgsave();
 }
 
-core::PersistenceInfo Server::persistence() {
+persist::PersistenceInfo Server::persistence() {
     return persistence_.info();
 }
 
-void Server::begin_shutdown(const core::ShutdownOptions& options, std::function<void()> failed) {
+void Server::begin_shutdown(const command::ShutdownOptions& options, std::function<void()> failed) {
     asio::post(main_context_, [this, options, failed = std::move(failed)]() mutable {
         shutdown_failed_.push_back(std::move(failed));
         if (stopping_) return;  // a stop is under way: the connection closes with it
@@ -508,8 +508,8 @@ void Server::begin_shutdown(const core::ShutdownOptions& options, std::function<
             return;
         }
         const bool save =
-            options.mode == core::ShutdownMode::save ||
-            (options.mode == core::ShutdownMode::default_save && persistence_.saving_enabled());
+            options.mode == command::ShutdownMode::save ||
+            (options.mode == command::ShutdownMode::default_save && persistence_.saving_enabled());
         spdlog::info("SHUTDOWN requested by a client{}", save ? ": saving a final snapshot" : "");
         if (!save) {
             request_stop(false, options.now);
@@ -523,17 +523,17 @@ void Server::begin_shutdown(const core::ShutdownOptions& options, std::function<
         // worker this came from serves its other clients meanwhile (SAVE does
         // likewise, on the persistence thread).
         shutdown_saver_ = std::thread([this] {
-            core::SaveResult saved;
+            persist::SaveResult saved;
             do {
                 persistence_.wait();  // a background save first
                 saved = persistence_.save();
-            } while (saved.status == core::SaveStatus::in_progress);
+            } while (saved.status == persist::SaveStatus::in_progress);
             asio::post(main_context_, [this, saved] { finish_shutdown_save(saved); });
         });
     });
 }
 
-void Server::finish_shutdown_save(const core::SaveResult& saved) {
+void Server::finish_shutdown_save(const persist::SaveResult& saved) {
     shutdown_saving_ = false;
     if (stopping_) return;  // a signal's stop came meanwhile (and saves at the end)
     if (shutdown_aborted_) {
@@ -573,8 +573,8 @@ void Server::abort_shutdown(std::function<void(bool)> done) {
     });
 }
 
-core::ReplicationInfo Server::replication() {
-    core::ReplicationInfo info;
+command::ReplicationInfo Server::replication() {
+    command::ReplicationInfo info;
     {
         std::lock_guard lock(link_mutex_);
         if (link_) link_->fill_info(info);
@@ -631,8 +631,8 @@ void Server::follow(std::string_view host, std::uint16_t port) {
     // Before the link runs: no data command may see what is here now (nor
     // what the link replaced may still finish loading).
     if (link_) link_->retire();
-    replication_flags.fetch_or(core::kReplicationReplica | core::kReplicationStale |
-                               core::kReplicationUnsynced);
+    replication_flags.fetch_or(command::kReplicationReplica | command::kReplicationStale |
+                               command::kReplicationUnsynced);
     // The link replaced, and any REPLICAOF NO ONE still stopping one, are
     // waited for on the new link's own thread, not on this one (a worker's).
     std::shared_ptr<ReplicaLink> replaced(std::move(link_));

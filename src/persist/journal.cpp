@@ -1040,8 +1040,8 @@ void Journal::drop_covered(std::uint64_t offset) {
     base_bytes_.store(file_bytes_.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
-core::JournalInfo Journal::info() const {
-    core::JournalInfo info;
+persist::JournalInfo Journal::info() const {
+    persist::JournalInfo info;
     info.enabled = true;
     info.fsync_policy = fsync_policy_name(policy_);
     {

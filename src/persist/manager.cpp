@@ -174,7 +174,7 @@ bool Manager::load(std::string& error) {
     return true;
 }
 
-core::SaveResult Manager::save_locked() {
+persist::SaveResult Manager::save_locked() {
     const std::uint64_t changes_at_start = total_changes_();
     SaveStats stats{};
     std::string error;
@@ -198,7 +198,7 @@ core::SaveResult Manager::save_locked() {
                      seconds);
     } else {
         spdlog::error("snapshot failed: {}", error);
-        return {core::SaveStatus::failed, error};
+        return {persist::SaveStatus::failed, error};
     }
     return {};
 }
@@ -225,14 +225,14 @@ void Manager::record(bool ok, std::uint64_t changes_at_start, double seconds, st
     }
 }
 
-core::SaveResult Manager::save() {
+persist::SaveResult Manager::save() {
     {
         std::unique_lock lock(mutex_);
-        if (running_) return {core::SaveStatus::in_progress, {}};
+        if (running_) return {persist::SaveStatus::in_progress, {}};
         running_ = true;
         started_ms_ = store::now_ms();
     }
-    core::SaveResult result = save_locked();
+    persist::SaveResult result = save_locked();
     {
         std::lock_guard lock(mutex_);
         running_ = false;
@@ -241,7 +241,7 @@ core::SaveResult Manager::save() {
     return result;
 }
 
-void Manager::save_async(std::function<void(core::SaveResult)> done) {
+void Manager::save_async(std::function<void(persist::SaveResult)> done) {
     {
         std::lock_guard lock(mutex_);
         if (!running_) {
@@ -249,17 +249,17 @@ void Manager::save_async(std::function<void(core::SaveResult)> done) {
             return;
         }
     }
-    done({core::SaveStatus::in_progress, {}});
+    done({persist::SaveStatus::in_progress, {}});
 }
 
-core::SaveResult Manager::bgsave() {
+persist::SaveResult Manager::bgsave() {
     std::lock_guard lock(mutex_);
-    if (running_) return {core::SaveStatus::in_progress, {}};
+    if (running_) return {persist::SaveStatus::in_progress, {}};
     start_thread_locked(true, nullptr);
     return {};
 }
 
-void Manager::start_thread_locked(bool background, std::function<void(core::SaveResult)> done) {
+void Manager::start_thread_locked(bool background, std::function<void(persist::SaveResult)> done) {
     // A finished thread may still be running the previous `done`; it never
     // takes mutex_ after clearing running_, so joining here cannot deadlock.
     if (background_.joinable()) background_.join();
@@ -267,7 +267,7 @@ void Manager::start_thread_locked(bool background, std::function<void(core::Save
     running_background_ = background;
     started_ms_ = store::now_ms();
     background_ = std::thread([this, done = std::move(done)] {
-        core::SaveResult result = save_locked();
+        persist::SaveResult result = save_locked();
         {
             std::lock_guard inner(mutex_);
             running_ = false;
@@ -284,7 +284,7 @@ void Manager::tick() {
     if (journal != nullptr && config_.auto_aof_rewrite_percentage != 0) {
         // Redis's auto-aof-rewrite: here a snapshot, after which the journal
         // it covers is dropped.
-        const core::JournalInfo j = journal->info();
+        const persist::JournalInfo j = journal->info();
         const std::uint64_t grown_to =
             j.base_size + j.base_size / 100 * config_.auto_aof_rewrite_percentage;
         if (j.current_size >= config_.auto_aof_rewrite_min_size && j.current_size > grown_to) {
@@ -334,8 +334,8 @@ void Manager::wait() {
     if (finished.joinable()) finished.join();
 }
 
-core::PersistenceInfo Manager::info() const {
-    core::PersistenceInfo info;
+persist::PersistenceInfo Manager::info() const {
+    persist::PersistenceInfo info;
     std::lock_guard lock(mutex_);
     info.enabled = !config_.save_points.empty();
     info.bgsave_in_progress = running_background_;

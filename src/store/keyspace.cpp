@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "bloomery/bloom/dump.hpp"
-#include "bloomery/cluster/slot.hpp"
+#include "bloomery/core/key_slot.hpp"
 #include "bloomery/core/memory.hpp"
 
 namespace bloomery::store {

@@ -1,5 +1,5 @@
 // libFuzzer target: commands through the dispatcher, against an in-memory
-// keyspace and fake server hooks (no sockets, no files, no threads).
+// keyspace and a fake server (command/server.hpp) (no sockets, no files, no threads).
 //
 // The input is a program of steps, read front to back (see run_program):
 //   - a command: one byte picks the name from the registry's own table (so the
@@ -40,8 +40,8 @@
 
 #include "bloomery/command/context.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/command/server.hpp"
 #include "bloomery/core/config.hpp"
-#include "bloomery/core/hooks.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -65,22 +65,28 @@ void require(bool condition, const char* what) {
     }
 }
 
-class FakeHooks : public core::ServerHooks {
+class FakeHooks final : public command::ClientDirectory,
+                        public command::ServerStats,
+                        public command::Persistence,
+                        public command::Shutdown,
+                        public command::Replication,
+                        public command::ReplicaGate {
 public:
     std::size_t connected_clients() override { return 1; }
+    std::int64_t blocked_clients() override { return 0; }
     std::string client_list(std::span<const std::int64_t>) override {
         return "id=1 addr=127.0.0.1:1 laddr=127.0.0.1:6379 name=\n";
     }
     bool kill_client(std::int64_t id) override { return id == 1; }
     bool kill_client(std::string_view) override { return false; }
-    core::StatsTotals stats() override { return {}; }
+    command::StatsTotals stats() override { return {}; }
     void reset_stats() override {}
-    void save_async(std::function<void(core::SaveResult)> done) override { done({}); }
+    void save_async(std::function<void(persist::SaveResult)> done) override { done({}); }
     bool snapshot_failing() override { return false; }
-    core::SaveResult bgsave() override { return {core::SaveStatus::in_progress, {}}; }
-    core::PersistenceInfo persistence() override { return {}; }
+    persist::SaveResult bgsave() override { return {persist::SaveStatus::in_progress, {}}; }
+    persist::PersistenceInfo persistence() override { return {}; }
     // A SHUTDOWN never stops the fuzzer: it fails at once, as a failed save.
-    void begin_shutdown(const core::ShutdownOptions&, std::function<void()> failed) override {
+    void begin_shutdown(const command::ShutdownOptions&, std::function<void()> failed) override {
         failed();
     }
     void abort_shutdown(std::function<void(bool)> done) override { done(false); }

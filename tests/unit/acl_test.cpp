@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bloomery/app/command_line.hpp"
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
@@ -573,15 +574,15 @@ TEST(UnauthenticatedParser, TenArgumentsAndSixteenKilobyteBulksAtMost) {
 
 // ---- options --------------------------------------------------------------
 
-core::CommandLine parse(std::vector<std::string> words) {
+app::CommandLine parse(std::vector<std::string> words) {
     words.insert(words.begin(), "bloomery");
     std::vector<char*> argv;
     for (auto& word : words) argv.push_back(word.data());
-    return core::parse_command_line(static_cast<int>(argv.size()), argv.data());
+    return app::parse_command_line(static_cast<int>(argv.size()), argv.data());
 }
 
 TEST(SecurityOptions, DefaultsAreRedisLike) {
-    const core::CommandLine line = parse({});
+    const app::CommandLine line = parse({});
     EXPECT_TRUE(line.config.requirepass.empty());
     EXPECT_TRUE(line.config.aclfile.empty());
     EXPECT_TRUE(line.config.protected_mode);

@@ -12,11 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "bloomery/cluster/slot.hpp"
+#include "bloomery/app/command_line.hpp"
 #include "bloomery/cluster/topology.hpp"
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/core/key_slot.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/store/keyspace.hpp"
 #include "fake_hooks.hpp"
@@ -212,21 +213,21 @@ TEST(SlotMap, RefusesASelfOutsideTheMap) {
 
 // ---- flags --------------------------------------------------------------------
 
-core::CommandLine parse_flags(std::vector<std::string> words) {
+app::CommandLine parse_flags(std::vector<std::string> words) {
     words.insert(words.begin(), "bloomery");
     std::vector<char*> argv;
     for (auto& word : words) argv.push_back(word.data());
-    return core::parse_command_line(static_cast<int>(argv.size()), argv.data());
+    return app::parse_command_line(static_cast<int>(argv.size()), argv.data());
 }
 
 TEST(ClusterFlags, EnabledWithAMapAndSelf) {
-    const core::CommandLine line = parse_flags(
+    const app::CommandLine line = parse_flags(
         {"--cluster-enabled", "yes", "--cluster-slots", kThree, "--cluster-self", "c:6379"});
     ASSERT_EQ(line.exit_code, -1);
     ASSERT_TRUE(line.config.cluster_enabled);
     ASSERT_TRUE(line.config.cluster);
     EXPECT_EQ(line.config.cluster->self().address, "c:6379");
-    const core::CommandLine off = parse_flags({});
+    const app::CommandLine off = parse_flags({});
     EXPECT_FALSE(off.config.cluster_enabled);
     EXPECT_FALSE(off.config.cluster);
 }
@@ -238,7 +239,7 @@ TEST(ClusterFlags, ComeFromAConfigFileToo) {
         file << "cluster-enabled = \"yes\"\ncluster-slots = \"" << kThree
              << "\"\ncluster-self = \"a:6379\"\n";
     }
-    const core::CommandLine line = parse_flags({"--config", path});
+    const app::CommandLine line = parse_flags({"--config", path});
     std::remove(path.c_str());
     ASSERT_EQ(line.exit_code, -1);
     ASSERT_TRUE(line.config.cluster);
@@ -248,7 +249,7 @@ TEST(ClusterFlags, ComeFromAConfigFileToo) {
 
 TEST(ClusterFlags, AutoSelfReadsTheHostNameVariable) {
     setenv("HOSTNAME", "bloomery-2", 1);
-    const core::CommandLine line = parse_flags(
+    const app::CommandLine line = parse_flags(
         {"--cluster-enabled", "yes", "--cluster-slots", kThree, "--cluster-self", "auto"});
     unsetenv("HOSTNAME");
     ASSERT_EQ(line.exit_code, -1);

@@ -22,7 +22,7 @@
 namespace bloomery::command {
 namespace {
 
-using core::ShutdownMode;
+using command::ShutdownMode;
 using testing::FakeHooks;
 
 // Stands in for a connection: records deferred replies; run() applies them
@@ -602,19 +602,19 @@ TEST_F(Commands, ExpireAtTheInt64ExtremesAnswersAsRedis) {
 
 TEST_F(Commands, HelloOnAReplicaSaysReplica) {
     EXPECT_NE(run({"HELLO", "3"}).find("$4\r\nrole\r\n$6\r\nmaster\r\n"), std::string::npos);
-    hooks.replication_flags = core::kReplicationReplica;
+    hooks.replication_flags = command::kReplicationReplica;
     EXPECT_NE(run({"HELLO", "3"}).find("$4\r\nrole\r\n$7\r\nreplica\r\n"), std::string::npos);
 }
 
 TEST_F(Commands, InfoSaysLoadingWhileAReplicaLoadsItsPrimarysSnapshot) {
     EXPECT_NE(run({"INFO", "persistence"}).find("\r\nloading:0\r\n"), std::string::npos);
-    hooks.replication_flags = core::kReplicationReplica | core::kReplicationLoading;
+    hooks.replication_flags = command::kReplicationReplica | command::kReplicationLoading;
     EXPECT_NE(run({"INFO", "persistence"}).find("\r\nloading:1\r\n"), std::string::npos);
 }
 
 TEST_F(Commands, InfoCountsBlockedClients) {
     EXPECT_NE(run({"INFO", "clients"}).find("\r\nblocked_clients:0\r\n"), std::string::npos);
-    hooks.blocked_clients = 3;
+    hooks.blocked = 3;
     EXPECT_NE(run({"INFO", "clients"}).find("\r\nblocked_clients:3\r\n"), std::string::npos);
 }
 

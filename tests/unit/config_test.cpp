@@ -10,10 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "bloomery/app/command_line.hpp"
 #include "bloomery/core/config.hpp"
 
 namespace bloomery::core {
 namespace {
+
+using app::CommandLine;
+using app::parse_command_line;
 
 CommandLine parse(std::vector<std::string> words) {
     words.insert(words.begin(), "bloomery");

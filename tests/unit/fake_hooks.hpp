@@ -1,5 +1,5 @@
 #pragma once
-// A stand-in for the network layer's core::ServerHooks in command tests:
+// A stand-in for the network layer's server (command/server.hpp) in command tests:
 // answers with fixed data and records what the commands asked of it.
 
 #include <cstdint>
@@ -10,19 +10,25 @@
 #include <utility>
 #include <vector>
 
-#include "bloomery/core/hooks.hpp"
+#include "bloomery/command/server.hpp"
 
 namespace bloomery::command::testing {
 
-class FakeHooks : public core::ServerHooks {
+class FakeHooks final : public command::ClientDirectory,
+                        public command::ServerStats,
+                        public command::Persistence,
+                        public command::Shutdown,
+                        public command::Replication,
+                        public command::ReplicaGate {
 public:
     std::size_t connected_clients() override { return 1; }
+    std::int64_t blocked_clients() override { return blocked; }
     std::string client_list(std::span<const std::int64_t>) override {
         return "id=1 addr=127.0.0.1:1 name=\n";
     }
     bool kill_client(std::int64_t id) override { return id == 1; }
     bool kill_client(std::string_view) override { return false; }
-    core::StatsTotals stats() override { return {}; }
+    command::StatsTotals stats() override { return {}; }
     // The per-command counters of `command_table` (a test's WorkerStats), as
     // the server sums every worker's.
     std::vector<core::CommandTotals> command_stats() override {
@@ -32,18 +38,18 @@ public:
         return totals;
     }
     void reset_stats() override {}
-    void save_async(std::function<void(core::SaveResult)> done) override {
+    void save_async(std::function<void(persist::SaveResult)> done) override {
         ++saves;
         if (fail_saves) {
-            done({core::SaveStatus::failed, "disk on fire"});
+            done({persist::SaveStatus::failed, "disk on fire"});
         } else {
             done({});
         }
     }
-    core::SaveResult bgsave() override { return {}; }
-    core::PersistenceInfo persistence() override { return {}; }
+    persist::SaveResult bgsave() override { return {}; }
+    persist::PersistenceInfo persistence() override { return {}; }
     bool snapshot_failing() override { return snapshot_failed; }
-    void begin_shutdown(const core::ShutdownOptions& options,
+    void begin_shutdown(const command::ShutdownOptions& options,
                         std::function<void()> failed) override {
         last_shutdown = options;
         shutdown_failed = std::move(failed);
@@ -58,9 +64,10 @@ public:
 
     const core::CommandStatsTable* command_table = nullptr;
     int saves = 0;
+    std::int64_t blocked = 0;  // blocked_clients()
     bool snapshot_failed = false;
     bool fail_saves = false;
-    core::ShutdownOptions last_shutdown;
+    command::ShutdownOptions last_shutdown;
     std::function<void()> shutdown_failed;  // the pending SHUTDOWN's, until aborted
 };
 

@@ -376,7 +376,7 @@ TEST(Journal, AlwaysMakesEveryAppendDurableAndRunsWaiters) {
     }
     EXPECT_EQ(called.load(), 50);
     EXPECT_EQ(live.journal.durable(), live.journal.position());
-    const core::JournalInfo info = live.journal.info();
+    const persist::JournalInfo info = live.journal.info();
     EXPECT_TRUE(info.last_write_ok);
     EXPECT_GT(info.fsyncs, 0u);
     EXPECT_LE(info.fsyncs, 51u);

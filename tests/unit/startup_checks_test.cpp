@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bloomery/app/command_line.hpp"
 #include "bloomery/core/config.hpp"
 #include "bloomery/net/startup_checks.hpp"
 
@@ -101,15 +102,15 @@ TEST_F(StartupChecks, DescribeNamesListenersAndData) {
     EXPECT_NE(text.find("(to be created)"), std::string::npos) << text;
 }
 
-core::CommandLine parse(std::vector<std::string> words) {
+app::CommandLine parse(std::vector<std::string> words) {
     words.insert(words.begin(), "bloomery");
     std::vector<char*> argv;
     for (auto& word : words) argv.push_back(word.data());
-    return core::parse_command_line(static_cast<int>(argv.size()), argv.data());
+    return app::parse_command_line(static_cast<int>(argv.size()), argv.data());
 }
 
 TEST(TestConfig, ValueProblemsAreAllCollected) {
-    const core::CommandLine line = parse(
+    const app::CommandLine line = parse(
         {"--test-config", "--port", "0", "--dbfilename", "a/b", "--save", "1", "--maxmemory", "x"});
     EXPECT_TRUE(line.test_config);
     EXPECT_EQ(line.exit_code, -1);  // main adds the start-up checks and prints them all
@@ -125,7 +126,7 @@ TEST(TestConfig, ValueProblemsAreAllCollected) {
 }
 
 TEST(TestConfig, MonitoringOptionsParseAndAreChecked) {
-    core::CommandLine line =
+    app::CommandLine line =
         parse({"--metrics-port", "9188", "--slowlog-log-slower-than", "-1", "--slowlog-max-len",
                "7", "--health-check", "127.0.0.1:6379", "--health-check-timeout", "0.5"});
     ASSERT_EQ(line.exit_code, -1);

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bloomery/cluster/slot.hpp"
+#include "bloomery/core/key_slot.hpp"
 
 namespace bloomery::cluster {
 

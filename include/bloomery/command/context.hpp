@@ -1,7 +1,7 @@
 #pragma once
 // What a command handler sees: the keyspace, the configuration, its client's
-// state, the reply writer and the server's hooks. Nothing here knows of Asio;
-// the network layer implements ServerHooks.
+// state, the reply writer and the server (command/server.hpp). Nothing here
+// knows of Asio; the network layer implements the server's interfaces.
 
 #include <atomic>
 #include <cstdint>
@@ -12,9 +12,9 @@
 #include <string>
 #include <string_view>
 
+#include "bloomery/command/server.hpp"
 #include "bloomery/core/command_stats.hpp"
 #include "bloomery/core/config.hpp"
-#include "bloomery/core/hooks.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -172,7 +172,7 @@ struct Context {
     const Registry& registry;
     store::Keyspace& keyspace;
     const core::Config& config;
-    core::ServerHooks& server;
+    Services server;
     ClientState& client;
     WorkerStats& stats;
     resp::Writer& out;

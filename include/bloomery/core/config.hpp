@@ -1,7 +1,7 @@
 #pragma once
 // Server configuration: every limit is a named value with a default. Filled by
 // CLI11 from flags, an optional config file and BLOOMERY_* environment
-// variables (see src/net/config.cpp, where the flags are declared). Plain data,
+// variables (app/command_line.hpp, where the flags are declared). Plain data,
 // no Asio, so command handlers can read it.
 
 #include <cstdint>
@@ -171,14 +171,22 @@ const OptionRange* find_option_range(std::string_view name);
 // "between MIN and MAX inclusive", the words CONFIG SET and the command line
 // use for a value out of range.
 std::string describe_range(const OptionRange& range);
+// What is wrong with `shown` (the value as written, cut to 64 bytes) for
+// `range`; `alternative` names another form the option takes.
+std::string range_problem(const OptionRange& range, std::string_view shown,
+                          std::string_view alternative = {});
+// A size with CLI11's suffixes (kb = 1024 bytes) as a decimal number of
+// bytes; false if it is not one.
+bool size_without_suffix(std::string_view text, std::string& decimal);
 // Empty if `text` (a size already without its suffix) is a number of the
 // option's kind inside its range; else what is wrong, naming the range.
 std::string check_option_value(const OptionRange& range, std::string_view text);
 
 // Consistency checks over parsed values (ports, TLS settings, file names, the
 // metrics listener): every problem found, each "--option: what is wrong";
-// empty if none. No I/O. parse_command_line runs them; a new option's check
-// belongs in the list in config.cpp.
+// empty if none. No I/O. app::parse_command_line runs them (and checks the
+// cluster map against --replicaof itself); a new option's check belongs in
+// the list in config.cpp.
 std::vector<std::string> check_config_values(const Config& config);
 
 // Parses a Redis-style save spec ("3600 1 300 100", "" to disable).
@@ -202,36 +210,5 @@ bool replicaof_names_self(const Config& config);
 // malformed input.
 bool parse_replicaof(const std::string& spec, std::string& host, std::uint16_t& port,
                      std::string& error);
-
-}  // namespace bloomery::core
-
-namespace bloomery::core {
-
-// What main() should do after parsing the command line.
-struct CommandLine {
-    Config config;
-    std::string check_snapshot;  // --check-snapshot FILE: verify and exit
-    std::string check_journal;   // --check-journal FILE: verify (and --fix) and exit
-    bool fix_journal = false;
-    // --test-config: check everything that can be checked without binding or
-    // loading, print what is wrong (or "configuration OK") and exit.
-    bool test_config = false;
-    // --health-check HOST:PORT: PING that server (AUTH first with
-    // --requirepass when set; over TLS with --health-check-tls) and exit 0 on
-    // PONG, 1 otherwise.
-    std::string health_check;
-    bool health_check_tls = false;
-    double health_check_timeout_seconds = 2;
-    // With --test-config: the problems found in the values (parse errors
-    // aside, which exit at once). Otherwise always empty: they are printed
-    // and exit_code is 1.
-    std::vector<std::string> problems;
-    int exit_code = -1;  // >= 0: exit now with this code (--help, --version, error)
-};
-
-// Parses flags, the optional --config file and BLOOMERY_* environment
-// variables (CLI11's order: flags win over the file, which wins over the
-// environment), then runs check_config_values().
-CommandLine parse_command_line(int argc, char** argv);
 
 }  // namespace bloomery::core

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "bloomery/command/server.hpp"
 #include "bloomery/core/command_stats.hpp"
 #include "bloomery/core/config.hpp"
-#include "bloomery/core/hooks.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -34,7 +34,7 @@ struct MetricsSnapshot {
     bool ready = false;
     std::size_t max_clients = 0;
     std::size_t connected_clients = 0;
-    core::StatsTotals stats;
+    command::StatsTotals stats;
     std::vector<std::string> command_names;     // by command id
     std::vector<core::CommandTotals> commands;  // by command id
     std::size_t slowlog_length = 0;
@@ -44,13 +44,13 @@ struct MetricsSnapshot {
     std::uint64_t used_memory_peak = 0;
     std::uint64_t used_memory_rss = 0;
     std::uint64_t maxmemory = 0;
-    core::PersistenceInfo persistence;
-    core::ReplicationInfo replication;
+    persist::PersistenceInfo persistence;
+    command::ReplicationInfo replication;
 };
 
-// Reads the server's state through its hooks and the other shared objects.
+// Reads the server's state through its interfaces and the other shared objects.
 // O(keys) for the keyspace counts; safe from any thread.
-MetricsSnapshot collect_metrics(core::ServerHooks& server, const command::Registry& registry,
+MetricsSnapshot collect_metrics(const command::Services& server, const command::Registry& registry,
                                 const store::Keyspace& keyspace, const core::Config& config,
                                 const command::Slowlog* slowlog, bool ready);
 

@@ -35,8 +35,8 @@
 
 #include <boost/asio.hpp>
 
+#include "bloomery/command/server.hpp"
 #include "bloomery/core/config.hpp"
-#include "bloomery/core/hooks.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "bloomery/persist/manager.hpp"
@@ -134,7 +134,7 @@ public:
     // backlog floor, WAIT timeouts.
     void cron();
     // Primary-side fields of INFO replication.
-    void fill_info(core::ReplicationInfo& info);
+    void fill_info(command::ReplicationInfo& info);
     // Replicas connected now, and how many of them have not acknowledged
     // `offset` yet (one still receiving its snapshot has not): a shutdown
     // waits for them.
@@ -264,7 +264,7 @@ public:
     // that the two never apply at once and whoever replaces a link never
     // waits for it (its stop can take as long as a snapshot load).
     ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
-                persist::Manager& persistence, core::ServerHooks& hooks, std::string host,
+                persist::Manager& persistence, command::ReplicaGate& gate, std::string host,
                 std::uint16_t port, std::function<void()> before_start = {});
     ~ReplicaLink();
     ReplicaLink(const ReplicaLink&) = delete;
@@ -283,7 +283,7 @@ public:
     void retire();
     const std::string& host() const { return host_; }
     std::uint16_t port() const { return port_; }
-    void fill_info(core::ReplicationInfo& info) const;
+    void fill_info(command::ReplicationInfo& info) const;
 
 private:
     using Step = std::function<void()>;
@@ -316,7 +316,7 @@ private:
     const core::Config& config_;
     store::Keyspace& keyspace_;
     persist::Manager& persistence_;
-    core::ServerHooks& hooks_;
+    command::ReplicaGate& gate_;
     const std::string host_;
     const std::uint16_t port_;
     std::function<void()> before_start_;  // link thread only, until it has run

@@ -2,8 +2,8 @@
 // The TCP server: one io_context per worker thread, acceptors (plaintext
 // --port, TLS --tls-port, either may be off) on the main thread handing each
 // new connection to the next worker round-robin, and a 100 ms cron (active
-// expiry, save points, ops/sec sampling) on the main thread. Implements
-// core::ServerHooks for the command layer.
+// expiry, save points, ops/sec sampling) on the main thread. Implements the
+// command layer's view of the server (command/server.hpp).
 
 #include <atomic>
 #include <cstdint>
@@ -78,7 +78,12 @@ private:
     std::atomic<std::size_t>* taken_ = nullptr;
 };
 
-class Server final : public core::ServerHooks {
+class Server final : public command::ClientDirectory,
+                     public command::ServerStats,
+                     public command::Persistence,
+                     public command::Shutdown,
+                     public command::Replication,
+                     public command::ReplicaGate {
 public:
     // `replication` feeds replicas (made before the journal is loaded, so the
     // journal's writer can wake feeds: see main.cpp).
@@ -108,32 +113,35 @@ public:
     // and a replica has its first copy of its primary. Thread-safe.
     bool ready() const {
         return accepting_.load(std::memory_order_acquire) && !stopping_.load() &&
-               (replication_flags.load(std::memory_order_relaxed) & core::kReplicationUnsynced) ==
-                   0;
+               (replication_flags.load(std::memory_order_relaxed) &
+                command::kReplicationUnsynced) == 0;
     }
     command::Slowlog& slowlog() { return slowlog_; }
     // The /metrics text (net/prometheus.hpp). Thread-safe.
     std::string metrics_text();
 
-    // ServerHooks
+    // The command layer's interfaces (command/server.hpp).
     std::size_t connected_clients() override;
+    std::int64_t blocked_clients() override {
+        return blocked_clients_.load(std::memory_order_relaxed);
+    }
     std::string client_list(std::span<const std::int64_t> ids) override;
     bool kill_client(std::int64_t id) override;
     bool kill_client(std::string_view address) override;
-    core::StatsTotals stats() override;
+    command::StatsTotals stats() override;
     void reset_stats() override;
     std::vector<core::CommandTotals> command_stats() override;
-    void save_async(std::function<void(core::SaveResult)> done) override;
-    core::SaveResult bgsave() override;
-    core::PersistenceInfo persistence() override;
+    void save_async(std::function<void(persist::SaveResult)> done) override;
+    persist::SaveResult bgsave() override;
+    persist::PersistenceInfo persistence() override;
     bool snapshot_failing() override { return persistence_.snapshot_failing(); }
     persist::Journal* journal() override { return persistence_.journal(); }
-    void begin_shutdown(const core::ShutdownOptions& options,
+    void begin_shutdown(const command::ShutdownOptions& options,
                         std::function<void()> failed) override;
     void abort_shutdown(std::function<void(bool)> done) override;
     std::int64_t start_time_ms() override { return start_time_ms_; }
     unsigned worker_threads() override { return static_cast<unsigned>(workers_.size()); }
-    core::ReplicationInfo replication() override;
+    command::ReplicationInfo replication() override;
     void replicaof(std::string_view host, std::uint16_t port,
                    std::function<void(std::string)> done) override;
     void wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,
@@ -154,6 +162,11 @@ public:
     std::list<std::weak_ptr<Connection>>::iterator track(Worker& worker,
                                                          std::shared_ptr<Connection> connection);
     void untrack(Worker& worker, std::list<std::weak_ptr<Connection>>::iterator position);
+    // A connection starts or stops waiting for a deferred reply (WAIT, SAVE).
+    // Blocking is rare, so one shared counter costs nothing per command.
+    void client_blocked(std::int64_t by) {
+        blocked_clients_.fetch_add(by, std::memory_order_relaxed);
+    }
 
 private:
     void accept_next(boost::asio::ip::tcp::acceptor& acceptor, bool tls);
@@ -167,7 +180,7 @@ private:
     void drain_for_replicas(std::int64_t deadline_ms, bool target_known, std::uint64_t target);
     // SHUTDOWN's final save is over (on the main thread): stops, or answers
     // its clients that it failed.
-    void finish_shutdown_save(const core::SaveResult& saved);
+    void finish_shutdown_save(const persist::SaveResult& saved);
     // Answers every SHUTDOWN waiting that the server keeps running.
     void fail_shutdown();
     // Follows HOST:PORT (a new link; the one it replaces stops on the new
@@ -177,7 +190,7 @@ private:
     // link_mutex_.
     void stop_links();
     // Sums of the per-thread counters, without CONFIG RESETSTAT baselines.
-    core::StatsTotals raw_totals() const;
+    command::StatsTotals raw_totals() const;
     std::vector<core::CommandTotals> raw_command_stats() const;
     template <class Fn>
     void for_each_connection(Fn&& fn);
@@ -215,6 +228,7 @@ private:
     std::atomic<std::int64_t> next_client_id_{1};
     // Connections tracked and not yet closed: a stop waits for none to remain.
     std::atomic<std::size_t> open_connections_{0};
+    std::atomic<std::int64_t> blocked_clients_{0};  // blocked_clients()
     std::int64_t start_time_ms_;
     std::atomic<bool> stopping_{false};
     std::atomic<bool> accepting_{false};
@@ -226,7 +240,7 @@ private:
     // (answered only if the server keeps running).
     bool shutdown_saving_ = false;
     bool shutdown_aborted_ = false;  // SHUTDOWN ABORT came during the save
-    core::ShutdownOptions shutdown_options_;
+    command::ShutdownOptions shutdown_options_;
     std::vector<std::function<void()>> shutdown_failed_;
     std::thread shutdown_saver_;
     boost::asio::steady_timer drain_timer_;
@@ -238,7 +252,7 @@ private:
     std::size_t ops_index_ = 0;
     std::uint64_t last_commands_ = 0;
     std::int64_t last_sample_ms_ = 0;
-    core::StatsTotals stats_base_;  // CONFIG RESETSTAT baseline, guarded by ops_mutex_
+    command::StatsTotals stats_base_;  // CONFIG RESETSTAT baseline, guarded by ops_mutex_
     std::vector<core::CommandTotals> command_stats_base_;  // likewise
 };
 

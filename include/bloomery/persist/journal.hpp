@@ -51,7 +51,7 @@
 #include <vector>
 
 #include "bloomery/bloom/scalable_filter.hpp"
-#include "bloomery/core/hooks.hpp"
+#include "bloomery/persist/status.hpp"
 #include "bloomery/store/keyspace.hpp"
 #include "bloomery/store/mutation_log.hpp"
 
@@ -132,7 +132,7 @@ public:
     // snapshot covering everything before it is durable).
     void drop_covered(std::uint64_t offset);
 
-    core::JournalInfo info() const;
+    persist::JournalInfo info() const;
 
     // ---- Feeding replicas (net/replication.hpp) ----
     // The offset up to which records are in segment files (written, maybe

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "bloomery/core/config.hpp"
-#include "bloomery/core/hooks.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/status.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace bloomery::persist {
@@ -64,13 +64,13 @@ public:
     // command ran).
     void close_journal();
 
-    core::SaveResult save();  // synchronous; in_progress if a save is running
+    persist::SaveResult save();  // synchronous; in_progress if a save is running
     // Runs a save on the persistence thread and calls `done` there once the
     // file is durable or the save failed; if a save is running, calls `done`
     // with in_progress at once, on the caller's thread. Not counted as a
     // background save in INFO (it is SAVE).
-    void save_async(std::function<void(core::SaveResult)> done);
-    core::SaveResult bgsave();  // starts a background save
+    void save_async(std::function<void(persist::SaveResult)> done);
+    persist::SaveResult bgsave();  // starts a background save
     // Called every 100 ms: starts a background save when a save point is due.
     void tick();
     // Waits for a running background save to finish.
@@ -82,12 +82,12 @@ public:
         return saving_enabled() && last_failed_.load(std::memory_order_relaxed);
     }
 
-    core::PersistenceInfo info() const;
+    persist::PersistenceInfo info() const;
 
 private:
-    core::SaveResult save_locked();  // requires running_ to be owned
+    persist::SaveResult save_locked();  // requires running_ to be owned
     // Starts the persistence thread; requires mutex_ held and !running_.
-    void start_thread_locked(bool background, std::function<void(core::SaveResult)> done);
+    void start_thread_locked(bool background, std::function<void(persist::SaveResult)> done);
     void record(bool ok, std::uint64_t changes_at_start, double seconds, std::uint64_t bytes,
                 std::uint64_t keys, const std::string& error);
 

@@ -5,13 +5,15 @@
 // the first '}' after it, when that text is not empty ("{user1000}.following"
 // and "{user1000}.followers" share a slot; "foo{}{bar}" hashes whole).
 //
-// Pure functions: no allocation, no state, safe from any thread.
+// Pure functions: no allocation, no state, safe from any thread. They live in
+// core, below the store, because the keyspace keeps per-slot key counts in
+// cluster mode; the cluster layer (slot ownership, the node map) builds on them.
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-namespace bloomery::cluster {
+namespace bloomery::core {
 
 inline constexpr std::uint32_t kSlotCount = 16384;
 
@@ -33,4 +35,12 @@ inline std::uint16_t key_slot(std::string_view key) {
     return static_cast<std::uint16_t>(crc16(hash_tag(key)) & (kSlotCount - 1));
 }
 
+}  // namespace bloomery::core
+
+// The names the cluster code and the keyspace use for them.
+namespace bloomery::cluster {
+using core::crc16;
+using core::hash_tag;
+using core::key_slot;
+using core::kSlotCount;
 }  // namespace bloomery::cluster

@@ -1,8 +1,8 @@
-#include "bloomery/cluster/slot.hpp"
+#include "bloomery/core/key_slot.hpp"
 
 #include <array>
 
-namespace bloomery::cluster {
+namespace bloomery::core {
 namespace {
 
 // The byte-at-a-time table of Redis's crc16.c, computed at compile time
@@ -34,4 +34,4 @@ std::uint16_t crc16(std::string_view bytes) {
     return crc;
 }
 
-}  // namespace bloomery::cluster
+}  // namespace bloomery::core

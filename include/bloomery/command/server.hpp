@@ -1,9 +1,9 @@
 #pragma once
-// What the layers above the data need from the running server, as plain data
-// and one interface: the command layer calls ServerHooks, the network layer
-// implements it, and persistence reports its state as PersistenceInfo and its
-// outcomes as SaveResult. Nothing here knows of Asio, RESP or files, so every
-// layer can include it without depending on another.
+// What commands need from the running server, as a few small interfaces the
+// command layer owns and the network layer implements (net::Server; fakes in
+// unit tests): its clients, its statistics, persistence, shutdown and
+// replication. Commands reach them through Context::server. Nothing here knows
+// of Asio, RESP or sockets.
 
 #include <atomic>
 #include <cstdint>
@@ -14,12 +14,13 @@
 #include <vector>
 
 #include "bloomery/core/command_stats.hpp"
+#include "bloomery/persist/status.hpp"
 
 namespace bloomery::persist {
 class Journal;
 }
 
-namespace bloomery::core {
+namespace bloomery::command {
 
 enum class ShutdownMode { default_save, save, nosave };
 
@@ -29,60 +30,6 @@ struct ShutdownOptions {
     ShutdownMode mode = ShutdownMode::default_save;
     bool now = false;
     bool force = false;
-};
-
-// How a snapshot attempt ended. The command layer words the reply; the
-// persistence layer only says what happened.
-enum class SaveStatus {
-    ok,
-    in_progress,  // another save is running
-    failed,       // I/O or resource error; `detail` names the file and errno text
-};
-
-struct SaveResult {
-    SaveStatus status = SaveStatus::ok;
-    std::string detail;  // empty unless failed
-
-    bool ok() const { return status == SaveStatus::ok; }
-};
-
-// The journal's state for INFO persistence (Redis's aof_* fields).
-struct JournalInfo {
-    bool enabled = false;
-    std::string fsync_policy;
-    bool last_write_ok = true;
-    std::string last_write_error;
-    std::uint64_t current_size = 0;   // bytes of every segment
-    std::uint64_t base_size = 0;      // ...after start or the last snapshot's cleanup
-    std::uint64_t buffer_length = 0;  // bytes appended and not yet durable
-    bool fsync_in_progress = false;
-    std::uint64_t delayed_fsync = 0;  // fdatasyncs that took over 2 s
-    std::uint64_t fsyncs = 0;
-    std::int64_t last_fsync_ms = 0;       // how long the last fdatasync took
-    std::int64_t last_fsync_unix_ms = 0;  // when the last one succeeded; 0: never
-    std::uint64_t segments = 0;
-    std::uint64_t appended_offset = 0;
-    std::uint64_t durable_offset = 0;
-};
-
-struct PersistenceInfo {
-    bool enabled = false;  // a save spec is configured
-    bool bgsave_in_progress = false;
-    std::uint64_t changes_since_last_save = 0;
-    std::int64_t last_save_time = 0;  // unix seconds
-    bool last_bgsave_ok = true;
-    std::int64_t last_bgsave_time_sec = -1;
-    double last_save_duration_seconds = -1;  // of the last attempt, ok or not; -1: none yet
-    std::int64_t current_bgsave_time_sec = -1;
-    std::uint64_t saves = 0;
-    std::uint64_t last_save_bytes = 0;
-    std::uint64_t last_save_keys = 0;
-    std::string last_error;
-    bool loading = false;
-    std::uint64_t loaded_keys = 0;
-    double load_seconds = 0;
-    std::uint64_t replayed_records = 0;  // journal records applied at start
-    JournalInfo journal;                 // enabled = false with --appendonly no
 };
 
 struct StatsTotals {
@@ -136,7 +83,7 @@ struct ReplicationInfo {
     std::string last_error;         // why the link last failed ("" if never)
 };
 
-// ServerHooks::replication_flags bits: asked before every command, so they are
+// ReplicaGate::replication_flags bits: asked before every command, so they are
 // one relaxed load of a member, not a virtual call.
 inline constexpr std::uint8_t kReplicationReplica = 1;  // writes answer -READONLY
 inline constexpr std::uint8_t kReplicationLoading = 2;  // data commands answer -LOADING
@@ -149,60 +96,78 @@ inline constexpr std::uint8_t kReplicationStale = 4;
 // says 503.
 inline constexpr std::uint8_t kReplicationUnsynced = 8;
 
-// Implemented by the network layer (and by fakes in unit tests).
-class ServerHooks {
+// The clients of this server: CLIENT LIST / KILL and INFO clients.
+class ClientDirectory {
 public:
-    // kReplication* bits, written by the replication layer.
-    std::atomic<std::uint8_t> replication_flags{0};
-    // Clients waiting for a deferred reply (WAIT, SAVE): INFO's
-    // blocked_clients. The network layer adds one when a connection blocks
-    // and takes it away when it unblocks or closes while blocked; blocking is
-    // rare, so one shared counter costs nothing on the per-command path.
-    std::atomic<std::int64_t> blocked_clients{0};
-
-    virtual ~ServerHooks() = default;
+    virtual ~ClientDirectory() = default;
     virtual std::size_t connected_clients() = 0;
+    // Clients waiting for a deferred reply (WAIT, SAVE): INFO's blocked_clients.
+    virtual std::int64_t blocked_clients() = 0;
     // One line per client in CLIENT LIST format; only the clients whose id is
     // in `ids` unless it is empty.
     virtual std::string client_list(std::span<const std::int64_t> ids) = 0;
     // Asks the connection with this id (or "ip:port") to close; false if none.
     virtual bool kill_client(std::int64_t id) = 0;
     virtual bool kill_client(std::string_view address) = 0;
+};
+
+// Counters and facts about the process: INFO, CONFIG RESETSTAT.
+class ServerStats {
+public:
+    virtual ~ServerStats() = default;
     virtual StatsTotals stats() = 0;
     // Resets what stats() and command_stats() count (CONFIG RESETSTAT).
     virtual void reset_stats() = 0;
     // Every worker thread's per-command counters summed, indexed by command
     // id (CommandSpec::id; kMaxCommandIds entries, or none where nothing is
     // counted). Safe from any thread; O(commands x threads).
-    virtual std::vector<CommandTotals> command_stats() { return {}; }
-    // Persistence. save_async() snapshots off the caller's thread and calls
-    // `done` exactly once, on any thread (on the caller's, before returning,
-    // when it cannot start: in_progress), once the file is durable or the save
-    // failed. bgsave() returns at once.
-    virtual void save_async(std::function<void(SaveResult)> done) = 0;
-    virtual SaveResult bgsave() = 0;
-    virtual PersistenceInfo persistence() = 0;
+    virtual std::vector<core::CommandTotals> command_stats() { return {}; }
+    virtual std::int64_t start_time_ms() = 0;
+    virtual unsigned worker_threads() = 0;
+};
+
+// Snapshots and the journal: SAVE, BGSAVE, INFO persistence, and the checks
+// before every write.
+class Persistence {
+public:
+    virtual ~Persistence() = default;
+    // save_async() snapshots off the caller's thread and calls `done` exactly
+    // once, on any thread (on the caller's, before returning, when it cannot
+    // start: in_progress), once the file is durable or the save failed.
+    // bgsave() returns at once.
+    virtual void save_async(std::function<void(persist::SaveResult)> done) = 0;
+    virtual persist::SaveResult bgsave() = 0;
+    virtual persist::PersistenceInfo persistence() = 0;
     // True while snapshots are configured and the last attempt failed (Redis's
     // condition for -MISCONF). Lock-free: asked before every write command.
     virtual bool snapshot_failing() = 0;
     // The journal (persist/journal.hpp), or null when it is off. Commands
     // log to it (adds, LOADCHUNK data) and refuse writes while it fails.
     virtual persist::Journal* journal() { return nullptr; }
-    // SHUTDOWN: saves as `options.mode` says, off the caller's thread, then
-    // stops the server (replicas get up to --shutdown-timeout to acknowledge
-    // every write first, unless `options.now`). Returns at once. `failed` is
-    // called once, on any thread, only if the server keeps running: the save
-    // failed (without `options.force`) or SHUTDOWN ABORT came first; it is
-    // never called when the server stops (the connection just closes).
+};
+
+// SHUTDOWN.
+class Shutdown {
+public:
+    virtual ~Shutdown() = default;
+    // Saves as `options.mode` says, off the caller's thread, then stops the
+    // server (replicas get up to --shutdown-timeout to acknowledge every
+    // write first, unless `options.now`). Returns at once. `failed` is called
+    // once, on any thread, only if the server keeps running: the save failed
+    // (without `options.force`) or SHUTDOWN ABORT came first; it is never
+    // called when the server stops (the connection just closes).
     virtual void begin_shutdown(const ShutdownOptions& options, std::function<void()> failed) = 0;
     // SHUTDOWN ABORT: cancels a SHUTDOWN that has not stopped the server yet.
     // Calls `done` once, on any thread: true if one was cancelled.
     virtual void abort_shutdown(std::function<void(bool cancelled)> done) = 0;
-    virtual std::int64_t start_time_ms() = 0;
-    virtual unsigned worker_threads() = 0;
+};
 
-    // Replication (net/replication.hpp). The defaults describe a lone
-    // primary that cannot change role (unit-test fakes).
+// Replication (net/replication.hpp): INFO replication, ROLE, REPLICAOF, WAIT.
+// The defaults describe a lone primary that cannot change role (unit-test
+// fakes).
+class Replication {
+public:
+    virtual ~Replication() = default;
     virtual ReplicationInfo replication() { return {}; }
     // REPLICAOF host port (port 0 with host "": REPLICAOF NO ONE). Calls
     // `done` once, on any thread, with "" or the reason it cannot (an error
@@ -227,4 +192,31 @@ public:
     }
 };
 
-}  // namespace bloomery::core
+// How data commands are answered on a replica: the kReplication* bits,
+// written by the replication link, read before every command.
+class ReplicaGate {
+public:
+    std::atomic<std::uint8_t> replication_flags{0};
+};
+
+// The server as commands see it: one reference per interface. Built from any
+// object implementing them all (the network layer's Server, a test's fake).
+struct Services {
+    ClientDirectory& clients;
+    ServerStats& stats;
+    Persistence& persistence;
+    Shutdown& shutdown;
+    Replication& replication;
+    ReplicaGate& gate;
+
+    template <typename Server>
+    Services(Server& server)  // NOLINT(google-explicit-constructor): Context{..., server, ...}
+        : clients(server),
+          stats(server),
+          persistence(server),
+          shutdown(server),
+          replication(server),
+          gate(server) {}
+};
+
+}  // namespace bloomery::command

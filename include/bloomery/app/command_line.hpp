@@ -1,0 +1,40 @@
+#pragma once
+// The process's command line: flags, an optional config file and BLOOMERY_*
+// environment variables, read by CLI11 into a core::Config.
+
+#include <string>
+#include <vector>
+
+#include "bloomery/core/config.hpp"
+
+namespace bloomery::app {
+
+// What main() should do after parsing the command line.
+struct CommandLine {
+    core::Config config;
+    std::string check_snapshot;  // --check-snapshot FILE: verify and exit
+    std::string check_journal;   // --check-journal FILE: verify (and --fix) and exit
+    bool fix_journal = false;
+    // --test-config: check everything that can be checked without binding or
+    // loading, print what is wrong (or "configuration OK") and exit.
+    bool test_config = false;
+    // --health-check HOST:PORT: PING that server (AUTH first with
+    // --requirepass when set; over TLS with --health-check-tls) and exit 0 on
+    // PONG, 1 otherwise.
+    std::string health_check;
+    bool health_check_tls = false;
+    double health_check_timeout_seconds = 2;
+    // With --test-config: the problems found in the values (parse errors
+    // aside, which exit at once). Otherwise always empty: they are printed
+    // and exit_code is 1.
+    std::vector<std::string> problems;
+    int exit_code = -1;  // >= 0: exit now with this code (--help, --version, error)
+};
+
+// Parses flags, the optional --config file and BLOOMERY_* environment
+// variables (CLI11's order: flags win over the file, which wins over the
+// environment), then runs core::check_config_values() and checks the cluster
+// map against --replicaof.
+CommandLine parse_command_line(int argc, char** argv);
+
+}  // namespace bloomery::app
