@@ -30,7 +30,8 @@ TEST(BloomParams, OptimalBitsIsCeilingRoundedUpToWholeWords) {
 }
 
 TEST(BloomParams, OptimalBitsMatchesDesignSanityFigures) {
-    // DESIGN.md: 10^9 URLs at 0.01 % need about 2.4 GB, at 1 % about 1.2 GB.
+    // The sizing the server is built for: 10^9 URLs at 0.01 % need about
+    // 2.4 GB, at 1 % about 1.2 GB (m = -n ln p / (ln 2)^2 bits).
     EXPECT_NEAR(static_cast<double>(optimal_bits(1000000000, 0.0001)) / 8 / 1e9, 2.396, 0.01);
     EXPECT_NEAR(static_cast<double>(optimal_bits(1000000000, 0.01)) / 8 / 1e9, 1.198, 0.01);
 }

@@ -5,10 +5,11 @@
 //
 // Each worker thread owns one CommandStatsTable and is its only writer: every
 // update is a relaxed load and a relaxed store of a counter no other thread
-// writes, never a read-modify-write on a shared line (DESIGN.md, "Many
-// cores"). Readers on other threads (INFO, a scrape) load the same counters
-// relaxed and sum the tables; a sum read while commands run may be a few
-// commands behind, never torn.
+// writes, never a read-modify-write on a shared line: a counter every thread
+// incremented would bounce one cache line between the cores on every command
+// and cap throughput as threads are added. Readers on other threads (INFO, a
+// scrape) load the same counters relaxed and sum the tables; a sum read while
+// commands run may be a few commands behind, never torn.
 //
 // Plain data and atomics, no Asio and no RESP: every layer may include it.
 
