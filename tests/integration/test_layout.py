@@ -2,8 +2,8 @@
 LAYOUT option, --bf-default-layout, BF.INFO's single-field forms, false
 positives and no false negatives in both layouts, snapshots and SCANDUMP /
 LOADCHUNK carrying the layout, and files written before layouts existed
-(tests/integration/fixtures: a version-1 snapshot and SCANDUMP made by the
-code before this change) still loading.
+(tests/integration/fixtures: a version-1 snapshot and a SCANDUMP of the
+same age) still loading.
 """
 
 import base64

