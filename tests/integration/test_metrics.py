@@ -423,7 +423,11 @@ class Readiness(unittest.TestCase):
         poller.start()
         try:
             again.start(timeout=60)
-            time.sleep(0.2)
+            # Ready once it answers PING: the poller sees 200 next.
+            deadline = time.monotonic() + 60
+            while not codes or codes[-1] != 200:
+                self.assertLess(time.monotonic(), deadline, "/readyz never answered 200")
+                time.sleep(0.01)
         finally:
             stop.set()
             poller.join()
