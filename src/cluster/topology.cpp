@@ -10,6 +10,9 @@
 #include <set>
 #include <utility>
 
+#include "bloomery/core/ascii.hpp"
+#include "bloomery/core/parse_int64.hpp"
+
 namespace bloomery::cluster {
 namespace {
 
@@ -24,16 +27,15 @@ std::string_view trim(std::string_view text) {
 }
 
 std::string lower(std::string_view text) {
-    std::string out(text);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
+    return core::ascii_lower(text);
 }
 
 // Only digits, no sign, no spaces: "0x10" or "+5" in a map is a typo.
 bool parse_number(std::string_view text, std::uint32_t& out) {
-    if (text.empty() || text.size() > 5) return false;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-    return ec == std::errc() && end == text.data() + text.size();
+    std::uint64_t value = 0;
+    if (!core::parse_digits(text, 5, value)) return false;
+    out = static_cast<std::uint32_t>(value);
+    return true;
 }
 
 std::string slots_text(std::uint32_t first, std::uint32_t last) {

@@ -13,22 +13,17 @@
 
 #include "bloomery/command/glob.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/ascii.hpp"
+#include "bloomery/core/printable.hpp"
 
 namespace bloomery::command {
 
 namespace {
 
-bool iequal(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::tolower(static_cast<unsigned char>(x)) ==
-                      std::tolower(static_cast<unsigned char>(y));
-           });
-}
+using core::iequals;
 
 std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
+    return core::ascii_lower(s);
 }
 
 // Names and key patterns go into space-separated rule lines (ACL LIST, the
@@ -63,7 +58,7 @@ std::string quoted_rule(std::string_view rule) {
         return "(a password rule)";
     }
     std::string out = "'";
-    for (char c : rule.substr(0, 128)) out.push_back(c < ' ' || c == 0x7f ? ' ' : c);
+    core::append_printable(out, rule, 128);
     return out + "'";
 }
 
@@ -212,14 +207,14 @@ bool AclUser::apply_command_rule(std::string_view rule, const Registry& registry
 bool AclUser::apply_rule(std::string_view rule, const Registry& registry, std::string& error) {
     if (rule.empty()) return true;  // Redis: an empty rule does nothing
     const char first = rule[0];
-    if (iequal(rule, "on")) {
+    if (iequals(rule, "on")) {
         enabled_ = true;
-    } else if (iequal(rule, "off")) {
+    } else if (iequals(rule, "off")) {
         enabled_ = false;
-    } else if (iequal(rule, "nopass")) {
+    } else if (iequals(rule, "nopass")) {
         nopass_ = true;
         passwords_.clear();
-    } else if (iequal(rule, "resetpass")) {
+    } else if (iequals(rule, "resetpass")) {
         nopass_ = false;
         passwords_.clear();
     } else if (first == '>' || first == '#') {
@@ -249,10 +244,10 @@ bool AclUser::apply_rule(std::string_view rule, const Registry& registry, std::s
             return false;
         }
         passwords_.erase(it);
-    } else if (iequal(rule, "allkeys") || rule == "~*") {
+    } else if (iequals(rule, "allkeys") || rule == "~*") {
         all_keys_ = true;
         key_patterns_.clear();
-    } else if (iequal(rule, "resetkeys")) {
+    } else if (iequals(rule, "resetkeys")) {
         all_keys_ = false;
         key_patterns_.clear();
     } else if (first == '~') {
@@ -273,17 +268,17 @@ bool AclUser::apply_rule(std::string_view rule, const Registry& registry, std::s
         error = "read-only and write-only key patterns (" + quoted_rule(rule) +
                 ") are not supported; use ~pattern";
         return false;
-    } else if (first == '&' || iequal(rule, "allchannels") || iequal(rule, "resetchannels") ||
-               iequal(rule, "sanitize-payload") || iequal(rule, "skip-sanitize-payload")) {
+    } else if (first == '&' || iequals(rule, "allchannels") || iequals(rule, "resetchannels") ||
+               iequals(rule, "sanitize-payload") || iequals(rule, "skip-sanitize-payload")) {
         // Pub/Sub channels and RESTORE payload checks do not exist in
         // bloomery; the rules are accepted so ACL files written for Redis load.
-    } else if (iequal(rule, "allcommands") || iequal(rule, "+@all")) {
+    } else if (iequals(rule, "allcommands") || iequals(rule, "+@all")) {
         set_all_commands(true);
         command_rules_.assign({"+@all"});
-    } else if (iequal(rule, "nocommands") || iequal(rule, "-@all")) {
+    } else if (iequals(rule, "nocommands") || iequals(rule, "-@all")) {
         set_all_commands(false);
         command_rules_.assign({"-@all"});
-    } else if (iequal(rule, "reset")) {
+    } else if (iequals(rule, "reset")) {
         enabled_ = false;
         nopass_ = false;
         passwords_.clear();
@@ -294,7 +289,7 @@ bool AclUser::apply_rule(std::string_view rule, const Registry& registry, std::s
     } else if ((first == '+' || first == '-') && rule.size() > 1) {
         if (!apply_command_rule(rule, registry, error)) return false;
         command_rules_.push_back(lower(rule));
-    } else if (first == '(' || iequal(rule, "clearselectors")) {
+    } else if (first == '(' || iequals(rule, "clearselectors")) {
         error = "selectors " + quoted_rule(rule) + " are not supported";
         return false;
     } else {

@@ -8,6 +8,7 @@
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/printable.hpp"
 #include "common.hpp"
 #include "families.hpp"
 
@@ -76,7 +77,7 @@ void cmd_acl_cat(Context& ctx, Args argv) {
     const int category = registry.category_index(argv[2]);
     if (category < 0) {
         std::string message = "ERR Unknown category '";
-        for (char c : argv[2].substr(0, 128)) message.push_back(c < ' ' || c == 0x7f ? ' ' : c);
+        core::append_printable(message, argv[2], 128);
         ctx.out.error(message + "'");
         return;
     }

@@ -9,20 +9,12 @@
 #include <string>
 #include <string_view>
 
+#include "bloomery/core/ascii.hpp"
 #include "bloomery/core/parse_int64.hpp"
 
 namespace bloomery::command {
 
-inline bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        char x = a[i], y = b[i];
-        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-        if (x != y) return false;
-    }
-    return true;
-}
+using core::iequals;
 
 // Every integer a client sends is read by Redis's string2ll rules
 // (core/parse_int64.hpp), the same as the RESP parser's length headers.

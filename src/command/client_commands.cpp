@@ -9,6 +9,7 @@
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/printable.hpp"
 #include "common.hpp"
 #include "families.hpp"
 
@@ -140,7 +141,7 @@ void cmd_client_setinfo(Context& ctx, Args argv) {
         ctx.client.set_library({}, argv[3]);
     } else {
         std::string message = "ERR Unrecognized option '";
-        for (char c : argv[2].substr(0, 64)) message.push_back(c < ' ' ? ' ' : c);
+        core::append_printable(message, argv[2]);
         ctx.out.error(message + "'");
         return;
     }
@@ -211,7 +212,7 @@ struct KillFilter {
 
 void reply_with_name(Context& ctx, std::string_view prefix, std::string_view name) {
     std::string message(prefix);
-    for (char c : name.substr(0, 64)) message.push_back(c < ' ' ? ' ' : c);
+    core::append_printable(message, name);
     message += "'";
     ctx.out.error(message);
 }

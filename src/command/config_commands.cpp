@@ -12,6 +12,7 @@
 #include "bloomery/command/glob.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/command/slowlog.hpp"
+#include "bloomery/core/printable.hpp"
 #include "common.hpp"
 #include "families.hpp"
 
@@ -174,7 +175,7 @@ void cmd_config_set(Context& ctx, Args argv) {
             // worker thread, so it is fixed at start; changing it needs a
             // restart with new flags or file.
             std::string message = "ERR CONFIG SET is not supported by bloomery for '";
-            for (char c : argv[i].substr(0, 64)) message.push_back(c < ' ' ? ' ' : c);
+            core::append_printable(message, argv[i]);
             message += "': restart with the new value";
             ctx.out.error(message);
             return;

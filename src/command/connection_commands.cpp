@@ -7,6 +7,7 @@
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/printable.hpp"
 #include "common.hpp"
 #include "families.hpp"
 
@@ -81,7 +82,7 @@ void cmd_hello(Context& ctx, Args argv) {
                 }
             } else {
                 std::string message = "ERR Syntax error in HELLO option '";
-                for (char c : argv[i].substr(0, 64)) message.push_back(c < ' ' ? ' ' : c);
+                core::append_printable(message, argv[i]);
                 message += "'";
                 ctx.out.error(message);
                 return;

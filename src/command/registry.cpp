@@ -8,7 +8,9 @@
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/slowlog.hpp"
+#include "bloomery/core/ascii.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/core/printable.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "cluster_routing.hpp"
 #include "families.hpp"
@@ -20,18 +22,7 @@ extern const std::string_view kCommandsJson;
 namespace {
 
 std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
-// Copies at most `limit` bytes of `arg` into an error text, with CR/LF and
-// other control bytes replaced, so a hostile argument cannot break the reply.
-void append_sanitized(std::string& out, std::string_view arg, std::size_t limit) {
-    for (std::size_t i = 0; i < arg.size() && i < limit; ++i) {
-        const unsigned char c = static_cast<unsigned char>(arg[i]);
-        out.push_back(c < 0x20 || c == 0x7f ? ' ' : static_cast<char>(c));
-    }
+    return core::ascii_lower(s);
 }
 
 bool parse_spec(const nlohmann::json& entry, const std::vector<std::string>& categories,
@@ -79,10 +70,7 @@ const CommandSpec* CommandSpec::find_subcommand(std::string_view sub) const {
     for (const auto& s : subcommands) {
         const std::string_view full = s->name;
         const std::string_view tail = full.substr(full.find('|') + 1);
-        if (tail.size() == sub.size() &&
-            std::equal(tail.begin(), tail.end(), sub.begin(), [](char a, char b) {
-                return a == std::tolower(static_cast<unsigned char>(b));
-            })) {
+        if (core::iequals(tail, sub)) {  // names are lower case
             return s.get();
         }
     }
@@ -192,10 +180,7 @@ bool Registry::build(std::string_view commands_json, std::string& error) {
 int Registry::category_index(std::string_view name) const {
     for (std::size_t i = 0; i < categories_.size(); ++i) {
         const std::string& category = categories_[i];
-        if (category.size() == name.size() &&
-            std::equal(category.begin(), category.end(), name.begin(), [](char a, char b) {
-                return a == std::tolower(static_cast<unsigned char>(b));
-            })) {
+        if (core::iequals(category, name)) {  // categories are lower case
             return static_cast<int>(i);
         }
     }
@@ -208,7 +193,7 @@ const CommandSpec* Registry::find(std::string_view name) const {
     char buffer[32] = {};
     if (name.size() > sizeof(buffer)) return nullptr;
     for (std::size_t i = 0; i < name.size(); ++i) {
-        buffer[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+        buffer[i] = core::ascii_lower(name[i]);
     }
     auto it = commands_.find(std::string_view(buffer, name.size()));
     return it == commands_.end() ? nullptr : it->second.get();
@@ -264,12 +249,12 @@ Admission admit(const Registry& registry, Context& ctx, Args argv, const Command
     spec = registry.find(argv[0]);
     if (spec == nullptr) {
         std::string message = "ERR unknown command '";
-        append_sanitized(message, argv[0], 128);
+        core::append_printable(message, argv[0], 128);
         message += "', with args beginning with: ";
         std::size_t budget = 128;
         for (std::size_t i = 1; i < argv.size() && budget > 0; ++i) {
             message += '\'';
-            append_sanitized(message, argv[i], budget);
+            core::append_printable(message, argv[i], budget);
             budget -= std::min(budget, argv[i].size());
             message += "' ";
         }
@@ -284,7 +269,7 @@ Admission admit(const Registry& registry, Context& ctx, Args argv, const Command
         const CommandSpec* sub = spec->find_subcommand(argv[1]);
         if (sub == nullptr) {
             std::string message = "ERR unknown subcommand '";
-            append_sanitized(message, argv[1], 128);
+            core::append_printable(message, argv[1], 128);
             message += "'. Try ";
             for (char c : spec->name) {
                 message.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
@@ -368,7 +353,7 @@ Admission admit(const Registry& registry, Context& ctx, Args argv, const Command
         if (persist::Journal* journal = ctx.server.persistence.journal();
             journal && journal->failing()) {
             std::string message(errors::kMisconfJournal);
-            append_sanitized(message, journal->failure(), 400);
+            core::append_printable(message, journal->failure(), 400);
             ctx.out.error(message);
             return Admission::rejected;
         }

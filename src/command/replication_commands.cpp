@@ -9,6 +9,7 @@
 #include "args.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/printable.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "families.hpp"
 
@@ -81,7 +82,7 @@ void cmd_replconf(Context& ctx, Args argv) {
         } else if (!iequals(option, "capa") && !iequals(option, "ip-address") &&
                    !iequals(option, "getack")) {
             std::string message = "ERR Unrecognized REPLCONF option: ";
-            for (char c : option.substr(0, 64)) message.push_back(c < 0x20 ? ' ' : c);
+            core::append_printable(message, option);
             ctx.out.error(message);
             return;
         }

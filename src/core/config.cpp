@@ -20,7 +20,9 @@
 #include <string_view>
 #include <thread>
 
+#include "bloomery/core/ascii.hpp"
 #include "bloomery/core/parse_int64.hpp"
+#include "bloomery/core/printable.hpp"
 
 namespace bloomery::core {
 
@@ -110,7 +112,7 @@ std::string range_problem(const OptionRange& range, std::string_view shown,
     problem += describe_range(range);
     problem += alternative;
     problem += ", got '";
-    for (char c : shown.substr(0, 64)) problem.push_back(c < ' ' || c == 0x7f ? ' ' : c);
+    append_printable(problem, shown);
     problem += "'";
     return problem;
 }
@@ -274,9 +276,7 @@ bool parse_replicaof(const std::string& spec, std::string& host, std::uint16_t& 
     while (!name.empty() && name.back() == ' ') name.pop_back();
     const std::string digits = text.substr(split + 1);
     std::uint64_t value = 0;
-    if (digits.empty() || digits.size() > 5 ||
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-        (value = std::stoull(digits)) == 0 || value > 65535) {
+    if (!parse_digits(digits, 5, value) || value == 0 || value > 65535) {
         error = "port must be 1 to 65535, got '" + digits + "'";
         return false;
     }
@@ -299,7 +299,7 @@ std::string host_name() {
 namespace {
 std::string first_label(std::string_view name) {
     std::string label(name.substr(0, name.find('.')));
-    for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : label) c = ascii_lower(c);
     return label;
 }
 }  // namespace

@@ -10,7 +10,9 @@
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 
+#include "bloomery/core/printable.hpp"
 #include "bloomery/net/tls.hpp"
+#include "bloomery/resp/writer.hpp"
 
 namespace bloomery::net {
 
@@ -25,19 +27,7 @@ constexpr std::size_t kMaxReplyLine = 4096;
 // The part of a reply worth printing: no CR/LF, at most 200 bytes.
 std::string printable(std::string_view text) {
     std::string out;
-    for (const char c : text.substr(0, 200)) {
-        out.push_back(static_cast<unsigned char>(c) < 0x20 ? ' ' : c);
-    }
-    return out;
-}
-
-std::string resp_command(std::initializer_list<std::string_view> words) {
-    std::string out = "*" + std::to_string(words.size()) + "\r\n";
-    for (const std::string_view word : words) {
-        out += "$" + std::to_string(word.size()) + "\r\n";
-        out += word;
-        out += "\r\n";
-    }
+    core::append_printable(out, text, 200);
     return out;
 }
 
@@ -189,7 +179,7 @@ HealthCheckResult health_check(std::string_view target, const core::Config& conf
     }
     std::string line;
     if (!config.requirepass.empty()) {
-        if (error_code error = client.write(resp_command({"AUTH", config.requirepass}));
+        if (error_code error = client.write(resp::encode_command({"AUTH", config.requirepass}));
             error || (error = client.read_line(line))) {
             return {false, where + ": AUTH: " + error.message()};
         }
@@ -197,7 +187,7 @@ HealthCheckResult health_check(std::string_view target, const core::Config& conf
             return {false, where + " refused the password: " + printable(line)};
         }
     }
-    if (error_code error = client.write(resp_command({"PING"}));
+    if (error_code error = client.write(resp::encode_command({"PING"}));
         error || (error = client.read_line(line))) {
         return {false, where + ": PING: " + error.message()};
     }

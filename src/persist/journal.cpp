@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "bloomery/bloom/dump.hpp"
+#include "bloomery/core/file_io.hpp"
 #include "bloomery/core/memory.hpp"
 #include "journal_format.hpp"
 #include "snapshot_format.hpp"
@@ -35,20 +36,6 @@ std::int64_t steady_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
-}
-
-// fdatasync of a directory entry's parent, so a created or removed segment
-// survives a power loss.
-bool sync_directory(const std::string& dir, std::string& error) {
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        error = "cannot open directory '" + dir + "': " + errno_text(errno);
-        return false;
-    }
-    const bool ok = ::fsync(fd) == 0;
-    if (!ok) error = "cannot fsync directory '" + dir + "': " + errno_text(errno);
-    ::close(fd);
-    return ok;
 }
 
 std::string segment_header(std::uint64_t id, std::uint64_t start) {
@@ -321,19 +308,13 @@ bool Journal::open_segment(std::uint64_t start, std::string& error) {
         return false;
     }
     const std::string header = segment_header(log_id(), start);
-    std::size_t done = 0;
-    while (done < header.size()) {
-        const ssize_t n = ::write(fd, header.data() + done, header.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            error = "cannot write journal '" + path + "': " + errno_text(n < 0 ? errno : ENOSPC);
-            ::close(fd);
-            ::unlink(path.c_str());
-            return false;
-        }
-        done += static_cast<std::size_t>(n);
+    if (const int failed = core::write_all(fd, header.data(), header.size()); failed != 0) {
+        error = "cannot write journal '" + path + "': " + errno_text(failed);
+        ::close(fd);
+        ::unlink(path.c_str());
+        return false;
     }
-    if (::fdatasync(fd) != 0 || !sync_directory(dir_, error)) {
+    if (::fdatasync(fd) != 0 || !core::fsync_directory(dir_, error)) {
         if (error.empty()) error = "cannot fsync journal '" + path + "': " + errno_text(errno);
         ::close(fd);
         ::unlink(path.c_str());
@@ -1033,7 +1014,7 @@ void Journal::drop_covered(std::uint64_t offset) {
     }
     if (!doomed.empty()) {
         std::string error;
-        if (!sync_directory(dir_, error)) spdlog::warn("journal: {}", error);
+        if (!core::fsync_directory(dir_, error)) spdlog::warn("journal: {}", error);
         file_bytes_.fetch_sub(std::min(freed, file_bytes_.load()), std::memory_order_relaxed);
         spdlog::info("journal: removed {} segment(s) covered by the snapshot", doomed.size());
     }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bloomery/core/file_io.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "snapshot_format.hpp"
 
@@ -82,21 +83,10 @@ public:
             buffer_.clear();
             return;
         }
-        const unsigned char* p = buffer_.data();
-        std::size_t left = buffer_.size();
-        while (left > 0) {
-            const ssize_t n = ::write(fd_, p, left);
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                fail("write", errno);
-            }
-            // A regular file only returns 0 for a 0-byte write; treat it as an
-            // I/O error rather than spin.
-            if (n == 0) fail("write", EIO);
-            p += n;
-            left -= static_cast<std::size_t>(n);
-            written_ += static_cast<std::uint64_t>(n);
+        if (const int failed = core::write_all(fd_, buffer_.data(), buffer_.size()); failed != 0) {
+            fail("write", failed);
         }
+        written_ += buffer_.size();
         buffer_.clear();
     }
 
@@ -255,25 +245,6 @@ private:
     bool released_ = false;
 };
 
-bool fsync_directory(const std::string& directory, std::string& error) {
-    const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        error = "cannot open directory '" + directory + "': " + format::errno_text(errno);
-        return false;
-    }
-    int result;
-    do {
-        result = ::fsync(fd);
-    } while (result != 0 && errno == EINTR);
-    const int fsync_errno = errno;
-    ::close(fd);
-    if (result != 0) {
-        error = "cannot fsync directory '" + directory + "': " + format::errno_text(fsync_errno);
-        return false;
-    }
-    return true;
-}
-
 }  // namespace
 
 bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, SaveStats& stats,
@@ -311,7 +282,7 @@ bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, Sav
         }
         temporary.release();
         stats.keys = records;
-        const bool durable = fsync_directory(directory_of(path), error);
+        const bool durable = core::fsync_directory(directory_of(path), error);
         stats.seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         return durable;

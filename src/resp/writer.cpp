@@ -131,4 +131,19 @@ void Writer::verbatim(std::string_view text) {
     out_->append(kCrlf);
 }
 
+std::string encode_command(std::initializer_list<std::string_view> words) {
+    std::string out;
+    out += '*';
+    out += std::to_string(words.size());
+    out += "\r\n";
+    for (const std::string_view word : words) {
+        out += '$';
+        out += std::to_string(word.size());
+        out += "\r\n";
+        out += word;
+        out += "\r\n";
+    }
+    return out;
+}
+
 }  // namespace bloomery::resp

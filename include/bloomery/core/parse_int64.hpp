@@ -42,4 +42,20 @@ constexpr bool parse_int64(std::string_view text, std::int64_t& out) {
     return true;
 }
 
+// The other rule, for numbers in a fixed form that the server or an operator
+// wrote rather than a client (a port in --replicaof or --cluster-slots, a slot
+// range, a replication offset): 1 to `max_digits` decimal digits (at most 19,
+// so the value fits), leading zeros allowed, nothing else (no sign, no
+// spaces). True and `out` set if `text` is such a number.
+constexpr bool parse_digits(std::string_view text, std::size_t max_digits, std::uint64_t& out) {
+    if (text.empty() || text.size() > max_digits || max_digits > 19) return false;
+    std::uint64_t value = 0;
+    for (const char c : text) {
+        if (c < '0' || c > '9') return false;
+        value = value * 10 + static_cast<unsigned>(c - '0');
+    }
+    out = value;
+    return true;
+}
+
 }  // namespace bloomery::core

@@ -4,6 +4,7 @@
 // the buffer has grown. Not thread-safe; one writer per connection.
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -42,5 +43,9 @@ private:
     int protocol_ = 2;
     std::uint64_t errors_written_ = 0;
 };
+
+// A command as a client sends it: an array of bulk strings (what a replica
+// sends its primary, what --health-check sends).
+std::string encode_command(std::initializer_list<std::string_view> words);
 
 }  // namespace bloomery::resp
