@@ -206,6 +206,12 @@ class CrashDuringSnapshots(unittest.TestCase):
             control = server.client()
             control.response_callbacks.pop("BGSAVE", None)
             try:
+                # Under load first: the writer's first batch of the round is
+                # acknowledged, however slowly the machine starts it.
+                deadline = time.monotonic() + 60
+                while writer.acked < next_item and writer.failure is None and writer.is_alive():
+                    self.assertLess(time.monotonic(), deadline, "the writer got no reply")
+                    time.sleep(0.01)
                 time.sleep(self.rng.uniform(0.05, 0.4))
                 # Up to three SAVEs a round, and keep trying (bounded) until one
                 # succeeds: a BGSAVE in progress refuses SAVE, more often on a
