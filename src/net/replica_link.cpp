@@ -1,0 +1,454 @@
+// A replica's link to its primary: connects, authenticates, asks for the
+// stream (PSYNC), loads a full copy or resumes, applies records and
+// acknowledges them; reconnects until stopped.
+
+#include "bloomery/net/replication.hpp"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <random>
+#include <system_error>
+
+#include "bloomery/core/file_io.hpp"
+#include "bloomery/core/memory.hpp"
+#include "bloomery/core/parse_int64.hpp"
+#include "bloomery/persist/snapshot.hpp"
+#include "bloomery/resp/writer.hpp"
+#include "connection.hpp"
+
+namespace bloomery::net {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+// ---- ReplicaLink ----
+
+namespace {
+
+// A command in RESP.
+template <class... Words>
+std::string command(const Words&... words) {
+    return resp::encode_command({std::string_view(words)...});
+}
+
+}  // namespace
+
+// The file a replica receives a snapshot into; removed when done with.
+class SyncFile {
+public:
+    explicit SyncFile(std::string path) : path_(std::move(path)) {
+        fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd_ < 0) {
+            throw std::runtime_error("cannot create " + path_ + ": " + std::strerror(errno));
+        }
+    }
+    ~SyncFile() {
+        close();
+        ::unlink(path_.c_str());
+    }
+    SyncFile(const SyncFile&) = delete;
+    SyncFile& operator=(const SyncFile&) = delete;
+    void write(const char* data, std::size_t size) {
+        if (const int failed = core::write_all(fd_, data, size); failed != 0) {
+            throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(failed));
+        }
+        bytes_ += size;
+    }
+    void close() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+    const std::string& path() const { return path_; }
+    std::uint64_t bytes() const { return bytes_; }
+
+private:
+    std::string path_;
+    int fd_ = -1;
+    std::uint64_t bytes_ = 0;
+};
+
+ReplicaLink::ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
+                         persist::Manager& persistence, command::ReplicaGate& gate,
+                         std::string host, std::uint16_t port, std::function<void()> before_start)
+    : config_(config),
+      keyspace_(keyspace),
+      persistence_(persistence),
+      gate_(gate),
+      host_(std::move(host)),
+      port_(port),
+      before_start_(std::move(before_start)) {
+    down_since_ms_ = store::now_ms();
+}
+
+ReplicaLink::~ReplicaLink() {
+    stop();
+}
+
+void ReplicaLink::start() {
+    gate_.replication_flags.fetch_or(command::kReplicationReplica | command::kReplicationStale |
+                                     command::kReplicationUnsynced);
+    asio::post(io_, [this] { begin_session(); });
+    thread_ = std::thread([this] {
+        if (before_start_) {
+            before_start_();
+            before_start_ = nullptr;  // what it held (the link replaced) goes now
+        }
+        io_.run();
+    });
+}
+
+void ReplicaLink::stop() {
+    if (!thread_.joinable()) return;
+    stopping_.store(true);
+    asio::post(io_, [this] {
+        ++session_;
+        error_code ignored;
+        resolver_.cancel();
+        socket_.close(ignored);
+        watchdog_.cancel();
+        ack_timer_.cancel();
+        pause_.cancel();
+        work_.reset();
+    });
+    thread_.join();
+}
+
+void ReplicaLink::retire() {
+    std::lock_guard lock(info_mutex_);
+    retired_ = true;
+}
+
+void ReplicaLink::fill_info(command::ReplicationInfo& info) const {
+    std::lock_guard lock(info_mutex_);
+    const std::int64_t now = store::now_ms();
+    info.replica = true;
+    info.primary_host = host_;
+    info.primary_port = port_;
+    info.replid = replid_.empty() ? std::string(40, '0') : replid_;
+    info.offset = offset_;
+    info.read_offset = read_offset_;
+    info.link_up = up_;
+    info.sync_in_progress = syncing_;
+    info.sync_received_bytes = sync_bytes_;
+    info.last_io_seconds_ago = last_io_ms_ == 0 ? -1 : (now - last_io_ms_) / 1000;
+    info.link_down_since_seconds = up_ ? -1 : (now - down_since_ms_) / 1000;
+    info.last_error = last_error_;
+}
+
+std::uint64_t ReplicaLink::applied_offset() const {
+    std::lock_guard lock(info_mutex_);
+    return offset_;
+}
+
+void ReplicaLink::fail(std::string why) {
+    if (stopping_.load()) return;
+    spdlog::warn("replication: link to {}:{} failed: {}", host_, port_, why);
+    ++session_;
+    error_code ignored;
+    socket_.close(ignored);
+    watchdog_.cancel();
+    ack_timer_.cancel();
+    writes_.clear();
+    writing_ = false;
+    ack_pending_ = false;
+    sync_file_.reset();
+    decoder_.start(false, false);  // gives back what it held
+    buffer_charge_.set(0);
+    {
+        std::lock_guard lock(info_mutex_);
+        if (up_) down_since_ms_ = store::now_ms();
+        up_ = false;
+        syncing_ = false;
+        last_error_ = why;
+    }
+    gate_.replication_flags.fetch_or(command::kReplicationStale);
+    // Reconnect a second later, as Redis does.
+    pause_.expires_after(std::chrono::seconds(1));
+    pause_.async_wait([this](const error_code& error) {
+        if (!error && !stopping_.load()) begin_session();
+    });
+}
+
+void ReplicaLink::arm_watchdog() {
+    watchdog_.expires_after(std::chrono::seconds(config_.repl_timeout_seconds));
+    watchdog_.async_wait([this, session = session_](const error_code& error) {
+        if (error || stale(session)) return;  // re-armed, or that session is over
+        fail("nothing from the primary for " + std::to_string(config_.repl_timeout_seconds) +
+             " s (--repl-timeout)");
+    });
+}
+
+void ReplicaLink::write(std::string text, Step then) {
+    writes_.emplace_back(std::make_shared<std::string>(std::move(text)), std::move(then));
+    if (!writing_) write_next();
+}
+
+void ReplicaLink::write_next() {
+    if (writes_.empty()) {
+        writing_ = false;
+        return;
+    }
+    writing_ = true;
+    // The handler holds the bytes: a failed session clears writes_ while the
+    // write may still be in flight.
+    std::shared_ptr<std::string> text = writes_.front().first;
+    asio::async_write(socket_, asio::buffer(*text),
+                      [this, session = session_, text](const error_code& error, std::size_t) {
+                          if (stale(session)) return;
+                          if (error) return fail(error.message());
+                          Step then = std::move(writes_.front().second);
+                          writes_.pop_front();
+                          write_next();
+                          if (then) then();
+                      });
+}
+
+void ReplicaLink::begin_session() {
+    if (stopping_.load()) return;
+    ++session_;
+    bool resume = false;
+    {
+        std::lock_guard lock(info_mutex_);
+        // Only a replica holding a copy of this primary's history can resume.
+        resume = applier_ != nullptr && !replid_.empty();
+    }
+    decoder_.start(!config_.masterauth.empty(), resume);
+    socket_ = asio::ip::tcp::socket(io_);
+    arm_watchdog();
+    resolver_.async_resolve(
+        host_, std::to_string(port_),
+        [this, session = session_](const error_code& error,
+                                   const asio::ip::tcp::resolver::results_type& endpoints) {
+            if (stale(session)) return;
+            if (error) return fail("cannot resolve " + host_ + ": " + error.message());
+            asio::async_connect(
+                socket_, endpoints,
+                [this, session](const error_code& connect_error, const asio::ip::tcp::endpoint&) {
+                    if (stale(session)) return;
+                    if (connect_error) return fail(connect_error.message());
+                    on_connected();
+                });
+        });
+}
+
+void ReplicaLink::on_connected() {
+    error_code ignored;
+    socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+    // Each command waits for the answer to the one before (the decoder says
+    // which came): after a refused AUTH, nothing else is sent.
+    if (config_.masterauth.empty()) {
+        write(command("REPLCONF", "listening-port", std::to_string(config_.port)));
+    } else {
+        write(config_.masteruser.empty() ? command("AUTH", config_.masterauth)
+                                         : command("AUTH", config_.masteruser, config_.masterauth));
+    }
+    read_more();
+}
+
+void ReplicaLink::send_psync() {
+    std::string replid;
+    std::uint64_t offset;
+    {
+        std::lock_guard lock(info_mutex_);
+        replid = replid_;
+        offset = offset_;
+    }
+    write(decoder_.resuming() ? command("PSYNC", replid, std::to_string(offset))
+                              : command("PSYNC", "?", "-1"));
+}
+
+void ReplicaLink::read_more() {
+    socket_.async_read_some(asio::buffer(chunk_),
+                            [this, session = session_](const error_code& error, std::size_t n) {
+                                if (stale(session)) return;
+                                if (error) return fail(error.message());
+                                arm_watchdog();
+                                decoder_.append(std::string_view(chunk_.data(), n));
+                                {
+                                    std::lock_guard lock(info_mutex_);
+                                    last_io_ms_ = store::now_ms();
+                                }
+                                on_input();
+                            });
+}
+
+void ReplicaLink::on_input() {
+    const std::uint64_t session = session_;
+    try {
+        for (;;) {
+            switch (decoder_.next()) {
+                case Event::need_more:
+                    // The link's buffers count in used_memory, as a client's
+                    // query buffer.
+                    buffer_charge_.set(decoder_.capacity() + chunk_.capacity());
+                    return read_more();
+                case Event::auth_ok:
+                    write(command("REPLCONF", "listening-port", std::to_string(config_.port)));
+                    break;
+                case Event::replconf_ok:
+                    send_psync();
+                    break;
+                case Event::resume:
+                    on_resume();
+                    break;
+                case Event::full_sync:
+                    begin_full_sync();
+                    break;
+                case Event::snapshot_data: {
+                    const std::string_view data = decoder_.data();
+                    sync_file_->write(data.data(), data.size());
+                    std::lock_guard lock(info_mutex_);
+                    sync_bytes_ = sync_file_->bytes();
+                    break;
+                }
+                case Event::snapshot_end:
+                    finish_full_sync();
+                    break;
+                case Event::stream:
+                    apply_stream();
+                    break;
+                case Event::failed:
+                    return fail(decoder_.error());
+            }
+            if (stale(session)) return;
+        }
+    } catch (const std::exception& e) {
+        fail(e.what());
+    }
+}
+
+void ReplicaLink::on_resume() {
+    spdlog::info("replication: resuming from {}:{} at offset {}", host_, port_, applied_offset());
+    if (!decoder_.replid().empty()) {
+        std::lock_guard lock(info_mutex_);
+        replid_ = decoder_.replid();
+    }
+    go_up();
+}
+
+// The snapshot arrives as "$EOF:<40-byte mark>\r\n", its bytes, the mark
+// (Redis's diskless form). It goes to a file in --dir, then replaces the
+// data (load_received).
+void ReplicaLink::begin_full_sync() {
+    {
+        std::lock_guard lock(info_mutex_);
+        syncing_ = true;
+        sync_bytes_ = 0;
+    }
+    const std::string path = sync_file_path(config_.dir);
+    remove_stale_sync_files(config_.dir, path);
+    sync_file_ = std::make_unique<SyncFile>(path);
+}
+
+void ReplicaLink::finish_full_sync() {
+    sync_file_->close();
+    load_received(sync_file_->path(), sync_file_->bytes());
+    sync_file_.reset();
+    arm_watchdog();  // the load took nothing from the socket
+    {
+        std::lock_guard lock(info_mutex_);
+        replid_ = decoder_.replid();
+        offset_ = read_offset_ = decoder_.offset();
+        syncing_ = false;
+    }
+    spdlog::info("replication: synchronized with {}:{} at offset {}", host_, port_,
+                 decoder_.offset());
+    go_up();
+}
+
+void ReplicaLink::load_received(const std::string& path, std::uint64_t bytes) {
+    spdlog::info("replication: received the primary's snapshot ({} bytes); loading it", bytes);
+    // A failed load leaves whatever it read: no stream may be applied to it.
+    applier_.reset();
+    gate_.replication_flags.fetch_or(command::kReplicationLoading);
+    persist::LoadStats stats;
+    std::string error;
+    const bool loaded = persistence_.replace_dataset(
+        [&](std::string& load_error) {
+            return persist::load_snapshot(path, keyspace_, stats, load_error);
+        },
+        error);
+    gate_.replication_flags.fetch_and(static_cast<std::uint8_t>(~command::kReplicationLoading));
+    if (!loaded) {
+        // Part of a copy is no copy: answer -MASTERDOWN until the next one.
+        gate_.replication_flags.fetch_or(command::kReplicationUnsynced);
+        throw std::runtime_error("cannot load the primary's snapshot: " + error);
+    }
+    spdlog::info("replication: loaded {} filters from the primary in {:.3f} s", stats.keys,
+                 stats.seconds);
+    applier_ = std::make_unique<persist::StreamApplier>(keyspace_);
+}
+
+void ReplicaLink::go_up() {
+    {
+        std::lock_guard lock(info_mutex_);
+        // A link being replaced has no say on the flags: the data it holds
+        // is not the new primary's (retire()).
+        if (retired_) return;
+        up_ = true;
+        last_error_.clear();
+        last_io_ms_ = store::now_ms();
+        gate_.replication_flags.fetch_and(static_cast<std::uint8_t>(
+            ~(command::kReplicationStale | command::kReplicationUnsynced)));
+    }
+    acked_ = ~0ull;  // acknowledge where we start
+    acknowledge();
+    schedule_ack();
+}
+
+void ReplicaLink::apply_stream() {
+    // The decoder resumes only a replica that holds a copy (begin_session).
+    if (!applier_) throw std::runtime_error("no copy of the primary to apply its stream to");
+    const std::string_view data = decoder_.data();
+    std::size_t consumed = 0;
+    std::string error;
+    const bool ok = applier_->apply(data, consumed, error);
+    decoder_.consume(consumed);
+    {
+        std::lock_guard lock(info_mutex_);
+        offset_ += consumed;
+        read_offset_ = offset_ + decoder_.buffered();
+    }
+    if (!ok) {
+        // Our copy may now differ from the primary's: start over from a full one.
+        applier_.reset();
+        throw std::runtime_error(error);
+    }
+    if (consumed != 0) acknowledge();
+}
+
+// REPLCONF ACK: as soon as records were applied (one at a time; an offset
+// that moved during a write is sent right after it), so WAIT on the primary
+// returns promptly, and once a second so it sees the lag.
+void ReplicaLink::acknowledge() {
+    if (ack_pending_) return;
+    const std::uint64_t offset = applied_offset();
+    if (offset == acked_) return;
+    ack_pending_ = true;
+    write(command("REPLCONF", "ACK", std::to_string(offset)), [this, offset] {
+        ack_pending_ = false;
+        acked_ = offset;
+        acknowledge();
+    });
+}
+
+void ReplicaLink::schedule_ack() {
+    ack_timer_.expires_after(std::chrono::seconds(1));
+    ack_timer_.async_wait([this, session = session_](const error_code& error) {
+        if (error || stale(session)) return;
+        acked_ = ~0ull;  // once a second even when nothing moved (lag)
+        acknowledge();
+        schedule_ack();
+    });
+}
+
+}  // namespace bloomery::net
