@@ -118,19 +118,81 @@ void check_cluster_replicaof(const Config& c, std::vector<std::string>& problems
     }
 }
 
-}  // namespace
+// Every option of the command line, declared on a CLI::App and bound to a
+// CommandLine: most straight into its Config, the rest (words, sizes with a
+// percentage form, password files, the cluster map) into text fields here
+// that convert() turns into Config values once CLI11 has parsed. The one
+// table of options: --help, parsing and docs/options.md all read it.
+struct OptionSet {
+    OptionSet(CLI::App& app_, CommandLine& result_)
+        : app(app_), result(result_), c(result_.config) {}
 
-CommandLine parse_command_line(int argc, char** argv) {
-    CommandLine result;
-    Config& c = result.config;
-    CLI::App app{
-        "bloomery: a Bloom filter server speaking the Redis protocol (RedisBloom BF.* "
-        "commands)"};
+    // Declares the options, group by group, in --help's order.
+    void declare();
+    // Conversions CLI11 cannot do, after it parsed: each failure is one more
+    // problem ("--option: what is wrong").
+    void convert(std::vector<std::string>& problems);
+
+    void add_network();
+    void add_tls();
+    void add_limits();
+    void add_security();
+    void add_filters();
+    void add_memory();
+    void add_persistence();
+    void add_replication();
+    void add_cluster();
+    void add_monitoring();
+    void add_logging();
+    void convert_words(std::vector<std::string>& problems);
+    void read_passwords(std::vector<std::string>& problems);
+    void convert_replication(std::vector<std::string>& problems);
+    void resolve_cluster(std::vector<std::string>& problems);
+
+    CLI::App& app;
+    CommandLine& result;
+    Config& c;
+    std::string tls_auth_clients;
+    CLI::Option* requirepass_option = nullptr;
+    std::string requirepass_file;
+    CLI::Option* requirepass_file_option = nullptr;
+    std::string protected_mode;
+    std::string maxmemory_spec;
+    std::string save_spec;
+    std::string stop_writes;
+    std::string appendonly;
+    std::string replicaof;
+    std::string masterauth_file;
+    CLI::Option* masterauth_option = nullptr;
+    CLI::Option* masterauth_file_option = nullptr;
+    std::string serve_stale;
+    std::string cluster_enabled;
+    std::string cluster_slots;
+    CLI::Option* cluster_slots_option = nullptr;
+    std::string cluster_self;
+    CLI::Option* cluster_self_option = nullptr;
+};
+
+void OptionSet::declare() {
     app.set_version_flag("--version", std::string("bloomery ") + BLOOMERY_VERSION);
     app.set_config("--config", "", "Read options from a TOML/INI file (keys as the long flags)");
     app.get_config_ptr()->envname("BLOOMERY_CONFIG");
     app.option_defaults()->always_capture_default();
+    add_network();
+    add_tls();
+    add_limits();
+    add_security();
+    add_filters();
+    add_memory();
+    add_persistence();
+    add_replication();
+    add_cluster();
+    add_monitoring();
+    add_logging();
+    attach_option_ranges(app);
+}
 
+void OptionSet::add_network() {
     auto* network = "Network";
     app.add_option("--bind", c.bind, "Address to listen on")
         ->envname("BLOOMERY_BIND")
@@ -148,7 +210,9 @@ CommandLine parse_command_line(int argc, char** argv) {
                    "Close idle clients after this many seconds (0 = never)")
         ->envname("BLOOMERY_TIMEOUT")
         ->group(network);
+}
 
+void OptionSet::add_tls() {
     auto* tls = "TLS";
     app.add_option("--tls-port", c.tls_port, "TLS port to listen on (0 = no TLS listener)")
         ->envname("BLOOMERY_TLS_PORT")
@@ -163,7 +227,7 @@ CommandLine parse_command_line(int argc, char** argv) {
                    "CA certificates (PEM) that client certificates must chain to")
         ->envname("BLOOMERY_TLS_CA_CERT_FILE")
         ->group(tls);
-    std::string tls_auth_clients = "yes";
+    tls_auth_clients = "yes";
     app.add_option("--tls-auth-clients", tls_auth_clients,
                    "Client certificates: yes (required), no (not asked for), optional "
                    "(verified if sent)")
@@ -174,7 +238,9 @@ CommandLine parse_command_line(int argc, char** argv) {
                    "Seconds a TLS client has to finish its handshake before it is closed")
         ->envname("BLOOMERY_TLS_HANDSHAKE_TIMEOUT")
         ->group(tls);
+}
 
+void OptionSet::add_limits() {
     auto* limits = "Protocol limits";
     app.add_option("--proto-max-bulk-len", c.proto_max_bulk_len,
                    "Largest bulk string a client may send, bytes (suffixes kb, mb, gb)")
@@ -196,16 +262,17 @@ CommandLine parse_command_line(int argc, char** argv) {
                    "Most reply bytes buffered for one client before it is closed")
         ->envname("BLOOMERY_CLIENT_OUTPUT_BUFFER_LIMIT")
         ->group(limits);
+}
 
+void OptionSet::add_security() {
     auto* security = "Security";
-    auto* requirepass_option =
+    requirepass_option =
         app.add_option("--requirepass", c.requirepass,
                        "Password of the default user (AUTH PASSWORD); empty: none. Prefer "
                        "BLOOMERY_REQUIREPASS or --requirepass-file: flags show in `ps`")
             ->envname("BLOOMERY_REQUIREPASS")
             ->group(security);
-    std::string requirepass_file;
-    auto* requirepass_file_option =
+    requirepass_file_option =
         app.add_option("--requirepass-file", requirepass_file,
                        "Read the default user's password from this file, less one trailing "
                        "newline (e.g. a mounted Kubernetes Secret)")
@@ -215,7 +282,7 @@ CommandLine parse_command_line(int argc, char** argv) {
                    "Users, passwords and allowed commands, one 'user NAME rule...' line each")
         ->envname("BLOOMERY_ACLFILE")
         ->group(security);
-    std::string protected_mode = c.protected_mode ? "yes" : "no";
+    protected_mode = c.protected_mode ? "yes" : "no";
     app.add_option("--protected-mode", protected_mode,
                    "yes: while the default user has no password, serve only clients on the "
                    "loopback interface (127.0.0.1, ::1)")
@@ -235,7 +302,9 @@ CommandLine parse_command_line(int argc, char** argv) {
                    "before it is closed")
         ->envname("BLOOMERY_UNAUTHENTICATED_QUERY_BUFFER_LIMIT")
         ->group(security);
+}
 
+void OptionSet::add_filters() {
     auto* filters = "Filters";
     app.add_option("--bf-error-rate", c.default_error_rate,
                    "Error rate of filters created implicitly (BF.ADD, BF.MADD, BF.INSERT)")
@@ -263,9 +332,11 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--keyspace-shards", c.keyspace_shards, "Lock shards of the keyspace")
         ->envname("BLOOMERY_KEYSPACE_SHARDS")
         ->group(filters);
+}
 
+void OptionSet::add_memory() {
     auto* memory = "Memory";
-    std::string maxmemory_spec = "0";
+    maxmemory_spec = "0";
     app.add_option("--maxmemory", maxmemory_spec,
                    "Most bytes held for filters, keys and client buffers before commands that "
                    "allocate answer -OOM: a size (suffixes kb, mb, gb) or a percentage of the "
@@ -273,7 +344,9 @@ CommandLine parse_command_line(int argc, char** argv) {
                    "0 = no limit")
         ->envname("BLOOMERY_MAXMEMORY")
         ->group(memory);
+}
 
+void OptionSet::add_persistence() {
     auto* persistence = "Persistence";
     app.add_option("--dir", c.dir, "Directory for snapshots (created if missing)")
         ->envname("BLOOMERY_DIR")
@@ -281,13 +354,13 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--dbfilename", c.dbfilename, "Snapshot file name inside --dir")
         ->envname("BLOOMERY_DBFILENAME")
         ->group(persistence);
-    std::string save_spec = format_save_points(c.save_points);
+    save_spec = format_save_points(c.save_points);
     app.add_option("--save", save_spec,
                    "Save points 'SECONDS CHANGES ...': snapshot after SECONDS if at least CHANGES "
                    "writes; \"\" disables periodic snapshots")
         ->envname("BLOOMERY_SAVE")
         ->group(persistence);
-    std::string stop_writes = c.stop_writes_on_bgsave_error ? "yes" : "no";
+    stop_writes = c.stop_writes_on_bgsave_error ? "yes" : "no";
     app.add_option("--stop-writes-on-bgsave-error", stop_writes,
                    "yes: while the last snapshot failed, refuse writes with -MISCONF until one "
                    "succeeds (reads are still served)")
@@ -297,7 +370,7 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--check-snapshot", result.check_snapshot,
                    "Verify a snapshot file, print what it holds, and exit")
         ->group(persistence);
-    std::string appendonly = c.appendonly ? "yes" : "no";
+    appendonly = c.appendonly ? "yes" : "no";
     app.add_option("--appendonly", appendonly,
                    "yes: journal every change (README \"Durability\"), so adds since the last "
                    "snapshot survive a crash")
@@ -334,9 +407,10 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_flag("--fix", result.fix_journal,
                  "With --check-journal: cut a bad tail off at the last good record")
         ->group(persistence);
+}
 
+void OptionSet::add_replication() {
     auto* replication = "Replication";
-    std::string replicaof;
     app.add_option("--replicaof", replicaof,
                    "\"HOST PORT\": start as a replica of that primary (a full copy, then its "
                    "journal's records as they happen; REPLICAOF at run time)")
@@ -345,12 +419,11 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--masteruser", c.masteruser, "User to AUTH as on the primary")
         ->envname("BLOOMERY_MASTERUSER")
         ->group(replication);
-    std::string masterauth_file;
-    auto* masterauth_option =
+    masterauth_option =
         app.add_option("--masterauth", c.masterauth, "Password to AUTH with on the primary")
             ->envname("BLOOMERY_MASTERAUTH")
             ->group(replication);
-    auto* masterauth_file_option =
+    masterauth_file_option =
         app.add_option("--masterauth-file", masterauth_file,
                        "Read --masterauth from this file (a Kubernetes Secret)")
             ->envname("BLOOMERY_MASTERAUTH_FILE")
@@ -369,7 +442,7 @@ CommandLine parse_command_line(int argc, char** argv) {
                    "the link is dropped and resumed")
         ->envname("BLOOMERY_REPL_TIMEOUT")
         ->group(replication);
-    std::string serve_stale = c.replica_serve_stale_data ? "yes" : "no";
+    serve_stale = c.replica_serve_stale_data ? "yes" : "no";
     app.add_option("--replica-serve-stale-data", serve_stale,
                    "yes: a replica whose link is down serves the data it has; no: -MASTERDOWN")
         ->envname("BLOOMERY_REPLICA_SERVE_STALE_DATA")
@@ -384,30 +457,34 @@ CommandLine parse_command_line(int argc, char** argv) {
                    "acknowledge every write (0 = no wait; SHUTDOWN NOW skips it)")
         ->envname("BLOOMERY_SHUTDOWN_TIMEOUT")
         ->group(replication);
+}
+
+void OptionSet::add_cluster() {
     auto* cluster_group = "Cluster";
-    std::string cluster_enabled = "no";
+    cluster_enabled = "no";
     app.add_option("--cluster-enabled", cluster_enabled,
                    "yes: Redis Cluster protocol with the static --cluster-slots map (keys of "
                    "other nodes' slots answer -MOVED)")
         ->envname("BLOOMERY_CLUSTER_ENABLED")
         ->check(CLI::IsMember({"yes", "no"}))
         ->group(cluster_group);
-    std::string cluster_slots;
-    auto* cluster_slots_option =
+    cluster_slots_option =
         app.add_option("--cluster-slots", cluster_slots,
                        "Slot map, the same on every node: RANGE=host:port[|replica:port...],... "
                        "covering slots 0-16383 once, e.g. "
                        "\"0-8191=a:6379,8192-16383=b:6379\"")
             ->envname("BLOOMERY_CLUSTER_SLOTS")
             ->group(cluster_group);
-    std::string cluster_self;
-    auto* cluster_self_option =
+    cluster_self_option =
         app.add_option("--cluster-self", cluster_self,
                        "This node's host:port in --cluster-slots, or auto: the N of a host name "
                        "ending in -N (StatefulSet pod) picks the N-th node (primaries in slot "
                        "order, then replicas)")
             ->envname("BLOOMERY_CLUSTER_SELF")
             ->group(cluster_group);
+}
+
+void OptionSet::add_monitoring() {
     auto* monitoring = "Monitoring";
     app.add_option("--metrics-port", c.metrics_port,
                    "HTTP port for /metrics (Prometheus), /healthz and /readyz (0 = off)")
@@ -461,7 +538,9 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--health-check-timeout", result.health_check_timeout_seconds,
                    "With --health-check: seconds for the whole check (connect, AUTH, PING)")
         ->group(monitoring);
+}
 
+void OptionSet::add_logging() {
     auto* logging = "Logging";
     app.add_option("--loglevel", c.log_level, "Log level")
         ->envname("BLOOMERY_LOGLEVEL")
@@ -470,89 +549,184 @@ CommandLine parse_command_line(int argc, char** argv) {
     app.add_option("--logfile", c.log_file, "Log to this file instead of stderr")
         ->envname("BLOOMERY_LOGFILE")
         ->group(logging);
+}
 
-    attach_option_ranges(app);
+void OptionSet::convert(std::vector<std::string>& problems) {
+    convert_words(problems);
+    read_passwords(problems);
+    convert_replication(problems);
+    resolve_cluster(problems);
+}
 
-    // With --test-config every problem is reported and the exit code is 1;
-    // the flag is looked for in argv itself, as a parse error may come
-    // before CLI11 has set it.
-    bool testing = false;
-    for (int i = 1; i < argc; ++i) {
-        if (std::string_view(argv[i]) == "--test-config") testing = true;
+void OptionSet::convert_words(std::vector<std::string>& problems) {
+    std::string error;
+    if (!parse_save_spec(save_spec, c.save_points, error)) problems.push_back("--save: " + error);
+    std::string maxmemory_error;
+    if (!parse_memory_limit(maxmemory_spec, c.maxmemory, maxmemory_error)) {
+        problems.push_back("--maxmemory: " + maxmemory_error);
     }
+    c.stop_writes_on_bgsave_error = stop_writes == "yes";
+    c.appendonly = appendonly == "yes";
+    c.tls_auth_clients = tls_auth_clients == "no"         ? TlsAuthClients::no
+                         : tls_auth_clients == "optional" ? TlsAuthClients::optional
+                                                          : TlsAuthClients::yes;
+}
+
+void OptionSet::read_passwords(std::vector<std::string>& problems) {
+    if (requirepass_option->count() > 0 && requirepass_file_option->count() > 0) {
+        problems.push_back(
+            "--requirepass-file: give the password once: --requirepass (or "
+            "BLOOMERY_REQUIREPASS) or --requirepass-file, not both");
+    } else if (!requirepass_file.empty()) {
+        try {
+            c.requirepass = read_password_file(requirepass_file);
+        } catch (const CLI::ValidationError& e) {
+            problems.push_back(e.what());
+        }
+    }
+    if (masterauth_option->count() > 0 && masterauth_file_option->count() > 0) {
+        problems.push_back(
+            "--masterauth-file: give the primary's password once: --masterauth (or "
+            "BLOOMERY_MASTERAUTH) or --masterauth-file, not both");
+    } else if (!masterauth_file.empty()) {
+        try {
+            c.masterauth = read_password_file(masterauth_file, "--masterauth-file");
+        } catch (const CLI::ValidationError& e) {
+            problems.push_back(e.what());
+        }
+    }
+}
+
+void OptionSet::convert_replication(std::vector<std::string>& problems) {
+    c.replica_serve_stale_data = serve_stale == "yes";
+    std::string error;
+    if (!replicaof.empty() &&
+        !parse_replicaof(replicaof, c.replicaof_host, c.replicaof_port, error)) {
+        problems.push_back("--replicaof: " + error);
+    }
+    c.protected_mode = protected_mode == "yes";
+}
+
+void OptionSet::resolve_cluster(std::vector<std::string>& problems) {
+    c.cluster_enabled = cluster_enabled == "yes";
+    if (c.cluster_enabled) {
+        std::string cluster_error;
+        auto topology = cluster_slots.empty() ? std::nullopt
+                                              : cluster::parse_topology(cluster_slots, cluster_self,
+                                                                        host_name(), cluster_error);
+        if (cluster_slots.empty()) {
+            problems.push_back("--cluster-slots: --cluster-enabled yes needs the slot map");
+        } else if (!topology) {
+            problems.push_back("--cluster-slots: " + cluster_error);
+        } else {
+            c.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
+            // A replica in the map copies its primary: --replicaof comes
+            // from the map unless given (check_cluster_replicaof compares
+            // them).
+            const cluster::Node& self = c.cluster->self();
+            if (!self.primary && c.replicaof_host.empty()) {
+                const cluster::Node& primary = c.cluster->nodes()[self.primary_index];
+                c.replicaof_host = primary.host;
+                c.replicaof_port = primary.port;
+            }
+        }
+    } else if (cluster_slots_option->count() > 0 || cluster_self_option->count() > 0) {
+        // A map without cluster mode would be silently ignored: every key
+        // served here, nothing redirected. Say so instead.
+        problems.push_back(
+            "--cluster-slots: --cluster-slots and --cluster-self need --cluster-enabled yes");
+    }
+}
+
+constexpr const char* kDescription =
+    "bloomery: a Bloom filter server speaking the Redis protocol (RedisBloom BF.* commands)";
+
+// With --test-config every problem is reported and the exit code is 1; the
+// flag is looked for in argv itself, as a parse error may come before CLI11
+// has set it.
+bool wants_test_config(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        if (std::string_view(argv[i]) == "--test-config") return true;
+    }
+    return false;
+}
+
+// A table cell: pipes escaped, so a description may contain them.
+std::string cell(std::string_view text) {
+    std::string out;
+    for (const char ch : text) {
+        if (ch == '|') out += '\\';
+        out += ch;
+    }
+    return out;
+}
+
+// docs/options.md: every option of `app` but the hidden ones, group by group
+// in --help's order, with its environment variable, default and range.
+std::string options_markdown(const CLI::App& app) {
+    std::string out =
+        "# Options\n\n"
+        "Generated by `bloomery --print-options-markdown` from the server's option table; a "
+        "test fails when this page and the table differ. Every option can be given as a flag, "
+        "as a key of the `--config` file (the long name without `--`) or through its "
+        "environment variable: flags win over the file, which wins over the environment. "
+        "Sizes take the suffixes kb, mb and gb.\n";
+    std::vector<std::string> groups;
+    const auto options = app.get_options();
+    for (const CLI::Option* option : options) {
+        const std::string& group = option->get_group();
+        if (!group.empty() && std::find(groups.begin(), groups.end(), group) == groups.end()) {
+            groups.push_back(group);
+        }
+    }
+    for (const std::string& group : groups) {
+        out += "\n## " + group + "\n\n| option | environment | default | description |\n";
+        out += "|---|---|---|---|\n";
+        for (const CLI::Option* option : options) {
+            if (option->get_group() != group) continue;
+            std::string names;
+            for (const std::string& name : option->get_snames()) {
+                names += (names.empty() ? "`-" : ", `-") + name + "`";
+            }
+            for (const std::string& name : option->get_lnames()) {
+                names += (names.empty() ? "`--" : ", `--") + name + "`";
+            }
+            const std::string env = option->get_envname();
+            const std::string fallback = option->get_default_str();
+            std::string description = option->get_description();
+            if (const OptionRange* range = option->get_lnames().empty()
+                                               ? nullptr
+                                               : find_option_range(option->get_lnames().front())) {
+                description += " (" + core::describe_range(*range) + ")";
+            }
+            out += "| " + cell(names) + " | " + (env.empty() ? "" : "`" + cell(env) + "`") + " | " +
+                   (fallback.empty() ? "" : "`" + cell(fallback) + "`") + " | " +
+                   cell(description) + " |\n";
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+CommandLine parse_command_line(int argc, char** argv) {
+    CommandLine result;
+    Config& c = result.config;
+    CLI::App app{kDescription};
+    OptionSet options(app, result);
+    options.declare();
+    // docs/options.md is this table printed (a test compares them); the
+    // flag is not an option, so --help does not list it.
+    if (argc == 2 && std::string_view(argv[1]) == "--print-options-markdown") {
+        std::cout << options_markdown(app);
+        result.exit_code = 0;
+        return result;
+    }
+    const bool testing = wants_test_config(argc, argv);
     std::vector<std::string> problems;
     try {
         app.parse(argc, argv);
-        // Conversions CLI11 cannot do: each failure is one more problem.
-        std::string error;
-        if (!parse_save_spec(save_spec, c.save_points, error))
-            problems.push_back("--save: " + error);
-        std::string maxmemory_error;
-        if (!parse_memory_limit(maxmemory_spec, c.maxmemory, maxmemory_error)) {
-            problems.push_back("--maxmemory: " + maxmemory_error);
-        }
-        c.stop_writes_on_bgsave_error = stop_writes == "yes";
-        c.appendonly = appendonly == "yes";
-        c.tls_auth_clients = tls_auth_clients == "no"         ? TlsAuthClients::no
-                             : tls_auth_clients == "optional" ? TlsAuthClients::optional
-                                                              : TlsAuthClients::yes;
-        if (requirepass_option->count() > 0 && requirepass_file_option->count() > 0) {
-            problems.push_back(
-                "--requirepass-file: give the password once: --requirepass (or "
-                "BLOOMERY_REQUIREPASS) or --requirepass-file, not both");
-        } else if (!requirepass_file.empty()) {
-            try {
-                c.requirepass = read_password_file(requirepass_file);
-            } catch (const CLI::ValidationError& e) {
-                problems.push_back(e.what());
-            }
-        }
-        if (masterauth_option->count() > 0 && masterauth_file_option->count() > 0) {
-            problems.push_back(
-                "--masterauth-file: give the primary's password once: --masterauth (or "
-                "BLOOMERY_MASTERAUTH) or --masterauth-file, not both");
-        } else if (!masterauth_file.empty()) {
-            try {
-                c.masterauth = read_password_file(masterauth_file, "--masterauth-file");
-            } catch (const CLI::ValidationError& e) {
-                problems.push_back(e.what());
-            }
-        }
-        c.replica_serve_stale_data = serve_stale == "yes";
-        if (!replicaof.empty() &&
-            !parse_replicaof(replicaof, c.replicaof_host, c.replicaof_port, error)) {
-            problems.push_back("--replicaof: " + error);
-        }
-        c.protected_mode = protected_mode == "yes";
-        c.cluster_enabled = cluster_enabled == "yes";
-        if (c.cluster_enabled) {
-            std::string cluster_error;
-            auto topology = cluster_slots.empty()
-                                ? std::nullopt
-                                : cluster::parse_topology(cluster_slots, cluster_self, host_name(),
-                                                          cluster_error);
-            if (cluster_slots.empty()) {
-                problems.push_back("--cluster-slots: --cluster-enabled yes needs the slot map");
-            } else if (!topology) {
-                problems.push_back("--cluster-slots: " + cluster_error);
-            } else {
-                c.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
-                // A replica in the map copies its primary: --replicaof comes
-                // from the map unless given (check_cluster_replicaof compares
-                // them).
-                const cluster::Node& self = c.cluster->self();
-                if (!self.primary && c.replicaof_host.empty()) {
-                    const cluster::Node& primary = c.cluster->nodes()[self.primary_index];
-                    c.replicaof_host = primary.host;
-                    c.replicaof_port = primary.port;
-                }
-            }
-        } else if (cluster_slots_option->count() > 0 || cluster_self_option->count() > 0) {
-            // A map without cluster mode would be silently ignored: every key
-            // served here, nothing redirected. Say so instead.
-            problems.push_back(
-                "--cluster-slots: --cluster-slots and --cluster-self need --cluster-enabled yes");
-        }
+        options.convert(problems);
     } catch (const CLI::ParseError& e) {
         if (testing && e.get_exit_code() != 0) {
             std::cerr << "bloomery: configuration invalid:\n  " << e.what() << '\n';
