@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -111,14 +113,12 @@ void warn_of_stranded_keys(const bloomery::cluster::Topology& topology,
         topology.nodes()[topology.owner(static_cast<std::uint16_t>(first))].address);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The modes that answer and exit instead of serving: --health-check,
+// --test-config, --check-journal and --check-snapshot. The exit code, or -1
+// to serve.
+int run_tool(const bloomery::app::CommandLine& command_line) {
     using namespace bloomery;
-    app::CommandLine command_line = app::parse_command_line(argc, argv);
-    if (command_line.exit_code >= 0) return command_line.exit_code;
     const core::Config& config = command_line.config;
-
     if (!command_line.health_check.empty()) {
         const net::HealthCheckResult result =
             net::health_check(command_line.health_check, config, command_line.health_check_tls,
@@ -140,7 +140,6 @@ int main(int argc, char** argv) {
         std::cout << "configuration OK\n" << net::describe_config(config);
         return 0;
     }
-
     if (!command_line.check_journal.empty()) {
         std::string report, error;
         const bool ok = persist::check_journal(command_line.check_journal, command_line.fix_journal,
@@ -161,7 +160,12 @@ int main(int argc, char** argv) {
         std::cout << report;
         return 0;
     }
+    return -1;
+}
 
+// The log goes to --logfile or stderr at --loglevel. False (said on stderr)
+// if the file cannot be opened.
+bool set_up_logging(const bloomery::core::Config& config) {
     try {
         if (!config.log_file.empty()) {
             spdlog::set_default_logger(spdlog::basic_logger_mt("bloomery", config.log_file));
@@ -170,38 +174,50 @@ int main(int argc, char** argv) {
         }
     } catch (const spdlog::spdlog_ex& e) {
         std::cerr << "bloomery: cannot open log file: " << e.what() << '\n';
-        return 1;
+        return false;
     }
     spdlog::set_level(spdlog::level::from_str(config.log_level));
     spdlog::flush_on(spdlog::level::info);
+    return true;
+}
 
-    // What --test-config checks, checked before anything is touched.
-    if (const std::vector<std::string> problems = net::run_startup_checks(config);
+// What --test-config checks, checked before anything is touched; then the
+// process settings a server needs. False (logged) if a check fails.
+bool prepare_process(const bloomery::core::Config& config) {
+    if (const std::vector<std::string> problems = bloomery::net::run_startup_checks(config);
         !problems.empty()) {
         for (const std::string& problem : problems)
             spdlog::critical("refusing to start: {}", problem);
-        return 1;
+        return false;
     }
-
     // A write past RLIMIT_FSIZE must fail with EFBIG (and be reported) rather
     // than kill the server; a closed peer must not kill it either.
     signal(SIGXFSZ, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
     raise_open_file_limit(config.max_clients);
-    core::allocator_configure();
+    bloomery::core::allocator_configure();
+    return true;
+}
 
-    command::Registry registry;
+// The command table and who may run what. False (logged) on a bad table or
+// users file.
+bool build_registry(bloomery::command::Registry& registry, const bloomery::core::Config& config) {
     std::string error;
-    if (!command::build_default_registry(registry, error)) {
+    if (!bloomery::command::build_default_registry(registry, error)) {
         spdlog::critical("command table: {}", error);
-        return 1;
+        return false;
     }
-    if (!command::configure_access_control(registry, config, error)) {
+    if (!bloomery::command::configure_access_control(registry, config, error)) {
         spdlog::critical("refusing to start: {}", error);
-        return 1;
+        return false;
     }
     log_access_control(config, registry.acl());
+    return true;
+}
 
+// Loads the data and serves until stopped; the exit code.
+int serve(const bloomery::core::Config& config, const bloomery::command::Registry& registry) {
+    using namespace bloomery;
     store::Keyspace keyspace(config.keyspace_shards);
     // Before the snapshot loads, so loaded keys are counted per slot too.
     if (config.cluster_enabled) {
@@ -216,7 +232,7 @@ int main(int argc, char** argv) {
     persistence.set_journal_listener(
         [&replication](std::uint64_t written) { replication.on_written(written); });
     // The server (its monitoring thread reads replication and persistence)
-    // goes first on every way out of main.
+    // goes first on every way out.
     struct StopServerFirst {
         std::unique_ptr<net::Server>& server;
         ~StopServerFirst() { server.reset(); }
@@ -224,18 +240,11 @@ int main(int argc, char** argv) {
     // Built before loading so that the monitoring listener answers while a
     // large snapshot loads (/healthz 200, /readyz 503).
     server = std::make_unique<net::Server>(config, keyspace, registry, persistence, replication);
+    std::string error;
     try {
         server->start_metrics();
-    } catch (const std::exception& e) {
-        spdlog::critical("refusing to start: {}", e.what());
-        return 1;
-    }
-    if (!persistence.load(error)) {
-        spdlog::critical("refusing to start: {}", error);
-        return 1;
-    }
-    if (config.cluster_enabled) warn_of_stranded_keys(*config.cluster, keyspace);
-    try {
+        if (!persistence.load(error)) throw std::runtime_error(error);
+        if (config.cluster_enabled) warn_of_stranded_keys(*config.cluster, keyspace);
         server->listen();
     } catch (const std::exception& e) {
         spdlog::critical("refusing to start: {}", e.what());
@@ -249,4 +258,18 @@ int main(int argc, char** argv) {
     const int code = server->run();
     server.reset();
     return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace bloomery;
+    const app::CommandLine command_line = app::parse_command_line(argc, argv);
+    if (command_line.exit_code >= 0) return command_line.exit_code;
+    if (const int code = run_tool(command_line); code >= 0) return code;
+    const core::Config& config = command_line.config;
+    if (!set_up_logging(config) || !prepare_process(config)) return 1;
+    command::Registry registry;
+    if (!build_registry(registry, config)) return 1;
+    return serve(config, registry);
 }

@@ -172,12 +172,9 @@ bool hostname_ordinal(std::string_view hostname, std::size_t& ordinal) {
     const std::size_t dash = label.rfind('-');
     if (dash == std::string_view::npos) return false;
     const std::string_view digits = label.substr(dash + 1);
-    if (digits.empty() || digits.size() > 6) return false;
-    if (!std::all_of(digits.begin(), digits.end(),
-                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-        return false;
-    }
-    ordinal = static_cast<std::size_t>(std::stoul(std::string(digits)));
+    std::uint64_t value = 0;
+    if (!core::parse_digits(digits, 6, value)) return false;
+    ordinal = static_cast<std::size_t>(value);
     return true;
 }
 
@@ -223,38 +220,40 @@ std::string Topology::describe() const {
     return out;
 }
 
-std::optional<Topology> parse_topology(std::string_view slots_spec, std::string_view self_spec,
-                                       std::string_view hostname, std::string& error) {
-    std::vector<Entry> entries;
-    {
-        std::string_view rest = slots_spec;
-        for (;;) {
-            const std::size_t comma = rest.find(',');
-            // Empty entries (a trailing comma, a line break in a config file)
-            // are skipped rather than refused.
-            if (const std::string_view text = trim(rest.substr(0, comma)); !text.empty()) {
-                Entry entry;
-                if (!parse_entry(text, entry, error)) return std::nullopt;
-                entries.push_back(std::move(entry));
-            }
-            if (comma == std::string_view::npos) break;
-            rest.remove_prefix(comma + 1);
+namespace {
+
+// The map's entries, in the order written. Empty entries (a trailing comma, a
+// line break in a config file) are skipped rather than refused.
+bool read_entries(std::string_view slots_spec, std::vector<Entry>& entries, std::string& error) {
+    std::string_view rest = slots_spec;
+    for (;;) {
+        const std::size_t comma = rest.find(',');
+        if (const std::string_view text = trim(rest.substr(0, comma)); !text.empty()) {
+            Entry entry;
+            if (!parse_entry(text, entry, error)) return false;
+            entries.push_back(std::move(entry));
         }
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
     }
     if (entries.empty()) {
         error = "the map is empty: give RANGE=host:port entries covering slots 0-16383";
-        return std::nullopt;
+        return false;
     }
+    return true;
+}
 
-    // Every slot exactly once.
-    std::vector<int> entry_of_slot(kSlotCount, -1);
+// Every slot exactly once: `entry_of_slot` gets the entry of each slot.
+bool assign_slots(const std::vector<Entry>& entries, std::vector<int>& entry_of_slot,
+                  std::string& error) {
+    entry_of_slot.assign(kSlotCount, -1);
     for (std::size_t e = 0; e < entries.size(); ++e) {
         for (std::uint32_t slot = entries[e].first; slot <= entries[e].last; ++slot) {
             if (entry_of_slot[slot] >= 0) {
                 error = "slot " + std::to_string(slot) + " is assigned twice ('" +
                         entries[static_cast<std::size_t>(entry_of_slot[slot])].text + "' and '" +
                         entries[e].text + "')";
-                return std::nullopt;
+                return false;
             }
             entry_of_slot[slot] = static_cast<int>(e);
         }
@@ -265,12 +264,15 @@ std::optional<Topology> parse_topology(std::string_view slots_spec, std::string_
         while (last + 1 < kSlotCount && entry_of_slot[last + 1] < 0) ++last;
         error = "slots " + slots_text(slot, last) +
                 " are not assigned (every slot 0-16383 needs exactly one entry)";
-        return std::nullopt;
+        return false;
     }
+    return true;
+}
 
-    // Roles: a node is a primary or the replica of one primary; a primary's
-    // replicas are the same in each of its entries.
-    std::map<std::string, NodeFacts> facts;
+// Roles: a node is a primary or the replica of one primary; a primary's
+// replicas are the same in each of its entries.
+bool learn_roles(const std::vector<Entry>& entries, std::map<std::string, NodeFacts>& facts,
+                 std::string& error) {
     std::size_t order = 0;
     auto fact = [&](const Endpoint& endpoint) -> NodeFacts& {
         auto [it, fresh] = facts.try_emplace(endpoint.key());
@@ -291,7 +293,7 @@ std::optional<Topology> parse_topology(std::string_view slots_spec, std::string_
                 error = "primary " + entry.nodes[0].text() + " has different replicas in '" +
                         entries[*primary.primary_entry].text + "' and '" + entry.text +
                         "': list the same replicas in each of its ranges";
-                return std::nullopt;
+                return false;
             }
         } else {
             primary.primary_entry = e;
@@ -303,7 +305,7 @@ std::optional<Topology> parse_topology(std::string_view slots_spec, std::string_
             if (replica.replica_entry && replica.primary_of_replica != entry.nodes[0].key()) {
                 error = "replica " + entry.nodes[r].text() + " is listed under two primaries ('" +
                         entries[*replica.replica_entry].text + "' and '" + entry.text + "')";
-                return std::nullopt;
+                return false;
             }
             replica.replica_entry = e;
             replica.primary_of_replica = entry.nodes[0].key();
@@ -314,102 +316,144 @@ std::optional<Topology> parse_topology(std::string_view slots_spec, std::string_
             error = node.endpoint.text() + " is a primary in '" +
                     entries[*node.primary_entry].text + "' and a replica in '" +
                     entries[*node.replica_entry].text + "': a node is one or the other";
-            return std::nullopt;
+            return false;
         }
     }
     if (facts.size() > 65535) {
         error = "more than 65535 nodes";
-        return std::nullopt;
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+// parse_topology's steps that fill the Topology itself.
+class TopologyBuilder {
+public:
+    using Index = std::map<std::string, std::size_t>;  // endpoint key -> index in nodes_
+
+    // The nodes, primaries by their lowest slot, then replicas in the order
+    // they first appear; returns where each endpoint went.
+    static Index place_nodes(Topology& topology, const std::map<std::string, NodeFacts>& facts) {
+        std::vector<const NodeFacts*> ordered;
+        for (const auto& [key, node] : facts) ordered.push_back(&node);
+        std::sort(ordered.begin(), ordered.end(), [](const NodeFacts* a, const NodeFacts* b) {
+            const bool a_primary = a->primary_entry.has_value();
+            const bool b_primary = b->primary_entry.has_value();
+            if (a_primary != b_primary) return a_primary;
+            return a_primary ? a->lowest_slot < b->lowest_slot : a->first_seen < b->first_seen;
+        });
+        Index index_of;
+        for (const NodeFacts* f : ordered) {
+            Node node;
+            node.host = f->endpoint.host;
+            node.port = f->endpoint.port;
+            node.address = node.host + ":" + std::to_string(node.port);
+            node.id = node_id(node.host, node.port);
+            node.primary = f->primary_entry.has_value();
+            if (node.primary) {
+                ++topology.primary_count_;
+                node.config_epoch = topology.primary_count_;
+            }
+            index_of[f->endpoint.key()] = topology.nodes_.size();
+            node.primary_index = topology.nodes_.size();
+            topology.nodes_.push_back(std::move(node));
+        }
+        for (const NodeFacts* f : ordered) {
+            Node& node = topology.nodes_[index_of[f->endpoint.key()]];
+            if (node.primary) {
+                for (const std::string& replica : f->replicas)
+                    node.replicas.push_back(index_of[replica]);
+            } else {
+                node.primary_index = index_of[f->primary_of_replica];
+                node.config_epoch = topology.nodes_[node.primary_index].config_epoch;
+            }
+        }
+        return index_of;
     }
 
-    Topology topology;
-    std::vector<const NodeFacts*> ordered;
-    for (const auto& [key, node] : facts) ordered.push_back(&node);
-    std::sort(ordered.begin(), ordered.end(), [](const NodeFacts* a, const NodeFacts* b) {
-        const bool a_primary = a->primary_entry.has_value();
-        const bool b_primary = b->primary_entry.has_value();
-        if (a_primary != b_primary) return a_primary;
-        return a_primary ? a->lowest_slot < b->lowest_slot : a->first_seen < b->first_seen;
-    });
-    std::map<std::string, std::size_t> index_of;
-    for (const NodeFacts* f : ordered) {
-        Node node;
-        node.host = f->endpoint.host;
-        node.port = f->endpoint.port;
-        node.address = node.host + ":" + std::to_string(node.port);
-        node.id = node_id(node.host, node.port);
-        node.primary = f->primary_entry.has_value();
-        if (node.primary) {
-            ++topology.primary_count_;
-            node.config_epoch = topology.primary_count_;
-        }
-        index_of[f->endpoint.key()] = topology.nodes_.size();
-        node.primary_index = topology.nodes_.size();
-        topology.nodes_.push_back(std::move(node));
-    }
-    for (const NodeFacts* f : ordered) {
-        Node& node = topology.nodes_[index_of[f->endpoint.key()]];
-        if (node.primary) {
-            for (const std::string& replica : f->replicas)
-                node.replicas.push_back(index_of[replica]);
-        } else {
-            node.primary_index = index_of[f->primary_of_replica];
-            node.config_epoch = topology.nodes_[node.primary_index].config_epoch;
+    // Each slot's owner, and the ranges of consecutive slots one primary serves.
+    static void assign_owners(Topology& topology, const std::vector<Entry>& entries,
+                              const std::vector<int>& entry_of_slot, Index& index_of) {
+        topology.slot_owner_.resize(kSlotCount);
+        for (std::uint32_t slot = 0; slot < kSlotCount; ++slot) {
+            const Entry& entry = entries[static_cast<std::size_t>(entry_of_slot[slot])];
+            const std::size_t owner = index_of[entry.nodes[0].key()];
+            topology.slot_owner_[slot] = static_cast<std::uint16_t>(owner);
+            if (!topology.ranges_.empty() && topology.ranges_.back().primary == owner) {
+                topology.ranges_.back().last = static_cast<std::uint16_t>(slot);
+            } else {
+                topology.ranges_.push_back(
+                    {static_cast<std::uint16_t>(slot), static_cast<std::uint16_t>(slot), owner});
+            }
         }
     }
 
-    topology.slot_owner_.resize(kSlotCount);
-    for (std::uint32_t slot = 0; slot < kSlotCount; ++slot) {
-        const Entry& entry = entries[static_cast<std::size_t>(entry_of_slot[slot])];
-        const std::size_t owner = index_of[entry.nodes[0].key()];
-        topology.slot_owner_[slot] = static_cast<std::uint16_t>(owner);
-        if (!topology.ranges_.empty() && topology.ranges_.back().primary == owner) {
-            topology.ranges_.back().last = static_cast<std::uint16_t>(slot);
-        } else {
-            topology.ranges_.push_back(
-                {static_cast<std::uint16_t>(slot), static_cast<std::uint16_t>(slot), owner});
+    // This node: "host:port" in the map, or "auto" (the ordinal of the host name).
+    static bool find_self(Topology& topology, std::string_view self_spec, std::string_view hostname,
+                          const Index& index_of, std::string& error) {
+        const std::string_view self = trim(self_spec);
+        if (self.empty()) {
+            error = "--cluster-self is needed: this node's host:port in the map, or auto";
+            return false;
         }
+        if (self == "auto") return find_self_by_ordinal(topology, hostname, error);
+        Endpoint endpoint;
+        if (!parse_endpoint(self, endpoint, error)) {
+            error = "--cluster-self: " + error;
+            return false;
+        }
+        const auto it = index_of.find(endpoint.key());
+        if (it == index_of.end()) {
+            std::string known;
+            for (const Node& node : topology.nodes_) {
+                known += (known.empty() ? "" : ", ") + node.address;
+            }
+            error = "--cluster-self " + endpoint.text() +
+                    " is not in the map (its nodes: " + known + ")";
+            return false;
+        }
+        topology.self_ = it->second;
+        return true;
     }
 
-    // This node.
-    const std::string_view self = trim(self_spec);
-    if (self.empty()) {
-        error = "--cluster-self is needed: this node's host:port in the map, or auto";
-        return std::nullopt;
-    }
-    if (self == "auto") {
+private:
+    static bool find_self_by_ordinal(Topology& topology, std::string_view hostname,
+                                     std::string& error) {
         std::size_t ordinal = 0;
         if (!hostname_ordinal(hostname, ordinal)) {
             error = "--cluster-self auto: the host name '" + std::string(hostname) +
                     "' does not end in -N (a StatefulSet pod such as bloomery-2)";
-            return std::nullopt;
+            return false;
         }
         if (ordinal >= topology.nodes_.size()) {
             error = "--cluster-self auto: host name '" + std::string(hostname) + "' is ordinal " +
                     std::to_string(ordinal) + " but the map has " +
                     std::to_string(topology.nodes_.size()) + " nodes (0-" +
                     std::to_string(topology.nodes_.size() - 1) + ")";
-            return std::nullopt;
+            return false;
         }
         topology.self_ = ordinal;
-        return topology;
+        return true;
     }
-    Endpoint endpoint;
-    if (!parse_endpoint(self, endpoint, error)) {
-        error = "--cluster-self: " + error;
+};
+
+std::optional<Topology> parse_topology(std::string_view slots_spec, std::string_view self_spec,
+                                       std::string_view hostname, std::string& error) {
+    std::vector<Entry> entries;
+    std::vector<int> entry_of_slot;
+    std::map<std::string, NodeFacts> facts;
+    if (!read_entries(slots_spec, entries, error) || !assign_slots(entries, entry_of_slot, error) ||
+        !learn_roles(entries, facts, error)) {
         return std::nullopt;
     }
-    const auto it = index_of.find(endpoint.key());
-    if (it == index_of.end()) {
-        std::string known;
-        for (const Node& node : topology.nodes_) {
-            known += (known.empty() ? "" : ", ") + node.address;
-        }
-        error =
-            "--cluster-self " + endpoint.text() + " is not in the map (its nodes: " + known + ")";
+    Topology topology;
+    TopologyBuilder::Index index_of = TopologyBuilder::place_nodes(topology, facts);
+    TopologyBuilder::assign_owners(topology, entries, entry_of_slot, index_of);
+    if (!TopologyBuilder::find_self(topology, self_spec, hostname, index_of, error)) {
         return std::nullopt;
     }
-    topology.self_ = it->second;
     return topology;
 }
 

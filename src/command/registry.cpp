@@ -242,23 +242,39 @@ enum class Admission {
     run,       // the handler may run
 };
 
-// Looks the command up and runs every check before its handler, writing the
-// error of a refusal. `spec` is set for rejected and run (the subcommand for
-// a container).
-Admission admit(const Registry& registry, Context& ctx, Args argv, const CommandSpec*& spec) {
+// Unknown command: its name and the start of its arguments, bounded.
+void reply_unknown_command(Context& ctx, Args argv) {
+    std::string message = "ERR unknown command '";
+    core::append_printable(message, argv[0], 128);
+    message += "', with args beginning with: ";
+    std::size_t budget = 128;
+    for (std::size_t i = 1; i < argv.size() && budget > 0; ++i) {
+        message += '\'';
+        core::append_printable(message, argv[i], budget);
+        budget -= std::min(budget, argv[i].size());
+        message += "' ";
+    }
+    ctx.out.error(message);
+}
+
+void reply_unknown_subcommand(Context& ctx, const CommandSpec& spec, std::string_view sub) {
+    std::string message = "ERR unknown subcommand '";
+    core::append_printable(message, sub, 128);
+    message += "'. Try ";
+    for (char c : spec.name) {
+        message.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    }
+    message += " HELP.";
+    ctx.out.error(message);
+}
+
+// The command (or subcommand) argv names; replies and returns unknown or
+// rejected if there is none.
+Admission find_command(const Registry& registry, Context& ctx, Args argv,
+                       const CommandSpec*& spec) {
     spec = registry.find(argv[0]);
     if (spec == nullptr) {
-        std::string message = "ERR unknown command '";
-        core::append_printable(message, argv[0], 128);
-        message += "', with args beginning with: ";
-        std::size_t budget = 128;
-        for (std::size_t i = 1; i < argv.size() && budget > 0; ++i) {
-            message += '\'';
-            core::append_printable(message, argv[i], budget);
-            budget -= std::min(budget, argv[i].size());
-            message += "' ";
-        }
-        ctx.out.error(message);
+        reply_unknown_command(ctx, argv);
         return Admission::unknown;
     }
     if (!spec->subcommands.empty() && (argv.size() >= 2 || spec->handler == nullptr)) {
@@ -268,42 +284,100 @@ Admission admit(const Registry& registry, Context& ctx, Args argv, const Command
         }
         const CommandSpec* sub = spec->find_subcommand(argv[1]);
         if (sub == nullptr) {
-            std::string message = "ERR unknown subcommand '";
-            core::append_printable(message, argv[1], 128);
-            message += "'. Try ";
-            for (char c : spec->name) {
-                message.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-            }
-            message += " HELP.";
-            ctx.out.error(message);
+            reply_unknown_subcommand(ctx, *spec, argv[1]);
             spec = nullptr;
             return Admission::unknown;
         }
         spec = sub;
+    }
+    return Admission::run;
+}
+
+// Access control, in Redis's order: after the name and arity checks, NOAUTH
+// before any user's permissions. Allowed commands cost a flag test and a bit
+// test; text is built only for a refusal.
+bool access_allowed(const Acl& acl, Context& ctx, const CommandSpec& spec, Args argv) {
+    if (!acl.is_authenticated(ctx.client) && !spec.no_auth) {
+        ctx.out.error(errors::kNoAuth);
+        return false;
+    }
+    const AclUser& user = acl.user_of(ctx.client);
+    if (!user.may_run(spec)) {
+        ctx.out.error("NOPERM User " + user.name() + " has no permissions to run the '" +
+                      spec.name + "' command");
+        return false;
+    }
+    if (!user.may_access_keys(spec, argv)) {
+        ctx.out.error(errors::kNoPermKey);
+        return false;
+    }
+    return true;
+}
+
+// A replica takes writes only from its primary (whose stream does not come
+// through here); while it loads a primary's snapshot, commands on keys wait
+// for the data. One relaxed load when neither applies.
+bool replica_allows(Context& ctx, const CommandSpec& spec) {
+    const std::uint8_t replication =
+        ctx.server.gate.replication_flags.load(std::memory_order_relaxed);
+    if (replication == 0) return true;
+    if ((replication & kReplicationReplica) != 0 && spec.write) {
+        ctx.out.error(errors::kReadOnlyReplica);
+        return false;
+    }
+    if ((replication & kReplicationLoading) != 0 && spec.first_key > 0) {
+        ctx.out.error(errors::kLoading);
+        return false;
+    }
+    if ((replication & kReplicationUnsynced) != 0 && spec.first_key > 0) {
+        ctx.out.error(errors::kMasterDownUnsynced);
+        return false;
+    }
+    if ((replication & kReplicationStale) != 0 && spec.first_key > 0 &&
+        !ctx.config.replica_serve_stale_data) {
+        ctx.out.error(errors::kMasterDownStale);
+        return false;
+    }
+    return true;
+}
+
+// Redis's order: memory first, then the disk error. Reads and deletes (no
+// denyoom flag) keep working past maxmemory.
+bool resources_allow(Context& ctx, const CommandSpec& spec) {
+    if (spec.denyoom && core::memory_would_exceed(ctx.config.maxmemory)) {
+        ctx.out.error(errors::kOom);
+        return false;
+    }
+    if (!spec.write) return true;
+    if (ctx.config.stop_writes_on_bgsave_error && ctx.server.persistence.snapshot_failing()) {
+        ctx.out.error(errors::kMisconf);
+        return false;
+    }
+    // Unlike snapshots, a journal that cannot write always stops writes:
+    // what it cannot record would be lost silently at the next crash.
+    if (persist::Journal* journal = ctx.server.persistence.journal();
+        journal && journal->failing()) {
+        std::string message(errors::kMisconfJournal);
+        core::append_printable(message, journal->failure(), 400);
+        ctx.out.error(message);
+        return false;
+    }
+    return true;
+}
+
+// Looks the command up and runs every check before its handler, writing the
+// error of a refusal. `spec` is set for rejected and run (the subcommand for
+// a container).
+Admission admit(const Registry& registry, Context& ctx, Args argv, const CommandSpec*& spec) {
+    if (const Admission found = find_command(registry, ctx, argv, spec); found != Admission::run) {
+        return found;
     }
     ctx.client.last_command.store(spec->name.c_str(), std::memory_order_relaxed);
     if (!spec->arity_ok(argv.size())) {
         reply_wrong_arity(ctx, spec->name);
         return Admission::rejected;
     }
-    // Access control, in Redis's order: after the name and arity checks,
-    // NOAUTH before any user's permissions. Allowed commands cost a flag test
-    // and a bit test; text is built only for a refusal.
-    const Acl& acl = registry.acl();
-    if (!acl.is_authenticated(ctx.client) && !spec->no_auth) {
-        ctx.out.error(errors::kNoAuth);
-        return Admission::rejected;
-    }
-    const AclUser& user = acl.user_of(ctx.client);
-    if (!user.may_run(*spec)) {
-        ctx.out.error("NOPERM User " + user.name() + " has no permissions to run the '" +
-                      spec->name + "' command");
-        return Admission::rejected;
-    }
-    if (!user.may_access_keys(*spec, argv)) {
-        ctx.out.error(errors::kNoPermKey);
-        return Admission::rejected;
-    }
+    if (!access_allowed(registry.acl(), ctx, *spec, argv)) return Admission::rejected;
     // Cluster redirection, where Redis checks it: after access control,
     // before the memory and disk checks (a key this node does not serve is
     // redirected, not refused for this node's memory or disk). Without
@@ -312,52 +386,7 @@ Admission admit(const Registry& registry, Context& ctx, Args argv, const Command
     if (ctx.config.cluster_enabled && !cluster_admits(*spec, ctx, argv)) {
         return Admission::rejected;
     }
-    // A replica takes writes only from its primary (whose stream does not
-    // come through here); while it loads a primary's snapshot, commands on
-    // keys wait for the data. One relaxed load when neither applies.
-    if (const std::uint8_t replication =
-            ctx.server.gate.replication_flags.load(std::memory_order_relaxed);
-        replication != 0) {
-        if ((replication & command::kReplicationReplica) != 0 && spec->write) {
-            ctx.out.error(errors::kReadOnlyReplica);
-            return Admission::rejected;
-        }
-        if ((replication & command::kReplicationLoading) != 0 && spec->first_key > 0) {
-            ctx.out.error(errors::kLoading);
-            return Admission::rejected;
-        }
-        if ((replication & command::kReplicationUnsynced) != 0 && spec->first_key > 0) {
-            ctx.out.error(errors::kMasterDownUnsynced);
-            return Admission::rejected;
-        }
-        if ((replication & command::kReplicationStale) != 0 && spec->first_key > 0 &&
-            !ctx.config.replica_serve_stale_data) {
-            ctx.out.error(errors::kMasterDownStale);
-            return Admission::rejected;
-        }
-    }
-    // Redis's order: memory first, then the disk error. Reads and deletes
-    // (no denyoom flag) keep working past maxmemory.
-    if (spec->denyoom && core::memory_would_exceed(ctx.config.maxmemory)) {
-        ctx.out.error(errors::kOom);
-        return Admission::rejected;
-    }
-    if (spec->write && ctx.config.stop_writes_on_bgsave_error &&
-        ctx.server.persistence.snapshot_failing()) {
-        ctx.out.error(errors::kMisconf);
-        return Admission::rejected;
-    }
-    // Unlike snapshots, a journal that cannot write always stops writes:
-    // what it cannot record would be lost silently at the next crash.
-    if (spec->write) {
-        if (persist::Journal* journal = ctx.server.persistence.journal();
-            journal && journal->failing()) {
-            std::string message(errors::kMisconfJournal);
-            core::append_printable(message, journal->failure(), 400);
-            ctx.out.error(message);
-            return Admission::rejected;
-        }
-    }
+    if (!replica_allows(ctx, *spec) || !resources_allow(ctx, *spec)) return Admission::rejected;
     return Admission::run;
 }
 

@@ -63,8 +63,7 @@ public:
     std::string describe() const;
 
 private:
-    friend std::optional<Topology> parse_topology(std::string_view, std::string_view,
-                                                  std::string_view, std::string&);
+    friend class TopologyBuilder;  // parse_topology's steps (topology.cpp)
     std::vector<Node> nodes_;
     std::vector<SlotRange> ranges_;
     std::vector<std::uint16_t> slot_owner_;  // kSlotCount entries
