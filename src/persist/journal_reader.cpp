@@ -19,6 +19,7 @@
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "journal_format.hpp"
+#include "journal_records.hpp"
 #include "snapshot_format.hpp"
 
 namespace bloomery::persist {
@@ -28,251 +29,16 @@ using format::errno_text;
 using format::get_u32;
 using format::get_u64;
 
+using journal_records::decode;
+using journal_records::Decoded;
+using journal_records::MappedFile;
+using journal_records::next_record;
+using journal_records::parse_segment_header;
+using journal_records::Record;
+using journal_records::Scan;
+using journal_records::SegmentHeader;
+
 namespace {
-
-// A whole segment file, mapped read-only.
-class MappedFile {
-public:
-    bool open(const std::string& path, std::string& error) {
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            error = path + ": cannot open: " + errno_text(errno);
-            return false;
-        }
-        struct stat st {};
-        if (::fstat(fd, &st) != 0) {
-            error = path + ": cannot stat: " + errno_text(errno);
-            ::close(fd);
-            return false;
-        }
-        size_ = static_cast<std::size_t>(st.st_size);
-        if (size_ != 0) {
-            void* data = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-            if (data == MAP_FAILED) {
-                error = path + ": cannot map: " + errno_text(errno);
-                ::close(fd);
-                return false;
-            }
-            ::madvise(data, size_, MADV_SEQUENTIAL);
-            data_ = static_cast<const unsigned char*>(data);
-        }
-        ::close(fd);
-        return true;
-    }
-    ~MappedFile() {
-        if (data_ != nullptr) ::munmap(const_cast<unsigned char*>(data_), size_);
-    }
-    const unsigned char* data() const { return data_; }
-    std::size_t size() const { return size_; }
-
-private:
-    const unsigned char* data_ = nullptr;
-    std::size_t size_ = 0;
-};
-
-struct SegmentHeader {
-    std::uint64_t id = 0;
-    std::uint64_t start = 0;
-};
-
-bool parse_segment_header(const MappedFile& file, const std::string& path, SegmentHeader& out,
-                          std::string& error) {
-    if (file.size() < jf::kSegmentHeaderBytes) {
-        error = path + ": " + std::to_string(file.size()) +
-                " bytes, shorter than a journal header (" +
-                std::to_string(jf::kSegmentHeaderBytes) + ")";
-        return false;
-    }
-    const unsigned char* in = file.data();
-    if (std::memcmp(in, jf::kMagic, 8) != 0) {
-        error = path + ": not a bloomery journal (bad magic)";
-        return false;
-    }
-    if (get_u32(in + 8) != jf::kVersion) {
-        error = path + ": journal format version " + std::to_string(get_u32(in + 8)) +
-                " is not supported (this build reads " + std::to_string(jf::kVersion) + ")";
-        return false;
-    }
-    if (get_u64(in + 32) != XXH64(in, 32, 0)) {
-        error = path + ": journal header checksum mismatch";
-        return false;
-    }
-    out.id = get_u64(in + 16);
-    out.start = get_u64(in + 24);
-    return true;
-}
-
-// One record, as framed; body points into the mapping.
-struct Record {
-    std::uint8_t type;
-    const unsigned char* body;
-    std::size_t body_size;
-    std::uint64_t file_offset;  // of the record's first byte
-};
-
-enum class Scan { ok, torn, corrupt };
-
-// A record's frame at `pos` when it fits in [pos, size): length, type,
-// body, checksum. No check of the body.
-bool frame_at(const unsigned char* base, std::size_t size, std::size_t pos, Record& out) {
-    if (size - pos < jf::kRecordOverhead) return false;
-    const std::uint64_t body = get_u32(base + pos);
-    if (body > jf::kMaxRecordBody || body > size - pos - jf::kRecordOverhead) return false;
-    out = Record{base[pos + 4], base + pos + 5, static_cast<std::size_t>(body), pos};
-    return true;
-}
-
-bool checksum_ok(const unsigned char* base, const Record& record) {
-    const std::size_t pos = record.file_offset;
-    return get_u64(base + pos + 5 + record.body_size) == XXH64(base + pos, 5 + record.body_size, 0);
-}
-
-// A cursor over a record's body that refuses to read past it.
-class Body {
-public:
-    explicit Body(const Record& record) : at_(record.body), end_(record.body + record.body_size) {}
-    bool u8(std::uint8_t& v) {
-        if (end_ - at_ < 1) return false;
-        v = *at_++;
-        return true;
-    }
-    bool u32(std::uint32_t& v) {
-        if (end_ - at_ < 4) return false;
-        v = get_u32(at_);
-        at_ += 4;
-        return true;
-    }
-    bool u64(std::uint64_t& v) {
-        if (end_ - at_ < 8) return false;
-        v = get_u64(at_);
-        at_ += 8;
-        return true;
-    }
-    bool bytes(std::string_view& v) {
-        std::uint32_t n;
-        if (!u32(n) || static_cast<std::size_t>(end_ - at_) < n) return false;
-        v = std::string_view(reinterpret_cast<const char*>(at_), n);
-        at_ += n;
-        return true;
-    }
-    bool done() const { return at_ == end_; }
-    std::size_t left() const { return static_cast<std::size_t>(end_ - at_); }
-
-private:
-    const unsigned char* at_;
-    const unsigned char* end_;
-};
-
-// A record's body decoded.
-struct Decoded {
-    std::string_view key, other, data;
-    std::int64_t deadline = 0;
-    std::uint64_t filter_id = 0;
-    std::int64_t iter = 0;
-    std::uint32_t count = 0;
-    const unsigned char* adds = nullptr;
-};
-
-bool decode(const Record& record, Decoded& d, std::string& why) {
-    Body body(record);
-    std::uint64_t v = 0;
-    bool ok = false;
-    switch (record.type) {
-        case jf::kCreate:
-            ok = body.bytes(d.key) && body.u64(v) && body.u64(d.filter_id) && body.bytes(d.data) &&
-                 d.filter_id <= bloom::ScalableFilter::kMaxFilterId;
-            d.deadline = static_cast<std::int64_t>(v);
-            break;
-        case jf::kAdd:
-            ok = body.u64(d.filter_id) && body.u32(d.count) && d.count != 0 &&
-                 d.filter_id <= bloom::ScalableFilter::kMaxFilterId &&
-                 body.left() == std::uint64_t{d.count} * jf::kAddEntryBytes;
-            if (ok) {
-                d.adds = record.body + 12;
-                return true;
-            }
-            break;
-        case jf::kDelete:
-            ok = body.bytes(d.key);
-            break;
-        case jf::kRename:
-            ok = body.bytes(d.key) && body.bytes(d.other);
-            break;
-        case jf::kExpire:
-            ok = body.bytes(d.key) && body.u64(v);
-            d.deadline = static_cast<std::int64_t>(v);
-            break;
-        case jf::kFlushAll:
-        case jf::kPing:
-            ok = true;
-            break;
-        case jf::kChunk:
-            ok = body.u64(d.filter_id) && body.u64(v) && body.bytes(d.data) &&
-                 d.filter_id <= bloom::ScalableFilter::kMaxFilterId;
-            d.iter = static_cast<std::int64_t>(v);
-            break;
-        default:
-            why = "unknown record type " + std::to_string(record.type);
-            return false;
-    }
-    if (!ok || !body.done()) {
-        why = std::string("malformed ") + jf::type_name(record.type) + " record";
-        return false;
-    }
-    return true;
-}
-
-// Whether a whole, valid record (its body decodes and its checksum holds)
-// starts anywhere in (from, size): a crash leaves nothing valid after the
-// record it cut short.
-bool valid_record_after(const unsigned char* base, std::size_t size, std::size_t from) {
-    for (std::size_t q = from + 1; q + jf::kRecordOverhead <= size; ++q) {
-        Record record{};
-        if (!frame_at(base, size, q, record)) continue;
-        Decoded decoded;
-        std::string why;
-        // Cheap checks first (type, lengths inside the body), the hash last.
-        if (decode(record, decoded, why) && checksum_ok(base, record)) return true;
-    }
-    return false;
-}
-
-// Reads the record at `pos`. torn: only what a crash can leave, a last
-// record the file ends inside of (shorter than its length says) with no
-// valid record after it. corrupt: anything else that is not a valid record
-// (a bad checksum, a length that runs past the end with records after it,
-// zeros where a record should be).
-Scan next_record(const unsigned char* base, std::size_t size, std::size_t pos, Record& out,
-                 std::string& why) {
-    const std::size_t left = size - pos;
-    if (!frame_at(base, size, pos, out)) {
-        const bool header_cut = left < jf::kRecordOverhead;
-        if (!header_cut && get_u32(base + pos) > jf::kMaxRecordBody) {
-            why = "a record length of " + std::to_string(get_u32(base + pos)) +
-                  " bytes, above the limit";
-            return Scan::corrupt;
-        }
-        if (valid_record_after(base, size, pos)) {
-            why = header_cut ? "a record header cut short before valid records"
-                             : "a record length that runs past the end of the file, with "
-                               "valid records after it";
-            return Scan::corrupt;
-        }
-        why = header_cut ? "the file ends inside a record header"
-                         : "the file ends inside a record of " +
-                               std::to_string(get_u32(base + pos)) + " bytes";
-        return Scan::torn;
-    }
-    if (!checksum_ok(base, out)) {
-        why = "record checksum mismatch";
-        return Scan::corrupt;
-    }
-    return Scan::ok;
-}
-
-Scan next_record(const MappedFile& file, std::size_t pos, Record& out, std::string& why) {
-    return next_record(file.data(), file.size(), pos, out, why);
-}
 
 // Applies records to a keyspace, finding filters by the id they were
 // journaled under. Every record is redone as it says (keyspace.hpp's write
@@ -407,30 +173,25 @@ std::vector<SegmentFile> list_segments(const std::string& dir, const std::string
     return out;
 }
 
-}  // namespace
-
-bool replay_journal(const std::string& dir, const std::string& basename, bool have_snapshot,
-                    std::uint64_t snapshot_id, std::uint64_t snapshot_position,
-                    store::Keyspace& keyspace, ReplayStats& stats, std::string& error) {
-    const auto began = std::chrono::steady_clock::now();
-    std::vector<SegmentFile> segments = list_segments(dir, basename);
-    // Read every header; keep the segments of the snapshot's journal (or,
-    // without a snapshot, of the one journal there is).
-    // A crash while a segment was being created can leave the newest one
-    // shorter than its header (nothing was ever appended to it): drop it.
-    if (!segments.empty()) {
-        std::error_code ec;
-        const SegmentFile& newest = segments.back();
-        const auto size = std::filesystem::file_size(newest.path, ec);
-        if (!ec && size < jf::kSegmentHeaderBytes) {
-            spdlog::warn(
-                "journal: {} is {} bytes, a segment cut short while it was created; "
-                "removing it",
-                newest.path, size);
-            std::filesystem::remove(newest.path, ec);
-            segments.pop_back();
-        }
+// A crash while a segment was being created can leave the newest one
+// shorter than its header (nothing was ever appended to it): drop it.
+void drop_unfinished_newest(std::vector<SegmentFile>& segments) {
+    if (segments.empty()) return;
+    std::error_code ec;
+    const SegmentFile& newest = segments.back();
+    const auto size = std::filesystem::file_size(newest.path, ec);
+    if (!ec && size < jf::kSegmentHeaderBytes) {
+        spdlog::warn(
+            "journal: {} is {} bytes, a segment cut short while it was created; "
+            "removing it",
+            newest.path, size);
+        std::filesystem::remove(newest.path, ec);
+        segments.pop_back();
     }
+}
+
+// Every segment's header, checked against its name.
+bool read_headers(std::vector<SegmentFile>& segments, std::string& error) {
     for (SegmentFile& segment : segments) {
         MappedFile file;
         if (!file.open(segment.path, error) ||
@@ -444,16 +205,19 @@ bool replay_journal(const std::string& dir, const std::string& basename, bool ha
             return false;
         }
     }
-    std::uint64_t id = snapshot_id;
-    if (!have_snapshot && !segments.empty()) id = segments.front().header.id;
+    return true;
+}
+
+// The segments of journal `id`. Those of another history (written before
+// the snapshot was made without a journal, or by another server) are
+// renamed aside, never replayed.
+std::vector<SegmentFile> segments_of(std::vector<SegmentFile>& segments, std::uint64_t id) {
     std::vector<SegmentFile> ours;
     for (SegmentFile& segment : segments) {
         if (segment.header.id == id) {
             ours.push_back(std::move(segment));
             continue;
         }
-        // Another history (written before the snapshot was made without a
-        // journal, or by another server): kept aside, never replayed.
         const std::string aside = segment.path + ".stale";
         std::error_code ec;
         std::filesystem::rename(segment.path, aside, ec);
@@ -462,6 +226,87 @@ bool replay_journal(const std::string& dir, const std::string& basename, bool ha
             "loaded",
             segment.path, aside);
     }
+    return ours;
+}
+
+// Applies one decoded record; false with `why` if it cannot be (out of
+// memory counts as such).
+bool apply_record(Applier& applier, const Record& record, const Decoded& decoded,
+                  std::string& why) {
+    try {
+        return applier.apply(record.type, decoded, why);
+    } catch (const std::bad_alloc&) {
+        why = std::string("out of memory applying a ") + jf::type_name(record.type) + " record";
+    } catch (const std::length_error&) {
+        why = std::string("out of memory applying a ") + jf::type_name(record.type) + " record";
+    }
+    return false;
+}
+
+// Replays one segment: the records at or past `snapshot_position` are
+// applied, the others counted as skipped. A torn record ends the last
+// segment (the file is cut there). `end` gets the stream offset it reached.
+bool replay_segment(const SegmentFile& segment, bool last, std::uint64_t snapshot_position,
+                    Applier& applier, ReplayStats& stats, std::uint64_t& end, std::string& error) {
+    MappedFile file;
+    if (!file.open(segment.path, error)) return false;
+    std::size_t pos = jf::kSegmentHeaderBytes;
+    while (pos < file.size()) {
+        Record record{};
+        std::string why;
+        const Scan scan = next_record(file, pos, record, why);
+        const std::uint64_t offset = segment.start + (pos - jf::kSegmentHeaderBytes);
+        if (scan == Scan::torn && last) {
+            stats.truncated_bytes = file.size() - pos;
+            spdlog::warn(
+                "journal: {}: {} at offset {} (file byte {}); cutting {} bytes off the end "
+                "(a crash during a write)",
+                segment.path, why, offset, pos, stats.truncated_bytes);
+            if (::truncate(segment.path.c_str(), static_cast<off_t>(pos)) != 0) {
+                error = segment.path + ": cannot truncate the torn record: " + errno_text(errno);
+                return false;
+            }
+            break;
+        }
+        if (scan != Scan::ok) {
+            error = segment.path + ": offset " + std::to_string(offset) + " (file byte " +
+                    std::to_string(pos) + "): " + why + "; run bloomery --check-journal on it";
+            return false;
+        }
+        Decoded decoded;
+        if (!decode(record, decoded, why)) {
+            error = segment.path + ": offset " + std::to_string(offset) + ": " + why;
+            return false;
+        }
+        if (offset >= snapshot_position) {
+            if (!apply_record(applier, record, decoded, why)) {
+                error = segment.path + ": offset " + std::to_string(offset) + ": " + why;
+                return false;
+            }
+            ++stats.records;
+        } else {
+            ++stats.skipped;
+        }
+        pos += jf::kRecordOverhead + record.body_size;
+    }
+    end = segment.start + (std::min<std::size_t>(pos, file.size()) - jf::kSegmentHeaderBytes);
+    return true;
+}
+
+}  // namespace
+
+bool replay_journal(const std::string& dir, const std::string& basename, bool have_snapshot,
+                    std::uint64_t snapshot_id, std::uint64_t snapshot_position,
+                    store::Keyspace& keyspace, ReplayStats& stats, std::string& error) {
+    const auto began = std::chrono::steady_clock::now();
+    // Read every header; keep the segments of the snapshot's journal (or,
+    // without a snapshot, of the one journal there is).
+    std::vector<SegmentFile> segments = list_segments(dir, basename);
+    drop_unfinished_newest(segments);
+    if (!read_headers(segments, error)) return false;
+    std::uint64_t id = snapshot_id;
+    if (!have_snapshot && !segments.empty()) id = segments.front().header.id;
+    const std::vector<SegmentFile> ours = segments_of(segments, id);
     stats = ReplayStats{};
     stats.id = id;
     stats.end = snapshot_position;
@@ -489,60 +334,10 @@ bool replay_journal(const std::string& dir, const std::string& basename, bool ha
                     " but the segment before it ends at " + std::to_string(expected_start);
             return false;
         }
-        MappedFile file;
-        if (!file.open(segment.path, error)) return false;
-        std::size_t pos = jf::kSegmentHeaderBytes;
-        while (pos < file.size()) {
-            Record record{};
-            std::string why;
-            const Scan scan = next_record(file, pos, record, why);
-            const std::uint64_t offset = segment.start + (pos - jf::kSegmentHeaderBytes);
-            if (scan == Scan::torn && last) {
-                stats.truncated_bytes = file.size() - pos;
-                spdlog::warn(
-                    "journal: {}: {} at offset {} (file byte {}); cutting {} bytes off the end "
-                    "(a crash during a write)",
-                    segment.path, why, offset, pos, stats.truncated_bytes);
-                if (::truncate(segment.path.c_str(), static_cast<off_t>(pos)) != 0) {
-                    error =
-                        segment.path + ": cannot truncate the torn record: " + errno_text(errno);
-                    return false;
-                }
-                break;
-            }
-            if (scan != Scan::ok) {
-                error = segment.path + ": offset " + std::to_string(offset) + " (file byte " +
-                        std::to_string(pos) + "): " + why + "; run bloomery --check-journal on it";
-                return false;
-            }
-            Decoded decoded;
-            if (!decode(record, decoded, why)) {
-                error = segment.path + ": offset " + std::to_string(offset) + ": " + why;
-                return false;
-            }
-            if (offset >= snapshot_position) {
-                bool applied = false;
-                try {
-                    applied = applier.apply(record.type, decoded, why);
-                } catch (const std::bad_alloc&) {
-                    why = std::string("out of memory applying a ") + jf::type_name(record.type) +
-                          " record";
-                } catch (const std::length_error&) {
-                    why = std::string("out of memory applying a ") + jf::type_name(record.type) +
-                          " record";
-                }
-                if (!applied) {
-                    error = segment.path + ": offset " + std::to_string(offset) + ": " + why;
-                    return false;
-                }
-                ++stats.records;
-            } else {
-                ++stats.skipped;
-            }
-            pos += jf::kRecordOverhead + record.body_size;
+        std::uint64_t end = 0;
+        if (!replay_segment(segment, last, snapshot_position, applier, stats, end, error)) {
+            return false;
         }
-        const std::uint64_t end =
-            segment.start + (std::min<std::size_t>(pos, file.size()) - jf::kSegmentHeaderBytes);
         expected_start = end;
         ++stats.segments;
         if (last) {

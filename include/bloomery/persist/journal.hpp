@@ -40,6 +40,7 @@
 // Thread safety: every member may be called from any thread.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -195,7 +196,25 @@ private:
     // Under mutex_: true (and the writer marked awake) if it sleeps; the
     // caller then notifies wake_.
     bool claim_idle_writer();
+    // The writer thread: rounds of wait, take, write, sync, settle.
     void run();
+    // What the writer remembers from one round to the next.
+    struct WriterRound {
+        std::size_t released = 0;                           // replies the last fdatasync let go
+        std::int64_t last_sync_us = 0;                      // how long it took
+        std::chrono::steady_clock::time_point last_take{};  // threads' buffers last taken
+    };
+    // Under mutex_ (`lock`): waits until there are records to write, a
+    // rotation, a stop, or an everysec fdatasync due.
+    void wait_for_records(std::unique_lock<std::mutex>& lock, const WriterRound& round);
+    // Outside mutex_: writes what was taken, fdatasyncs if due, rotates if
+    // asked. False if a write or fdatasync failed.
+    bool write_and_sync(bool stopping, bool rotating, WriterRound& round);
+    // Under mutex_: the round's outcome for the failure state and rotate().
+    void settle_round(bool ok, bool rotating);
+    // Under mutex_ (`lock`): false when the writer is done; backs off after a
+    // failure.
+    bool another_round(std::unique_lock<std::mutex>& lock, bool ok, bool stopping);
     bool open_segment(std::uint64_t start, std::string& error);  // writer thread or open()
     bool write_unwritten();
     bool sync();

@@ -1,0 +1,199 @@
+#include <xxhash.h>
+
+#include <cstring>
+#include <string>
+
+#include "bloomery/bloom/scalable_filter.hpp"
+#include "journal_format.hpp"
+#include "journal_records.hpp"
+#include "snapshot_format.hpp"
+
+namespace bloomery::persist::journal_records {
+
+namespace jf = journal_format;
+using format::get_u32;
+using format::get_u64;
+
+bool parse_segment_header(const MappedFile& file, const std::string& path, SegmentHeader& out,
+                          std::string& error) {
+    if (file.size() < jf::kSegmentHeaderBytes) {
+        error = path + ": " + std::to_string(file.size()) +
+                " bytes, shorter than a journal header (" +
+                std::to_string(jf::kSegmentHeaderBytes) + ")";
+        return false;
+    }
+    const unsigned char* in = file.data();
+    if (std::memcmp(in, jf::kMagic, 8) != 0) {
+        error = path + ": not a bloomery journal (bad magic)";
+        return false;
+    }
+    if (get_u32(in + 8) != jf::kVersion) {
+        error = path + ": journal format version " + std::to_string(get_u32(in + 8)) +
+                " is not supported (this build reads " + std::to_string(jf::kVersion) + ")";
+        return false;
+    }
+    if (get_u64(in + 32) != XXH64(in, 32, 0)) {
+        error = path + ": journal header checksum mismatch";
+        return false;
+    }
+    out.id = get_u64(in + 16);
+    out.start = get_u64(in + 24);
+    return true;
+}
+
+namespace {
+
+// A record's frame at `pos` when it fits in [pos, size): length, type,
+// body, checksum. No check of the body.
+bool frame_at(const unsigned char* base, std::size_t size, std::size_t pos, Record& out) {
+    if (size - pos < jf::kRecordOverhead) return false;
+    const std::uint64_t body = get_u32(base + pos);
+    if (body > jf::kMaxRecordBody || body > size - pos - jf::kRecordOverhead) return false;
+    out = Record{base[pos + 4], base + pos + 5, static_cast<std::size_t>(body), pos};
+    return true;
+}
+
+bool checksum_ok(const unsigned char* base, const Record& record) {
+    const std::size_t pos = record.file_offset;
+    return get_u64(base + pos + 5 + record.body_size) == XXH64(base + pos, 5 + record.body_size, 0);
+}
+
+// A cursor over a record's body that refuses to read past it.
+class Body {
+public:
+    explicit Body(const Record& record) : at_(record.body), end_(record.body + record.body_size) {}
+    bool u8(std::uint8_t& v) {
+        if (end_ - at_ < 1) return false;
+        v = *at_++;
+        return true;
+    }
+    bool u32(std::uint32_t& v) {
+        if (end_ - at_ < 4) return false;
+        v = get_u32(at_);
+        at_ += 4;
+        return true;
+    }
+    bool u64(std::uint64_t& v) {
+        if (end_ - at_ < 8) return false;
+        v = get_u64(at_);
+        at_ += 8;
+        return true;
+    }
+    bool bytes(std::string_view& v) {
+        std::uint32_t n;
+        if (!u32(n) || static_cast<std::size_t>(end_ - at_) < n) return false;
+        v = std::string_view(reinterpret_cast<const char*>(at_), n);
+        at_ += n;
+        return true;
+    }
+    bool done() const { return at_ == end_; }
+    std::size_t left() const { return static_cast<std::size_t>(end_ - at_); }
+
+private:
+    const unsigned char* at_;
+    const unsigned char* end_;
+};
+
+}  // namespace
+
+bool decode(const Record& record, Decoded& d, std::string& why) {
+    Body body(record);
+    std::uint64_t v = 0;
+    bool ok = false;
+    switch (record.type) {
+        case jf::kCreate:
+            ok = body.bytes(d.key) && body.u64(v) && body.u64(d.filter_id) && body.bytes(d.data) &&
+                 d.filter_id <= bloom::ScalableFilter::kMaxFilterId;
+            d.deadline = static_cast<std::int64_t>(v);
+            break;
+        case jf::kAdd:
+            ok = body.u64(d.filter_id) && body.u32(d.count) && d.count != 0 &&
+                 d.filter_id <= bloom::ScalableFilter::kMaxFilterId &&
+                 body.left() == std::uint64_t{d.count} * jf::kAddEntryBytes;
+            if (ok) {
+                d.adds = record.body + 12;
+                return true;
+            }
+            break;
+        case jf::kDelete:
+            ok = body.bytes(d.key);
+            break;
+        case jf::kRename:
+            ok = body.bytes(d.key) && body.bytes(d.other);
+            break;
+        case jf::kExpire:
+            ok = body.bytes(d.key) && body.u64(v);
+            d.deadline = static_cast<std::int64_t>(v);
+            break;
+        case jf::kFlushAll:
+        case jf::kPing:
+            ok = true;
+            break;
+        case jf::kChunk:
+            ok = body.u64(d.filter_id) && body.u64(v) && body.bytes(d.data) &&
+                 d.filter_id <= bloom::ScalableFilter::kMaxFilterId;
+            d.iter = static_cast<std::int64_t>(v);
+            break;
+        default:
+            why = "unknown record type " + std::to_string(record.type);
+            return false;
+    }
+    if (!ok || !body.done()) {
+        why = std::string("malformed ") + jf::type_name(record.type) + " record";
+        return false;
+    }
+    return true;
+}
+
+namespace {
+
+// Whether a whole, valid record (its body decodes and its checksum holds)
+// starts anywhere in (from, size): a crash leaves nothing valid after the
+// record it cut short.
+bool valid_record_after(const unsigned char* base, std::size_t size, std::size_t from) {
+    for (std::size_t q = from + 1; q + jf::kRecordOverhead <= size; ++q) {
+        Record record{};
+        if (!frame_at(base, size, q, record)) continue;
+        Decoded decoded;
+        std::string why;
+        // Cheap checks first (type, lengths inside the body), the hash last.
+        if (decode(record, decoded, why) && checksum_ok(base, record)) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+Scan next_record(const unsigned char* base, std::size_t size, std::size_t pos, Record& out,
+                 std::string& why) {
+    const std::size_t left = size - pos;
+    if (!frame_at(base, size, pos, out)) {
+        const bool header_cut = left < jf::kRecordOverhead;
+        if (!header_cut && get_u32(base + pos) > jf::kMaxRecordBody) {
+            why = "a record length of " + std::to_string(get_u32(base + pos)) +
+                  " bytes, above the limit";
+            return Scan::corrupt;
+        }
+        if (valid_record_after(base, size, pos)) {
+            why = header_cut ? "a record header cut short before valid records"
+                             : "a record length that runs past the end of the file, with "
+                               "valid records after it";
+            return Scan::corrupt;
+        }
+        why = header_cut ? "the file ends inside a record header"
+                         : "the file ends inside a record of " +
+                               std::to_string(get_u32(base + pos)) + " bytes";
+        return Scan::torn;
+    }
+    if (!checksum_ok(base, out)) {
+        why = "record checksum mismatch";
+        return Scan::corrupt;
+    }
+    return Scan::ok;
+}
+
+Scan next_record(const MappedFile& file, std::size_t pos, Record& out, std::string& why) {
+    return next_record(file.data(), file.size(), pos, out, why);
+}
+
+}  // namespace bloomery::persist::journal_records

@@ -1,0 +1,104 @@
+#pragma once
+// Reading journal segments: the mapped file, its header, each record's frame
+// and body (journal_records.cpp). Shared by replay, the replica's stream and
+// --check-journal (journal_reader.cpp).
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "snapshot_format.hpp"
+
+namespace bloomery::persist::journal_records {
+
+// A whole segment file, mapped read-only.
+class MappedFile {
+public:
+    bool open(const std::string& path, std::string& error) {
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            error = path + ": cannot open: " + format::errno_text(errno);
+            return false;
+        }
+        struct stat st {};
+        if (::fstat(fd, &st) != 0) {
+            error = path + ": cannot stat: " + format::errno_text(errno);
+            ::close(fd);
+            return false;
+        }
+        size_ = static_cast<std::size_t>(st.st_size);
+        if (size_ != 0) {
+            void* data = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+            if (data == MAP_FAILED) {
+                error = path + ": cannot map: " + format::errno_text(errno);
+                ::close(fd);
+                return false;
+            }
+            ::madvise(data, size_, MADV_SEQUENTIAL);
+            data_ = static_cast<const unsigned char*>(data);
+        }
+        ::close(fd);
+        return true;
+    }
+    ~MappedFile() {
+        if (data_ != nullptr) ::munmap(const_cast<unsigned char*>(data_), size_);
+    }
+    const unsigned char* data() const { return data_; }
+    std::size_t size() const { return size_; }
+
+private:
+    const unsigned char* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+struct SegmentHeader {
+    std::uint64_t id = 0;
+    std::uint64_t start = 0;
+};
+
+// The header of a segment: magic, version, checksum; false with `error`
+// naming `path` otherwise.
+bool parse_segment_header(const MappedFile& file, const std::string& path, SegmentHeader& out,
+                          std::string& error);
+
+// One record, as framed; body points into the mapping.
+struct Record {
+    std::uint8_t type;
+    const unsigned char* body;
+    std::size_t body_size;
+    std::uint64_t file_offset;  // of the record's first byte
+};
+
+enum class Scan { ok, torn, corrupt };
+
+// A record's body decoded.
+struct Decoded {
+    std::string_view key, other, data;
+    std::int64_t deadline = 0;
+    std::uint64_t filter_id = 0;
+    std::int64_t iter = 0;
+    std::uint32_t count = 0;
+    const unsigned char* adds = nullptr;
+};
+
+// Decodes a record's body by its type; false with `why` if it does not hold
+// what its type says.
+bool decode(const Record& record, Decoded& d, std::string& why);
+
+// Reads the record at `pos`. torn: only what a crash can leave, a last
+// record the file ends inside of (shorter than its length says) with no
+// valid record after it. corrupt: anything else that is not a valid record
+// (a bad checksum, a length that runs past the end with records after it,
+// zeros where a record should be).
+Scan next_record(const unsigned char* base, std::size_t size, std::size_t pos, Record& out,
+                 std::string& why);
+Scan next_record(const MappedFile& file, std::size_t pos, Record& out, std::string& why);
+
+}  // namespace bloomery::persist::journal_records

@@ -1,0 +1,422 @@
+// The validating snapshot parser (format: proto/snapshot.md), shared by
+// load_snapshot() and check_snapshot().
+//
+// Trust nothing: every length is checked against the bytes left in the file
+// before anything is allocated for it, every range before it reaches the bloom
+// code, and the data is only handed over once the whole-file checksum matched.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <functional>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "bloomery/bloom/bounds.hpp"
+#include "bloomery/persist/snapshot.hpp"
+#include "snapshot_format.hpp"
+#include "snapshot_parse.hpp"
+
+namespace bloomery::persist::snapshot_parse {
+namespace {
+
+// Thrown inside the parser only, caught at the API boundary: a parse has many
+// nested reads, each of which can fail.
+struct ParseFailure {
+    std::string message;  // without the "PATH: " prefix
+};
+
+class FileSource {
+public:
+    FileSource(int fd, std::uint64_t file_size) : fd_(fd), file_size_(file_size) {
+        // No bigger than the file (plus one byte to see the end in one read):
+        // small files are checked often (tests, fuzzing) and a zero-filled
+        // 1 MiB per open would dominate their cost.
+        const std::uint64_t wanted = file_size + 1;
+        buffer_.resize(wanted < format::kIoBufferBytes ? static_cast<std::size_t>(wanted)
+                                                       : format::kIoBufferBytes);
+    }
+
+    std::uint64_t offset() const { return offset_; }
+    // Bytes after the current offset, by the size the file had when opened.
+    std::uint64_t remaining() const { return offset_ < file_size_ ? file_size_ - offset_ : 0; }
+
+    // Fills `out` with the next `size` bytes, hashing them into both the record
+    // and the file checksum. Returns false at end of file; throws on I/O errors.
+    bool read(void* out, std::size_t size) {
+        auto* dest = static_cast<unsigned char*>(out);
+        std::size_t left = size;
+        while (left > 0) {
+            if (position_ == filled_ && !refill()) return false;
+            const std::size_t available = filled_ - position_;
+            const std::size_t take = left < available ? left : available;
+            std::memcpy(dest, buffer_.data() + position_, take);
+            position_ += take;
+            dest += take;
+            left -= take;
+        }
+        record_hash_.update(out, size);
+        file_hash_.update(out, size);
+        offset_ += size;
+        return true;
+    }
+
+    // True if no byte follows the current offset.
+    bool at_end() { return position_ == filled_ && !refill(); }
+
+    void begin_record() { record_hash_.reset(); }
+    std::uint64_t record_checksum() const { return record_hash_.digest(); }
+    std::uint64_t file_checksum() const { return file_hash_.digest(); }
+
+private:
+    bool refill() {
+        for (;;) {
+            const ssize_t n = ::read(fd_, buffer_.data(), buffer_.size());
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) {
+                throw ParseFailure{"read error at offset " + std::to_string(offset_) + ": " +
+                                   format::errno_text(errno)};
+            }
+            position_ = 0;
+            filled_ = static_cast<std::size_t>(n);
+            return n > 0;
+        }
+    }
+
+    int fd_;
+    std::uint64_t file_size_;
+    std::uint64_t offset_ = 0;
+    std::vector<unsigned char> buffer_;
+    std::size_t position_ = 0;
+    std::size_t filled_ = 0;
+    format::Xxh64 record_hash_;
+    format::Xxh64 file_hash_;
+};
+
+class Parser {
+public:
+    Parser(FileSource& source, const ParseHooks& hooks) : in_(source), hooks_(hooks) {}
+
+    void parse() {
+        parse_header();
+        std::uint64_t records = 0;
+        for (;;) {
+            in_.begin_record();
+            const std::uint64_t record_offset = in_.offset();
+            context_ = Context{};
+            const std::uint8_t type = read_u8();
+            if (type == format::kRecordEnd) {
+                parse_end(records);
+                return;
+            }
+            ++records;
+            context_.record = records;
+            if (type != format::kRecordFilter) {
+                char hex[8];
+                std::snprintf(hex, sizeof hex, "0x%02x", type);
+                fail_at(record_offset, std::string("unknown record type ") + hex);
+            }
+            parse_filter_record(records, record_offset);
+        }
+    }
+
+private:
+    struct Context {
+        std::uint64_t record = 0;  // 0: not inside a filter record
+        const std::string* key = nullptr;
+        bool in_end_record = false;
+    };
+
+    [[noreturn]] void fail_at(std::uint64_t offset, const std::string& reason) const {
+        std::string where;
+        if (context_.record != 0) {
+            where = "record " + std::to_string(context_.record);
+            if (context_.key) where += " (key " + format::printable_key(*context_.key) + ")";
+            where += " at offset ";
+        } else if (context_.in_end_record) {
+            where = "end of file record at offset ";
+        } else {
+            where = "header at offset ";
+        }
+        throw ParseFailure{where + std::to_string(offset) + ": " + reason};
+    }
+
+    void read_exact(void* out, std::size_t size) {
+        const std::uint64_t at = in_.offset();
+        if (!in_.read(out, size)) {
+            fail_at(at, "unexpected end of file (truncated)");
+        }
+    }
+    std::uint8_t read_u8() {
+        unsigned char b;
+        read_exact(&b, 1);
+        return b;
+    }
+    std::uint32_t read_u32() {
+        unsigned char b[4];
+        read_exact(b, 4);
+        return format::get_u32(b);
+    }
+    std::uint64_t read_u64() {
+        unsigned char b[8];
+        read_exact(b, 8);
+        return format::get_u64(b);
+    }
+    double read_f64() { return std::bit_cast<double>(read_u64()); }
+
+    void parse_header() {
+        unsigned char magic[format::kMagicBytes];
+        if (!in_.read(magic, sizeof magic)) {
+            throw ParseFailure{"not a bloomery snapshot (shorter than its magic)"};
+        }
+        if (std::memcmp(magic, kSnapshotMagic, format::kMagicBytes) != 0) {
+            throw ParseFailure{"not a bloomery snapshot (bad magic)"};
+        }
+        FileHeader header;
+        header.version = read_u32();
+        if (header.version < kOldestSnapshotFormatVersion ||
+            header.version > kSnapshotFormatVersion) {
+            fail_at(8, "unsupported snapshot format version " + std::to_string(header.version) +
+                           " (this build reads versions " +
+                           std::to_string(kOldestSnapshotFormatVersion) + " to " +
+                           std::to_string(kSnapshotFormatVersion) + ")");
+        }
+        version_ = header.version;
+        header.created_at_ms = static_cast<std::int64_t>(read_u64());
+        if (version_ >= 3) {
+            header.journal_id = read_u64();
+            header.journal_offset = read_u64();
+        }
+        if (hooks_.on_header) hooks_.on_header(header);
+    }
+
+    void parse_end(std::uint64_t records) {
+        context_.in_end_record = true;
+        const std::uint64_t count_offset = in_.offset();
+        const std::uint64_t count = read_u64();
+        if (count != records) {
+            fail_at(count_offset, "record count " + std::to_string(count) + " does not match the " +
+                                      std::to_string(records) + " records read");
+        }
+        const std::uint64_t computed = in_.file_checksum();
+        const std::uint64_t checksum_offset = in_.offset();
+        const std::uint64_t stored = read_u64();
+        if (stored != computed) fail_at(checksum_offset, "file checksum mismatch");
+        if (!in_.at_end()) fail_at(in_.offset(), "trailing garbage after the end of file record");
+    }
+
+    void parse_filter_record(std::uint64_t index, std::uint64_t record_offset) {
+        Record record;
+        record.index = index;
+        record.offset = record_offset;
+
+        std::uint64_t at = in_.offset();
+        const std::uint32_t key_length = read_u32();
+        if (key_length > in_.remaining()) {
+            fail_at(at, "key length " + std::to_string(key_length) + " exceeds the " +
+                            std::to_string(in_.remaining()) +
+                            " bytes left in the file (truncated or corrupt)");
+        }
+        record.key.resize(key_length);
+        read_exact(record.key.data(), key_length);
+        context_.key = &record.key;
+        if (!seen_keys_.insert(record.key).second) fail_at(record_offset, "duplicate key");
+
+        record.expire_at_ms = static_cast<std::int64_t>(read_u64());
+        if (record.expire_at_ms < 0) {
+            fail_at(in_.offset() - 8,
+                    "negative expiry " + std::to_string(record.expire_at_ms) + " ms");
+        }
+        if (version_ >= 3) {
+            record.filter_id = read_u64();
+            if (record.filter_id > bloom::ScalableFilter::kMaxFilterId) {
+                fail_at(in_.offset() - 8,
+                        "filter id " + std::to_string(record.filter_id) + " is above 2^48 - 1");
+            }
+        }
+
+        const std::uint64_t options_offset = in_.offset();
+        record.options.error_rate = read_f64();
+        record.options.capacity = read_u64();
+        record.options.expansion = read_u32();
+        at = in_.offset();
+        const std::uint8_t nonscaling = read_u8();
+        if (nonscaling > 1) {
+            fail_at(at, "nonscaling flag " + std::to_string(nonscaling) + " is neither 0 nor 1");
+        }
+        record.options.nonscaling = nonscaling == 1;
+        if (version_ >= 2) {  // version 1 filters are all classic
+            at = in_.offset();
+            const std::uint8_t layout = read_u8();
+            if (layout > static_cast<std::uint8_t>(bloom::Layout::blocked)) {
+                fail_at(at, "unknown layout " + std::to_string(layout));
+            }
+            record.options.layout = static_cast<bloom::Layout>(layout);
+        }
+        // The bounds every path shares (bloom/bounds.hpp), in the form for
+        // stored filters: what the server could have created loads.
+        if (const bloom::BoundsError e = bloom::check_stored_options(record.options);
+            e != bloom::BoundsError::none) {
+            fail_at(options_offset, "filter options: " + bloom::describe(e) + " (error rate " +
+                                        std::to_string(record.options.error_rate) + ", capacity " +
+                                        std::to_string(record.options.capacity) + ", expansion " +
+                                        std::to_string(record.options.expansion) + ")");
+        }
+
+        at = in_.offset();
+        const std::uint32_t num_layers = read_u32();
+        if (num_layers == 0 || num_layers > bloom::kMaxLayers) {
+            fail_at(at, "layer count " + std::to_string(num_layers) + " not in [1, " +
+                            std::to_string(bloom::kMaxLayers) + "]");
+        }
+        if (record.options.nonscaling && num_layers != 1) {
+            fail_at(at, "nonscaling filter with " + std::to_string(num_layers) + " layers");
+        }
+
+        const bool materialize = hooks_.materialize && hooks_.materialize(record);
+        // The filter is built with its first layer and grows layer by layer
+        // as their headers are read (each layer's words follow its header).
+        bloom::FilterRef filter;
+        record.layers.reserve(num_layers);
+        for (std::uint32_t i = 0; i < num_layers; ++i) {
+            parse_layer(record, i, materialize, filter);
+        }
+
+        const std::uint64_t computed = in_.record_checksum();
+        at = in_.offset();
+        const std::uint64_t stored = read_u64();
+        if (stored != computed) fail_at(at, "record checksum mismatch");
+
+        record.bytes = in_.offset() - record_offset;
+        record.filter = std::move(filter);
+        context_.key = nullptr;  // `record` is about to move
+        if (hooks_.on_record) hooks_.on_record(std::move(record));
+    }
+
+    void parse_layer(Record& record, std::uint32_t index, bool materialize,
+                     bloom::FilterRef& filter) {
+        const std::string which = "layer " + std::to_string(index) + ": ";
+        LayerInfo layer{};
+        const std::uint64_t layer_offset = in_.offset();
+        layer.geometry.capacity = read_u64();
+        layer.geometry.error_rate = read_f64();
+        const std::uint64_t bits_offset = in_.offset();
+        layer.geometry.bits = read_u64();
+        layer.geometry.hashes = read_u32();
+        if (version_ >= 2) {
+            const std::uint64_t layout_offset = in_.offset();
+            const std::uint8_t layout = read_u8();
+            if (layout > static_cast<std::uint8_t>(bloom::Layout::blocked)) {
+                fail_at(layout_offset, which + "unknown layout " + std::to_string(layout));
+            }
+            layer.geometry.layout = static_cast<bloom::Layout>(layout);
+        }
+        layer.items = read_u64();
+        const bloom::LayerGeometry& g = layer.geometry;
+        if (const bloom::BoundsError e = bloom::check_layer(g, layer.items);
+            e != bloom::BoundsError::none) {
+            fail_at(layer_offset,
+                    which + bloom::describe(e) + " (capacity " + std::to_string(g.capacity) +
+                        ", error rate " + std::to_string(g.error_rate) + ", bits " +
+                        std::to_string(g.bits) + ", hashes " + std::to_string(g.hashes) +
+                        ", items " + std::to_string(layer.items) + ")");
+        }
+        // The check that bounds allocation by the file's own size.
+        const std::uint64_t layer_bytes = g.bits / 8;
+        if (layer_bytes > in_.remaining()) {
+            fail_at(bits_offset, which + "bit array of " + std::to_string(layer_bytes) +
+                                     " bytes exceeds the " + std::to_string(in_.remaining()) +
+                                     " bytes left in the file (truncated or corrupt)");
+        }
+
+        bloom::BloomLayer* target = nullptr;
+        if (materialize) {
+            if (index == 0) {
+                filter = bloom::ScalableFilter::create(record.options, std::span(&g, 1));
+                target = &filter->layer(0);
+            } else {
+                target = &filter->append_layer_for_load(g);
+            }
+            target->set_items(layer.items);
+        }
+        const std::uint64_t num_words = g.bits / 64;
+        // Grown on demand (the size was checked against the file above), at
+        // most one chunk.
+        if (words_.size() < format::kWordChunk && words_.size() < num_words) {
+            words_.resize(num_words < format::kWordChunk ? static_cast<std::size_t>(num_words)
+                                                         : format::kWordChunk);
+        }
+        for (std::uint64_t first = 0; first < num_words; first += format::kWordChunk) {
+            const std::uint64_t left = num_words - first;
+            const std::size_t count =
+                left < format::kWordChunk ? static_cast<std::size_t>(left) : format::kWordChunk;
+            read_exact(words_.data(), count * sizeof(std::uint64_t));
+            if (target) {
+                format::words_little_to_host(words_.data(), count);
+                target->store_words(first, count, words_.data());
+            }
+        }
+        record.layers.push_back(layer);
+    }
+
+    FileSource& in_;
+    const ParseHooks& hooks_;
+    std::uint32_t version_ = kSnapshotFormatVersion;  // of the file being read
+    Context context_;
+    std::vector<std::uint64_t> words_;
+    std::unordered_set<std::string> seen_keys_;
+};
+
+}  // namespace
+
+// Opens `path` and runs the parser over it. Returns false with `error`
+// prefixed by the path on any problem; never throws.
+bool parse_file(const std::string& path, const ParseHooks& hooks, std::uint64_t& file_size,
+                std::string& error) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        error = path + ": cannot open: " + format::errno_text(errno);
+        return false;
+    }
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+
+    struct stat info;
+    if (::fstat(fd, &info) != 0) {
+        error = path + ": cannot stat: " + format::errno_text(errno);
+        return false;
+    }
+    // The size bounds every allocation, so it has to mean something.
+    if (!S_ISREG(info.st_mode)) {
+        error = path + ": not a regular file";
+        return false;
+    }
+    file_size = static_cast<std::uint64_t>(info.st_size);
+    try {
+        FileSource source(fd, file_size);
+        Parser parser(source, hooks);
+        parser.parse();
+        return true;
+    } catch (const ParseFailure& failure) {
+        error = path + ": " + failure.message;
+    } catch (const std::bad_alloc&) {
+        error = path + ": out of memory while loading";
+    } catch (const std::exception& exception) {
+        error = path + ": " + exception.what();
+    }
+    return false;
+}
+
+}  // namespace bloomery::persist::snapshot_parse
