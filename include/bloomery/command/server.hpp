@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "bloomery/core/command_stats.hpp"
@@ -210,7 +211,8 @@ struct Services {
     ReplicaGate& gate;
 
     template <typename Server>
-    Services(Server& server)  // NOLINT(google-explicit-constructor): Context{..., server, ...}
+    requires(!std::is_same_v<std::remove_cvref_t<Server>, Services>)
+        Services(Server& server)  // NOLINT(google-explicit-constructor): Context{..., server, ...}
         : clients(server),
           stats(server),
           persistence(server),

@@ -1,0 +1,259 @@
+// What the command layer asks of the server (command/server.hpp) beyond its
+// clients: statistics, snapshots, SHUTDOWN, and replication (INFO, ROLE,
+// REPLICAOF, WAIT).
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "bloomery/net/replication.hpp"
+#include "bloomery/net/server.hpp"
+#include "connection.hpp"
+
+namespace bloomery::net {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// Every per-thread counter and the total it feeds.
+struct CounterField {
+    std::atomic<std::uint64_t> command::WorkerStats::*worker;
+    std::uint64_t command::StatsTotals::*total;
+};
+constexpr CounterField kCounterFields[] = {
+    {&command::WorkerStats::commands, &command::StatsTotals::commands},
+    {&command::WorkerStats::connections_received, &command::StatsTotals::connections_received},
+    {&command::WorkerStats::rejected_connections, &command::StatsTotals::rejected_connections},
+    {&command::WorkerStats::changes, &command::StatsTotals::changes},
+    {&command::WorkerStats::keyspace_hits, &command::StatsTotals::keyspace_hits},
+    {&command::WorkerStats::keyspace_misses, &command::StatsTotals::keyspace_misses},
+    {&command::WorkerStats::protocol_errors, &command::StatsTotals::protocol_errors},
+    {&command::WorkerStats::net_input_bytes, &command::StatsTotals::net_input_bytes},
+    {&command::WorkerStats::net_output_bytes, &command::StatsTotals::net_output_bytes},
+    {&command::WorkerStats::error_replies, &command::StatsTotals::error_replies},
+};
+
+}  // namespace
+
+command::StatsTotals Server::raw_totals() const {
+    command::StatsTotals t;
+    t.expired_keys = keyspace_.expired_keys();
+    for (const auto& worker : workers_) {
+        for (const CounterField& field : kCounterFields) {
+            t.*field.total += (worker->stats.*field.worker).load(std::memory_order_relaxed);
+        }
+    }
+    return t;
+}
+
+command::StatsTotals Server::stats() {
+    command::StatsTotals t = raw_totals();
+    std::lock_guard lock(ops_mutex_);
+    std::uint64_t sum = 0;
+    for (std::uint64_t sample : ops_samples_) sum += sample;
+    t.instantaneous_ops_per_sec = static_cast<double>(sum) / kOpsSamples;
+    // CONFIG RESETSTAT baselines (counters only grow, so never above t).
+    for (const CounterField& field : kCounterFields) t.*field.total -= stats_base_.*field.total;
+    t.expired_keys -= stats_base_.expired_keys;
+    return t;
+}
+
+void Server::reset_stats() {
+    command::StatsTotals base = raw_totals();
+    base.changes = 0;  // never reset: save points depend on the running count
+    std::vector<core::CommandTotals> command_base = raw_command_stats();
+    std::lock_guard lock(ops_mutex_);
+    stats_base_ = base;
+    command_stats_base_ = std::move(command_base);
+}
+
+std::vector<core::CommandTotals> Server::raw_command_stats() const {
+    std::vector<core::CommandTotals> totals(
+        std::min(registry_.by_id().size(), core::kMaxCommandIds));
+    for (const auto& worker : workers_)
+        core::add_command_stats(totals, worker->stats.command_stats);
+    return totals;
+}
+
+std::vector<core::CommandTotals> Server::command_stats() {
+    std::vector<core::CommandTotals> totals = raw_command_stats();
+    std::lock_guard lock(ops_mutex_);
+    core::subtract_command_stats(totals, command_stats_base_);
+    return totals;
+}
+
+void Server::save_async(std::function<void(persist::SaveResult)> done) {
+    persistence_.save_async(std::move(done));
+}
+persist::SaveResult Server::bgsave() {
+    return persistence_.bgsave();
+}
+
+persist::PersistenceInfo Server::persistence() {
+    return persistence_.info();
+}
+
+void Server::begin_shutdown(const command::ShutdownOptions& options, std::function<void()> failed) {
+    asio::post(main_context_, [this, options, failed = std::move(failed)]() mutable {
+        shutdown_failed_.push_back(std::move(failed));
+        if (stopping_) return;  // a stop is under way: the connection closes with it
+        if (shutdown_saving_) {
+            // Joins the SHUTDOWN already saving (revives it after an ABORT).
+            if (shutdown_aborted_) {
+                shutdown_aborted_ = false;
+                shutdown_options_ = options;
+            } else {
+                shutdown_options_.now = shutdown_options_.now || options.now;
+                shutdown_options_.force = shutdown_options_.force || options.force;
+            }
+            return;
+        }
+        const bool save =
+            options.mode == command::ShutdownMode::save ||
+            (options.mode == command::ShutdownMode::default_save && persistence_.saving_enabled());
+        spdlog::info("SHUTDOWN requested by a client{}", save ? ": saving a final snapshot" : "");
+        if (!save) {
+            request_stop(false, options.now);
+            return;
+        }
+        shutdown_saving_ = true;
+        shutdown_aborted_ = false;
+        shutdown_options_ = options;
+        if (shutdown_saver_.joinable()) shutdown_saver_.join();  // an earlier one, over
+        // A thread of its own: saving a large dataset takes seconds, and the
+        // worker this came from serves its other clients meanwhile (SAVE does
+        // likewise, on the persistence thread).
+        shutdown_saver_ = std::thread([this] {
+            persist::SaveResult saved;
+            do {
+                persistence_.wait();  // a background save first
+                saved = persistence_.save();
+            } while (saved.status == persist::SaveStatus::in_progress);
+            asio::post(main_context_, [this, saved] { finish_shutdown_save(saved); });
+        });
+    });
+}
+
+void Server::finish_shutdown_save(const persist::SaveResult& saved) {
+    shutdown_saving_ = false;
+    if (stopping_) return;  // a signal's stop came meanwhile (and saves at the end)
+    if (shutdown_aborted_) {
+        spdlog::info("SHUTDOWN cancelled by SHUTDOWN ABORT; the final snapshot was saved anyway");
+        return;  // its clients were answered by the ABORT
+    }
+    if (!saved.ok()) {
+        if (!shutdown_options_.force) {
+            spdlog::error("SHUTDOWN: snapshot failed, not exiting: {}", saved.detail);
+            fail_shutdown();
+            return;
+        }
+        spdlog::error("SHUTDOWN FORCE: snapshot failed, exiting anyway: {}", saved.detail);
+    } else {
+        spdlog::info("SHUTDOWN: final snapshot saved");
+    }
+    request_stop(false, shutdown_options_.now);
+}
+
+void Server::fail_shutdown() {
+    std::vector<std::function<void()>> waiting;
+    waiting.swap(shutdown_failed_);
+    for (auto& failed : waiting) failed();
+}
+
+void Server::abort_shutdown(std::function<void(bool)> done) {
+    asio::post(main_context_, [this, done = std::move(done)] {
+        // Only while the SHUTDOWN saves: once the stop has begun, the client
+        // that could ask is being disconnected.
+        const bool cancel = shutdown_saving_ && !shutdown_aborted_ && !stopping_;
+        if (cancel) {
+            shutdown_aborted_ = true;
+            spdlog::info("SHUTDOWN ABORT: the shutdown is cancelled");
+            fail_shutdown();
+        }
+        done(cancel);
+    });
+}
+
+command::ReplicationInfo Server::replication() {
+    command::ReplicationInfo info;
+    {
+        std::lock_guard lock(link_mutex_);
+        if (link_) link_->fill_info(info);
+    }
+    replication_.fill_info(info);
+    return info;
+}
+
+void Server::replicaof(std::string_view host, std::uint16_t port,
+                       std::function<void(std::string)> done) {
+    if (!host.empty()) {
+        follow(host, port);
+        done({});
+        return;
+    }
+    // REPLICAOF NO ONE: keep the data, take writes, start a new history
+    // (replicas of this server synchronize fully). The link must stop
+    // applying before writes are taken, and stopping it can take as long as
+    // a snapshot load: a thread of its own stops it, then promotes and
+    // answers.
+    std::lock_guard lock(link_mutex_);
+    const bool stopping_links =
+        links_stopped_.valid() &&
+        links_stopped_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+    if (!link_ && !stopping_links) {
+        done({});  // a primary already
+        return;
+    }
+    auto stopped = std::make_shared<std::promise<void>>();
+    std::shared_future<void> before = links_stopped_;
+    links_stopped_ = stopped->get_future().share();
+    link_reapers_.emplace_back(
+        [this, link = std::move(link_), before, stopped, done = std::move(done)]() mutable {
+            if (before.valid()) before.wait();
+            link.reset();
+            {
+                std::lock_guard inner(link_mutex_);
+                if (!link_) {  // no REPLICAOF HOST PORT came meanwhile
+                    replication_.renew_replid();
+                    replication_flags.store(0);
+                    spdlog::info("replication: promoted to primary (REPLICAOF NO ONE)");
+                }
+            }
+            stopped->set_value();
+            done({});
+        });
+}
+
+void Server::follow(std::string_view host, std::uint16_t port) {
+    std::lock_guard lock(link_mutex_);
+    if (link_ && link_->host() == host && link_->port() == port) return;
+    // Replicas of this server cannot follow it into another history.
+    replication_.close_feeds();
+    // Before the link runs: no data command may see what is here now (nor
+    // what the link replaced may still finish loading).
+    if (link_) link_->retire();
+    replication_flags.fetch_or(command::kReplicationReplica | command::kReplicationStale |
+                               command::kReplicationUnsynced);
+    // The link replaced, and any REPLICAOF NO ONE still stopping one, are
+    // waited for on the new link's own thread, not on this one (a worker's).
+    std::shared_ptr<ReplicaLink> replaced(std::move(link_));
+    std::shared_future<void> before = links_stopped_;
+    links_stopped_ = {};  // whoever replaces the new link stops it, and so waits for these
+    link_ =
+        std::make_unique<ReplicaLink>(config_, keyspace_, persistence_, *this, std::string(host),
+                                      port, [replaced = std::move(replaced), before]() mutable {
+                                          if (before.valid()) before.wait();
+                                          replaced.reset();
+                                      });
+    link_->start();
+    spdlog::info("replication: this server is now a replica of {}:{}", host, port);
+}
+
+void Server::wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,
+                               std::function<void(std::int64_t)> done) {
+    replication_.wait(count, timeout_ms, std::move(done), main_context_);
+}
+
+}  // namespace bloomery::net
