@@ -755,4 +755,16 @@ CommandLine parse_command_line(int argc, char** argv) {
     return result;
 }
 
+std::vector<std::string> option_names() {
+    CommandLine result;
+    CLI::App app{kDescription};
+    OptionSet options(app, result);
+    options.declare();
+    std::vector<std::string> names;
+    for (const CLI::Option* option : app.get_options()) {
+        for (const std::string& name : option->get_lnames()) names.push_back(name);
+    }
+    return names;
+}
+
 }  // namespace bloomery::app

@@ -204,6 +204,64 @@ bool AclUser::apply_command_rule(std::string_view rule, const Registry& registry
     return true;
 }
 
+bool AclUser::apply_password_rule(std::string_view rule, std::string& error) {
+    const char first = rule[0];
+    PasswordDigest digest{};
+    if (first == '>' || first == '<') {
+        digest = hash_password(rule.substr(1));
+    } else if (!parse_digest_hex(rule.substr(1), digest)) {
+        error = std::string("a password hash (") + first + ") must be 64 lower-case hex digits";
+        return false;
+    }
+    if (first == '>' || first == '#') {
+        if (std::none_of(passwords_.begin(), passwords_.end(),
+                         [&](const PasswordDigest& p) { return p == digest; })) {
+            passwords_.push_back(digest);
+        }
+        nopass_ = false;
+        return true;
+    }
+    const auto it = std::find(passwords_.begin(), passwords_.end(), digest);
+    if (it == passwords_.end()) {
+        error = "the password to remove is not one of this user's";
+        return false;
+    }
+    passwords_.erase(it);
+    return true;
+}
+
+bool AclUser::apply_key_rule(std::string_view rule, std::string& error) {
+    if (iequals(rule, "allkeys") || rule == "~*") {
+        all_keys_ = true;
+        key_patterns_.clear();
+        return true;
+    }
+    if (iequals(rule, "resetkeys")) {
+        all_keys_ = false;
+        key_patterns_.clear();
+        return true;
+    }
+    if (rule[0] == '%') {
+        error = "read-only and write-only key patterns (" + quoted_rule(rule) +
+                ") are not supported; use ~pattern";
+        return false;
+    }
+    if (all_keys_) {
+        error = "the key pattern " + quoted_rule(rule) +
+                " after allkeys (~*) would have no effect; put resetkeys before it";
+        return false;
+    }
+    const std::string_view pattern = rule.substr(1);
+    if (!printable_word(pattern)) {
+        error = "the key pattern " + quoted_rule(rule) + " is empty or not printable ASCII";
+        return false;
+    }
+    if (std::find(key_patterns_.begin(), key_patterns_.end(), pattern) == key_patterns_.end()) {
+        key_patterns_.emplace_back(pattern);
+    }
+    return true;
+}
+
 bool AclUser::apply_rule(std::string_view rule, const Registry& registry, std::string& error) {
     if (rule.empty()) return true;  // Redis: an empty rule does nothing
     const char first = rule[0];
@@ -217,57 +275,11 @@ bool AclUser::apply_rule(std::string_view rule, const Registry& registry, std::s
     } else if (iequals(rule, "resetpass")) {
         nopass_ = false;
         passwords_.clear();
-    } else if (first == '>' || first == '#') {
-        PasswordDigest digest{};
-        if (first == '>') {
-            digest = hash_password(rule.substr(1));
-        } else if (!parse_digest_hex(rule.substr(1), digest)) {
-            error = "a password hash (#) must be 64 lower-case hex digits";
-            return false;
-        }
-        if (std::none_of(passwords_.begin(), passwords_.end(),
-                         [&](const PasswordDigest& p) { return p == digest; })) {
-            passwords_.push_back(digest);
-        }
-        nopass_ = false;
-    } else if (first == '<' || first == '!') {
-        PasswordDigest digest{};
-        if (first == '<') {
-            digest = hash_password(rule.substr(1));
-        } else if (!parse_digest_hex(rule.substr(1), digest)) {
-            error = "a password hash (!) must be 64 lower-case hex digits";
-            return false;
-        }
-        const auto it = std::find(passwords_.begin(), passwords_.end(), digest);
-        if (it == passwords_.end()) {
-            error = "the password to remove is not one of this user's";
-            return false;
-        }
-        passwords_.erase(it);
-    } else if (iequals(rule, "allkeys") || rule == "~*") {
-        all_keys_ = true;
-        key_patterns_.clear();
-    } else if (iequals(rule, "resetkeys")) {
-        all_keys_ = false;
-        key_patterns_.clear();
-    } else if (first == '~') {
-        if (all_keys_) {
-            error = "the key pattern " + quoted_rule(rule) +
-                    " after allkeys (~*) would have no effect; put resetkeys before it";
-            return false;
-        }
-        const std::string_view pattern = rule.substr(1);
-        if (!printable_word(pattern)) {
-            error = "the key pattern " + quoted_rule(rule) + " is empty or not printable ASCII";
-            return false;
-        }
-        if (std::find(key_patterns_.begin(), key_patterns_.end(), pattern) == key_patterns_.end()) {
-            key_patterns_.emplace_back(pattern);
-        }
-    } else if (first == '%') {
-        error = "read-only and write-only key patterns (" + quoted_rule(rule) +
-                ") are not supported; use ~pattern";
-        return false;
+    } else if (first == '>' || first == '#' || first == '<' || first == '!') {
+        if (!apply_password_rule(rule, error)) return false;
+    } else if (iequals(rule, "allkeys") || iequals(rule, "resetkeys") || first == '~' ||
+               first == '%') {
+        if (!apply_key_rule(rule, error)) return false;
     } else if (first == '&' || iequals(rule, "allchannels") || iequals(rule, "resetchannels") ||
                iequals(rule, "sanitize-payload") || iequals(rule, "skip-sanitize-payload")) {
         // Pub/Sub channels and RESTORE payload checks do not exist in

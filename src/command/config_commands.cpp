@@ -50,6 +50,7 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"tls-auth-clients", c.tls_auth_clients == core::TlsAuthClients::no         ? "no"
                              : c.tls_auth_clients == core::TlsAuthClients::optional ? "optional"
                                                                                     : "yes"},
+        {"tls-handshake-timeout", format_number(c.tls_handshake_timeout_seconds)},
         {"databases", "1"},
         {"proto-max-bulk-len", std::to_string(c.proto_max_bulk_len)},
         {"proto-max-inline-len", std::to_string(c.proto_max_inline_len)},

@@ -64,6 +64,43 @@ bool parse_spec(const nlohmann::json& entry, const std::vector<std::string>& cat
     return true;
 }
 
+// The table's JSON, with its "commands" array.
+bool parse_table(std::string_view commands_json, nlohmann::json& root, std::string& error) {
+    try {
+        root = nlohmann::json::parse(commands_json);
+    } catch (const nlohmann::json::exception& e) {
+        error = std::string("proto/commands.json does not parse: ") + e.what();
+        return false;
+    }
+    if (!root.contains("commands") || !root["commands"].is_array()) {
+        error = "proto/commands.json has no \"commands\" array";
+        return false;
+    }
+    return true;
+}
+
+// The ACL categories, listed once; each command's "acl_categories" must name
+// only these, so a typo cannot create a category no rule can reach.
+bool read_categories(const nlohmann::json& root, std::vector<std::string>& categories,
+                     std::string& error) {
+    try {
+        for (const auto& category : root.value("acl_categories", nlohmann::json::array())) {
+            const std::string name = category.get<std::string>();
+            if (name.size() < 2 || name[0] != '@') throw std::invalid_argument(name);
+            categories.push_back(lower(std::string_view(name).substr(1)));
+        }
+    } catch (const std::exception& e) {
+        error = std::string("proto/commands.json needs \"acl_categories\": [\"@name\", ...]: ") +
+                e.what();
+        return false;
+    }
+    if (categories.size() > 64) {
+        error = "proto/commands.json has more than 64 ACL categories";
+        return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 const CommandSpec* CommandSpec::find_subcommand(std::string_view sub) const {
@@ -91,31 +128,7 @@ bool Registry::build(std::string_view commands_json, std::string& error) {
     categories_.clear();
     by_id_.clear();
     nlohmann::json root;
-    try {
-        root = nlohmann::json::parse(commands_json);
-    } catch (const nlohmann::json::exception& e) {
-        error = std::string("proto/commands.json does not parse: ") + e.what();
-        return false;
-    }
-    if (!root.contains("commands") || !root["commands"].is_array()) {
-        error = "proto/commands.json has no \"commands\" array";
-        return false;
-    }
-    // The ACL categories, listed once; each command's "acl_categories" must
-    // name only these, so a typo cannot create a category no rule can reach.
-    try {
-        for (const auto& category : root.value("acl_categories", nlohmann::json::array())) {
-            const std::string name = category.get<std::string>();
-            if (name.size() < 2 || name[0] != '@') throw std::invalid_argument(name);
-            categories_.push_back(lower(std::string_view(name).substr(1)));
-        }
-    } catch (const std::exception& e) {
-        error = std::string("proto/commands.json needs \"acl_categories\": [\"@name\", ...]: ") +
-                e.what();
-        return false;
-    }
-    if (categories_.size() > 64) {
-        error = "proto/commands.json has more than 64 ACL categories";
+    if (!parse_table(commands_json, root, error) || !read_categories(root, categories_, error)) {
         return false;
     }
     std::unordered_map<std::string, bool> used;

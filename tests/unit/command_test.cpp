@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bloomery/app/command_line.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/glob.hpp"
 #include "bloomery/command/registry.hpp"
@@ -678,6 +679,48 @@ TEST_F(Commands, ConfigSetTakesItsRangesFromTheOptionTable) {
               prefix +
                   "slowlog-log-slower-than') - argument must be between -1 and "
                   "9223372036854775807 inclusive\r\n");
+}
+
+// CONFIG GET shows every option of the command line that configures the
+// running server (the table behind docs/options.md), and besides them only
+// the fixed answers Redis clients ask for.
+TEST_F(Commands, ConfigGetShowsEveryServerOption) {
+    const std::string reply = run({"CONFIG", "GET", "*"});
+    std::set<std::string> shown;
+    std::size_t pos = reply.find("\r\n") + 2;  // past the array header
+    for (bool name = true; pos < reply.size(); name = !name) {
+        const std::size_t header_end = reply.find("\r\n", pos);
+        const std::size_t length = std::stoul(reply.substr(pos + 1, header_end - pos - 1));
+        if (name) shown.insert(reply.substr(header_end + 2, length));
+        pos = header_end + 2 + length + 2;
+    }
+    // Options that run a tool and exit, or read a file into another option.
+    const std::set<std::string> not_settings = {"help",
+                                                "version",
+                                                "config",
+                                                "check-snapshot",
+                                                "check-journal",
+                                                "fix",
+                                                "test-config",
+                                                "health-check",
+                                                "health-check-tls",
+                                                "health-check-timeout",
+                                                "requirepass-file",
+                                                "masterauth-file"};
+    // Answers Redis clients expect that no option sets here.
+    const std::set<std::string> fixed = {"io-threads", "databases", "maxmemory-policy",
+                                         "replica-read-only"};
+    std::set<std::string> options;
+    for (const std::string& option : app::option_names()) {
+        if (!not_settings.contains(option)) options.insert(option);
+    }
+    for (const std::string& option : options) {
+        EXPECT_TRUE(shown.contains(option)) << "CONFIG GET does not show --" << option;
+    }
+    for (const std::string& name : shown) {
+        EXPECT_TRUE(options.contains(name) || fixed.contains(name))
+            << "CONFIG GET shows " << name << ", which is no option";
+    }
 }
 
 TEST_F(Commands, ConfigGetShowsErrorRatesExactly) {

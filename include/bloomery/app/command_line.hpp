@@ -37,4 +37,8 @@ struct CommandLine {
 // map against --replicaof.
 CommandLine parse_command_line(int argc, char** argv);
 
+// The long name of every option of the command line, in --help's order
+// (what docs/options.md lists).
+std::vector<std::string> option_names();
+
 }  // namespace bloomery::app

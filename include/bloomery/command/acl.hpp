@@ -87,6 +87,10 @@ private:
     // No_auth commands stay runnable whatever the rules say, as in Redis.
     void allow_no_auth_commands(const Registry& registry);
     bool apply_command_rule(std::string_view rule, const Registry& registry, std::string& error);
+    // >password, #hash, <password, !hash.
+    bool apply_password_rule(std::string_view rule, std::string& error);
+    // allkeys, ~*, resetkeys, ~pattern (and %, refused).
+    bool apply_key_rule(std::string_view rule, std::string& error);
 
     std::string name_;
     bool enabled_ = false;
