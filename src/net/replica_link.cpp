@@ -8,22 +8,16 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <limits>
-#include <random>
 #include <system_error>
 
 #include "bloomery/core/file_io.hpp"
 #include "bloomery/core/memory.hpp"
-#include "bloomery/core/parse_int64.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/resp/writer.hpp"
-#include "connection.hpp"
 
 namespace bloomery::net {
 

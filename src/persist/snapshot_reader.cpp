@@ -2,24 +2,14 @@
 // read the file through the validating parser (snapshot_parse.hpp), and the
 // keyspace changes only once the whole file checked out.
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <exception>
-#include <functional>
-#include <span>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
-#include "bloomery/bloom/bounds.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "snapshot_format.hpp"
 #include "snapshot_parse.hpp"
