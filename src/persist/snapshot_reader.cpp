@@ -98,70 +98,86 @@ bool load_snapshot(const std::string& path, store::Keyspace& keyspace, LoadStats
     return true;
 }
 
+namespace {
+
+// --check-snapshot's lines for the file header.
+std::string describe_header(const std::string& path, const FileHeader& header) {
+    std::string out = "file: " + path + "\n";
+    out += "format version: " + std::to_string(header.version) + "\n";
+    out += "created at: " + format_time_ms(header.created_at_ms) + "\n";
+    if (header.version >= 3) {
+        out += "journal: " +
+               (header.journal_id == 0
+                    ? std::string("none")
+                    : "id " + std::to_string(header.journal_id) + ", covered up to offset " +
+                          std::to_string(header.journal_offset)) +
+               "\n";
+    }
+    return out;
+}
+
+// What --check-snapshot sums over the keys.
+struct SnapshotTotals {
+    std::uint64_t keys = 0;
+    std::uint64_t capacity = 0;
+    std::uint64_t items = 0;
+    std::uint64_t bit_bytes = 0;
+};
+
+// --check-snapshot's lines for one key (and its layers), counted in `totals`.
+std::string describe_record(const Record& record, SnapshotTotals& totals) {
+    std::uint64_t capacity = 0;
+    std::uint64_t items = 0;
+    std::uint64_t bit_bytes = 0;
+    for (const LayerInfo& layer : record.layers) {
+        capacity += layer.geometry.capacity;
+        items += layer.items;
+        bit_bytes += layer.geometry.bits / 8;
+    }
+    ++totals.keys;
+    totals.capacity += capacity;
+    totals.items += items;
+    totals.bit_bytes += bit_bytes;
+
+    std::string line = "key " + format::printable_key(record.key) + ": ";
+    line += "layers " + std::to_string(record.layers.size());
+    line += ", capacity " + std::to_string(capacity);
+    line += ", items " + std::to_string(items);
+    line += ", error rate " + format_rate(record.options.error_rate);
+    if (record.options.nonscaling) {
+        line += ", nonscaling";
+    } else {
+        line += ", expansion " + std::to_string(record.options.expansion);
+    }
+    line += ", layout ";
+    line += bloom::layout_name(record.options.layout);
+    line += ", expiry ";
+    line += record.expire_at_ms == 0 ? "none" : format_time_ms(record.expire_at_ms);
+    line += ", bytes " + std::to_string(bit_bytes);
+    line += ", record bytes " + std::to_string(record.bytes);
+    line += ", offset " + std::to_string(record.offset);
+    line += "\n";
+    for (std::size_t i = 0; i < record.layers.size(); ++i) {
+        const LayerInfo& layer = record.layers[i];
+        const bloom::LayerGeometry& g = layer.geometry;
+        line += "  layer " + std::to_string(i) + ": capacity " + std::to_string(g.capacity) +
+                ", error rate " + format_rate(g.error_rate) + ", bits " + std::to_string(g.bits) +
+                ", hashes " + std::to_string(g.hashes) + ", " +
+                std::string(bloom::layout_name(g.layout)) + ", items " +
+                std::to_string(layer.items) + "\n";
+    }
+    return line;
+}
+
+}  // namespace
+
 bool check_snapshot(const std::string& path, std::string& report, std::string& error) {
     report.clear();
-    std::uint64_t keys = 0;
-    std::uint64_t total_capacity = 0;
-    std::uint64_t total_items = 0;
-    std::uint64_t total_bit_bytes = 0;
-
+    SnapshotTotals totals;
     ParseHooks hooks;
     hooks.materialize = [](const Record&) { return false; };
-    hooks.on_header = [&](const FileHeader& header) {
-        report += "file: " + path + "\n";
-        report += "format version: " + std::to_string(header.version) + "\n";
-        report += "created at: " + format_time_ms(header.created_at_ms) + "\n";
-        if (header.version >= 3) {
-            report += "journal: " +
-                      (header.journal_id == 0
-                           ? std::string("none")
-                           : "id " + std::to_string(header.journal_id) + ", covered up to offset " +
-                                 std::to_string(header.journal_offset)) +
-                      "\n";
-        }
-    };
-    hooks.on_record = [&](Record&& record) {
-        std::uint64_t capacity = 0;
-        std::uint64_t items = 0;
-        std::uint64_t bit_bytes = 0;
-        for (const LayerInfo& layer : record.layers) {
-            capacity += layer.geometry.capacity;
-            items += layer.items;
-            bit_bytes += layer.geometry.bits / 8;
-        }
-        ++keys;
-        total_capacity += capacity;
-        total_items += items;
-        total_bit_bytes += bit_bytes;
-
-        std::string line = "key " + format::printable_key(record.key) + ": ";
-        line += "layers " + std::to_string(record.layers.size());
-        line += ", capacity " + std::to_string(capacity);
-        line += ", items " + std::to_string(items);
-        line += ", error rate " + format_rate(record.options.error_rate);
-        if (record.options.nonscaling) {
-            line += ", nonscaling";
-        } else {
-            line += ", expansion " + std::to_string(record.options.expansion);
-        }
-        line += ", layout ";
-        line += bloom::layout_name(record.options.layout);
-        line += ", expiry ";
-        line += record.expire_at_ms == 0 ? "none" : format_time_ms(record.expire_at_ms);
-        line += ", bytes " + std::to_string(bit_bytes);
-        line += ", record bytes " + std::to_string(record.bytes);
-        line += ", offset " + std::to_string(record.offset);
-        report += line + "\n";
-        for (std::size_t i = 0; i < record.layers.size(); ++i) {
-            const LayerInfo& layer = record.layers[i];
-            const bloom::LayerGeometry& g = layer.geometry;
-            report += "  layer " + std::to_string(i) + ": capacity " + std::to_string(g.capacity) +
-                      ", error rate " + format_rate(g.error_rate) + ", bits " +
-                      std::to_string(g.bits) + ", hashes " + std::to_string(g.hashes) + ", " +
-                      std::string(bloom::layout_name(g.layout)) + ", items " +
-                      std::to_string(layer.items) + "\n";
-        }
-    };
+    hooks.on_header = [&](const FileHeader& header) { report += describe_header(path, header); };
+    hooks.on_record = [&](Record&& record) { report += describe_record(record, totals); };
 
     std::uint64_t file_size = 0;
     try {
@@ -169,10 +185,10 @@ bool check_snapshot(const std::string& path, std::string& report, std::string& e
             report += "error: " + error + "\n";
             return false;
         }
-        report += "keys: " + std::to_string(keys) + ", capacity " + std::to_string(total_capacity) +
-                  ", items " + std::to_string(total_items) + ", filter bytes " +
-                  std::to_string(total_bit_bytes) + ", file bytes " + std::to_string(file_size) +
-                  "\n";
+        report += "keys: " + std::to_string(totals.keys) + ", capacity " +
+                  std::to_string(totals.capacity) + ", items " + std::to_string(totals.items) +
+                  ", filter bytes " + std::to_string(totals.bit_bytes) + ", file bytes " +
+                  std::to_string(file_size) + "\n";
         report += "checksums: ok\n";
     } catch (const std::exception& exception) {
         error = path + ": " + exception.what();
