@@ -9,7 +9,6 @@
 #include "bloomery/net/replication.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "bloomery/persist/snapshot.hpp"
-#include "connection_feed.hpp"
 
 namespace bloomery::net {
 
@@ -223,7 +222,7 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
     }
     need_more_ = false;
     if (feed_) {
-        feed_input();
+        feed_->on_input();
         return;
     }
     advance();
@@ -249,7 +248,8 @@ void Connection::advance() {
     if (!blocked_ && !closing_ && !need_more_ && in_start_ < in_end_) process();
     // PSYNC ran and every reply before it is written: become the feed.
     if (client_.psync_requested && out_.empty() && !closing_) {
-        begin_feed();
+        feed_ = std::make_unique<ReplicaFeed>(*this);
+        feed_->start();
         return;
     }
     if (!out_.empty()) {
@@ -388,7 +388,7 @@ void Connection::on_write(const error_code& error, std::size_t bytes) {
     }
     if (feed_) {
         command::WorkerStats::bump(worker_.stats.net_output_bytes, bytes);
-        feed_pump();
+        feed_->pump();
         return;
     }
     command::WorkerStats::bump(worker_.stats.net_output_bytes, bytes);
@@ -415,7 +415,7 @@ void Connection::close() {
         server_.client_blocked(-1);
     }
     close_transport();
-    if (feed_) end_feed();
+    if (feed_) feed_->end();
     if (tracked_by_server_) server_.untrack(worker_, tracked_);
 }
 

@@ -41,6 +41,7 @@
 #include "bloomery/net/server.hpp"
 #include "bloomery/resp/parser.hpp"
 #include "bloomery/resp/writer.hpp"
+#include "replica_feed.hpp"
 
 namespace bloomery::net {
 
@@ -69,13 +70,14 @@ public:
     // The worker's executor; fixed at construction, safe from any thread.
     const boost::asio::any_io_executor& executor() const { return executor_; }
 
-    // Replica feed (replication.hpp): after PSYNC this connection sends the
-    // replica its stream. Thread-safe: wakes a feed waiting for data.
-    void feed_wake();
+    // After PSYNC the connection is a replica's feed (replica_feed.hpp),
+    // set once on its thread before the replication source learns of it.
+    // Thread-safe, for the replication source: wakes a feed waiting for data.
+    void feed_wake() { feed_->wake(); }
     // Past the snapshot: WAIT counts its acknowledgements.
-    bool feed_online() const { return feed_online_.load(std::memory_order_relaxed); }
+    bool feed_online() const { return feed_->online(); }
     // The oldest stream offset it may still ask for (kept on disk for it).
-    std::uint64_t feed_floor() const;
+    std::uint64_t feed_floor() const { return feed_->floor(); }
 
 protected:
     // Reads the endpoints from `socket`, which the derived class then moves
@@ -103,18 +105,9 @@ protected:
     command::ClientState client_;
 
 private:
-    struct Feed;
-    // PSYNC was answered: becomes the replica's feed (full or partial).
-    void begin_feed();
-    // Feed mode's loop: a read always pending (acknowledgements), and the
-    // next piece of the stream written whenever no write is.
-    void feed_pump();
-    // The next piece of the stream into feed_out_ (nothing if none yet).
-    void feed_fill();
-    // Acknowledgements read: run them (their replies dropped), then pump.
-    void feed_input();
-    // Closing: stops the snapshot thread, tells the replication source.
-    void end_feed();
+    // The feed drives the socket and reads the query buffer once PSYNC is
+    // answered.
+    friend class ReplicaFeed;
 
     // Decides the next step when no read or write is in flight: run buffered
     // commands, write replies, close, wait for a deferred reply, or read.
@@ -158,10 +151,7 @@ private:
     command::ReplyWriter deferred_reply_;
     bool journal_wrote_ = false;  // our commands wrote journal records since the last write()
     bool reading_ = false;        // a read is in flight
-    std::unique_ptr<Feed> feed_;  // set once this is a replica's feed
-    std::atomic<bool> feed_waiting_{false};
-    std::atomic<bool> feed_online_{false};
-    std::atomic<std::uint64_t> feed_floor_{~0ull};
+    std::unique_ptr<ReplicaFeed> feed_;  // set once this is a replica's feed
     std::vector<std::string_view> argv_;
     std::list<std::weak_ptr<Connection>>::iterator tracked_;
     core::MemoryCharge query_charge_{core::MemoryUse::query_buffers};

@@ -2,8 +2,8 @@
 // Replication (proto/replication.md; README "Replication").
 //
 // Primary side: a replica connects like a client, says REPLCONF
-// listening-port, then PSYNC. Its connection becomes a feed (connection.cpp,
-// "Replica feed"): +FULLRESYNC and the snapshot streamed straight from the
+// listening-port, then PSYNC. Its connection becomes a feed
+// (src/net/replica_feed.hpp): +FULLRESYNC and the snapshot streamed from the
 // keyspace (no file on this server's disk), or +CONTINUE, then the journal's
 // records as the journal's writer puts them in its segment files, read back
 // from those files. The files are the backlog: a replica cut off resumes from
