@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -291,6 +292,7 @@ void Keyspace::insert_slot(Shard& shard, Node* node, std::uint64_t hash, Garbage
         if (!rehash(shard, slots, garbage)) throw std::bad_alloc();
         table = shard.table.load(std::memory_order_relaxed);
     }
+    reserve_expiring(shard, node->deadline() != 0);
     const auto address = reinterpret_cast<std::uint64_t>(node);
     if ((address & ~kPointerMask) != 0) {
         // User-space addresses fit 48 bits on every 64-bit platform we build
@@ -300,14 +302,51 @@ void Keyspace::insert_slot(Shard& shard, Node* node, std::uint64_t hash, Garbage
     std::size_t i = hash & table->mask;
     while (table->slots()[i] != 0) i = (i + 1) & table->mask;
     store_slot(table->slots()[i], address | (tag_of(hash) << kTagShift));
-    ++shard.count;
-    if (slot_counts_) count_slot(node->key(), 1);
+    account(shard, node, +1);
 }
 
 void Keyspace::replace_slot(Shard& shard, std::size_t slot, Node* node, std::uint64_t hash) {
     Table* table = shard.table.load(std::memory_order_relaxed);
+    reserve_expiring(shard, node->deadline() != 0);  // reserved by the callers: never throws
+    const Node* old = node_of<const Node>(table->slots()[slot]);
     store_slot(table->slots()[slot],
                reinterpret_cast<std::uint64_t>(node) | (tag_of(hash) << kTagShift));
+    // The new node first: its room in the ExpirySet was reserved, and
+    // unlinking the old one may shrink the set.
+    account(shard, node, +1);
+    account(shard, old, -1);
+}
+
+void Keyspace::reserve_expiring(Shard& shard, bool needed) {
+    if (!needed) return;
+    const std::size_t before = shard.expiring.bytes();
+    shard.expiring.reserve(1);
+    charge(static_cast<std::int64_t>(shard.expiring.bytes()) - static_cast<std::int64_t>(before));
+}
+
+void Keyspace::account(Shard& shard, const Node* node, int sign) {
+    shard.count.store(shard.count.load(std::memory_order_relaxed) + sign,
+                      std::memory_order_relaxed);
+    shard.linked_items.fetch_add(sign * static_cast<std::int64_t>(node->filter->items()),
+                                 std::memory_order_relaxed);
+    if (slot_counts_) count_slot(node->key(), sign);
+    if (node->deadline() != 0)
+        account_deadline(shard, node, sign > 0 ? 0 : node->deadline(),
+                         sign > 0 ? node->deadline() : 0);
+}
+
+void Keyspace::account_deadline(Shard& shard, const Node* node, std::int64_t from,
+                                std::int64_t to) {
+    const auto entry = reinterpret_cast<std::uintptr_t>(node);
+    const std::size_t before = shard.expiring.bytes();
+    if (from == 0 && to != 0) {
+        shard.expiring.insert(entry);
+    } else if (from != 0 && to == 0) {
+        shard.expiring.erase(entry);
+    }
+    shard.deadline_sum += static_cast<Int128>(to) - static_cast<Int128>(from);
+    shard.expiring_count.store(shard.expiring.size(), std::memory_order_relaxed);
+    charge(static_cast<std::int64_t>(shard.expiring.bytes()) - static_cast<std::int64_t>(before));
 }
 
 void Keyspace::erase_slot(Shard& shard, std::size_t hole, Garbage& garbage) {
@@ -316,7 +355,7 @@ void Keyspace::erase_slot(Shard& shard, std::size_t hole, Garbage& garbage) {
     Table* table = shard.table.load(std::memory_order_relaxed);
     std::uint64_t* slots = table->slots();
     const std::size_t mask = table->mask;
-    if (slot_counts_) count_slot(node_of<const Node>(slots[hole])->key(), -1);
+    account(shard, node_of<const Node>(slots[hole]), -1);
     store_slot(slots[hole], 0);
     for (std::size_t j = (hole + 1) & mask; slots[j] != 0; j = (j + 1) & mask) {
         const std::size_t home = node_of<const Node>(slots[j])->hash_low & mask;
@@ -328,7 +367,6 @@ void Keyspace::erase_slot(Shard& shard, std::size_t hole, Garbage& garbage) {
         store_slot(slots[j], 0);
         hole = j;
     }
-    --shard.count;
     if (too_empty(shard.count, mask + 1)) {
         // Rebuild at a size that keeps the load between the two bounds; if
         // that cannot be allocated the bigger table stays, still correct.
@@ -419,6 +457,7 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
         // Under the lock, so no snapshot cut falls between the stamp and the
         // link: the new filter owes nothing to a snapshot taken before.
         filter->set_count_stamp(snapshot_counts_.current_stamp());
+        reserve_expiring(shard, expire_at_ms != 0);
         const std::size_t slot = find_slot(shard, key, hash);
         if (slot == kNotFound) {
             Node* node = make_node(key, std::move(filter), expire_at_ms);
@@ -500,6 +539,8 @@ bool Keyspace::add_items(std::string_view key, std::span<const std::string_view>
                 }
                 stored = filter.add_many(batch, limits, out, scope);
             }
+            count_added(std::count(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(stored),
+                                   bloom::AddResult::added));
             done += stored;
             if (stored < n) return;  // stopped at a full filter or an error
         }
@@ -556,6 +597,7 @@ bool Keyspace::redo_adds(bloom::ScalableFilter& filter, std::span<const Recorded
         const auto batch = adds.subspan(first, std::min(kBatch, adds.size() - first));
         if (log == nullptr) {
             for (const RecordedAdd& add : batch) filter.redo_add(add.layer, add.hash);
+            count_added(static_cast<std::int64_t>(batch.size()));
             continue;
         }
         bloom::AddRecorder& scope = log->begin_adds(filter, batch.size());
@@ -566,6 +608,7 @@ bool Keyspace::redo_adds(bloom::ScalableFilter& filter, std::span<const Recorded
             filter.redo_add(add.layer, add.hash);
         }
     }
+    count_added(static_cast<std::int64_t>(adds.size()));
     return true;
 }
 
@@ -661,6 +704,9 @@ std::optional<bool> Keyspace::update_expiry(
         } else {
             // Encoded before the deadline changes (it was only known now).
             EncodedRecord record = log != nullptr ? log->encode_expiry(key, *deadline) : nullptr;
+            const std::int64_t from = node->deadline();
+            reserve_expiring(shard, from == 0 && *deadline != 0);
+            account_deadline(shard, node, from, *deadline);
             node->expire_at_ms.store(*deadline, std::memory_order_relaxed);
             changed = true;
             if (record) log->append(std::move(record));
@@ -715,6 +761,7 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
             // The record and the new node are made first: if either cannot
             // be allocated nothing has changed.
             EncodedRecord renamed = log != nullptr ? log->encode_renamed(from, to) : nullptr;
+            reserve_expiring(target, node->deadline() != 0);
             Node* moved = make_node(to, node->filter, node->deadline());
             const std::size_t existing = find_slot(target, to, to_hash);
             if (existing != kNotFound) {
@@ -742,25 +789,43 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
     return renamed_key;
 }
 
-Keyspace::Counts Keyspace::counts(bool with_items) const {
-    // Keys past their deadline are already invisible to every lookup, so they
-    // must not be counted either, even before the expiry cycle erases them.
+Keyspace::Counts Keyspace::counts() const {
     Counts counts;
-    const std::int64_t now = now_ms();
+    std::int64_t items = 0;
     for (const Shard& shard : shards_) {
-        std::shared_lock lock(shard.mutex);
-        const Table* table = shard.table.load(std::memory_order_relaxed);
-        if (table == nullptr) continue;
-        for (std::size_t i = 0; i <= table->mask; ++i) {
-            if (table->slots()[i] == 0) continue;
-            const Node* node = node_of<const Node>(table->slots()[i]);
-            if (node->expired(now)) continue;
-            ++counts.keys;
-            if (node->deadline() != 0) ++counts.with_expiry;
-            if (with_items) counts.items += node->filter->items();
-        }
+        counts.keys += shard.count.load(std::memory_order_relaxed);
+        counts.with_expiry += shard.expiring_count.load(std::memory_order_relaxed);
+        items += shard.linked_items.load(std::memory_order_relaxed);
     }
+    for (std::size_t i = 0; i < kItemStripes; ++i) {
+        items += items_added_[i].value.load(std::memory_order_relaxed);
+    }
+    counts.items = items > 0 ? static_cast<std::uint64_t>(items) : 0;
     return counts;
+}
+
+std::int64_t Keyspace::average_ttl_ms() const {
+    Int128 sum = 0;
+    std::size_t with_deadline = 0;
+    for (const Shard& shard : shards_) {
+        if (shard.expiring_count.load(std::memory_order_relaxed) == 0) continue;
+        std::shared_lock lock(shard.mutex);
+        sum += shard.deadline_sum;
+        with_deadline += shard.expiring.size();
+    }
+    if (with_deadline == 0) return 0;
+    const Int128 mean = sum / static_cast<Int128>(with_deadline) - now_ms();
+    return mean > 0 ? static_cast<std::int64_t>(std::min<Int128>(mean, INT64_MAX)) : 0;
+}
+
+void Keyspace::count_added(std::int64_t items) const {
+    if (items == 0) return;
+    // Threads take stripes in turn, so up to kItemStripes threads each have
+    // their own line.
+    static std::atomic<std::size_t> next_stripe{0};
+    thread_local const std::size_t stripe =
+        next_stripe.fetch_add(1, std::memory_order_relaxed) % kItemStripes;
+    items_added_[stripe].value.fetch_add(items, std::memory_order_relaxed);
 }
 
 std::size_t Keyspace::clear() {
@@ -784,8 +849,18 @@ std::size_t Keyspace::clear() {
                     ++live;
                 }
             }
+            std::int64_t items = 0;
+            for (std::size_t i = 0; i <= table->mask; ++i) {
+                if (table->slots()[i] != 0)
+                    items += node_of<const Node>(table->slots()[i])->filter->items();
+            }
             shard.table.store(nullptr, std::memory_order_release);
-            shard.count = 0;
+            shard.count.store(0, std::memory_order_relaxed);
+            shard.linked_items.fetch_sub(items, std::memory_order_relaxed);
+            charge(-static_cast<std::int64_t>(shard.expiring.bytes()));
+            shard.expiring.clear();
+            shard.expiring_count.store(0, std::memory_order_relaxed);
+            shard.deadline_sum = 0;
             garbage.tables_and_nodes.push_back(table);
         }
         if (slot_counts_) {
@@ -817,6 +892,83 @@ std::vector<KeySnapshot> Keyspace::shard_entries(std::size_t index) const {
         out.push_back(KeySnapshot{std::string(node->key()), node->filter, node->deadline()});
     }
     return out;
+}
+
+namespace {
+
+// The bits of a SCAN cursor that name the shard.
+unsigned shard_bits(std::size_t shards) {
+    return static_cast<unsigned>(std::bit_width(shards - 1));
+}
+
+std::uint64_t reverse_bits(std::uint64_t v) {
+    v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
+    v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
+    v = ((v >> 4) & 0x0F0F0F0F0F0F0F0Full) | ((v & 0x0F0F0F0F0F0F0F0Full) << 4);
+    return __builtin_bswap64(v);
+}
+
+// Redis's reverse-binary cursor increment over buckets 0..mask: the high
+// bits of the bucket index change fastest, so buckets visited in a table of
+// one size cover, in a grown or shrunk table, exactly the buckets that hold
+// their keys.
+std::uint64_t next_bucket(std::uint64_t v, std::uint64_t mask) {
+    v |= ~mask;
+    v = reverse_bits(v);
+    ++v;
+    return reverse_bits(v);
+}
+
+}  // namespace
+
+std::uint64_t Keyspace::scan(std::uint64_t cursor, std::size_t count,
+                             std::vector<std::string>& keys) const {
+    const unsigned bits = shard_bits(shards_.size());
+    std::size_t shard_index = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << bits) - 1));
+    std::uint64_t v = cursor >> bits;
+    if (shard_index >= shards_.size()) return 0;
+    // Buckets looked at, empty shards included: about ten per key wanted,
+    // as Redis's SCAN gives up after COUNT * 10 empty buckets.
+    std::size_t budget = count > SIZE_MAX / 10 ? SIZE_MAX : std::max<std::size_t>(count * 10, 1);
+    const std::size_t wanted = keys.size() + count;
+    const std::int64_t now = now_ms();
+    for (;;) {
+        const Shard& shard = shards_[shard_index];
+        bool shard_done = true;
+        if (shard.count.load(std::memory_order_relaxed) == 0) {
+            --budget;
+        } else {
+            std::shared_lock lock(shard.mutex);
+            const Table* table = shard.table.load(std::memory_order_relaxed);
+            if (table == nullptr) {
+                --budget;
+            } else {
+                const std::uint64_t mask = table->mask;
+                const std::uint64_t* slots = table->slots();
+                do {
+                    // The bucket's keys lie in the probe run from its home
+                    // slot up to the next empty slot.
+                    const std::uint64_t home = v & mask;
+                    for (std::uint64_t i = home; slots[i] != 0; i = (i + 1) & mask) {
+                        const Node* node = node_of<const Node>(slots[i]);
+                        if ((node->hash_low & mask) == home && !node->expired(now)) {
+                            keys.emplace_back(node->key());
+                        }
+                    }
+                    --budget;
+                    v = next_bucket(v, mask);
+                } while (v != 0 && budget > 0 && keys.size() < wanted);
+                shard_done = v == 0;
+            }
+        }
+        if (shard_done) {
+            v = 0;
+            if (++shard_index == shards_.size()) return 0;
+        }
+        if (budget == 0 || keys.size() >= wanted) {
+            return (v << bits) | shard_index;
+        }
+    }
 }
 
 void Keyspace::enable_slot_counts() {
@@ -927,24 +1079,45 @@ void Keyspace::wait_for_readers() {
     while (!epoch_passed(stamp)) std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
-std::size_t Keyspace::active_expire_cycle() {
+std::pair<std::size_t, std::size_t> Keyspace::expire_sample(Shard& shard) {
+    const std::int64_t now = now_ms();
+    std::vector<std::string> expired;
+    std::size_t sampled = 0;
+    {
+        // Looked at under the shared lock: most samples find nothing to erase.
+        std::shared_lock lock(shard.mutex);
+        const std::size_t resume =
+            shard.expiring.sample(shard.expire_cursor.load(std::memory_order_relaxed),
+                                  kExpireSample, kExpireSample * 20, [&](std::uintptr_t entry) {
+                                      ++sampled;
+                                      const Node* node = reinterpret_cast<const Node*>(entry);
+                                      if (node->expired(now)) expired.emplace_back(node->key());
+                                  });
+        shard.expire_cursor.store(resume, std::memory_order_relaxed);
+    }
+    std::size_t erased = 0;
+    // One at a time, each with its DEL record (reap() checks again).
+    for (const std::string& key : expired) erased += reap(key, hash_key(key)) ? 1 : 0;
+    return {sampled, erased};
+}
+
+std::size_t Keyspace::active_expire_cycle(std::chrono::microseconds budget) {
+    reclaim();
+    const auto started = std::chrono::steady_clock::now();
+    const auto spent = [&] { return std::chrono::steady_clock::now() - started >= budget; };
     std::size_t removed = 0;
-    for (Shard& shard : shards_) {
-        const std::int64_t now = now_ms();
-        // Look under the shared lock first: most cycles find nothing to do.
-        std::vector<std::string> expired;
-        {
-            std::shared_lock lock(shard.mutex);
-            const Table* table = shard.table.load(std::memory_order_relaxed);
-            for (std::size_t i = 0; table != nullptr && i <= table->mask; ++i) {
-                const std::uint64_t slot = table->slots()[i];
-                if (slot != 0 && node_of<const Node>(slot)->expired(now)) {
-                    expired.emplace_back(node_of<const Node>(slot)->key());
-                }
-            }
+    const std::size_t shards = shards_.size();
+    for (std::size_t visited = 0; visited < shards; ++visited) {
+        Shard& shard = shards_[expire_shard_.fetch_add(1, std::memory_order_relaxed) % shards];
+        if (shard.expiring_count.load(std::memory_order_relaxed) == 0) continue;
+        for (;;) {
+            const auto [sampled, erased] = expire_sample(shard);
+            removed += erased;
+            // Again while more than a tenth of the sample had expired (the
+            // shard likely holds many more), as Redis's acceptable staleness.
+            if (sampled == 0 || erased * 10 <= sampled || spent()) break;
         }
-        // One at a time, each with its DEL record (reap()).
-        for (const std::string& key : expired) removed += reap(key, hash_key(key)) ? 1 : 0;
+        if (spent()) break;
     }
     reclaim();
     return removed;
