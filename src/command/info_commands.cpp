@@ -294,7 +294,8 @@ void info_keyspace(Context& ctx, std::string& out) {
     out.append("# Keyspace\r\n");
     if (counts.keys > 0) {
         out.append("db0:keys=" + std::to_string(counts.keys) +
-                   ",expires=" + std::to_string(counts.with_expiry) + ",avg_ttl=0\r\n");
+                   ",expires=" + std::to_string(counts.with_expiry) +
+                   ",avg_ttl=" + std::to_string(ctx.keyspace.average_ttl_ms()) + "\r\n");
     }
 }
 

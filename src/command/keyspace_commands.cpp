@@ -10,6 +10,7 @@
 #include "bloomery/command/glob.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/allocator.hpp"
+#include "bloomery/core/printable.hpp"
 #include "families.hpp"
 
 namespace bloomery::command {
@@ -39,24 +40,48 @@ void cmd_dbsize(Context& ctx, Args) {
     ctx.out.integer(static_cast<std::int64_t>(ctx.keyspace.size()));
 }
 
+// O(keys), as in Redis: every key is looked at (SCAN is the bounded way).
 void cmd_keys(Context& ctx, Args argv) {
+    const GlobPattern pattern(argv[1]);
     std::vector<std::string> keys;
-    const bool match_all = argv[1] == "*";
     for (std::size_t shard = 0; shard < ctx.keyspace.num_shards(); ++shard) {
         for (auto& entry : ctx.keyspace.shard_entries(shard)) {
-            if (match_all || glob_match(argv[1], entry.key)) keys.push_back(std::move(entry.key));
+            if (pattern.match(entry.key)) keys.push_back(std::move(entry.key));
         }
     }
     ctx.out.array(keys.size());
     for (const auto& key : keys) ctx.out.bulk(key);
 }
 
-// The cursor is the index of the next shard to visit: each call returns
-// whole shards until COUNT keys are gathered, so a key present for the whole
-// iteration is returned exactly once, whatever is added or deleted meanwhile.
+// A cursor as Redis reads it (strtoul, then nothing may follow): leading
+// zeros and a sign are fine ("-1" wraps, as in Redis), an empty one is 0,
+// spaces, other characters and values past 2^64 - 1 are not.
+bool parse_scan_cursor(std::string_view text, std::uint64_t& out) {
+    std::size_t i = 0;
+    bool negative = false;
+    if (!text.empty() && (text[0] == '+' || text[0] == '-')) {
+        negative = text[0] == '-';
+        i = 1;
+        if (text.size() == 1) return false;
+    }
+    std::uint64_t value = 0;
+    for (; i < text.size(); ++i) {
+        const unsigned digit = static_cast<unsigned char>(text[i]) - unsigned{'0'};
+        if (digit > 9) return false;
+        if (value > (UINT64_MAX - digit) / 10) return false;
+        value = value * 10 + digit;
+    }
+    out = negative ? 0 - value : value;
+    return true;
+}
+
+// The cursor is the keyspace's (store::Keyspace::scan): each call looks at
+// about COUNT buckets, so its work is bounded whatever the key count, and it
+// may return no key with a cursor that is not 0. MATCH and TYPE filter what
+// those buckets held, as Redis filters after it gathers.
 void cmd_scan(Context& ctx, Args argv) {
-    std::int64_t cursor;
-    if (!parse_int64(argv[1], cursor) || cursor < 0) {
+    std::uint64_t cursor;
+    if (!parse_scan_cursor(argv[1], cursor)) {
         ctx.out.error(errors::kInvalidCursor);
         return;
     }
@@ -87,18 +112,17 @@ void cmd_scan(Context& ctx, Args argv) {
         }
     }
     std::vector<std::string> keys;
-    std::size_t shard = static_cast<std::size_t>(cursor);
-    const std::size_t shards = ctx.keyspace.num_shards();
-    while (shard < shards && keys.size() < static_cast<std::size_t>(count)) {
-        for (auto& entry : ctx.keyspace.shard_entries(shard)) {
-            if (type_mismatch) continue;
-            if (pattern.empty() || glob_match(pattern, entry.key))
-                keys.push_back(std::move(entry.key));
+    const std::uint64_t next = ctx.keyspace.scan(cursor, static_cast<std::size_t>(count), keys);
+    if (type_mismatch) {
+        keys.clear();
+    } else if (!pattern.empty()) {
+        const GlobPattern compiled(pattern);
+        if (!compiled.matches_everything()) {
+            std::erase_if(keys, [&](const std::string& key) { return !compiled.match(key); });
         }
-        ++shard;
     }
     ctx.out.array(2);
-    ctx.out.bulk(shard >= shards ? "0" : std::to_string(shard));
+    ctx.out.bulk(std::to_string(next));
     ctx.out.array(keys.size());
     for (const auto& key : keys) ctx.out.bulk(key);
 }
@@ -129,7 +153,7 @@ void expire_generic(Context& ctx, Args argv, bool seconds, bool absolute, std::s
             lt = true;
         } else {
             std::string message(errors::kUnsupportedOption);
-            for (char c : argv[i].substr(0, 64)) message.push_back(c < ' ' ? ' ' : c);
+            core::append_printable(message, argv[i]);
             ctx.out.error(message);
             return;
         }

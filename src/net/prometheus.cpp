@@ -23,7 +23,7 @@ MetricsSnapshot collect_metrics(const command::Services& server, const command::
     for (const command::CommandSpec* spec : registry.by_id()) s.command_names.push_back(spec->name);
     s.commands = server.stats.command_stats();
     s.slowlog_length = slowlog != nullptr ? slowlog->length() : 0;
-    s.keyspace = keyspace.counts(true);
+    s.keyspace = keyspace.counts();
     for (unsigned use = 0; use < core::kMemoryUses; ++use) {
         s.memory_by_use[use] = core::memory_used(static_cast<core::MemoryUse>(use));
     }

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -40,8 +41,12 @@ TEST(Keyspace, ExpiredKeysAreDeletedOnAccessOrByTheCycle) {
     keyspace.put("old", make_filter(), now_ms() - 1);
     keyspace.put("untouched", make_filter(), now_ms() - 1);
     keyspace.put("new", make_filter(), now_ms() + 60000);
-    EXPECT_EQ(keyspace.size(), 1u);  // expired keys are not counted
+    // Counted as Redis's DBSIZE counts: until a lookup or the cycle erases
+    // them (counts are kept as keys are linked and unlinked, not by looking).
+    EXPECT_EQ(keyspace.size(), 3u);
+    EXPECT_EQ(keyspace.counts().with_expiry, 3u);
     EXPECT_FALSE(keyspace.with_filter("old", [](bloom::ScalableFilter&) {}));
+    EXPECT_EQ(keyspace.size(), 2u);
     EXPECT_EQ(keyspace.expired_keys(), 1u);  // the lookup deleted it
     EXPECT_FALSE(keyspace.contains("old"));
     EXPECT_FALSE(keyspace.expiry("old").has_value());
@@ -304,6 +309,231 @@ TEST(Keyspace, MemoryChargedForNodesAndTablesReturnsToZero) {
     keyspace.reclaim();
     EXPECT_EQ(keyspace.pending_reclaim(), 0u);
     EXPECT_EQ(keyspace.overhead_bytes(), 0u);
+}
+
+// What counts() and average_ttl_ms() keep as keys come and go must equal
+// what walking every key finds, after any mix of operations.
+TEST(Keyspace, CountsKeptAsKeysComeAndGoEqualAWalkOfTheKeys) {
+    Keyspace keyspace(8);
+    std::mt19937 rng(11);
+    const std::int64_t far = now_ms() + 3600'000;
+    for (int step = 0; step < 20000; ++step) {
+        const std::string key = "k" + std::to_string(rng() % 500);
+        const std::string other = "k" + std::to_string(rng() % 500);
+        switch (rng() % 9) {
+            case 0:
+                keyspace.put(key, make_filter(10));
+                break;
+            case 1:
+                keyspace.put(key, make_filter(10), far + static_cast<std::int64_t>(rng() % 1000));
+                break;
+            case 2:
+                keyspace.erase(key);
+                break;
+            case 3:
+                keyspace.rename(key, other);
+                break;
+            case 4:
+                keyspace.set_expiry(key, far + static_cast<std::int64_t>(rng() % 100000));
+                break;
+            case 5:
+                keyspace.set_expiry(key, 0);
+                break;
+            case 6: {
+                std::vector<bloom::AddResult> results;
+                const std::string item = "i" + std::to_string(rng() % 50);
+                const std::string_view items[] = {item, "x"};
+                keyspace.add_items(key, items, kNoLimits, nullptr, results);
+                break;
+            }
+            case 7:
+                keyspace.insert_new(key, make_filter(10));
+                break;
+            default:
+                if (rng() % 200 == 0) keyspace.clear();
+                break;
+        }
+        if (step % 997 != 0) continue;
+        std::size_t keys = 0, with_expiry = 0;
+        std::uint64_t items = 0;
+        Int128 deadlines = 0;
+        for (std::size_t s = 0; s < keyspace.num_shards(); ++s) {
+            for (const auto& entry : keyspace.shard_entries(s)) {
+                ++keys;
+                items += entry.filter->items();
+                if (entry.expire_at_ms != 0) {
+                    ++with_expiry;
+                    deadlines += entry.expire_at_ms;
+                }
+            }
+        }
+        const Keyspace::Counts counts = keyspace.counts();
+        ASSERT_EQ(counts.keys, keys) << "step " << step;
+        ASSERT_EQ(counts.with_expiry, with_expiry) << "step " << step;
+        ASSERT_EQ(counts.items, items) << "step " << step;
+        if (with_expiry > 0) {
+            const auto expected = static_cast<std::int64_t>(deadlines / with_expiry) - now_ms();
+            EXPECT_NEAR(static_cast<double>(keyspace.average_ttl_ms()),
+                        static_cast<double>(expected), 1000.0);
+        } else {
+            EXPECT_EQ(keyspace.average_ttl_ms(), 0);
+        }
+    }
+}
+
+// Renaming a key with a deadline onto another with one, alone in its
+// shard's ExpirySet: the set must not shrink away the room reserved for
+// the moved key.
+TEST(Keyspace, RenameOntoAKeyWithADeadlineKeepsBothCounted) {
+    for (int i = 0; i < 64; ++i) {
+        Keyspace keyspace(64);
+        const std::int64_t later = now_ms() + 3600'000;
+        const std::string from = "from" + std::to_string(i), to = "to" + std::to_string(i);
+        keyspace.put(to, make_filter(1), later);
+        keyspace.put(from, make_filter(1), later + 1);
+        ASSERT_TRUE(keyspace.rename(from, to));
+        EXPECT_EQ(*keyspace.expiry(to), later + 1);
+        EXPECT_EQ(keyspace.counts().keys, 1u);
+        EXPECT_EQ(keyspace.counts().with_expiry, 1u);
+        EXPECT_TRUE(keyspace.set_expiry(to, 0));
+        EXPECT_EQ(keyspace.counts().with_expiry, 0u);
+    }
+}
+
+// Active expiry samples only keys with a deadline: a keyspace with many
+// keys and none expiring costs it nothing, and expired keys among them go
+// within a few rounds, each with the DEL a lookup would have made.
+TEST(Keyspace, ActiveExpiryErasesExpiredKeysWithinAFewRounds) {
+    Keyspace keyspace(4);
+    for (int i = 0; i < 20000; ++i) keyspace.put("plain" + std::to_string(i), make_filter(1));
+    EXPECT_EQ(keyspace.active_expire_cycle(), 0u);
+    for (int i = 0; i < 3000; ++i) {
+        keyspace.put("gone" + std::to_string(i), make_filter(1), now_ms() - 1);
+    }
+    for (int i = 0; i < 300; ++i) {
+        keyspace.put("later" + std::to_string(i), make_filter(1), now_ms() + 3600'000);
+    }
+    EXPECT_EQ(keyspace.counts().with_expiry, 3300u);
+    std::size_t erased = 0;
+    int rounds = 0;
+    // A round samples a shard again while a tenth of its sample expired,
+    // so once the expired keys are few they may wait for later rounds: the
+    // first rounds take nearly all.
+    for (; rounds < 3; ++rounds) erased += keyspace.active_expire_cycle(std::chrono::seconds(10));
+    EXPECT_GE(erased, 2700u);
+    while (erased < 3000 && rounds < 1000) {
+        erased += keyspace.active_expire_cycle(std::chrono::seconds(10));
+        ++rounds;
+    }
+    EXPECT_EQ(erased, 3000u);
+    EXPECT_EQ(keyspace.expired_keys(), 3000u);
+    EXPECT_EQ(keyspace.size(), 20300u);
+    EXPECT_EQ(keyspace.counts().with_expiry, 300u);
+}
+
+// A round stops once its budget is spent, and the next resumes with the
+// shards it had not reached.
+TEST(Keyspace, ActiveExpiryStopsAtItsBudgetAndResumes) {
+    Keyspace keyspace(16);
+    for (int i = 0; i < 4000; ++i) {
+        keyspace.put("gone" + std::to_string(i), make_filter(1), now_ms() - 1);
+    }
+    // A zero budget still samples one shard per round.
+    const std::size_t first = keyspace.active_expire_cycle(std::chrono::microseconds(0));
+    EXPECT_GT(first, 0u);
+    EXPECT_LT(first, 4000u);
+    std::size_t erased = first;
+    for (int round = 0; round < 5000 && erased < 4000; ++round) {
+        erased += keyspace.active_expire_cycle(std::chrono::microseconds(0));
+    }
+    EXPECT_EQ(erased, 4000u);
+    EXPECT_EQ(keyspace.size(), 0u);
+}
+
+// Redis's SCAN guarantee: a key present for the whole scan is returned at
+// least once, even while tables grow and shrink between calls; each call
+// does bounded work.
+TEST(Keyspace, ScanReturnsEveryStableKeyAcrossResizes) {
+    Keyspace keyspace(4);
+    std::set<std::string> stable;
+    for (int i = 0; i < 5000; ++i) {
+        stable.insert("stable" + std::to_string(i));
+        keyspace.put("stable" + std::to_string(i), make_filter(1));
+    }
+    std::set<std::string> seen;
+    std::uint64_t cursor = 0;
+    int calls = 0;
+    do {
+        std::vector<std::string> keys;
+        cursor = keyspace.scan(cursor, 10, keys);
+        // At most COUNT keys, plus the rest of the last bucket looked at.
+        EXPECT_LE(keys.size(), 10u + 8u);
+        seen.insert(keys.begin(), keys.end());
+        ++calls;
+        // Grow every table eightfold, then shrink it back, mid-scan.
+        if (calls == 100) {
+            for (int i = 0; i < 40000; ++i)
+                keyspace.put("churn" + std::to_string(i), make_filter(1));
+        }
+        if (calls == 300) {
+            for (int i = 0; i < 40000; ++i) keyspace.erase("churn" + std::to_string(i));
+        }
+    } while (cursor != 0 && calls < 100000);
+    EXPECT_EQ(cursor, 0u);
+    for (const std::string& key : stable) EXPECT_TRUE(seen.count(key)) << key;
+}
+
+// With few keys among many buckets, a call may return nothing with a
+// cursor that is not 0; the scan still ends, after a bounded number of
+// calls.
+TEST(Keyspace, ScanWorkIsBoundedByCount) {
+    Keyspace keyspace(64);
+    for (int i = 0; i < 100000; ++i) keyspace.put("k" + std::to_string(i), make_filter(1));
+    for (int i = 0; i < 99990; ++i) keyspace.erase("k" + std::to_string(i));
+    std::set<std::string> seen;
+    std::uint64_t cursor = 0;
+    int calls = 0, empty_calls = 0;
+    do {
+        std::vector<std::string> keys;
+        cursor = keyspace.scan(cursor, 1, keys);
+        EXPECT_LE(keys.size(), 1u + 8u);
+        if (keys.empty() && cursor != 0) ++empty_calls;
+        seen.insert(keys.begin(), keys.end());
+        ++calls;
+    } while (cursor != 0 && calls < 1000000);
+    EXPECT_EQ(cursor, 0u);
+    EXPECT_EQ(seen.size(), 10u);
+    EXPECT_GT(empty_calls, 0);
+    // A cursor naming a shard that does not exist ends the scan.
+    Keyspace five(5);  // three bits of the cursor name the shard
+    five.put("k", make_filter(1));
+    std::vector<std::string> keys;
+    EXPECT_EQ(five.scan(7, 10, keys), 0u);
+    EXPECT_TRUE(keys.empty());
+}
+
+TEST(ExpirySet, InsertEraseAndSampleAgreeWithASet) {
+    ExpirySet set;
+    std::set<std::uintptr_t> truth;
+    std::mt19937_64 rng(3);
+    for (int step = 0; step < 200000; ++step) {
+        const std::uintptr_t entry = 16 * (1 + rng() % 5000);
+        if (rng() % 3 != 0) {
+            if (truth.insert(entry).second) {
+                set.reserve(1);
+                set.insert(entry);
+            }
+        } else {
+            EXPECT_EQ(set.erase(entry), truth.erase(entry) == 1);
+        }
+        ASSERT_EQ(set.size(), truth.size());
+    }
+    for (std::uintptr_t entry : truth) EXPECT_TRUE(set.contains(entry));
+    std::set<std::uintptr_t> sampled;
+    set.sample(0, SIZE_MAX, set.bytes() / sizeof(std::uintptr_t),
+               [&](std::uintptr_t entry) { sampled.insert(entry); });
+    EXPECT_EQ(sampled, truth);
+    EXPECT_LE(set.bytes(), truth.size() * 8 * sizeof(std::uintptr_t));
 }
 
 }  // namespace

@@ -12,7 +12,12 @@
 //
 // Expiry: a key past its deadline is invisible to every lookup and is erased
 // on access (as Redis deletes an expired key when it is touched) or by
-// active_expire_cycle().
+// active_expire_cycle(), which samples only the keys that have a deadline
+// (each shard keeps them apart in an ExpirySet), as Redis's expire.c does.
+//
+// Counts (keys, keys with a deadline, the sum of deadlines, items) are kept
+// per shard as keys come and go, so DBSIZE, INFO keyspace and /metrics cost
+// O(shards), whatever the key count; SCAN does work bounded by its COUNT.
 //
 // Thread safety: every member function may be called from any thread.
 // Writers take the shard's lock exclusively. with_filter() (every BF.* on an
@@ -26,6 +31,7 @@
 // reader lock instead.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -39,12 +45,15 @@
 
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/store/epoch.hpp"
+#include "bloomery/store/expiry_set.hpp"
 #include "bloomery/store/mutation_log.hpp"
 #include "bloomery/store/snapshot_counts.hpp"
 
 namespace bloomery::store {
 
 using bloom::FilterRef;
+// A sum of up to 2^64 deadlines cannot overflow it.
+__extension__ typedef __int128 Int128;
 
 // Milliseconds since the Unix epoch (wall clock), the unit of every deadline.
 std::int64_t now_ms();
@@ -234,29 +243,57 @@ public:
     struct Counts {
         std::size_t keys = 0;
         std::size_t with_expiry = 0;
-        std::uint64_t items = 0;  // with_items only: every filter's items inserted, summed
+        std::uint64_t items = 0;  // every filter's items inserted, summed
     };
-    // Live keys, and how many of them have a deadline; O(keys), expired keys
-    // not counted. with_items also sums the filters' item counts (a few more
-    // loads per key: for /metrics, not for DBSIZE).
-    Counts counts(bool with_items = false) const;
+    // Keys, and how many of them have a deadline, as Redis counts them: keys
+    // past their deadline that no lookup or expiry cycle has erased yet are
+    // still counted. O(shards), read without a lock. `items` may be off by
+    // adds that raced the deletion of their filter (they are counted, the
+    // filter is gone).
+    Counts counts() const;
     std::size_t size() const { return counts().keys; }
+    // The mean time to live of the keys with a deadline, in milliseconds (0
+    // when none has one): INFO keyspace's avg_ttl. O(shards), one shared
+    // lock at a time.
+    std::int64_t average_ttl_ms() const;
     // Removes every key at one instant (every shard locked at once, as for
     // view()); returns how many live keys there were. Filters are freed after
     // the locks are released.
     std::size_t clear();
 
-    // Copies the live entries of shard `index` (for SCAN and KEYS).
+    // Copies the live entries of shard `index` (for KEYS: O(keys)).
     std::vector<KeySnapshot> shard_entries(std::size_t index) const;
+
+    // One SCAN step: appends to `keys` the live keys of up to about `count`
+    // buckets from `cursor` and returns the cursor to go on from (0 once
+    // every shard was walked). Work is bounded by `count`: it may return
+    // fewer keys than `count`, or none, with a cursor that is not 0.
+    //
+    // The cursor is (bucket, shard): the shard in its low bits, above them
+    // a bucket of the shard's table counted in reverse binary, as Redis's
+    // dictScan. A bucket is a home slot: the keys whose hash points there,
+    // found in the probe run from it. So, as in Redis, a key present for the
+    // whole scan is returned at least once, even if tables grow or shrink
+    // between calls (a resize may return some keys twice).
+    std::uint64_t scan(std::uint64_t cursor, std::size_t count,
+                       std::vector<std::string>& keys) const;
     // A consistent copy of every live key (see KeyspaceView). For a
     // snapshot, with a journal attached, it is taken at the journal's cut and
     // keeps the item counts of that instant (KeyspaceView::item_counts);
     // without `for_snapshot` it only copies the keys (no cut, no position).
     KeyspaceView view(bool for_snapshot = true) const;
 
-    // Erases expired keys in every shard; returns how many. Also frees what
-    // earlier writes unlinked while lookups were still reading it.
-    std::size_t active_expire_cycle();
+    // One round of active expiry, as Redis's expire.c: visits the shards in
+    // turn (starting where the last round stopped), samples
+    // kExpireSample keys that have a deadline in each, erases the expired
+    // ones (each with its DEL record), and samples the same shard again
+    // while more than a tenth of a sample had expired; stops once `budget`
+    // has been spent. Keys without a deadline are never looked at. Returns
+    // how many keys it erased. Also frees what earlier writes unlinked while
+    // lookups were still reading it.
+    static constexpr std::size_t kExpireSample = 20;
+    std::size_t active_expire_cycle(
+        std::chrono::microseconds budget = std::chrono::milliseconds(25));
     // Frees unlinked nodes, tables and filters no lookup can still see.
     void reclaim() const;
     // Unlinked objects waiting for lookups to leave (for tests).
@@ -264,7 +301,7 @@ public:
     // Keys erased because their deadline passed, lazily or by the cycle.
     std::uint64_t expired_keys() const { return expired_keys_.load(std::memory_order_relaxed); }
 
-    // Cluster mode (cluster/slot.hpp): counts keys per hash slot as they are
+    // Cluster mode (core/key_slot.hpp): counts keys per hash slot as they are
     // linked and unlinked, for CLUSTER COUNTKEYSINSLOT. Off by default, so a
     // server without cluster mode pays nothing (no slot hash per created key,
     // no 128 KiB of counters); call before any key exists and before clients
@@ -301,7 +338,15 @@ private:
         // Read by lock-free lookups; written only under the exclusive lock.
         alignas(64) std::atomic<std::uint64_t> version{0};  // odd while changing
         std::atomic<Table*> table{nullptr};
-        std::size_t count = 0;  // under the lock
+        // Written under the exclusive lock, read by counts() without it.
+        std::atomic<std::size_t> count{0};
+        std::atomic<std::size_t> expiring_count{0};
+        std::atomic<std::int64_t> linked_items{0};  // items of the linked filters, when linked
+        // Under the lock.
+        ExpirySet expiring;       // the nodes that have a deadline
+        Int128 deadline_sum = 0;  // of their deadlines
+        // Where active expiry resumes in `expiring` (only the cycle moves it).
+        std::atomic<std::size_t> expire_cursor{0};
     };
     // What a write unlinked; freed once lookups can no longer see it.
     struct Garbage {
@@ -353,6 +398,15 @@ private:
 
     // The slot counters' bookkeeping for one linked or unlinked key.
     void count_slot(std::string_view key, std::int64_t by);
+    // Every per-shard count for a node linked (+1) or unlinked (-1); under
+    // the exclusive lock. A node with a deadline must have room reserved in
+    // the shard's ExpirySet before it is linked.
+    void account(Shard& shard, const Node* node, int sign);
+    // A linked node's deadline changes from `from` to `to`.
+    void account_deadline(Shard& shard, const Node* node, std::int64_t from, std::int64_t to);
+    void reserve_expiring(Shard& shard, bool needed);
+    // Samples one shard for active expiry; returns (sampled, erased).
+    std::pair<std::size_t, std::size_t> expire_sample(Shard& shard);
 
     mutable std::vector<Shard> shards_;  // mutable: lookups reap expired keys
     // Keys per cluster slot (enable_slot_counts), null when off. Several
@@ -364,6 +418,16 @@ private:
     // view() starts a session.
     mutable SnapshotCounts snapshot_counts_;
     mutable std::atomic<std::uint64_t> expired_keys_{0};
+    // Items counted by adds, one counter per thread (summed by counts()):
+    // an add never writes a line another thread writes.
+    struct alignas(64) ItemsAdded {
+        std::atomic<std::int64_t> value{0};
+    };
+    static constexpr std::size_t kItemStripes = 64;
+    mutable std::unique_ptr<ItemsAdded[]> items_added_ =
+        std::make_unique<ItemsAdded[]>(kItemStripes);
+    void count_added(std::int64_t items) const;
+    std::atomic<std::size_t> expire_shard_{0};  // where the next expiry round starts
     mutable std::atomic<std::uint64_t> overhead_bytes_{0};
     struct Retired {
         Garbage garbage;

@@ -1,0 +1,106 @@
+#pragma once
+// The keyspace's table, shared by the files that implement store::Keyspace
+// (keyspace.cpp: nodes, tables, memory and the primitives every change
+// uses; keyspace_writes.cpp: the write path; keyspace_walks.cpp: counts,
+// SCAN, KEYS, views and active expiry). Not part of the store's interface.
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <shared_mutex>
+#include <string_view>
+
+#include "bloomery/store/keyspace.hpp"
+
+namespace bloomery::store {
+
+// One key: its deadline, its filter and its name, in one allocation (the name
+// follows the node). `hash_low` is the low half of the key's hash, so moving
+// slots (growth, deletion) never hashes a key again. Only the deadline changes
+// while a node is linked (atomic: lock-free lookups read it); replacing the
+// filter links a new node instead.
+struct Keyspace::Node {
+    std::atomic<std::int64_t> expire_at_ms;
+    FilterRef filter;
+    std::uint32_t key_size;
+    std::uint32_t hash_low;
+
+    std::string_view key() const {
+        return std::string_view(reinterpret_cast<const char*>(this + 1), key_size);
+    }
+    std::int64_t deadline() const { return expire_at_ms.load(std::memory_order_relaxed); }
+    bool expired(std::int64_t now) const {
+        const std::int64_t at = deadline();
+        return at != 0 && at <= now;
+    }
+};
+
+namespace keyspace_detail {
+
+static_assert(sizeof(FilterRef) == sizeof(void*), "a node holds one pointer to its filter");
+
+inline constexpr unsigned kTagShift = 48;
+inline constexpr std::uint64_t kPointerMask = (std::uint64_t{1} << kTagShift) - 1;
+inline constexpr std::size_t kMinSlots = 8;
+inline constexpr std::size_t kNotFound = ~std::size_t{0};
+
+// Load factor bounds: grow past 4/5 full (linear probing stays short), shrink
+// below 1/8 full so deleting most keys gives the table memory back.
+inline bool too_full(std::size_t count, std::size_t slots) {
+    return count * 5 > slots * 4;
+}
+inline bool too_empty(std::size_t count, std::size_t slots) {
+    return slots > kMinSlots && count * 8 < slots;
+}
+
+inline std::uint64_t tag_of(std::uint64_t hash) {
+    return hash >> kTagShift;
+}
+
+template <class NodeT>
+inline NodeT* node_of(std::uint64_t slot) {
+    return reinterpret_cast<NodeT*>(slot & kPointerMask);
+}
+
+// Slots are read by lock-free lookups while a writer changes them: every
+// access is atomic. Release on store / acquire on load publish a node's
+// contents with the slot that points at it.
+inline std::uint64_t load_slot(const std::uint64_t& slot) {
+    return std::atomic_ref(const_cast<std::uint64_t&>(slot)).load(std::memory_order_acquire);
+}
+inline void store_slot(std::uint64_t& slot, std::uint64_t value) {
+    std::atomic_ref(slot).store(value, std::memory_order_release);
+}
+
+}  // namespace keyspace_detail
+using namespace keyspace_detail;
+
+// The shard's exclusive lock, with its version odd for as long as it is held,
+// so lock-free lookups that overlap a change retry.
+class Keyspace::ShardWrite {
+public:
+    explicit ShardWrite(Shard& shard) : shard_(shard), lock_(shard.mutex) { begin(); }
+    ~ShardWrite() {
+        if (lock_.owns_lock()) end();
+    }
+    void unlock() {
+        end();
+        lock_.unlock();
+    }
+
+private:
+    void begin() {
+        shard_.version.store(shard_.version.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
+        // Orders the odd version before every change that follows.
+        std::atomic_thread_fence(std::memory_order_release);
+    }
+    void end() {
+        shard_.version.store(shard_.version.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_release);
+    }
+    Shard& shard_;
+    std::unique_lock<std::shared_mutex> lock_;
+};
+
+}  // namespace bloomery::store

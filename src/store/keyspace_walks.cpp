@@ -1,0 +1,309 @@
+// store::Keyspace's walks: counts kept per shard, SCAN, KEYS, cluster
+// slots, snapshot views and active expiry.
+
+#include "bloomery/store/keyspace.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <new>
+#include <thread>
+
+#include "bloomery/bloom/dump.hpp"
+#include "bloomery/core/key_slot.hpp"
+#include "bloomery/core/memory.hpp"
+#include "keyspace_table.hpp"
+
+namespace bloomery::store {
+
+Keyspace::Counts Keyspace::counts() const {
+    Counts counts;
+    std::int64_t items = 0;
+    for (const Shard& shard : shards_) {
+        counts.keys += shard.count.load(std::memory_order_relaxed);
+        counts.with_expiry += shard.expiring_count.load(std::memory_order_relaxed);
+        items += shard.linked_items.load(std::memory_order_relaxed);
+    }
+    for (std::size_t i = 0; i < kItemStripes; ++i) {
+        items += items_added_[i].value.load(std::memory_order_relaxed);
+    }
+    counts.items = items > 0 ? static_cast<std::uint64_t>(items) : 0;
+    return counts;
+}
+
+std::int64_t Keyspace::average_ttl_ms() const {
+    Int128 sum = 0;
+    std::size_t with_deadline = 0;
+    for (const Shard& shard : shards_) {
+        if (shard.expiring_count.load(std::memory_order_relaxed) == 0) continue;
+        std::shared_lock lock(shard.mutex);
+        sum += shard.deadline_sum;
+        with_deadline += shard.expiring.size();
+    }
+    if (with_deadline == 0) return 0;
+    const Int128 mean = sum / static_cast<Int128>(with_deadline) - now_ms();
+    return mean > 0 ? static_cast<std::int64_t>(std::min<Int128>(mean, INT64_MAX)) : 0;
+}
+
+void Keyspace::count_added(std::int64_t items) const {
+    if (items == 0) return;
+    // Threads take stripes in turn, so up to kItemStripes threads each have
+    // their own line.
+    static std::atomic<std::size_t> next_stripe{0};
+    thread_local const std::size_t stripe =
+        next_stripe.fetch_add(1, std::memory_order_relaxed) % kItemStripes;
+    items_added_[stripe].value.fetch_add(items, std::memory_order_relaxed);
+}
+
+std::vector<KeySnapshot> Keyspace::shard_entries(std::size_t index) const {
+    std::vector<KeySnapshot> out;
+    const Shard& shard = shards_.at(index);
+    std::shared_lock lock(shard.mutex);
+    const Table* table = shard.table.load(std::memory_order_relaxed);
+    if (table == nullptr) return out;
+    out.reserve(shard.count);
+    const std::int64_t now = now_ms();
+    for (std::size_t i = 0; i <= table->mask; ++i) {
+        if (table->slots()[i] == 0) continue;
+        const Node* node = node_of<const Node>(table->slots()[i]);
+        if (node->expired(now)) continue;
+        out.push_back(KeySnapshot{std::string(node->key()), node->filter, node->deadline()});
+    }
+    return out;
+}
+
+namespace {
+
+// The bits of a SCAN cursor that name the shard.
+unsigned shard_bits(std::size_t shards) {
+    return static_cast<unsigned>(std::bit_width(shards - 1));
+}
+
+std::uint64_t reverse_bits(std::uint64_t v) {
+    v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
+    v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
+    v = ((v >> 4) & 0x0F0F0F0F0F0F0F0Full) | ((v & 0x0F0F0F0F0F0F0F0Full) << 4);
+    return __builtin_bswap64(v);
+}
+
+// Redis's reverse-binary cursor increment over buckets 0..mask: the high
+// bits of the bucket index change fastest, so buckets visited in a table of
+// one size cover, in a grown or shrunk table, exactly the buckets that hold
+// their keys.
+std::uint64_t next_bucket(std::uint64_t v, std::uint64_t mask) {
+    v |= ~mask;
+    v = reverse_bits(v);
+    ++v;
+    return reverse_bits(v);
+}
+
+}  // namespace
+
+std::uint64_t Keyspace::scan(std::uint64_t cursor, std::size_t count,
+                             std::vector<std::string>& keys) const {
+    const unsigned bits = shard_bits(shards_.size());
+    std::size_t shard_index = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << bits) - 1));
+    std::uint64_t v = cursor >> bits;
+    if (shard_index >= shards_.size()) return 0;
+    // Buckets looked at, empty shards included: about ten per key wanted,
+    // as Redis's SCAN gives up after COUNT * 10 empty buckets.
+    std::size_t budget = count > SIZE_MAX / 10 ? SIZE_MAX : std::max<std::size_t>(count * 10, 1);
+    const std::size_t wanted = keys.size() + count;
+    const std::int64_t now = now_ms();
+    for (;;) {
+        const Shard& shard = shards_[shard_index];
+        bool shard_done = true;
+        if (shard.count.load(std::memory_order_relaxed) == 0) {
+            --budget;
+        } else {
+            std::shared_lock lock(shard.mutex);
+            const Table* table = shard.table.load(std::memory_order_relaxed);
+            if (table == nullptr) {
+                --budget;
+            } else {
+                const std::uint64_t mask = table->mask;
+                const std::uint64_t* slots = table->slots();
+                do {
+                    // The bucket's keys lie in the probe run from its home
+                    // slot up to the next empty slot.
+                    const std::uint64_t home = v & mask;
+                    for (std::uint64_t i = home; slots[i] != 0; i = (i + 1) & mask) {
+                        const Node* node = node_of<const Node>(slots[i]);
+                        if ((node->hash_low & mask) == home && !node->expired(now)) {
+                            keys.emplace_back(node->key());
+                        }
+                    }
+                    --budget;
+                    v = next_bucket(v, mask);
+                } while (v != 0 && budget > 0 && keys.size() < wanted);
+                shard_done = v == 0;
+            }
+        }
+        if (shard_done) {
+            v = 0;
+            if (++shard_index == shards_.size()) return 0;
+        }
+        if (budget == 0 || keys.size() >= wanted) {
+            return (v << bits) | shard_index;
+        }
+    }
+}
+
+void Keyspace::enable_slot_counts() {
+    if (slot_counts_) return;
+    slot_counts_ = std::make_unique<std::atomic<std::uint64_t>[]>(core::kSlotCount);
+    charge(static_cast<std::int64_t>(core::kSlotCount * sizeof(std::atomic<std::uint64_t>)));
+}
+
+void Keyspace::count_slot(std::string_view key, std::int64_t by) {
+    slot_counts_[core::key_slot(key)].fetch_add(static_cast<std::uint64_t>(by),
+                                                   std::memory_order_relaxed);
+}
+
+std::uint64_t Keyspace::count_keys_in_slot(std::uint16_t slot) const {
+    if (!slot_counts_ || slot >= core::kSlotCount) return 0;
+    return slot_counts_[slot].load(std::memory_order_relaxed);
+}
+
+std::vector<std::string> Keyspace::keys_in_slot(std::uint16_t slot, std::size_t limit) const {
+    std::vector<std::string> out;
+    if (slot >= core::kSlotCount) return out;
+    // With counters, a slot's keys are all found before the last shard is
+    // walked, more often than not; without them the walk goes to the end.
+    const std::uint64_t in_slot = slot_counts_ ? count_keys_in_slot(slot) : UINT64_MAX;
+    const std::int64_t now = now_ms();
+    for (const Shard& shard : shards_) {
+        if (out.size() >= limit || out.size() >= in_slot) break;
+        std::shared_lock lock(shard.mutex);
+        const Table* table = shard.table.load(std::memory_order_relaxed);
+        if (table == nullptr) continue;
+        for (std::size_t i = 0; i <= table->mask && out.size() < limit; ++i) {
+            if (table->slots()[i] == 0) continue;
+            const Node* node = node_of<const Node>(table->slots()[i]);
+            if (node->expired(now) || core::key_slot(node->key()) != slot) continue;
+            out.emplace_back(node->key());
+        }
+    }
+    return out;
+}
+
+KeyspaceView Keyspace::view(bool for_snapshot) const {
+    KeyspaceView view;
+    std::vector<std::shared_lock<std::shared_mutex>> locks;
+    locks.reserve(shards_.size());
+    for (const Shard& shard : shards_) locks.emplace_back(shard.mutex);
+    // Sized first so the copy below does not reallocate while every shard is
+    // locked (writers wait for the whole copy; readers do not).
+    std::size_t entries = 0;
+    std::size_t key_bytes = 0;
+    for (const Shard& shard : shards_) {
+        const Table* table = shard.table.load(std::memory_order_relaxed);
+        if (table == nullptr) continue;
+        entries += shard.count;
+        for (std::size_t i = 0; i <= table->mask; ++i) {
+            if (table->slots()[i] != 0)
+                key_bytes += node_of<const Node>(table->slots()[i])->key_size;
+        }
+    }
+    view.entries_.reserve(entries);
+    view.keys_.reserve(key_bytes);
+    const std::int64_t now = now_ms();
+    for (const Shard& shard : shards_) {
+        const Table* table = shard.table.load(std::memory_order_relaxed);
+        if (table == nullptr) continue;
+        for (std::size_t i = 0; i <= table->mask; ++i) {
+            if (table->slots()[i] == 0) continue;
+            const Node* node = node_of<const Node>(table->slots()[i]);
+            if (node->expired(now)) continue;
+            view.entries_.push_back(KeyspaceView::Entry{view.keys_.size(), node->key_size,
+                                                        node->deadline(), node->filter});
+            view.keys_.append(node->key());
+        }
+    }
+    view.counted_.assign(view.entries_.size(), false);
+    if (MutationLog* log = log_.load(std::memory_order_acquire); log != nullptr && for_snapshot) {
+        view.log_id_ = log->log_id();
+        // The cut: no data scope is open (every add before it has set its
+        // bits and counted), none opens, and every shard is locked, so the
+        // view holds exactly the records before the position; the counts
+        // session keeps the counts of that instant for the filters changed
+        // while the snapshot copies them.
+        view.log_position_ = log->cut([&] { view.counts_ = snapshot_counts_.begin(); });
+    }
+    return view;
+}
+
+std::vector<std::uint64_t> KeyspaceView::item_counts(std::size_t i) const {
+    counted_[i] = true;
+    const bloom::ScalableFilter& filter = *entries_[i].filter;
+    if (counts_) return counts_->counts_at_cut(filter);
+    std::vector<std::uint64_t> counts(filter.num_layers());
+    for (std::size_t l = 0; l < counts.size(); ++l) counts[l] = filter.layer(l).items();
+    return counts;
+}
+
+KeyspaceView::~KeyspaceView() {
+    if (!counts_) return;
+    // A snapshot that stopped early: its session ends first, so settling the
+    // filters it never read saves counts only for other running sessions.
+    counts_->end();
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+        if (!counted_[i]) counts_->settle(*entries_[i].filter);
+    }
+}
+
+void Keyspace::wait_for_readers() {
+    const std::uint64_t stamp = epoch_retire_stamp();
+    while (!epoch_passed(stamp)) std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+std::pair<std::size_t, std::size_t> Keyspace::expire_sample(Shard& shard) {
+    const std::int64_t now = now_ms();
+    std::vector<std::string> expired;
+    std::size_t sampled = 0;
+    {
+        // Looked at under the shared lock: most samples find nothing to erase.
+        std::shared_lock lock(shard.mutex);
+        const std::size_t resume =
+            shard.expiring.sample(shard.expire_cursor.load(std::memory_order_relaxed),
+                                  kExpireSample, kExpireSample * 20, [&](std::uintptr_t entry) {
+                                      ++sampled;
+                                      const Node* node = reinterpret_cast<const Node*>(entry);
+                                      if (node->expired(now)) expired.emplace_back(node->key());
+                                  });
+        shard.expire_cursor.store(resume, std::memory_order_relaxed);
+    }
+    std::size_t erased = 0;
+    // One at a time, each with its DEL record (reap() checks again).
+    for (const std::string& key : expired) erased += reap(key, hash_key(key)) ? 1 : 0;
+    return {sampled, erased};
+}
+
+std::size_t Keyspace::active_expire_cycle(std::chrono::microseconds budget) {
+    reclaim();
+    const auto started = std::chrono::steady_clock::now();
+    const auto spent = [&] { return std::chrono::steady_clock::now() - started >= budget; };
+    std::size_t removed = 0;
+    const std::size_t shards = shards_.size();
+    for (std::size_t visited = 0; visited < shards; ++visited) {
+        Shard& shard = shards_[expire_shard_.fetch_add(1, std::memory_order_relaxed) % shards];
+        if (shard.expiring_count.load(std::memory_order_relaxed) == 0) continue;
+        for (;;) {
+            const auto [sampled, erased] = expire_sample(shard);
+            removed += erased;
+            // Again while more than a tenth of the sample had expired (the
+            // shard likely holds many more), as Redis's acceptable staleness.
+            if (sampled == 0 || erased * 10 <= sampled || spent()) break;
+        }
+        if (spent()) break;
+    }
+    reclaim();
+    return removed;
+}
+
+}  // namespace bloomery::store
