@@ -27,8 +27,7 @@ Keyspace::Keyspace(std::size_t num_shards) : shards_(num_shards == 0 ? 1 : num_s
 
 Keyspace::~Keyspace() {
     if (slot_counts_) {
-        charge(
-            -static_cast<std::int64_t>(core::kSlotCount * sizeof(std::atomic<std::uint64_t>)));
+        charge(-static_cast<std::int64_t>(core::kSlotCount * sizeof(std::atomic<std::uint64_t>)));
     }
     // No lookup can run any more: free at once.
     for (Shard& shard : shards_) {

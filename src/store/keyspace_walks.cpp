@@ -162,7 +162,7 @@ void Keyspace::enable_slot_counts() {
 
 void Keyspace::count_slot(std::string_view key, std::int64_t by) {
     slot_counts_[core::key_slot(key)].fetch_add(static_cast<std::uint64_t>(by),
-                                                   std::memory_order_relaxed);
+                                                std::memory_order_relaxed);
 }
 
 std::uint64_t Keyspace::count_keys_in_slot(std::uint16_t slot) const {
