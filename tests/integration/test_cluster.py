@@ -11,6 +11,7 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
+import harness
 from harness import ROOT, Server, free_port
 
 MOVE_SLOTS = os.path.join(ROOT, "deploy", "move-slots.py")
@@ -185,6 +186,10 @@ class ReplicaInTheMap(unittest.TestCase):
             primary.client().execute_command("BF.MADD", "b", "x", "y")
             self.assertEqual(primary.client().execute_command("WAIT", 1, 10000), 1)
             client = replica.client(decode_responses=True)
+            # WAIT may count a full copy once it is sent; the replica serves
+            # it once loaded, when its link is up.
+            harness.wait_until(lambda: client.info("replication")["master_link_status"] == "up",
+                               what="the replica's link to come up")
             self.assertEqual(client.info("replication")["master_port"], primary_port)
             slots = client.execute_command("CLUSTER", "SLOTS")
             self.assertEqual([node[1] for node in slots[0][2:]], [primary_port, replica_port])
