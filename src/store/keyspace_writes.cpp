@@ -387,16 +387,12 @@ std::size_t Keyspace::clear() {
         for (Shard& shard : shards_) {
             Table* table = shard.table.load(std::memory_order_relaxed);
             if (table == nullptr) continue;
-            for (std::size_t i = 0; i <= table->mask; ++i) {
-                if (table->slots()[i] != 0 &&
-                    !node_of<const Node>(table->slots()[i])->expired(now)) {
-                    ++live;
-                }
-            }
             std::int64_t items = 0;
             for (std::size_t i = 0; i <= table->mask; ++i) {
-                if (table->slots()[i] != 0)
-                    items += node_of<const Node>(table->slots()[i])->filter->items();
+                if (table->slots()[i] == 0) continue;
+                const Node* node = node_of<const Node>(table->slots()[i]);
+                if (!node->expired(now)) ++live;
+                items += static_cast<std::int64_t>(node->filter->items());
             }
             shard.table.store(nullptr, std::memory_order_release);
             shard.count.store(0, std::memory_order_relaxed);

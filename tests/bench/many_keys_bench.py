@@ -33,7 +33,7 @@ def measure(binary, keys, idle_seconds):
     try:
         r = server.client()
         used0 = int(r.info("memory")["used_memory"])
-        rss0 = many_keys.rss_bytes(server.process.pid)
+        rss0 = harness.rss_bytes(server.process.pid)
         started = time.monotonic()
         with_deadline = many_keys.load_keys(server.port, 0, keys)
         load_seconds = time.monotonic() - started
@@ -45,7 +45,7 @@ def measure(binary, keys, idle_seconds):
             "with_deadline": with_deadline,
             "load_s": load_seconds,
             "used_per_key": (int(r.info("memory")["used_memory"]) - used0) / keys,
-            "rss_per_key": (many_keys.rss_bytes(server.process.pid) - rss0) / keys,
+            "rss_per_key": (harness.rss_bytes(server.process.pid) - rss0) / keys,
             "idle_cpu": many_keys.idle_cpu_share(server.process.pid, idle_seconds),
         }
         row.update(many_keys.server_usec_per_call(r, many_keys.BOUNDED_CALLS))

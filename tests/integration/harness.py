@@ -17,6 +17,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BINARY = os.environ.get("BLOOMERY_BIN", os.path.join(ROOT, "build", "release", "bloomery"))
 
 
+def rss_bytes(pid):
+    """Resident memory of process `pid`, in bytes (VmRSS)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS for %d" % pid)
+
+
 _handed_out = set()
 
 

@@ -8,6 +8,7 @@ import time
 import unittest
 
 import harness
+from harness import rss_bytes
 from test_protocol import Err, RespConnection, encode
 
 
@@ -217,9 +218,6 @@ if __name__ == "__main__":
     unittest.main()
 
 
-def rss_bytes(pid):
-    with open("/proc/%d/statm" % pid) as f:
-        return int(f.read().split()[1]) * 4096
 
 
 class HostileClientsTest(harness.SharedServerTestCase):

@@ -19,7 +19,7 @@ import unittest
 import redis
 
 from formats import build_dump_header
-from harness import Server, check_snapshot, scandump
+from harness import Server, check_snapshot, rss_bytes, scandump
 from test_protocol import Err, RespConnection, encode
 
 MAX_LAYERS = 64
@@ -29,12 +29,6 @@ TOO_LARGE = "ERR filter would exceed max-filter-bytes (see CONFIG GET max-filter
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
 
 
-def rss_bytes(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS for %d" % pid)
 
 
 def snapshot_keys(path):

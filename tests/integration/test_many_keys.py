@@ -21,7 +21,7 @@ class TwoMillionKeys(unittest.TestCase):
         memory = cls.r.info("memory")
         cls.used_start = int(memory["used_memory"])
         cls.allocator = memory["mem_allocator"]
-        cls.rss_start = many_keys.rss_bytes(cls.server.process.pid)
+        cls.rss_start = harness.rss_bytes(cls.server.process.pid)
         cls.with_deadline = many_keys.load_keys(cls.server.port, 0, KEYS)
         # The journal's buffer is counted in used_memory until it is on
         # disk, and the rewrites the load triggers are busy, not idle:
@@ -44,7 +44,7 @@ class TwoMillionKeys(unittest.TestCase):
 
     def test_memory_per_key_stays_under_300_bytes(self):
         used = (int(self.r.info("memory")["used_memory"]) - self.used_start) / KEYS
-        rss = (many_keys.rss_bytes(self.server.process.pid) - self.rss_start) / KEYS
+        rss = (harness.rss_bytes(self.server.process.pid) - self.rss_start) / KEYS
         print("\n[ measured ] %d keys (%d with a deadline): used_memory %.1f B/key, RSS %.1f B/key"
               % (KEYS, self.with_deadline, used, rss))
         self.assertLessEqual(used, 300)

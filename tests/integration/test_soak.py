@@ -17,18 +17,12 @@ import time
 import unittest
 
 
-from harness import Server
+from harness import rss_bytes, Server
 
 CONNECTIONS = 1000
 SECONDS = float(os.environ.get("BLOOMERY_SOAK_SECONDS", "45"))
 
 
-def rss_bytes(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 def encode(*args):
