@@ -42,14 +42,19 @@ std::string format_client_line(const ClientState& client, std::int64_t now_ms) {
     field("name", name);
     field("age", std::to_string(age));
     field("idle", std::to_string(idle));
-    field("flags", client.is_replica.load(std::memory_order_relaxed) ? "S"
-                   : client.blocked.load(std::memory_order_relaxed)  ? "b"
-                                                                     : "N");
+    const std::int64_t queued = client.transaction.listed_commands.load(std::memory_order_relaxed);
+    char flags[4];
+    std::size_t flag_count = 0;
+    if (client.is_replica.load(std::memory_order_relaxed)) flags[flag_count++] = 'S';
+    if (client.blocked.load(std::memory_order_relaxed)) flags[flag_count++] = 'b';
+    if (queued >= 0) flags[flag_count++] = 'x';  // inside MULTI
+    if (flag_count == 0) flags[flag_count++] = 'N';
+    field("flags", std::string_view(flags, flag_count));
     field("db", "0");
     field("sub", "0");
     field("psub", "0");
     field("ssub", "0");
-    field("multi", "-1");
+    field("multi", std::to_string(queued));
     const std::size_t query_used = client.query_buffer_used.load(std::memory_order_relaxed);
     const std::size_t query_capacity = client.query_buffer_capacity.load(std::memory_order_relaxed);
     const std::size_t output_used = client.output_buffer_used.load(std::memory_order_relaxed);
@@ -59,7 +64,8 @@ std::string format_client_line(const ClientState& client, std::int64_t now_ms) {
     field("qbuf-free",
           std::to_string(query_capacity > query_used ? query_capacity - query_used : 0));
     field("argv-mem", "0");
-    field("multi-mem", "0");
+    field("multi-mem",
+          std::to_string(client.transaction.listed_bytes.load(std::memory_order_relaxed)));
     field("obl", std::to_string(output_used));
     field("oll", "0");
     field("omem", std::to_string(output_capacity));

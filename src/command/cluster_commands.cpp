@@ -349,6 +349,38 @@ bool cluster_admits(const CommandSpec& spec, Context& ctx, Args argv) {
     return false;
 }
 
+bool cluster_admits_transaction(Context& ctx) {
+    const bool asking = std::exchange(ctx.client.cluster_asking, false);
+    const TransactionState& transaction = ctx.client.transaction;
+    int slot = -1;
+    bool any_write = false;
+    for (const TransactionState::Queued& queued : transaction.commands) {
+        const CommandSpec& spec = *queued.spec;
+        for (std::size_t position : Registry::key_positions(spec, queued.argument_count)) {
+            const auto& [offset, size] = transaction.arguments[queued.first_argument + position];
+            const int key_slot = cluster::key_slot(
+                std::string_view(transaction.argument_bytes.data() + offset, size));
+            if (slot < 0) {
+                slot = key_slot;
+            } else if (key_slot != slot) {
+                ctx.out.error(errors::kCrossSlot);
+                return false;
+            }
+            any_write = any_write || spec.write;
+        }
+    }
+    if (slot < 0) return true;
+    const cluster::Topology& map = *ctx.config.cluster;
+    const std::size_t owner = map.owner(static_cast<std::uint16_t>(slot));
+    if (owner == map.self_index() || asking) return true;
+    const cluster::Node& self = map.self();
+    if (ctx.client.cluster_readonly && !any_write && !self.primary && self.primary_index == owner) {
+        return true;
+    }
+    reply_moved(ctx, static_cast<std::uint16_t>(slot), map.nodes()[owner].address);
+    return false;
+}
+
 void register_cluster_commands(Registry& registry) {
     registry.register_handler("cluster|slots", cmd_cluster_slots);
     registry.register_handler("cluster|shards", cmd_cluster_shards);

@@ -15,4 +15,9 @@ struct CommandSpec;
 // false. Allocates nothing. Call only when ctx.config.cluster_enabled.
 bool cluster_admits(const CommandSpec& spec, Context& ctx, Args argv);
 
+// The same for EXEC: the keys of every queued command must lie in one slot
+// this node serves (as Redis's getNodeByQuery over a transaction). Writes the
+// redirection or -CROSSSLOT and returns false otherwise.
+bool cluster_admits_transaction(Context& ctx);
+
 }  // namespace bloomery::command

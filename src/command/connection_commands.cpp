@@ -1,4 +1,4 @@
-// Connection commands: PING, ECHO, QUIT, HELLO, SELECT, TIME.
+// Connection commands: PING, ECHO, QUIT, RESET, HELLO, SELECT, TIME.
 
 #include <chrono>
 #include <string>
@@ -117,6 +117,21 @@ void cmd_hello(Context& ctx, Args argv) {
     ctx.out.array(0);
 }
 
+// RESET: the connection as it was when it was accepted, as Redis's RESET:
+// no transaction or watched keys, protocol 2, no name, the default user
+// (authenticated only if it needs no password), READWRITE.
+void cmd_reset(Context& ctx, Args) {
+    ctx.client.transaction.discard();
+    ctx.client.set_name("");
+    ctx.client.protocol.store(2, std::memory_order_relaxed);
+    ctx.out.set_protocol(2);
+    ctx.client.user.store(nullptr, std::memory_order_relaxed);
+    ctx.client.authenticated = false;
+    ctx.client.cluster_readonly = false;
+    ctx.client.cluster_asking = false;
+    ctx.out.simple("RESET");
+}
+
 void cmd_time(Context& ctx, Args) {
     using namespace std::chrono;
     const auto now = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
@@ -131,6 +146,7 @@ void register_connection_commands(Registry& registry) {
     registry.register_handler("ping", cmd_ping);
     registry.register_handler("echo", cmd_echo);
     registry.register_handler("quit", cmd_quit);
+    registry.register_handler("reset", cmd_reset);
     registry.register_handler("hello", cmd_hello);
     registry.register_handler("select", cmd_select);
     registry.register_handler("time", cmd_time);

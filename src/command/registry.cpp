@@ -48,6 +48,14 @@ bool parse_spec(const nlohmann::json& entry, const std::vector<std::string>& cat
     spec.write = std::find(spec.flags.begin(), spec.flags.end(), "write") != spec.flags.end();
     spec.denyoom = std::find(spec.flags.begin(), spec.flags.end(), "denyoom") != spec.flags.end();
     spec.no_auth = std::find(spec.flags.begin(), spec.flags.end(), "no_auth") != spec.flags.end();
+    spec.no_multi = std::find(spec.flags.begin(), spec.flags.end(), "no_multi") != spec.flags.end();
+    for (std::string_view control : {"exec", "discard", "multi", "watch", "quit", "reset"}) {
+        if (spec.name == control) spec.transaction_control = true;
+    }
+    spec.is_exec = spec.name == "exec";
+    spec.keyspace_wide = spec.first_key <= 0 &&
+                         std::find(spec_categories.begin(), spec_categories.end(), "@keyspace") !=
+                             spec_categories.end();
     for (const std::string& category : spec_categories) {
         const auto it = category.empty() || category[0] != '@'
                             ? categories.end()
@@ -236,6 +244,7 @@ bool build_default_registry(Registry& registry, std::string& error) {
     register_replication_commands(registry);
     register_cluster_commands(registry);
     register_slowlog_commands(registry);
+    register_transaction_commands(registry);
     return registry.build_from_embedded(error);
 }
 
@@ -327,44 +336,57 @@ bool access_allowed(const Acl& acl, Context& ctx, const CommandSpec& spec, Args 
     return true;
 }
 
+// What the checks before a command look at: its own flags, or for EXEC
+// those of the commands it would run (as Redis's processCommand).
+struct Effects {
+    bool write;
+    bool denyoom;
+    bool keys;
+};
+
+Effects effects_of(const Context& ctx, const CommandSpec& spec) {
+    const TransactionState& transaction = ctx.client.transaction;
+    if (spec.is_exec && transaction.active) {
+        return {transaction.any_write, transaction.any_denyoom, transaction.any_keys};
+    }
+    // Inside MULTI every command queued takes memory: refused past maxmemory.
+    const bool queued = transaction.active && !spec.transaction_control;
+    return {spec.write, spec.denyoom || queued, spec.first_key > 0};
+}
+
 // A replica takes writes only from its primary (whose stream does not come
 // through here); while it loads a primary's snapshot, commands on keys wait
-// for the data. One relaxed load when neither applies.
-bool replica_allows(Context& ctx, const CommandSpec& spec) {
+// for the data. One relaxed load when neither applies. Returns the refusal,
+// or "" to go on.
+std::string replica_refusal(const Context& ctx, const Effects& effects) {
     const std::uint8_t replication =
         ctx.server.gate.replication_flags.load(std::memory_order_relaxed);
-    if (replication == 0) return true;
-    if ((replication & kReplicationReplica) != 0 && spec.write) {
-        ctx.out.error(errors::kReadOnlyReplica);
-        return false;
+    if (replication == 0) return {};
+    if ((replication & kReplicationReplica) != 0 && effects.write) {
+        return std::string(errors::kReadOnlyReplica);
     }
-    if ((replication & kReplicationLoading) != 0 && spec.first_key > 0) {
-        ctx.out.error(errors::kLoading);
-        return false;
+    if ((replication & kReplicationLoading) != 0 && effects.keys) {
+        return std::string(errors::kLoading);
     }
-    if ((replication & kReplicationUnsynced) != 0 && spec.first_key > 0) {
-        ctx.out.error(errors::kMasterDownUnsynced);
-        return false;
+    if ((replication & kReplicationUnsynced) != 0 && effects.keys) {
+        return std::string(errors::kMasterDownUnsynced);
     }
-    if ((replication & kReplicationStale) != 0 && spec.first_key > 0 &&
+    if ((replication & kReplicationStale) != 0 && effects.keys &&
         !ctx.config.replica_serve_stale_data) {
-        ctx.out.error(errors::kMasterDownStale);
-        return false;
+        return std::string(errors::kMasterDownStale);
     }
-    return true;
+    return {};
 }
 
 // Redis's order: memory first, then the disk error. Reads and deletes (no
 // denyoom flag) keep working past maxmemory.
-bool resources_allow(Context& ctx, const CommandSpec& spec) {
-    if (spec.denyoom && core::memory_would_exceed(ctx.config.maxmemory)) {
-        ctx.out.error(errors::kOom);
-        return false;
+std::string resource_refusal(const Context& ctx, const Effects& effects) {
+    if (effects.denyoom && core::memory_would_exceed(ctx.config.maxmemory)) {
+        return std::string(errors::kOom);
     }
-    if (!spec.write) return true;
+    if (!effects.write) return {};
     if (ctx.config.stop_writes_on_bgsave_error && ctx.server.persistence.snapshot_failing()) {
-        ctx.out.error(errors::kMisconf);
-        return false;
+        return std::string(errors::kMisconf);
     }
     // Unlike snapshots, a journal that cannot write always stops writes:
     // what it cannot record would be lost silently at the next crash.
@@ -372,10 +394,22 @@ bool resources_allow(Context& ctx, const CommandSpec& spec) {
         journal && journal->failing()) {
         std::string message(errors::kMisconfJournal);
         core::append_printable(message, journal->failure(), 400);
-        ctx.out.error(message);
-        return false;
+        return message;
     }
-    return true;
+    return {};
+}
+
+// Writes a refusal. EXEC refused ends its transaction, with the reason
+// ("EXECABORT Transaction discarded because of: ..."), as Redis does.
+void refuse(Context& ctx, const CommandSpec& spec, std::string_view reason) {
+    if (spec.is_exec && ctx.client.transaction.active) {
+        std::string message(errors::kExecAbortBecause);
+        message += reason;
+        ctx.client.transaction.discard();
+        ctx.out.error(message);
+        return;
+    }
+    ctx.out.error(reason);
 }
 
 // Looks the command up and runs every check before its handler, writing the
@@ -391,16 +425,105 @@ Admission admit(const Registry& registry, Context& ctx, Args argv, const Command
         return Admission::rejected;
     }
     if (!access_allowed(registry.acl(), ctx, *spec, argv)) return Admission::rejected;
+    if (spec->no_multi && ctx.client.transaction.active) {
+        ctx.out.error(errors::kNotInTransaction);
+        return Admission::rejected;
+    }
     // Cluster redirection, where Redis checks it: after access control,
     // before the memory and disk checks (a key this node does not serve is
     // redirected, not refused for this node's memory or disk). Without
     // cluster mode this is one test of a flag fixed at start, always
     // predicted; cluster_admits is out of line so it adds nothing else here.
-    if (ctx.config.cluster_enabled && !cluster_admits(*spec, ctx, argv)) {
+    if (ctx.config.cluster_enabled) {
+        if (spec->is_exec && ctx.client.transaction.active) {
+            if (!cluster_admits_transaction(ctx)) {
+                ctx.client.transaction.discard();
+                return Admission::rejected;
+            }
+        } else if (!cluster_admits(*spec, ctx, argv)) {
+            return Admission::rejected;
+        }
+    }
+    const Effects effects = effects_of(ctx, *spec);
+    std::string refusal = replica_refusal(ctx, effects);
+    if (refusal.empty()) refusal = resource_refusal(ctx, effects);
+    if (!refusal.empty()) {
+        refuse(ctx, *spec, refusal);
         return Admission::rejected;
     }
-    if (!replica_allows(ctx, *spec) || !resources_allow(ctx, *spec)) return Admission::rejected;
     return Admission::run;
+}
+
+// Runs a handler; an allocation failure answers -OOM in place of whatever
+// the command had written.
+void run_handler(const CommandSpec& spec, Context& ctx, Args argv) {
+    const std::size_t reply_mark = ctx.out.buffer().size();
+    try {
+        spec.handler(ctx, argv);
+    } catch (const std::bad_alloc&) {
+        // Whatever could not be allocated failed before anything changed
+        // (records are reserved or encoded before their change); the
+        // command's partial reply goes, so the pipeline stays one reply
+        // per command.
+        ctx.out.buffer().resize(reply_mark);
+        ctx.out.error(errors::kNoMemory);
+    } catch (const std::length_error&) {
+        ctx.out.buffer().resize(reply_mark);
+        ctx.out.error(errors::kNoMemory);
+    }
+}
+
+// Queues a command inside MULTI: "+QUEUED", or a refusal that aborts the
+// transaction when the queue would pass its bound. True if queued.
+bool queue(Context& ctx, const CommandSpec& spec, Args argv) {
+    TransactionState& transaction = ctx.client.transaction;
+    std::size_t adding = sizeof(TransactionState::Queued);
+    for (std::string_view argument : argv) {
+        adding += argument.size() + sizeof(std::pair<std::size_t, std::size_t>);
+    }
+    const std::size_t limit =
+        std::min<std::size_t>(ctx.config.client_query_buffer_limit, kMaxTransactionQueueBytes);
+    if (transaction.bytes() + adding > limit) {
+        transaction.aborted = true;
+        ctx.out.error(errors::kTransactionTooLarge);
+        return false;
+    }
+    const std::size_t first = transaction.arguments.size();
+    for (std::string_view argument : argv) {
+        transaction.arguments.emplace_back(transaction.argument_bytes.size(), argument.size());
+        transaction.argument_bytes.append(argument);
+    }
+    transaction.commands.push_back(
+        {&spec, static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(argv.size())});
+    transaction.any_write = transaction.any_write || spec.write;
+    transaction.any_denyoom = transaction.any_denyoom || spec.denyoom;
+    transaction.any_keys = transaction.any_keys || spec.first_key > 0;
+    transaction.publish();
+    ctx.out.simple("QUEUED");
+    return true;
+}
+
+}  // namespace
+
+namespace {
+
+// Counts a command that ran (calls, time, whether it failed, the slow log)
+// or was refused; `nanoseconds` is its time.
+void record(Context& ctx, const CommandSpec* spec, Admission admission, Args argv,
+            std::uint64_t nanoseconds, bool failed) {
+    switch (admission) {
+        case Admission::unknown:
+            break;
+        case Admission::rejected:
+            ctx.stats.command_stats.record_rejected(spec->id);
+            break;
+        case Admission::run:
+            ctx.stats.command_stats.record_call(spec->id, nanoseconds, failed);
+            if (ctx.slowlog != nullptr && ctx.slowlog->is_slow(nanoseconds)) {
+                ctx.slowlog->record(spec, argv, nanoseconds, ctx.client);
+            }
+            break;
+    }
 }
 
 }  // namespace
@@ -411,22 +534,20 @@ void dispatch(const Registry& registry, Context& ctx, Args argv, std::uint64_t& 
     // (INFO's total_error_replies).
     const std::uint64_t errors_before = ctx.out.errors_written();
     const CommandSpec* spec = nullptr;
-    const Admission admission = admit(registry, ctx, argv, spec);
-    if (admission == Admission::run) {
-        const std::size_t reply_mark = ctx.out.buffer().size();
-        try {
-            spec->handler(ctx, argv);
-        } catch (const std::bad_alloc&) {
-            // Whatever could not be allocated failed before anything changed
-            // (records are reserved or encoded before their change); the
-            // command's partial reply goes, so the pipeline stays one reply
-            // per command.
-            ctx.out.buffer().resize(reply_mark);
-            ctx.out.error(errors::kNoMemory);
-        } catch (const std::length_error&) {
-            ctx.out.buffer().resize(reply_mark);
-            ctx.out.error(errors::kNoMemory);
-        }
+    Admission admission = admit(registry, ctx, argv, spec);
+    TransactionState& transaction = ctx.client.transaction;
+    bool queued = false;
+    if (transaction.active && admission != Admission::run) {
+        // Refused while queueing: EXEC will answer EXECABORT (an EXEC
+        // refused has ended the transaction already).
+        transaction.aborted = true;
+    } else if (transaction.active && !spec->transaction_control) {
+        // Queued, not run: counted when EXEC runs it (a queue over its bound
+        // counts as refused).
+        queued = queue(ctx, *spec, argv);
+        if (!queued) admission = Admission::rejected;
+    } else if (admission == Admission::run) {
+        run_handler(*spec, ctx, argv);
     }
     // One clock read per command, at its end (see CommandClock for why not
     // clock_gettime). Redis times the handler alone, with two reads; this
@@ -436,21 +557,37 @@ void dispatch(const Registry& registry, Context& ctx, Args argv, std::uint64_t& 
     const std::uint64_t now = clock.now();
     const std::uint64_t nanoseconds = clock.nanoseconds(now - clock_mark);
     clock_mark = now;
-    switch (admission) {
-        case Admission::unknown:
-            break;
-        case Admission::rejected:
-            ctx.stats.command_stats.record_rejected(spec->id);
-            break;
-        case Admission::run: {
-            const bool failed = ctx.out.errors_written() != errors_before;
-            ctx.stats.command_stats.record_call(spec->id, nanoseconds, failed);
-            if (ctx.slowlog != nullptr && ctx.slowlog->is_slow(nanoseconds)) {
-                ctx.slowlog->record(spec, argv, nanoseconds, ctx.client);
-            }
-            break;
-        }
+    if (!queued) {
+        record(ctx, spec, admission, argv, nanoseconds, ctx.out.errors_written() != errors_before);
     }
+    const std::uint64_t errors = ctx.out.errors_written() - errors_before;
+    if (errors != 0) WorkerStats::bump(ctx.stats.error_replies, errors);
+}
+
+void run_queued(const Registry& registry, Context& ctx, const CommandSpec& spec, Args argv) {
+    WorkerStats::bump(ctx.stats.commands);
+    const std::uint64_t errors_before = ctx.out.errors_written();
+    const core::CommandClock& clock = core::CommandClock::get();
+    const std::uint64_t began = clock.now();
+    ctx.client.last_command.store(spec.name.c_str(), std::memory_order_relaxed);
+    // Rules may have changed since the command was queued (Redis checks
+    // them again too, with this message).
+    const Acl& acl = registry.acl();
+    const AclUser& user = acl.user_of(ctx.client);
+    Admission admission = Admission::run;
+    if (!user.may_run(spec)) {
+        ctx.out.error(std::string(errors::kNoPermChanged) +
+                      "no permission to execute the command or subcommand");
+        admission = Admission::rejected;
+    } else if (!user.may_access_keys(spec, argv)) {
+        ctx.out.error(std::string(errors::kNoPermChanged) +
+                      "no permission to touch the specified keys");
+        admission = Admission::rejected;
+    } else {
+        run_handler(spec, ctx, argv);
+    }
+    const std::uint64_t nanoseconds = clock.nanoseconds(clock.now() - began);
+    record(ctx, &spec, admission, argv, nanoseconds, ctx.out.errors_written() != errors_before);
     const std::uint64_t errors = ctx.out.errors_written() - errors_before;
     if (errors != 0) WorkerStats::bump(ctx.stats.error_replies, errors);
 }

@@ -134,6 +134,13 @@ void cmd_wait(Context& ctx, Args argv) {
         ctx.out.error(errors::kWaitOnReplica);
         return;
     }
+    if (ctx.deny_blocking) {
+        // Inside EXEC nothing waits: the count now, as Redis answers there.
+        std::int64_t acked = 0;
+        ctx.server.replication.wait_for_replicas(0, 0, [&acked](std::int64_t n) { acked = n; });
+        ctx.out.integer(acked);
+        return;
+    }
     DeferredReply reply = ctx.defer_reply();
     if (!reply) {
         ctx.out.error(errors::kCannotWait);

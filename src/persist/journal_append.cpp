@@ -6,9 +6,11 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "bloomery/persist/journal.hpp"
 #include "journal_format.hpp"
@@ -32,6 +34,13 @@ struct ThreadBuffer {
     void* buffer = nullptr;
 };
 thread_local ThreadBuffer t_buffer;
+
+// The transaction this thread runs, and the journal (by serial) it runs in.
+struct ThreadTransaction {
+    std::uint64_t serial = 0;
+    void* transaction = nullptr;
+};
+thread_local ThreadTransaction t_transaction;
 
 // A record body must stay below 2^31 bytes (proto/journal.md): keys are
 // bounded by proto-max-bulk-len, but a record that would not fit is refused
@@ -77,7 +86,13 @@ bool Journal::thread_mark() {
     return t_wrote;
 }
 
+Journal::Transaction* Journal::transaction() const {
+    if (t_transaction.transaction == nullptr || t_transaction.serial != serial_) return nullptr;
+    return static_cast<Transaction*>(t_transaction.transaction);
+}
+
 Journal::LocalBuffer& Journal::local_buffer() {
+    if (Transaction* transaction = this->transaction()) return transaction->buffer;
     if (t_buffer.serial != serial_) {
         // Under mutex_: a cut() holds it while it locks every claimed buffer,
         // so no thread claims one halfway through a cut.
@@ -192,7 +207,37 @@ void Journal::append_block(store::RecordBlock* block) noexcept {
 }
 
 void Journal::append(store::EncodedRecord record) noexcept {
+    if (Transaction* transaction = this->transaction()) {
+        transaction->hold(record.release());
+        return;
+    }
     append_block(record.release());
+}
+
+void Journal::begin_transaction() {
+    if (transaction() != nullptr) throw std::logic_error("a transaction inside a transaction");
+    auto transaction = std::make_unique<Transaction>();
+    // The span is filled in when the transaction ends; its checksum then.
+    transaction->multi = encode_block(jf::kMulti, 8, [](unsigned char* out) { put_u64(out, 0); });
+    transaction->exec = encode_block(jf::kExec, 0, [](unsigned char*) {});
+    t_transaction = {serial_, transaction.release()};
+}
+
+void Journal::end_transaction() noexcept {
+    std::unique_ptr<Transaction> transaction(this->transaction());
+    if (!transaction) return;
+    t_transaction = {};
+    if (transaction->head == nullptr) return;  // it changed nothing: nothing to append
+    store::RecordBlock* multi = transaction->multi.release();
+    auto* frame = reinterpret_cast<unsigned char*>(multi->bytes.data());
+    put_u64(frame + 5, transaction->bytes);
+    put_u64(frame + 5 + 8, XXH64(frame, 5 + 8, 0));
+    multi->next = std::exchange(transaction->head, nullptr);
+    transaction->tail->next = transaction->exec.release();
+    transaction->tail = nullptr;
+    // One chain, appended under the journal's lock at once: no cut, no
+    // segment boundary and no other thread's record falls inside it.
+    append_block(multi);
 }
 
 store::EncodedRecord Journal::encode_created(std::string_view key,
@@ -309,6 +354,18 @@ void Journal::end_data() noexcept {
         }
     }
     local->scope = LocalBuffer::Scope::none;
+    if (Transaction* transaction = this->transaction()) {
+        // Held back with the transaction's other records, in order; the
+        // block is counted again when the unit is appended.
+        if (wrote) {
+            core::memory_add(core::MemoryUse::other, -static_cast<std::int64_t>(local->charged));
+            local->charged = 0;
+            transaction->hold(std::exchange(local->block, nullptr));
+        }
+        local->open.store(false, std::memory_order_relaxed);
+        local->mutex.unlock();
+        return;
+    }
     const std::size_t held = out.size();
     // Counted before the scope closes: a position() that finds the scope
     // closed finds its records counted.

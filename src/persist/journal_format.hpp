@@ -23,6 +23,11 @@ inline constexpr std::size_t kRecordOverhead = 4 + 1 + 8;
 // (keys are bounded by proto-max-bulk-len, 512 MiB by default).
 inline constexpr std::uint64_t kMaxRecordBody = (1ull << 31) - 1;
 
+// The most bytes of records one transaction (MULTI ... EXEC) may hold: a
+// transaction's queue is bounded by client-query-buffer-limit and by 4 GiB,
+// and its records by a small multiple of what it queued.
+inline constexpr std::uint64_t kMaxTransactionBytes = 1ull << 36;
+
 enum RecordType : std::uint8_t {
     kCreate = 1,    // u32 key length, key, i64 deadline, u64 filter id, u32 n, n bytes of header
     kAdd = 2,       // u64 filter id, u32 n, n x (u8 layer, u64 h1, u64 h2)
@@ -32,8 +37,10 @@ enum RecordType : std::uint8_t {
     kFlushAll = 6,  // empty body
     kChunk = 7,     // u64 filter id, i64 iterator, u32 n, n bytes of chunk
     kPing = 8,      // empty body: a replication keepalive; replay skips it
+    kMulti = 9,     // u64 bytes of the transaction's records, which follow it
+    kExec = 10,     // empty body: ends the transaction a MULTI began
 };
-inline constexpr std::uint8_t kLastRecordType = kPing;
+inline constexpr std::uint8_t kLastRecordType = kExec;
 
 inline constexpr std::size_t kAddEntryBytes = 1 + 8 + 8;
 
@@ -55,6 +62,10 @@ inline const char* type_name(std::uint8_t type) {
             return "CHUNK";
         case kPing:
             return "PING";
+        case kMulti:
+            return "MULTI";
+        case kExec:
+            return "EXEC";
         default:
             return "unknown";
     }

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/core/memory.hpp"
@@ -79,6 +81,43 @@ public:
             core::memory_add(core::MemoryUse::other, static_cast<std::int64_t>(out.capacity()) -
                                                          static_cast<std::int64_t>(charged));
             charged = out.capacity();
+        }
+    }
+};
+
+// A transaction's records, held back from the stream until it ends
+// (journal_append.cpp): its data records are built in a buffer of its own,
+// which no writer, position() or cut() takes, then moved with its keyspace
+// records into `held`, in the order made. Blocks in `held` are not counted
+// in memory until appended.
+struct Journal::Transaction {
+    LocalBuffer buffer;
+    store::RecordBlock* head = nullptr;
+    store::RecordBlock* tail = nullptr;
+    std::uint64_t bytes = 0;
+    // The unit's framing, allocated when it begins so that ending cannot fail.
+    std::unique_ptr<store::RecordBlock> multi;
+    std::unique_ptr<store::RecordBlock> exec;
+
+    void hold(store::RecordBlock* block) noexcept {
+        while (block != nullptr) {
+            store::RecordBlock* next = block->next;
+            block->next = nullptr;
+            bytes += block->bytes.size();
+            if (tail == nullptr) {
+                head = tail = block;
+            } else {
+                tail->next = block;
+                tail = block;
+            }
+            block = next;
+        }
+    }
+    ~Transaction() {
+        while (head != nullptr) delete std::exchange(head, head->next);
+        if (buffer.block != nullptr) {
+            core::memory_add(core::MemoryUse::other, -static_cast<std::int64_t>(buffer.charged));
+            delete buffer.block;
         }
     }
 };

@@ -56,6 +56,20 @@ public:
     }
     std::uint64_t max_id() const { return max_id_; }
 
+    // Applies a transaction's records (checked already) as one unit: with
+    // `isolated`, inside a keyspace transaction over every shard, so readers
+    // never see it half applied and the keyspace's own journal records it
+    // as one unit again (a replica); replay at start has no readers.
+    bool apply_transaction(const std::vector<std::pair<Record, Decoded>>& records, bool isolated,
+                           std::string& why) {
+        store::Keyspace::Transaction transaction;
+        if (isolated) transaction = keyspace_.begin_transaction({}, true);
+        for (const auto& [record, decoded] : records) {
+            if (!apply(record.type, decoded, why)) return false;
+        }
+        return true;
+    }
+
     bool apply(std::uint8_t type, const Decoded& d, std::string& why) {
         switch (type) {
             case jf::kCreate: {
@@ -116,6 +130,10 @@ public:
                 return true;
             case jf::kPing:
                 return true;
+            case jf::kMulti:
+            case jf::kExec:
+                why = std::string(jf::type_name(type)) + " record outside its place";
+                return false;
             case jf::kChunk: {
                 auto it = by_id_.find(d.filter_id);
                 if (it == by_id_.end()) return true;
@@ -243,6 +261,91 @@ bool apply_record(Applier& applier, const Record& record, const Decoded& decoded
     return false;
 }
 
+// The records of the transaction whose MULTI (`multi`, decoded `span`) ends
+// at `pos` in base[0, size): every record in the span, each whole and
+// valid, then its EXEC. torn: the data ends inside the unit (what a crash
+// leaves: replay cuts it off whole, a replica waits for more); corrupt:
+// anything else.
+Scan scan_transaction(const unsigned char* base, std::size_t size, std::size_t pos,
+                      std::uint64_t span, bool stream,
+                      std::vector<std::pair<Record, Decoded>>& records, std::size_t& end,
+                      std::string& why) {
+    records.clear();
+    if (span > jf::kMaxTransactionBytes) {
+        why = "a transaction of " + std::to_string(span) + " bytes, above the limit";
+        return Scan::corrupt;
+    }
+    if (stream && span + jf::kRecordOverhead > size - pos) {
+        // A stream is cut anywhere; the unit is checked once it is all here.
+        why = "the data ends inside a transaction";
+        return Scan::torn;
+    }
+    if (span > size - pos) {
+        // Not all there; whatever is there must still be records.
+        std::size_t at = pos;
+        while (at < size) {
+            Record record{};
+            const Scan scan = next_record(base, size, at, record, why);
+            if (scan != Scan::ok) {
+                if (scan == Scan::corrupt) why = "inside a transaction: " + why;
+                return scan;
+            }
+            at += jf::kRecordOverhead + record.body_size;
+        }
+        why = "the data ends inside a transaction";
+        return Scan::torn;
+    }
+    const std::size_t span_end = pos + static_cast<std::size_t>(span);
+    std::size_t at = pos;
+    while (at < span_end) {
+        Record record{};
+        // Within the span only: a record may not run past it.
+        const Scan scan = next_record(base, span_end, at, record, why);
+        if (scan != Scan::ok) {
+            why = "inside a transaction: " + why;
+            return Scan::corrupt;
+        }
+        Decoded decoded;
+        if (!decode(record, decoded, why)) {
+            why = "inside a transaction: " + why;
+            return Scan::corrupt;
+        }
+        if (record.type == jf::kMulti || record.type == jf::kExec) {
+            why = std::string("a ") + jf::type_name(record.type) + " record inside a transaction";
+            return Scan::corrupt;
+        }
+        records.emplace_back(record, decoded);
+        at += jf::kRecordOverhead + record.body_size;
+    }
+    Record exec{};
+    const Scan scan = next_record(base, size, span_end, exec, why);
+    if (scan == Scan::torn) {
+        why = "the data ends inside a transaction's EXEC record";
+        return Scan::torn;
+    }
+    if (scan != Scan::ok || exec.type != jf::kExec || exec.body_size != 0) {
+        why = scan != Scan::ok ? "a transaction's EXEC record: " + why
+                               : std::string("a transaction ends with a ") +
+                                     jf::type_name(exec.type) + " record, not EXEC";
+        return Scan::corrupt;
+    }
+    end = span_end + jf::kRecordOverhead;
+    return Scan::ok;
+}
+
+// apply_record for a transaction's records.
+bool apply_unit(Applier& applier, const std::vector<std::pair<Record, Decoded>>& unit,
+                bool isolated, std::string& why) {
+    try {
+        return applier.apply_transaction(unit, isolated, why);
+    } catch (const std::bad_alloc&) {
+        why = "out of memory applying a transaction";
+    } catch (const std::length_error&) {
+        why = "out of memory applying a transaction";
+    }
+    return false;
+}
+
 // Replays one segment: the records at or past `snapshot_position` are
 // applied, the others counted as skipped. A torn record ends the last
 // segment (the file is cut there). `end` gets the stream offset it reached.
@@ -251,11 +354,25 @@ bool replay_segment(const SegmentFile& segment, bool last, std::uint64_t snapsho
     MappedFile file;
     if (!file.open(segment.path, error)) return false;
     std::size_t pos = jf::kSegmentHeaderBytes;
+    std::vector<std::pair<Record, Decoded>> unit;
     while (pos < file.size()) {
         Record record{};
         std::string why;
-        const Scan scan = next_record(file, pos, record, why);
+        Scan scan = next_record(file, pos, record, why);
         const std::uint64_t offset = segment.start + (pos - jf::kSegmentHeaderBytes);
+        Decoded decoded;
+        std::size_t unit_end = 0;
+        if (scan == Scan::ok && record.type == jf::kMulti) {
+            // A transaction is one unit: whole or, at the end of the newest
+            // segment, cut off whole.
+            if (!decode(record, decoded, why)) {
+                error = segment.path + ": offset " + std::to_string(offset) + ": " + why;
+                return false;
+            }
+            scan = scan_transaction(file.data(), file.size(),
+                                    pos + jf::kRecordOverhead + record.body_size, decoded.span,
+                                    false, unit, unit_end, why);
+        }
         if (scan == Scan::torn && last) {
             stats.truncated_bytes = file.size() - pos;
             spdlog::warn(
@@ -273,7 +390,20 @@ bool replay_segment(const SegmentFile& segment, bool last, std::uint64_t snapsho
                     std::to_string(pos) + "): " + why + "; run bloomery --check-journal on it";
             return false;
         }
-        Decoded decoded;
+        if (record.type == jf::kMulti) {
+            if (offset >= snapshot_position) {
+                if (!apply_unit(applier, unit, false, why)) {
+                    error = segment.path + ": offset " + std::to_string(offset) +
+                            ": in a transaction: " + why;
+                    return false;
+                }
+                stats.records += unit.size();
+            } else {
+                stats.skipped += unit.size();
+            }
+            pos = unit_end;
+            continue;
+        }
         if (!decode(record, decoded, why)) {
             error = segment.path + ": offset " + std::to_string(offset) + ": " + why;
             return false;
@@ -360,6 +490,7 @@ struct StreamApplier::Impl {
     explicit Impl(store::Keyspace& keyspace) : applier(keyspace) {}
     Applier applier;
     std::uint64_t records = 0;
+    std::vector<std::pair<Record, Decoded>> unit;  // a transaction's records
 };
 
 StreamApplier::StreamApplier(store::Keyspace& keyspace) : impl_(std::make_unique<Impl>(keyspace)) {}
@@ -397,6 +528,24 @@ bool StreamApplier::apply(std::string_view data, std::size_t& consumed, std::str
             error = "replication stream: " + why;
             return false;
         }
+        if (record.type == jf::kMulti) {
+            // Applied once the whole unit is here (the bytes wait, unconsumed).
+            std::size_t unit_end = 0;
+            const Scan unit_scan = scan_transaction(base, data.size(), end, decoded.span, true,
+                                                    impl_->unit, unit_end, why);
+            if (unit_scan == Scan::torn) return true;
+            if (unit_scan != Scan::ok) {
+                error = "replication stream: " + why;
+                return false;
+            }
+            if (!apply_unit(impl_->applier, impl_->unit, true, why)) {
+                error = "replication stream: in a transaction: " + why;
+                return false;
+            }
+            impl_->records += impl_->unit.size();
+            consumed = unit_end;
+            continue;
+        }
         bool applied = false;
         try {
             applied = impl_->applier.apply(record.type, decoded, why);
@@ -425,6 +574,7 @@ bool check_journal(const std::string& path, bool fix, std::string& report, std::
     std::uint64_t adds = 0;
     std::size_t pos = jf::kSegmentHeaderBytes;
     std::string problem;
+    std::vector<std::pair<Record, Decoded>> unit;
     while (pos < file.size()) {
         Record record{};
         std::string why;
@@ -434,6 +584,26 @@ bool check_journal(const std::string& path, bool fix, std::string& report, std::
             problem = why;
         } else if (scan != Scan::ok) {
             problem = why + (scan == Scan::torn ? " (a torn last write)" : "");
+        } else if (record.type == jf::kExec) {
+            problem = "an EXEC record outside a transaction";
+        } else if (record.type == jf::kMulti) {
+            // A transaction is checked, counted and, with --fix, cut whole.
+            std::size_t unit_end = 0;
+            const Scan unit_scan =
+                scan_transaction(file.data(), file.size(), pos + jf::kRecordOverhead + 8,
+                                 decoded.span, false, unit, unit_end, why);
+            if (unit_scan != Scan::ok) {
+                problem = why + (unit_scan == Scan::torn ? " (a torn last write)" : "");
+            } else {
+                counts[jf::kMulti] += 1;
+                counts[jf::kExec] += 1;
+                for (const auto& [inner, inner_decoded] : unit) {
+                    ++counts[inner.type];
+                    if (inner.type == jf::kAdd) adds += inner_decoded.count;
+                }
+                pos = unit_end;
+                continue;
+            }
         }
         if (!problem.empty()) break;
         ++counts[record.type];

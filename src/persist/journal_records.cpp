@@ -127,7 +127,11 @@ bool decode(const Record& record, Decoded& d, std::string& why) {
             break;
         case jf::kFlushAll:
         case jf::kPing:
+        case jf::kExec:
             ok = true;
+            break;
+        case jf::kMulti:
+            ok = body.u64(d.span);
             break;
         case jf::kChunk:
             ok = body.u64(d.filter_id) && body.u64(v) && body.bytes(d.data) &&

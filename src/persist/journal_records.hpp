@@ -86,6 +86,7 @@ struct Decoded {
     std::int64_t iter = 0;
     std::uint32_t count = 0;
     const unsigned char* adds = nullptr;
+    std::uint64_t span = 0;  // MULTI: bytes of the records it holds
 };
 
 // Decodes a record's body by its type; false with `why` if it does not hold

@@ -335,7 +335,11 @@ bool Keyspace::reap(std::string_view key, std::uint64_t hash) const {
         EncodedRecord record = log != nullptr ? log->encode_deleted(key) : nullptr;
         garbage.nodes.reserve(1);
         garbage.tables.reserve(1);
-        ShardWrite write(shard);
+        // Called inside lookups (an epoch guard held): never waits for a
+        // transaction. One that holds the shard leaves the key be; it is
+        // invisible either way, and erased at the next access.
+        ShardWrite write(shard, ShardWrite::kIgnoreGate);
+        if (write.gated()) return false;
         const std::size_t slot = find_slot(shard, key, hash);
         if (slot == kNotFound) return false;
         Node* node = node_at(shard, slot);

@@ -76,10 +76,25 @@ inline void store_slot(std::uint64_t& slot, std::uint64_t value) {
 using namespace keyspace_detail;
 
 // The shard's exclusive lock, with its version odd for as long as it is held,
-// so lock-free lookups that overlap a change retry.
+// so lock-free lookups that overlap a change retry. Taken once no
+// transaction of another thread holds the shard (it waits for it, holding
+// nothing), unless `kIgnoreGate`: then the caller checks gated() itself and
+// backs off (a change that holds other locks, or runs inside an epoch
+// guard, must not wait).
 class Keyspace::ShardWrite {
 public:
-    explicit ShardWrite(Shard& shard) : shard_(shard), lock_(shard.mutex) { begin(); }
+    struct IgnoreGate {};
+    static constexpr IgnoreGate kIgnoreGate{};
+
+    explicit ShardWrite(Shard& shard) : shard_(shard), lock_(shard.mutex) {
+        while (Keyspace::gated(shard_)) {
+            lock_.unlock();
+            Keyspace::wait_for_gate(shard_);
+            lock_.lock();
+        }
+        begin();
+    }
+    ShardWrite(Shard& shard, IgnoreGate) : shard_(shard), lock_(shard.mutex) { begin(); }
     ~ShardWrite() {
         if (lock_.owns_lock()) end();
     }
@@ -87,6 +102,8 @@ public:
         end();
         lock_.unlock();
     }
+    // Whether a transaction of another thread holds the shard.
+    bool gated() const { return Keyspace::gated(shard_); }
 
 private:
     void begin() {

@@ -22,6 +22,11 @@
 namespace bloomery::store {
 
 Keyspace::Counts Keyspace::counts() const {
+    // Transactions under way finish first, so DBSIZE does not read the
+    // counts of one half made.
+    for (const Shard& shard : shards_) {
+        if (gated(shard)) wait_for_gate(shard);
+    }
     Counts counts;
     std::int64_t items = 0;
     for (const Shard& shard : shards_) {
@@ -41,7 +46,7 @@ std::int64_t Keyspace::average_ttl_ms() const {
     std::size_t with_deadline = 0;
     for (const Shard& shard : shards_) {
         if (shard.expiring_count.load(std::memory_order_relaxed) == 0) continue;
-        std::shared_lock lock(shard.mutex);
+        std::shared_lock lock = read_shard(shard);
         sum += shard.deadline_sum;
         with_deadline += shard.expiring.size();
     }
@@ -63,7 +68,7 @@ void Keyspace::count_added(std::int64_t items) const {
 std::vector<KeySnapshot> Keyspace::shard_entries(std::size_t index) const {
     std::vector<KeySnapshot> out;
     const Shard& shard = shards_.at(index);
-    std::shared_lock lock(shard.mutex);
+    std::shared_lock lock = read_shard(shard);
     const Table* table = shard.table.load(std::memory_order_relaxed);
     if (table == nullptr) return out;
     out.reserve(shard.count);
@@ -121,7 +126,7 @@ std::uint64_t Keyspace::scan(std::uint64_t cursor, std::size_t count,
         if (shard.count.load(std::memory_order_relaxed) == 0) {
             --budget;
         } else {
-            std::shared_lock lock(shard.mutex);
+            std::shared_lock lock = read_shard(shard);
             const Table* table = shard.table.load(std::memory_order_relaxed);
             if (table == nullptr) {
                 --budget;
@@ -179,7 +184,7 @@ std::vector<std::string> Keyspace::keys_in_slot(std::uint16_t slot, std::size_t 
     const std::int64_t now = now_ms();
     for (const Shard& shard : shards_) {
         if (out.size() >= limit || out.size() >= in_slot) break;
-        std::shared_lock lock(shard.mutex);
+        std::shared_lock lock = read_shard(shard);
         const Table* table = shard.table.load(std::memory_order_relaxed);
         if (table == nullptr) continue;
         for (std::size_t i = 0; i <= table->mask && out.size() < limit; ++i) {
@@ -196,7 +201,22 @@ KeyspaceView Keyspace::view(bool for_snapshot) const {
     KeyspaceView view;
     std::vector<std::shared_lock<std::shared_mutex>> locks;
     locks.reserve(shards_.size());
-    for (const Shard& shard : shards_) locks.emplace_back(shard.mutex);
+    // Every shard at once, none held by a transaction of another thread (a
+    // view, and a snapshot's cut, never falls inside one): one that holds a
+    // shard is waited for with every lock released.
+    for (;;) {
+        const Shard* held = nullptr;
+        for (const Shard& shard : shards_) {
+            locks.emplace_back(shard.mutex);
+            if (gated(shard)) {
+                held = &shard;
+                break;
+            }
+        }
+        if (held == nullptr) break;
+        locks.clear();
+        wait_for_gate(*held);
+    }
     // Sized first so the copy below does not reallocate while every shard is
     // locked (writers wait for the whole copy; readers do not).
     std::size_t entries = 0;
@@ -268,7 +288,9 @@ std::pair<std::size_t, std::size_t> Keyspace::expire_sample(Shard& shard) {
     std::size_t sampled = 0;
     {
         // Looked at under the shared lock: most samples find nothing to erase.
+        // A shard a transaction holds is left for a later round.
         std::shared_lock lock(shard.mutex);
+        if (gated(shard)) return {0, 0};
         const std::size_t resume =
             shard.expiring.sample(shard.expire_cursor.load(std::memory_order_relaxed),
                                   kExpireSample, kExpireSample * 20, [&](std::uintptr_t entry) {

@@ -159,11 +159,12 @@ Keyspace::ChunkStatus Keyspace::load_chunk(std::string_view key, std::int64_t it
         MutationLog* log = mutation_log();
         if (log == nullptr) {
             bloom::apply_chunk(filter, target);
-            return;
+        } else {
+            log->begin_chunk(filter, iter, data);
+            DataScope close(log);
+            bloom::apply_chunk(filter, target);
         }
-        log->begin_chunk(filter, iter, data);
-        DataScope close(log);
-        bloom::apply_chunk(filter, target);
+        chunks_loaded_.fetch_add(1, std::memory_order_relaxed);
     });
     return found ? status : ChunkStatus::missing;
 }
@@ -202,11 +203,12 @@ bool Keyspace::redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter, std:
     MutationLog* log = mutation_log();
     if (log == nullptr) {
         bloom::apply_chunk(filter, target);
-        return true;
+    } else {
+        log->begin_chunk(filter, iter, data);
+        DataScope close(log);
+        bloom::apply_chunk(filter, target);
     }
-    log->begin_chunk(filter, iter, data);
-    DataScope close(log);
-    bloom::apply_chunk(filter, target);
+    chunks_loaded_.fetch_add(1, std::memory_order_relaxed);
     return true;
 }
 
@@ -238,14 +240,14 @@ bool Keyspace::erase(std::string_view key) {
 bool Keyspace::contains(std::string_view key) const {
     const std::uint64_t hash = hash_key(key);
     const Shard& shard = shard_for(hash);
-    std::shared_lock lock(shard.mutex);
+    std::shared_lock lock = read_shard(shard);
     return find_live(shard, lock, key, hash) != nullptr;
 }
 
 std::optional<KeySnapshot> Keyspace::get(std::string_view key) const {
     const std::uint64_t hash = hash_key(key);
     const Shard& shard = shard_for(hash);
-    std::shared_lock lock(shard.mutex);
+    std::shared_lock lock = read_shard(shard);
     if (find_live(shard, lock, key, hash) == nullptr) return std::nullopt;
     const Node* node = node_at(shard, find_slot(shard, key, hash));
     return KeySnapshot{std::string(key), node->filter, node->deadline()};
@@ -306,7 +308,7 @@ bool Keyspace::set_expiry(std::string_view key, std::int64_t expire_at_ms) {
 std::optional<std::int64_t> Keyspace::expiry(std::string_view key) const {
     const std::uint64_t hash = hash_key(key);
     const Shard& shard = shard_for(hash);
-    std::shared_lock lock(shard.mutex);
+    std::shared_lock lock = read_shard(shard);
     if (find_live(shard, lock, key, hash) == nullptr) return std::nullopt;
     return node_at(shard, find_slot(shard, key, hash))->deadline();
 }
@@ -323,11 +325,21 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
     bool renamed_key = false;
     {
         // Lock both shards in index order so two opposite renames cannot deadlock.
+        // Neither waits for a transaction while holding the other's lock: a
+        // transaction holding either shard is waited for with both released.
         Shard* first = &source < &target ? &source : &target;
         Shard* second = &source < &target ? &target : &source;
-        ShardWrite first_write(*first);
-        std::optional<ShardWrite> second_write;
-        if (second != first) second_write.emplace(*second);
+        std::deque<ShardWrite> writes;
+        for (;;) {
+            writes.emplace_back(*first, ShardWrite::kIgnoreGate);
+            if (second != first) writes.emplace_back(*second, ShardWrite::kIgnoreGate);
+            const Shard* held = writes.front().gated()  ? first
+                                : writes.back().gated() ? second
+                                                        : nullptr;
+            if (held == nullptr) break;
+            while (!writes.empty()) writes.pop_back();
+            wait_for_gate(*held);
+        }
 
         const std::size_t slot = find_slot(source, from, from_hash);
         if (slot == kNotFound) return false;
@@ -355,8 +367,7 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
                     insert_slot(target, moved, to_hash, garbage);
                 } catch (...) {
                     free_node(moved);
-                    if (second_write) second_write->unlock();
-                    first_write.unlock();
+                    while (!writes.empty()) writes.pop_back();
                     dispose(garbage);
                     throw;
                 }
@@ -381,8 +392,22 @@ std::size_t Keyspace::clear() {
     {
         // Every shard in index order (as rename and view take them), so the
         // keyspace empties at one instant.
+        // A transaction holding any shard is waited for with every lock
+        // released.
         std::deque<ShardWrite> writes;
-        for (Shard& shard : shards_) writes.emplace_back(shard);
+        for (;;) {
+            const Shard* held = nullptr;
+            for (Shard& shard : shards_) {
+                writes.emplace_back(shard, ShardWrite::kIgnoreGate);
+                if (writes.back().gated()) {
+                    held = &shard;
+                    break;
+                }
+            }
+            if (held == nullptr) break;
+            writes.clear();
+            wait_for_gate(*held);
+        }
         const std::int64_t now = now_ms();
         for (Shard& shard : shards_) {
             Table* table = shard.table.load(std::memory_order_relaxed);

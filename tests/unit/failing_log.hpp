@@ -50,6 +50,11 @@ public:
         journal_.begin_chunk(filter, iter, data);
     }
     void end_data() noexcept override { journal_.end_data(); }
+    void begin_transaction() override {
+        maybe_fail();
+        journal_.begin_transaction();
+    }
+    void end_transaction() noexcept override { journal_.end_transaction(); }
     std::uint64_t log_id() const override { return journal_.log_id(); }
     std::uint64_t position() override { return journal_.position(); }
     std::uint64_t cut(const std::function<void()>& at_cut) override { return journal_.cut(at_cut); }

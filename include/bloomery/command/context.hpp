@@ -11,10 +11,13 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "bloomery/command/server.hpp"
 #include "bloomery/core/command_stats.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/core/memory.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -47,6 +50,55 @@ struct WorkerStats {
     }
 };
 
+struct CommandSpec;
+
+// One client's MULTI/EXEC state (transaction_commands.cpp). The owning
+// worker thread is the only writer; CLIENT LIST reads the published sizes.
+//
+// Memory: the queue and the watched keys hold what the client sent, so
+// together they are bounded by client-query-buffer-limit (and 4 GiB): a
+// command that would pass it is refused at queue time (and the transaction
+// then aborts), a WATCH past it is refused. What they hold is counted in
+// used_memory with the query buffers.
+// The most bytes a transaction's queue and watched keys may hold, whatever
+// client-query-buffer-limit allows (the journal bounds one transaction's
+// records; see persist/journal.hpp).
+inline constexpr std::size_t kMaxTransactionQueueBytes = std::size_t{4} << 30;
+
+struct TransactionState {
+    struct Queued {
+        const CommandSpec* spec;
+        std::uint32_t first_argument;  // index into `arguments`
+        std::uint32_t argument_count;
+    };
+    struct Watched {
+        std::string key;
+        store::Keyspace::WatchStamp stamp;
+    };
+    bool active = false;   // MULTI was called, EXEC or DISCARD not yet
+    bool aborted = false;  // a command was refused while queued: EXEC answers EXECABORT
+    // The queued commands' flags together (for EXEC's own checks).
+    bool any_write = false;
+    bool any_denyoom = false;
+    bool any_keys = false;
+    std::vector<Queued> commands;
+    std::string argument_bytes;  // every queued argument, back to back
+    std::vector<std::pair<std::size_t, std::size_t>> arguments;  // offset, size
+    std::vector<Watched> watched;
+    core::MemoryCharge charge{core::MemoryUse::query_buffers};
+    // Published for CLIENT LIST: queued commands (-1 outside MULTI) and bytes held.
+    std::atomic<std::int64_t> listed_commands{-1};
+    std::atomic<std::uint64_t> listed_bytes{0};
+
+    // Bytes the queue and the watched keys hold (what `charge` counts).
+    std::size_t bytes() const;
+    // Republishes the counts and the charge after a change.
+    void publish();
+    // Ends the transaction, if any (DISCARD, EXEC, RESET, a closed
+    // connection): the queue goes; with `unwatch` the watched keys too.
+    void discard(bool unwatch = true);
+};
+
 // A connection's state. The owning worker thread is the only writer; other
 // threads (CLIENT LIST, INFO) read it, so what they read is atomic or
 // guarded by `mutex`.
@@ -75,6 +127,8 @@ struct ClientState {
     // clears it). ASKING: the next command is served whatever slot it names.
     bool cluster_readonly = false;
     bool cluster_asking = false;
+    // MULTI, EXEC, DISCARD, WATCH (transaction_commands.cpp).
+    TransactionState transaction;
 
     // Replication (a replica connected to this primary). REPLCONF
     // listening-port sets the port; PSYNC sets psync_requested, and the
@@ -180,6 +234,9 @@ struct Context {
     // Where commands slower than --slowlog-log-slower-than are recorded
     // (slowlog.hpp); null: nowhere (SLOWLOG then shows an empty log).
     Slowlog* slowlog = nullptr;
+    // Commands that would wait for something (WAIT) answer at once instead:
+    // inside EXEC, as Redis's CLIENT_DENY_BLOCKING.
+    bool deny_blocking = false;
 
     // See "Deferred replies" above. Empty if the context has no suspender.
     DeferredReply defer_reply() const {

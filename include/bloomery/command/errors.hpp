@@ -146,4 +146,25 @@ inline constexpr std::string_view kConfigSetNotInteger =
 inline constexpr std::string_view kConfigSetOutOfRange = "') - argument must be ";
 inline constexpr std::string_view kConfigSetDuplicate = "') - duplicate parameter";
 
+// Transactions (MULTI/EXEC), in Redis 7's words.
+inline constexpr std::string_view kMultiNested = "ERR MULTI calls can not be nested";
+inline constexpr std::string_view kExecWithoutMulti = "ERR EXEC without MULTI";
+inline constexpr std::string_view kDiscardWithoutMulti = "ERR DISCARD without MULTI";
+inline constexpr std::string_view kWatchInsideMulti = "ERR WATCH inside MULTI is not allowed";
+inline constexpr std::string_view kNotInTransaction =
+    "ERR Command not allowed inside a transaction";
+inline constexpr std::string_view kExecAbort =
+    "EXECABORT Transaction discarded because of previous errors.";
+// EXEC refused by a check before it ran; the refusal follows.
+inline constexpr std::string_view kExecAbortBecause =
+    "EXECABORT Transaction discarded because of: ";
+// A queued command whose ACL no longer allows it at EXEC; the reason follows.
+inline constexpr std::string_view kNoPermChanged =
+    "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC "
+    "call. This command is no longer allowed for the following reason: ";
+inline constexpr std::string_view kTransactionTooLarge =
+    "ERR the transaction's queue would exceed client-query-buffer-limit";
+inline constexpr std::string_view kWatchTooLarge =
+    "ERR the watched keys would exceed client-query-buffer-limit";
+
 }  // namespace bloomery::command::errors

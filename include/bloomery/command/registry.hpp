@@ -27,9 +27,17 @@ struct CommandSpec {
     int arity = 0;     // Redis convention: N exact, -N at least N (name included)
     std::vector<std::string> flags;
     int first_key = 0, last_key = 0, step = 0;
-    bool write = false;    // has the "write" flag
-    bool denyoom = false;  // has the "denyoom" flag: refused while used_memory > maxmemory
-    bool no_auth = false;  // has the "no_auth" flag: runs before AUTH, for every user (acl.hpp)
+    bool write = false;     // has the "write" flag
+    bool denyoom = false;   // has the "denyoom" flag: refused while used_memory > maxmemory
+    bool no_auth = false;   // has the "no_auth" flag: runs before AUTH, for every user (acl.hpp)
+    bool no_multi = false;  // has the "no_multi" flag: refused inside MULTI
+    // Runs at once inside MULTI instead of being queued: EXEC, DISCARD,
+    // MULTI, WATCH, QUIT, RESET (as Redis's processCommand).
+    bool transaction_control = false;
+    // Touches keys it does not name (FLUSHALL, KEYS, SCAN, DBSIZE...): in the
+    // @keyspace category with no key arguments. EXEC holds every shard for it.
+    bool keyspace_wide = false;
+    bool is_exec = false;
     std::uint64_t categories = 0;  // bit i set: in Registry::categories()[i]
     std::size_t id = 0;            // dense index over every command and subcommand (ACL bitsets)
     const CommandSpec* parent = nullptr;  // the container, for a subcommand
@@ -110,5 +118,10 @@ void reply_wrong_arity(Context& ctx, std::string_view command_name);
 void dispatch(const Registry& registry, Context& ctx, Args argv, std::uint64_t& clock_mark);
 // The same, timing from now (two clock reads).
 void dispatch(const Registry& registry, Context& ctx, Args argv);
+
+// Runs one command EXEC took from its client's queue (checked when it was
+// queued): its ACL is checked again, since rules may have changed, then its
+// handler runs, counted and logged as dispatch() does.
+void run_queued(const Registry& registry, Context& ctx, const CommandSpec& spec, Args argv);
 
 }  // namespace bloomery::command

@@ -184,7 +184,7 @@ public:
     // WAIT: calls `done` once with how many replicas acknowledged every
     // record appended before the call (at once if `count` already did, else
     // when they do or `timeout_ms` passes; 0 waits without limit), on any
-    // thread.
+    // thread. With `count` 0 that is at once, on the caller's thread.
     virtual void wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,
                                    std::function<void(std::int64_t acked)> done) {
         (void)count;

@@ -98,6 +98,8 @@ public:
     void begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
                      std::string_view data) override;
     void end_data() noexcept override;
+    void begin_transaction() override;
+    void end_transaction() noexcept override;
     std::uint64_t log_id() const override { return id_.load(std::memory_order_acquire); }
     // Moves every thread's buffered records into the stream, then appended().
     std::uint64_t position() override;
@@ -174,7 +176,10 @@ private:
         void clear() noexcept;                          // frees every block
     };
     class LocalBuffer;
-    // This thread's buffer, claimed on first use (under mutex_, so no cut()
+    struct Transaction;
+    // The transaction this thread runs in this journal, or null.
+    Transaction* transaction() const;
+    // This thread's buffer (its transaction's, while it runs one), claimed on first use (under mutex_, so no cut()
     // runs while a thread claims one).
     LocalBuffer& local_buffer();
     // Under mutex_ and local's lock: moves its records into pending_; false

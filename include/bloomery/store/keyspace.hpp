@@ -29,6 +29,15 @@
 // line they share. A lookup that keeps colliding with writers, finds an
 // expired key or runs on a thread without an epoch slot takes the shard's
 // reader lock instead.
+//
+// Transactions (MULTI/EXEC, and a replica applying one): a Transaction
+// holds the shards of the keys it touches. Until it ends, every other access
+// to those shards (lookups, writes, SCAN, KEYS, views, counts, expiry) waits
+// for it, so nobody sees a transaction half made, and its records reach the
+// journal as one unit (MutationLog::begin_transaction). What this costs an
+// access outside transactions: one load of a word in a line the lookup
+// reads anyway (the shard's gate, beside its version), and a predicted
+// branch.
 
 #include <atomic>
 #include <chrono>
@@ -138,25 +147,38 @@ public:
     bool with_filter(std::string_view key, Fn&& fn) const {
         const std::uint64_t hash = hash_key(key);
         const Shard& shard = shard_for(hash);
-        // Held on the locked path too, so wait_for_readers() covers it.
-        EpochGuard guard;
-        if (guard.active()) {
-            for (int attempt = 0; attempt < kOptimisticAttempts; ++attempt) {
-                bloom::ScalableFilter* filter = nullptr;
-                const Probe probe = probe_unlocked(shard, key, hash, filter);
-                if (probe == Probe::found) {
-                    fn(*filter);
-                    return true;
+        for (;;) {
+            {
+                // Held on the locked path too, so wait_for_readers() covers
+                // it (a transaction waits for it before it begins).
+                EpochGuard guard;
+                // seq_cst, after the guard's exchange: a transaction that
+                // closed the gate first is seen, or waits for this guard.
+                if (!gated(shard)) {
+                    if (guard.active()) {
+                        for (int attempt = 0; attempt < kOptimisticAttempts; ++attempt) {
+                            bloom::ScalableFilter* filter = nullptr;
+                            const Probe probe = probe_unlocked(shard, key, hash, filter);
+                            if (probe == Probe::found) {
+                                fn(*filter);
+                                return true;
+                            }
+                            if (probe == Probe::missing) return false;
+                            if (probe == Probe::use_lock) break;
+                        }
+                    }
+                    std::shared_lock lock(shard.mutex);
+                    if (!gated(shard)) {
+                        bloom::ScalableFilter* filter = find_live(shard, lock, key, hash);
+                        if (filter == nullptr) return false;
+                        fn(*filter);
+                        return true;
+                    }
                 }
-                if (probe == Probe::missing) return false;
-                if (probe == Probe::use_lock) break;
             }
+            // Outside the guard and every lock: the transaction waits for both.
+            wait_for_gate(shard);
         }
-        std::shared_lock lock(shard.mutex);
-        bloom::ScalableFilter* filter = find_live(shard, lock, key, hash);
-        if (filter == nullptr) return false;
-        fn(*filter);
-        return true;
     }
 
     // Like with_filter, but if the key is missing (or expired) calls make(),
@@ -317,6 +339,53 @@ public:
     // slot holds: O(keys) at worst, for an operator's command, not a client's.
     std::vector<std::string> keys_in_slot(std::uint16_t slot, std::size_t limit) const;
 
+    // ---- Transactions ----
+
+    // What a transaction holds (see the class comment). Ends when destroyed
+    // or by end(): the records it made are appended as one unit, then the
+    // shards open again. Movable; one per thread at a time.
+    class Transaction {
+    public:
+        Transaction() = default;  // holds nothing
+        Transaction(Transaction&& other) noexcept { *this = std::move(other); }
+        Transaction& operator=(Transaction&& other) noexcept;
+        ~Transaction() { end(); }
+        void end() noexcept;
+        bool active() const { return keyspace_ != nullptr; }
+
+    private:
+        friend class Keyspace;
+        Keyspace* keyspace_ = nullptr;
+        std::vector<std::uint32_t> shards_;  // held, in index order
+        MutationLog* log_ = nullptr;         // capturing this thread's records
+    };
+    // Begins a transaction on this thread over the shards of `keys`, or over
+    // every shard with `every_shard` (a command without key arguments that
+    // touches keys: FLUSHALL, KEYS, SCAN, DBSIZE...). Waits for transactions
+    // of other threads on those shards, then for every access already under
+    // way, so that once it returns this thread alone sees and changes them.
+    // Throws std::bad_alloc with nothing held. Not on a thread that already
+    // runs one.
+    Transaction begin_transaction(std::span<const std::string_view> keys, bool every_shard);
+
+    // What WATCH remembers of a key: its filter (a key deleted and created
+    // again has a new one), its deadline and what was added to the filter
+    // (item counts only grow). Equal stamps mean the key holds the same data
+    // with the same deadline: nothing a client could tell apart changed. An
+    // absent or expired key has an empty stamp. BF.LOADCHUNK data sets bits
+    // without counting items, so `chunks` counts the chunks any filter took:
+    // one loaded anywhere fails every watch (only while filters are being
+    // restored, and a failed EXEC is retried).
+    struct WatchStamp {
+        bool exists = false;
+        std::uint64_t filter_id = 0;
+        std::int64_t expire_at_ms = 0;
+        std::uint64_t items = 0;
+        std::uint64_t chunks = 0;
+        bool operator==(const WatchStamp&) const = default;
+    };
+    WatchStamp watch_stamp(std::string_view key) const;
+
     // Bytes of nodes and tables (what this keyspace reports to core/memory.hpp
     // as MemoryUse::keyspace); filters are counted by themselves.
     std::uint64_t overhead_bytes() const { return overhead_bytes_.load(std::memory_order_relaxed); }
@@ -338,6 +407,9 @@ private:
         // Read by lock-free lookups; written only under the exclusive lock.
         alignas(64) std::atomic<std::uint64_t> version{0};  // odd while changing
         std::atomic<Table*> table{nullptr};
+        // 0, or the token of the transaction that holds the shard (written
+        // by that transaction, read by every access).
+        std::atomic<std::uint64_t> gate{0};
         // Written under the exclusive lock, read by counts() without it.
         std::atomic<std::size_t> count{0};
         std::atomic<std::size_t> expiring_count{0};
@@ -347,6 +419,10 @@ private:
         Int128 deadline_sum = 0;  // of their deadlines
         // Where active expiry resumes in `expiring` (only the cycle moves it).
         std::atomic<std::size_t> expire_cursor{0};
+        // Held by the transaction that holds the gate for as long as it
+        // does: transactions take it in shard order, and an access that
+        // finds the gate closed waits on it.
+        mutable std::mutex transaction_mutex;
     };
     // What a write unlinked; freed once lookups can no longer see it.
     struct Garbage {
@@ -357,6 +433,20 @@ private:
     };
     // The exclusive lock of one shard, with its version odd while held.
     class ShardWrite;
+
+    // True while a transaction of another thread holds `shard`.
+    static bool gated(const Shard& shard) {
+        const std::uint64_t gate = shard.gate.load(std::memory_order_seq_cst);
+        return gate != 0 && gate != transaction_token();
+    }
+    // The token of the transaction this thread runs (0: none).
+    static std::uint64_t transaction_token();
+    // Waits until no transaction of another thread holds `shard`. The caller
+    // holds no shard lock and no epoch guard.
+    static void wait_for_gate(const Shard& shard);
+    // Shared or exclusive access to one shard once no transaction of
+    // another thread holds it.
+    std::shared_lock<std::shared_mutex> read_shard(const Shard& shard) const;
 
     enum class Probe { found, missing, retry, use_lock };
     static constexpr int kOptimisticAttempts = 4;
@@ -418,6 +508,7 @@ private:
     // view() starts a session.
     mutable SnapshotCounts snapshot_counts_;
     mutable std::atomic<std::uint64_t> expired_keys_{0};
+    std::atomic<std::uint64_t> chunks_loaded_{0};  // BF.LOADCHUNK data chunks applied
     // Items counted by adds, one counter per thread (summed by counts()):
     // an add never writes a line another thread writes.
     struct alignas(64) ItemsAdded {

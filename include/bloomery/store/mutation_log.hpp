@@ -22,6 +22,11 @@
 //   and end_data() closes the record. No cut() happens while any scope is
 //   open, so a cut splits every scope's records and changes alike.
 //
+// - A transaction (Keyspace::Transaction: MULTI/EXEC, or a replica applying
+//   one) holds back every record its thread makes between
+//   begin_transaction() and end_transaction(), and then appends them as
+//   one unit, which replay and replicas apply all or nothing.
+//
 // Every call is made from any thread; at most one scope is open per thread.
 
 #include <cstdint>
@@ -71,6 +76,15 @@ public:
     // Closes this thread's scope (a scope of adds that recorded none leaves
     // nothing behind).
     virtual void end_data() noexcept = 0;
+
+    // ---- Transactions ----
+    // From here until end_transaction(), this thread's records (keyspace and
+    // data alike) are held back, in the order made. Throws std::bad_alloc
+    // with nothing changed (what framing the unit needs is allocated here).
+    virtual void begin_transaction() = 0;
+    // Appends what was held back as one unit (nothing if there was none);
+    // cannot fail. Called while the transaction still holds its shards.
+    virtual void end_transaction() noexcept = 0;
 
     // ---- Positions ----
     // The journal's identity.
