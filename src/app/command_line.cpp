@@ -128,8 +128,9 @@ void OptionSet::read_passwords(std::vector<std::string>& problems) {
 void OptionSet::convert_replication(std::vector<std::string>& problems) {
     c.replica_serve_stale_data = serve_stale == "yes";
     std::string error;
-    if (!replicaof.empty() &&
-        !parse_replicaof(replicaof, c.replicaof_host, c.replicaof_port, error)) {
+    std::string spec;
+    for (const std::string& word : replicaof) spec += (spec.empty() ? "" : " ") + word;
+    if (!spec.empty() && !parse_replicaof(spec, c.replicaof_host, c.replicaof_port, error)) {
         problems.push_back("--replicaof: " + error);
     }
     c.protected_mode = protected_mode == "yes";

@@ -308,8 +308,10 @@ void OptionSet::add_persistence() {
 void OptionSet::add_replication() {
     auto* replication = "Replication";
     app.add_option("--replicaof", replicaof,
-                   "\"HOST PORT\": start as a replica of that primary (a full copy, then its "
-                   "journal's records as they happen; REPLICAOF at run time)")
+                   "HOST PORT (two words, as redis-server takes them, or one quoted): start as a "
+                   "replica of that primary (a full copy, then its journal's records as they "
+                   "happen; REPLICAOF at run time)")
+        ->expected(1, 2)
         ->envname("BLOOMERY_REPLICAOF")
         ->group(replication);
     app.add_option("--masteruser", c.masteruser, "User to AUTH as on the primary")

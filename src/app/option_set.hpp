@@ -54,7 +54,7 @@ struct OptionSet {
     std::string save_spec;
     std::string stop_writes;
     std::string appendonly;
-    std::string replicaof;
+    std::vector<std::string> replicaof;  // "HOST PORT" as one word or two
     std::string masterauth_file;
     CLI::Option* masterauth_option = nullptr;
     CLI::Option* masterauth_file_option = nullptr;

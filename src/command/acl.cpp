@@ -262,6 +262,42 @@ bool AclUser::apply_key_rule(std::string_view rule, std::string& error) {
     return true;
 }
 
+bool AclUser::apply_channel_rule(std::string_view rule, std::string& error) {
+    if (iequals(rule, "allchannels") || rule == "&*") {
+        all_channels_ = true;
+        channel_patterns_.clear();
+        return true;
+    }
+    if (iequals(rule, "resetchannels")) {
+        all_channels_ = false;
+        channel_patterns_.clear();
+        return true;
+    }
+    if (all_channels_) {
+        error = "the channel pattern " + quoted_rule(rule) +
+                " after allchannels (&*) would have no effect; put resetchannels before it";
+        return false;
+    }
+    const std::string_view pattern = rule.substr(1);
+    if (!printable_word(pattern)) {
+        error = "the channel pattern " + quoted_rule(rule) + " is empty or not printable ASCII";
+        return false;
+    }
+    if (std::find(channel_patterns_.begin(), channel_patterns_.end(), pattern) ==
+        channel_patterns_.end()) {
+        channel_patterns_.emplace_back(pattern);
+    }
+    return true;
+}
+
+bool AclUser::may_access_channel(std::string_view channel, bool literal_pattern) const {
+    if (all_channels_) return true;
+    for (const std::string& pattern : channel_patterns_) {
+        if (literal_pattern ? pattern == channel : glob_match(pattern, channel)) return true;
+    }
+    return false;
+}
+
 bool AclUser::apply_rule(std::string_view rule, const Registry& registry, std::string& error) {
     if (rule.empty()) return true;  // Redis: an empty rule does nothing
     const char first = rule[0];
@@ -280,10 +316,11 @@ bool AclUser::apply_rule(std::string_view rule, const Registry& registry, std::s
     } else if (iequals(rule, "allkeys") || iequals(rule, "resetkeys") || first == '~' ||
                first == '%') {
         if (!apply_key_rule(rule, error)) return false;
-    } else if (first == '&' || iequals(rule, "allchannels") || iequals(rule, "resetchannels") ||
-               iequals(rule, "sanitize-payload") || iequals(rule, "skip-sanitize-payload")) {
-        // Pub/Sub channels and RESTORE payload checks do not exist in
-        // bloomery; the rules are accepted so ACL files written for Redis load.
+    } else if (first == '&' || iequals(rule, "allchannels") || iequals(rule, "resetchannels")) {
+        if (!apply_channel_rule(rule, error)) return false;
+    } else if (iequals(rule, "sanitize-payload") || iequals(rule, "skip-sanitize-payload")) {
+        // RESTORE payloads are always checked whole (a checksum over every
+        // byte); the rules are accepted so ACL files written for Redis load.
     } else if (iequals(rule, "allcommands") || iequals(rule, "+@all")) {
         set_all_commands(true);
         command_rules_.assign({"+@all"});
@@ -296,6 +333,8 @@ bool AclUser::apply_rule(std::string_view rule, const Registry& registry, std::s
         passwords_.clear();
         all_keys_ = false;
         key_patterns_.clear();
+        all_channels_ = false;
+        channel_patterns_.clear();
         set_all_commands(false);
         command_rules_.assign({"-@all"});
     } else if ((first == '+' || first == '-') && rule.size() > 1) {
@@ -321,6 +360,12 @@ std::string AclUser::describe() const {
     } else {
         for (const std::string& pattern : key_patterns_) line += " ~" + pattern;
     }
+    if (all_channels_) {
+        line += " &*";
+    } else {
+        line += " resetchannels";
+        for (const std::string& pattern : channel_patterns_) line += " &" + pattern;
+    }
     for (const std::string& rule : command_rules_) line += " " + rule;
     return line;
 }
@@ -330,7 +375,7 @@ std::string AclUser::describe() const {
 Acl::Acl(const Registry& registry) {
     auto user = std::make_unique<AclUser>(std::string(kDefaultUserName), registry);
     std::string ignored;
-    for (std::string_view rule : {"on", "nopass", "~*", "+@all"}) {
+    for (std::string_view rule : {"on", "nopass", "~*", "&*", "+@all"}) {
         user->apply_rule(rule, registry, ignored);
     }
     users_.emplace(std::string(kDefaultUserName), std::move(user));
@@ -399,7 +444,7 @@ std::shared_ptr<const Acl> Acl::build(const Registry& registry, std::string_view
     } else {
         auto user = std::make_unique<AclUser>(std::string(kDefaultUserName), registry);
         std::string ignored;
-        for (std::string_view rule : {"on", "~*", "+@all"})
+        for (std::string_view rule : {"on", "~*", "&*", "+@all"})
             user->apply_rule(rule, registry, ignored);
         if (requirepass.empty()) {
             user->apply_rule("nopass", registry, ignored);

@@ -43,16 +43,19 @@ std::string format_client_line(const ClientState& client, std::int64_t now_ms) {
     field("age", std::to_string(age));
     field("idle", std::to_string(idle));
     const std::int64_t queued = client.transaction.listed_commands.load(std::memory_order_relaxed);
-    char flags[4];
+    char flags[5];
     std::size_t flag_count = 0;
     if (client.is_replica.load(std::memory_order_relaxed)) flags[flag_count++] = 'S';
     if (client.blocked.load(std::memory_order_relaxed)) flags[flag_count++] = 'b';
-    if (queued >= 0) flags[flag_count++] = 'x';  // inside MULTI
+    const std::size_t channels = client.subscriptions.channel_count.load(std::memory_order_relaxed);
+    const std::size_t patterns = client.subscriptions.pattern_count.load(std::memory_order_relaxed);
+    if (channels + patterns != 0) flags[flag_count++] = 'P';  // subscribed
+    if (queued >= 0) flags[flag_count++] = 'x';               // inside MULTI
     if (flag_count == 0) flags[flag_count++] = 'N';
     field("flags", std::string_view(flags, flag_count));
     field("db", "0");
-    field("sub", "0");
-    field("psub", "0");
+    field("sub", std::to_string(channels));
+    field("psub", std::to_string(patterns));
     field("ssub", "0");
     field("multi", std::to_string(queued));
     const std::size_t query_used = client.query_buffer_used.load(std::memory_order_relaxed);
@@ -102,33 +105,6 @@ void cmd_client_getname(Context& ctx, Args) {
     } else {
         ctx.out.bulk(name);
     }
-}
-
-void cmd_client_list(Context& ctx, Args argv) {
-    if (argv.size() > 2) {
-        // CLIENT LIST TYPE normal|... and CLIENT LIST ID id...: every bloomery
-        // client is "normal"; ID filters are applied to the full list.
-        if (iequals(argv[2], "TYPE") && argv.size() == 4) {
-            if (!iequals(argv[3], "normal")) {
-                ctx.out.verbatim("");
-                return;
-            }
-        } else if (iequals(argv[2], "ID") && argv.size() >= 4) {
-            std::vector<std::int64_t> ids(argv.size() - 3);
-            for (std::size_t i = 3; i < argv.size(); ++i) {
-                if (!parse_int64(argv[i], ids[i - 3])) {
-                    ctx.out.error("ERR Invalid client ID");
-                    return;
-                }
-            }
-            ctx.out.verbatim(ctx.server.clients.client_list(ids));
-            return;
-        } else {
-            ctx.out.error(errors::kSyntax);
-            return;
-        }
-    }
-    ctx.out.verbatim(ctx.server.clients.client_list({}));
 }
 
 void cmd_client_info(Context& ctx, Args) {
@@ -192,6 +168,15 @@ bool parse_client_type(std::string_view name, ClientType& type) {
     return true;
 }
 
+// Redis's getClientType, from a CLIENT LIST line's flags: a replica's feed,
+// else a subscribed client, else normal. (No connection here is a primary's
+// link: a replica's own link to its primary is not a client of it.)
+ClientType client_type_of(std::string_view flags) {
+    if (flags.find('S') != std::string_view::npos) return ClientType::replica;
+    if (flags.find('P') != std::string_view::npos) return ClientType::pubsub;
+    return ClientType::normal;
+}
+
 // What CLIENT KILL's filters ask for; a client is killed when it matches
 // every filter given (Redis ANDs them).
 struct KillFilter {
@@ -203,14 +188,18 @@ struct KillFilter {
     // Redis's new form skips the caller unless SKIPME no; the old form
     // (CLIENT KILL ip:port) may kill it.
     bool skip_me = true;
+    std::int64_t max_age = 0;  // seconds; 0: any age (MAXAGE kills only older clients)
 
     bool matches(std::string_view line) const {
         if (address && client_field(line, "addr") != *address) return false;
         if (local_address && client_field(line, "laddr") != *local_address) return false;
         if (user && client_field(line, "user") != *user) return false;
-        if (type != ClientType::any) {
-            const bool replica = client_field(line, "flags").find('S') != std::string_view::npos;
-            if (type != (replica ? ClientType::replica : ClientType::normal)) return false;
+        if (type != ClientType::any && type != client_type_of(client_field(line, "flags"))) {
+            return false;
+        }
+        if (max_age != 0) {
+            std::int64_t age = 0;
+            if (!parse_int64(client_field(line, "age"), age) || age <= max_age) return false;
         }
         return true;
     }
@@ -248,6 +237,11 @@ bool parse_kill_filters(Context& ctx, Args argv, KillFilter& filter) {
                 return false;
             }
             filter.user = value;
+        } else if (iequals(argv[i], "MAXAGE")) {
+            if (!parse_int64(value, filter.max_age) || filter.max_age < 0) {
+                ctx.out.error(errors::kNotInteger);
+                return false;
+            }
         } else if (iequals(argv[i], "SKIPME")) {
             if (iequals(value, "yes")) {
                 filter.skip_me = true;
@@ -263,6 +257,46 @@ bool parse_kill_filters(Context& ctx, Args argv, KillFilter& filter) {
         }
     }
     return true;
+}
+
+// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...].
+void cmd_client_list(Context& ctx, Args argv) {
+    if (argv.size() > 2) {
+        if (iequals(argv[2], "TYPE") && argv.size() == 4) {
+            ClientType type = ClientType::any;
+            if (!parse_client_type(argv[3], type)) {
+                reply_with_name(ctx, errors::kUnknownClientType, argv[3]);
+                return;
+            }
+            const std::string list = ctx.server.clients.client_list({});
+            std::string kept;
+            for (std::size_t start = 0; start < list.size();) {
+                std::size_t end = list.find('\n', start);
+                if (end == std::string::npos) end = list.size();
+                const std::string_view line = std::string_view(list).substr(start, end - start);
+                start = end + 1;
+                if (client_type_of(client_field(line, "flags")) != type) continue;
+                kept.append(line);
+                kept += '\n';
+            }
+            ctx.out.verbatim(kept);
+            return;
+        }
+        if (iequals(argv[2], "ID") && argv.size() >= 4) {
+            std::vector<std::int64_t> ids(argv.size() - 3);
+            for (std::size_t i = 3; i < argv.size(); ++i) {
+                if (!parse_int64(argv[i], ids[i - 3])) {
+                    ctx.out.error("ERR Invalid client ID");
+                    return;
+                }
+            }
+            ctx.out.verbatim(ctx.server.clients.client_list(ids));
+            return;
+        }
+        ctx.out.error(errors::kSyntax);
+        return;
+    }
+    ctx.out.verbatim(ctx.server.clients.client_list({}));
 }
 
 // CLIENT KILL ip:port (old form: +OK, or an error if none matched) and
@@ -332,7 +366,8 @@ void cmd_client_help(Context& ctx, Args) {
                      "KILL <option> <value> [<option> <value> [...]]",
                      "    Kill connections matching every option: ID <client-id>, ADDR <ip:port>,",
                      "    LADDR <ip:port>, TYPE (NORMAL|MASTER|REPLICA|PUBSUB), USER <username>,",
-                     "    SKIPME (YES|NO) (default YES: not this connection).",
+                     "    SKIPME (YES|NO) (default YES: not this connection), MAXAGE <seconds>",
+                     "    (only connections older than that).",
                      "HELP",
                      "    Print this help."});
 }

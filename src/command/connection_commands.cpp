@@ -6,6 +6,7 @@
 #include "args.hpp"
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
+#include "bloomery/command/pubsub.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/printable.hpp"
 #include "common.hpp"
@@ -17,6 +18,11 @@ namespace {
 void cmd_ping(Context& ctx, Args argv) {
     if (argv.size() > 2) {
         reply_wrong_arity(ctx, "ping");
+    } else if (ctx.client.subscriptions.count() != 0 && ctx.out.protocol() == 2) {
+        // A subscribed RESP2 client reads arrays: ["pong", the argument or ""].
+        ctx.out.array(2);
+        ctx.out.bulk("pong");
+        ctx.out.bulk(argv.size() == 2 ? argv[1] : std::string_view());
     } else if (argv.size() == 2) {
         ctx.out.bulk(argv[1]);
     } else {
@@ -118,10 +124,20 @@ void cmd_hello(Context& ctx, Args argv) {
 }
 
 // RESET: the connection as it was when it was accepted, as Redis's RESET:
-// no transaction or watched keys, protocol 2, no name, the default user
-// (authenticated only if it needs no password), READWRITE.
+// no transaction or watched keys, no subscriptions, protocol 2, no name, the
+// default user (authenticated only if it needs no password), READWRITE.
 void cmd_reset(Context& ctx, Args) {
     ctx.client.transaction.discard();
+    SubscriptionState& subscriptions = ctx.client.subscriptions;
+    for (const std::string& channel : subscriptions.channels) {
+        ctx.server.pubsub.unsubscribe(channel, ctx.client.id);
+    }
+    for (const std::string& pattern : subscriptions.patterns) {
+        ctx.server.pubsub.punsubscribe(pattern, ctx.client.id);
+    }
+    subscriptions.channels.clear();
+    subscriptions.patterns.clear();
+    subscriptions.publish();
     ctx.client.set_name("");
     ctx.client.protocol.store(2, std::memory_order_relaxed);
     ctx.out.set_protocol(2);

@@ -17,4 +17,5 @@ void register_replication_commands(Registry& registry);
 void register_cluster_commands(Registry& registry);
 void register_slowlog_commands(Registry& registry);
 void register_transaction_commands(Registry& registry);
+void register_pubsub_commands(Registry& registry);
 }  // namespace bloomery::command

@@ -13,6 +13,7 @@
 
 #include "args.hpp"
 #include "bloomery/command/errors.hpp"
+#include "bloomery/command/pubsub.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/allocator.hpp"
 #include "bloomery/core/memory.hpp"
@@ -219,6 +220,8 @@ void info_stats(Context& ctx, std::string& out) {
     line(out, "expired_keys", s.expired_keys);
     line(out, "keyspace_hits", s.keyspace_hits);
     line(out, "keyspace_misses", s.keyspace_misses);
+    line(out, "pubsub_channels", ctx.server.pubsub.channel_count());
+    line(out, "pubsub_patterns", ctx.server.pubsub.patterns());
     line(out, "total_error_replies", s.error_replies);
     line(out, "protocol_errors", s.protocol_errors);
 }

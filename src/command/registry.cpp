@@ -53,6 +53,10 @@ bool parse_spec(const nlohmann::json& entry, const std::vector<std::string>& cat
         if (spec.name == control) spec.transaction_control = true;
     }
     spec.is_exec = spec.name == "exec";
+    for (std::string_view allowed :
+         {"subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ping", "quit", "reset"}) {
+        if (spec.name == allowed) spec.allowed_while_subscribed = true;
+    }
     spec.keyspace_wide = spec.first_key <= 0 &&
                          std::find(spec_categories.begin(), spec_categories.end(), "@keyspace") !=
                              spec_categories.end();
@@ -245,6 +249,7 @@ bool build_default_registry(Registry& registry, std::string& error) {
     register_cluster_commands(registry);
     register_slowlog_commands(registry);
     register_transaction_commands(registry);
+    register_pubsub_commands(registry);
     return registry.build_from_embedded(error);
 }
 
@@ -427,6 +432,18 @@ Admission admit(const Registry& registry, Context& ctx, Args argv, const Command
     if (!access_allowed(registry.acl(), ctx, *spec, argv)) return Admission::rejected;
     if (spec->no_multi && ctx.client.transaction.active) {
         ctx.out.error(errors::kNotInTransaction);
+        return Admission::rejected;
+    }
+    // A subscribed RESP2 client reads messages on this connection: only
+    // what keeps it subscribed runs (RESP3 pushes mix with replies).
+    if (!spec->allowed_while_subscribed && ctx.client.subscriptions.count() != 0 &&
+        ctx.out.protocol() == 2) {
+        std::string message = "ERR Can't execute '";
+        message += spec->name;
+        message +=
+            "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
+            "this context";
+        ctx.out.error(message);
         return Admission::rejected;
     }
     // Cluster redirection, where Redis checks it: after access control,

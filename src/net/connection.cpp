@@ -108,6 +108,25 @@ Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::so
 void Connection::track() {
     tracked_ = server_.track(worker_, shared_from_this());
     tracked_by_server_ = true;
+    client_.subscriptions.self = std::weak_ptr<command::Subscriber>(shared_from_this());
+}
+
+void Connection::deliver(std::shared_ptr<const std::string> message) {
+    asio::post(executor_, [self = shared_from_this(), message = std::move(message)] {
+        if (self->closed_ || self->feed_) return;
+        // Behind a write in flight (whose buffer is out_) in pushes_; with
+        // none, straight into out_ and written.
+        (self->writing_ ? self->pushes_ : self->out_).append(*message);
+        self->report_buffers();
+        self->enforce_output_limit();
+        if (self->closing_ && self->writing_) {
+            // Over its limit behind a write that does not complete (a
+            // subscriber that does not read): closed now, which cancels it.
+            self->close();
+        } else if (!self->writing_) {
+            self->advance();
+        }
+    });
 }
 
 void Connection::request_close() {
@@ -139,9 +158,10 @@ void Connection::reallocate_input(std::size_t capacity) {
 
 void Connection::report_buffers() {
     client_.query_buffer_used.store(in_end_ - in_start_, std::memory_order_relaxed);
-    client_.output_buffer_used.store(out_.size(), std::memory_order_relaxed);
-    client_.output_buffer_capacity.store(out_.capacity(), std::memory_order_relaxed);
-    output_charge_.set(out_.capacity());
+    client_.output_buffer_used.store(out_.size() + pushes_.size(), std::memory_order_relaxed);
+    client_.output_buffer_capacity.store(out_.capacity() + pushes_.capacity(),
+                                         std::memory_order_relaxed);
+    output_charge_.set(out_.capacity() + pushes_.capacity());
 }
 
 void Connection::report_arguments() {
@@ -252,11 +272,21 @@ void Connection::advance() {
         feed_->start();
         return;
     }
+    if (!pushes_.empty() && !writing_) {
+        out_.append(pushes_);
+        if (pushes_.capacity() > kShrinkAbove) {
+            std::string().swap(pushes_);
+        } else {
+            pushes_.clear();
+        }
+    }
     if (!out_.empty()) {
         write();
     } else if (closing_) {
         close();
-    } else if (!blocked_) {
+    } else if (!blocked_ && !reading_) {
+        // (A read may still be in flight when a published message was
+        // written meanwhile.)
         read();
     }
     // else: blocked with nothing to write; on_deferred_reply() resumes.
@@ -341,11 +371,14 @@ void Connection::process() {
 }
 
 void Connection::enforce_output_limit() {
-    if (out_.size() <= server_.config().client_output_buffer_limit) return;
+    const std::size_t held = out_.size() + pushes_.size();
+    if (held <= server_.config().client_output_buffer_limit) return;
     spdlog::warn(
         "closing client id={} addr={}: reply of {} bytes exceeds client-output-buffer-limit",
-        client_.id, client_.address, out_.size());
-    out_.clear();
+        client_.id, client_.address, held);
+    // The bytes a write in flight is sending stay until it completes.
+    if (!writing_) out_.clear();
+    pushes_.clear();
     closing_ = true;
 }
 
@@ -416,6 +449,18 @@ void Connection::close() {
     }
     close_transport();
     if (feed_) feed_->end();
+    // Its channels and patterns forget it (a message published meanwhile
+    // finds it closed and is dropped).
+    command::SubscriptionState& subscriptions = client_.subscriptions;
+    for (const std::string& channel : subscriptions.channels) {
+        server_.pubsub().unsubscribe(channel, client_.id);
+    }
+    for (const std::string& pattern : subscriptions.patterns) {
+        server_.pubsub().punsubscribe(pattern, client_.id);
+    }
+    subscriptions.channels.clear();
+    subscriptions.patterns.clear();
+    subscriptions.publish();
     if (tracked_by_server_) server_.untrack(worker_, tracked_);
 }
 

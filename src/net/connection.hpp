@@ -37,6 +37,7 @@
 #include <boost/asio/ssl.hpp>
 
 #include "bloomery/command/context.hpp"
+#include "bloomery/command/pubsub.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/net/server.hpp"
 #include "bloomery/resp/parser.hpp"
@@ -51,7 +52,8 @@ namespace bloomery::net {
 // and closing through the three virtual transport functions; there is one
 // virtual call per read or write initiated, none per command.
 class Connection : public std::enable_shared_from_this<Connection>,
-                   public command::ClientSuspender {
+                   public command::ClientSuspender,
+                   public command::Subscriber {
 public:
     ~Connection() override = default;
     // Registers with the server and starts serving (after the handshake, for
@@ -67,6 +69,14 @@ public:
     std::shared_ptr<command::ReplySink> suspend() override;
     // Runs on this connection's thread: the deferred reply has come.
     void on_deferred_reply(command::ReplyWriter write_reply);
+
+    // command::Subscriber: a published message for this client, from any
+    // thread; it is written on the connection's own thread, after the
+    // replies already buffered (a RESP3 push or, in RESP2, an array).
+    void deliver(std::shared_ptr<const std::string> message) override;
+    int subscriber_protocol() const override {
+        return client_.protocol.load(std::memory_order_relaxed);
+    }
     // The worker's executor; fixed at construction, safe from any thread.
     const boost::asio::any_io_executor& executor() const { return executor_; }
 
@@ -136,6 +146,9 @@ private:
     const boost::asio::any_io_executor executor_;
     resp::Parser parser_;
     std::string out_;
+    // Published messages that came while a write was in flight; they join
+    // out_ when it is written.
+    std::string pushes_;
     resp::Writer writer_;
     std::unique_ptr<char[]> in_;  // not zero-filled: only received bytes touch pages
     std::size_t in_capacity_ = 0;

@@ -87,6 +87,10 @@ void Writer::array(std::size_t count) {
     append_header(*out_, '*', count);
 }
 
+void Writer::push(std::size_t count) {
+    append_header(*out_, protocol_ >= 3 ? '>' : '*', count);
+}
+
 void Writer::map(std::size_t pairs) {
     if (protocol_ >= 3) {
         append_header(*out_, '%', pairs);

@@ -92,6 +92,9 @@ public:
     void abort_shutdown(std::function<void(bool)> done) override { done(false); }
     std::int64_t start_time_ms() override { return 0; }
     unsigned worker_threads() override { return 1; }
+    command::PubSub& pubsub() { return channels; }
+
+    command::PubSub channels;
 };
 
 // ---- RESP reply reader -----------------------------------------------------

@@ -420,10 +420,12 @@ class AclFileTest(unittest.TestCase):
         self.assertEqual(admin.call("ACL", "USERS"), [b"admin", b"default", b"reader", b"writer"])
         listing = admin.call("ACL", "LIST")
         self.assertEqual(len(listing), 4)
-        self.assertEqual(listing[1], b"user default off -@all")
-        self.assertRegex(listing[2].decode(), r"^user reader on #[0-9a-f]{64} ~\* -@all \+@read$")
+        self.assertEqual(listing[1], b"user default off resetchannels -@all")
+        self.assertRegex(listing[2].decode(),
+                         r"^user reader on #[0-9a-f]{64} ~\* resetchannels -@all \+@read$")
         self.assertRegex(listing[3].decode(),
-                         r"^user writer on #[0-9a-f]{64} ~\* -@all \+@read \+@write -@dangerous$")
+                         r"^user writer on #[0-9a-f]{64} ~\* resetchannels -@all \+@read \+@write "
+                         r"-@dangerous$")
         self.assertFalse(any(b"-pw" in line for line in listing))
         categories = admin.call("ACL", "CAT")
         for name in (b"read", b"write", b"bloom", b"admin", b"dangerous", b"fast", b"slow"):

@@ -105,7 +105,7 @@ TEST(Registry, CommandCategoriesMustBeListedOnce) {
 TEST(Acl, WithoutSettingsTheDefaultUserRunsEverythingWithoutPassword) {
     const Acl& acl = table().acl();
     EXPECT_FALSE(acl.auth_required());
-    EXPECT_EQ(acl.default_user().describe(), "user default on nopass ~* +@all");
+    EXPECT_EQ(acl.default_user().describe(), "user default on nopass ~* &* +@all");
     for (const CommandSpec* command : table().by_id()) {
         EXPECT_TRUE(acl.default_user().may_run(*command)) << command->name;
     }
@@ -124,7 +124,7 @@ TEST(Acl, RequirepassGivesTheDefaultUserThatPasswordOnly) {
     EXPECT_EQ(acl->authenticate("default", ""), nullptr);
     EXPECT_EQ(acl->authenticate("nobody", "s3cret"), nullptr);
     EXPECT_EQ(acl->default_user().describe(),
-              "user default on #" + digest_hex(hash_password("s3cret")) + " ~* +@all");
+              "user default on #" + digest_hex(hash_password("s3cret")) + " ~* &* +@all");
 }
 
 TEST(Acl, FileUsersGetTheirCategories) {
@@ -151,8 +151,8 @@ TEST(Acl, FileUsersGetTheirCategories) {
     EXPECT_TRUE(admin->may_run(spec("config|get")));
     EXPECT_EQ(acl->users().size(), 4u);
     EXPECT_EQ(acl->users()[0]->name(), "admin");  // ordered by name
-    EXPECT_EQ(reader->describe(),
-              "user reader on #" + digest_hex(hash_password("rpw")) + " ~* -@all +@read");
+    EXPECT_EQ(reader->describe(), "user reader on #" + digest_hex(hash_password("rpw")) +
+                                      " ~* resetchannels -@all +@read");
 }
 
 TEST(Acl, EveryUserMayRunTheNoAuthCommands) {
@@ -188,7 +188,7 @@ TEST(Acl, SubcommandsAndContainersAreAddressable) {
     EXPECT_TRUE(most.may_run(spec("client|list")));
     EXPECT_FALSE(most.may_run(spec("config|get")));
     EXPECT_FALSE(most.may_run(spec("config|set")));
-    EXPECT_EQ(most.describe(), "user most on nopass +@all -client|kill -config");
+    EXPECT_EQ(most.describe(), "user most on nopass resetchannels +@all -client|kill -config");
 }
 
 TEST(Acl, CategoryRulesApplyInOrder) {
@@ -199,7 +199,7 @@ TEST(Acl, CategoryRulesApplyInOrder) {
     EXPECT_FALSE(user.may_run(spec("keys")));
     EXPECT_TRUE(user.may_run(spec("info")));  // @dangerous, then added back
     EXPECT_TRUE(user.may_run(spec("bf.add")));
-    EXPECT_EQ(user.describe(), "user u on nopass ~* +@all -@dangerous +info");
+    EXPECT_EQ(user.describe(), "user u on nopass ~* resetchannels +@all -@dangerous +info");
 }
 
 TEST(Acl, KeyPatternsLimitTheKeysACommandNames) {
@@ -221,7 +221,7 @@ TEST(Acl, KeyPatternsLimitTheKeysACommandNames) {
     EXPECT_TRUE(may(app, {"dbsize"}));  // no keys named
     EXPECT_TRUE(may(app, {"flushall"}));
     EXPECT_FALSE(may(*acl->find("nokeys"), {"bf.exists", "k", "x"}));
-    EXPECT_EQ(app.describe(), "user app on nopass ~app:* ~shared +@all");
+    EXPECT_EQ(app.describe(), "user app on nopass ~app:* ~shared resetchannels +@all");
 }
 
 TEST(Acl, PasswordRules) {
@@ -248,7 +248,7 @@ TEST(Acl, PasswordRules) {
     EXPECT_FALSE(acl->authenticate("disabled", "pw"));  // off: even the right password fails
     EXPECT_TRUE(acl->authenticate("later", "anything"));
     EXPECT_EQ(acl->find("later")->password_count(), 0u);
-    EXPECT_EQ(acl->find("wiped")->describe(), "user wiped off -@all");
+    EXPECT_EQ(acl->find("wiped")->describe(), "user wiped off resetchannels -@all");
 }
 
 TEST(Acl, TheFileDefaultUserWinsAndRequirepassConflictsWithIt) {
@@ -500,10 +500,10 @@ TEST_F(AccessControl, AclListUsersCatAndClientList) {
     EXPECT_EQ(run({"ACL", "USERS"}),
               "*4\r\n$5\r\nadmin\r\n$7\r\ndefault\r\n$6\r\nreader\r\n$6\r\nwriter\r\n");
     const std::string list = run({"ACL", "LIST"});
-    EXPECT_NE(list.find("user default on nopass ~* +@all\r\n"), std::string::npos) << list;
-    EXPECT_NE(
-        list.find("user reader on #" + digest_hex(hash_password("rpw")) + " ~* -@all +@read\r\n"),
-        std::string::npos)
+    EXPECT_NE(list.find("user default on nopass ~* &* +@all\r\n"), std::string::npos) << list;
+    EXPECT_NE(list.find("user reader on #" + digest_hex(hash_password("rpw")) +
+                        " ~* resetchannels -@all +@read\r\n"),
+              std::string::npos)
         << list;
     EXPECT_EQ(list.find("rpw"), std::string::npos);  // never the password itself
     const std::string categories = run({"ACL", "CAT"});

@@ -64,6 +64,20 @@ TEST(CommandLine, SizesTakeSuffixesAndBadValuesExit) {
     EXPECT_GT(parse({"--dbfilename", "a/b"}).exit_code, 0);
 }
 
+TEST(CommandLine, ReplicaofTakesTwoWordsOrOne) {
+    for (const std::vector<std::string>& words :
+         {std::vector<std::string>{"--replicaof", "10.0.0.7", "6380", "--port", "7000"},
+          std::vector<std::string>{"--replicaof", "10.0.0.7 6380", "--port", "7000"},
+          std::vector<std::string>{"--port", "7000", "--replicaof", "10.0.0.7", "6380"}}) {
+        const CommandLine line = parse(words);
+        EXPECT_EQ(line.exit_code, -1);
+        EXPECT_EQ(line.config.replicaof_host, "10.0.0.7");
+        EXPECT_EQ(line.config.replicaof_port, 6380);
+        EXPECT_EQ(line.config.port, 7000);
+    }
+    EXPECT_GT(parse({"--replicaof", "10.0.0.7", "x"}).exit_code, 0);
+}
+
 TEST(CommandLine, FlagsBeatTheConfigFileWhichBeatsTheEnvironment) {
     const std::string path = ::testing::TempDir() + "bloomery_config_test.conf";
     {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "bloomery/command/pubsub.hpp"
 #include "bloomery/command/server.hpp"
 
 namespace bloomery::command::testing {
@@ -61,7 +62,9 @@ public:
     }
     std::int64_t start_time_ms() override { return 0; }
     unsigned worker_threads() override { return 1; }
+    command::PubSub& pubsub() { return channels; }
 
+    command::PubSub channels;
     const core::CommandStatsTable* command_table = nullptr;
     int saves = 0;
     std::int64_t blocked = 0;  // blocked_clients()

@@ -75,6 +75,11 @@ public:
     bool may_access_keys(const CommandSpec& spec, Args argv) const {
         return all_keys_ || keys_match(spec, argv);
     }
+    // May it publish to or subscribe to `channel` (a channel pattern of its
+    // matches it)? For PSUBSCRIBE's `pattern` (literal), Redis 7's rule: the
+    // pattern must be one of the user's own, character for character.
+    bool may_access_channel(std::string_view channel, bool literal_pattern) const;
+    bool all_channels() const { return all_channels_; }
 
     // As ACL LIST shows it and an ACL file accepts it:
     // "user reader on #<sha256 hex> ~* -@all +@read".
@@ -91,6 +96,8 @@ private:
     bool apply_password_rule(std::string_view rule, std::string& error);
     // allkeys, ~*, resetkeys, ~pattern (and %, refused).
     bool apply_key_rule(std::string_view rule, std::string& error);
+    // allchannels, &*, resetchannels, &pattern.
+    bool apply_channel_rule(std::string_view rule, std::string& error);
 
     std::string name_;
     bool enabled_ = false;
@@ -98,7 +105,11 @@ private:
     bool all_keys_ = false;
     std::vector<PasswordDigest> passwords_;
     std::vector<std::string> key_patterns_;  // glob patterns (~pattern), when !all_keys_
-    std::vector<std::uint64_t> allowed_;     // bit CommandSpec::id: may run it
+    // Pub/Sub channels (&pattern); a new user has none (Redis 7's
+    // acl-pubsub-default resetchannels).
+    bool all_channels_ = false;
+    std::vector<std::string> channel_patterns_;
+    std::vector<std::uint64_t> allowed_;  // bit CommandSpec::id: may run it
     // The command rules as applied, for describe(): starts at "+@all" or
     // "-@all" and lists what was added or taken away since.
     std::vector<std::string> command_rules_;

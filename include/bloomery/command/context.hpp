@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -99,6 +100,27 @@ struct TransactionState {
     void discard(bool unwatch = true);
 };
 
+class Subscriber;
+
+// One client's Pub/Sub subscriptions (pubsub_commands.cpp). The owning
+// worker thread is the only writer; CLIENT LIST and CLIENT KILL read the
+// published counts. The names a client subscribes to are bounded, with its
+// queue, by client-query-buffer-limit, and counted in used_memory.
+struct SubscriptionState {
+    std::unordered_set<std::string> channels;
+    std::unordered_set<std::string> patterns;
+    std::atomic<std::size_t> channel_count{0};
+    std::atomic<std::size_t> pattern_count{0};
+    core::MemoryCharge charge{core::MemoryUse::query_buffers};
+    // Set once by the connection, before its first command: what the
+    // registry delivers to.
+    std::weak_ptr<Subscriber> self;
+
+    std::size_t count() const { return channels.size() + patterns.size(); }
+    std::size_t bytes() const;
+    void publish();
+};
+
 // A connection's state. The owning worker thread is the only writer; other
 // threads (CLIENT LIST, INFO) read it, so what they read is atomic or
 // guarded by `mutex`.
@@ -129,6 +151,8 @@ struct ClientState {
     bool cluster_asking = false;
     // MULTI, EXEC, DISCARD, WATCH (transaction_commands.cpp).
     TransactionState transaction;
+    // SUBSCRIBE, PSUBSCRIBE (pubsub_commands.cpp).
+    SubscriptionState subscriptions;
 
     // Replication (a replica connected to this primary). REPLCONF
     // listening-port sets the port; PSYNC sets psync_requested, and the

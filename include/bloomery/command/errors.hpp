@@ -146,6 +146,15 @@ inline constexpr std::string_view kConfigSetNotInteger =
 inline constexpr std::string_view kConfigSetOutOfRange = "') - argument must be ";
 inline constexpr std::string_view kConfigSetDuplicate = "') - duplicate parameter";
 
+// CONFIG REWRITE of a server started without --config (Redis's text).
+inline constexpr std::string_view kNoConfigFile = "ERR The server is running without a config file";
+
+// Pub/Sub.
+inline constexpr std::string_view kNoPermChannel =
+    "NOPERM this user has no permissions to access one of the channels used as arguments";
+inline constexpr std::string_view kSubscriptionsTooLarge =
+    "ERR the subscriptions would exceed client-query-buffer-limit";
+
 // Transactions (MULTI/EXEC), in Redis 7's words.
 inline constexpr std::string_view kMultiNested = "ERR MULTI calls can not be nested";
 inline constexpr std::string_view kExecWithoutMulti = "ERR EXEC without MULTI";

@@ -38,6 +38,9 @@ struct CommandSpec {
     // @keyspace category with no key arguments. EXEC holds every shard for it.
     bool keyspace_wide = false;
     bool is_exec = false;
+    // Runs while a RESP2 client is subscribed: (P)SUBSCRIBE, (P)UNSUBSCRIBE,
+    // PING, QUIT, RESET.
+    bool allowed_while_subscribed = false;
     std::uint64_t categories = 0;  // bit i set: in Registry::categories()[i]
     std::size_t id = 0;            // dense index over every command and subcommand (ACL bitsets)
     const CommandSpec* parent = nullptr;  // the container, for a subcommand

@@ -23,6 +23,8 @@ class Journal;
 
 namespace bloomery::command {
 
+class PubSub;
+
 enum class ShutdownMode { default_save, save, nosave };
 
 // SHUTDOWN's options (Redis 7): whether to save, NOW (no wait for replicas)
@@ -209,6 +211,7 @@ struct Services {
     Shutdown& shutdown;
     Replication& replication;
     ReplicaGate& gate;
+    PubSub& pubsub;  // the server's channels and their subscribers
 
     template <typename Server>
     requires(!std::is_same_v<std::remove_cvref_t<Server>, Services>)
@@ -218,7 +221,8 @@ struct Services {
           persistence(server),
           shutdown(server),
           replication(server),
-          gate(server) {}
+          gate(server),
+          pubsub(server.pubsub()) {}
 };
 
 }  // namespace bloomery::command

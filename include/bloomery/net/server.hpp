@@ -20,6 +20,7 @@
 #include <boost/asio.hpp>
 
 #include "bloomery/command/context.hpp"
+#include "bloomery/command/pubsub.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/command/slowlog.hpp"
 #include "bloomery/core/config.hpp"
@@ -147,6 +148,8 @@ public:
     void wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,
                            std::function<void(std::int64_t)> done) override;
     ReplicationSource& replication_source() { return replication_; }
+    // Pub/Sub's channels and subscribers (command/pubsub.hpp).
+    command::PubSub& pubsub() { return pubsub_; }
 
     // Called by connections.
     struct Worker {
@@ -215,6 +218,8 @@ private:
     // workers_ so it outlives them: a connection still held by a worker's
     // io_context when that is destroyed gives its slot back here.
     std::atomic<std::size_t> client_slots_{0};
+    // Outlives workers_ too: a connection leaves its channels when it closes.
+    command::PubSub pubsub_;
     // Declared before main_context_ so they are destroyed after it: an accept
     // still pending there holds a socket of a worker's io_context.
     std::vector<std::unique_ptr<Worker>> workers_;

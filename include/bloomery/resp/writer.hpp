@@ -25,6 +25,7 @@ public:
     void null();                        // RESP2 $-1, RESP3 _
     void null_array();                  // RESP2 *-1, RESP3 _
     void array(std::size_t count);      // *count, elements follow
+    void push(std::size_t count);       // RESP3 >count (out of band), RESP2 *count
     void map(std::size_t pairs);        // RESP3 %pairs, RESP2 *2·pairs
     void set(std::size_t count);        // RESP3 ~count, RESP2 *count
     void boolean(bool value);           // RESP3 #t/#f, RESP2 :1/:0

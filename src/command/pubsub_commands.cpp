@@ -1,0 +1,192 @@
+// Pub/Sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH and
+// PUBSUB CHANNELS|NUMSUB|NUMPAT|HELP, with Redis 7's replies: each
+// (un)subscription is confirmed by a message (a push in RESP3, an array in
+// RESP2) holding the client's subscription count; in RESP2 a subscribed
+// client may only (un)subscribe, PING, QUIT and RESET (dispatch checks it).
+//
+// Channels are checked against the user's ACL channel rules (&pattern);
+// PSUBSCRIBE's pattern must be one of the user's own, as in Redis 7.
+// Messages are delivered by command/pubsub.hpp's registry; PUBLISH reaches
+// the subscribers of this server (it is not sent to replicas).
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "bloomery/command/acl.hpp"
+#include "bloomery/command/errors.hpp"
+#include "bloomery/command/pubsub.hpp"
+#include "bloomery/command/registry.hpp"
+#include "bloomery/core/ascii.hpp"
+#include "common.hpp"
+#include "families.hpp"
+
+namespace bloomery::command {
+
+std::size_t SubscriptionState::bytes() const {
+    std::size_t total = (channels.bucket_count() + patterns.bucket_count()) * sizeof(void*);
+    for (const std::string& name : channels) total += 32 + name.capacity();
+    for (const std::string& name : patterns) total += 32 + name.capacity();
+    return total;
+}
+
+void SubscriptionState::publish() {
+    channel_count.store(channels.size(), std::memory_order_relaxed);
+    pattern_count.store(patterns.size(), std::memory_order_relaxed);
+    charge.set(count() == 0 ? 0 : bytes());
+}
+
+namespace {
+
+// One confirmation: [kind, name (null when there was none), count].
+void confirm(Context& ctx, std::string_view kind, const std::string_view* name) {
+    ctx.out.push(3);
+    ctx.out.bulk(kind);
+    if (name != nullptr) {
+        ctx.out.bulk(*name);
+    } else {
+        ctx.out.null();
+    }
+    ctx.out.integer(static_cast<std::int64_t>(ctx.client.subscriptions.count()));
+}
+
+// Every name allowed for the user (all or nothing, as Redis checks a
+// command's channels before it runs); answers NOPERM otherwise.
+bool channels_allowed(Context& ctx, Args names, bool patterns) {
+    const AclUser& user = ctx.registry.acl().user_of(ctx.client);
+    if (user.all_channels()) return true;
+    for (std::string_view name : names) {
+        if (!user.may_access_channel(name, patterns)) {
+            ctx.out.error(errors::kNoPermChannel);
+            return false;
+        }
+    }
+    return true;
+}
+
+// The names would keep what the client holds within client-query-buffer-limit.
+bool within_bounds(Context& ctx, Args names) {
+    std::size_t adding = 0;
+    for (std::string_view name : names) adding += 32 + name.size();
+    if (ctx.client.subscriptions.bytes() + adding > ctx.config.client_query_buffer_limit) {
+        ctx.out.error(errors::kSubscriptionsTooLarge);
+        return false;
+    }
+    return true;
+}
+
+void subscribe(Context& ctx, Args argv, bool patterns) {
+    const Args names = argv.subspan(1);
+    if (!channels_allowed(ctx, names, patterns) || !within_bounds(ctx, names)) return;
+    SubscriptionState& state = ctx.client.subscriptions;
+    std::unordered_set<std::string>& held = patterns ? state.patterns : state.channels;
+    for (std::string_view name : names) {
+        if (held.emplace(name).second) {
+            if (patterns) {
+                ctx.server.pubsub.psubscribe(name, ctx.client.id, state.self);
+            } else {
+                ctx.server.pubsub.subscribe(name, ctx.client.id, state.self);
+            }
+        }
+        confirm(ctx, patterns ? "psubscribe" : "subscribe", &name);
+    }
+    state.publish();
+}
+
+void unsubscribe(Context& ctx, Args argv, bool patterns) {
+    SubscriptionState& state = ctx.client.subscriptions;
+    std::unordered_set<std::string>& held = patterns ? state.patterns : state.channels;
+    const std::string_view kind = patterns ? "punsubscribe" : "unsubscribe";
+    const auto drop = [&](std::string_view name) {
+        if (patterns) {
+            ctx.server.pubsub.punsubscribe(name, ctx.client.id);
+        } else {
+            ctx.server.pubsub.unsubscribe(name, ctx.client.id);
+        }
+    };
+    if (argv.size() == 1) {
+        // Every one held; a client with none still gets one confirmation.
+        if (held.empty()) confirm(ctx, kind, nullptr);
+        const std::vector<std::string> all(held.begin(), held.end());
+        for (const std::string& name : all) {
+            held.erase(name);
+            drop(name);
+            const std::string_view view = name;
+            confirm(ctx, kind, &view);
+        }
+    } else {
+        for (std::string_view name : argv.subspan(1)) {
+            if (held.erase(std::string(name)) != 0) drop(name);
+            confirm(ctx, kind, &name);
+        }
+    }
+    state.publish();
+}
+
+void cmd_subscribe(Context& ctx, Args argv) {
+    subscribe(ctx, argv, false);
+}
+
+void cmd_psubscribe(Context& ctx, Args argv) {
+    subscribe(ctx, argv, true);
+}
+
+void cmd_unsubscribe(Context& ctx, Args argv) {
+    unsubscribe(ctx, argv, false);
+}
+
+void cmd_punsubscribe(Context& ctx, Args argv) {
+    unsubscribe(ctx, argv, true);
+}
+
+void cmd_publish(Context& ctx, Args argv) {
+    if (!channels_allowed(ctx, argv.subspan(1, 1), false)) return;
+    ctx.out.integer(static_cast<std::int64_t>(ctx.server.pubsub.publish(argv[1], argv[2])));
+}
+
+void cmd_pubsub_channels(Context& ctx, Args argv) {
+    const std::vector<std::string> channels =
+        ctx.server.pubsub.channels(argv.size() > 2 ? argv[2] : std::string_view("*"));
+    ctx.out.array(channels.size());
+    for (const std::string& channel : channels) ctx.out.bulk(channel);
+}
+
+void cmd_pubsub_numsub(Context& ctx, Args argv) {
+    // [channel, count, ...]: a map in RESP3, as Redis.
+    ctx.out.map(argv.size() - 2);
+    for (std::string_view channel : argv.subspan(2)) {
+        ctx.out.bulk(channel);
+        ctx.out.integer(static_cast<std::int64_t>(ctx.server.pubsub.subscribers(channel)));
+    }
+}
+
+void cmd_pubsub_numpat(Context& ctx, Args) {
+    ctx.out.integer(static_cast<std::int64_t>(ctx.server.pubsub.patterns()));
+}
+
+void cmd_pubsub_help(Context& ctx, Args) {
+    reply_help(
+        ctx,
+        {"PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "CHANNELS [<pattern>]",
+         "    Return the currently active channels matching a <pattern> (default: "
+         "'*').",
+         "NUMPAT", "    Return number of subscriptions to patterns.", "NUMSUB [<channel> ...]",
+         "    Return the number of subscribers for the specified channels, excluding",
+         "    pattern subscriptions(default: no channels).", "HELP", "    Print this help."});
+}
+
+}  // namespace
+
+void register_pubsub_commands(Registry& registry) {
+    registry.register_handler("subscribe", cmd_subscribe);
+    registry.register_handler("unsubscribe", cmd_unsubscribe);
+    registry.register_handler("psubscribe", cmd_psubscribe);
+    registry.register_handler("punsubscribe", cmd_punsubscribe);
+    registry.register_handler("publish", cmd_publish);
+    registry.register_handler("pubsub|channels", cmd_pubsub_channels);
+    registry.register_handler("pubsub|numsub", cmd_pubsub_numsub);
+    registry.register_handler("pubsub|numpat", cmd_pubsub_numpat);
+    registry.register_handler("pubsub|help", cmd_pubsub_help);
+}
+
+}  // namespace bloomery::command
