@@ -223,7 +223,7 @@ class RoundTrip(TempDirCase):
         data = read_bytes(os.path.join(d, DUMP))
         self.assertEqual(len(data), 53)
         self.assertEqual(data[:8], b"BLOOMERY")
-        self.assertEqual(struct.unpack_from("<I", data, 8)[0], 3)
+        self.assertEqual(struct.unpack_from("<I", data, 8)[0], 4)
         header, records, end = parse_snapshot(data)
         self.assertEqual(records, [])
         self.assertEqual(end["count"], 0)
