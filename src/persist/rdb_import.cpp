@@ -903,8 +903,12 @@ bool import_rdb(const std::string& rdb_path, const core::Config& config, std::st
         skipped += n;
         by_type += (by_type.empty() ? "" : ", ") + type + " " + std::to_string(n);
     }
-    report += "other values skipped: " + std::to_string(skipped) +
-              (by_type.empty() ? "" : " (" + by_type + ")") + "\n";
+    if (skipped != 0) {
+        // bloomery holds Bloom filters only: say what stays behind.
+        report += "warning: skipped " + std::to_string(skipped) +
+                  " values that are not Bloom filters (by type: " + by_type + ")\n";
+    }
+    report += "other values skipped: " + std::to_string(skipped) + "\n";
     SaveStats saved;
     if (!save_snapshot(keyspace, target, saved, error)) return false;
     report += "snapshot written: " + target + " (" + std::to_string(saved.keys) + " keys, " +
