@@ -203,6 +203,49 @@ TEST(RedisBloomScheme, SizesSubFiltersAsRedisBloomDoes) {
     EXPECT_FALSE(bloom::redisbloom_layer(10, 0.01, bloom::kRedisBloomEntsIsBits, g));
 }
 
+TEST(RedisBloomScheme, BoundsRefuseOptionsAndLayersItCannotHonour) {
+    bloom::FilterOptions rb;
+    rb.scheme = bloom::HashScheme::redisbloom;
+    rb.redisbloom_options = bloom::kRedisBloomDefaultOptions;
+    EXPECT_EQ(bloom::check_stored_options(rb), bloom::BoundsError::none);
+    auto with = [&](auto change) {
+        bloom::FilterOptions o = rb;
+        change(o);
+        return bloom::check_stored_options(o);
+    };
+    using bloom::BoundsError;
+    EXPECT_EQ(with([](auto& o) { o.redisbloom_options |= bloom::kRedisBloomEntsIsBits; }),
+              BoundsError::scheme_invalid);
+    EXPECT_EQ(with([](auto& o) { o.redisbloom_options |= 16; }), BoundsError::scheme_invalid);
+    EXPECT_EQ(with([](auto& o) { o.nonscaling = true; }), BoundsError::scheme_invalid);
+    EXPECT_EQ(with([](auto& o) {
+                  o.nonscaling = true;
+                  o.redisbloom_options |= bloom::kRedisBloomNoScaling;
+              }),
+              BoundsError::none);
+    EXPECT_EQ(with([](auto& o) { o.layout = bloom::Layout::blocked; }),
+              BoundsError::scheme_invalid);
+    EXPECT_EQ(with([](auto& o) { o.scheme = bloom::HashScheme::bloomery; }),
+              BoundsError::scheme_invalid);  // RedisBloom options on bloomery's scheme
+    EXPECT_EQ(with([](auto& o) { o.scheme = static_cast<bloom::HashScheme>(7); }),
+              BoundsError::scheme_invalid);
+
+    bloom::LayerGeometry layer;
+    ASSERT_TRUE(bloom::redisbloom_layer(1000, 0.01, bloom::kRedisBloomDefaultOptions, layer));
+    EXPECT_EQ(bloom::check_layer(layer, 0), BoundsError::none);
+    auto layer_with = [&](auto change) {
+        bloom::LayerGeometry g = layer;
+        change(g);
+        return bloom::check_layer(g, 0);
+    };
+    EXPECT_EQ(layer_with([](auto& g) { ++g.hashes; }), BoundsError::scheme_invalid);
+    EXPECT_EQ(layer_with([](auto& g) { g.redisbloom_bpe = 0; }), BoundsError::scheme_invalid);
+    EXPECT_EQ(layer_with([](auto& g) { g.redisbloom_n2 = 20; }), BoundsError::scheme_invalid);
+    EXPECT_EQ(layer_with([](auto& g) { g.redisbloom_n2 = 10; }), BoundsError::none);
+    EXPECT_EQ(layer_with([](auto& g) { g.scheme = bloom::HashScheme::bloomery; }),
+              BoundsError::scheme_invalid);  // RedisBloom fields on a bloomery layer
+}
+
 TEST(RedisBloomScheme, NewFiltersKeepBloomerysSchemeByDefault) {
     const FilterRef filter = ScalableFilter::create(bloom::FilterOptions{});
     EXPECT_EQ(filter->scheme(), bloom::HashScheme::bloomery);
