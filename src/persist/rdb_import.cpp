@@ -262,19 +262,31 @@ public:
     void skip_string(const char* what) { read_string(what, nullptr); }
     // A string, read in full (decompressed, integers as decimal text).
     std::string string(const char* what) {
-        std::string out;
-        read_string(what, &out);
-        return out;
+        std::string decoded;
+        const std::string_view bytes = string_bytes(what, decoded);
+        return bytes.data() == decoded.data() ? decoded : std::string(bytes);
+    }
+    // A string's bytes: a view into the image when it is stored raw, or into
+    // `scratch`, which receives it decoded otherwise.
+    std::string_view string_bytes(const char* what, std::string& scratch) {
+        std::string_view raw;
+        read_string(what, &scratch, &raw);
+        return raw.data() != nullptr ? raw : std::string_view(scratch);
     }
 
 private:
-    void read_string(const char* what, std::string* out) {
+    void read_string(const char* what, std::string* out, std::string_view* raw = nullptr) {
         bool encoded = false;
         const std::uint64_t start = pos_;
         const std::uint64_t n = length(what, &encoded);
         if (!encoded) {
             need(n, what);
-            if (out) out->assign(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
+            const auto* at = reinterpret_cast<const char*>(bytes_.data() + pos_);
+            if (raw) {
+                *raw = std::string_view(at == nullptr ? "" : at, n);
+            } else if (out) {
+                out->assign(at, n);
+            }
             pos_ += n;
             return;
         }
@@ -283,9 +295,9 @@ private:
             case 1:
             case 2: {  // an integer of 1, 2 or 4 bytes, little-endian, signed
                 const std::size_t size = n == 0 ? 1 : (n == 1 ? 2 : 4);
-                const std::uint64_t raw = le(size, what);
+                const std::uint64_t bits = le(size, what);
                 const std::uint64_t sign = std::uint64_t{1} << (8 * size - 1);
-                const auto value = static_cast<std::int64_t>((raw ^ sign) - sign);
+                const auto value = static_cast<std::int64_t>((bits ^ sign) - sign);
                 if (out) *out = std::to_string(value);
                 return;
             }
@@ -330,9 +342,11 @@ public:
         expect(kModuleDouble, what);
         return in_.f64(what);
     }
-    std::string string_field(const char* what) {
+    // A view into the file, or into `scratch` when the string had to be
+    // decoded (LZF, an integer).
+    std::string_view string_field(const char* what, std::string& scratch) {
         expect(kModuleString, what);
-        return in_.string(what);
+        return in_.string_bytes(what, scratch);
     }
     void end(const char* type) {
         const std::uint64_t at = in_.offset();
@@ -544,18 +558,23 @@ private:
             growth > std::numeric_limits<std::uint32_t>::max()) {
             in_.fail(options_at, "Bloom filter options or expansion out of range");
         }
-        bloom::DumpHeader header;
-        header.options.scheme = bloom::HashScheme::redisbloom;
-        header.options.redisbloom_options = static_cast<std::uint32_t>(options);
-        header.options.nonscaling = (options & bloom::kRedisBloomNoScaling) != 0;
-        header.options.expansion = static_cast<std::uint32_t>(growth);
-        header.layers.resize(nfilters);
-        header.items.resize(nfilters);
-        std::vector<std::string> arrays(nfilters);
+        bloom::FilterOptions filter_options;
+        filter_options.scheme = bloom::HashScheme::redisbloom;
+        filter_options.redisbloom_options = static_cast<std::uint32_t>(options);
+        filter_options.nonscaling = (options & bloom::kRedisBloomNoScaling) != 0;
+        filter_options.expansion = static_cast<std::uint32_t>(growth);
+        if (filter_options.nonscaling && nfilters != 1) {
+            in_.fail(at,
+                     "NONSCALING Bloom filter with " + std::to_string(nfilters) + " sub-filters");
+        }
+        // Built sub-filter by sub-filter as the value is read, each array
+        // stored straight from the file (or from its decompressed copy): the
+        // file's size bounds what is allocated before the value is checked.
+        bloom::FilterRef filter;
         std::uint64_t total = 0;
         for (std::uint64_t i = 0; i < nfilters; ++i) {
             const std::uint64_t link_at = in_.offset();
-            bloom::LayerGeometry& layer = header.layers[i];
+            bloom::LayerGeometry layer;
             layer.scheme = bloom::HashScheme::redisbloom;
             layer.capacity = m.unsigned_field("a sub-filter's entries");
             layer.error_rate = m.double_field("a sub-filter's error rate");
@@ -565,19 +584,19 @@ private:
             std::uint64_t n2 = 0;
             if (encoding == 0) {
                 const double wanted = static_cast<double>(layer.capacity) * layer.redisbloom_bpe;
-                if (!(wanted >= 0 && wanted < 9.2e18))
+                if (!(wanted >= 0 && wanted < 9.2e18)) {
                     in_.fail(link_at, "sub-filter size out of range");
+                }
                 bits = static_cast<std::uint64_t>(wanted);
             } else {
                 bits = m.unsigned_field("a sub-filter's bit count");
                 n2 = m.unsigned_field("a sub-filter's n2");
             }
             const std::uint64_t array_at = in_.offset();
-            arrays[i] = m.string_field("a sub-filter's bit array");
-            header.items[i] = m.unsigned_field("a sub-filter's item count");
+            const std::string_view array = m.string_field("a sub-filter's bit array", scratch_);
             // BFRdbLoad: the array holds the bits, its length is the byte
-            // count, and bloom_validate_integrity.
-            const std::uint64_t bytes = arrays[i].size();
+            // count; then bloom_validate_integrity.
+            const std::uint64_t bytes = array.size();
             if (hashes > std::numeric_limits<std::uint32_t>::max() || n2 > 63 ||
                 bytes < (bits + 7) / 8 || bytes > std::numeric_limits<std::uint64_t>::max() / 8 ||
                 bits != bytes * 8 || bits == 0 || (n2 != 0 && bits < (std::uint64_t{1} << n2)) ||
@@ -591,41 +610,50 @@ private:
             layer.bits = bits;
             layer.hashes = static_cast<std::uint32_t>(hashes);
             layer.redisbloom_n2 = static_cast<std::uint8_t>(n2);
-            if (const bloom::BoundsError e = bloom::check_layer(layer, header.items[i]);
+            if (const bloom::BoundsError e = bloom::check_layer(layer, 0);
                 e != bloom::BoundsError::none) {
                 in_.fail(link_at, "Bloom filter sub-filter " + std::to_string(i) +
                                       " is outside what bloomery keeps: " + bloom::describe(e));
             }
-            if (header.items[i] > std::numeric_limits<std::uint64_t>::max() - total) {
-                in_.fail(link_at, "item counts overflow");
+            if (i == 0) {
+                // RedisBloom keeps no requested rate or capacity: the first
+                // sub-filter's say what they were (as for its dumps).
+                filter_options.capacity = layer.capacity;
+                filter_options.error_rate =
+                    filter_options.nonscaling ? layer.error_rate : layer.error_rate / 0.5;
+                if (const bloom::BoundsError e = bloom::check_stored_options(filter_options);
+                    e != bloom::BoundsError::none) {
+                    in_.fail(at,
+                             "Bloom filter is outside what bloomery keeps: " + bloom::describe(e));
+                }
+                filter = bloom::ScalableFilter::create(filter_options, std::span(&layer, 1));
+            } else {
+                filter->append_layer_for_load(layer);
             }
-            total += header.items[i];
+            bloom::BloomLayer& target = filter->layer(i);
+            for (std::uint64_t first = 0; first < target.num_words(); first += format::kWordChunk) {
+                const std::uint64_t count =
+                    std::min<std::uint64_t>(format::kWordChunk, target.num_words() - first);
+                words_.resize(count);
+                std::memcpy(words_.data(), array.data() + first * 8, count * 8);
+                format::words_little_to_host(words_.data(), count);
+                target.store_words(first, count, words_.data());
+            }
+            std::string().swap(scratch_);
+            const std::uint64_t items_at = in_.offset();
+            const std::uint64_t items = m.unsigned_field("a sub-filter's item count");
+            if (items > bloom::kMaxLayerItems ||
+                items > std::numeric_limits<std::uint64_t>::max() - total) {
+                in_.fail(items_at, "Bloom filter sub-filter " + std::to_string(i) + " item count " +
+                                       std::to_string(items) + " out of range");
+            }
+            target.set_items(items);
+            total += items;
         }
         m.end("Bloom filter");
         if (total != size) {
             in_.fail(at, "Bloom filter item count " + std::to_string(size) +
                              " is not the sum of its sub-filters' (" + std::to_string(total) + ")");
-        }
-        const bloom::LayerGeometry& first = header.layers.front();
-        header.options.capacity = first.capacity;
-        header.options.error_rate =
-            header.options.nonscaling ? first.error_rate : first.error_rate / 0.5;
-        if (const bloom::BoundsError e = bloom::check_stored_options(header.options);
-            e != bloom::BoundsError::none) {
-            in_.fail(at, "Bloom filter is outside what bloomery keeps: " + bloom::describe(e));
-        }
-        if (header.options.nonscaling && nfilters != 1) {
-            in_.fail(at,
-                     "NONSCALING Bloom filter with " + std::to_string(nfilters) + " sub-filters");
-        }
-        bloom::FilterRef filter = bloom::build_filter(header);
-        for (std::uint64_t i = 0; i < nfilters; ++i) {
-            bloom::BloomLayer& layer = filter->layer(i);
-            std::vector<std::uint64_t> words(layer.num_words());
-            std::memcpy(words.data(), arrays[i].data(), arrays[i].size());
-            format::words_little_to_host(words.data(), words.size());
-            layer.store_words(0, words.size(), words.data());
-            std::string().swap(arrays[i]);
         }
         return filter;
     }
@@ -780,6 +808,8 @@ private:
     const RdbWarningSink& warn_;
     RdbImportStats& stats_;
     std::unordered_set<std::string> keys_;
+    std::string scratch_;               // a decoded bit array
+    std::vector<std::uint64_t> words_;  // words on their way into a layer
 };
 
 // The file, mapped read-only for the reader.
