@@ -222,7 +222,7 @@ def command_dict():
         for sub in entry.get("subcommands", []):
             names.append(sub["name"].split("|")[1])
     options = ["NONSCALING", "EXPANSION", "CAPACITY", "ERROR", "ITEMS", "NOCREATE", "SIZE",
-               "FILTERS", "LAYOUT", "CLASSIC", "BLOCKED", "BITSPERITEM", "MATCH", "COUNT", "TYPE", "NX", "XX", "GT", "LT", "BLMDUMP1", "0.01",
+               "FILTERS", "LAYOUT", "CLASSIC", "BLOCKED", "BITSPERITEM", "SCHEME", "MATCH", "COUNT", "TYPE", "NX", "XX", "GT", "LT", "BLMDUMP1", "0.01",
                "1e-300", "inf", "nan", "-1", "9223372036854775807", "18446744073709551615", "k*"]
     return names + options
 
