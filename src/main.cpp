@@ -26,6 +26,7 @@
 #include "bloomery/net/startup_checks.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "bloomery/persist/manager.hpp"
+#include "bloomery/persist/rdb_import.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -114,8 +115,8 @@ void warn_of_stranded_keys(const bloomery::cluster::Topology& topology,
 }
 
 // The modes that answer and exit instead of serving: --health-check,
-// --test-config, --check-journal and --check-snapshot. The exit code, or -1
-// to serve.
+// --test-config, --check-journal, --check-snapshot and --import-rdb. The
+// exit code, or -1 to serve.
 int run_tool(const bloomery::app::CommandLine& command_line) {
     using namespace bloomery;
     const core::Config& config = command_line.config;
@@ -154,6 +155,18 @@ int run_tool(const bloomery::app::CommandLine& command_line) {
     if (!command_line.check_snapshot.empty()) {
         std::string report, error;
         if (!persist::check_snapshot(command_line.check_snapshot, report, error)) {
+            std::cerr << "bloomery: " << error << '\n';
+            return 1;
+        }
+        std::cout << report;
+        return 0;
+    }
+    if (!command_line.import_rdb.empty()) {
+        // A one-shot conversion into the data directory, as the check modes
+        // run: the server then loads the snapshot like any other at start.
+        std::string report, error;
+        if (!persist::import_rdb(command_line.import_rdb, config, report, error)) {
+            std::cout << report;
             std::cerr << "bloomery: " << error << '\n';
             return 1;
         }

@@ -266,6 +266,13 @@ void OptionSet::add_persistence() {
     app.add_option("--check-snapshot", result.check_snapshot,
                    "Verify a snapshot file, print what it holds, and exit")
         ->group(persistence);
+    app.add_option("--import-rdb", result.import_rdb,
+                   "Read a Redis RDB file (RDB 8-12, Redis 4.0-7.4) and write its RedisBloom "
+                   "Bloom filters of database 0, bits, item counts and TTLs kept, as the snapshot "
+                   "in --dir (--dbfilename), then exit; other values are skipped and counted. "
+                   "Refuses a data directory that holds a snapshot or journal already. Start the "
+                   "server afterwards to serve them")
+        ->group(persistence);
     appendonly = c.appendonly ? "yes" : "no";
     app.add_option("--appendonly", appendonly,
                    "yes: journal every change (README \"Durability\"), so adds since the last "

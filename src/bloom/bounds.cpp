@@ -5,6 +5,7 @@
 
 #include "bloomery/bloom/filter.hpp"
 #include "bloomery/bloom/params.hpp"
+#include "bloomery/bloom/redisbloom.hpp"
 
 namespace bloomery::bloom {
 
@@ -43,6 +44,8 @@ std::string describe(BoundsError error) {
             return "hash count not in [1, 128]";
         case BoundsError::items_too_large:
             return "item count above 2^56";
+        case BoundsError::scheme_invalid:
+            return "hash scheme fields invalid";
     }
     return "unknown";
 }
@@ -51,9 +54,24 @@ std::string_view layout_name(Layout layout) {
     return layout == Layout::blocked ? "blocked" : "classic";
 }
 
+std::string_view scheme_name(HashScheme scheme) {
+    return scheme == HashScheme::redisbloom ? "redisbloom" : "bloomery";
+}
+
 namespace {
 bool known_layout(Layout layout) {
     return layout == Layout::classic || layout == Layout::blocked;
+}
+
+// RedisBloom chains: the options it can honour (no ENTS_IS_BITS, nothing
+// unknown), NONSCALING said alike in both places, classic layers.
+bool valid_redisbloom_options(const FilterOptions& options) {
+    constexpr std::uint32_t known = kRedisBloomNoRound | kRedisBloomForce64 | kRedisBloomNoScaling;
+    if ((options.redisbloom_options & ~known) != 0) return false;
+    if (((options.redisbloom_options & kRedisBloomNoScaling) != 0) != options.nonscaling) {
+        return false;
+    }
+    return options.layout == Layout::classic;
 }
 }  // namespace
 
@@ -78,6 +96,16 @@ BoundsError check_stored_options(const FilterOptions& options) {
         return BoundsError::expansion_range;
     }
     if (!known_layout(options.layout)) return BoundsError::layout_invalid;
+    switch (options.scheme) {
+        case HashScheme::bloomery:
+            if (options.redisbloom_options != 0) return BoundsError::scheme_invalid;
+            break;
+        case HashScheme::redisbloom:
+            if (!valid_redisbloom_options(options)) return BoundsError::scheme_invalid;
+            break;
+        default:
+            return BoundsError::scheme_invalid;
+    }
     return BoundsError::none;
 }
 
@@ -97,6 +125,27 @@ BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items) {
     }
     if (layer.hashes == 0 || layer.hashes > kMaxHashes) return BoundsError::hashes_range;
     if (items > kMaxLayerItems) return BoundsError::items_too_large;
+    switch (layer.scheme) {
+        case HashScheme::bloomery:
+            if (layer.redisbloom_bpe != 0 || layer.redisbloom_n2 != 0) {
+                return BoundsError::scheme_invalid;
+            }
+            break;
+        case HashScheme::redisbloom:
+            // RedisBloom's own check of a loaded sub-filter: its hash count
+            // follows from its bpe, and 2^n2 (when used) fits the array.
+            if (layer.layout != Layout::classic || !(layer.redisbloom_bpe > 0) ||
+                !std::isfinite(layer.redisbloom_bpe) ||
+                redisbloom_hashes(layer.redisbloom_bpe) != layer.hashes ||
+                layer.redisbloom_n2 > 63 ||
+                (layer.redisbloom_n2 != 0 &&
+                 layer.bits < (std::uint64_t{1} << layer.redisbloom_n2))) {
+                return BoundsError::scheme_invalid;
+            }
+            break;
+        default:
+            return BoundsError::scheme_invalid;
+    }
     return BoundsError::none;
 }
 
@@ -135,12 +184,29 @@ LayerGeometry sized(std::uint64_t capacity, double error_rate, Layout requested)
 LayerGeometry first_layer(const FilterOptions& options) {
     const double error_rate =
         options.nonscaling ? options.error_rate : options.error_rate * kTighteningRatio;
+    if (options.scheme == HashScheme::redisbloom) {
+        LayerGeometry first;
+        // Within check_options() bloom_init cannot fail; if it did, the
+        // zero geometry fails check_layer() like any oversized layer.
+        if (!redisbloom_layer(options.capacity, error_rate, options.redisbloom_options, first)) {
+            return LayerGeometry{};
+        }
+        return first;
+    }
     return sized(options.capacity, error_rate, options.layout);
 }
 
 bool next_layer(const FilterOptions& options, const LayerGeometry& last, LayerGeometry& next) {
     const std::uint64_t expansion = options.expansion;
     if (last.capacity > kMaxLayerCapacity / expansion) return false;
+    if (options.scheme == HashScheme::redisbloom) {
+        // RedisBloom's rule: the last sub-filter's entries (which a 1.x chain's
+        // power-of-two rounding may have raised) times the expansion, its error
+        // halved, sized by bloom_init with the chain's options.
+        return redisbloom_layer(last.capacity * expansion, last.error_rate * kTighteningRatio,
+                                options.redisbloom_options, next) &&
+               check_layer(next, 0) == BoundsError::none;
+    }
     next = sized(last.capacity * expansion, last.error_rate * kTighteningRatio, options.layout);
     return next.bits <= kMaxLayerBits && next.hashes <= kMaxHashes;
 }

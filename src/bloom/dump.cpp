@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "bloomery/bloom/params.hpp"
+#include "bloomery/bloom/redisbloom.hpp"
 
 namespace bloomery::bloom {
 
@@ -30,6 +32,18 @@ namespace bloomery::bloom {
 // (u64 byte offset of the payload in the concatenated layers, payload).
 // Hashing the offset with the payload means a valid chunk replayed at another
 // iterator is rejected, not written to the wrong place.
+//
+// A RedisBloom-scheme filter dumps in RedisBloom 2.x's own format, so its
+// dump loads into RedisBloom as well as here (little-endian, packed):
+//   0  u64 size: items in all sub-filters
+//   8  u32 nfilters
+//   12 u32 options (redisbloom.hpp: NOROUND 1, FORCE64 4, NOSCALING 8)
+//   16 u32 growth (the expansion)
+//   20 per sub-filter, 53 bytes: u64 bytes, u64 bits, u64 size (items),
+//      f64 error, f64 bpe, u32 hashes, u64 entries (capacity), u8 n2
+// and its chunks are the raw bytes of the bit arrays (no checksum), at any
+// byte offset, at most 16 MiB and within one sub-filter, as RedisBloom's
+// SBChain_GetEncodedChunk cuts them.
 
 namespace {
 
@@ -70,6 +84,7 @@ void put_f64(std::string& out, double v) {
 class Reader {
 public:
     explicit Reader(std::string_view bytes) : bytes_(bytes) {}
+    std::uint8_t u8() { return static_cast<std::uint8_t>(bytes_[pos_++]); }
     std::uint32_t u32() {
         std::uint32_t v;
         std::memcpy(&v, bytes_.data() + pos_, sizeof v);
@@ -124,9 +139,196 @@ bool locate(const ScalableFilter& filter, std::uint64_t offset, Location& loc) {
     return false;
 }
 
+// ---- RedisBloom's format ----
+
+constexpr std::size_t kRedisBloomHeaderBytes = 8 + 4 + 4 + 4;
+constexpr std::size_t kRedisBloomLinkBytes = 8 + 8 + 8 + 8 + 8 + 4 + 8 + 1;
+// RedisBloom's own error texts (sb.c, rebloom.c), for what it would refuse too.
+constexpr const char* kBadData = "received bad data";
+constexpr const char* kNoLink = "invalid offset - no link found";
+constexpr const char* kTooBig = "invalid chunk - Too big for current filter";
+
+void put_u8(std::string& out, std::uint8_t v) {
+    out.push_back(static_cast<char>(v));
+}
+
+// A payload shaped as RedisBloom's header: not bloomery's magic, and exactly
+// as long as the sub-filter count it names says. Anything else is judged as
+// bloomery's format (and refused as such).
+bool looks_like_redisbloom_header(std::string_view bytes) {
+    if (bytes.size() < kRedisBloomHeaderBytes + kRedisBloomLinkBytes) return false;
+    if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0) return false;
+    Reader in(bytes);
+    in.skip(8);
+    const std::uint64_t nfilters = in.u32();
+    return nfilters >= 1 &&
+           bytes.size() == kRedisBloomHeaderBytes + nfilters * kRedisBloomLinkBytes;
+}
+
+std::string encode_redisbloom_header(const ScalableFilter& filter) {
+    const std::size_t n = filter.num_layers();
+    const FilterOptions options = filter.options();
+    // Each layer's count read once, so `size` is the sum of what is written.
+    std::vector<std::uint64_t> items(n);
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < n; ++i) total += items[i] = filter.layer(i).items();
+    std::string out;
+    out.reserve(kRedisBloomHeaderBytes + n * kRedisBloomLinkBytes);
+    put_u64(out, total);
+    put_u32(out, static_cast<std::uint32_t>(n));
+    put_u32(out, options.redisbloom_options);
+    put_u32(out, options.expansion);
+    for (std::size_t i = 0; i < n; ++i) {
+        const LayerGeometry g = filter.layer(i).geometry();
+        put_u64(out, g.bits / 8);
+        put_u64(out, g.bits);
+        put_u64(out, items[i]);
+        put_f64(out, g.error_rate);
+        put_f64(out, g.redisbloom_bpe);
+        put_u32(out, g.hashes);
+        put_u64(out, g.capacity);
+        put_u8(out, g.redisbloom_n2);
+    }
+    return out;
+}
+
+// RedisBloom's checks of a header (SB_NewChainFromHeader,
+// bloom_validate_integrity, SB_ValidateIntegrity), then bloomery's bounds,
+// all before anything is allocated.
+bool parse_redisbloom_header(std::string_view bytes, DumpHeader& out, std::string& error) {
+    Reader in(bytes);
+    const std::uint64_t size = in.u64();
+    const std::uint32_t nfilters = in.u32();
+    const std::uint32_t chain_options = in.u32();
+    const std::uint32_t growth = in.u32();
+    if (nfilters > kMaxLayers) {
+        error = "RedisBloom filter of " + std::to_string(nfilters) +
+                " sub-filters, more than the " + std::to_string(kMaxLayers) + " bloomery keeps";
+        return false;
+    }
+    constexpr std::uint32_t kRedisBloomKnown =
+        kRedisBloomNoRound | kRedisBloomEntsIsBits | kRedisBloomForce64 | kRedisBloomNoScaling;
+    if ((chain_options & ~kRedisBloomKnown) != 0) {
+        error = kBadData;
+        return false;
+    }
+    if ((chain_options & kRedisBloomEntsIsBits) != 0) {
+        error = "unsupported RedisBloom filter options " + std::to_string(chain_options) +
+                " (ENTS_IS_BITS)";
+        return false;
+    }
+    DumpHeader header;
+    header.options.scheme = HashScheme::redisbloom;
+    header.options.redisbloom_options = chain_options;
+    header.options.nonscaling = (chain_options & kRedisBloomNoScaling) != 0;
+    header.options.expansion = growth;
+    header.options.layout = Layout::classic;
+    header.layers.resize(nfilters);
+    header.items.resize(nfilters);
+    std::uint64_t total = 0;
+    for (std::uint32_t i = 0; i < nfilters; ++i) {
+        const std::uint64_t link_bytes = in.u64();
+        LayerGeometry& layer = header.layers[i];
+        layer.bits = in.u64();
+        header.items[i] = in.u64();
+        layer.error_rate = in.f64();
+        layer.redisbloom_bpe = in.f64();
+        layer.hashes = in.u32();
+        layer.capacity = in.u64();
+        layer.redisbloom_n2 = in.u8();
+        layer.scheme = HashScheme::redisbloom;
+        layer.layout = Layout::classic;
+        // bloom_validate_integrity.
+        const bool integral =
+            layer.error_rate > 0 && layer.error_rate < 1.0 && layer.redisbloom_n2 <= 63 &&
+            (layer.redisbloom_n2 == 0 || layer.bits >= (std::uint64_t{1} << layer.redisbloom_n2)) &&
+            layer.bits != 0 && link_bytes <= std::numeric_limits<std::uint64_t>::max() / 8 &&
+            layer.bits == link_bytes * 8 && std::isfinite(layer.redisbloom_bpe) &&
+            redisbloom_hashes(layer.redisbloom_bpe) == layer.hashes;
+        if (!integral || header.items[i] > std::numeric_limits<std::uint64_t>::max() - total) {
+            error = kBadData;
+            return false;
+        }
+        total += header.items[i];
+        if (const BoundsError e = check_layer(layer, header.items[i]); e != BoundsError::none) {
+            error = "RedisBloom sub-filter " + std::to_string(i) +
+                    " is outside what bloomery keeps: " + describe(e);
+            return false;
+        }
+    }
+    if (total != size) {  // SB_ValidateIntegrity
+        error = kBadData;
+        return false;
+    }
+    // RedisBloom keeps no requested rate or capacity: the first sub-filter's
+    // say what they were (its error is the requested one halved on a
+    // scaling chain).
+    const LayerGeometry& first = header.layers.front();
+    header.options.capacity = first.capacity;
+    header.options.error_rate =
+        header.options.nonscaling ? first.error_rate : first.error_rate / 0.5;
+    if (const BoundsError e = check_stored_options(header.options); e != BoundsError::none) {
+        error = "RedisBloom filter is outside what bloomery keeps: " + describe(e);
+        return false;
+    }
+    if (header.options.nonscaling && nfilters != 1) {
+        error = "RedisBloom filter is outside what bloomery keeps: " +
+                describe(BoundsError::nonscaling_layers);
+        return false;
+    }
+    out = std::move(header);
+    return true;
+}
+
+// The bytes [offset, offset + length) of a layer, little-endian.
+std::string layer_bytes(const BloomLayer& layer, std::uint64_t offset, std::uint64_t length) {
+    const std::uint64_t first_word = offset / 8;
+    const std::uint64_t last_word = (offset + length + 7) / 8;
+    std::vector<std::uint64_t> buffer(last_word - first_word);
+    layer.copy_words(first_word, buffer.size(), buffer.data());
+    for (std::uint64_t& w : buffer) w = to_le(w);
+    return std::string(reinterpret_cast<const char*>(buffer.data()) + offset % 8, length);
+}
+
+DumpChunk redisbloom_chunk(const ScalableFilter& filter, std::int64_t iter,
+                           std::size_t max_chunk_bytes) {
+    if (iter < 1) return DumpChunk{0, {}};
+    Location loc;
+    if (!locate(filter, static_cast<std::uint64_t>(iter - 1), loc)) return DumpChunk{0, {}};
+    const std::uint64_t limit = std::max<std::uint64_t>(1, max_chunk_bytes);
+    const std::uint64_t length = std::min(limit, loc.layer_bytes - loc.layer_offset);
+    DumpChunk chunk;
+    chunk.data = layer_bytes(filter.layer(loc.layer), loc.layer_offset, length);
+    chunk.next_iter = iter + static_cast<std::int64_t>(length);
+    return chunk;
+}
+
+// SBChain_LoadEncodedChunk's checks: the chunk ends at byte iter - 1 and
+// lies within one sub-filter.
+bool check_redisbloom_chunk(const ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
+                            ChunkTarget& target, std::string& error) {
+    if (iter <= 0 || static_cast<std::uint64_t>(iter) < chunk.size()) {
+        error = kBadData;
+        return false;
+    }
+    const std::uint64_t end = static_cast<std::uint64_t>(iter);
+    Location loc;
+    if (end - chunk.size() < 1 || !locate(filter, end - chunk.size() - 1, loc)) {
+        error = kNoLink;
+        return false;
+    }
+    if (chunk.size() > loc.layer_bytes - loc.layer_offset) {
+        error = kTooBig;
+        return false;
+    }
+    target = ChunkTarget{loc.layer, loc.layer_offset, chunk};
+    return true;
+}
+
 }  // namespace
 
 std::string encode_header(const ScalableFilter& filter) {
+    if (filter.scheme() == HashScheme::redisbloom) return encode_redisbloom_header(filter);
     const std::size_t n = filter.num_layers();
     const FilterOptions options = filter.options();
     std::string out;
@@ -153,6 +355,7 @@ std::string encode_header(const ScalableFilter& filter) {
 }
 
 bool parse_header(std::string_view bytes, DumpHeader& out, std::string& error) {
+    if (looks_like_redisbloom_header(bytes)) return parse_redisbloom_header(bytes, out, error);
     if (bytes.size() < kFixedHeaderBytes + kLayerBytesV1 + kChecksumBytes) {
         error = "invalid dump header";
         return false;
@@ -249,6 +452,9 @@ FilterRef decode_header(std::string_view bytes, std::uint64_t max_filter_bytes,
 
 DumpChunk dump_chunk(const ScalableFilter& filter, std::int64_t iter, std::size_t max_chunk_bytes) {
     if (iter == 0) return DumpChunk{1, encode_header(filter)};
+    if (filter.scheme() == HashScheme::redisbloom) {
+        return redisbloom_chunk(filter, iter, max_chunk_bytes);
+    }
     if (iter < 0) return DumpChunk{0, {}};
     const auto offset = static_cast<std::uint64_t>(iter - 1);
     Location loc;
@@ -272,6 +478,9 @@ DumpChunk dump_chunk(const ScalableFilter& filter, std::int64_t iter, std::size_
 
 bool check_chunk(const ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
                  ChunkTarget& target, std::string& error) {
+    if (filter.scheme() == HashScheme::redisbloom) {
+        return check_redisbloom_chunk(filter, iter, chunk, target, error);
+    }
     if (iter < 1) {
         error = "invalid chunk iterator";
         return false;
@@ -298,7 +507,7 @@ bool check_chunk(const ScalableFilter& filter, std::int64_t iter, std::string_vi
         error = "chunk checksum mismatch";
         return false;
     }
-    target = ChunkTarget{loc.layer, loc.layer_offset / 8, payload};
+    target = ChunkTarget{loc.layer, loc.layer_offset, payload};
     return true;
 }
 
@@ -308,12 +517,30 @@ void apply_chunk(ScalableFilter& filter, const ChunkTarget& target) {
     constexpr std::size_t kWords = 512;
     std::uint64_t words[kWords];
     BloomLayer& layer = filter.layer(target.layer);
-    const std::size_t total = target.payload.size() / 8;
-    for (std::size_t done = 0; done < total; done += kWords) {
-        const std::size_t n = std::min(kWords, total - done);
-        std::memcpy(words, target.payload.data() + done * 8, n * 8);
+    std::uint64_t at = target.byte_offset;
+    std::string_view rest = target.payload;
+    while (!rest.empty()) {
+        if (at % 8 != 0 || rest.size() < 8) {
+            // A RedisBloom chunk may start or end inside a word: that word's
+            // bytes alone, the others left as they are.
+            const std::size_t shift = at % 8;
+            const std::size_t take = std::min<std::size_t>(8 - shift, rest.size());
+            std::uint64_t word = 0;
+            for (std::size_t i = 0; i < take; ++i) {
+                word |= static_cast<std::uint64_t>(static_cast<unsigned char>(rest[i]))
+                        << (8 * (shift + i));
+            }
+            layer.or_words(at / 8, 1, &word);
+            at += take;
+            rest.remove_prefix(take);
+            continue;
+        }
+        const std::size_t n = std::min(kWords, rest.size() / 8);
+        std::memcpy(words, rest.data(), n * 8);
         for (std::size_t i = 0; i < n; ++i) words[i] = to_le(words[i]);
-        layer.or_words(target.first_word + done, n, words);
+        layer.or_words(at / 8, n, words);
+        at += n * 8;
+        rest.remove_prefix(n * 8);
     }
 }
 

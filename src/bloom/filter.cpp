@@ -41,17 +41,25 @@ bool is_mapped(const LayerGeometry& geometry) {
     return geometry.bits / 8 >= kMappedLayerBytes;
 }
 
+// A RedisBloom layer's bpe and n2, behind its words or its counters.
+constexpr std::uint64_t kRedisBloomFieldsBytes = 16;
+std::uint64_t fields_bytes(const LayerGeometry& geometry) {
+    return geometry.scheme == HashScheme::redisbloom ? kRedisBloomFieldsBytes : 0;
+}
+
 // Words, then the counter slots (64-byte aligned: the words are whole pages
-// or a multiple of 64 bytes once rounded).
+// or a multiple of 64 bytes once rounded), then a RedisBloom layer's fields.
 std::uint64_t mapping_bytes(const LayerGeometry& geometry) {
     const std::uint64_t words_bytes = (geometry.bits / 8 + 63) / 64 * 64;
-    return round_to_pages(words_bytes + kCounterSlots * 64);
+    return round_to_pages(words_bytes + kCounterSlots * 64 + fields_bytes(geometry));
 }
 
 }  // namespace
 
 std::size_t BloomLayer::inline_bytes(const LayerGeometry& geometry) {
-    return is_mapped(geometry) ? 0 : static_cast<std::size_t>(geometry.bits / 8);
+    return is_mapped(geometry)
+               ? 0
+               : static_cast<std::size_t>(geometry.bits / 8 + fields_bytes(geometry));
 }
 
 BloomLayer::BloomLayer(const LayerGeometry& geometry, std::uint64_t* inline_words)
@@ -59,6 +67,9 @@ BloomLayer::BloomLayer(const LayerGeometry& geometry, std::uint64_t* inline_word
       hashes_(geometry.hashes),
       mapped_(is_mapped(geometry) ? 1u : 0u),
       layout_(static_cast<std::uint8_t>(geometry.layout)),
+      redisbloom_(geometry.scheme == HashScheme::redisbloom ? 1u : 0u),
+      pow2_modulus_(geometry.scheme == HashScheme::redisbloom && geometry.redisbloom_n2 != 0 ? 1u
+                                                                                             : 0u),
       error_rate_(geometry.error_rate),
       bits_(geometry.bits),
       taken_or_unclaimed_(is_mapped(geometry) ? geometry.capacity : 0),
@@ -88,6 +99,30 @@ BloomLayer::BloomLayer(const LayerGeometry& geometry, std::uint64_t* inline_word
         words_ = static_cast<std::uint64_t*>(p);
         new (counters()) Counter[kCounterSlots];
     }
+    if (redisbloom_) {
+        new (redisbloom_fields()) RedisBloomFields{geometry.redisbloom_bpe, geometry.redisbloom_n2};
+    }
+}
+
+LayerGeometry BloomLayer::geometry() const {
+    LayerGeometry g{capacity_, error_rate_, bits_, static_cast<std::uint32_t>(hashes_), layout()};
+    if (redisbloom_) {
+        const RedisBloomFields* fields = redisbloom_fields();
+        g.scheme = HashScheme::redisbloom;
+        g.redisbloom_bpe = fields->bpe;
+        g.redisbloom_n2 = fields->n2;
+    }
+    return g;
+}
+
+BloomLayer::RedisBloomFields* BloomLayer::redisbloom_fields() const {
+    char* at = mapped_ ? reinterpret_cast<char*>(counters()) + kCounterSlots * sizeof(Counter)
+                       : reinterpret_cast<char*>(words_) + bits_ / 8;
+    return reinterpret_cast<RedisBloomFields*>(at);
+}
+
+std::uint64_t BloomLayer::redisbloom_modulus() const {
+    return pow2_modulus_ ? std::uint64_t{1} << redisbloom_fields()->n2 : bits_;
 }
 
 BloomLayer::~BloomLayer() {
@@ -238,6 +273,15 @@ void BloomLayer::prefetch(const ItemHash& hash) const {
         __builtin_prefetch(&words_[block_start(hash)]);
         return;
     }
+    if (redisbloom_) {
+        const std::uint64_t modulus = redisbloom_modulus();
+        const std::uint32_t n = hashes_ < 4 ? hashes_ : 4;
+        std::uint64_t x = hash.h1;
+        for (std::uint32_t i = 0; i < n; ++i, x += hash.h2) {
+            __builtin_prefetch(&words_[(x % modulus) >> 6]);
+        }
+        return;
+    }
     // Classic: the first few probes (the rest are likely fetched by the time
     // they are needed, and a lookup of an absent item stops early).
     const std::uint32_t n = hashes_ < 4 ? hashes_ : 4;
@@ -283,6 +327,13 @@ bool BloomLayer::add(const ItemHash& hash) {
         std::uint64_t* block = words_ + block_start(hash);
         BlockProbes probes(hash);
         for (std::uint32_t i = 0; i < hashes_; ++i) flipped += set_bit(block, probes.next());
+    } else if (redisbloom_) {
+        // RedisBloom's probes: (a + i·b) mod 2^64, then mod M.
+        const std::uint64_t modulus = redisbloom_modulus();
+        std::uint64_t x = hash.h1;
+        for (std::uint32_t i = 0; i < hashes_; ++i, x += hash.h2) {
+            flipped += set_bit(words_, x % modulus);
+        }
     } else {
         ClassicProbes probes(hash, bits_);
         for (std::uint32_t i = 0; i < hashes_; ++i) flipped += set_bit(words_, probes.next());
@@ -295,6 +346,18 @@ bool BloomLayer::contains(const ItemHash& hash) const {
     if (layout_ == static_cast<std::uint8_t>(Layout::blocked)) {
         // Every probe in one cache line: one miss, then register work.
         return block_holds(words_ + block_start(hash), hash, hashes_);
+    }
+    if (redisbloom_) {
+        const std::uint64_t modulus = redisbloom_modulus();
+        std::uint64_t x = hash.h1;
+        for (std::uint32_t i = 0; i < hashes_; ++i, x += hash.h2) {
+            const std::uint64_t pos = x % modulus;
+            if ((WordRef(words_[pos >> 6]).load(std::memory_order_relaxed) &
+                 (std::uint64_t{1} << (pos & 63))) == 0) {
+                return false;
+            }
+        }
+        return true;
     }
     ClassicProbes probes(hash, bits_);
     for (std::uint32_t i = 0; i < hashes_; ++i) {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "bloomery/bloom/params.hpp"
+#include "bloomery/bloom/redisbloom.hpp"
 #include "bloomery/core/memory.hpp"
 
 namespace bloomery::bloom {
@@ -30,6 +31,21 @@ std::mutex& growth_lock(const void* filter) {
 constexpr std::size_t kMoreLayers = kMaxLayers - 1;
 constexpr std::uint8_t kNonscaling = 1;
 constexpr std::uint8_t kBlocked = 2;
+// The RedisBloom scheme, and the chain options it needs besides NONSCALING.
+constexpr std::uint8_t kRedisBloom = 4;
+constexpr std::uint8_t kRedisBloomNoRoundFlag = 8;
+constexpr std::uint8_t kRedisBloomForce64Flag = 16;
+
+std::uint8_t flags_of(const FilterOptions& options) {
+    std::uint8_t flags =
+        (options.nonscaling ? kNonscaling : 0) | (options.layout == Layout::blocked ? kBlocked : 0);
+    if (options.scheme == HashScheme::redisbloom) {
+        flags |= kRedisBloom;
+        if ((options.redisbloom_options & kRedisBloomNoRound) != 0) flags |= kRedisBloomNoRoundFlag;
+        if ((options.redisbloom_options & kRedisBloomForce64) != 0) flags |= kRedisBloomForce64Flag;
+    }
+    return flags;
+}
 
 std::uint64_t header_bytes(const LayerGeometry& first) {
     return sizeof(ScalableFilter) + BloomLayer::inline_bytes(first);
@@ -39,8 +55,7 @@ std::uint64_t header_bytes(const LayerGeometry& first) {
 
 ScalableFilter::ScalableFilter(const FilterOptions& options, const LayerGeometry& first,
                                std::uint64_t* first_words)
-    : flags_(static_cast<std::uint8_t>((options.nonscaling ? kNonscaling : 0) |
-                                       (options.layout == Layout::blocked ? kBlocked : 0))),
+    : flags_(flags_of(options)),
       expansion_(static_cast<std::uint16_t>(options.expansion)),
       error_rate_(options.error_rate),
       capacity_(options.capacity),
@@ -222,12 +237,28 @@ FilterOptions ScalableFilter::options() const {
     options.expansion = expansion_;
     options.nonscaling = (flags_ & kNonscaling) != 0;
     options.layout = (flags_ & kBlocked) != 0 ? Layout::blocked : Layout::classic;
+    if ((flags_ & kRedisBloom) != 0) {
+        options.scheme = HashScheme::redisbloom;
+        options.redisbloom_options =
+            ((flags_ & kRedisBloomNoRoundFlag) != 0 ? kRedisBloomNoRound : 0) |
+            ((flags_ & kRedisBloomForce64Flag) != 0 ? kRedisBloomForce64 : 0) |
+            (options.nonscaling ? kRedisBloomNoScaling : 0);
+    }
     return options;
+}
+
+HashScheme ScalableFilter::scheme() const {
+    return (flags_ & kRedisBloom) != 0 ? HashScheme::redisbloom : HashScheme::bloomery;
+}
+
+ItemHash ScalableFilter::hash(std::string_view item) const {
+    if ((flags_ & kRedisBloom) == 0) return hash_item(item);
+    return redisbloom_hash(item, (flags_ & kRedisBloomForce64Flag) != 0 ? kRedisBloomForce64 : 0);
 }
 
 AddResult ScalableFilter::add(std::string_view item, const GrowthLimits& limits,
                               AddRecorder* recorder) {
-    return add(hash_item(item), limits, recorder);
+    return add(hash(item), limits, recorder);
 }
 
 AddResult ScalableFilter::add(const ItemHash& hash, const GrowthLimits& limits,
@@ -244,7 +275,7 @@ AddResult ScalableFilter::add(const ItemHash& hash, const GrowthLimits& limits,
 }
 
 bool ScalableFilter::contains(std::string_view item) const {
-    return contains(hash_item(item));
+    return contains(hash(item));
 }
 
 bool ScalableFilter::contains(const ItemHash& hash) const {
@@ -272,7 +303,7 @@ void ScalableFilter::hash_and_probe(std::span<const std::string_view> items, std
     for (std::size_t g = 0; g < n; g += kGroup) {
         const std::size_t end = std::min(n, g + kGroup);
         for (std::size_t i = g; i < end; ++i) {
-            hashes[i] = hash_item(items[first + i]);
+            hashes[i] = hash(items[first + i]);
             newest.prefetch(hashes[i]);
         }
         for (std::size_t i = g; i < end; ++i) probe(i);
@@ -319,7 +350,7 @@ void ScalableFilter::contains_many(std::span<const std::string_view> items,
         // probed in one loop with blocks prefetched ahead. Hashing and
         // prefetching in one loop was slower (1 GiB: 70 ns per item on the
         // 2-core VM against 56): the misses held the hashing back.
-        for (std::size_t i = 0; i < n; ++i) hashes[i] = hash_item(items[first + i]);
+        for (std::size_t i = 0; i < n; ++i) hashes[i] = hash(items[first + i]);
         newest.contains_blocked(hashes, n, found);
         // Then the older layers, newest first, for what the newest lacks.
         for (std::size_t l = layers - 1; l-- > 0;) {
@@ -435,6 +466,12 @@ std::uint64_t ScalableFilter::allocated_bytes() const {
     if (n > 1) total += kMoreLayers * sizeof(BloomLayer*);
     for (std::size_t i = 1; i < n; ++i) total += layer_allocation_bytes(layer(i).geometry());
     return total;
+}
+
+std::uint64_t ScalableFilter::info_size() const {
+    if ((flags_ & kRedisBloom) == 0) return allocated_bytes();
+    const std::size_t n = num_layers();
+    return kRedisBloomChainBytes + n * kRedisBloomLinkBytes + bits_size();
 }
 
 std::uint64_t ScalableFilter::estimate_cardinality() const {

@@ -351,7 +351,7 @@ void cmd_info(Context& ctx, Args argv) {
                 ctx.out.integer(static_cast<std::int64_t>(filter.capacity()));
             } else if (iequals(field, "SIZE")) {
                 ctx.out.array(1);
-                ctx.out.integer(static_cast<std::int64_t>(filter.allocated_bytes()));
+                ctx.out.integer(static_cast<std::int64_t>(filter.info_size()));
             } else if (iequals(field, "FILTERS")) {
                 ctx.out.array(1);
                 ctx.out.integer(static_cast<std::int64_t>(filter.num_layers()));
@@ -366,6 +366,11 @@ void cmd_info(Context& ctx, Args argv) {
                 // rate is too low to block stays classic; see bounds.hpp).
                 ctx.out.array(1);
                 ctx.out.bulk(bloom::layout_name(filter.options().layout));
+            } else if (iequals(field, "SCHEME")) {
+                // bloomery's: how items are hashed and placed (bounds.hpp:
+                // HashScheme), "redisbloom" for filters migrated from it.
+                ctx.out.array(1);
+                ctx.out.bulk(bloom::scheme_name(filter.scheme()));
             } else if (iequals(field, "BITSPERITEM")) {
                 // bloomery's: bits of all layers per item of capacity.
                 ctx.out.array(1);
@@ -380,7 +385,7 @@ void cmd_info(Context& ctx, Args argv) {
         ctx.out.simple("Capacity");
         ctx.out.integer(static_cast<std::int64_t>(filter.capacity()));
         ctx.out.simple("Size");
-        ctx.out.integer(static_cast<std::int64_t>(filter.allocated_bytes()));
+        ctx.out.integer(static_cast<std::int64_t>(filter.info_size()));
         ctx.out.simple("Number of filters");
         ctx.out.integer(static_cast<std::int64_t>(filter.num_layers()));
         ctx.out.simple("Number of items inserted");
@@ -394,8 +399,12 @@ void cmd_info(Context& ctx, Args argv) {
 
 void cmd_card(Context& ctx, Args argv) {
     std::uint64_t estimate = 0;
-    ctx.keyspace.with_filter(
-        argv[1], [&](const ScalableFilter& filter) { estimate = filter.estimate_cardinality(); });
+    ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
+        // A RedisBloom-scheme filter answers as RedisBloom does: the items
+        // inserted. bloomery's own estimate from the bits set otherwise.
+        estimate = filter.scheme() == bloom::HashScheme::redisbloom ? filter.items()
+                                                                    : filter.estimate_cardinality();
+    });
     ctx.out.integer(static_cast<std::int64_t>(estimate));
 }
 

@@ -263,6 +263,17 @@ private:
             }
             record.options.layout = static_cast<bloom::Layout>(layout);
         }
+        if (version_ >= 4) {  // earlier files hold bloomery's scheme only
+            at = in_.offset();
+            const std::uint8_t scheme = read_u8();
+            if (scheme > static_cast<std::uint8_t>(bloom::HashScheme::redisbloom)) {
+                fail_at(at, "unknown hash scheme " + std::to_string(scheme));
+            }
+            record.options.scheme = static_cast<bloom::HashScheme>(scheme);
+            if (record.options.scheme == bloom::HashScheme::redisbloom) {
+                record.options.redisbloom_options = read_u32();
+            }
+        }
         // The bounds every path shares (bloom/bounds.hpp), in the form for
         // stored filters: what the server could have created loads.
         if (const bloom::BoundsError e = bloom::check_stored_options(record.options);
@@ -270,7 +281,10 @@ private:
             fail_at(options_offset, "filter options: " + bloom::describe(e) + " (error rate " +
                                         std::to_string(record.options.error_rate) + ", capacity " +
                                         std::to_string(record.options.capacity) + ", expansion " +
-                                        std::to_string(record.options.expansion) + ")");
+                                        std::to_string(record.options.expansion) + ", scheme " +
+                                        std::string(bloom::scheme_name(record.options.scheme)) +
+                                        ", RedisBloom options " +
+                                        std::to_string(record.options.redisbloom_options) + ")");
         }
 
         at = in_.offset();
@@ -321,6 +335,11 @@ private:
             }
             layer.geometry.layout = static_cast<bloom::Layout>(layout);
         }
+        layer.geometry.scheme = record.options.scheme;
+        if (record.options.scheme == bloom::HashScheme::redisbloom) {
+            layer.geometry.redisbloom_bpe = read_f64();
+            layer.geometry.redisbloom_n2 = read_u8();
+        }
         layer.items = read_u64();
         const bloom::LayerGeometry& g = layer.geometry;
         if (const bloom::BoundsError e = bloom::check_layer(g, layer.items);
@@ -329,7 +348,12 @@ private:
                     which + bloom::describe(e) + " (capacity " + std::to_string(g.capacity) +
                         ", error rate " + std::to_string(g.error_rate) + ", bits " +
                         std::to_string(g.bits) + ", hashes " + std::to_string(g.hashes) +
-                        ", items " + std::to_string(layer.items) + ")");
+                        ", items " + std::to_string(layer.items) +
+                        (g.scheme == bloom::HashScheme::redisbloom
+                             ? ", bpe " + std::to_string(g.redisbloom_bpe) + ", n2 " +
+                                   std::to_string(g.redisbloom_n2)
+                             : std::string()) +
+                        ")");
         }
         // The check that bounds allocation by the file's own size.
         const std::uint64_t layer_bytes = g.bits / 8;

@@ -151,6 +151,11 @@ std::string describe_record(const Record& record, SnapshotTotals& totals) {
     }
     line += ", layout ";
     line += bloom::layout_name(record.options.layout);
+    line += ", scheme ";
+    line += bloom::scheme_name(record.options.scheme);
+    if (record.options.scheme == bloom::HashScheme::redisbloom) {
+        line += " (options " + std::to_string(record.options.redisbloom_options) + ")";
+    }
     line += ", expiry ";
     line += record.expire_at_ms == 0 ? "none" : format_time_ms(record.expire_at_ms);
     line += ", bytes " + std::to_string(bit_bytes);
@@ -164,7 +169,12 @@ std::string describe_record(const Record& record, SnapshotTotals& totals) {
                 ", error rate " + format_rate(g.error_rate) + ", bits " + std::to_string(g.bits) +
                 ", hashes " + std::to_string(g.hashes) + ", " +
                 std::string(bloom::layout_name(g.layout)) + ", items " +
-                std::to_string(layer.items) + "\n";
+                std::to_string(layer.items);
+        if (g.scheme == bloom::HashScheme::redisbloom) {
+            line += ", bpe " + format_rate(g.redisbloom_bpe) + ", n2 " +
+                    std::to_string(g.redisbloom_n2);
+        }
+        line += "\n";
     }
     return line;
 }

@@ -131,6 +131,9 @@ void write_filter_record(SnapshotFileWriter& out, const store::KeyspaceView& vie
     out.append_u32(options.expansion);
     out.append_u8(options.nonscaling ? 1 : 0);
     out.append_u8(static_cast<std::uint8_t>(options.layout));
+    out.append_u8(static_cast<std::uint8_t>(options.scheme));
+    const bool redisbloom = options.scheme == bloom::HashScheme::redisbloom;
+    if (redisbloom) out.append_u32(options.redisbloom_options);
 
     // The counts of the view's position (exactly the adds before it, with a
     // journal), read before the layer count: a layer created since counts 0.
@@ -143,11 +146,16 @@ void write_filter_record(SnapshotFileWriter& out, const store::KeyspaceView& vie
     for (std::size_t i = 0; i < num_layers; ++i) {
         const bloom::BloomLayer& layer = filter.layer(i);
         const std::uint64_t items = i < counts.size() ? counts[i] : 0;
-        out.append_u64(layer.capacity());
-        out.append_f64(layer.error_rate());
-        out.append_u64(layer.bits());
-        out.append_u32(layer.hashes());
-        out.append_u8(static_cast<std::uint8_t>(layer.layout()));
+        const bloom::LayerGeometry geometry = layer.geometry();
+        out.append_u64(geometry.capacity);
+        out.append_f64(geometry.error_rate);
+        out.append_u64(geometry.bits);
+        out.append_u32(geometry.hashes);
+        out.append_u8(static_cast<std::uint8_t>(geometry.layout));
+        if (redisbloom) {
+            out.append_f64(geometry.redisbloom_bpe);
+            out.append_u8(geometry.redisbloom_n2);
+        }
         out.append_u64(items);
 
         const std::uint64_t num_words = layer.num_words();

@@ -222,7 +222,7 @@ def command_dict():
         for sub in entry.get("subcommands", []):
             names.append(sub["name"].split("|")[1])
     options = ["NONSCALING", "EXPANSION", "CAPACITY", "ERROR", "ITEMS", "NOCREATE", "SIZE",
-               "FILTERS", "LAYOUT", "CLASSIC", "BLOCKED", "BITSPERITEM", "MATCH", "COUNT", "TYPE", "NX", "XX", "GT", "LT", "BLMDUMP1", "0.01",
+               "FILTERS", "LAYOUT", "CLASSIC", "BLOCKED", "BITSPERITEM", "SCHEME", "MATCH", "COUNT", "TYPE", "NX", "XX", "GT", "LT", "BLMDUMP1", "0.01",
                "1e-300", "inf", "nan", "-1", "9223372036854775807", "18446744073709551615", "k*"]
     return names + options
 
@@ -238,6 +238,7 @@ def loadchunk_input(settings, items, pieces):
 
 
 LOADCHUNK_DICT = [b"BLMDUMP1", struct.pack("<I", 1), struct.pack("<I", 64), struct.pack("<I", 65),
+                  struct.pack("<I", 5), struct.pack("<I", 13), struct.pack("<I", 2),
                   struct.pack("<I", 0xFFFFFFFF), struct.pack("<Q", 64), struct.pack("<Q", 1 << 63),
                   struct.pack("<d", 1.0), struct.pack("<d", 0.5), struct.pack("<d", 1e-300),
                   struct.pack("<d", float("inf")), struct.pack("<d", float("nan")),
@@ -268,6 +269,25 @@ FILTERS = {
     "blocked-nonscaling": [["BF.RESERVE", "f", "0.001", "60", "NONSCALING", "LAYOUT", "BLOCKED"],
                            ["BF.MADD", "f", "p", "q", "r"]],
 }
+
+
+# RedisBloom 2.4's own dumps (tests/fixtures/redisbloom, made with RedisBloom):
+# its header format and raw chunks, 64-bit and 32-bit hashing, power-of-two
+# sub-filters.
+REDISBLOOM_DUMPS = {"redisbloom-tiny": ("filters.json", "rb:tiny", "chunks"),
+                    "redisbloom-exp1": ("filters.json", "rb:exp1", "chunks"),
+                    "redisbloom-nonscaling": ("filters.json", "rb:nonscaling", "chunks"),
+                    "redisbloom-legacy-v1": ("legacy.json", "legacy:v1", "loaded_chunks")}
+
+
+def redisbloom_dumps():
+    import base64
+    out = {}
+    for name, (fixture, key, field) in REDISBLOOM_DUMPS.items():
+        with open(os.path.join(ROOT, "tests", "fixtures", "redisbloom", fixture)) as f:
+            entry = next(e for e in json.load(f)["filters"] if e["key"] == key)
+        out[name] = [(it, base64.b64decode(data)) for it, data in entry[field]]
+    return out
 
 
 def scandump(client, key):
@@ -310,6 +330,11 @@ def from_server(binary):
                            ["BF.MADD", "b", "1", "2", "3", "4", "5", "6", "7"],
                            ["BF.ADD", "c", "y"], ["PEXPIREAT", "c", str(int(time.time() * 1000) + 10**9)]])
         snapshot("expansion", FILTERS["expansion4"])
+        rb = redisbloom_dumps()
+        snapshot("redisbloom", [["BF.LOADCHUNK", name, it, data]
+                                for name in ("redisbloom-tiny", "redisbloom-legacy-v1")
+                                for it, data in rb[name]])
+    dumps.update(redisbloom_dumps())
     return dumps, snapshots
 
 

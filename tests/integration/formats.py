@@ -75,11 +75,13 @@ def xxh64(data, seed=0):
 
 def parse_snapshot(data):
     """Returns (header dict, [record dicts], end dict); raises on anything odd.
-    Reads versions 1 (no layout), 2 (a layout byte per filter and layer) and 3
-    (the journal position in the header, a filter id per record)."""
+    Reads versions 1 (no layout), 2 (a layout byte per filter and layer), 3
+    (the journal position in the header, a filter id per record) and 4 (a
+    hash scheme byte per filter; RedisBloom-scheme filters carry their option
+    word and each layer its bpe and n2)."""
     assert data[:8] == b"BLOOMERY", data[:8]
     version, created = struct.unpack_from("<Iq", data, 8)
-    assert version in (1, 2, 3), version
+    assert version in (1, 2, 3, 4), version
     journal_id = journal_offset = 0
     pos = 20
     if version >= 3:
@@ -92,7 +94,19 @@ def parse_snapshot(data):
         key = data[pos + 5:pos + 5 + key_len]
         p = pos + 5 + key_len
         filter_id = 0
-        if version >= 3:
+        scheme = rb_options = 0
+        if version >= 4:
+            (filter_id,) = struct.unpack_from("<Q", data, p + 8)
+            expire, = struct.unpack_from("<q", data, p)
+            error_rate, capacity, expansion, nonscaling, layout, scheme = \
+                struct.unpack_from("<dQIBBB", data, p + 16)
+            p += 39
+            if scheme == 1:
+                (rb_options,) = struct.unpack_from("<I", data, p)
+                p += 4
+            (layer_count,) = struct.unpack_from("<I", data, p)
+            p += 4
+        elif version >= 3:
             (filter_id,) = struct.unpack_from("<Q", data, p + 8)
             expire, = struct.unpack_from("<q", data, p)
             error_rate, capacity, expansion, nonscaling, layout, layer_count = \
@@ -109,7 +123,12 @@ def parse_snapshot(data):
             p += 33
         layers = []
         for _ in range(layer_count):
-            if version >= 2:
+            bpe = n2 = 0
+            if scheme == 1:
+                l_cap, l_err, bits, hashes, l_layout, bpe, n2, items = struct.unpack_from(
+                    "<QdQIBdBQ", data, p)
+                header_bytes = 46
+            elif version >= 2:
                 l_cap, l_err, bits, hashes, l_layout, items = struct.unpack_from("<QdQIBQ", data, p)
                 header_bytes = 37
             else:
@@ -117,14 +136,16 @@ def parse_snapshot(data):
                 l_layout, header_bytes = 0, 36
             words = data[p + header_bytes:p + header_bytes + bits // 8]
             layers.append(dict(capacity=l_cap, error_rate=l_err, bits=bits, hashes=hashes,
-                               layout=l_layout, items=items, words=words, offset=p))
+                               layout=l_layout, items=items, words=words, offset=p, bpe=bpe,
+                               n2=n2))
             p += header_bytes + bits // 8
         (checksum,) = struct.unpack_from("<Q", data, p)
         assert checksum == xxh64(data[start:p]), "record checksum (test parser)"
         p += 8
         records.append(dict(key=key, expire=expire, error_rate=error_rate, capacity=capacity,
                             expansion=expansion, nonscaling=nonscaling, layout=layout,
-                            layers=layers, offset=start, end=p, type=1, id=filter_id))
+                            layers=layers, offset=start, end=p, type=1, id=filter_id,
+                            scheme=scheme, rb_options=rb_options))
         pos = p
     assert data[pos] == 0xFF
     (count,) = struct.unpack_from("<Q", data, pos + 1)
@@ -135,10 +156,18 @@ def parse_snapshot(data):
                  journal_offset=journal_offset), records, dict(count=count, offset=pos))
 
 
-def build_record(r, layer_count=None, version=3):
+def build_record(r, layer_count=None, version=4):
     body = bytes([r.get("type", 1)]) + struct.pack("<I", len(r["key"])) + r["key"]
     count = len(r["layers"]) if layer_count is None else layer_count
-    if version >= 3:
+    scheme = r.get("scheme", 0) if version >= 4 else 0
+    if version >= 4:
+        body += struct.pack("<qQdQIBBB", r["expire"], r.get("id", 0), r["error_rate"],
+                            r["capacity"], r["expansion"], r["nonscaling"], r.get("layout", 0),
+                            scheme)
+        if scheme == 1:
+            body += struct.pack("<I", r.get("rb_options", 0))
+        body += struct.pack("<I", count)
+    elif version >= 3:
         body += struct.pack("<qQdQIBBI", r["expire"], r.get("id", 0), r["error_rate"],
                             r["capacity"], r["expansion"], r["nonscaling"], r.get("layout", 0),
                             count)
@@ -149,7 +178,11 @@ def build_record(r, layer_count=None, version=3):
         body += struct.pack("<qdQIBI", r["expire"], r["error_rate"], r["capacity"],
                             r["expansion"], r["nonscaling"], count)
     for layer in r["layers"]:
-        if version >= 2:
+        if scheme == 1:
+            body += struct.pack("<QdQIBdBQ", layer["capacity"], layer["error_rate"],
+                                layer["bits"], layer["hashes"], layer.get("layout", 0),
+                                layer["bpe"], layer["n2"], layer["items"])
+        elif version >= 2:
             body += struct.pack("<QdQIBQ", layer["capacity"], layer["error_rate"], layer["bits"],
                                 layer["hashes"], layer.get("layout", 0), layer["items"])
         else:

@@ -213,14 +213,14 @@ class SnapshotsAcrossLayoutsTest(unittest.TestCase):
             self.assertEqual(set(r.execute_command("BF.MEXISTS", "big",
                                                    *["b:%d" % i for i in range(1000)])), {1})
             self.assertEqual(r.execute_command("PEXPIRETIME", "auto"), 4102444800000)
-            # Loaded classic filters keep growing classic, and save as version 2.
+            # Loaded classic filters keep growing classic, and save in the current format.
             r.execute_command("BF.MADD", "scaling", *["more:%d" % i for i in range(1000)])
             self.assertEqual(r.execute_command("BF.INFO", "scaling", "LAYOUT"), [b"classic"])
             self.assertTrue(r.save())
             s.kill()
             code, text = harness.check_snapshot(os.path.join(s.data_dir, DUMP))
             self.assertEqual(code, 0, text)
-            self.assertIn("format version: 3", text)
+            self.assertIn("format version: 4", text)
             self.assertNotIn("blocked", text)
             s.start()
             self.assertEqual(set(s.client().execute_command(

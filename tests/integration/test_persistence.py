@@ -223,7 +223,7 @@ class RoundTrip(TempDirCase):
         data = read_bytes(os.path.join(d, DUMP))
         self.assertEqual(len(data), 53)
         self.assertEqual(data[:8], b"BLOOMERY")
-        self.assertEqual(struct.unpack_from("<I", data, 8)[0], 3)
+        self.assertEqual(struct.unpack_from("<I", data, 8)[0], 4)
         header, records, end = parse_snapshot(data)
         self.assertEqual(records, [])
         self.assertEqual(end["count"], 0)
@@ -257,7 +257,7 @@ class RoundTrip(TempDirCase):
         self.assertTrue(r.save())
         data = read_bytes(os.path.join(d, DUMP))
         header, records, end = parse_snapshot(data)
-        self.assertEqual(header["version"], 3)
+        self.assertEqual(header["version"], 4)
         by_key = {rec["key"]: rec for rec in records}
         self.assertEqual(set(by_key), {b"a", b"b"})
         self.assertEqual(end["count"], 2)
@@ -739,7 +739,7 @@ class Corruption(TempDirCase):
         path = self.variant_path(self.good)
         code, text = check_snapshot(path)
         self.assertEqual(code, 0, text)
-        for word in ("alpha", "beta", "delta", "version", "3"):
+        for word in ("alpha", "beta", "delta", "version", "4", "scheme bloomery"):
             self.assertIn(word, text)
         self.assertEqual(read_bytes(path), self.good)
         header, records, end = self.parsed
@@ -840,9 +840,10 @@ class Corruption(TempDirCase):
         self.assertEqual(self.mutated(lambda h, r: None), self.good)
         nan = float("nan")
         cases = [
-            ("version 4", self.mutated(lambda h, r: h.__setitem__("version", 4)), ("version 4",)),
+            ("version 5", self.mutated(lambda h, r: h.__setitem__("version", 5)), ("version 5",)),
             ("version 0", self.mutated(lambda h, r: h.__setitem__("version", 0)), ("version 0",)),
             ("filter layout 2", self.mutated(set_field(b"beta", "layout", 2)), ("layout",)),
+            ("filter scheme 2", self.mutated(set_field(b"beta", "scheme", 2)), ("hash scheme",)),
             ("layer layout 9", self.mutated(set_field(b"alpha", "layout", 9, 1)), ("layout",)),
             ("duplicate key", self.mutated(dup), ("duplicate",)),
             ("hashes 0", self.mutated(set_field(b"beta", "hashes", 0, 0)), ()),
@@ -882,7 +883,7 @@ class Corruption(TempDirCase):
             ("empty", b"", ("not a bloomery snapshot",)),
             ("text", b"just some text\n", ("not a bloomery snapshot",)),
             ("random", bytes(rng.randrange(256) for _ in range(3000)), ()),
-            ("version 4", self.mutated(lambda h, r: h.__setitem__("version", 4)), ("version 4",)),
+            ("version 5", self.mutated(lambda h, r: h.__setitem__("version", 5)), ("version 5",)),
             ("truncated header", self.good[:13], ()),
             ("truncated end record", self.good[:n - 3], ("truncated",)),
             ("truncated in a key", self.good[:records[1]["offset"] + 7], ()),

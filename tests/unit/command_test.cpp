@@ -785,6 +785,7 @@ TEST_F(Commands, ConfigGetShowsEveryServerOption) {
                                                 "config",
                                                 "check-snapshot",
                                                 "check-journal",
+                                                "import-rdb",
                                                 "fix",
                                                 "test-config",
                                                 "health-check",

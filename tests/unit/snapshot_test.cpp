@@ -29,12 +29,12 @@ using store::Keyspace;
 
 // Offsets of the single-key file built by SmallFile() (key "k", one layer),
 // from proto/snapshot.md: record at 20, key length at +1, layer at +38+L.
-constexpr std::size_t kRecordOffset = 36;  // after the version 3 header
+constexpr std::size_t kRecordOffset = 36;  // after the version 3 (and 4) header
 constexpr std::size_t kKeyLengthOffset = kRecordOffset + 1;
 constexpr std::size_t kErrorRateOffset = kRecordOffset + 21 + 1;  // after the filter id
 constexpr std::size_t kExpansionOffset = kRecordOffset + 37 + 1;
-constexpr std::size_t kLayerCountOffset = kRecordOffset + 43 + 1;  // after the layout byte
-constexpr std::size_t kLayerOffset = kRecordOffset + 47 + 1;
+constexpr std::size_t kLayerCountOffset = kRecordOffset + 44 + 1;  // after the scheme byte
+constexpr std::size_t kLayerOffset = kRecordOffset + 48 + 1;
 constexpr std::size_t kLayerBitsOffset = kLayerOffset + 16;
 constexpr std::size_t kLayerHashesOffset = kLayerOffset + 24;
 
@@ -422,9 +422,9 @@ TEST(SnapshotReader, RejectsForeignFileWithClearMessage) {
 TEST(SnapshotReader, RejectsUnsupportedVersionWithClearMessage) {
     TempDir dir;
     std::string bytes = small_file(dir);
-    put_u32(bytes, 8, 4);
+    put_u32(bytes, 8, 5);
     std::string error = load_error(dir, bytes);
-    EXPECT_NE(error.find("unsupported snapshot format version 4"), std::string::npos) << error;
+    EXPECT_NE(error.find("unsupported snapshot format version 5"), std::string::npos) << error;
     put_u32(bytes, 8, 0);
     error = load_error(dir, bytes);
     EXPECT_NE(error.find("unsupported snapshot format version 0"), std::string::npos) << error;
@@ -504,7 +504,7 @@ TEST(SnapshotCheck, DescribesEveryKeyAndRejectsCorruption) {
     std::string report;
     std::string error;
     ASSERT_TRUE(check_snapshot(path, report, error)) << error;
-    EXPECT_NE(report.find("format version: 3"), std::string::npos) << report;
+    EXPECT_NE(report.find("format version: 4"), std::string::npos) << report;
     EXPECT_NE(report.find("key 'grown': layers 2"), std::string::npos) << report;
     EXPECT_NE(report.find("key 'fixed': layers 1"), std::string::npos) << report;
     EXPECT_NE(report.find("nonscaling"), std::string::npos) << report;

@@ -14,6 +14,7 @@ struct CommandLine {
     core::Config config;
     std::string check_snapshot;  // --check-snapshot FILE: verify and exit
     std::string check_journal;   // --check-journal FILE: verify (and --fix) and exit
+    std::string import_rdb;      // --import-rdb FILE: write its Bloom filters as the snapshot, exit
     bool fix_journal = false;
     // --test-config: check everything that can be checked without binding or
     // loading, print what is wrong (or "configuration OK") and exit.

@@ -55,12 +55,29 @@ enum class Layout : std::uint8_t { classic = 0, blocked = 1 };
 inline constexpr double kMaxBlockedOverhead = 1.5;
 std::string_view layout_name(Layout layout);  // "classic" / "blocked"
 
+// How a filter turns an item into bit positions, fixed when it is created
+// and kept with it everywhere it goes (snapshots, journal, replicas, dumps).
+//   bloomery:   MurmurHash3 x64_128, enhanced double hashing, fast range
+//               (hash.hpp), bloomery's sizing (params.hpp) and layouts.
+//   redisbloom: RedisBloom 2.x's, exactly (redisbloom.hpp): MurmurHash64A
+//               double hashing reduced modulo the bit count, its sizing
+//               per sub-filter and its scaling rule, so a filter migrated
+//               from RedisBloom keeps every bit and answers as it did.
+//               Its layers are classic (probes over the whole array).
+enum class HashScheme : std::uint8_t { bloomery = 0, redisbloom = 1 };
+std::string_view scheme_name(HashScheme scheme);  // "bloomery" / "redisbloom"
+
 struct FilterOptions {
     double error_rate = 0.01;
     std::uint64_t capacity = 100;
     std::uint32_t expansion = 2;
     bool nonscaling = false;
     Layout layout = Layout::classic;  // what new layers use (when it pays)
+    HashScheme scheme = HashScheme::bloomery;
+    // RedisBloom scheme only: the chain's option word as RedisBloom keeps it
+    // (redisbloom.hpp: kRedisBloomNoRound | kRedisBloomForce64 |
+    // kRedisBloomNoScaling); 0 for bloomery's scheme.
+    std::uint32_t redisbloom_options = 0;
 };
 
 // One layer's geometry: what it was sized for and what it is.
@@ -70,6 +87,14 @@ struct LayerGeometry {
     std::uint64_t bits = 0;
     std::uint32_t hashes = 0;
     Layout layout = Layout::classic;
+    HashScheme scheme = HashScheme::bloomery;
+    // RedisBloom scheme only (0 otherwise), kept verbatim so a dump gives
+    // back RedisBloom's header byte for byte: its bits per entry (`bpe`, from
+    // which RedisBloom derived `hashes`) and `n2`: when non-zero, probes are
+    // reduced modulo 2^n2 instead of modulo `bits` (filters RedisBloom 1.x
+    // sized to powers of two).
+    double redisbloom_bpe = 0;
+    std::uint8_t redisbloom_n2 = 0;
 };
 
 // Why a set of parameters is refused; `describe` words it for logs and the
@@ -87,13 +112,15 @@ enum class BoundsError {
     layout_invalid,     // not a known Layout
     hashes_range,
     items_too_large,
+    scheme_invalid,  // an unknown scheme, RedisBloom options it cannot honour, or
+                     // a RedisBloom layer whose bpe, hashes and n2 disagree
 };
 std::string describe(BoundsError error);
 
 BoundsError check_error_rate(double error_rate);
 // Options of a filter to create (every command path).
 BoundsError check_options(const FilterOptions& options);
-// Options of a stored filter (snapshot loader, BF.LOADCHUNK): the same bounds
+// Options of a stored filter (snapshot loader, BF.LOADCHUNK, RDB import): the same bounds
 // except the minimum error rate, so filters written by earlier versions with
 // a smaller one still load. Their layers are checked by check_layer(), and
 // growth stops (next_layer() fails) before a layer would leave the bounds.
@@ -102,11 +129,12 @@ BoundsError check_stored_options(const FilterOptions& options);
 BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items);
 
 // The first layer of a new filter, derived from its options (a scaling
-// filter's first layer already has error p·r; RedisBloom's rule).
-// Precondition: check_options(options) == none.
+// filter's first layer already has error p·r; RedisBloom's rule), sized by
+// the filter's scheme. Precondition: check_options(options) == none.
 LayerGeometry first_layer(const FilterOptions& options);
 // The layer a scaling filter adds after `last`: capacity × expansion, error
-// × r. False if it would leave the bounds (capacity or bits too large).
+// × r, sized by the filter's scheme. False if it would leave the bounds
+// (capacity, bits or hashes too large).
 bool next_layer(const FilterOptions& options, const LayerGeometry& last, LayerGeometry& next);
 
 // Bytes the bit arrays of these layers take (the quantity --max-filter-bytes

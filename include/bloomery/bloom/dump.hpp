@@ -7,8 +7,13 @@
 // LOADCHUNK key 1 header creates the filter; LOADCHUNK key next chunk writes
 // the chunk at offset next - 1 - payload_length.
 //
-// Encoding (all integers little-endian), specified in proto/resp.md
-// ("BF.SCANDUMP / BF.LOADCHUNK payloads"):
+// Two encodings, both specified in proto/resp.md ("BF.SCANDUMP /
+// BF.LOADCHUNK payloads"); a filter dumps in the one of its hash scheme, and
+// a header is read as whichever it is (parse_header tells them apart):
+// - RedisBloom-scheme filters: RedisBloom 2.x's own (its packed chain
+//   header; chunks the raw bytes of the bit arrays), so a filter migrated
+//   from RedisBloom dumps back into it unchanged.
+// - bloomery's (all integers little-endian):
 //   header = "BLMDUMP1" magic, u32 version, FilterOptions (f64 error_rate,
 //            u64 capacity, u32 expansion, u32 flags: bit 0 = nonscaling), u32 layer count,
 //            per layer (u64 capacity, f64 error_rate, u64 bits, u32 hashes,
@@ -38,9 +43,13 @@ struct DumpHeader {
     std::vector<std::uint64_t> items;  // per layer
 };
 
-// Parses and validates a header (checksum first, then every field against
-// the bounds every other path uses). False with `error` (no "ERR " prefix)
-// on bad input. Allocates nothing beyond the header's own description.
+// Parses and validates a header: bloomery's (checksum first, then every
+// field against the bounds every other path uses), or RedisBloom's (a
+// payload without bloomery's magic whose length is 20 + 53 · the sub-filter
+// count it names: RedisBloom's own checks, then the same bounds). False with
+// `error` (no "ERR " prefix) on bad input; RedisBloom-format problems use
+// RedisBloom's wording where it refuses them too. Allocates nothing beyond
+// the header's own description.
 bool parse_header(std::string_view bytes, DumpHeader& out, std::string& error);
 // A new, all-zero filter with the header's geometry and item counts, its
 // bytes reserved against `maxmemory` (0: no limit) before they are allocated:
@@ -58,21 +67,24 @@ struct DumpChunk {
 };
 
 // iter 0: the header; iter >= 1: the chunk starting at byte offset iter - 1.
-// Chunks are at most `max_chunk_bytes` of payload (rounded down to words, at
-// least one word) and never cross a layer boundary. An iter past the end (or
-// not word aligned + 1) yields {0, ""}.
+// Chunks are at most `max_chunk_bytes` of payload (bloomery's: rounded down
+// to words, at least one word, from a word-aligned offset; RedisBloom's: any
+// byte offset, at least one byte) and never cross a layer boundary. An iter
+// past the end (or, for bloomery's format, not word aligned + 1) yields
+// {0, ""}.
 DumpChunk dump_chunk(const ScalableFilter& filter, std::int64_t iter,
                      std::size_t max_chunk_bytes = kMaxDumpChunkBytes);
 
 // Where a data chunk of dump_chunk() goes in a filter, once checked.
 struct ChunkTarget {
     std::size_t layer = 0;
-    std::uint64_t first_word = 0;  // in that layer
-    std::string_view payload;      // whole little-endian words, into the chunk
+    std::uint64_t byte_offset = 0;  // in that layer (a multiple of 8 for bloomery's chunks)
+    std::string_view payload;       // the bytes to set, into the chunk
 };
-// Checks a data chunk against `filter` (iterator, length, alignment, bounds,
-// checksum) without changing anything. False with `error` (no "ERR ") if it
-// does not fit.
+// Checks a data chunk against `filter`, in the format of its scheme
+// (bloomery's: iterator, length, alignment, bounds, checksum; RedisBloom's:
+// iterator and bounds, as RedisBloom checks them) without changing anything.
+// False with `error` (no "ERR ") if it does not fit.
 bool check_chunk(const ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
                  ChunkTarget& target, std::string& error);
 // Sets the chunk's bits in the filter: bits only go 0 -> 1, so a filter that

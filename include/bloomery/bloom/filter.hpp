@@ -27,6 +27,9 @@
 // Layout (bounds.hpp): classic layers spread an item's k probes over the
 // whole array (hash.hpp: probe_position); blocked layers put them in one
 // 512-bit block chosen by h1, at positions from h2 (block_probe()).
+// Layers of the RedisBloom scheme (redisbloom.hpp) are classic with
+// RedisBloom's probes, (h1 + i·h2) mod M; they keep RedisBloom's bpe and n2
+// in 16 bytes right behind their words (inline) or their counters (mapped).
 //
 // Thread safety: add(), contains() and every getter may be called from any
 // number of threads at once without a lock: bits are set with a relaxed
@@ -53,8 +56,9 @@ inline constexpr std::uint64_t kMappedLayerBytes = 32 * 1024;
 
 class BloomLayer {
 public:
-    // Bytes to reserve right behind a layer object for its words, when they
-    // are stored inline (0 when the layer will be mapped).
+    // Bytes to reserve right behind a layer object for its words (and a
+    // RedisBloom layer's description), when they are stored inline (0 when
+    // the layer will be mapped).
     static std::size_t inline_bytes(const LayerGeometry& geometry);
 
     // Builds a layer over `inline_words` (the inline_bytes(geometry) bytes
@@ -80,10 +84,11 @@ public:
     // registers.
     void contains_blocked(const ItemHash* hashes, std::size_t n, std::uint8_t* found) const;
 
-    LayerGeometry geometry() const {
-        return {capacity_, error_rate_, bits_, static_cast<std::uint32_t>(hashes_), layout()};
-    }
+    LayerGeometry geometry() const;
     Layout layout() const { return static_cast<Layout>(layout_); }
+    HashScheme scheme() const {
+        return redisbloom_ != 0 ? HashScheme::redisbloom : HashScheme::bloomery;
+    }
     std::uint64_t capacity() const { return capacity_; }
     double error_rate() const { return error_rate_; }
     std::uint64_t bits() const { return bits_; }
@@ -138,12 +143,24 @@ private:
     bool reserve_from_chunk(Counter& mine);
     bool reserve_from_others();
 
+    // A RedisBloom layer's own fields, kept verbatim (LayerGeometry).
+    struct RedisBloomFields {
+        double bpe;
+        std::uint8_t n2;
+    };
+    static_assert(sizeof(RedisBloomFields) == 16);
+    RedisBloomFields* redisbloom_fields() const;
+    // RedisBloom probes are reduced modulo this: 2^n2, or the bit count.
+    std::uint64_t redisbloom_modulus() const;
+
     // Packed into one word (capacity <= 2^48, hashes <= 128) so a filter's
     // header keeps room for its id within 80 bytes (scalable_filter.cpp).
     std::uint64_t capacity_ : 49;
     std::uint64_t hashes_ : 8;
     std::uint64_t mapped_ : 1;  // 1: words_ and counters are a block of mapped_bytes() of their own
     std::uint64_t layout_ : 1;  // Layout
+    std::uint64_t redisbloom_ : 1;    // HashScheme::redisbloom
+    std::uint64_t pow2_modulus_ : 1;  // RedisBloom layer with n2 != 0
     double error_rate_;
     std::uint64_t bits_;
     // Blocked layout: the first word of an item's block (blocked layers are

@@ -3,6 +3,8 @@
 // layers; layer i has capacity c·s^i and error p·r^(i+1) with r = 0.5 and
 // s = expansion, so the compound false-positive rate stays within p. A
 // NONSCALING filter is one layer at error p and refuses adds once full.
+// Items are hashed and placed by the filter's scheme (bounds.hpp:
+// HashScheme): bloomery's own, or RedisBloom's for filters migrated from it.
 //
 // Memory: a filter is one allocation holding its header, its first layer and
 // that layer's words (224 bytes for a default filter: capacity 100 at 1 %);
@@ -148,6 +150,10 @@ public:
     void contains_many(std::span<const std::string_view> items, std::span<std::uint8_t> out) const;
 
     FilterOptions options() const;
+    HashScheme scheme() const;
+    // The item's hash in this filter's scheme (what add and contains use,
+    // and what an add records).
+    ItemHash hash(std::string_view item) const;
     std::size_t num_layers() const { return num_layers_.load(std::memory_order_acquire); }
     const BloomLayer& layer(std::size_t i) const;
     BloomLayer& layer(std::size_t i);
@@ -158,6 +164,10 @@ public:
     // BF.INFO reports as Size and INFO counts in used_memory).
     std::uint64_t allocated_bytes() const;
     std::uint64_t bits_size() const;  // bit arrays only, in bytes
+    // What BF.INFO reports as Size: allocated_bytes(), or for a RedisBloom-
+    // scheme filter RedisBloom's own count (redisbloom.hpp), so BF.INFO
+    // answers as RedisBloom did for the same filter.
+    std::uint64_t info_size() const;
     // sum over layers of round((m/k)·ln(m/m0)); see estimate_items().
     std::uint64_t estimate_cardinality() const;
 
@@ -186,7 +196,7 @@ private:
 
     mutable std::atomic<std::uint32_t> refs_{1};
     std::atomic<std::uint8_t> num_layers_{1};
-    std::uint8_t flags_;       // kNonscaling | kBlocked (the layout new layers use)
+    std::uint8_t flags_;       // kNonscaling | kBlocked (the layout new layers use) | scheme bits
     std::uint16_t expansion_;  // <= kMaxExpansion
     double error_rate_;
     std::uint64_t capacity_;

@@ -27,9 +27,11 @@ namespace bloomery::persist {
 
 // The on-disk format this build writes and the only one it reads.
 // Version 2 added the layout (a byte per filter and per layer); version 3 the
-// journal position the snapshot covers and each filter's journal id.
-// Versions 1 (every filter classic) and 2 still load.
-inline constexpr std::uint32_t kSnapshotFormatVersion = 3;
+// journal position the snapshot covers and each filter's journal id;
+// version 4 each filter's hash scheme (and a RedisBloom-scheme filter's own
+// fields). Versions 1 (every filter classic) to 3 still load, as bloomery's
+// scheme.
+inline constexpr std::uint32_t kSnapshotFormatVersion = 4;
 inline constexpr std::uint32_t kOldestSnapshotFormatVersion = 1;
 inline constexpr char kSnapshotMagic[8] = {'B', 'L', 'O', 'O', 'M', 'E', 'R', 'Y'};
 

@@ -1,0 +1,285 @@
+#!/usr/bin/python3
+"""Copies every Bloom filter of a live Redis + RedisBloom into bloomery.
+
+    deploy/migrate-from-redisbloom.py --from redis.internal:6379 --to bloomery.internal:6379 --verify
+
+Lists the source's Bloom filters (SCAN ... TYPE MBbloom--, in batches of
+--count), and for each streams its BF.SCANDUMP chunks into BF.LOADCHUNK on
+the target and gives it the source's time to live (PTTL, then PEXPIRE). The
+filter keeps RedisBloom's hashing and bits on bloomery (its hash scheme is
+"redisbloom", BF.INFO key SCHEME), so every item answers as it did, false
+positives included, and later adds land where RedisBloom would have put them.
+A filter the source changed while it was copied (its BF.INFO item count
+moved) is copied again. The source is only read.
+
+--verify compares each copy with its source: BF.INFO's five fields and the
+SHA-256 of the whole BF.SCANDUMP stream (bloomery dumps a migrated filter in
+RedisBloom's own format, byte for byte the same); --sample N also asks both
+sides BF.MEXISTS for N random items and requires the same answers.
+
+Cuckoo filters (TYPE MBbloomCF) are not supported yet: they are counted and
+named, not copied. Keys that already exist on the target are an error unless
+--replace. Progress goes to stderr about once a second (--quiet: only the
+summary).
+
+Passwords come from $MIGRATE_FROM_PASSWORD / $MIGRATE_TO_PASSWORD, or
+--from-password / --to-password (visible in `ps`). TLS: --from-tls /
+--to-tls with --*-cacert, --*-cert, --*-key, or --*-insecure to skip
+certificate checks. Needs Debian's python3-redis. Exit status: 0 when every
+filter was copied (and verified), 1 on an error (what was copied stays; rerun
+with --replace to redo), 2 on bad arguments.
+"""
+
+import argparse
+import hashlib
+import os
+import random
+import sys
+import time
+
+import redis
+
+BLOOM_TYPE = "MBbloom--"
+CUCKOO_TYPE = "MBbloomCF"
+INFO_FIELDS = (b"Capacity", b"Size", b"Number of filters", b"Number of items inserted",
+               b"Expansion rate")
+
+
+class MigrationError(Exception):
+    pass
+
+
+def parse_node(text):
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError("%r is not host:port" % text)
+    return host.strip("[]"), int(port)
+
+
+def connect(args, side):
+    """A client for --from (side "from") or --to (side "to")."""
+    host, port = getattr(args, side)
+    options = dict(host=host, port=port, db=args.from_db if side == "from" else 0,
+                   username=getattr(args, side + "_user"),
+                   password=getattr(args, side + "_password"),
+                   socket_timeout=args.timeout, socket_connect_timeout=args.timeout)
+    if getattr(args, side + "_tls"):
+        options.update(ssl=True, ssl_ca_certs=getattr(args, side + "_cacert"),
+                       ssl_certfile=getattr(args, side + "_cert"),
+                       ssl_keyfile=getattr(args, side + "_key"),
+                       ssl_cert_reqs="none" if getattr(args, side + "_insecure") else "required")
+        if getattr(args, side + "_insecure"):
+            options["ssl_check_hostname"] = False
+    return redis.Redis(**options)
+
+
+def name(key):
+    return key.decode("utf-8", "backslashreplace") if isinstance(key, bytes) else key
+
+
+def scan(conn, match, count, type_name):
+    """Every key of `type_name` (SCAN's TYPE filter), in batches."""
+    cursor = 0
+    while True:
+        cursor, keys = conn.execute_command("SCAN", cursor, "MATCH", match, "COUNT", count,
+                                            "TYPE", type_name)
+        yield from keys
+        if int(cursor) == 0:
+            return
+
+
+def info(conn, key):
+    """BF.INFO's five fields, or None if the key is gone."""
+    try:
+        reply = conn.execute_command("BF.INFO", key)
+    except redis.ResponseError as e:
+        if "not found" in str(e):
+            return None
+        raise
+    fields = dict(zip(reply[0::2], reply[1::2]))
+    return tuple(fields.get(field) for field in INFO_FIELDS)
+
+
+def dump(conn, key, each_chunk):
+    """Calls each_chunk(iterator, data) for the BF.SCANDUMP stream; returns its SHA-256."""
+    digest = hashlib.sha256()
+    cursor = 0
+    while True:
+        cursor, data = conn.execute_command("BF.SCANDUMP", key, cursor)
+        if cursor == 0:
+            return digest.hexdigest()
+        data = data or b""
+        digest.update(b"%d:%d:" % (cursor, len(data)))
+        digest.update(data)
+        each_chunk(cursor, data)
+
+
+def copy_filter(source, target, key, replace):
+    """Copies `key` once. Returns (source BF.INFO before, bytes copied, source
+    digest), or None when the key is gone from the source."""
+    before = info(source, key)
+    if before is None:
+        return None
+    ttl = source.pttl(key)
+    if target.exists(key):
+        if not replace:
+            raise MigrationError("%r already exists on the target (--replace overwrites it)"
+                                 % name(key))
+        target.delete(key)
+    copied = [0]
+
+    def load(cursor, data):
+        try:
+            target.execute_command("BF.LOADCHUNK", key, cursor, data)
+        except redis.ResponseError as e:
+            raise MigrationError("%r: the target refused a chunk at iterator %d: %s"
+                                 % (name(key), cursor, e))
+        copied[0] += len(data)
+
+    try:
+        digest = dump(source, key, load)
+    except redis.ResponseError as e:
+        if "not found" in str(e):  # deleted or expired while copied
+            target.delete(key)
+            return None
+        raise
+    if ttl is not None and ttl > 0:
+        target.pexpire(key, ttl)
+    return before, copied[0], digest
+
+
+def verify(source, target, key, source_digest, sample, rng):
+    """Raises MigrationError unless the target's copy answers as the source."""
+    source_info, target_info = info(source, key), info(target, key)
+    if target_info != source_info:
+        raise MigrationError("%r: BF.INFO differs: source %s, target %s"
+                             % (name(key), source_info, target_info))
+    target_digest = dump(target, key, lambda cursor, data: None)
+    if target_digest != source_digest:
+        raise MigrationError("%r: the target's BF.SCANDUMP differs from the source's" % name(key))
+    if sample:
+        probes = ["migrate-sample:%x" % rng.getrandbits(64) for _ in range(sample)]
+        for start in range(0, len(probes), 1000):
+            batch = probes[start:start + 1000]
+            a = source.execute_command("BF.MEXISTS", key, *batch)
+            b = target.execute_command("BF.MEXISTS", key, *batch)
+            if list(a) != list(b):
+                raise MigrationError("%r: BF.MEXISTS answers differ for sampled items" % name(key))
+
+
+def migrate_filter(source, target, key, args, rng, attempts=3):
+    """Copies (and verifies) one filter; returns the bytes copied (0: gone)."""
+    replace = args.replace
+    for _attempt in range(attempts):
+        result = copy_filter(source, target, key, replace)
+        if result is None:
+            return 0
+        before, copied, digest = result
+        # An add that reached the source while it was copied may have set
+        # bits in chunks already sent: copy again rather than lose it.
+        if info(source, key) == before:
+            if args.verify or args.sample:
+                verify(source, target, key, digest, args.sample, rng)
+            return copied
+        replace = True  # our own copy, now stale
+    raise MigrationError("%r kept changing on the source; stop its writers and rerun with "
+                         "--replace" % name(key))
+
+
+class Progress:
+    def __init__(self, quiet):
+        self.quiet = quiet
+        self.started = self.last = time.monotonic()
+        self.filters = self.bytes = 0
+
+    def add(self, copied):
+        self.filters += 1
+        self.bytes += copied
+        now = time.monotonic()
+        if not self.quiet and now - self.last >= 1.0:
+            self.last = now
+            print("migrate: %d filters, %.1f MB copied (%.0f s)"
+                  % (self.filters, self.bytes / 1e6, now - self.started), file=sys.stderr)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Copy every RedisBloom Bloom filter of a Redis server into bloomery "
+                    "(BF.SCANDUMP / BF.LOADCHUNK, TTLs kept).")
+    parser.add_argument("--from", dest="from", required=True, type=parse_node,
+                        help="source Redis + RedisBloom, host:port")
+    parser.add_argument("--to", dest="to", required=True, type=parse_node,
+                        help="target bloomery, host:port")
+    parser.add_argument("--from-db", type=int, default=0, help="source database (default 0)")
+    for side, what in (("from", "source"), ("to", "target")):
+        parser.add_argument("--%s-user" % side, default=None, help="%s ACL user" % what)
+        parser.add_argument("--%s-password" % side,
+                            default=os.environ.get("MIGRATE_%s_PASSWORD" % side.upper()),
+                            help="%s password (default: $MIGRATE_%s_PASSWORD)"
+                                 % (what, side.upper()))
+        parser.add_argument("--%s-tls" % side, action="store_true", help="TLS to the " + what)
+        parser.add_argument("--%s-cacert" % side, default=None,
+                            help="CA certificate(s) to check the %s's certificate" % what)
+        parser.add_argument("--%s-cert" % side, default=None,
+                            help="client certificate for the " + what)
+        parser.add_argument("--%s-key" % side, default=None, help="client key for the " + what)
+        parser.add_argument("--%s-insecure" % side, action="store_true",
+                            help="do not check the %s's certificate" % what)
+    parser.add_argument("--match", default="*", help="only keys matching this glob (default *)")
+    parser.add_argument("--count", type=int, default=100, help="SCAN's COUNT (default 100)")
+    parser.add_argument("--replace", action="store_true",
+                        help="overwrite keys that already exist on the target")
+    parser.add_argument("--verify", action="store_true",
+                        help="compare BF.INFO and the whole dump of every copy with its source")
+    parser.add_argument("--sample", type=int, default=0, metavar="N",
+                        help="with or without --verify: also compare BF.MEXISTS answers for N "
+                             "random items per filter")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="only list what would be copied")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--timeout", type=float, default=60.0, help="socket timeout, seconds")
+    args = parser.parse_args(argv)
+    if args.count < 1:
+        parser.error("--count must be at least 1")
+    if args.sample < 0:
+        parser.error("--sample must not be negative")
+    if args.__dict__["from"] == args.to and args.from_db == 0:
+        parser.error("--from and --to are the same server")
+    args.verify = args.verify or args.sample > 0
+    source, target = connect(args, "from"), connect(args, "to")
+    rng = random.Random()
+    progress = Progress(args.quiet)
+    failed_key = None
+    try:
+        for conn, what in ((source, "source"), (target, "target")):
+            try:
+                conn.ping()
+            except redis.RedisError as e:
+                raise MigrationError("cannot reach the %s: %s" % (what, e))
+        cuckoo = list(scan(source, args.match, args.count, CUCKOO_TYPE))
+        for key in scan(source, args.match, args.count, BLOOM_TYPE):
+            if args.dry_run:
+                print("would copy %s" % name(key))
+                progress.add(0)
+                continue
+            failed_key = key
+            progress.add(migrate_filter(source, target, key, args, rng))
+            failed_key = None
+    except (MigrationError, redis.RedisError) as e:
+        where = "" if failed_key is None or isinstance(e, MigrationError) else \
+            " (key %r)" % name(failed_key)
+        print("migrate: %s%s" % (e, where), file=sys.stderr)
+        print("migrate: %d filters copied before the error" % progress.filters, file=sys.stderr)
+        return 1
+    for key in cuckoo:
+        print("migrate: %s is a Cuckoo filter: not supported yet, not copied" % name(key),
+              file=sys.stderr)
+    print("%s %d Bloom filters (%.1f MB)%s in %.1f s; %d Cuckoo filters not copied"
+          % ("would copy" if args.dry_run else "copied", progress.filters, progress.bytes / 1e6,
+             ", verified" if args.verify and not args.dry_run else "",
+             time.monotonic() - progress.started, len(cuckoo)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
