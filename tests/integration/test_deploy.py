@@ -103,6 +103,8 @@ class ComposeFiles(unittest.TestCase):
                 compose = yaml.safe_load(f)
             for name, service in compose["services"].items():
                 what = "%s: service %s" % (os.path.basename(path), name)
+                if not service.get("image", "").startswith("bloomery"):
+                    continue  # Redis Sentinel: checked in SentinelDeployments
                 with tempfile.TemporaryDirectory() as root:
                     mounts = Mounts(root)
                     for volume in service.get("volumes", []):
@@ -141,6 +143,69 @@ class ComposeFiles(unittest.TestCase):
                                                   configured_port(output, "metrics")], what)
                     services_seen += 1
         self.assertGreaterEqual(services_seen, 7)
+
+
+def sentinel_monitor(text):
+    """(host, port, quorum) of the one 'sentinel monitor bloom ...' line."""
+    lines = [l.split() for l in text.splitlines() if l.strip().startswith("sentinel monitor")]
+    assert len(lines) == 1, text
+    _, _, name, host, port, quorum = lines[0]
+    assert name == "bloom", text
+    return host, int(port), int(quorum)
+
+
+class SentinelDeployments(unittest.TestCase):
+    """The Sentinel deployments watch a bloomery primary that exists, with a
+    quorum a majority of their sentinels reaches, and authenticate with the
+    password the bloomery nodes require."""
+
+    def test_compose(self):
+        with open(os.path.join(DEPLOY, "docker-compose.sentinel.yml")) as f:
+            compose = yaml.safe_load(f)
+        services = compose["services"]
+        sentinels = {n: s for n, s in services.items() if s["image"].startswith("redis")}
+        nodes = {n: s for n, s in services.items() if s["image"].startswith("bloomery")}
+        self.assertEqual(len(sentinels), 3)
+        with open(os.path.join(DEPLOY, "sentinel.conf")) as f:
+            host, port, quorum = sentinel_monitor(f.read())
+        self.assertIn(host, nodes)
+        self.assertNotIn("--replicaof", nodes[host]["command"])
+        self.assertEqual(port, 6379)
+        self.assertEqual(quorum, 2)
+        replicas = [n for n, s in nodes.items() if "--replicaof" in s["command"]]
+        self.assertEqual(len(replicas), 2)
+        for name in replicas:
+            command = nodes[name]["command"]
+            at = command.index("--replicaof")
+            self.assertEqual(command[at + 1:at + 3], [host, "6379"])
+        for name, sentinel in sentinels.items():
+            script = " ".join(sentinel["command"])
+            self.assertIn("sentinel auth-pass bloom $$BLOOMERY_REQUIREPASS", script, name)
+            self.assertIn("redis-sentinel /data/sentinel.conf", script, name)
+            self.assertEqual(sentinel["env_file"], nodes[host]["env_file"], name)
+            self.assertTrue(any(v.endswith(":/etc/bloomery/sentinel.conf:ro")
+                                for v in sentinel["volumes"]), name)
+
+    def test_kubernetes(self):
+        with open(os.path.join(DEPLOY, "k8s", "sentinel", "sentinel.yaml")) as f:
+            documents = [d for d in yaml.safe_load_all(f) if d]
+        with open(os.path.join(DEPLOY, "k8s", "bloomery.yaml")) as f:
+            bloomery = [d for d in yaml.safe_load_all(f) if d]
+        config = [d for d in documents if d["kind"] == "ConfigMap"][0]["data"]["sentinel.conf"]
+        host, port, quorum = sentinel_monitor(config)
+        nodes = [d for d in bloomery if d["kind"] == "StatefulSet"][0]
+        headless = nodes["spec"]["serviceName"]
+        self.assertEqual(host, "%s-0.%s" % (nodes["metadata"]["name"], headless))
+        self.assertEqual(port, 6379)
+        sentinels = [d for d in documents if d["kind"] == "StatefulSet"][0]
+        self.assertEqual(sentinels["spec"]["replicas"], 3)
+        self.assertEqual(quorum, 2)
+        spec = sentinels["spec"]["template"]["spec"]
+        secrets = [v["secret"]["secretName"] for v in spec["volumes"] if "secret" in v]
+        node_secrets = [v["secret"]["secretName"]
+                        for v in nodes["spec"]["template"]["spec"]["volumes"] if "secret" in v]
+        self.assertEqual(secrets, node_secrets)
+        self.assertIn("sentinel auth-pass bloom", " ".join(spec["containers"][0]["args"]))
 
 
 class KubernetesManifests(unittest.TestCase):
