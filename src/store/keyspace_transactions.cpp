@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <mutex>
 #include <new>
 #include <stdexcept>
@@ -72,8 +74,17 @@ Keyspace::Transaction Keyspace::begin_transaction(std::span<const std::string_vi
     // thread goes on: lookups hold an epoch guard (with_filter checks the
     // gate after entering it, seq_cst both ways, as an unlink and a lookup
     // in epoch.hpp), locked accesses hold the shard's lock (and check the
-    // gate under it).
-    wait_for_readers();
+    // gate under it). A lookup takes a microsecond or so: spin that long
+    // before sleeping (Keyspace::wait_for_readers() sleeps 50 µs at once,
+    // which would be most of a small transaction's latency).
+    const std::uint64_t stamp = epoch_retire_stamp();
+    for (int round = 0; !epoch_passed(stamp); ++round) {
+        if (round < 64) {
+            std::this_thread::yield();
+        } else {
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+    }
     for (std::uint32_t index : held) {
         shards_[index].mutex.lock();
         shards_[index].mutex.unlock();
