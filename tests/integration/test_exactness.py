@@ -102,7 +102,8 @@ class Worker(threading.Thread):
     """Random operations on a small shared set of keys and some of its own:
     RESERVE at error rates from 0.9 to 1e-6, ADD, MADD, INSERT, DEL, RENAME,
     EXPIRE (far ahead, in the past, PERSIST), LOADCHUNK of another key's
-    dump, FLUSHALL, SAVE and BGSAVE. Refusals are part of the game."""
+    dump, transactions (MULTI ... EXEC) of several of those, FLUSHALL, SAVE
+    and BGSAVE. Refusals are part of the game."""
 
     RATES = (0.9, 0.5, 0.1, 0.01, 0.001, 0.0001, 0.000001)
 
@@ -183,6 +184,25 @@ class Worker(threading.Thread):
             if self.rng.random() < 0.1 and self.done < self.ops // 2:
                 c.execute_command("FLUSHALL")
         elif r < 0.96:
+            # A transaction of several writes to several keys: one unit in
+            # the journal and on the replica.
+            pipe = c.pipeline(transaction=True)
+            for _ in range(self.rng.randrange(2, 6)):
+                choice = self.rng.random()
+                target = self.key()
+                if choice < 0.4:
+                    pipe.execute_command("BF.ADD", target, self.item())
+                elif choice < 0.7:
+                    pipe.execute_command("BF.MADD", target,
+                                         *[self.item() for _ in range(self.rng.randrange(1, 50))])
+                elif choice < 0.8:
+                    pipe.execute_command("RENAME", target, self.key())
+                elif choice < 0.9:
+                    pipe.expire(target, 3600)
+                else:
+                    pipe.delete(target)
+            pipe.execute(raise_on_error=False)
+        elif r < 0.98:
             c.execute_command("BGSAVE")
         else:
             c.execute_command("SAVE")
