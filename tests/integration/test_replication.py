@@ -582,8 +582,9 @@ class ReplicationTest(unittest.TestCase):
         r = replica.client()
         for round, replace in enumerate((("127.0.0.1", other.port), ("NO", "ONE"))):
             self.assertEqual(r.execute_command("REPLICAOF", "127.0.0.1", primary.port), b"OK")
+            # The primary writes and sends 825 MB first: minutes under TSan.
             wait_until(lambda: replica.log().count("loading it") > round,
-                       what="the load to begin")
+                       timeout=300, what="the load to begin")
             # INFO in a loop while REPLICAOF waits for the load to end. Had
             # INFO waited behind it, no INFO sent in the second half of
             # REPLICAOF's wait would have finished before REPLICAOF did.
@@ -618,7 +619,7 @@ class ReplicationTest(unittest.TestCase):
             else:
                 # Until it has a copy of the other primary, what the link
                 # replaced loaded is never served.
-                deadline = time.monotonic() + 60
+                deadline = time.monotonic() + 300
                 while not link_up(replica):
                     self.assertLess(time.monotonic(), deadline, "the link to the other primary")
                     try:
