@@ -114,7 +114,8 @@ void cmd_hello(Context& ctx, Args argv) {
                      ? "replica"
                      : "master");
     ctx.out.bulk("modules");
-    ctx.out.array(0);
+    ctx.out.array(1);
+    write_module_entry(ctx);
 }
 
 void cmd_time(Context& ctx, Args) {

@@ -16,4 +16,6 @@ void register_acl_commands(Registry& registry);
 void register_replication_commands(Registry& registry);
 void register_cluster_commands(Registry& registry);
 void register_slowlog_commands(Registry& registry);
+void register_memory_commands(Registry& registry);
+void register_latency_commands(Registry& registry);
 }  // namespace bloomery::command

@@ -9,6 +9,7 @@
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/slowlog.hpp"
 #include "bloomery/core/ascii.hpp"
+#include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/core/printable.hpp"
 #include "bloomery/persist/journal.hpp"
@@ -48,6 +49,7 @@ bool parse_spec(const nlohmann::json& entry, const std::vector<std::string>& cat
     spec.write = std::find(spec.flags.begin(), spec.flags.end(), "write") != spec.flags.end();
     spec.denyoom = std::find(spec.flags.begin(), spec.flags.end(), "denyoom") != spec.flags.end();
     spec.no_auth = std::find(spec.flags.begin(), spec.flags.end(), "no_auth") != spec.flags.end();
+    spec.fast = std::find(spec.flags.begin(), spec.flags.end(), "fast") != spec.flags.end();
     for (const std::string& category : spec_categories) {
         const auto it = category.empty() || category[0] != '@'
                             ? categories.end()
@@ -236,6 +238,8 @@ bool build_default_registry(Registry& registry, std::string& error) {
     register_replication_commands(registry);
     register_cluster_commands(registry);
     register_slowlog_commands(registry);
+    register_memory_commands(registry);
+    register_latency_commands(registry);
     return registry.build_from_embedded(error);
 }
 
@@ -448,6 +452,10 @@ void dispatch(const Registry& registry, Context& ctx, Args argv, std::uint64_t& 
             if (ctx.slowlog != nullptr && ctx.slowlog->is_slow(nanoseconds)) {
                 ctx.slowlog->record(spec, argv, nanoseconds, ctx.client);
             }
+            // The latency monitor (off by default): one relaxed load.
+            core::latency_add_sample_if_needed(
+                spec->fast ? core::kLatencyFastCommand : core::kLatencyCommand,
+                nanoseconds / 1000000);
             break;
         }
     }

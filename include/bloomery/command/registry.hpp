@@ -30,6 +30,7 @@ struct CommandSpec {
     bool write = false;    // has the "write" flag
     bool denyoom = false;  // has the "denyoom" flag: refused while used_memory > maxmemory
     bool no_auth = false;  // has the "no_auth" flag: runs before AUTH, for every user (acl.hpp)
+    bool fast = false;     // has the "fast" flag: the latency monitor's "fast-command" event
     std::uint64_t categories = 0;  // bit i set: in Registry::categories()[i]
     std::size_t id = 0;            // dense index over every command and subcommand (ACL bitsets)
     const CommandSpec* parent = nullptr;  // the container, for a subcommand
