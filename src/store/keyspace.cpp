@@ -100,12 +100,8 @@ Keyspace::Node* Keyspace::make_node(std::string_view key, FilterRef filter,
     Node* node = new (block) Node{{expire_at_ms},
                                   std::move(filter),
                                   static_cast<std::uint32_t>(key.size()),
-                                  static_cast<std::uint32_t>(hash_key(key)),
-                                  {access_clock()},
-                                  {}};
-    if (!key.empty()) {
-        std::memcpy(static_cast<char*>(block) + Node::kKeyOffset, key.data(), key.size());
-    }
+                                  {access_clock()}};
+    if (!key.empty()) std::memcpy(static_cast<char*>(block) + sizeof(Node), key.data(), key.size());
     charge(static_cast<std::int64_t>(bytes));
     return node;
 }
@@ -305,7 +301,7 @@ void Keyspace::erase_slot(Shard& shard, std::size_t hole, Garbage& garbage) {
     account(shard, node_of<const Node>(slots[hole]), -1);
     store_slot(slots[hole], 0);
     for (std::size_t j = (hole + 1) & mask; slots[j] != 0; j = (j + 1) & mask) {
-        const std::size_t home = node_of<const Node>(slots[j])->hash_low & mask;
+        const std::size_t home = node_of<const Node>(slots[j])->home(mask);
         // The entry at j may fill the hole unless its home lies cyclically
         // in (hole, j], where it would then be unreachable.
         const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
@@ -332,7 +328,7 @@ bool Keyspace::rehash(Shard& shard, std::size_t slots, Garbage& garbage) {
     for (std::size_t i = 0; i < old_slots; ++i) {
         const std::uint64_t slot = old->slots()[i];
         if (slot == 0) continue;
-        std::size_t k = node_of<const Node>(slot)->hash_low & fresh->mask;
+        std::size_t k = node_of<const Node>(slot)->home(fresh->mask);
         while (fresh->slots()[k] != 0) k = (k + 1) & fresh->mask;
         fresh->slots()[k] = slot;
     }

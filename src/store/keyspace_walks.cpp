@@ -149,7 +149,7 @@ std::uint64_t Keyspace::scan(std::uint64_t cursor, std::size_t count,
                     const std::uint64_t home = v & mask;
                     for (std::uint64_t i = home; slots[i] != 0; i = (i + 1) & mask) {
                         const Node* node = node_of<const Node>(slots[i]);
-                        if ((node->hash_low & mask) == home && !node->expired(now)) {
+                        if (node->home(mask) == home && !node->expired(now)) {
                             keys.emplace_back(node->key());
                         }
                     }

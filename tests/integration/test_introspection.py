@@ -3,6 +3,7 @@ HELLO's module list and client-output-buffer-limit, on the real server
 through redis-py and raw sockets, with Redis 7's replies.
 """
 
+import os
 import re
 import socket
 import time
@@ -61,8 +62,8 @@ class MemoryUsageTest(unittest.TestCase):
             after = stable_used_memory(self.r)
             usage = self.r.memory_usage(key)
             size = self.r.execute_command("BF.INFO", key, "SIZE")[0]
-            # The filter, plus its node (28 bytes and the key) and table slot.
-            self.assertEqual(usage, size + 28 + len(key) + 8)
+            # The filter, plus its node (24 bytes and the key) and table slot.
+            self.assertEqual(usage, size + 24 + len(key) + 8)
             # The delta is the same, but for the table the first key of a
             # shard allocates (eight slots and a header).
             self.assertLessEqual(abs((after - before) - usage), 80, layout)
@@ -76,7 +77,7 @@ class MemoryUsageTest(unittest.TestCase):
         self.r.execute_command("BF.MADD", "g", *["i%d" % i for i in range(3000)])
         self.assertGreater(self.r.execute_command("BF.INFO", "g", "FILTERS")[0], 1)
         size = self.r.execute_command("BF.INFO", "g", "SIZE")[0]
-        self.assertEqual(self.r.memory_usage("g"), size + 28 + 4 + 8)
+        self.assertEqual(self.r.memory_usage("g"), size + 24 + 1 + 8)
         self.assertGreater(self.r.memory_usage("g"), first)
 
     def test_many_small_keys_sum_to_the_delta(self):
@@ -417,6 +418,20 @@ class OutputBufferLimitTest(unittest.TestCase):
                          Err(prefix + b"Error in hard, soft or soft_seconds setting in buffer "
                                       b"limit configuration."))
         self.assertTrue(self.limits(r).startswith("normal 4194304 0 0 slave"))
+
+    def test_the_config_file_takes_redis_form_and_the_single_size(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as f:
+            f.write('client-output-buffer-limit = "normal 64mb 32mb 10 pubsub 1mb 512kb 5"\n'
+                    'latency-monitor-threshold = 25\n')
+        self.addCleanup(os.unlink, f.name)
+        _, r = self.start("--config", f.name)
+        self.assertEqual(self.limits(r), "normal 67108864 33554432 10 slave 268435456 67108864 60 "
+                                         "pubsub 1048576 524288 5")
+        self.assertEqual(r.config_get("latency-monitor-threshold"),
+                         {"latency-monitor-threshold": "25"})
+        _, r = self.start("--client-output-buffer-limit", "2mb")
+        self.assertTrue(self.limits(r).startswith("normal 2097152 0 0 slave 268435456"))
 
     def test_the_flag_refuses_a_bad_form(self):
         server = harness.Server("--client-output-buffer-limit", "normal 1 2")

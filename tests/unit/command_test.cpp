@@ -904,13 +904,13 @@ TEST_F(Commands, MemoryUsageIsTheKeysEntryAndItsFilter) {
     run({"BF.RESERVE", "key", "0.01", "1000"});
     const std::string size = run({"BF.INFO", "key", "SIZE"});
     const std::int64_t filter = std::stoll(size.substr(size.find(':') + 1));
-    // Node (28 bytes, the key in at least 4), table slot (8), filter.
-    EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "key"})), 28 + 4 + 8 + filter);
-    EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "key", "SAMPLES", "0"})), 28 + 4 + 8 + filter);
+    // Node (24 bytes and the key), table slot (8), filter.
+    EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "key"})), 24 + 3 + 8 + filter);
+    EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "key", "SAMPLES", "0"})), 24 + 3 + 8 + filter);
     run({"BF.RESERVE", "ab", "0.01", "1000"});
-    EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "ab"})), 28 + 4 + 8 + filter);
+    EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "ab"})), 24 + 2 + 8 + filter);
     run({"BF.RESERVE", "a-longer-key", "0.01", "1000"});
-    EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "a-longer-key"})), 28 + 12 + 8 + filter);
+    EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "a-longer-key"})), 24 + 12 + 8 + filter);
     EXPECT_EQ(run({"MEMORY", "USAGE", "missing"}), "$-1\r\n");
     EXPECT_EQ(run({"MEMORY", "USAGE", "key", "SAMPLES"}), "-ERR syntax error\r\n");
     EXPECT_EQ(run({"MEMORY", "USAGE", "key", "SAMPLES", "-1"}), "-ERR syntax error\r\n");

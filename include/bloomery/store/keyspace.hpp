@@ -3,12 +3,12 @@
 // key, one reader/writer lock per shard, so clients using different filters do
 // not contend.
 //
-// Memory: each key is one node of 28 bytes plus the key's bytes (at least 4:
-// a key of up to 4 bytes fits a 32-byte size class) referencing its filter,
-// and one 8-byte slot of an open-addressing table (load factor at most 0.8);
-// the node also keeps when the key was last used. The key is hashed once
-// (XXH3): some bits pick the shard, others the slot, others a 16-bit tag kept
-// in the slot so most mismatches are rejected without touching the node.
+// Memory: each key is one node of 24 bytes plus the key's bytes (a key of up
+// to 8 bytes fits a 32-byte size class) referencing its filter and keeping
+// when the key was last used, and one 8-byte slot of an open-addressing table
+// (load factor at most 0.8). The key is hashed (XXH3): some bits pick the
+// shard, others the slot, others a 16-bit tag kept in the slot so most
+// mismatches are rejected without touching the node.
 // Nodes and tables are counted in core/memory.hpp (MemoryUse::keyspace).
 //
 // Expiry: a key past its deadline is invisible to every lookup and is erased
