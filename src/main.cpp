@@ -20,6 +20,8 @@
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/allocator.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/core/latency_monitor.hpp"
+#include "bloomery/core/memory.hpp"
 #include "bloomery/net/health_check.hpp"
 #include "bloomery/net/replication.hpp"
 #include "bloomery/net/server.hpp"
@@ -253,6 +255,8 @@ int serve(const bloomery::core::Config& config, const bloomery::command::Registr
     // Built before loading so that the monitoring listener answers while a
     // large snapshot loads (/healthz 200, /readyz 503).
     server = std::make_unique<net::Server>(config, keyspace, registry, persistence, replication);
+    core::set_latency_threshold_ms(config.latency_monitor_threshold_ms);
+    core::memory_mark_startup();
     std::string error;
     try {
         server->start_metrics();

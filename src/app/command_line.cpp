@@ -32,6 +32,7 @@ using core::host_name;
 using core::OptionKind;
 using core::OptionRange;
 using core::parse_memory_limit;
+using core::parse_output_buffer_limits;
 using core::parse_replicaof;
 using core::parse_save_spec;
 using core::range_problem;
@@ -92,6 +93,11 @@ void OptionSet::convert_words(std::vector<std::string>& problems) {
     std::string maxmemory_error;
     if (!parse_memory_limit(maxmemory_spec, c.maxmemory, maxmemory_error)) {
         problems.push_back("--maxmemory: " + maxmemory_error);
+    }
+    std::string limits_error;
+    if (!parse_output_buffer_limits(output_limits_spec, c.client_output_buffer_limits,
+                                    limits_error)) {
+        problems.push_back("--client-output-buffer-limit: " + limits_error);
     }
     c.stop_writes_on_bgsave_error = stop_writes == "yes";
     c.appendonly = appendonly == "yes";

@@ -154,8 +154,13 @@ void OptionSet::add_limits() {
                    "Most unprocessed bytes buffered for one client before it is closed")
         ->envname("BLOOMERY_CLIENT_QUERY_BUFFER_LIMIT")
         ->group(limits);
-    app.add_option("--client-output-buffer-limit", c.client_output_buffer_limit,
-                   "Most reply bytes buffered for one client before it is closed")
+    output_limits_spec = core::format_output_buffer_limits(c.client_output_buffer_limits);
+    app.add_option("--client-output-buffer-limit", output_limits_spec,
+                   "Reply bytes a client may have waiting, per class, as Redis's "
+                   "'CLASS HARD SOFT SECONDS ...' (classes normal, replica, pubsub; sizes with "
+                   "k, kb, m, mb, g, gb; 0: no limit): past HARD, or above SOFT for more than "
+                   "SECONDS, the client is closed; one size alone sets normal's HARD; also "
+                   "CONFIG SET")
         ->envname("BLOOMERY_CLIENT_OUTPUT_BUFFER_LIMIT")
         ->group(limits);
 }
@@ -418,6 +423,11 @@ void OptionSet::add_monitoring() {
                    "Seconds an HTTP client has to send a whole request (and to read the reply) "
                    "before it is closed")
         ->envname("BLOOMERY_METRICS_REQUEST_TIMEOUT")
+        ->group(monitoring);
+    app.add_option("--latency-monitor-threshold", c.latency_monitor_threshold_ms,
+                   "Record events (commands, expiry rounds, snapshots, fsyncs) that took at "
+                   "least this many milliseconds for LATENCY (0 = off); also CONFIG SET")
+        ->envname("BLOOMERY_LATENCY_MONITOR_THRESHOLD")
         ->group(monitoring);
     app.add_option("--slowlog-log-slower-than", c.slowlog_log_slower_than_us,
                    "Log commands that took at least this many microseconds in SLOWLOG "

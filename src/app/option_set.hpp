@@ -51,6 +51,7 @@ struct OptionSet {
     CLI::Option* requirepass_file_option = nullptr;
     std::string protected_mode;
     std::string maxmemory_spec;
+    std::string output_limits_spec;
     std::string save_spec;
     std::string stop_writes;
     std::string appendonly;

@@ -1,6 +1,7 @@
 // BF.* commands, with RedisBloom's semantics and reply shapes. Parsing and
 // replying live here; the filter math lives in bloom/, the map in store/.
 
+#include <cstdio>
 #include <functional>
 #include <new>
 #include <span>
@@ -96,6 +97,16 @@ void note_change(Context& ctx, std::uint64_t n = 1) {
     if (n) WorkerStats::bump(ctx.stats.changes, n);
 }
 
+// One add's or lookup's answer: an integer under RESP2 (RedisBloom 2.4), a
+// boolean under RESP3 (RedisBloom 2.8, Redis 8).
+void reply_flag(Context& ctx, bool value) {
+    if (ctx.out.protocol() >= 3) {
+        ctx.out.boolean(value);
+    } else {
+        ctx.out.integer(value ? 1 : 0);
+    }
+}
+
 // Adds `items` to the filter at `key`, creating it with `options` unless
 // `create` is false. Replies one integer (single) or an array that stops at
 // the first failing item, as RedisBloom does.
@@ -130,7 +141,7 @@ void add_items(Context& ctx, std::string_view key, Args items, const FilterOptio
     if (multi) ctx.out.array(results.size());
     for (AddResult result : results) {
         if (result == AddResult::added || result == AddResult::exists) {
-            ctx.out.integer(result == AddResult::added ? 1 : 0);
+            reply_flag(ctx, result == AddResult::added);
         } else {
             ctx.out.error(add_error(result));
         }
@@ -145,58 +156,22 @@ void cmd_madd(Context& ctx, Args argv) {
     add_items(ctx, argv[1], argv.subspan(2), nullptr, true, true);
 }
 
-// Validation shared by RESERVE and INSERT, RedisBloom's texts.
-bool parse_error_rate(Context& ctx, std::string_view text, double& out) {
-    if (!parse_double(text, out)) {
-        ctx.out.error(errors::kErrorRateNotNumber);
-        return false;
-    }
-    switch (bloom::check_error_rate(out)) {
-        case bloom::BoundsError::none:
-            return true;
-        case bloom::BoundsError::error_rate_too_small:
-            ctx.out.error(errors::kErrorRateTooSmall);
-            return false;
-        default:
-            ctx.out.error(errors::kBadErrorRate);
-            return false;
-    }
+// bloomery's bounds beyond RedisBloom's (bloom/bounds.hpp), for a value that
+// passed RedisBloom's own checks; their error, or empty.
+std::string_view error_rate_bound(double error_rate) {
+    return bloom::check_error_rate(error_rate) == bloom::BoundsError::error_rate_too_small
+               ? errors::kErrorRateTooSmall
+               : std::string_view{};
 }
 
-bool parse_capacity(Context& ctx, std::string_view text, std::uint64_t& out) {
-    std::int64_t value;
-    if (!parse_int64(text, value)) {
-        ctx.out.error(errors::kCapacityNotNumber);
-        return false;
-    }
-    if (value <= 0) {
-        ctx.out.error(errors::kBadCapacity);
-        return false;
-    }
-    if (static_cast<std::uint64_t>(value) > bloom::kMaxLayerCapacity) {
-        ctx.out.error(errors::kCapacityTooLarge);
-        return false;
-    }
-    out = static_cast<std::uint64_t>(value);
-    return true;
+std::string_view capacity_bound(std::int64_t capacity) {
+    return static_cast<std::uint64_t>(capacity) > bloom::kMaxLayerCapacity
+               ? errors::kCapacityTooLarge
+               : std::string_view{};
 }
 
-bool parse_expansion(Context& ctx, std::string_view text, std::uint32_t& out) {
-    std::int64_t value;
-    if (!parse_int64(text, value)) {
-        ctx.out.error(errors::kExpansionNotNumber);
-        return false;
-    }
-    if (value < bloom::kMinExpansion) {
-        ctx.out.error(errors::kBadExpansion);
-        return false;
-    }
-    if (value > bloom::kMaxExpansion) {  // RedisBloom's bf-expansion-factor bound
-        ctx.out.error(errors::kExpansionTooLarge);
-        return false;
-    }
-    out = static_cast<std::uint32_t>(value);
-    return true;
+std::string_view expansion_bound(std::int64_t expansion) {
+    return expansion > bloom::kMaxExpansion ? errors::kExpansionTooLarge : std::string_view{};
 }
 
 bool parse_layout(Context& ctx, std::string_view text, bloom::Layout& out) {
@@ -211,40 +186,89 @@ bool parse_layout(Context& ctx, std::string_view text, bloom::Layout& out) {
     return true;
 }
 
+// The first argument from `from` on that is `token` (any case), as
+// RedisBloom's RMUtil_ArgIndex finds its options; npos if none.
+std::size_t find_token(Args argv, std::size_t from, std::string_view token) {
+    for (std::size_t i = from; i < argv.size(); ++i) {
+        if (iequals(argv[i], token)) return i;
+    }
+    return std::string_view::npos;
+}
+
+// BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING], read as
+// RedisBloom 2.4 reads it: at most 7 arguments, the rate and capacity
+// checked first, NONSCALING and EXPANSION found wherever they are after the
+// capacity (other words are ignored), and the key looked at last. bloomery
+// adds LAYOUT CLASSIC|BLOCKED, whose two words do not count toward the 7.
+// Unlike RedisBloom, options are looked for after the capacity only (it also
+// finds them in the key and the numbers) and an expansion must be 1 to 32768.
 void cmd_reserve(Context& ctx, Args argv) {
-    if (argv.size() > 9) {
+    const std::size_t layout_at = find_token(argv, 4, "LAYOUT");
+    const std::size_t counted =
+        argv.size() - (layout_at != std::string_view::npos && layout_at + 1 < argv.size() ? 2 : 0);
+    if (counted > 7) {
         reply_wrong_arity(ctx, "bf.reserve");
         return;
     }
     FilterOptions options = default_options(ctx);
-    if (!parse_error_rate(ctx, argv[2], options.error_rate)) return;
-    if (!parse_capacity(ctx, argv[3], options.capacity)) return;
-    bool expansion_given = false;
-    for (std::size_t i = 4; i < argv.size(); ++i) {
-        if (iequals(argv[i], "NONSCALING")) {
-            options.nonscaling = true;
-        } else if (iequals(argv[i], "EXPANSION")) {
-            if (i + 1 == argv.size()) {
-                ctx.out.error("ERR no expansion");
-                return;
-            }
-            if (!parse_expansion(ctx, argv[++i], options.expansion)) return;
-            expansion_given = true;
-        } else if (iequals(argv[i], "LAYOUT")) {
-            if (i + 1 == argv.size()) {
-                ctx.out.error(errors::kBadLayout);
-                return;
-            }
-            if (!parse_layout(ctx, argv[++i], options.layout)) return;
-        } else {
-            ctx.out.error(errors::kSyntax);
+    if (!parse_double(argv[2], options.error_rate)) {
+        ctx.out.error(errors::kErrorRateNotNumber);
+        return;
+    }
+    if (!(options.error_rate > 0 && options.error_rate < 1)) {
+        ctx.out.error(errors::kBadErrorRate);
+        return;
+    }
+    std::int64_t capacity = 0;
+    if (!parse_int64(argv[3], capacity)) {
+        ctx.out.error(errors::kCapacityNotNumber);
+        return;
+    }
+    if (capacity <= 0) {
+        ctx.out.error(errors::kBadCapacity);
+        return;
+    }
+    options.nonscaling = find_token(argv, 4, "NONSCALING") != std::string_view::npos;
+    const std::size_t expansion_at = find_token(argv, 4, "EXPANSION");
+    if (expansion_at != std::string_view::npos) {
+        if (expansion_at + 1 == argv.size()) {
+            ctx.out.error(errors::kNoExpansion);
+            return;
+        }
+        if (options.nonscaling) {
+            ctx.out.error(errors::kNonScalingExpansion);
+            return;
+        }
+        std::int64_t expansion = 0;
+        if (!parse_int64(argv[expansion_at + 1], expansion)) {
+            ctx.out.error(errors::kExpansionNotNumber);
+            return;
+        }
+        if (expansion < bloom::kMinExpansion) {
+            ctx.out.error(errors::kBadExpansion);
+            return;
+        }
+        if (const std::string_view bound = expansion_bound(expansion); !bound.empty()) {
+            ctx.out.error(bound);
+            return;
+        }
+        options.expansion = static_cast<std::uint32_t>(expansion);
+    }
+    if (layout_at != std::string_view::npos) {
+        if (layout_at + 1 == argv.size()) {
+            ctx.out.error(errors::kBadLayout);
+            return;
+        }
+        if (!parse_layout(ctx, argv[layout_at + 1], options.layout)) return;
+    }
+    for (const std::string_view bound :
+         {error_rate_bound(options.error_rate), capacity_bound(capacity)}) {
+        if (!bound.empty()) {
+            ctx.out.error(bound);
             return;
         }
     }
-    if (options.nonscaling && expansion_given) {
-        ctx.out.error(errors::kNonScalingExpansion);
-        return;
-    }
+    options.capacity = static_cast<std::uint64_t>(capacity);
     // Checked first so an existing key costs no allocation; insert_new below
     // still settles a race with another creator.
     if (ctx.keyspace.contains(argv[1])) {
@@ -265,48 +289,93 @@ void cmd_reserve(Context& ctx, Args argv) {
     ctx.out.ok();
 }
 
+// BF.INSERT key [CAPACITY n] [ERROR rate] [EXPANSION n] [NOCREATE]
+// [NONSCALING] ITEMS item..., read as RedisBloom 2.4 reads it: a word is
+// known by its first letter (i: ITEMS; c: CAPACITY; e: ERROR if its second
+// letter is r, else EXPANSION; n: NOCREATE if its third letter is c, else
+// NONSCALING), a value a word lacks is a wrong number of arguments, the
+// values are checked together once ITEMS is found, and an EXPANSION beside
+// NONSCALING is taken. bloomery adds LAYOUT CLASSIC|BLOCKED (the whole word).
 void cmd_insert(Context& ctx, Args argv) {
     FilterOptions options = default_options(ctx);
     bool create = true;
-    bool expansion_given = false;
+    double error_rate = options.error_rate;
+    std::int64_t capacity = static_cast<std::int64_t>(options.capacity);
+    std::int64_t expansion = options.expansion;
     std::size_t items_at = 0;
-    for (std::size_t i = 2; i < argv.size() && items_at == 0; ++i) {
-        const std::string_view token = argv[i];
-        const bool takes_value = iequals(token, "CAPACITY") || iequals(token, "ERROR") ||
-                                 iequals(token, "EXPANSION") || iequals(token, "LAYOUT");
-        if (takes_value && i + 1 == argv.size()) {
-            reply_wrong_arity(ctx, "bf.insert");
-            return;
+    auto letter = [](std::string_view word, std::size_t i) {
+        return i < word.size() ? core::ascii_lower(word[i]) : '\0';
+    };
+    for (std::size_t i = 2; i < argv.size() && items_at == 0;) {
+        const std::string_view word = argv[i];
+        if (iequals(word, "LAYOUT")) {
+            if (++i == argv.size()) {
+                reply_wrong_arity(ctx, "bf.insert");
+                return;
+            }
+            if (!parse_layout(ctx, argv[i++], options.layout)) return;
+            continue;
         }
-        if (iequals(token, "ITEMS")) {
-            items_at = i + 1;
-        } else if (iequals(token, "CAPACITY")) {
-            if (!parse_capacity(ctx, argv[++i], options.capacity)) return;
-        } else if (iequals(token, "ERROR")) {
-            if (!parse_error_rate(ctx, argv[++i], options.error_rate)) return;
-        } else if (iequals(token, "EXPANSION")) {
-            if (!parse_expansion(ctx, argv[++i], options.expansion)) return;
-            expansion_given = true;
-        } else if (iequals(token, "LAYOUT")) {
-            if (!parse_layout(ctx, argv[++i], options.layout)) return;
-        } else if (iequals(token, "NOCREATE")) {
-            create = false;
-        } else if (iequals(token, "NONSCALING")) {
-            options.nonscaling = true;
-        } else {
-            ctx.out.error(errors::kBadOption);
-            return;
+        switch (letter(word, 0)) {
+            case 'i':
+                items_at = ++i;
+                break;
+            case 'e':
+                if (++i == argv.size()) {
+                    reply_wrong_arity(ctx, "bf.insert");
+                    return;
+                }
+                if (letter(word, 1) == 'r') {
+                    if (!parse_double(argv[i++], error_rate)) {
+                        ctx.out.error(errors::kInsertBadErrorRate);
+                        return;
+                    }
+                } else if (!parse_int64(argv[i++], expansion)) {
+                    ctx.out.error(errors::kInsertBadExpansion);
+                    return;
+                }
+                break;
+            case 'c':
+                if (++i == argv.size()) {
+                    reply_wrong_arity(ctx, "bf.insert");
+                    return;
+                }
+                if (!parse_int64(argv[i++], capacity)) {
+                    ctx.out.error(errors::kInsertBadCapacity);
+                    return;
+                }
+                break;
+            case 'n':
+                if (letter(word, 2) == 'c') {
+                    create = false;
+                } else {
+                    options.nonscaling = true;
+                }
+                ++i;
+                break;
+            default:
+                ctx.out.error(errors::kInsertUnknownOption);
+                return;
         }
     }
     if (items_at == 0 || items_at >= argv.size()) {
         reply_wrong_arity(ctx, "bf.insert");
         return;
     }
-    // As BF.RESERVE (and RedisBloom's BF.INSERT): a filter cannot be both.
-    if (options.nonscaling && expansion_given) {
-        ctx.out.error(errors::kNonScalingExpansion);
+    if (!(error_rate > 0 && error_rate < 1) || capacity < 1 || expansion < 1) {
+        ctx.out.error(errors::kInsertBadArgument);
         return;
     }
+    for (const std::string_view bound :
+         {error_rate_bound(error_rate), capacity_bound(capacity), expansion_bound(expansion)}) {
+        if (!bound.empty()) {
+            ctx.out.error(bound);
+            return;
+        }
+    }
+    options.error_rate = error_rate;
+    options.capacity = static_cast<std::uint64_t>(capacity);
+    options.expansion = static_cast<std::uint32_t>(expansion);
     add_items(ctx, argv[1], argv.subspan(items_at), &options, create, true);
 }
 
@@ -315,7 +384,7 @@ void cmd_exists(Context& ctx, Args argv) {
     const bool found = ctx.keyspace.with_filter(
         argv[1], [&](const ScalableFilter& filter) { present = filter.contains(argv[2]); });
     WorkerStats::bump(found ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
-    ctx.out.integer(present ? 1 : 0);
+    reply_flag(ctx, present);
 }
 
 void cmd_mexists(Context& ctx, Args argv) {
@@ -325,10 +394,12 @@ void cmd_mexists(Context& ctx, Args argv) {
     present.assign(items.size(), 0);
     const bool found = ctx.keyspace.with_filter(
         argv[1], [&](const ScalableFilter& filter) { filter.contains_many(items, present); });
-    for (std::size_t i = 0; i < items.size(); ++i) ctx.out.integer(present[i] ? 1 : 0);
+    for (std::size_t i = 0; i < items.size(); ++i) reply_flag(ctx, present[i] != 0);
     WorkerStats::bump(found ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
 }
 
+// BF.INFO key [field]: RedisBloom's fields, as a flat array under RESP2 and
+// a map under RESP3 (RedisBloom 2.8: one field alone is a map of one).
 void cmd_info(Context& ctx, Args argv) {
     if (argv.size() > 3) {
         reply_wrong_arity(ctx, "bf.info");
@@ -344,36 +415,46 @@ void cmd_info(Context& ctx, Args argv) {
                 ctx.out.integer(filter.options().expansion);
             }
         };
+        // One field: an array of its value (RESP2), or a map of its name
+        // and value (RESP3).
+        auto one = [&](std::string_view name) {
+            if (ctx.out.protocol() >= 3) {
+                ctx.out.map(1);
+                ctx.out.simple(name);
+            } else {
+                ctx.out.array(1);
+            }
+        };
         if (argv.size() == 3) {
             const std::string_view field = argv[2];
             if (iequals(field, "CAPACITY")) {
-                ctx.out.array(1);
+                one("Capacity");
                 ctx.out.integer(static_cast<std::int64_t>(filter.capacity()));
             } else if (iequals(field, "SIZE")) {
-                ctx.out.array(1);
+                one("Size");
                 ctx.out.integer(static_cast<std::int64_t>(filter.info_size()));
             } else if (iequals(field, "FILTERS")) {
-                ctx.out.array(1);
+                one("Number of filters");
                 ctx.out.integer(static_cast<std::int64_t>(filter.num_layers()));
             } else if (iequals(field, "ITEMS")) {
-                ctx.out.array(1);
+                one("Number of items inserted");
                 ctx.out.integer(static_cast<std::int64_t>(filter.items()));
             } else if (iequals(field, "EXPANSION")) {
-                ctx.out.array(1);
+                one("Expansion rate");
                 expansion();
             } else if (iequals(field, "LAYOUT")) {
                 // bloomery's: the layout new layers use (a layer whose error
                 // rate is too low to block stays classic; see bounds.hpp).
-                ctx.out.array(1);
+                one("Layout");
                 ctx.out.bulk(bloom::layout_name(filter.options().layout));
             } else if (iequals(field, "SCHEME")) {
                 // bloomery's: how items are hashed and placed (bounds.hpp:
                 // HashScheme), "redisbloom" for filters migrated from it.
-                ctx.out.array(1);
+                one("Scheme");
                 ctx.out.bulk(bloom::scheme_name(filter.scheme()));
             } else if (iequals(field, "BITSPERITEM")) {
                 // bloomery's: bits of all layers per item of capacity.
-                ctx.out.array(1);
+                one("Bits per item");
                 ctx.out.real(static_cast<double>(filter.bits_size()) * 8.0 /
                              static_cast<double>(filter.capacity()));
             } else {
@@ -397,6 +478,31 @@ void cmd_info(Context& ctx, Args argv) {
     if (!error.empty()) ctx.out.error(error);
 }
 
+// BF.DEBUG key: RedisBloom's report, "size:<items>" and one line per layer.
+// The numbers are this filter's own: its bit arrays' bytes and bits, its
+// hash functions, 64-bit hashing (the two 64-bit halves of MurmurHash3 x64
+// 128), each layer's capacity, items and error rate.
+void cmd_debug(Context& ctx, Args argv) {
+    const bool found = ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
+        const std::size_t layers = filter.num_layers();
+        ctx.out.array(1 + layers);
+        ctx.out.bulk("size:" + std::to_string(filter.items()));
+        char text[256];
+        for (std::size_t i = 0; i < layers; ++i) {
+            const bloom::BloomLayer& layer = filter.layer(i);
+            std::snprintf(text, sizeof text,
+                          "bytes:%llu bits:%llu hashes:%u hashwidth:64 capacity:%llu size:%llu "
+                          "ratio:%g",
+                          static_cast<unsigned long long>(layer.byte_size()),
+                          static_cast<unsigned long long>(layer.bits()), layer.hashes(),
+                          static_cast<unsigned long long>(layer.capacity()),
+                          static_cast<unsigned long long>(layer.items()), layer.error_rate());
+            ctx.out.bulk(text);
+        }
+    });
+    if (!found) ctx.out.error(errors::kNotFound);
+}
+
 void cmd_card(Context& ctx, Args argv) {
     std::uint64_t estimate = 0;
     ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
@@ -408,15 +514,22 @@ void cmd_card(Context& ctx, Args argv) {
     ctx.out.integer(static_cast<std::int64_t>(estimate));
 }
 
+// BF.SCANDUMP key iter: the key first, then the iterator (RedisBloom's
+// order and text); an iterator past the end, or below 0, gives (0, "").
 void cmd_scandump(Context& ctx, Args argv) {
-    std::int64_t iter;
-    if (!parse_int64(argv[2], iter) || iter < 0) {
-        ctx.out.error(errors::kInvalidIterator);
-        return;
-    }
     const bool found = ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
-        bloom::DumpChunk chunk = bloom::dump_chunk(filter, iter);
+        std::int64_t iter;
+        if (!parse_int64(argv[2], iter)) {
+            ctx.out.error(errors::kScandumpIterator);
+            return;
+        }
         ctx.out.array(2);
+        if (iter < 0) {
+            ctx.out.integer(0);
+            ctx.out.bulk("");
+            return;
+        }
+        bloom::DumpChunk chunk = bloom::dump_chunk(filter, iter);
         ctx.out.integer(chunk.next_iter);
         ctx.out.bulk(chunk.data);
     });
@@ -425,8 +538,14 @@ void cmd_scandump(Context& ctx, Args argv) {
 
 void cmd_loadchunk(Context& ctx, Args argv) {
     std::int64_t iter;
-    if (!parse_int64(argv[2], iter) || iter < 1) {
-        ctx.out.error(errors::kInvalidIterator);
+    if (!parse_int64(argv[2], iter)) {
+        ctx.out.error(errors::kLoadchunkIterator);
+        return;
+    }
+    if (iter < 1) {
+        // RedisBloom looks for the filter first.
+        ctx.out.error(ctx.keyspace.contains(argv[1]) ? errors::kInvalidIterator
+                                                     : errors::kNotFound);
         return;
     }
     const std::string_view data = argv[3];
@@ -452,9 +571,10 @@ void cmd_loadchunk(Context& ctx, Args argv) {
         }
         return;
     }
-    // Iterator 1 is always a header, which creates the key.
+    // Iterator 1 is always a header, which creates the key; RedisBloom reads
+    // it as data for a filter that exists, and refuses it so.
     if (ctx.keyspace.contains(argv[1])) {
-        ctx.out.error(errors::kItemExists);
+        ctx.out.error(errors::kBadChunkData);
         return;
     }
     bloom::DumpHeader header;
@@ -498,6 +618,7 @@ void register_bf_commands(Registry& registry) {
     registry.register_handler("bf.mexists", cmd_mexists);
     registry.register_handler("bf.info", cmd_info);
     registry.register_handler("bf.card", cmd_card);
+    registry.register_handler("bf.debug", cmd_debug);
     registry.register_handler("bf.scandump", cmd_scandump);
     registry.register_handler("bf.loadchunk", cmd_loadchunk);
 }

@@ -9,6 +9,18 @@ bool valid_client_name(std::string_view name) {
     return true;
 }
 
+void write_module_entry(Context& ctx) {
+    ctx.out.map(4);
+    ctx.out.bulk("name");
+    ctx.out.bulk("bf");
+    ctx.out.bulk("ver");
+    ctx.out.integer(kRedisBloomVersion);
+    ctx.out.bulk("path");
+    ctx.out.bulk("built-in");
+    ctx.out.bulk("args");
+    ctx.out.array(0);
+}
+
 void reply_help(Context& ctx, std::initializer_list<std::string_view> lines) {
     ctx.out.array(lines.size());
     for (std::string_view line : lines) ctx.out.simple(line);

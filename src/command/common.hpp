@@ -13,6 +13,13 @@ namespace bloomery::command {
 // COMMAND DOCS). bloomery's own version is reported beside it.
 inline constexpr std::string_view kRedisCompatVersion = "7.2.0";
 
+// The RedisBloom version whose BF.* replies bloomery follows (2.4.23), as
+// MODULE LIST, HELLO and INFO modules show the "bf" module.
+inline constexpr int kRedisBloomVersion = 20423;
+
+// The "bf" module's entry of MODULE LIST and HELLO: name, ver, path, args.
+void write_module_entry(Context& ctx);
+
 // Client names and library names may not contain spaces or control
 // characters (CLIENT LIST is space-separated), as in Redis.
 bool valid_client_name(std::string_view name);

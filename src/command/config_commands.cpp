@@ -1,8 +1,9 @@
 // CONFIG and its subcommands. The configuration is fixed at start; only the
-// slow log's two settings, which live in the Slowlog rather than in the
-// Config every worker reads without locks, change at run time (CONFIG SET),
-// and REPLICAOF changes whom this server follows: CONFIG REWRITE writes
-// those into the --config file.
+// slow log's two settings (which live in the Slowlog rather than in the
+// Config every worker reads without locks), the latency monitor's threshold
+// (core/latency_monitor.hpp) and the output buffer limits (atomics in the
+// Config) change at run time (CONFIG SET), and REPLICAOF changes whom this
+// server follows: CONFIG REWRITE writes those into the --config file.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,6 +13,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +26,7 @@
 #include "bloomery/command/registry.hpp"
 #include "bloomery/command/slowlog.hpp"
 #include "bloomery/core/file_io.hpp"
+#include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/core/printable.hpp"
 #include "common.hpp"
 #include "families.hpp"
@@ -67,7 +71,8 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"proto-max-inline-len", std::to_string(c.proto_max_inline_len)},
         {"proto-max-multibulk-len", std::to_string(c.proto_max_multibulk_len)},
         {"client-query-buffer-limit", std::to_string(c.client_query_buffer_limit)},
-        {"client-output-buffer-limit", std::to_string(c.client_output_buffer_limit)},
+        {"client-output-buffer-limit",
+         core::format_output_buffer_limits(c.client_output_buffer_limits)},
         {"maxmemory", std::to_string(c.maxmemory)},
         {"maxmemory-policy", "noeviction"},
         {"dir", c.dir},
@@ -109,6 +114,7 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"unauthenticated-query-buffer-limit",
          std::to_string(c.unauthenticated_query_buffer_limit)},
         {"shutdown-timeout", std::to_string(c.shutdown_timeout_seconds)},
+        {"latency-monitor-threshold", std::to_string(core::latency_threshold_ms())},
         {"slowlog-log-slower-than",
          std::to_string(ctx.slowlog != nullptr ? ctx.slowlog->log_slower_than_us()
                                                : c.slowlog_log_slower_than_us)},
@@ -124,18 +130,76 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
     };
 }
 
-// What CONFIG SET may change: the slow log's two integers, within the
-// ranges the command line also checks (core::option_ranges, Redis 7's where
-// Redis has them).
+// What CONFIG SET may change: the slow log's two integers and the latency
+// monitor's threshold, within the ranges the command line also checks
+// (core::option_ranges, Redis 7's where Redis has them), and the output
+// buffer limits. Each parses its value first and returns the change to
+// make, or the reason it refuses (Redis's text after the parameter's name).
+using Change = std::function<void(Context&)>;
 struct Settable {
     std::string_view name;
-    void (*apply)(Slowlog&, std::int64_t);
+    bool (*check)(Context& ctx, std::string_view name, std::string_view value, Change& change,
+                  std::string& reason);
 };
+
+bool check_integer(std::string_view name, std::string_view value, std::int64_t& out,
+                   std::string& reason) {
+    if (!parse_int64(value, out)) {
+        reason = errors::kConfigSetNotInteger;
+        return false;
+    }
+    const core::OptionRange& range = *core::find_option_range(name);
+    if (out < range.min || out > range.max) {
+        reason = std::string(errors::kConfigSetOutOfRange) + core::describe_range(range);
+        return false;
+    }
+    return true;
+}
+
 constexpr Settable kSettable[] = {
     {"slowlog-log-slower-than",
-     [](Slowlog& log, std::int64_t value) { log.set_log_slower_than_us(value); }},
+     [](Context& ctx, std::string_view name, std::string_view value, Change& change,
+        std::string& reason) {
+         std::int64_t n = 0;
+         if (ctx.slowlog == nullptr || !check_integer(name, value, n, reason)) return false;
+         change = [n](Context& c) { c.slowlog->set_log_slower_than_us(n); };
+         return true;
+     }},
     {"slowlog-max-len",
-     [](Slowlog& log, std::int64_t value) { log.set_max_len(static_cast<std::size_t>(value)); }},
+     [](Context& ctx, std::string_view name, std::string_view value, Change& change,
+        std::string& reason) {
+         std::int64_t n = 0;
+         if (ctx.slowlog == nullptr || !check_integer(name, value, n, reason)) return false;
+         change = [n](Context& c) { c.slowlog->set_max_len(static_cast<std::size_t>(n)); };
+         return true;
+     }},
+    {"latency-monitor-threshold",
+     [](Context&, std::string_view name, std::string_view value, Change& change,
+        std::string& reason) {
+         std::int64_t n = 0;
+         if (!check_integer(name, value, n, reason)) return false;
+         change = [n](Context&) { core::set_latency_threshold_ms(n); };
+         return true;
+     }},
+    {"client-output-buffer-limit",
+     [](Context& ctx, std::string_view, std::string_view value, Change& change,
+        std::string& reason) {
+         // Parsed into a copy, applied class by class when every pair passed.
+         auto parsed =
+             std::make_shared<core::OutputBufferLimits>(ctx.config.client_output_buffer_limits);
+         std::string error;
+         if (!core::parse_output_buffer_limits(value, *parsed, error)) {
+             reason = "') - " + error;
+             return false;
+         }
+         change = [parsed](Context& c) {
+             for (unsigned i = 0; i < core::kClientClasses; ++i) {
+                 const auto client_class = static_cast<core::ClientClass>(i);
+                 c.config.client_output_buffer_limits.set(client_class, parsed->get(client_class));
+             }
+         };
+         return true;
+     }},
 };
 
 const Settable* find_settable(std::string_view name) {
@@ -163,12 +227,10 @@ void cmd_config_get(Context& ctx, Args argv) {
     }
 }
 
-void config_set_failed(Context& ctx, std::string_view name, std::string_view reason,
-                       std::string_view detail = {}) {
+void config_set_failed(Context& ctx, std::string_view name, std::string_view reason) {
     std::string message(errors::kConfigSetFailed);
     message += name;  // one of kSettable's names
     message += reason;
-    message += detail;
     ctx.out.error(message);
 }
 
@@ -179,10 +241,10 @@ void cmd_config_set(Context& ctx, Args argv) {
     }
     // Every pair is checked before any is applied, so a bad one changes
     // nothing (as Redis).
-    std::vector<std::pair<const Settable*, std::int64_t>> changes;
+    std::vector<std::pair<const Settable*, Change>> changes;
     for (std::size_t i = 2; i + 1 < argv.size(); i += 2) {
         const Settable* settable = find_settable(argv[i]);
-        if (settable == nullptr || ctx.slowlog == nullptr) {
+        if (settable == nullptr) {
             // The rest of the configuration is read without locks by every
             // worker thread, so it is fixed at start; changing it needs a
             // restart with new flags or file.
@@ -198,20 +260,22 @@ void cmd_config_set(Context& ctx, Args argv) {
                 return;
             }
         }
-        std::int64_t value = 0;
-        if (!parse_int64(argv[i + 1], value)) {
-            config_set_failed(ctx, settable->name, errors::kConfigSetNotInteger);
+        Change change;
+        std::string reason;
+        if (!settable->check(ctx, settable->name, argv[i + 1], change, reason)) {
+            if (reason.empty()) {
+                std::string message = "ERR CONFIG SET is not supported by bloomery for '";
+                message += settable->name;
+                message += "' here";
+                ctx.out.error(message);
+            } else {
+                config_set_failed(ctx, settable->name, reason);
+            }
             return;
         }
-        const core::OptionRange& range = *core::find_option_range(settable->name);
-        if (value < range.min || value > range.max) {
-            config_set_failed(ctx, settable->name, errors::kConfigSetOutOfRange,
-                              core::describe_range(range));
-            return;
-        }
-        changes.emplace_back(settable, value);
+        changes.emplace_back(settable, std::move(change));
     }
-    for (const auto& [settable, value] : changes) settable->apply(*ctx.slowlog, value);
+    for (const auto& [settable, change] : changes) change(ctx);
     ctx.out.ok();
 }
 
@@ -279,6 +343,12 @@ bool rewrite_config(const Context& ctx, std::string& error) {
             return std::to_string(defaults.slowlog_log_slower_than_us);
         }
         if (name == "slowlog-max-len") return std::to_string(defaults.slowlog_max_len);
+        if (name == "latency-monitor-threshold") {
+            return std::to_string(defaults.latency_monitor_threshold_ms);
+        }
+        if (name == "client-output-buffer-limit") {
+            return core::format_output_buffer_limits(defaults.client_output_buffer_limits);
+        }
         return {};  // replicaof: none
     };
     std::vector<std::string> appended;
@@ -350,8 +420,9 @@ void cmd_config_help(Context& ctx, Args) {
     reply_help(
         ctx, {"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "GET <pattern>",
               "    Return parameters matching the glob-like <pattern>.", "SET <directive> <value>",
-              "    Set the configuration <directive> to <value> (slowlog-log-slower-than and",
-              "    slowlog-max-len; the rest is fixed at start).", "RESETSTAT",
+              "    Set the configuration <directive> to <value> (slowlog-log-slower-than,",
+              "    slowlog-max-len, latency-monitor-threshold, client-output-buffer-limit;",
+              "    the rest is fixed at start).", "RESETSTAT",
               "    Reset statistics reported by the INFO command.", "REWRITE",
               "    Rewrite the configuration file with what changed at run time.", "HELP",
               "    Print this help."});

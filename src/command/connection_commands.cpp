@@ -120,7 +120,8 @@ void cmd_hello(Context& ctx, Args argv) {
                      ? "replica"
                      : "master");
     ctx.out.bulk("modules");
-    ctx.out.array(0);
+    ctx.out.array(1);
+    write_module_entry(ctx);
 }
 
 // RESET: the connection as it was when it was accepted, as Redis's RESET:

@@ -18,4 +18,6 @@ void register_cluster_commands(Registry& registry);
 void register_slowlog_commands(Registry& registry);
 void register_transaction_commands(Registry& registry);
 void register_pubsub_commands(Registry& registry);
+void register_memory_commands(Registry& registry);
+void register_latency_commands(Registry& registry);
 }  // namespace bloomery::command

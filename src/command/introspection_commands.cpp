@@ -243,18 +243,10 @@ void cmd_command_help(Context& ctx, Args) {
 
 // Tools such as RedisInsight look for RedisBloom ("bf") in MODULE LIST before
 // they offer Bloom commands; bloomery has them built in, at the RedisBloom
-// version whose BF.* behaviour it follows.
+// version whose BF.* behaviour it follows (kRedisBloomVersion).
 void cmd_module_list(Context& ctx, Args) {
     ctx.out.array(1);
-    ctx.out.map(4);
-    ctx.out.bulk("name");
-    ctx.out.bulk("bf");
-    ctx.out.bulk("ver");
-    ctx.out.integer(20612);
-    ctx.out.bulk("path");
-    ctx.out.bulk("built-in");
-    ctx.out.bulk("args");
-    ctx.out.array(0);
+    write_module_entry(ctx);
 }
 
 void cmd_module_help(Context& ctx, Args) {

@@ -9,6 +9,7 @@
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/slowlog.hpp"
 #include "bloomery/core/ascii.hpp"
+#include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/core/printable.hpp"
 #include "bloomery/persist/journal.hpp"
@@ -60,6 +61,7 @@ bool parse_spec(const nlohmann::json& entry, const std::vector<std::string>& cat
     spec.keyspace_wide = spec.first_key <= 0 &&
                          std::find(spec_categories.begin(), spec_categories.end(), "@keyspace") !=
                              spec_categories.end();
+    spec.fast = std::find(spec.flags.begin(), spec.flags.end(), "fast") != spec.flags.end();
     for (const std::string& category : spec_categories) {
         const auto it = category.empty() || category[0] != '@'
                             ? categories.end()
@@ -250,6 +252,8 @@ bool build_default_registry(Registry& registry, std::string& error) {
     register_slowlog_commands(registry);
     register_transaction_commands(registry);
     register_pubsub_commands(registry);
+    register_memory_commands(registry);
+    register_latency_commands(registry);
     return registry.build_from_embedded(error);
 }
 
@@ -539,6 +543,10 @@ void record(Context& ctx, const CommandSpec* spec, Admission admission, Args arg
             if (ctx.slowlog != nullptr && ctx.slowlog->is_slow(nanoseconds)) {
                 ctx.slowlog->record(spec, argv, nanoseconds, ctx.client);
             }
+            // The latency monitor (off by default): one relaxed load.
+            core::latency_add_sample_if_needed(
+                spec->fast ? core::kLatencyFastCommand : core::kLatencyCommand,
+                nanoseconds / 1000000);
             break;
     }
 }

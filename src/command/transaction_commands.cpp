@@ -287,6 +287,10 @@ void cmd_exec(Context& ctx, Args) {
     std::string dropped;
     resp::Writer dropping(dropped);
     bool over_limit = false;
+    // The hard limit of the normal class: the array is rendered whole before
+    // any of it is written.
+    const std::uint64_t hard_limit =
+        ctx.config.client_output_buffer_limits.get(core::ClientClass::normal).hard_bytes;
     for (std::size_t i = 0; i < count; ++i) {
         const TransactionState::Queued& queued = transaction.commands[i];
         suspender.set_current(i);
@@ -305,7 +309,7 @@ void cmd_exec(Context& ctx, Args) {
                    Args(arguments.data() + queued.first_argument, queued.argument_count));
         dropped.clear();
         ends.push_back(out.size());
-        if (!over_limit && out.size() - start > ctx.config.client_output_buffer_limit) {
+        if (!over_limit && hard_limit != 0 && out.size() - start > hard_limit) {
             spdlog::warn(
                 "closing client id={} addr={}: EXEC's reply passed client-output-buffer-limit",
                 ctx.client.id, ctx.client.address);

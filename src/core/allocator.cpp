@@ -11,6 +11,9 @@
 extern "C" int mallctl(const char* name, void* old_value, std::size_t* old_length, void* new_value,
                        std::size_t new_length) __attribute__((weak));
 
+extern "C" void malloc_stats_print(void (*write)(void*, const char*), void* opaque,
+                                   const char* options) __attribute__((weak));
+
 namespace bloomery::core {
 namespace {
 
@@ -55,6 +58,15 @@ AllocatorStats allocator_stats() {
     stats.active = info.arena + info.hblkhd;
     stats.resident = stats.active;
     return stats;
+}
+
+std::string allocator_stats_text() {
+    if (!have_jemalloc() || malloc_stats_print == nullptr) return {};
+    std::string text;
+    malloc_stats_print(
+        [](void* opaque, const char* piece) { static_cast<std::string*>(opaque)->append(piece); },
+        &text, nullptr);
+    return text;
 }
 
 void allocator_release_free_memory() {

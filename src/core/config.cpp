@@ -62,8 +62,6 @@ constexpr OptionRange kOptionRanges[] = {
     bytes("proto-max-inline-len", kKb, 512 * kMb),
     integer("proto-max-multibulk-len", 1, kIntMax),  // Redis refuses more than INT_MAX
     bytes("client-query-buffer-limit", kMb, kLongMax),
-    // Replies such as COMMAND DOCS or CLIENT LIST run to tens of kilobytes.
-    bytes("client-output-buffer-limit", 64 * kKb, kLongMax),
     // AUTH needs its three arguments (AUTH user password).
     integer("unauthenticated-max-multibulk-len", 3, 1 << 20),
     // Room for a user name or a password; at most what an authenticated
@@ -95,7 +93,8 @@ constexpr OptionRange kOptionRanges[] = {
     integer("metrics-max-connections-per-client", 1, 1024),
     bytes("metrics-max-request-bytes", 512, kMb),
     real("metrics-request-timeout", 0.01, 3600),
-    integer("slowlog-log-slower-than", -1, kLongMax),  // -1: off, as Redis 7
+    integer("latency-monitor-threshold", 0, kLongMax),  // Redis's bounds
+    integer("slowlog-log-slower-than", -1, kLongMax),   // -1: off, as Redis 7
     // Bounded for memory (see kSlowlogMaxLenLimit); Redis takes up to LONG_MAX.
     integer("slowlog-max-len", 0, static_cast<std::int64_t>(kSlowlogMaxLenLimit)),
     real("health-check-timeout", 0.01, 3600),
@@ -250,6 +249,154 @@ bool parse_memory_limit(const std::string& spec, std::uint64_t& bytes, std::stri
     }
     bytes = static_cast<std::uint64_t>(value);
     return true;
+}
+
+// ---- client-output-buffer-limit ----
+
+namespace {
+
+constexpr std::uint64_t kMiB = 1024 * 1024;
+// Redis's defaults (config.c), but for normal's hard limit (config.hpp).
+constexpr OutputBufferLimit kDefaultOutputLimits[kClientClasses] = {
+    {1024 * kMiB, 0, 0},          // normal
+    {256 * kMiB, 64 * kMiB, 60},  // replica
+    {32 * kMiB, 8 * kMiB, 60},    // pubsub
+};
+constexpr std::string_view kClassNames[kClientClasses] = {"normal", "slave", "pubsub"};
+
+// Redis's memtoull: digits, then an optional unit (b, k = 1000, kb = 1024,
+// m, mb, g, gb; any case).
+bool memory_to_bytes(std::string_view text, std::uint64_t& out) {
+    std::size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (digits == 0) return false;
+    std::uint64_t number = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, number);
+    if (ec != std::errc() || end != text.data() + digits) return false;
+    const std::string unit = ascii_lower(text.substr(digits));
+    std::uint64_t multiplier = 0;
+    if (unit.empty() || unit == "b") {
+        multiplier = 1;
+    } else if (unit == "k") {
+        multiplier = 1000;
+    } else if (unit == "kb") {
+        multiplier = 1024;
+    } else if (unit == "m") {
+        multiplier = 1000 * 1000;
+    } else if (unit == "mb") {
+        multiplier = kMiB;
+    } else if (unit == "g") {
+        multiplier = 1000ull * 1000 * 1000;
+    } else if (unit == "gb") {
+        multiplier = 1024 * kMiB;
+    } else {
+        return false;
+    }
+    if (number > std::numeric_limits<std::uint64_t>::max() / multiplier) return false;
+    out = number * multiplier;
+    return true;
+}
+
+bool client_class_named(std::string_view name, ClientClass& out) {
+    if (iequals(name, "normal")) {
+        out = ClientClass::normal;
+    } else if (iequals(name, "replica") || iequals(name, "slave")) {
+        out = ClientClass::replica;
+    } else if (iequals(name, "pubsub")) {
+        out = ClientClass::pubsub;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+OutputBufferLimits::OutputBufferLimits() {
+    for (unsigned i = 0; i < kClientClasses; ++i) {
+        hard_[i].store(kDefaultOutputLimits[i].hard_bytes, std::memory_order_relaxed);
+        soft_[i].store(kDefaultOutputLimits[i].soft_bytes, std::memory_order_relaxed);
+        seconds_[i].store(kDefaultOutputLimits[i].soft_seconds, std::memory_order_relaxed);
+    }
+}
+
+void OutputBufferLimits::copy_from(const OutputBufferLimits& other) {
+    for (unsigned i = 0; i < kClientClasses; ++i) {
+        set(static_cast<ClientClass>(i), other.get(static_cast<ClientClass>(i)));
+    }
+}
+
+OutputBufferLimit OutputBufferLimits::get(ClientClass client_class) const {
+    const auto i = static_cast<unsigned>(client_class);
+    return {hard_[i].load(std::memory_order_relaxed), soft_[i].load(std::memory_order_relaxed),
+            seconds_[i].load(std::memory_order_relaxed)};
+}
+
+void OutputBufferLimits::set(ClientClass client_class, const OutputBufferLimit& limit) const {
+    const auto i = static_cast<unsigned>(client_class);
+    hard_[i].store(limit.hard_bytes, std::memory_order_relaxed);
+    soft_[i].store(limit.soft_bytes, std::memory_order_relaxed);
+    seconds_[i].store(limit.soft_seconds, std::memory_order_relaxed);
+}
+
+bool parse_output_buffer_limits(std::string_view spec, const OutputBufferLimits& limits,
+                                std::string& error) {
+    std::vector<std::string_view> words;
+    for (std::size_t i = 0; i < spec.size();) {
+        while (i < spec.size() && (spec[i] == ' ' || spec[i] == '\t')) ++i;
+        const std::size_t start = i;
+        while (i < spec.size() && spec[i] != ' ' && spec[i] != '\t') ++i;
+        if (i > start) words.push_back(spec.substr(start, i - start));
+    }
+    if (words.size() == 1) {
+        // bloomery's earlier form: the normal class's hard limit alone.
+        std::uint64_t hard = 0;
+        if (!memory_to_bytes(words[0], hard)) {
+            error = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+            return false;
+        }
+        OutputBufferLimit normal = limits.get(ClientClass::normal);
+        normal.hard_bytes = hard;
+        limits.set(ClientClass::normal, normal);
+        return true;
+    }
+    // Redis's checks and texts (config.c: updateClientOutputBufferLimit).
+    if (words.size() % 4 != 0) {
+        error = "Wrong number of arguments in buffer limit configuration.";
+        return false;
+    }
+    std::vector<std::pair<ClientClass, OutputBufferLimit>> parsed;
+    for (std::size_t i = 0; i < words.size(); i += 4) {
+        ClientClass client_class{};
+        if (!client_class_named(words[i], client_class)) {
+            error = "Invalid client class specified in buffer limit configuration.";
+            return false;
+        }
+        OutputBufferLimit limit;
+        std::int64_t seconds = 0;
+        if (!memory_to_bytes(words[i + 1], limit.hard_bytes) ||
+            !memory_to_bytes(words[i + 2], limit.soft_bytes) ||
+            !parse_int64(words[i + 3], seconds) || seconds < 0) {
+            error = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+            return false;
+        }
+        limit.soft_seconds = seconds;
+        parsed.emplace_back(client_class, limit);
+    }
+    for (const auto& [client_class, limit] : parsed) limits.set(client_class, limit);
+    return true;
+}
+
+std::string format_output_buffer_limits(const OutputBufferLimits& limits) {
+    std::string out;
+    for (unsigned i = 0; i < kClientClasses; ++i) {
+        const OutputBufferLimit limit = limits.get(static_cast<ClientClass>(i));
+        if (!out.empty()) out += ' ';
+        out += kClassNames[i];
+        out += ' ' + std::to_string(limit.hard_bytes) + ' ' + std::to_string(limit.soft_bytes) +
+               ' ' + std::to_string(limit.soft_seconds);
+    }
+    return out;
 }
 
 std::string format_save_points(const std::vector<SavePoint>& points) {

@@ -32,6 +32,18 @@ std::uint64_t memory_peak() {
     return peak.load(std::memory_order_relaxed);
 }
 
+namespace {
+std::atomic<std::uint64_t> startup{0};
+}
+
+void memory_mark_startup() {
+    startup.store(memory_used_total(), std::memory_order_relaxed);
+}
+
+std::uint64_t memory_startup() {
+    return startup.load(std::memory_order_relaxed);
+}
+
 std::uint64_t memory_used(MemoryUse use) {
     const std::int64_t bytes =
         counters[static_cast<unsigned>(use)].bytes.load(std::memory_order_relaxed);

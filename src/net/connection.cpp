@@ -94,6 +94,7 @@ Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::so
       writer_(out_),
       slot_(std::move(slot)) {
     reallocate_input(kReadChunk);
+    writer_.set_error_stats(&worker.stats.error_stats);
     client_.id = id;
     error_code ignored;
     const auto remote = socket.remote_endpoint(ignored);
@@ -223,6 +224,7 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
     }
     in_end_ += bytes;
     command::WorkerStats::bump(worker_.stats.net_input_bytes, bytes);
+    command::WorkerStats::bump(worker_.stats.reads_processed);
     client_.last_interaction_ms.store(store::now_ms(), std::memory_order_relaxed);
     const std::size_t pending = in_end_ - in_start_;
     client_.query_buffer_used.store(pending, std::memory_order_relaxed);
@@ -233,6 +235,7 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
     const bool unauthenticated = parser_.limits().unauthenticated;
     if (pending > (unauthenticated ? server_.config().unauthenticated_query_buffer_limit
                                    : server_.config().client_query_buffer_limit)) {
+        command::WorkerStats::bump(worker_.stats.query_buffer_limit_disconnections);
         spdlog::warn(
             "closing client id={} addr={}: query buffer {} bytes exceeds {}", client_.id,
             client_.address, pending,
@@ -341,6 +344,7 @@ void Connection::process() {
             // Answer, then close this connection only; the server carries on.
             writer_.error("ERR Protocol error: " + parser_.error_message());
             command::WorkerStats::bump(worker_.stats.protocol_errors);
+            command::WorkerStats::bump(worker_.stats.error_replies);
             spdlog::info("protocol error from client id={} addr={}: {}", client_.id,
                          client_.address, parser_.error_message());
             closing_ = true;
@@ -370,16 +374,75 @@ void Connection::process() {
     enforce_output_limit();
 }
 
-void Connection::enforce_output_limit() {
-    const std::size_t held = out_.size() + pushes_.size();
-    if (held <= server_.config().client_output_buffer_limit) return;
+core::ClientClass Connection::output_class() const {
+    // As Redis's getClientType: a client subscribed to anything is of class
+    // pubsub (a replica's feed checks its own limit, ReplicaFeed).
+    return client_.subscriptions.count() != 0 ? core::ClientClass::pubsub
+                                              : core::ClientClass::normal;
+}
+
+bool Connection::output_limit_reached(const core::OutputBufferLimit& limit, std::uint64_t pending) {
+    // As Redis's checkClientOutputBufferLimits, but a buffer of exactly the
+    // hard limit is still served (the limit is the most bytes held).
+    if (limit.hard_bytes != 0 && pending > limit.hard_bytes) return true;
+    if (limit.soft_bytes != 0 && pending > limit.soft_bytes) {
+        const std::int64_t now = store::now_ms();
+        const std::int64_t since =
+            client_.output_soft_limit_since_ms.load(std::memory_order_relaxed);
+        if (since == 0) {
+            client_.output_soft_limit_since_ms.store(now, std::memory_order_relaxed);
+            return false;
+        }
+        return now - since > limit.soft_seconds * 1000;
+    }
+    client_.output_soft_limit_since_ms.store(0, std::memory_order_relaxed);
+    return false;
+}
+
+void Connection::close_for_output_limit(std::uint64_t pending) {
     spdlog::warn(
-        "closing client id={} addr={}: reply of {} bytes exceeds client-output-buffer-limit",
-        client_.id, client_.address, held);
+        "Client {} closed for overcoming of output buffer limits ({} bytes waiting, "
+        "client-output-buffer-limit {})",
+        describe(), pending,
+        core::format_output_buffer_limits(server_.config().client_output_buffer_limits));
+    command::WorkerStats::bump(worker_.stats.output_buffer_limit_disconnections);
+    client_.output_soft_limit_since_ms.store(0, std::memory_order_relaxed);
+    if (!writing_) out_.clear();  // a write in flight still reads it until cancelled
+    pushes_.clear();
+    close();
+}
+
+void Connection::enforce_output_limit() {
+    const core::OutputBufferLimit limit =
+        server_.config().client_output_buffer_limits.get(output_class());
+    const std::uint64_t held = out_.size() + pushes_.size();
+    if (!output_limit_reached(limit, held)) return;
+    spdlog::warn(
+        "Client {} scheduled to be closed for overcoming of output buffer limits ({} bytes "
+        "waiting, client-output-buffer-limit {})",
+        describe(), held,
+        core::format_output_buffer_limits(server_.config().client_output_buffer_limits));
+    command::WorkerStats::bump(worker_.stats.output_buffer_limit_disconnections);
+    client_.output_soft_limit_since_ms.store(0, std::memory_order_relaxed);
     // The bytes a write in flight is sending stay until it completes.
     if (!writing_) out_.clear();
     pushes_.clear();
     closing_ = true;
+}
+
+void Connection::check_output_limit() {
+    asio::post(executor_, [self = shared_from_this()] {
+        if (self->closed_) return;
+        if (self->feed_) {
+            self->feed_->check_output_limit();
+            return;
+        }
+        const core::OutputBufferLimit limit =
+            self->server_.config().client_output_buffer_limits.get(self->output_class());
+        // While a write is in flight out_ is what the client has not read.
+        const std::uint64_t pending = self->out_.size() + self->pushes_.size();
+        if (self->output_limit_reached(limit, pending)) self->close_for_output_limit(pending);
+    });
 }
 
 void Connection::write() {
@@ -419,8 +482,10 @@ void Connection::on_write(const error_code& error, std::size_t bytes) {
         close();
         return;
     }
+    command::WorkerStats::bump(worker_.stats.writes_processed);
     if (feed_) {
         command::WorkerStats::bump(worker_.stats.net_output_bytes, bytes);
+        command::WorkerStats::bump(worker_.stats.net_repl_output_bytes, bytes);
         feed_->pump();
         return;
     }
@@ -433,6 +498,7 @@ void Connection::on_write(const error_code& error, std::size_t bytes) {
         out_.clear();
     }
     report_buffers();
+    client_.output_soft_limit_since_ms.store(0, std::memory_order_relaxed);
     // Commands may still be buffered (stopped at the high-water mark or behind
     // a deferred reply); advance() runs them, or closes, or reads.
     advance();

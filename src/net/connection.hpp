@@ -63,6 +63,10 @@ public:
     void request_close();
     // Thread-safe description for CLIENT LIST.
     std::string describe() const;
+    // Thread-safe, for the server's cron: checks the client-output-buffer-
+    // limit of the connection's class on its own thread (a replica's feed
+    // counts the stream it has still to send) and closes it if it is passed.
+    void check_output_limit();
     const command::ClientState& client() const { return client_; }
 
     // ClientSuspender: called by a handler on this connection's thread.
@@ -130,8 +134,17 @@ private:
     // (deferred replies) get `suspender`, the slow log `slowlog`.
     command::Context context(command::ClientSuspender* suspender, command::Slowlog* slowlog);
     void write();
-    // Past client-output-buffer-limit: drops the replies and closes.
+    // Past the normal class's client-output-buffer-limit (hard, or soft for
+    // longer than its seconds): drops the replies and closes. Called when no
+    // write is in flight.
     void enforce_output_limit();
+    // Whether `pending` bytes waiting pass `limit` (the soft limit's clock is
+    // kept in client_.output_soft_limit_since_ms, started or stopped here).
+    core::ClientClass output_class() const;
+    bool output_limit_reached(const core::OutputBufferLimit& limit, std::uint64_t pending);
+    // Closes now for the output buffer limit: logged as Redis logs it, counted
+    // in INFO's client_output_buffer_limit_disconnections.
+    void close_for_output_limit(std::uint64_t pending);
     void make_room();
     // Moves the unconsumed bytes into a new buffer of `capacity` bytes.
     void reallocate_input(std::size_t capacity);

@@ -225,7 +225,7 @@ void render_memory(const MetricsSnapshot& s, Text& t) {
              s.used_memory_rss);
     t.single("bloomery_maxmemory_bytes", "gauge", "--maxmemory (0: no limit)", s.maxmemory);
     static constexpr std::string_view kUses[core::kMemoryUses] = {
-        "filters", "keyspace", "query_buffers", "output_buffers", "other"};
+        "filters", "keyspace", "query_buffers", "output_buffers", "other", "replica_buffers"};
     t.family("bloomery_memory_bytes", "gauge", "used_memory by what holds it");
     for (unsigned use = 0; use < core::kMemoryUses; ++use) {
         t.sample("bloomery_memory_bytes", Text::label("use", kUses[use]), s.memory_by_use[use]);

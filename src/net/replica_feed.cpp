@@ -35,6 +35,26 @@ std::uint64_t ReplicaFeed::floor() const {
                     : floor_.load(std::memory_order_relaxed);
 }
 
+std::uint64_t ReplicaFeed::pending_bytes() const {
+    if (phase_ == Phase::awaiting_position) return 0;
+    persist::Journal* journal = conn_.server_.journal();
+    const std::uint64_t written = journal != nullptr ? journal->written() : offset_;
+    std::uint64_t pending = written > offset_ ? written - offset_ : 0;
+    if (phase_ == Phase::stream) pending += sending_.size() + out_.size();
+    return pending;
+}
+
+void ReplicaFeed::check_output_limit() {
+    const std::uint64_t pending = pending_bytes();
+    conn_.client_.output_buffer_used.store(pending, std::memory_order_relaxed);
+    const core::Config& config = conn_.server_.config();
+    core::OutputBufferLimit limit =
+        config.client_output_buffer_limits.get(core::ClientClass::replica);
+    if (limit.hard_bytes != 0)
+        limit.hard_bytes = std::max(limit.hard_bytes, config.repl_backlog_size);
+    if (conn_.output_limit_reached(limit, pending)) conn_.close_for_output_limit(pending);
+}
+
 void ReplicaFeed::on_input() {
     const std::uint64_t acked = conn_.client_.replica_ack_offset.load(std::memory_order_relaxed);
     // The replica's other direction is its stream: only REPLCONF (ACK) runs,

@@ -49,6 +49,16 @@ public:
     // The oldest stream offset it may still ask for (kept on disk for it).
     // Thread-safe.
     std::uint64_t floor() const;
+    // Bytes of the stream the replica has still to receive: its output
+    // buffer as Redis counts a replica's (the writes since the point it has
+    // reached, kept by the journal here, and the piece being written). 0
+    // until its snapshot's position is known. On the connection's thread.
+    std::uint64_t pending_bytes() const;
+    // Publishes pending_bytes() (CLIENT LIST) and closes the feed past the
+    // replica class's client-output-buffer-limit (a hard limit below
+    // --repl-backlog-size counts as that size, as Redis's). On the
+    // connection's thread.
+    void check_output_limit();
 
 private:
     enum class Phase { awaiting_position, snapshot, stream };
@@ -69,7 +79,7 @@ private:
     std::string sending_;  // the piece being written
     std::vector<char> chunk_ = std::vector<char>(256 * 1024);
     // Its buffers in used_memory (the queued snapshot is the pipe's).
-    core::MemoryCharge charge_{core::MemoryUse::output_buffers};
+    core::MemoryCharge charge_{core::MemoryUse::replica_buffers};
     std::atomic<bool> waiting_{false};         // wake() posts a pump
     std::atomic<bool> online_{false};          // online()
     std::atomic<std::uint64_t> floor_{~0ull};  // floor() before online

@@ -133,6 +133,7 @@ void ReplicaLink::fill_info(command::ReplicationInfo& info) const {
     info.link_up = up_;
     info.sync_in_progress = syncing_;
     info.sync_received_bytes = sync_bytes_;
+    info.link_received_bytes = received_bytes_;
     info.last_io_seconds_ago = last_io_ms_ == 0 ? -1 : (now - last_io_ms_) / 1000;
     info.link_down_since_seconds = up_ ? -1 : (now - down_since_ms_) / 1000;
     info.last_error = last_error_;
@@ -270,6 +271,7 @@ void ReplicaLink::read_more() {
                                 {
                                     std::lock_guard lock(info_mutex_);
                                     last_io_ms_ = store::now_ms();
+                                    received_bytes_ += n;
                                 }
                                 on_input();
                             });

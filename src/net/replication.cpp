@@ -94,9 +94,9 @@ bool SnapshotPipe::push(const unsigned char* data, std::size_t size) {
         if (cancelled_) return false;
         chunks_.emplace_back(reinterpret_cast<const char*>(data), size);
         queued_ += size;
-        // A replica's pending snapshot is its connection's output (INFO
-        // used_memory), at most kMaxQueuedBytes.
-        core::memory_add(core::MemoryUse::output_buffers, static_cast<std::int64_t>(size));
+        // A replica's pending snapshot is its feed's output (INFO
+        // used_memory, mem_clients_slaves), at most kMaxQueuedBytes.
+        core::memory_add(core::MemoryUse::replica_buffers, static_cast<std::int64_t>(size));
     }
     wake_();
     return true;
@@ -129,7 +129,7 @@ std::string SnapshotPipe::take() {
         out = std::move(chunks_.front());
         chunks_.pop_front();
         queued_ -= out.size();
-        core::memory_add(core::MemoryUse::output_buffers, -static_cast<std::int64_t>(out.size()));
+        core::memory_add(core::MemoryUse::replica_buffers, -static_cast<std::int64_t>(out.size()));
     }
     room_.notify_all();
     return out;
@@ -150,7 +150,7 @@ bool SnapshotPipe::done(bool& ok, std::string& error) const {
 }
 
 SnapshotPipe::~SnapshotPipe() {
-    core::memory_add(core::MemoryUse::output_buffers, -static_cast<std::int64_t>(queued_));
+    core::memory_add(core::MemoryUse::replica_buffers, -static_cast<std::int64_t>(queued_));
 }
 
 void SnapshotPipe::cancel() {

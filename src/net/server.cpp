@@ -8,6 +8,7 @@
 
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/errors.hpp"
+#include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/net/metrics_server.hpp"
 #include "bloomery/net/prometheus.hpp"
 #include "bloomery/net/replication.hpp"
@@ -339,7 +340,14 @@ void Server::cron() {
     cron_timer_.expires_after(std::chrono::milliseconds(100));
     cron_timer_.async_wait([this](const error_code& error) {
         if (error || stopping_) return;
+        store::tick_access_clock();
+        const auto expire_began = std::chrono::steady_clock::now();
         keyspace_.active_expire_cycle();
+        core::latency_add_sample_if_needed(
+            core::kLatencyExpireCycle,
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - expire_began)
+                                           .count()));
         persistence_.tick();
         replication_.cron();
         // ops/sec sampling
@@ -357,6 +365,7 @@ void Server::cron() {
             last_commands_ = commands;
             last_sample_ms_ = now;
         }
+        check_output_limits(now);
         if (config_.timeout_seconds > 0) {
             const std::int64_t limit = config_.timeout_seconds * 1000;
             for_each_connection([&](Connection& connection) {
@@ -373,6 +382,52 @@ void Server::cron() {
         }
         cron();
     });
+}
+
+void Server::check_output_limits(std::int64_t now_ms) {
+    // As Redis's clientsCron: a client whose replies stay above the soft
+    // limit is closed once its seconds have passed even if nothing more is
+    // added (a client that stopped reading). A replica's feed always gets a
+    // look: what it has still to send grows with every write, not with what
+    // the feed itself does. Nothing is walked when neither can apply.
+    const core::OutputBufferLimit normal =
+        config_.client_output_buffer_limits.get(core::ClientClass::normal);
+    const core::OutputBufferLimit pubsub =
+        config_.client_output_buffer_limits.get(core::ClientClass::pubsub);
+    if (normal.soft_bytes == 0 && pubsub.soft_bytes == 0 && replication_.replica_count() == 0) {
+        return;
+    }
+    for_each_connection([&](Connection& connection) {
+        const command::ClientState& client = connection.client();
+        if (client.is_replica.load(std::memory_order_relaxed)) {
+            connection.check_output_limit();
+            return;
+        }
+        const bool subscribed =
+            client.subscriptions.channel_count.load(std::memory_order_relaxed) +
+                client.subscriptions.pattern_count.load(std::memory_order_relaxed) !=
+            0;
+        const core::OutputBufferLimit& limit = subscribed ? pubsub : normal;
+        if (limit.soft_bytes == 0) return;
+        const std::int64_t since =
+            client.output_soft_limit_since_ms.load(std::memory_order_relaxed);
+        if (since != 0 && now_ms - since > limit.soft_seconds * 1000) {
+            connection.check_output_limit();
+        }
+    });
+}
+
+std::pair<std::size_t, std::size_t> Server::largest_buffers() {
+    std::pair<std::size_t, std::size_t> largest{0, 0};
+    for_each_connection([&](Connection& connection) {
+        const command::ClientState& client = connection.client();
+        if (client.is_replica.load(std::memory_order_relaxed)) return;
+        largest.first =
+            std::max(largest.first, client.query_buffer_used.load(std::memory_order_relaxed));
+        largest.second =
+            std::max(largest.second, client.output_buffer_used.load(std::memory_order_relaxed));
+    });
+    return largest;
 }
 
 std::size_t Server::connected_clients() {

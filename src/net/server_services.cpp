@@ -32,7 +32,14 @@ constexpr CounterField kCounterFields[] = {
     {&command::WorkerStats::protocol_errors, &command::StatsTotals::protocol_errors},
     {&command::WorkerStats::net_input_bytes, &command::StatsTotals::net_input_bytes},
     {&command::WorkerStats::net_output_bytes, &command::StatsTotals::net_output_bytes},
+    {&command::WorkerStats::net_repl_output_bytes, &command::StatsTotals::net_repl_output_bytes},
+    {&command::WorkerStats::reads_processed, &command::StatsTotals::reads_processed},
+    {&command::WorkerStats::writes_processed, &command::StatsTotals::writes_processed},
     {&command::WorkerStats::error_replies, &command::StatsTotals::error_replies},
+    {&command::WorkerStats::query_buffer_limit_disconnections,
+     &command::StatsTotals::query_buffer_limit_disconnections},
+    {&command::WorkerStats::output_buffer_limit_disconnections,
+     &command::StatsTotals::output_buffer_limit_disconnections},
 };
 
 }  // namespace
@@ -64,9 +71,17 @@ void Server::reset_stats() {
     command::StatsTotals base = raw_totals();
     base.changes = 0;  // never reset: save points depend on the running count
     std::vector<core::CommandTotals> command_base = raw_command_stats();
+    core::reset_error_stats();
     std::lock_guard lock(ops_mutex_);
     stats_base_ = base;
     command_stats_base_ = std::move(command_base);
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> Server::error_stats() {
+    std::vector<const core::ErrorStatsTable*> tables;
+    tables.reserve(workers_.size());
+    for (const auto& worker : workers_) tables.push_back(&worker->stats.error_stats);
+    return core::error_stats_sum(tables);
 }
 
 std::vector<core::CommandTotals> Server::raw_command_stats() const {

@@ -183,8 +183,13 @@ std::string describe_config(const core::Config& c) {
                    : !c.requirepass.empty() ? std::string("password for the default user")
                    : c.protected_mode       ? std::string("no password: loopback clients only")
                                             : std::string("no password, protected mode off"));
+    line("output buffers", core::format_output_buffer_limits(c.client_output_buffer_limits));
     line("slowlog", "slower than " + std::to_string(c.slowlog_log_slower_than_us) +
                         " us, at most " + std::to_string(c.slowlog_max_len) + " entries");
+    line("latency monitor",
+         c.latency_monitor_threshold_ms == 0
+             ? std::string("off")
+             : "events of " + std::to_string(c.latency_monitor_threshold_ms) + " ms or more");
     std::string role = "primary";
     if (core::replicaof_names_self(c)) {
         role = "primary (--replicaof " + c.replicaof_host + " names this server)";

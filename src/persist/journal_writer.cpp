@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 
+#include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "journal_format.hpp"
 #include "journal_internal.hpp"
@@ -94,6 +95,8 @@ bool Journal::sync() {
     syncing_.store(false, std::memory_order_relaxed);
     fsyncs_.fetch_add(1, std::memory_order_relaxed);
     last_fsync_ms_.store(took, std::memory_order_relaxed);
+    core::latency_add_sample_if_needed(core::kLatencyJournalFsync,
+                                       static_cast<std::uint64_t>(took));
     if (took > 2000) {
         delayed_fsyncs_.fetch_add(1, std::memory_order_relaxed);
         spdlog::warn("journal: fdatasync took {} ms (the disk is busy)", took);

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <filesystem>
 
+#include "bloomery/core/latency_monitor.hpp"
+
 #include "bloomery/persist/snapshot.hpp"
 
 namespace bloomery::persist {
@@ -135,6 +137,7 @@ bool Manager::load(std::string& error) {
     {
         std::lock_guard lock(mutex_);
         loaded_keys_ = stats.keys;
+        loaded_expired_keys_ = stats.expired_skipped;
         load_seconds_ = stats.seconds;
     }
     if (!config_.appendonly) {
@@ -193,6 +196,8 @@ persist::SaveResult Manager::save_locked() {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     record(ok, changes_at_start, seconds, stats.bytes, stats.keys, error);
+    core::latency_add_sample_if_needed(core::kLatencySnapshot,
+                                       static_cast<std::uint64_t>(seconds * 1000));
     if (ok) {
         spdlog::info("snapshot saved: {} filters, {} bytes, {:.3f} s", stats.keys, stats.bytes,
                      seconds);
@@ -350,6 +355,7 @@ persist::PersistenceInfo Manager::info() const {
     info.last_save_keys = last_keys_;
     info.last_error = last_error_;
     info.loaded_keys = loaded_keys_;
+    info.loaded_expired_keys = loaded_expired_keys_;
     info.load_seconds = load_seconds_;
     info.replayed_records = replayed_records_;
     if (Journal* journal = this->journal()) info.journal = journal->info();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bloomery/core/file_io.hpp"
+#include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "snapshot_format.hpp"
 
@@ -272,9 +273,15 @@ bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, Sav
         }
 
         int result;
+        const auto fsync_began = std::chrono::steady_clock::now();
         do {
             result = ::fsync(temporary.fd());
         } while (result != 0 && errno == EINTR);
+        core::latency_add_sample_if_needed(
+            core::kLatencySnapshotFsync,
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - fsync_began)
+                                           .count()));
         if (result != 0) {
             error = "cannot fsync '" + temporary.path() + "': " + format::errno_text(errno);
             return false;

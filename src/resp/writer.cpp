@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "bloomery/core/error_stats.hpp"
+
 namespace bloomery::resp {
 
 namespace {
@@ -54,6 +56,7 @@ void Writer::simple(std::string_view text) {
 
 void Writer::error(std::string_view text) {
     ++errors_written_;
+    if (error_stats_ != nullptr) error_stats_->record(text);
     append_line(*out_, '-', text);
 }
 

@@ -23,6 +23,33 @@ std::int64_t now_ms() {
     return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
+namespace {
+std::uint32_t unix_seconds() {
+    return static_cast<std::uint32_t>(now_ms() / 1000);
+}
+std::atomic<std::uint32_t> g_access_clock{unix_seconds()};
+}  // namespace
+
+std::uint32_t access_clock() {
+    return g_access_clock.load(std::memory_order_relaxed);
+}
+
+void tick_access_clock() {
+    const std::uint32_t now = unix_seconds();
+    // Written only when it moves on: lookups load it on every command.
+    if (g_access_clock.load(std::memory_order_relaxed) != now) {
+        g_access_clock.store(now, std::memory_order_relaxed);
+    }
+}
+
+std::int64_t idle_seconds(std::uint32_t accessed) {
+    // Against the clock keys are stamped with, as Redis's LRU clock: a key
+    // used since the last tick is idle 0.
+    const std::int64_t idle =
+        static_cast<std::int64_t>(access_clock()) - static_cast<std::int64_t>(accessed);
+    return idle < 0 ? 0 : idle;
+}
+
 Keyspace::Keyspace(std::size_t num_shards) : shards_(num_shards == 0 ? 1 : num_shards) {}
 
 Keyspace::~Keyspace() {
@@ -68,19 +95,19 @@ Keyspace::Node* Keyspace::make_node(std::string_view key, FilterRef filter,
                                     std::int64_t expire_at_ms) {
     // Key lengths are bounded by proto-max-bulk-len (at most 4 GiB - 1 by
     // the config's range), so the size fits the node's 32-bit field.
-    const std::size_t bytes = sizeof(Node) + key.size();
+    const std::size_t bytes = Node::allocation_bytes(key.size());
     void* block = ::operator new(bytes);
     Node* node = new (block) Node{{expire_at_ms},
                                   std::move(filter),
                                   static_cast<std::uint32_t>(key.size()),
-                                  static_cast<std::uint32_t>(hash_key(key))};
+                                  {access_clock()}};
     if (!key.empty()) std::memcpy(static_cast<char*>(block) + sizeof(Node), key.data(), key.size());
     charge(static_cast<std::int64_t>(bytes));
     return node;
 }
 
 void Keyspace::free_node(Node* node) {
-    charge(-static_cast<std::int64_t>(sizeof(Node) + node->key_size));
+    charge(-static_cast<std::int64_t>(Node::allocation_bytes(node->key_size)));
     node->~Node();  // releases the filter: freeing a big one (munmap) happens here
     ::operator delete(node);
 }
@@ -179,6 +206,9 @@ Keyspace::Probe Keyspace::probe_unlocked(const Shard& shard, std::string_view ke
     if (node == nullptr) return Probe::missing;
     // An expired key is erased by the locked path, as Redis deletes on access.
     if (deadline != 0 && deadline <= now_ms()) return Probe::use_lock;
+    // The node stays readable (and writable: its clock) while our epoch
+    // guard is held, even if a writer unlinks it now.
+    node->touch();
     return Probe::found;
 }
 
@@ -271,7 +301,7 @@ void Keyspace::erase_slot(Shard& shard, std::size_t hole, Garbage& garbage) {
     account(shard, node_of<const Node>(slots[hole]), -1);
     store_slot(slots[hole], 0);
     for (std::size_t j = (hole + 1) & mask; slots[j] != 0; j = (j + 1) & mask) {
-        const std::size_t home = node_of<const Node>(slots[j])->hash_low & mask;
+        const std::size_t home = node_of<const Node>(slots[j])->home(mask);
         // The entry at j may fill the hole unless its home lies cyclically
         // in (hole, j], where it would then be unreachable.
         const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
@@ -298,7 +328,7 @@ bool Keyspace::rehash(Shard& shard, std::size_t slots, Garbage& garbage) {
     for (std::size_t i = 0; i < old_slots; ++i) {
         const std::uint64_t slot = old->slots()[i];
         if (slot == 0) continue;
-        std::size_t k = node_of<const Node>(slot)->hash_low & fresh->mask;
+        std::size_t k = node_of<const Node>(slot)->home(fresh->mask);
         while (fresh->slots()[k] != 0) k = (k + 1) & fresh->mask;
         fresh->slots()[k] = slot;
     }
@@ -311,7 +341,8 @@ bool Keyspace::rehash(Shard& shard, std::size_t slots, Garbage& garbage) {
 
 bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
                                            std::shared_lock<std::shared_mutex>& lock,
-                                           std::string_view key, std::uint64_t hash) const {
+                                           std::string_view key, std::uint64_t hash,
+                                           bool touch) const {
     const std::size_t slot = find_slot(shard, key, hash);
     if (slot == kNotFound) return nullptr;
     const Node* node = node_at(shard, slot);
@@ -320,6 +351,7 @@ bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
         reap(key, hash);
         return nullptr;
     }
+    if (touch) node->touch();
     return node->filter.get();
 }
 

@@ -14,19 +14,33 @@
 
 namespace bloomery::store {
 
-// One key: its deadline, its filter and its name, in one allocation (the name
-// follows the node). `hash_low` is the low half of the key's hash, so moving
-// slots (growth, deletion) never hashes a key again. Only the deadline changes
-// while a node is linked (atomic: lock-free lookups read it); replacing the
-// filter links a new node instead.
+// One key: its deadline, its filter, when it was last used and its name, in
+// one allocation (the name follows the node). Only the deadline and the
+// access clock change while a node is linked (atomic: lock-free lookups read
+// them); replacing the filter links a new node instead. Moving slots
+// (growth, deletion) and SCAN find an entry's home slot by hashing its key
+// again: the node keeps the access clock rather than part of the hash, so a
+// short key's node stays in a 32-byte size class.
 struct Keyspace::Node {
     std::atomic<std::int64_t> expire_at_ms;
     FilterRef filter;
     std::uint32_t key_size;
-    std::uint32_t hash_low;
+    // access_clock() when a command last used the key (OBJECT IDLETIME).
+    // Written by lookups only when the clock moved on since: at most once a
+    // second per key, so readers of a hot key share no written line.
+    mutable std::atomic<std::uint32_t> accessed;
 
+    static std::size_t allocation_bytes(std::size_t key_size) { return sizeof(Node) + key_size; }
     std::string_view key() const {
         return std::string_view(reinterpret_cast<const char*>(this + 1), key_size);
+    }
+    // The home slot of this key in a table of mask + 1 slots.
+    std::size_t home(std::size_t mask) const { return hash_key(key()) & mask; }
+    void touch() const {
+        const std::uint32_t now = access_clock();
+        if (accessed.load(std::memory_order_relaxed) != now) {
+            accessed.store(now, std::memory_order_relaxed);
+        }
     }
     std::int64_t deadline() const { return expire_at_ms.load(std::memory_order_relaxed); }
     bool expired(std::int64_t now) const {

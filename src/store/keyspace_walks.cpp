@@ -55,6 +55,21 @@ std::int64_t Keyspace::average_ttl_ms() const {
     return mean > 0 ? static_cast<std::int64_t>(std::min<Int128>(mean, INT64_MAX)) : 0;
 }
 
+Keyspace::Overhead Keyspace::overhead() const {
+    Overhead overhead;
+    for (const Shard& shard : shards_) {
+        std::shared_lock lock(shard.mutex);
+        overhead.expires += shard.expiring.bytes();
+    }
+    if (slot_counts_) {
+        overhead.slot_to_keys = core::kSlotCount * sizeof(std::atomic<std::uint64_t>);
+    }
+    const std::uint64_t total = overhead_bytes();
+    const std::uint64_t apart = overhead.expires + overhead.slot_to_keys;
+    overhead.main = total > apart ? total - apart : 0;
+    return overhead;
+}
+
 void Keyspace::count_added(std::int64_t items) const {
     if (items == 0) return;
     // Threads take stripes in turn, so up to kItemStripes threads each have
@@ -139,7 +154,7 @@ std::uint64_t Keyspace::scan(std::uint64_t cursor, std::size_t count,
                     const std::uint64_t home = v & mask;
                     for (std::uint64_t i = home; slots[i] != 0; i = (i + 1) & mask) {
                         const Node* node = node_of<const Node>(slots[i]);
-                        if ((node->hash_low & mask) == home && !node->expired(now)) {
+                        if (node->home(mask) == home && !node->expired(now)) {
                             keys.emplace_back(node->key());
                         }
                     }
@@ -311,6 +326,8 @@ std::size_t Keyspace::active_expire_cycle(std::chrono::microseconds budget) {
     const auto started = std::chrono::steady_clock::now();
     const auto spent = [&] { return std::chrono::steady_clock::now() - started >= budget; };
     std::size_t removed = 0;
+    std::size_t looked_at = 0;
+    bool out_of_time = false;
     const std::size_t shards = shards_.size();
     for (std::size_t visited = 0; visited < shards; ++visited) {
         Shard& shard = shards_[expire_shard_.fetch_add(1, std::memory_order_relaxed) % shards];
@@ -318,14 +335,41 @@ std::size_t Keyspace::active_expire_cycle(std::chrono::microseconds budget) {
         for (;;) {
             const auto [sampled, erased] = expire_sample(shard);
             removed += erased;
+            looked_at += sampled;
             // Again while more than a tenth of the sample had expired (the
             // shard likely holds many more), as Redis's acceptable staleness.
             if (sampled == 0 || erased * 10 <= sampled || spent()) break;
         }
-        if (spent()) break;
+        if (spent()) {
+            out_of_time = true;
+            break;
+        }
     }
     reclaim();
+    // INFO stats, as Redis keeps them: the share of sampled keys found
+    // expired, smoothed over cycles (5 % weight for each new cycle), rounds
+    // stopped by their time budget, and the time spent.
+    const double current =
+        looked_at == 0 ? 0.0
+                       : static_cast<double>(removed) * 100.0 / static_cast<double>(looked_at);
+    const double stale = expire_stale_percent_.load(std::memory_order_relaxed);
+    expire_stale_percent_.store(current * 0.05 + stale * 0.95, std::memory_order_relaxed);
+    if (out_of_time) {
+        expire_time_cap_reached_.store(expire_time_cap_reached_.load(std::memory_order_relaxed) + 1,
+                                       std::memory_order_relaxed);
+    }
+    const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - started);
+    expire_cycle_us_.store(
+        expire_cycle_us_.load(std::memory_order_relaxed) + static_cast<std::uint64_t>(took.count()),
+        std::memory_order_relaxed);
     return removed;
+}
+
+Keyspace::ExpireStats Keyspace::expire_stats() const {
+    return {expire_stale_percent_.load(std::memory_order_relaxed),
+            expire_time_cap_reached_.load(std::memory_order_relaxed),
+            expire_cycle_us_.load(std::memory_order_relaxed) / 1000};
 }
 
 }  // namespace bloomery::store

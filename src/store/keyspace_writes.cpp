@@ -253,6 +253,23 @@ std::optional<KeySnapshot> Keyspace::get(std::string_view key) const {
     return KeySnapshot{std::string(key), node->filter, node->deadline()};
 }
 
+std::optional<KeyDetails> Keyspace::inspect(std::string_view key) const {
+    const std::uint64_t hash = hash_key(key);
+    const Shard& shard = shard_for(hash);
+    std::shared_lock lock(shard.mutex);
+    if (find_live(shard, lock, key, hash) == nullptr) return std::nullopt;
+    const Node* node = node_at(shard, find_slot(shard, key, hash));
+    KeyDetails details;
+    details.filter = node->filter;
+    details.expire_at_ms = node->deadline();
+    details.accessed = node->accessed.load(std::memory_order_relaxed);
+    // What used_memory counts for the entry: its node and its slot.
+    details.entry_bytes = Node::allocation_bytes(node->key_size) + sizeof(std::uint64_t);
+    // Without the copy just taken.
+    details.references = static_cast<long>(details.filter->references()) - 1;
+    return details;
+}
+
 std::optional<bool> Keyspace::update_expiry(
     std::string_view key, const std::function<std::optional<std::int64_t>(std::int64_t)>& decide) {
     const std::uint64_t hash = hash_key(key);
@@ -358,6 +375,9 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
             EncodedRecord renamed = log != nullptr ? log->encode_renamed(from, to) : nullptr;
             reserve_expiring(target, node->deadline() != 0);
             Node* moved = make_node(to, node->filter, node->deadline());
+            // As Redis's RENAME keeps the value object, its idle time stays.
+            moved->accessed.store(node->accessed.load(std::memory_order_relaxed),
+                                  std::memory_order_relaxed);
             const std::size_t existing = find_slot(target, to, to_hash);
             if (existing != kNotFound) {
                 garbage.nodes.push_back(node_at(target, existing));

@@ -5,8 +5,9 @@
 # figures on a shared 2-core VM move by ±10 %). Not a test: it measures.
 #
 # For each binary and mode: two runs under valgrind --tool=callgrind, with N1
-# and N2 commands from redis-benchmark (-c 10 -r 100000000, one filter
-# BF.RESERVE hot 0.01 2000000 NONSCALING, bloomery --threads 1); the
+# and N2 commands (BF.ADD, BF.EXISTS, BF.MADD of 100) from redis-benchmark
+# (-c 10 -r 100000000, one filter BF.RESERVE hot 0.01 2000000 NONSCALING,
+# bloomery --threads 1); the
 # difference of the totals over N2 - N1 is the cost of one command, start-up
 # and shut-down cancelled out.
 #
@@ -38,6 +39,8 @@ total_instructions() {
     redis-cli -p "$port" BF.RESERVE hot 0.01 2000000 NONSCALING >/dev/null
     if [ "$3" = add ]; then
         redis-benchmark -p "$port" -n "$4" -P 16 -c 10 -r 100000000 BF.ADD hot __rand_int__ >/dev/null 2>&1
+    elif [ "$3" = exists ]; then
+        redis-benchmark -p "$port" -n "$4" -P 16 -c 10 -r 100000000 BF.EXISTS hot __rand_int__ >/dev/null 2>&1
     else
         # shellcheck disable=SC2086
         redis-benchmark -p "$port" -n "$4" -P 4 -c 10 -r 100000000 BF.MADD hot $ITEMS >/dev/null 2>&1
@@ -47,14 +50,16 @@ total_instructions() {
     awk '/^(summary|totals):/ {print $2; exit}' "$WORK/out"
 }
 
-echo "| binary | mode | BF.ADD | BF.MADD of 100 |"
-echo "|---|---|---|---|"
+echo "| binary | mode | BF.ADD | BF.EXISTS | BF.MADD of 100 |"
+echo "|---|---|---|---|---|"
 for mode in "${MODES[@]}"; do
     for binary in "$@"; do
         a1=$(total_instructions "$binary" "$mode" add 20000)
         a2=$(total_instructions "$binary" "$mode" add 60000)
+        e1=$(total_instructions "$binary" "$mode" exists 20000)
+        e2=$(total_instructions "$binary" "$mode" exists 60000)
         m1=$(total_instructions "$binary" "$mode" madd 2000)
         m2=$(total_instructions "$binary" "$mode" madd 6000)
-        echo "| $binary | $mode | $(( (a2 - a1) / 40000 )) | $(( (m2 - m1) / 4000 )) |"
+        echo "| $binary | $mode | $(( (a2 - a1) / 40000 )) | $(( (e2 - e1) / 40000 )) | $(( (m2 - m1) / 4000 )) |"
     done
 done

@@ -74,9 +74,14 @@ class LayoutOptionsTest(harness.SharedServerTestCase):
             self.assertIsInstance(reply, Err, args)
             self.assertEqual(reply.decode(), "ERR LAYOUT must be CLASSIC or BLOCKED", args)
         self.assertEqual(self.r.exists("x"), 0)
-        # A token after LAYOUT's value is still checked.
-        reply = c.call("BF.RESERVE", "x", "0.01", "100", "LAYOUT", "BLOCKED", "BOGUS")
-        self.assertIsInstance(reply, Err)
+        # Around LAYOUT, the other words are read as RedisBloom reads them:
+        # BF.RESERVE ignores a word it does not know, BF.INSERT refuses it.
+        self.assertEqual(c.call("BF.INSERT", "x", "LAYOUT", "BLOCKED", "BOGUS", "ITEMS", "a"),
+                         Err(b"Unknown argument received"))
+        self.assertEqual(self.r.exists("x"), 0)
+        self.assertEqual(c.call("BF.RESERVE", "x", "0.01", "100", "LAYOUT", "CLASSIC", "BOGUS"),
+                         b"OK")
+        self.assertEqual(c.call("BF.INFO", "x", "LAYOUT"), [b"classic"])
 
     def test_full_info_stays_redisbloom_five_pairs(self):
         self.r.execute_command("BF.RESERVE", "b", 0.01, 1000, "LAYOUT", "BLOCKED")

@@ -35,6 +35,8 @@ def read_reply(conn):
         return kind, int(rest)
     if kind == b"_":
         return kind, None
+    if kind == b"#":
+        return kind, rest == b"t"
     if kind == b"$":
         n = int(rest)
         if n < 0:
@@ -123,7 +125,7 @@ class Messages(SharedServerTestCase):
             self.assertEqual(read_reply(conn), (b">", [b"subscribe", b"r3", 1]))
             # RESP3 clients keep running commands while subscribed.
             sock.sendall(resp("BF.ADD", "r3key", "x"))
-            self.assertEqual(read_reply(conn), (b":", 1))
+            self.assertEqual(read_reply(conn), (b"#", True))  # RESP3: a boolean
             self.assertEqual(self.r.publish("r3", "pushed"), 1)
             self.assertEqual(read_reply(conn), (b">", [b"message", b"r3", b"pushed"]))
 
@@ -214,7 +216,8 @@ class Channels(unittest.TestCase):
 
 class SlowSubscriber(unittest.TestCase):
     def test_a_subscriber_that_does_not_read_is_closed_at_its_limit(self):
-        with Server("--client-output-buffer-limit", "4mb") as server:
+        # The pubsub class applies to a subscribed client (as Redis).
+        with Server("--client-output-buffer-limit", "normal 0 0 0 pubsub 4mb 0 0") as server:
             publisher = server.client()
             sock = raw_connection(server.port)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)

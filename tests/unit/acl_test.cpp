@@ -512,7 +512,7 @@ TEST_F(AccessControl, AclListUsersCatAndClientList) {
         EXPECT_NE(categories.find("\r\n" + std::string(name) + "\r\n"), std::string::npos) << name;
     }
     const std::string bloom = run({"ACL", "CAT", "BLOOM"});
-    EXPECT_EQ(bloom.rfind("*10\r\n", 0), 0u) << bloom;
+    EXPECT_EQ(bloom.rfind("*11\r\n", 0), 0u) << bloom;
     EXPECT_NE(bloom.find("bf.add"), std::string::npos);
     const std::string admin = run({"ACL", "CAT", "admin"});
     EXPECT_NE(admin.find("client|list"), std::string::npos) << admin;

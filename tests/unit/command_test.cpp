@@ -16,6 +16,8 @@
 #include "bloomery/command/glob.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/command/slowlog.hpp"
+#include "bloomery/core/error_stats.hpp"
+#include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/core/parse_int64.hpp"
 #include "bloomery/resp/writer.hpp"
@@ -94,8 +96,9 @@ TEST_F(Commands, ExistsOnMissingKeyAnswersZeroWithoutCreatingIt) {
 
 TEST_F(Commands, ReserveValidatesLikeRedisBloom) {
     EXPECT_EQ(run({"BF.RESERVE", "k", "abc", "100"}), "-ERR bad error rate\r\n");
-    EXPECT_EQ(run({"BF.RESERVE", "k", "1", "100"}), "-ERR (0 < error rate range < 1)\r\n");
-    EXPECT_EQ(run({"BF.RESERVE", "k", "0", "100"}), "-ERR (0 < error rate range < 1)\r\n");
+    // RedisBloom's text ends in a space.
+    EXPECT_EQ(run({"BF.RESERVE", "k", "1", "100"}), "-ERR (0 < error rate range < 1) \r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "k", "0", "100"}), "-ERR (0 < error rate range < 1) \r\n");
     EXPECT_EQ(run({"BF.RESERVE", "k", "0.01", "x"}), "-ERR bad capacity\r\n");
     EXPECT_EQ(run({"BF.RESERVE", "k", "0.01", "0"}), "-ERR (capacity should be larger than 0)\r\n");
     EXPECT_EQ(run({"BF.RESERVE", "k", "0.01", "10", "EXPANSION", "0"}),
@@ -105,6 +108,51 @@ TEST_F(Commands, ReserveValidatesLikeRedisBloom) {
     EXPECT_EQ(run({"BF.RESERVE", "k", "0.01", "10", "NONSCALING"}), "+OK\r\n");
     EXPECT_EQ(run({"BF.RESERVE", "k", "0.01", "10"}), "-ERR item exists\r\n");
     EXPECT_EQ(run({"BF.INFO", "k", "EXPANSION"}), "*1\r\n$-1\r\n");
+    // RedisBloom's reading of the options: NONSCALING and EXPANSION anywhere
+    // after the capacity, other words ignored, at most 7 arguments (LAYOUT
+    // and its value apart), "Nonscaling ..." without "ERR".
+    EXPECT_EQ(run({"BF.RESERVE", "n", "0.01", "10", "EXPANSION", "2", "NONSCALING"}),
+              "-Nonscaling filters cannot expand\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "n", "0.01", "10", "NONSCALING", "EXPANSION"}),
+              "-ERR no expansion\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "n", "0.01", "10", "EXPANSION", "x"}), "-ERR bad expansion\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "n", "0.01", "10", "a", "b", "c", "d"}),
+              "-ERR wrong number of arguments for 'bf.reserve' command\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "n", "0.01", "10", "FOO", "EXPANSION", "3"}), "+OK\r\n");
+    EXPECT_EQ(run({"BF.INFO", "n", "EXPANSION"}), "*1\r\n:3\r\n");
+    EXPECT_EQ(
+        run({"BF.RESERVE", "m", "0.01", "10", "EXPANSION", "3", "NONSCALING", "LAYOUT", "CLASSIC"}),
+        "-Nonscaling filters cannot expand\r\n");
+    EXPECT_EQ(run({"BF.RESERVE", "m", "0.01", "10", "EXPANSION", "3", "LAYOUT", "CLASSIC", "x"}),
+              "+OK\r\n");
+    EXPECT_EQ(run({"BF.INFO", "m", "LAYOUT"}), "*1\r\n$7\r\nclassic\r\n");
+}
+
+TEST_F(Commands, InsertReadsOptionsByTheirFirstLettersAsRedisBloom) {
+    EXPECT_EQ(run({"BF.INSERT", "k", "CAP", "7", "ERRORS", "0.1", "EXP", "5", "ITEMS", "a"}),
+              "*1\r\n:1\r\n");
+    EXPECT_EQ(run({"BF.INFO", "k", "CAPACITY"}), "*1\r\n:7\r\n");
+    EXPECT_EQ(run({"BF.INFO", "k", "EXPANSION"}), "*1\r\n:5\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "n", "NOC", "I", "a"}), "-ERR not found\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "n", "NX", "I", "a"}), "*1\r\n:1\r\n");
+    EXPECT_EQ(run({"BF.INFO", "n", "EXPANSION"}), "*1\r\n$-1\r\n");  // NONSCALING
+    EXPECT_EQ(run({"BF.INSERT", "o", "e", "0.2", "ITEMS", "a"}), "-Bad expansion\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "o", "ERROR", "x", "ITEMS", "a"}), "-Bad error rate\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "o", "CAPACITY", "x", "ITEMS", "a"}), "-Bad capacity\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "o", "ERROR", "0", "ITEMS", "a"}), "-Bad argument received\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "o", "CAPACITY", "0", "ITEMS", "a"}), "-Bad argument received\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "o", "EXPANSION", "0", "ITEMS", "a"}),
+              "-Bad argument received\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "o", "", "ITEMS", "a"}), "-Unknown argument received\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "o", "LAYOUTS", "x", "ITEMS", "a"}),
+              "-Unknown argument received\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "o", "CAPACITY"}),
+              "-ERR wrong number of arguments for 'bf.insert' command\r\n");
+    EXPECT_EQ(run({"EXISTS", "o"}), ":0\r\n");
+    // An expansion beside NONSCALING is taken, as RedisBloom takes it.
+    EXPECT_EQ(run({"BF.INSERT", "p", "EXPANSION", "1", "NONSCALING", "ITEMS", "a", "b"}),
+              "*2\r\n:1\r\n:1\r\n");
+    EXPECT_EQ(run({"BF.INFO", "p", "EXPANSION"}), "*1\r\n$-1\r\n");
 }
 
 TEST_F(Commands, ReserveRefusesFiltersBeyondMaxFilterBytes) {
@@ -126,8 +174,6 @@ TEST_F(Commands, EveryCreatingPathAppliesTheSameBounds) {
               "-ERR capacity should be at most 281474976710656 (2^48)\r\n");
     EXPECT_EQ(run({"BF.INSERT", "k", "EXPANSION", "32769", "ITEMS", "a"}),
               "-ERR expansion should be at most 32768\r\n");
-    EXPECT_EQ(run({"BF.INSERT", "k", "NONSCALING", "EXPANSION", "2", "ITEMS", "a"}),
-              "-ERR Nonscaling filters cannot expand\r\n");
     EXPECT_EQ(run({"EXISTS", "k"}), ":0\r\n");
     EXPECT_EQ(run({"BF.RESERVE", "k", "1e-15", "281474976710656"}).rfind("-ERR filter would", 0),
               0u);
@@ -195,7 +241,7 @@ TEST_F(Commands, InsertOptionsApplyOnlyWhenCreating) {
     EXPECT_EQ(run({"BF.INSERT", "k", "ITEMS", "NOCREATE", "CAPACITY"}), "*2\r\n:1\r\n:1\r\n");
     EXPECT_EQ(run({"BF.INSERT", "k", "ITEMS"}),
               "-ERR wrong number of arguments for 'bf.insert' command\r\n");
-    EXPECT_EQ(run({"BF.INSERT", "k", "BOGUS", "ITEMS", "a"}), "-ERR unknown argument received\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "k", "BOGUS", "ITEMS", "a"}), "-Unknown argument received\r\n");
 }
 
 TEST_F(Commands, InfoRepliesWithRedisBloomFields) {
@@ -207,7 +253,7 @@ TEST_F(Commands, InfoRepliesWithRedisBloomFields) {
               std::string::npos)
         << reply;
     EXPECT_EQ(run({"BF.INFO", "missing"}), "-ERR not found\r\n");
-    EXPECT_EQ(run({"BF.INFO", "k", "BOGUS"}), "-ERR Invalid information value\r\n");
+    EXPECT_EQ(run({"BF.INFO", "k", "BOGUS"}), "-Invalid information value\r\n");
 }
 
 TEST_F(Commands, CardEstimatesDistinctItems) {
@@ -251,10 +297,17 @@ TEST_F(Commands, LoadchunkRejectsBadPayloadsWithoutCreatingTheKey) {
     EXPECT_EQ(run({"BF.LOADCHUNK", "k", "1", "garbage"}), "-ERR invalid dump header\r\n");
     EXPECT_EQ(run({"EXISTS", "k"}), ":0\r\n");
     EXPECT_EQ(run({"BF.LOADCHUNK", "k", "9", "garbage"}), "-ERR not found\r\n");
-    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "x", "garbage"}), "-ERR invalid iterator\r\n");
+    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "x", "garbage"}),
+              "-ERR Second argument must be numeric\r\n");
+    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "0", "garbage"}), "-ERR not found\r\n");
     run({"BF.ADD", "k", "a"});
     EXPECT_EQ(run({"BF.LOADCHUNK", "k", "9", "garbage"}), "-ERR invalid chunk length\r\n");
-    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "1", "garbage"}), "-ERR item exists\r\n");
+    // A header for a filter that exists is read as data, and refused so.
+    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "1", "garbage"}), "-ERR received bad data\r\n");
+    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "0", "garbage"}), "-ERR invalid iterator\r\n");
+    EXPECT_EQ(run({"BF.SCANDUMP", "missing", "x"}), "-ERR not found\r\n");
+    EXPECT_EQ(run({"BF.SCANDUMP", "k", "x"}), "-Second argument must be numeric\r\n");
+    EXPECT_EQ(run({"BF.SCANDUMP", "k", "-1"}), "*2\r\n:0\r\n$0\r\n\r\n");
     EXPECT_EQ(run({"BF.EXISTS", "k", "a"}), ":1\r\n");
 }
 
@@ -333,8 +386,19 @@ TEST_F(Commands, HelloSwitchesToResp3) {
     EXPECT_EQ(reply.rfind("%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n", 0), 0u) << reply;
     EXPECT_EQ(client.protocol.load(), 3);
     run({"BF.RESERVE", "k", "0.01", "10", "NONSCALING"});
-    EXPECT_EQ(run({"BF.INFO", "k", "EXPANSION"}), "*1\r\n_\r\n");
+    // RedisBloom 2.8's RESP3 replies: a map of one field, booleans.
+    EXPECT_EQ(run({"BF.INFO", "k", "EXPANSION"}), "%1\r\n+Expansion rate\r\n_\r\n");
+    EXPECT_EQ(run({"BF.INFO", "k", "CAPACITY"}), "%1\r\n+Capacity\r\n:10\r\n");
+    EXPECT_EQ(run({"BF.ADD", "k", "a"}), "#t\r\n");
+    EXPECT_EQ(run({"BF.EXISTS", "k", "a"}), "#t\r\n");
+    EXPECT_EQ(run({"BF.MEXISTS", "k", "a", "b"}), "*2\r\n#t\r\n#f\r\n");
+    EXPECT_EQ(run({"BF.INSERT", "k", "ITEMS", "a"}), "*1\r\n#f\r\n");
     EXPECT_EQ(run({"HELLO", "4"}), "-NOPROTO unsupported protocol version\r\n");
+    // The module list: RedisBloom's entry.
+    EXPECT_NE(reply.find("$7\r\nmodules\r\n*1\r\n%4\r\n$4\r\nname\r\n$2\r\nbf\r\n$3\r\nver\r\n"
+                         ":20423\r\n"),
+              std::string::npos)
+        << reply;
 }
 
 TEST_F(Commands, ClientNameAndShutdownGoThroughHooks) {
@@ -386,7 +450,7 @@ TEST_F(Commands, CommandTableMatchesProtoFile) {
 
 TEST_F(Commands, ModuleListReportsTheBloomModule) {
     EXPECT_EQ(run({"MODULE", "LIST"}),
-              "*1\r\n*8\r\n$4\r\nname\r\n$2\r\nbf\r\n$3\r\nver\r\n:20612\r\n$4\r\npath\r\n"
+              "*1\r\n*8\r\n$4\r\nname\r\n$2\r\nbf\r\n$3\r\nver\r\n:20423\r\n$4\r\npath\r\n"
               "$8\r\nbuilt-in\r\n$4\r\nargs\r\n*0\r\n");
 }
 
@@ -828,6 +892,164 @@ TEST_F(Commands, ConfigGetShowsTheShutdownAndMetricsBounds) {
               "*2\r\n$16\r\nshutdown-timeout\r\n$1\r\n7\r\n");
     EXPECT_EQ(run({"CONFIG", "GET", "metrics-max-connections-per-client"}),
               "*2\r\n$34\r\nmetrics-max-connections-per-client\r\n$1\r\n3\r\n");
+}
+
+// ---- MEMORY, OBJECT, LATENCY, BF.DEBUG, errors by prefix ----
+
+std::int64_t integer_of(const std::string& reply) {
+    EXPECT_EQ(reply.front(), ':') << reply;
+    return std::stoll(reply.substr(1));
+}
+
+TEST_F(Commands, MemoryUsageIsTheKeysEntryAndItsFilter) {
+    run({"BF.RESERVE", "key", "0.01", "1000"});
+    const std::string size = run({"BF.INFO", "key", "SIZE"});
+    const std::int64_t filter = std::stoll(size.substr(size.find(':') + 1));
+    // Node (24 bytes and the key), table slot (8), filter.
+    EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "key"})), 24 + 3 + 8 + filter);
+    EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "key", "SAMPLES", "0"})), 24 + 3 + 8 + filter);
+    run({"BF.RESERVE", "ab", "0.01", "1000"});
+    EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "ab"})), 24 + 2 + 8 + filter);
+    run({"BF.RESERVE", "a-longer-key", "0.01", "1000"});
+    EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "a-longer-key"})), 24 + 12 + 8 + filter);
+    EXPECT_EQ(run({"MEMORY", "USAGE", "missing"}), "$-1\r\n");
+    EXPECT_EQ(run({"MEMORY", "USAGE", "key", "SAMPLES"}), "-ERR syntax error\r\n");
+    EXPECT_EQ(run({"MEMORY", "USAGE", "key", "SAMPLES", "-1"}), "-ERR syntax error\r\n");
+    EXPECT_EQ(run({"MEMORY", "USAGE", "key", "SAMPLES", "x"}),
+              "-ERR value is not an integer or out of range\r\n");
+    EXPECT_EQ(run({"MEMORY", "USAGE"}),
+              "-ERR wrong number of arguments for 'memory|usage' command\r\n");
+    EXPECT_EQ(run({"MEMORY", "NOPE"}), "-ERR unknown subcommand 'NOPE'. Try MEMORY HELP.\r\n");
+}
+
+TEST_F(Commands, MemoryStatsListsRedisFieldsAndADatabaseOnlyWithKeys) {
+    std::string reply = run({"MEMORY", "STATS"});
+    EXPECT_EQ(reply.rfind("*54\r\n$14\r\npeak.allocated\r\n:", 0), 0u) << reply;
+    EXPECT_EQ(reply.find("db.0"), std::string::npos);
+    run({"BF.ADD", "k", "a"});
+    reply = run({"MEMORY", "STATS"});
+    EXPECT_EQ(reply.rfind("*56\r\n", 0), 0u) << reply;
+    EXPECT_NE(reply.find("$4\r\ndb.0\r\n*6\r\n$23\r\noverhead.hashtable.main\r\n:"),
+              std::string::npos);
+    EXPECT_NE(reply.find("$10\r\nkeys.count\r\n:1\r\n"), std::string::npos) << reply;
+    EXPECT_NE(reply.find("$19\r\nreplication.backlog\r\n:0\r\n"), std::string::npos);
+    EXPECT_NE(reply.find("$19\r\nfragmentation.bytes\r\n:"), std::string::npos);
+    EXPECT_EQ(run({"MEMORY", "PURGE"}), "+OK\r\n");
+    reply = run({"MEMORY", "DOCTOR"});
+    EXPECT_NE(reply.find("less than 5 MB"), std::string::npos) << reply;
+    // Unit tests run on the C library's allocator.
+    EXPECT_EQ(run({"MEMORY", "MALLOC-STATS"}),
+              "$45\r\nStats not supported for the current allocator\r\n");
+}
+
+TEST_F(Commands, ObjectAnswersAsRedisForAModuleValue) {
+    store::tick_access_clock();  // the server's cron does it every 100 ms
+    run({"BF.ADD", "k", "a"});
+    EXPECT_EQ(run({"OBJECT", "ENCODING", "k"}), "$3\r\nraw\r\n");
+    EXPECT_EQ(run({"OBJECT", "REFCOUNT", "k"}), ":1\r\n");
+    EXPECT_EQ(run({"OBJECT", "IDLETIME", "k"}), ":0\r\n");
+    EXPECT_EQ(run({"OBJECT", "FREQ", "k"}), "-" + std::string(errors::kNoLfuPolicy) + "\r\n");
+    for (const char* sub : {"ENCODING", "REFCOUNT", "IDLETIME", "FREQ"}) {
+        EXPECT_EQ(run({"OBJECT", sub, "missing"}), "$-1\r\n") << sub;
+    }
+    EXPECT_EQ(run({"OBJECT", "ENCODING"}),
+              "-ERR wrong number of arguments for 'object|encoding' command\r\n");
+    EXPECT_EQ(run({"OBJECT", "HELP"}).rfind("*", 0), 0u);
+}
+
+TEST_F(Commands, LatencyRepliesInRedisShapes) {
+    core::latency_reset({});
+    EXPECT_EQ(run({"CONFIG", "GET", "latency-monitor-threshold"}),
+              "*2\r\n$25\r\nlatency-monitor-threshold\r\n$1\r\n0\r\n");
+    EXPECT_NE(run({"LATENCY", "DOCTOR"}).find("Latency monitoring is off"), std::string::npos);
+    EXPECT_EQ(run({"CONFIG", "SET", "latency-monitor-threshold", "5"}), "+OK\r\n");
+    EXPECT_EQ(core::latency_threshold_ms(), 5);
+    EXPECT_EQ(run({"LATENCY", "LATEST"}), "*0\r\n");
+    core::latency_add_sample_if_needed(core::kLatencyCommand, 4);
+    EXPECT_EQ(run({"LATENCY", "LATEST"}), "*0\r\n");
+    core::latency_add_sample_if_needed(core::kLatencyCommand, 12);
+    const std::string latest = run({"LATENCY", "LATEST"});
+    EXPECT_EQ(latest.rfind("*1\r\n*4\r\n$7\r\ncommand\r\n:", 0), 0u) << latest;
+    EXPECT_EQ(latest.substr(latest.size() - 10), ":12\r\n:12\r\n") << latest;
+    const std::string history = run({"LATENCY", "HISTORY", "command"});
+    EXPECT_EQ(history.rfind("*1\r\n*2\r\n:", 0), 0u) << history;
+    EXPECT_EQ(run({"LATENCY", "HISTORY", "none"}), "*0\r\n");
+    const std::string graph = run({"LATENCY", "GRAPH", "command"});
+    // One sample: on the bottom level of the fourth row, then a blank line
+    // and its age ("0s", or "1s" if a second went by) written downwards.
+    const std::string drawn = "command - high 12 ms, low 12 ms (all time high 12 ms)\n" +
+                              std::string(80, '-') + "\n \n \n \n_\n \n";
+    EXPECT_NE(graph.find(drawn), std::string::npos) << graph;
+    EXPECT_EQ(graph.substr(graph.find(drawn) + drawn.size(), 4).substr(1, 3), "\ns\n") << graph;
+    EXPECT_EQ(run({"LATENCY", "GRAPH", "none"}), "-ERR No samples available for event 'none'\r\n");
+    const std::string doctor = run({"LATENCY", "DOCTOR"});
+    EXPECT_NE(doctor.find("1. command: 1 latency spikes (average 12ms, mean deviation 0ms"),
+              std::string::npos)
+        << doctor;
+    EXPECT_EQ(run({"LATENCY", "RESET", "COMMAND", "x"}), ":1\r\n");
+    EXPECT_EQ(run({"LATENCY", "LATEST"}), "*0\r\n");
+    EXPECT_EQ(run({"CONFIG", "SET", "latency-monitor-threshold", "x"}),
+              "-ERR CONFIG SET failed (possibly related to argument 'latency-monitor-threshold') - "
+              "argument couldn't be parsed into an integer\r\n");
+    EXPECT_EQ(run({"CONFIG", "SET", "latency-monitor-threshold", "0"}), "+OK\r\n");
+    EXPECT_EQ(run({"LATENCY", "NOPE"}), "-ERR unknown subcommand 'NOPE'. Try LATENCY HELP.\r\n");
+}
+
+TEST_F(Commands, LatencyHistogramCountsCallsPerPowerOfTwo) {
+    hooks.command_table = &stats.command_stats;
+    run({"BF.ADD", "k", "a"});
+    run({"BF.ADD", "k", "b"});
+    const std::string reply = run({"LATENCY", "HISTOGRAM", "bf.add", "nosuch"});
+    EXPECT_EQ(reply.rfind(
+                  "*2\r\n$6\r\nbf.add\r\n*4\r\n$5\r\ncalls\r\n:2\r\n$14\r\nhistogram_usec\r\n*", 0),
+              0u)
+        << reply;
+    EXPECT_EQ(reply.substr(reply.size() - 4), ":2\r\n") << reply;  // cumulative
+    EXPECT_EQ(run({"LATENCY", "HISTOGRAM", "bf.card"}), "*0\r\n");
+}
+
+TEST_F(Commands, BfDebugReportsEveryLayerAsRedisBloom) {
+    run({"BF.RESERVE", "k", "0.01", "100", "LAYOUT", "CLASSIC"});
+    run({"BF.ADD", "k", "a"});
+    EXPECT_EQ(run({"BF.DEBUG", "k"}),
+              "*2\r\n$6\r\nsize:1\r\n$73\r\nbytes:144 bits:1152 hashes:8 hashwidth:64 "
+              "capacity:100 size:1 ratio:0.005\r\n");
+    EXPECT_EQ(run({"BF.DEBUG", "missing"}), "-ERR not found\r\n");
+    EXPECT_EQ(run({"BF.DEBUG", "k", "x"}),
+              "-ERR wrong number of arguments for 'bf.debug' command\r\n");
+}
+
+TEST_F(Commands, ConfigSetsTheOutputBufferLimitsInRedisForm) {
+    EXPECT_EQ(run({"CONFIG", "GET", "client-output-buffer-limit"}),
+              "*2\r\n$26\r\nclient-output-buffer-limit\r\n$76\r\nnormal 1073741824 0 0 slave "
+              "268435456 67108864 60 pubsub 33554432 8388608 60\r\n");
+    EXPECT_EQ(run({"CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 1kb 9"}), "+OK\r\n");
+    EXPECT_EQ(config.client_output_buffer_limits.get(core::ClientClass::pubsub),
+              (core::OutputBufferLimit{1 << 20, 1024, 9}));
+    EXPECT_EQ(
+        run({"CONFIG", "SET", "client-output-buffer-limit", "normal 1 2"}),
+        "-ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - "
+        "Wrong number of arguments in buffer limit configuration.\r\n");
+    // Every pair is checked first: a bad second one changes nothing.
+    EXPECT_EQ(run({"CONFIG", "SET", "client-output-buffer-limit", "normal 5 5 5",
+                   "latency-monitor-threshold", "-1"})
+                  .rfind("-ERR CONFIG SET failed", 0),
+              0u);
+    EXPECT_EQ(config.client_output_buffer_limits.get(core::ClientClass::normal).hard_bytes,
+              1ull << 30);
+}
+
+TEST_F(Commands, ErrorRepliesAreCountedByPrefix) {
+    core::reset_error_stats();
+    writer.set_error_stats(&stats.error_stats);
+    run({"BF.INFO", "missing"});
+    run({"BF.RESERVE", "k", "0.01", "10", "NONSCALING", "EXPANSION", "2"});
+    run({"NOSUCH"});
+    run({"BF.ADD", "k", "a"});
+    EXPECT_EQ(core::error_stats_sum({&stats.error_stats}),
+              (std::vector<std::pair<std::string, std::uint64_t>>{{"ERR", 2}, {"Nonscaling", 1}}));
+    writer.set_error_stats(nullptr);
+    core::reset_error_stats();
 }
 
 }  // namespace

@@ -158,6 +158,10 @@ public:
     const BloomLayer& layer(std::size_t i) const;
     BloomLayer& layer(std::size_t i);
 
+    // Holders of this filter now (the keyspace, snapshots being written,
+    // copies taken by commands): OBJECT REFCOUNT. Relaxed; a moment's count.
+    std::uint32_t references() const { return refs_.load(std::memory_order_relaxed); }
+
     std::uint64_t capacity() const;  // sum of layer capacities
     std::uint64_t items() const;     // sum of layer item counts
     // Bytes this filter holds: header, every layer, every bit array (what

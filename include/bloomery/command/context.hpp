@@ -18,6 +18,7 @@
 #include "bloomery/command/server.hpp"
 #include "bloomery/core/command_stats.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/core/error_stats.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "bloomery/store/keyspace.hpp"
@@ -41,10 +42,20 @@ struct WorkerStats {
     std::atomic<std::uint64_t> protocol_errors{0};
     std::atomic<std::uint64_t> net_input_bytes{0};
     std::atomic<std::uint64_t> net_output_bytes{0};
+    std::atomic<std::uint64_t> net_repl_output_bytes{0};  // of net_output_bytes, to replicas
+    std::atomic<std::uint64_t> reads_processed{0};        // socket reads completed
+    std::atomic<std::uint64_t> writes_processed{0};       // socket writes completed
     std::atomic<std::uint64_t> error_replies{0};
+    // Clients closed for their query buffer (client-query-buffer-limit) or
+    // their replies waiting (client-output-buffer-limit).
+    std::atomic<std::uint64_t> query_buffer_limit_disconnections{0};
+    std::atomic<std::uint64_t> output_buffer_limit_disconnections{0};
     // Per command (INFO commandstats / latencystats, /metrics), by
     // CommandSpec::id; dispatch() records into it.
     core::CommandStatsTable command_stats;
+    // Error replies by prefix (INFO errorstats): the connections of this
+    // worker point their writers at it.
+    core::ErrorStatsTable error_stats;
 
     static void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) {
         counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
@@ -139,6 +150,10 @@ struct ClientState {
     std::atomic<std::size_t> query_buffer_capacity{0};
     std::atomic<std::size_t> output_buffer_used{0};  // replies not yet written
     std::atomic<std::size_t> output_buffer_capacity{0};
+    // Since when (ms) the replies not yet written have stayed above the
+    // soft client-output-buffer-limit of the client's class, 0 while they
+    // are not: written by the connection, read by the server's cron.
+    std::atomic<std::int64_t> output_soft_limit_since_ms{0};
     // Access control (acl.hpp). `user`: whom AUTH or HELLO AUTH made this
     // client, null for the default user; set by the owner thread, read by
     // CLIENT LIST from others (users live as long as the server).

@@ -80,36 +80,49 @@ inline constexpr std::string_view kCrossSlot =
 inline constexpr std::string_view kInvalidSlot = "ERR Invalid slot";
 inline constexpr std::string_view kInvalidSlotOrCount = "ERR Invalid slot or number of keys";
 
-// RedisBloom's texts.
+// RedisBloom's texts (2.4, byte for byte: some have no "ERR " prefix, one a
+// trailing space).
 inline constexpr std::string_view kItemExists = "ERR item exists";
 inline constexpr std::string_view kNotFound = "ERR not found";
-inline constexpr std::string_view kBadErrorRate = "ERR (0 < error rate range < 1)";
+inline constexpr std::string_view kBadErrorRate = "ERR (0 < error rate range < 1) ";
+inline constexpr std::string_view kBadCapacity = "ERR (capacity should be larger than 0)";
+inline constexpr std::string_view kErrorRateNotNumber = "ERR bad error rate";
+inline constexpr std::string_view kCapacityNotNumber = "ERR bad capacity";
+inline constexpr std::string_view kExpansionNotNumber = "ERR bad expansion";
+inline constexpr std::string_view kNoExpansion = "ERR no expansion";
+inline constexpr std::string_view kNonScalingExpansion = "Nonscaling filters cannot expand";
+inline constexpr std::string_view kNonScalingFull = "ERR non scaling filter is full";
+inline constexpr std::string_view kInvalidInfoField = "Invalid information value";
+inline constexpr std::string_view kOutOfMemory = "ERR Insufficient memory to create filter";
+// BF.INSERT's option texts.
+inline constexpr std::string_view kInsertUnknownOption = "Unknown argument received";
+inline constexpr std::string_view kInsertBadErrorRate = "Bad error rate";
+inline constexpr std::string_view kInsertBadCapacity = "Bad capacity";
+inline constexpr std::string_view kInsertBadExpansion = "Bad expansion";
+inline constexpr std::string_view kInsertBadArgument = "Bad argument received";
+// BF.SCANDUMP's and BF.LOADCHUNK's iterator, and a chunk for a filter that
+// has its header already.
+inline constexpr std::string_view kScandumpIterator = "Second argument must be numeric";
+inline constexpr std::string_view kLoadchunkIterator = "ERR Second argument must be numeric";
+inline constexpr std::string_view kBadChunkData = "ERR received bad data";
+// RedisBloom 2.8's, for an expansion below 1 (2.4 took it).
+inline constexpr std::string_view kBadExpansion = "ERR expansion should be greater or equal to 1";
 // bloomery's bounds (bloom/bounds.hpp), beyond RedisBloom's.
 inline constexpr std::string_view kErrorRateTooSmall = "ERR error rate should be at least 1e-15";
 inline constexpr std::string_view kCapacityTooLarge =
     "ERR capacity should be at most 281474976710656 (2^48)";
-inline constexpr std::string_view kBadCapacity = "ERR (capacity should be larger than 0)";
-inline constexpr std::string_view kBadExpansion = "ERR expansion should be greater or equal to 1";
 inline constexpr std::string_view kExpansionTooLarge = "ERR expansion should be at most 32768";
-inline constexpr std::string_view kErrorRateNotNumber = "ERR bad error rate";
-inline constexpr std::string_view kCapacityNotNumber = "ERR bad capacity";
-inline constexpr std::string_view kExpansionNotNumber = "ERR bad expansion";
-inline constexpr std::string_view kNonScalingExpansion = "ERR Nonscaling filters cannot expand";
+inline constexpr std::string_view kInvalidIterator = "ERR invalid iterator";
 // bloomery's LAYOUT option (BF.RESERVE, BF.INSERT).
 inline constexpr std::string_view kBadLayout = "ERR LAYOUT must be CLASSIC or BLOCKED";
-inline constexpr std::string_view kNonScalingFull = "ERR non scaling filter is full";
 inline constexpr std::string_view kMaxLayers = "ERR maximum number of sub-filters reached";
 inline constexpr std::string_view kFilterTooLarge =
     "ERR filter would exceed max-filter-bytes (see CONFIG GET max-filter-bytes)";
-inline constexpr std::string_view kOutOfMemory = "ERR Insufficient memory to create filter";
 // Redis's reply when a command that may allocate finds used_memory above
 // maxmemory (or, here, would take it there).
 inline constexpr std::string_view kOom = "OOM command not allowed when used memory > 'maxmemory'.";
 // An allocation failed while a command ran (before it changed anything).
 inline constexpr std::string_view kNoMemory = "OOM not enough memory to run the command";
-inline constexpr std::string_view kInvalidInfoField = "ERR Invalid information value";
-inline constexpr std::string_view kInvalidIterator = "ERR invalid iterator";
-inline constexpr std::string_view kBadOption = "ERR unknown argument received";
 
 // Replication (Redis's texts, naming bloomery where Redis names itself).
 inline constexpr std::string_view kReadOnlyReplica =
@@ -134,6 +147,15 @@ inline constexpr std::string_view kMasterDownStale =
 inline constexpr std::string_view kMasterDownUnsynced =
     "MASTERDOWN this replica has no copy of its primary yet (the first synchronization has not "
     "finished): its answers could be false negatives";
+// OBJECT FREQ under a maxmemory-policy that is not LFU (noeviction, the only
+// one bloomery has): Redis's text.
+inline constexpr std::string_view kNoLfuPolicy =
+    "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note "
+    "that when switching between policies at runtime LRU and LFU data will take some time to "
+    "adjust.";
+// LATENCY GRAPH of an event without samples: Redis's text, the event's name
+// follows, then "'".
+inline constexpr std::string_view kNoLatencySamples = "ERR No samples available for event '";
 // SLOWLOG GET's count (Redis's text, for a non-integer too).
 inline constexpr std::string_view kSlowlogCount = "ERR count should be greater than or equal to -1";
 // CONFIG SET of a parameter bloomery can change at run time (Redis 7's

@@ -31,6 +31,7 @@ struct CommandSpec {
     bool denyoom = false;   // has the "denyoom" flag: refused while used_memory > maxmemory
     bool no_auth = false;   // has the "no_auth" flag: runs before AUTH, for every user (acl.hpp)
     bool no_multi = false;  // has the "no_multi" flag: refused inside MULTI
+    bool fast = false;      // has the "fast" flag: the latency monitor's "fast-command" event
     // Runs at once inside MULTI instead of being queued: EXEC, DISCARD,
     // MULTI, WATCH, QUIT, RESET (as Redis's processCommand).
     bool transaction_control = false;

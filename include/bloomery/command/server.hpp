@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "bloomery/core/command_stats.hpp"
@@ -46,7 +47,12 @@ struct StatsTotals {
     std::uint64_t protocol_errors = 0;
     std::uint64_t net_input_bytes = 0;
     std::uint64_t net_output_bytes = 0;
+    std::uint64_t net_repl_output_bytes = 0;  // of net_output_bytes, sent to replicas
+    std::uint64_t reads_processed = 0;
+    std::uint64_t writes_processed = 0;
     std::uint64_t error_replies = 0;
+    std::uint64_t query_buffer_limit_disconnections = 0;
+    std::uint64_t output_buffer_limit_disconnections = 0;
     double instantaneous_ops_per_sec = 0;
 };
 
@@ -82,8 +88,9 @@ struct ReplicationInfo {
     std::int64_t link_down_since_seconds = -1;  // -1 while up
     bool sync_in_progress = false;
     std::uint64_t sync_received_bytes = 0;
-    std::uint64_t read_offset = 0;  // received (applied: `offset`)
-    std::string last_error;         // why the link last failed ("" if never)
+    std::uint64_t link_received_bytes = 0;  // every byte read from the primary
+    std::uint64_t read_offset = 0;          // received (applied: `offset`)
+    std::string last_error;                 // why the link last failed ("" if never)
 };
 
 // ReplicaGate::replication_flags bits: asked before every command, so they are
@@ -106,6 +113,10 @@ public:
     virtual std::size_t connected_clients() = 0;
     // Clients waiting for a deferred reply (WAIT, SAVE): INFO's blocked_clients.
     virtual std::int64_t blocked_clients() = 0;
+    // The largest query buffer (bytes received, not yet run) and the largest
+    // output buffer (reply bytes not yet written) among the clients now:
+    // INFO's client_recent_max_input_buffer / _output_buffer. O(clients).
+    virtual std::pair<std::size_t, std::size_t> largest_buffers() { return {0, 0}; }
     // One line per client in CLIENT LIST format; only the clients whose id is
     // in `ids` unless it is empty.
     virtual std::string client_list(std::span<const std::int64_t> ids) = 0;
@@ -125,6 +136,9 @@ public:
     // id (CommandSpec::id; kMaxCommandIds entries, or none where nothing is
     // counted). Safe from any thread; O(commands x threads).
     virtual std::vector<core::CommandTotals> command_stats() { return {}; }
+    // Error replies by prefix since start or CONFIG RESETSTAT, sorted
+    // (core/error_stats.hpp: error_stats_sum). Safe from any thread.
+    virtual std::vector<std::pair<std::string, std::uint64_t>> error_stats() { return {}; }
     virtual std::int64_t start_time_ms() = 0;
     virtual unsigned worker_threads() = 0;
 };

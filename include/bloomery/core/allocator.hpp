@@ -23,6 +23,10 @@ struct AllocatorStats {
 // Fresh figures (jemalloc refreshes its statistics epoch first).
 AllocatorStats allocator_stats();
 
+// The allocator's own statistics report (jemalloc's malloc_stats_print, as
+// MEMORY MALLOC-STATS shows it); empty when the allocator has none.
+std::string allocator_stats_text();
+
 // Returns free pages to the kernel now instead of after the allocator's decay
 // time; called after large frees (FLUSHALL, DEL of many keys). A few ms.
 void allocator_release_free_memory();

@@ -4,6 +4,7 @@
 // variables (app/command_line.hpp, where the flags are declared). Plain data,
 // no Asio, so command handlers can read it.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -30,6 +31,61 @@ enum class TlsAuthClients {
     optional,  // asked for and verified if sent, not required
 };
 
+// The classes of client-output-buffer-limit, as Redis's (a replica's feed is
+// Redis's "slave" class; "master" has no limits of its own).
+enum class ClientClass : unsigned { normal = 0, replica = 1, pubsub = 2 };
+inline constexpr unsigned kClientClasses = 3;
+
+// One class's output buffer limits, as Redis's: a client whose replies not
+// yet written exceed `hard_bytes`, or stay above `soft_bytes` for more than
+// `soft_seconds`, is closed. 0 bytes: no such limit.
+struct OutputBufferLimit {
+    std::uint64_t hard_bytes = 0;
+    std::uint64_t soft_bytes = 0;
+    std::int64_t soft_seconds = 0;
+    friend bool operator==(const OutputBufferLimit&, const OutputBufferLimit&) = default;
+};
+
+// client-output-buffer-limit: every class's limits. CONFIG SET changes them
+// while workers read them, so each number is an atomic read relaxed (a
+// reader racing a change may pair an old hard limit with a new soft one for
+// one check); copying a Config copies the values.
+class OutputBufferLimits {
+public:
+    // Redis's defaults, but for the normal class's hard limit: 1 GiB instead
+    // of none, so that no single reply (KEYS over a large keyspace) can hold
+    // unbounded memory.
+    OutputBufferLimits();
+    OutputBufferLimits(const OutputBufferLimits& other) { copy_from(other); }
+    OutputBufferLimits& operator=(const OutputBufferLimits& other) {
+        copy_from(other);
+        return *this;
+    }
+
+    OutputBufferLimit get(ClientClass client_class) const;
+    // Const because CONFIG SET changes it through the shared, otherwise
+    // read-only Config (the numbers are atomics).
+    void set(ClientClass client_class, const OutputBufferLimit& limit) const;
+
+private:
+    void copy_from(const OutputBufferLimits& other);
+    mutable std::atomic<std::uint64_t> hard_[kClientClasses];
+    mutable std::atomic<std::uint64_t> soft_[kClientClasses];
+    mutable std::atomic<std::int64_t> seconds_[kClientClasses];
+};
+
+// Parses client-output-buffer-limit as Redis's CONFIG SET and config file
+// take it: groups of "<class> <hard> <soft> <soft-seconds>" (class normal,
+// replica or slave, pubsub; sizes in bytes or with Redis's suffixes k, kb,
+// m, mb, g, gb), setting only the classes named. bloomery also takes one
+// size alone, its earlier form: the normal class's hard limit. Every group
+// is checked before any is applied; false with Redis's reason on error.
+bool parse_output_buffer_limits(std::string_view spec, const OutputBufferLimits& limits,
+                                std::string& error);
+// As CONFIG GET shows it: "normal 1073741824 0 0 slave 268435456 67108864 60
+// pubsub 33554432 8388608 60".
+std::string format_output_buffer_limits(const OutputBufferLimits& limits);
+
 struct Config {
     // Network
     std::string bind = "127.0.0.1";
@@ -49,7 +105,8 @@ struct Config {
     std::size_t proto_max_inline_len = 64 * 1024;
     std::size_t proto_max_multibulk_len = 1024 * 1024;
     std::size_t client_query_buffer_limit = 1024ull * 1024 * 1024;
-    std::size_t client_output_buffer_limit = 1024ull * 1024 * 1024;
+    // Per class (OutputBufferLimits); CONFIG SET changes it at run time.
+    OutputBufferLimits client_output_buffer_limits;
     // Security (README "Security"). requirepass is never logged, and CONFIG
     // GET shows it redacted.
     std::string requirepass;     // the default user's password; empty: none
@@ -119,7 +176,10 @@ struct Config {
     std::size_t metrics_max_connections_per_client = 8;
     std::size_t metrics_max_request_bytes = 8 * 1024;  // request line and headers
     double metrics_request_timeout_seconds = 5;        // to send a whole request
-    std::int64_t slowlog_log_slower_than_us = 10000;   // -1: off; 0: every command
+    // The latency monitor's threshold in ms (core/latency_monitor.hpp): 0, off,
+    // as Redis. CONFIG SET changes the monitor's own copy.
+    std::int64_t latency_monitor_threshold_ms = 0;
+    std::int64_t slowlog_log_slower_than_us = 10000;  // -1: off; 0: every command
     std::size_t slowlog_max_len = 128;
     // Logging
     std::string log_level = "info";

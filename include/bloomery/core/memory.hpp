@@ -14,13 +14,14 @@
 namespace bloomery::core {
 
 enum class MemoryUse : unsigned {
-    filters,         // filter objects and their bit arrays, at their allocated size
-    keyspace,        // key entries and hash tables
-    query_buffers,   // client input buffers (capacity)
-    output_buffers,  // client reply buffers (capacity)
-    other,           // anything else worth counting (snapshot buffers, ...)
+    filters,          // filter objects and their bit arrays, at their allocated size
+    keyspace,         // key entries and hash tables
+    query_buffers,    // client input buffers (capacity)
+    output_buffers,   // client reply buffers (capacity)
+    other,            // anything else worth counting (snapshot buffers, ...)
+    replica_buffers,  // replicas' feeds: the stream piece being sent, a snapshot queued
 };
-inline constexpr unsigned kMemoryUses = 5;
+inline constexpr unsigned kMemoryUses = 6;
 
 // Adds `delta` bytes (negative when freed) to `use`.
 void memory_add(MemoryUse use, std::int64_t delta);
@@ -30,6 +31,10 @@ std::uint64_t memory_used(MemoryUse use);
 std::uint64_t memory_used_total();
 // The largest sum seen since start (used_memory_peak), updated as holders grow.
 std::uint64_t memory_peak();
+// MEMORY STATS's startup.allocated: the sum when the server had set itself
+// up, before loading data (memory_mark_startup(), called once by main).
+void memory_mark_startup();
+std::uint64_t memory_startup();
 
 // The process's resident set (RSS) in bytes, from /proc/self/statm: what
 // used_memory_rss reports. A file read: not for hot paths.

@@ -351,6 +351,7 @@ private:
     bool up_ = false;
     bool syncing_ = false;
     std::uint64_t sync_bytes_ = 0;
+    std::uint64_t received_bytes_ = 0;  // from the primary, snapshots included
     std::int64_t last_io_ms_ = 0;
     std::int64_t down_since_ms_ = 0;
     std::string last_error_;

@@ -126,12 +126,14 @@ public:
     std::int64_t blocked_clients() override {
         return blocked_clients_.load(std::memory_order_relaxed);
     }
+    std::pair<std::size_t, std::size_t> largest_buffers() override;
     std::string client_list(std::span<const std::int64_t> ids) override;
     bool kill_client(std::int64_t id) override;
     bool kill_client(std::string_view address) override;
     command::StatsTotals stats() override;
     void reset_stats() override;
     std::vector<core::CommandTotals> command_stats() override;
+    std::vector<std::pair<std::string, std::uint64_t>> error_stats() override;
     void save_async(std::function<void(persist::SaveResult)> done) override;
     persist::SaveResult bgsave() override;
     persist::PersistenceInfo persistence() override;
@@ -174,6 +176,8 @@ public:
 private:
     void accept_next(boost::asio::ip::tcp::acceptor& acceptor, bool tls);
     void on_signal(const boost::system::error_code& error, int signal);
+    // The cron's look at client-output-buffer-limit (soft limits, replicas).
+    void check_output_limits(std::int64_t now_ms);
     void cron();
     void stop_now();
     // The last step of a stop: waits (every 10 ms, until `deadline_ms`) for

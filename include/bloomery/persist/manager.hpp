@@ -113,6 +113,7 @@ private:
     std::uint64_t last_keys_ = 0;
     std::string last_error_;
     std::uint64_t loaded_keys_ = 0;
+    std::uint64_t loaded_expired_keys_ = 0;
     double load_seconds_ = 0;
     std::uint64_t replayed_records_ = 0;
     // Opens a new journal (`id`, appending at `offset` to `existing` or to

@@ -57,6 +57,7 @@ struct PersistenceInfo {
     std::string last_error;
     bool loading = false;
     std::uint64_t loaded_keys = 0;
+    std::uint64_t loaded_expired_keys = 0;  // past their deadline in the snapshot: skipped
     double load_seconds = 0;
     std::uint64_t replayed_records = 0;  // journal records applied at start
     JournalInfo journal;                 // enabled = false with --appendonly no

@@ -8,6 +8,10 @@
 #include <string>
 #include <string_view>
 
+namespace bloomery::core {
+class ErrorStatsTable;
+}
+
 namespace bloomery::resp {
 
 class Writer {
@@ -34,6 +38,11 @@ public:
     void verbatim(std::string_view text);  // RESP3 =len txt:..., RESP2 bulk
     void ok() { simple("OK"); }
 
+    // Where every error reply is also counted by its prefix (INFO
+    // errorstats, core/error_stats.hpp); null: nowhere. The table belongs to
+    // the thread that writes with this writer.
+    void set_error_stats(core::ErrorStatsTable* table) { error_stats_ = table; }
+
     std::string& buffer() { return *out_; }
     // Error replies written so far (top-level or inside arrays), so that the
     // dispatcher can count every error a command answers in one place.
@@ -43,6 +52,7 @@ private:
     std::string* out_;
     int protocol_ = 2;
     std::uint64_t errors_written_ = 0;
+    core::ErrorStatsTable* error_stats_ = nullptr;
 };
 
 // A command as a client sends it: an array of bulk strings (what a replica

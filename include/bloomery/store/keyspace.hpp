@@ -3,11 +3,12 @@
 // key, one reader/writer lock per shard, so clients using different filters do
 // not contend.
 //
-// Memory: each key is one node of 24 bytes plus the key's bytes (a short key
-// fits a 32-byte size class) referencing its filter, and one 8-byte slot of an
-// open-addressing table (load factor at most 0.8). The key is hashed once
-// (XXH3): some bits pick the shard, others the slot, others a 16-bit tag kept
-// in the slot so most mismatches are rejected without touching the node.
+// Memory: each key is one node of 24 bytes plus the key's bytes (a key of up
+// to 8 bytes fits a 32-byte size class) referencing its filter and keeping
+// when the key was last used, and one 8-byte slot of an open-addressing table
+// (load factor at most 0.8). The key is hashed (XXH3): some bits pick the
+// shard, others the slot, others a 16-bit tag kept in the slot so most
+// mismatches are rejected without touching the node.
 // Nodes and tables are counted in core/memory.hpp (MemoryUse::keyspace).
 //
 // Expiry: a key past its deadline is invisible to every lookup and is erased
@@ -67,11 +68,29 @@ __extension__ typedef __int128 Int128;
 // Milliseconds since the Unix epoch (wall clock), the unit of every deadline.
 std::int64_t now_ms();
 
+// The access clock (OBJECT IDLETIME): unix seconds, as of the last
+// tick_access_clock(). Every key keeps the clock's value when a command last
+// used it; a lookup writes it only when it differs (once a second at most).
+std::uint32_t access_clock();
+// Moves the clock to now; the server's cron calls it every 100 ms.
+void tick_access_clock();
+// Seconds from a stored clock value to the clock now (never negative).
+std::int64_t idle_seconds(std::uint32_t accessed);
+
 // One key as seen by SCAN, KEYS or get(): a copy of its entry.
 struct KeySnapshot {
     std::string key;
     FilterRef filter;
     std::int64_t expire_at_ms;
+};
+
+// One key as OBJECT and MEMORY USAGE see it (Keyspace::inspect).
+struct KeyDetails {
+    FilterRef filter;
+    std::int64_t expire_at_ms = 0;
+    std::uint32_t accessed = 0;     // access_clock() when last used
+    std::uint64_t entry_bytes = 0;  // its node (with the key) and its table slot
+    long references = 0;            // holders of its filter (the key, snapshots, ...)
 };
 
 // A consistent copy of every live key (for snapshots): taken with every
@@ -169,7 +188,7 @@ public:
                     }
                     std::shared_lock lock(shard.mutex);
                     if (!gated(shard)) {
-                        bloom::ScalableFilter* filter = find_live(shard, lock, key, hash);
+                        bloom::ScalableFilter* filter = find_live(shard, lock, key, hash, true);
                         if (filter == nullptr) return false;
                         fn(*filter);
                         return true;
@@ -244,6 +263,9 @@ public:
     bool erase(std::string_view key);
     bool contains(std::string_view key) const;
     std::optional<KeySnapshot> get(std::string_view key) const;
+    // The key's entry without using it (its access clock stays), under the
+    // shard's shared lock; nullopt if it is missing or expired.
+    std::optional<KeyDetails> inspect(std::string_view key) const;
 
     // Deadline management, under the shard's exclusive lock so a conditional
     // change (EXPIRE NX/XX/GT/LT, PERSIST) cannot race another one.
@@ -322,6 +344,15 @@ public:
     std::size_t pending_reclaim() const;
     // Keys erased because their deadline passed, lazily or by the cycle.
     std::uint64_t expired_keys() const { return expired_keys_.load(std::memory_order_relaxed); }
+    // Active expiry as INFO stats shows it (Redis's fields): the share of
+    // sampled keys found expired, smoothed over rounds; rounds stopped by
+    // their time budget; milliseconds spent in rounds.
+    struct ExpireStats {
+        double stale_percent = 0;
+        std::uint64_t time_cap_reached = 0;
+        std::uint64_t cycle_milliseconds = 0;
+    };
+    ExpireStats expire_stats() const;
 
     // Cluster mode (core/key_slot.hpp): counts keys per hash slot as they are
     // linked and unlinked, for CLUSTER COUNTKEYSINSLOT. Off by default, so a
@@ -389,6 +420,15 @@ public:
     // Bytes of nodes and tables (what this keyspace reports to core/memory.hpp
     // as MemoryUse::keyspace); filters are counted by themselves.
     std::uint64_t overhead_bytes() const { return overhead_bytes_.load(std::memory_order_relaxed); }
+    // overhead_bytes() by what holds it (MEMORY STATS): the tables and the
+    // key entries, the sets of keys with a deadline, the per-slot key counts.
+    // O(shards), one shared lock at a time; a moment's figures.
+    struct Overhead {
+        std::uint64_t main = 0;          // tables, nodes and key names
+        std::uint64_t expires = 0;       // ExpirySets
+        std::uint64_t slot_to_keys = 0;  // the cluster slot counters
+    };
+    Overhead overhead() const;
 
 private:
     struct Node;
@@ -458,9 +498,11 @@ private:
     const Shard& shard_for(std::uint64_t hash) const;
     Shard& shard_for(std::uint64_t hash);
     // Looks `key` up in `shard` under `lock`, a shared lock on it. An expired
-    // entry is reaped (releasing the lock) and reported missing.
+    // entry is reaped (releasing the lock) and reported missing. `touch`: a
+    // command uses the key (its access clock moves; OBJECT IDLETIME).
     bloom::ScalableFilter* find_live(const Shard& shard, std::shared_lock<std::shared_mutex>& lock,
-                                     std::string_view key, std::uint64_t hash) const;
+                                     std::string_view key, std::uint64_t hash,
+                                     bool touch = false) const;
     // Erases `key` if it is still expired (a lookup found it so), with a DEL
     // record; true if it did. Takes the shard's exclusive lock.
     bool reap(std::string_view key, std::uint64_t hash) const;
@@ -509,6 +551,10 @@ private:
     mutable SnapshotCounts snapshot_counts_;
     mutable std::atomic<std::uint64_t> expired_keys_{0};
     std::atomic<std::uint64_t> chunks_loaded_{0};  // BF.LOADCHUNK data chunks applied
+    // Written by active_expire_cycle() (one thread at a time), read by INFO.
+    std::atomic<double> expire_stale_percent_{0};
+    std::atomic<std::uint64_t> expire_time_cap_reached_{0};
+    std::atomic<std::uint64_t> expire_cycle_us_{0};
     // Items counted by adds, one counter per thread (summed by counts()):
     // an add never writes a line another thread writes.
     struct alignas(64) ItemsAdded {

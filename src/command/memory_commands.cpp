@@ -1,0 +1,327 @@
+// MEMORY and OBJECT: what a key holds and how the server's memory is used,
+// with Redis 7's reply shapes. Sizes are what INFO's used_memory counts
+// (core/memory.hpp): a key's node and table slot, its filter's header,
+// layers and bit arrays.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "bloomery/command/errors.hpp"
+#include "bloomery/command/registry.hpp"
+#include "bloomery/core/allocator.hpp"
+#include "bloomery/core/memory.hpp"
+#include "common.hpp"
+#include "families.hpp"
+
+namespace bloomery::command {
+namespace {
+
+// ---- MEMORY ----
+
+// MEMORY USAGE key [SAMPLES count]: options first (Redis's order), then the
+// key. SAMPLES is taken and checked as Redis does; a filter is sized exactly,
+// so it changes nothing.
+void cmd_memory_usage(Context& ctx, Args argv) {
+    for (std::size_t i = 3; i < argv.size(); ++i) {
+        if (iequals(argv[i], "SAMPLES") && i + 1 < argv.size()) {
+            std::int64_t samples = 0;
+            if (!parse_int64(argv[i + 1], samples)) {
+                ctx.out.error(errors::kNotInteger);
+                return;
+            }
+            if (samples < 0) {
+                ctx.out.error(errors::kSyntax);
+                return;
+            }
+            ++i;
+        } else {
+            ctx.out.error(errors::kSyntax);
+            return;
+        }
+    }
+    const std::optional<store::KeyDetails> key = ctx.keyspace.inspect(argv[2]);
+    if (!key) {
+        ctx.out.null();
+        return;
+    }
+    ctx.out.integer(static_cast<std::int64_t>(key->entry_bytes + key->filter->allocated_bytes()));
+}
+
+// The figures MEMORY STATS and MEMORY DOCTOR share, Redis's names for them.
+struct MemoryOverview {
+    std::uint64_t peak = 0;
+    std::uint64_t total = 0;
+    std::uint64_t startup = 0;
+    std::uint64_t replica_buffers = 0;
+    std::uint64_t client_buffers = 0;
+    std::uint64_t journal_buffer = 0;
+    store::Keyspace::Overhead keyspace;
+    std::uint64_t overhead = 0;
+    std::uint64_t dataset = 0;
+    std::size_t keys = 0;
+    std::size_t clients = 0;
+    std::size_t replicas = 0;
+    core::AllocatorStats allocator;
+    std::uint64_t rss = 0;
+};
+
+MemoryOverview memory_overview(Context& ctx) {
+    using core::MemoryUse;
+    MemoryOverview m;
+    m.total = core::memory_used_total();
+    m.peak = std::max(core::memory_peak(), m.total);
+    m.startup = std::min(core::memory_startup(), m.total);
+    m.replica_buffers = core::memory_used(MemoryUse::replica_buffers);
+    m.client_buffers =
+        core::memory_used(MemoryUse::query_buffers) + core::memory_used(MemoryUse::output_buffers);
+    const persist::PersistenceInfo persistence = ctx.server.persistence.persistence();
+    m.journal_buffer = persistence.journal.enabled ? persistence.journal.buffer_length : 0;
+    m.keyspace = ctx.keyspace.overhead();
+    m.overhead = m.startup + m.replica_buffers + m.client_buffers + m.journal_buffer +
+                 m.keyspace.main + m.keyspace.expires + m.keyspace.slot_to_keys;
+    m.dataset = m.total > m.overhead ? m.total - m.overhead : 0;
+    m.keys = ctx.keyspace.counts().keys;
+    m.replicas = ctx.server.replication.replication().replicas.size();
+    const std::size_t connected = ctx.server.clients.connected_clients();
+    m.clients = connected > m.replicas ? connected - m.replicas : 0;
+    m.allocator = core::allocator_stats();
+    m.rss = core::resident_bytes();
+    return m;
+}
+
+double share(std::uint64_t part, std::uint64_t whole) {
+    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+std::int64_t difference(std::uint64_t a, std::uint64_t b) {
+    return static_cast<std::int64_t>(a) - static_cast<std::int64_t>(b);
+}
+
+void field(Context& ctx, std::string_view name, std::int64_t value) {
+    ctx.out.bulk(name);
+    ctx.out.integer(value);
+}
+
+void field(Context& ctx, std::string_view name, std::uint64_t value) {
+    field(ctx, name, static_cast<std::int64_t>(value));
+}
+
+void field_real(Context& ctx, std::string_view name, double value) {
+    ctx.out.bulk(name);
+    ctx.out.real(value);
+}
+
+// Redis 7.0's MEMORY STATS: 27 fields and one map per database. Figures
+// Redis has and bloomery does not hold in memory are 0: the replication
+// backlog (the journal, on disk), cluster links (no cluster bus), Lua and
+// function caches (no scripting).
+void cmd_memory_stats(Context& ctx, Args) {
+    const MemoryOverview m = memory_overview(ctx);
+    const std::uint64_t net = m.total - m.startup;
+    // Redis lists only the databases that hold keys.
+    ctx.out.map(m.keys > 0 ? 28 : 27);
+    field(ctx, "peak.allocated", m.peak);
+    field(ctx, "total.allocated", m.total);
+    field(ctx, "startup.allocated", m.startup);
+    field(ctx, "replication.backlog", std::uint64_t{0});
+    field(ctx, "clients.slaves", m.replica_buffers);
+    field(ctx, "clients.normal", m.client_buffers);
+    field(ctx, "cluster.links", std::uint64_t{0});
+    field(ctx, "aof.buffer", m.journal_buffer);
+    field(ctx, "lua.caches", std::uint64_t{0});
+    field(ctx, "functions.caches", std::uint64_t{0});
+    if (m.keys > 0) {
+        ctx.out.bulk("db.0");
+        ctx.out.map(3);
+        field(ctx, "overhead.hashtable.main", m.keyspace.main);
+        field(ctx, "overhead.hashtable.expires", m.keyspace.expires);
+        field(ctx, "overhead.hashtable.slot-to-keys", m.keyspace.slot_to_keys);
+    }
+    field(ctx, "overhead.total", m.overhead);
+    field(ctx, "keys.count", static_cast<std::uint64_t>(m.keys));
+    field(ctx, "keys.bytes-per-key", m.keys == 0 ? std::uint64_t{0} : net / m.keys);
+    field(ctx, "dataset.bytes", m.dataset);
+    field_real(ctx, "dataset.percentage", share(m.dataset, net) * 100.0);
+    field_real(ctx, "peak.percentage", share(m.total, m.peak) * 100.0);
+    field(ctx, "allocator.allocated", m.allocator.allocated);
+    field(ctx, "allocator.active", m.allocator.active);
+    field(ctx, "allocator.resident", m.allocator.resident);
+    field_real(ctx, "allocator-fragmentation.ratio",
+               share(m.allocator.active, m.allocator.allocated));
+    field(ctx, "allocator-fragmentation.bytes",
+          difference(m.allocator.active, m.allocator.allocated));
+    field_real(ctx, "allocator-rss.ratio", share(m.allocator.resident, m.allocator.active));
+    field(ctx, "allocator-rss.bytes", difference(m.allocator.resident, m.allocator.active));
+    field_real(ctx, "rss-overhead.ratio", share(m.rss, m.allocator.resident));
+    field(ctx, "rss-overhead.bytes", difference(m.rss, m.allocator.resident));
+    // The whole process against what the server accounts for.
+    field_real(ctx, "fragmentation", share(m.rss, m.total));
+    field(ctx, "fragmentation.bytes", difference(m.rss, m.total));
+}
+
+// Redis's checks (object.c: getMemoryDoctorReport), reported in bloomery's
+// words with bloomery's remedies.
+void cmd_memory_doctor(Context& ctx, Args) {
+    const MemoryOverview m = memory_overview(ctx);
+    constexpr std::uint64_t kTenMb = 10 << 20;
+    std::string report;
+    if (m.total < 5 * 1024 * 1024) {
+        report =
+            "This server holds less than 5 MB (used_memory): too little for the memory doctor "
+            "to judge. Ask again once it holds some filters.\n";
+        ctx.out.verbatim(report);
+        return;
+    }
+    std::vector<std::string> issues;
+    if (share(m.peak, m.total) > 1.5) {
+        issues.push_back(
+            "Peak memory: this server once held more than 150% of what it holds now "
+            "(used_memory_peak). The allocator keeps some of the pages a peak used, so the "
+            "process's RSS may stay above used_memory; MEMORY PURGE hands free pages back to "
+            "the kernel now.");
+    }
+    if (share(m.rss, m.total) > 1.4 && m.rss > m.total + kTenMb) {
+        issues.push_back(
+            "High total RSS: the process's resident memory is more than 1.4 times what the "
+            "server accounts for (mem_fragmentation_ratio). After a peak this is harmless; "
+            "otherwise check that the allocator is jemalloc (mem_allocator: " +
+            core::allocator_name() + ").");
+    }
+    if (share(m.allocator.active, m.allocator.allocated) > 1.1 &&
+        m.allocator.active > m.allocator.allocated + kTenMb) {
+        issues.push_back(
+            "High allocator fragmentation: the pages in use hold more than 1.1 times the bytes "
+            "allocated in them (allocator_frag_ratio), usually after many filters of different "
+            "sizes were deleted.");
+    }
+    if (share(m.allocator.resident, m.allocator.active) > 1.1 &&
+        m.allocator.resident > m.allocator.active + kTenMb) {
+        issues.push_back(
+            "High allocator RSS overhead: the allocator keeps more than 1.1 times the pages in "
+            "use (allocator_rss_ratio); MEMORY PURGE hands the free ones back to the kernel.");
+    }
+    if (share(m.rss, m.allocator.resident) > 1.1 && m.rss > m.allocator.resident + kTenMb) {
+        issues.push_back(
+            "High process RSS overhead: the process holds more than 1.1 times what the "
+            "allocator keeps resident (rss_overhead_ratio): large filters are mapped outside "
+            "the allocator, and thread stacks and code count here too.");
+    }
+    if (m.clients > 0 && m.client_buffers / m.clients > 200 * 1024) {
+        issues.push_back(
+            "Big client buffers: clients hold more than 200 KB of buffers each on average "
+            "(mem_clients_normal): large pipelines, large replies (KEYS, BF.SCANDUMP) or "
+            "clients that read slowly. CLIENT LIST shows each client's qbuf, obl and omem; "
+            "client-output-buffer-limit bounds them.");
+    }
+    if (m.replicas > 0 && m.replica_buffers / m.replicas > kTenMb) {
+        issues.push_back(
+            "Big replica buffers: replicas' feeds hold more than 10 MB each on average "
+            "(mem_clients_slaves): a replica reads its snapshot or stream slowly. INFO "
+            "replication shows each replica's offset and lag.");
+    }
+    if (issues.empty()) {
+        report =
+            "No memory issue found: used_memory, the peak, fragmentation and client "
+            "buffers are all within bounds.\n";
+    } else {
+        report = "Memory issues found:\n\n";
+        for (const std::string& issue : issues) report += " * " + issue + "\n\n";
+    }
+    ctx.out.verbatim(report);
+}
+
+void cmd_memory_malloc_stats(Context& ctx, Args) {
+    const std::string stats = core::allocator_stats_text();
+    if (stats.empty()) {
+        ctx.out.bulk("Stats not supported for the current allocator");
+        return;
+    }
+    ctx.out.verbatim(stats);
+}
+
+void cmd_memory_purge(Context& ctx, Args) {
+    core::allocator_release_free_memory();
+    ctx.out.ok();
+}
+
+void cmd_memory_help(Context& ctx, Args) {
+    reply_help(ctx, {"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "DOCTOR",
+                     "    Report on the server's memory use and what to do about it.",
+                     "MALLOC-STATS", "    The memory allocator's own statistics.", "PURGE",
+                     "    Hand the allocator's free pages back to the kernel now.", "STATS",
+                     "    How the server's memory is used, by what holds it.",
+                     "USAGE <key> [SAMPLES <count>]",
+                     "    Bytes held by <key>: its entry, its filter's layers and bit arrays",
+                     "    (SAMPLES is accepted; a filter is measured exactly).", "HELP",
+                     "    Print this help."});
+}
+
+// ---- OBJECT ----
+
+// OBJECT's subcommands on a missing key answer a null, as Redis's.
+std::optional<store::KeyDetails> object_lookup(Context& ctx, std::string_view key) {
+    std::optional<store::KeyDetails> details = ctx.keyspace.inspect(key);
+    if (!details) ctx.out.null();
+    return details;
+}
+
+// A Bloom filter is a module value in Redis, whose encoding is "raw".
+void cmd_object_encoding(Context& ctx, Args argv) {
+    if (object_lookup(ctx, argv[2])) ctx.out.bulk("raw");
+}
+
+// The key's filter's holders: 1, more while a snapshot or a replica's full
+// copy is being written from it.
+void cmd_object_refcount(Context& ctx, Args argv) {
+    if (const auto key = object_lookup(ctx, argv[2])) ctx.out.integer(key->references);
+}
+
+// Seconds since a command last used the key (store::access_clock()): what
+// Redis answers under every maxmemory-policy that is not LFU, as
+// noeviction, bloomery's, is.
+void cmd_object_idletime(Context& ctx, Args argv) {
+    if (const auto key = object_lookup(ctx, argv[2])) {
+        ctx.out.integer(store::idle_seconds(key->accessed));
+    }
+}
+
+// Redis tracks access frequency only under an LFU maxmemory-policy, and
+// bloomery's policy is noeviction: Redis's refusal.
+void cmd_object_freq(Context& ctx, Args argv) {
+    if (object_lookup(ctx, argv[2])) ctx.out.error(errors::kNoLfuPolicy);
+}
+
+void cmd_object_help(Context& ctx, Args) {
+    reply_help(
+        ctx,
+        {"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ENCODING <key>",
+         "    The internal representation of the value at <key> (raw: a filter).", "FREQ <key>",
+         "    The access frequency of <key>; tracked only under an LFU maxmemory-policy",
+         "    (bloomery's is noeviction).", "IDLETIME <key>",
+         "    Seconds since a command last used <key>.", "REFCOUNT <key>",
+         "    How many holders the value at <key> has (snapshots being written hold it",
+         "    too).", "HELP", "    Print this help."});
+}
+
+}  // namespace
+
+void register_memory_commands(Registry& registry) {
+    registry.register_handler("memory|usage", cmd_memory_usage);
+    registry.register_handler("memory|stats", cmd_memory_stats);
+    registry.register_handler("memory|doctor", cmd_memory_doctor);
+    registry.register_handler("memory|malloc-stats", cmd_memory_malloc_stats);
+    registry.register_handler("memory|purge", cmd_memory_purge);
+    registry.register_handler("memory|help", cmd_memory_help);
+    registry.register_handler("object|encoding", cmd_object_encoding);
+    registry.register_handler("object|refcount", cmd_object_refcount);
+    registry.register_handler("object|idletime", cmd_object_idletime);
+    registry.register_handler("object|freq", cmd_object_freq);
+    registry.register_handler("object|help", cmd_object_help);
+}
+
+}  // namespace bloomery::command
