@@ -365,47 +365,46 @@ Effects effects_of(const Context& ctx, const CommandSpec& spec) {
 
 // A replica takes writes only from its primary (whose stream does not come
 // through here); while it loads a primary's snapshot, commands on keys wait
-// for the data. One relaxed load when neither applies. Returns the refusal,
-// or "" to go on.
-std::string replica_refusal(const Context& ctx, const Effects& effects) {
+// for the data. One relaxed load when neither applies. Returns whether it
+// refuses, the reason in `reason` (no string is built on the common path).
+bool replica_refusal(const Context& ctx, const Effects& effects, std::string& reason) {
     const std::uint8_t replication =
         ctx.server.gate.replication_flags.load(std::memory_order_relaxed);
-    if (replication == 0) return {};
+    if (replication == 0) return false;
     if ((replication & kReplicationReplica) != 0 && effects.write) {
-        return std::string(errors::kReadOnlyReplica);
+        reason = errors::kReadOnlyReplica;
+    } else if ((replication & kReplicationLoading) != 0 && effects.keys) {
+        reason = errors::kLoading;
+    } else if ((replication & kReplicationUnsynced) != 0 && effects.keys) {
+        reason = errors::kMasterDownUnsynced;
+    } else if ((replication & kReplicationStale) != 0 && effects.keys &&
+               !ctx.config.replica_serve_stale_data) {
+        reason = errors::kMasterDownStale;
     }
-    if ((replication & kReplicationLoading) != 0 && effects.keys) {
-        return std::string(errors::kLoading);
-    }
-    if ((replication & kReplicationUnsynced) != 0 && effects.keys) {
-        return std::string(errors::kMasterDownUnsynced);
-    }
-    if ((replication & kReplicationStale) != 0 && effects.keys &&
-        !ctx.config.replica_serve_stale_data) {
-        return std::string(errors::kMasterDownStale);
-    }
-    return {};
+    return !reason.empty();
 }
 
 // Redis's order: memory first, then the disk error. Reads and deletes (no
 // denyoom flag) keep working past maxmemory.
-std::string resource_refusal(const Context& ctx, const Effects& effects) {
+bool resource_refusal(const Context& ctx, const Effects& effects, std::string& reason) {
     if (effects.denyoom && core::memory_would_exceed(ctx.config.maxmemory)) {
-        return std::string(errors::kOom);
+        reason = errors::kOom;
+        return true;
     }
-    if (!effects.write) return {};
+    if (!effects.write) return false;
     if (ctx.config.stop_writes_on_bgsave_error && ctx.server.persistence.snapshot_failing()) {
-        return std::string(errors::kMisconf);
+        reason = errors::kMisconf;
+        return true;
     }
     // Unlike snapshots, a journal that cannot write always stops writes:
     // what it cannot record would be lost silently at the next crash.
     if (persist::Journal* journal = ctx.server.persistence.journal();
         journal && journal->failing()) {
-        std::string message(errors::kMisconfJournal);
-        core::append_printable(message, journal->failure(), 400);
-        return message;
+        reason = errors::kMisconfJournal;
+        core::append_printable(reason, journal->failure(), 400);
+        return true;
     }
-    return {};
+    return false;
 }
 
 // Writes a refusal. EXEC refused ends its transaction, with the reason
@@ -466,9 +465,8 @@ Admission admit(const Registry& registry, Context& ctx, Args argv, const Command
         }
     }
     const Effects effects = effects_of(ctx, *spec);
-    std::string refusal = replica_refusal(ctx, effects);
-    if (refusal.empty()) refusal = resource_refusal(ctx, effects);
-    if (!refusal.empty()) {
+    if (std::string refusal;
+        replica_refusal(ctx, effects, refusal) || resource_refusal(ctx, effects, refusal)) {
         refuse(ctx, *spec, refusal);
         return Admission::rejected;
     }
