@@ -33,6 +33,7 @@ class context;
 namespace bloomery::net {
 
 class Connection;
+class Migrator;
 class ReplicationSource;
 class ReplicaLink;
 class MetricsServer;
@@ -83,7 +84,8 @@ class Server final : public command::ClientDirectory,
                      public command::Persistence,
                      public command::Shutdown,
                      public command::Replication,
-                     public command::ReplicaGate {
+                     public command::ReplicaGate,
+                     public command::Migration {
 public:
     // `replication` feeds replicas (made before the journal is loaded, so the
     // journal's writer can wake feeds: see main.cpp).
@@ -147,6 +149,9 @@ public:
     void wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,
                            std::function<void(std::int64_t)> done) override;
     ReplicationSource& replication_source() { return replication_; }
+    // MIGRATE's exchanges (net/migrator.hpp).
+    void migrate(command::MigrateRequest request,
+                 std::function<void(command::MigrateResult)> done) override;
 
     // Called by connections.
     struct Worker {
@@ -234,6 +239,9 @@ private:
     std::atomic<bool> accepting_{false};
     command::Slowlog slowlog_;
     std::unique_ptr<MetricsServer> metrics_;
+    // Stopped first on the way out (~Server), while the workers its
+    // pending replies go to still exist.
+    std::unique_ptr<Migrator> migrator_;
     std::atomic<bool> save_on_exit_{true};
     // SHUTDOWN (main thread only): its final save runs on shutdown_saver_,
     // off every worker; the SHUTDOWN clients wait for it in shutdown_failed_

@@ -92,6 +92,8 @@ public:
     store::EncodedRecord encode_renamed(std::string_view from, std::string_view to) override;
     store::EncodedRecord encode_expiry(std::string_view key, std::int64_t expire_at_ms) override;
     store::EncodedRecord encode_cleared() override;
+    store::EncodedRecord encode_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
+                                      std::string_view data) override;
     void append(store::EncodedRecord record) noexcept override;
     bloom::AddRecorder& begin_adds(const bloom::ScalableFilter& filter,
                                    std::size_t max_items) override;
