@@ -242,6 +242,8 @@ void Migrator::send_auth(const std::shared_ptr<Target>& target) {
         if (!line.empty() && line[0] == '-') {
             job.auth_failed = true;
             if (job.result.target_error.empty()) job.result.target_error = line.substr(1);
+            finish(target);
+            return;
         }
         send_select(target);
     });
@@ -259,6 +261,8 @@ void Migrator::send_select(const std::shared_ptr<Target>& target) {
                  if (!line.empty() && line[0] == '-') {
                      job.select_failed = true;
                      if (job.result.target_error.empty()) job.result.target_error = line.substr(1);
+                     finish(target);
+                     return;
                  }
                  send_next_key(target);
              });

@@ -14,7 +14,11 @@
 //
 // Unlike Redis, the RESTOREs are sent one at a time, each payload made just
 // before it is sent (MigrateRequest::restore_command), so an exchange holds
-// one payload at a time (counted in used_memory), not every key's at once.
+// one payload at a time (counted in used_memory), not every key's at once;
+// and after an error reply to AUTH or SELECT no RESTORE is sent (Redis
+// sends them anyway, and a target that refused SELECT restores them into
+// whatever database the connection was in): the keys stay here, untouched
+// there.
 // Plain TCP only (MIGRATE does not speak TLS).
 
 #include <chrono>

@@ -39,6 +39,20 @@ def fill(client, key, first, last, capacity=1000, error_rate=0.01, expansion=Non
         client.execute_command("BF.MADD", key, *range(start, min(start + 1000, last)))
 
 
+def server_ms(client):
+    seconds, micros = client.time()
+    return seconds * 1000 + micros // 1000
+
+
+def expire_soon(client, *keys):
+    """Gives `keys` a deadline 200 ms ahead and waits until the server's
+    clock is past it, without reading the keys (a read would erase them)."""
+    deadline = server_ms(client) + 200
+    for key in keys:
+        client.pexpireat(key, deadline)
+    wait_until(lambda: server_ms(client) > deadline, what="the keys' deadline to pass")
+
+
 def error_of(call, *args):
     """The error text a command answers (fails the test if it succeeds)."""
     try:
@@ -203,8 +217,7 @@ class KeyCommandsTest(unittest.TestCase):
         self.assertEqual(scandump(self.c, "c"), before)
         self.assertEqual(error_of(self.c.renamenx, "nothing", "d"), "ERR no such key")
         # A name taken only by a key past its deadline is free.
-        self.c.pexpire("b", 1)
-        wait_until(lambda: self.c.pttl("b") == -2, what="b to expire")
+        expire_soon(self.c, "b")
         self.assertEqual(self.c.renamenx("c", "b"), True)
 
     def test_touch(self):
@@ -231,9 +244,7 @@ class KeyCommandsTest(unittest.TestCase):
         self.c.execute_command("BF.ADD", "live", "x")
         for i in range(10):
             self.c.execute_command("BF.ADD", "dying%d" % i, "x")
-            self.c.pexpire("dying%d" % i, 1)
-        wait_until(lambda: all(self.c.pttl("dying%d" % i) == -2 for i in range(10)),
-                   what="keys to expire")
+        expire_soon(self.c, *("dying%d" % i for i in range(10)))
         for _ in range(50):
             self.assertEqual(self.c.randomkey(), b"live")
 
@@ -257,6 +268,11 @@ class MigrateTest(unittest.TestCase):
         self.assertEqual(error_of(self.migrate, "f", 0, 5000),
                          "ERR Target instance replied with error: NOAUTH Authentication required.")
         self.assertEqual(self.s.exists("f"), 1)
+        # bloomery has one database: the target refuses SELECT 1, the key stays.
+        self.assertEqual(error_of(self.migrate, "f", 1, 5000, "AUTH", "secret"),
+                         "ERR Target instance replied with error: ERR DB index is out of range")
+        self.assertEqual(self.s.exists("f"), 1)
+        self.assertEqual(self.t.exists("f"), 0)
         self.assertEqual(self.migrate("f", 0, 5000, "AUTH", "secret"), b"OK")
         self.assertEqual(self.s.exists("f"), 0)
         self.assertEqual(scandump(self.t, "f"), before)
