@@ -338,6 +338,11 @@ class JournalReplayTest(unittest.TestCase):
         c.restore("restored", 0, payload)
         c.restore("restored.ttl", 900000, payload)
         c.restore("rb.restored", 0, c.dump("rb"))
+        # Bits of more than a few MiB: journaled as several CHUNK records.
+        c.execute_command("BF.RESERVE", "big", 0.0001, 1000000)
+        c.execute_command("BF.MADD", "big", *range(0, 200000, 7))
+        c.restore("big.restored", 0, c.dump("big"))
+        c.copy("big", "big.copied")
         c.copy("orig", "copied")
         # The copy's source changes after it; the copy must not.
         c.execute_command("BF.MADD", "orig", *range(4000, 6000))
@@ -349,7 +354,8 @@ class JournalReplayTest(unittest.TestCase):
             self.assertEqual(c.execute_command("MIGRATE", "127.0.0.1", other_port, "to-move", 0,
                                                5000), b"OK")
 
-    KEYS = ["orig", "rb", "restored", "restored.ttl", "rb.restored", "renamed", "replaced"]
+    KEYS = ["orig", "rb", "restored", "restored.ttl", "rb.restored", "renamed", "replaced",
+            "big.restored", "big.copied"]
 
     def state(self, c):
         return {key: scandump(c, key) for key in self.KEYS}, sorted(c.keys("*"))
