@@ -179,7 +179,12 @@ void Migrator::connect(const std::shared_ptr<Target>& target) {
                 [this, target, session](const error_code& connect_error, const tcp::endpoint&) {
                     if (session != target->session) return;
                     if (connect_error) {
-                        fail(target, MigrateResult::Failure::connect);
+                        // As Redis reports it: its connect waits only for
+                        // the socket to be writable, so a target that
+                        // refuses the connection is found by the first
+                        // write; only a timeout fails the connect itself.
+                        fail(target, target->timed_out ? MigrateResult::Failure::connect
+                                                       : MigrateResult::Failure::write);
                         return;
                     }
                     target->timer.cancel();

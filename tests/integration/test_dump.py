@@ -313,10 +313,14 @@ class MigrateTest(unittest.TestCase):
         self.assertEqual(error_of(self.migrate, "f", "x", 5000),
                          "ERR value is not an integer or out of range")
         self.assertEqual(self.migrate("missing", 0, 5000), b"NOKEY")
-        # Nobody listens on this port.
+        # Nobody listens on this port: Redis finds the refusal at its first
+        # write, and says so.
         dead = free_port()
         self.assertEqual(error_of(self.s.execute_command, "MIGRATE", "127.0.0.1", dead, "f", 0,
-                                  2000), "IOERR error or timeout connecting to the client")
+                                  2000), "IOERR error or timeout writing to target instance")
+        # A host that does not resolve fails the connect.
+        self.assertEqual(error_of(self.s.execute_command, "MIGRATE", "nohost.invalid", 6379, "f",
+                                  0, 2000), "IOERR error or timeout connecting to the client")
         self.assertEqual(self.s.exists("f"), 1)
         # COMMAND GETKEYS finds MIGRATE's keys in either form.
         self.assertEqual(self.s.execute_command("COMMAND GETKEYS", "MIGRATE", "h", "1", "f", "0",
