@@ -303,6 +303,23 @@ class MigrateTest(unittest.TestCase):
         for i in (3, 4):
             self.assertEqual(scandump(self.t, "k%d" % i), dumps[i])
 
+    def test_a_cached_connection_the_target_closed_is_replaced(self):
+        # A target on a fixed port, restarted between two MIGRATEs: the
+        # second finds its cached connection closed, connects again and
+        # sends the key once.
+        port = free_port()
+        target = Server(threads=2, port=port).start()
+        self.addCleanup(target.cleanup)
+        fill(self.s, "a", 0, 100)
+        fill(self.s, "b", 100, 200)
+        expected = scandump(self.s, "b")
+        self.assertEqual(self.s.execute_command("MIGRATE", "127.0.0.1", port, "a", 0, 5000), b"OK")
+        target.terminate()
+        target.start()
+        self.assertEqual(self.s.execute_command("MIGRATE", "127.0.0.1", port, "b", 0, 5000), b"OK")
+        self.assertEqual(self.s.exists("a", "b"), 0)
+        self.assertEqual(scandump(target.client(), "b"), expected)
+
     def test_argument_errors(self):
         fill(self.s, "f", 0, 10)
         self.assertEqual(error_of(self.migrate, "f", 0, 5000, "KEYS", "f"),
