@@ -476,6 +476,11 @@ DumpChunk dump_chunk(const ScalableFilter& filter, std::int64_t iter, std::size_
     return chunk;
 }
 
+std::string_view chunk_bits(const ScalableFilter& filter, std::string_view chunk) {
+    if (filter.scheme() == HashScheme::redisbloom || chunk.size() < kChecksumBytes) return chunk;
+    return chunk.substr(0, chunk.size() - kChecksumBytes);
+}
+
 bool check_chunk(const ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
                  ChunkTarget& target, std::string& error) {
     if (filter.scheme() == HashScheme::redisbloom) {

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <new>
 #include <stdexcept>
+#include <vector>
 
 #include "bloomery/bloom/params.hpp"
 #include "bloomery/bloom/redisbloom.hpp"
@@ -178,6 +179,35 @@ FilterRef ScalableFilter::create(const FilterOptions& options,
         filter->append_layer(make_layer(layers[i]), &reserved);
     }
     return filter;
+}
+
+FilterRef ScalableFilter::copy_of(const ScalableFilter& source, std::size_t num_layers,
+                                  std::uint64_t maxmemory) {
+    std::vector<LayerGeometry> layers(num_layers);
+    std::vector<std::uint64_t> counts(num_layers);
+    for (std::size_t i = 0; i < num_layers; ++i) {
+        layers[i] = source.layer(i).geometry();
+        counts[i] = source.layer(i).items();
+    }
+    FilterRef copy = create(source.options(), layers, maxmemory);
+    if (!copy) return copy;
+    // 1 MiB of words at a time: a copy never holds a third copy of a big
+    // layer.
+    constexpr std::uint64_t kWordsAtOnce = (std::uint64_t{1} << 20) / 8;
+    std::vector<std::uint64_t> words;
+    for (std::size_t i = 0; i < num_layers; ++i) {
+        const BloomLayer& from = source.layer(i);
+        BloomLayer& to = copy->layer(i);
+        to.set_items(counts[i]);
+        const std::uint64_t num_words = from.num_words();
+        for (std::uint64_t first = 0; first < num_words; first += kWordsAtOnce) {
+            const std::uint64_t count = std::min(kWordsAtOnce, num_words - first);
+            words.resize(static_cast<std::size_t>(count));
+            from.copy_words(first, count, words.data());
+            to.store_words(first, count, words.data());
+        }
+    }
+    return copy;
 }
 
 std::uint64_t ScalableFilter::allocation_bytes(std::span<const LayerGeometry> layers) {

@@ -134,13 +134,11 @@ void AclUser::allow_no_auth_commands(const Registry& registry) {
 }
 
 bool AclUser::keys_match(const CommandSpec& spec, Args argv) const {
-    if (spec.first_key <= 0 || spec.step <= 0) return true;
-    // The positions Registry::key_positions lists, walked without building
-    // its vector: this runs before every command of a key-limited user.
-    const long argc = static_cast<long>(argv.size());
-    const long last = spec.last_key < 0 ? argc + spec.last_key : spec.last_key;
-    for (long position = spec.first_key; position <= last && position < argc;
-         position += spec.step) {
+    // The positions Registry::key_positions lists (MIGRATE's after KEYS
+    // included), walked without building its vector: this runs before every
+    // command of a key-limited user.
+    const KeyRange range = key_range(spec, argv);
+    for (long position = range.first; position <= range.last; position += range.step) {
         const std::string_view key = argv[static_cast<std::size_t>(position)];
         const bool matched =
             std::any_of(key_patterns_.begin(), key_patterns_.end(),

@@ -316,15 +316,14 @@ void cmd_asking(Context& ctx, Args) {
 bool cluster_admits(const CommandSpec& spec, Context& ctx, Args argv) {
     // ASKING covers one command, the next one run (cmd_asking sets the flag
     // again after this clears it for ASKING itself).
-    const bool asking = std::exchange(ctx.client.cluster_asking, false);
-    if (spec.first_key <= 0 || spec.step <= 0) return true;  // keyless: never redirected
-    // The positions Registry::key_positions lists, walked without building
-    // its vector; each key hashed once.
-    const long argc = static_cast<long>(argv.size());
-    const long last = spec.last_key < 0 ? argc + spec.last_key : spec.last_key;
+    // RESTORE-ASKING (what MIGRATE sends in cluster mode) implies it.
+    const bool asking = std::exchange(ctx.client.cluster_asking, false) || spec.asking;
+    // The positions Registry::key_positions lists (MIGRATE's after KEYS
+    // included), walked without building its vector; each key hashed once.
+    // A call without keys is never redirected.
+    const KeyRange range = key_range(spec, argv);
     int slot = -1;
-    for (long position = spec.first_key; position <= last && position < argc;
-         position += spec.step) {
+    for (long position = range.first; position <= range.last; position += range.step) {
         const int key_slot = cluster::key_slot(argv[static_cast<std::size_t>(position)]);
         if (slot < 0) {
             slot = key_slot;

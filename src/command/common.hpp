@@ -2,7 +2,10 @@
 // Private helpers shared by several command families.
 
 #include <initializer_list>
+#include <span>
 #include <string_view>
+
+#include "bloomery/bloom/bounds.hpp"
 
 #include "bloomery/command/context.hpp"
 
@@ -31,5 +34,12 @@ void reply_help(Context& ctx, std::initializer_list<std::string_view> lines);
 // client runs as that user from its next command and true is returned; on
 // failure WRONGPASS is written and the client keeps its user.
 bool authenticate_client(Context& ctx, std::string_view username, std::string_view password);
+
+// RESTORE and COPY: a new filter of these layers checked against
+// --max-filter-bytes (all layers) and --maxmemory before anything is
+// allocated, as BF.LOADCHUNK checks its header; false with the error to
+// reply.
+bool new_filter_fits(const Context& ctx, std::span<const bloom::LayerGeometry> layers,
+                     std::string_view& error);
 
 }  // namespace bloomery::command

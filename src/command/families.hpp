@@ -6,6 +6,7 @@ namespace bloomery::command {
 class Registry;
 void register_bf_commands(Registry& registry);
 void register_keyspace_commands(Registry& registry);
+void register_dump_commands(Registry& registry);
 void register_connection_commands(Registry& registry);
 void register_client_commands(Registry& registry);
 void register_config_commands(Registry& registry);

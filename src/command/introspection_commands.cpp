@@ -219,7 +219,7 @@ void cmd_command_getkeys(Context& ctx, Args argv) {
         ctx.out.error("ERR Invalid number of arguments specified for command");
         return;
     }
-    const auto keys = Registry::key_positions(*spec, target.size());
+    const auto keys = Registry::key_positions(*spec, target);
     if (keys.empty()) {
         ctx.out.error("ERR The command has no key arguments");
         return;

@@ -1,16 +1,21 @@
-// Generic key commands (DEL, EXISTS, TYPE, KEYS, SCAN, RENAME, EXPIRE family,
-// TTL family, PERSIST, DBSIZE, FLUSHALL), worded as Redis words them.
+// Generic key commands (DEL, EXISTS, TYPE, KEYS, SCAN, RENAME, RENAMENX,
+// COPY, TOUCH, RANDOMKEY, EXPIRE family, TTL family, PERSIST, DBSIZE,
+// FLUSHALL), worded as Redis words them.
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "args.hpp"
+#include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/glob.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/allocator.hpp"
 #include "bloomery/core/printable.hpp"
+#include "common.hpp"
 #include "families.hpp"
 
 namespace bloomery::command {
@@ -134,6 +139,104 @@ void cmd_rename(Context& ctx, Args argv) {
     }
     WorkerStats::bump(ctx.stats.changes);
     ctx.out.ok();
+}
+
+// RENAMENX: 1 if renamed, 0 if the new name is taken (or is the same key).
+void cmd_renamenx(Context& ctx, Args argv) {
+    const std::optional<bool> renamed = ctx.keyspace.rename_if_absent(argv[1], argv[2]);
+    if (!renamed) {
+        ctx.out.error(errors::kNoSuchKey);
+        return;
+    }
+    if (*renamed) WorkerStats::bump(ctx.stats.changes);
+    ctx.out.integer(*renamed ? 1 : 0);
+}
+
+// COPY source destination [DB destination-db] [REPLACE], as Redis 7: 1 if
+// copied (with the source's deadline), 0 if the source is missing or the
+// destination exists without REPLACE. The copy is a new filter with the
+// source's bits and counts, journaled with its bits (Keyspace::restore), so
+// neither replay nor a replica needs the source as it was. bloomery has one
+// database: DB 0 is this one, any other is out of range.
+void cmd_copy(Context& ctx, Args argv) {
+    bool replace = false;
+    for (std::size_t j = 3; j < argv.size(); ++j) {
+        if (iequals(argv[j], "REPLACE")) {
+            replace = true;
+        } else if (iequals(argv[j], "DB") && j + 1 < argv.size()) {
+            std::int64_t db;
+            // Redis reads it as an int.
+            if (!parse_int64(argv[j + 1], db) || db < std::numeric_limits<int>::min() ||
+                db > std::numeric_limits<int>::max()) {
+                ctx.out.error(errors::kNotInteger);
+                return;
+            }
+            if (db != 0) {
+                ctx.out.error(errors::kDbIndexOutOfRange);
+                return;
+            }
+            ++j;
+        } else {
+            ctx.out.error(errors::kSyntax);
+            return;
+        }
+    }
+    if (argv[1] == argv[2]) {
+        ctx.out.error(errors::kSameObject);
+        return;
+    }
+    const std::optional<store::KeySnapshot> source = ctx.keyspace.get(argv[1]);
+    if (!source || (!replace && ctx.keyspace.contains(argv[2]))) {
+        ctx.out.integer(0);
+        return;
+    }
+    const bloom::ScalableFilter& filter = *source->filter;
+    const std::size_t layers = filter.num_layers();
+    std::vector<bloom::LayerGeometry> geometry(layers);
+    for (std::size_t i = 0; i < layers; ++i) geometry[i] = filter.layer(i).geometry();
+    std::string_view limit_error;
+    if (!new_filter_fits(ctx, geometry, limit_error)) {
+        ctx.out.error(limit_error);
+        return;
+    }
+    bloom::FilterRef copy;
+    try {
+        copy = bloom::ScalableFilter::copy_of(filter, layers, ctx.config.maxmemory);
+    } catch (const std::bad_alloc&) {
+        ctx.out.error(errors::kOutOfMemory);
+        return;
+    }
+    if (!copy) {
+        ctx.out.error(errors::kOom);
+        return;
+    }
+    if (!ctx.keyspace.restore(argv[2], std::move(copy), source->expire_at_ms, replace)) {
+        ctx.out.integer(0);  // created by another client meanwhile
+        return;
+    }
+    WorkerStats::bump(ctx.stats.changes);
+    ctx.out.integer(1);
+}
+
+// TOUCH: how many of the keys exist; each one's access clock moves to now
+// (OBJECT IDLETIME 0), as a lookup by any command does.
+void cmd_touch(Context& ctx, Args argv) {
+    std::int64_t count = 0;
+    for (std::size_t i = 1; i < argv.size(); ++i) {
+        count += ctx.keyspace.with_filter(argv[i], [](const bloom::ScalableFilter&) {}) ? 1 : 0;
+    }
+    ctx.out.integer(count);
+}
+
+// RANDOMKEY: a live key drawn uniformly with bounded work
+// (Keyspace::random_key), nil for an empty keyspace.
+void cmd_randomkey(Context& ctx, Args) {
+    const std::optional<std::string> key = ctx.keyspace.random_key();
+    if (key) {
+        ctx.out.bulk(*key);
+    } else {
+        ctx.out.null();
+    }
 }
 
 // EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT with NX / XX / GT / LT, as Redis 7.0's
@@ -282,6 +385,10 @@ void register_keyspace_commands(Registry& registry) {
     registry.register_handler("keys", cmd_keys);
     registry.register_handler("scan", cmd_scan);
     registry.register_handler("rename", cmd_rename);
+    registry.register_handler("renamenx", cmd_renamenx);
+    registry.register_handler("copy", cmd_copy);
+    registry.register_handler("touch", cmd_touch);
+    registry.register_handler("randomkey", cmd_randomkey);
     registry.register_handler("expire", cmd_expire);
     registry.register_handler("pexpire", cmd_pexpire);
     registry.register_handler("expireat", cmd_expireat);

@@ -62,6 +62,7 @@ bool parse_spec(const nlohmann::json& entry, const std::vector<std::string>& cat
                          std::find(spec_categories.begin(), spec_categories.end(), "@keyspace") !=
                              spec_categories.end();
     spec.fast = std::find(spec.flags.begin(), spec.flags.end(), "fast") != spec.flags.end();
+    spec.asking = std::find(spec.flags.begin(), spec.flags.end(), "asking") != spec.flags.end();
     for (const std::string& category : spec_categories) {
         const auto it = category.empty() || category[0] != '@'
                             ? categories.end()
@@ -132,6 +133,10 @@ void Registry::register_handler(std::string_view name, Handler handler) {
     handlers_[lower(name)] = handler;
 }
 
+void Registry::register_key_finder(std::string_view name, KeyFinder finder) {
+    key_finders_[lower(name)] = finder;
+}
+
 bool Registry::build_from_embedded(std::string& error) {
     return build(kCommandsJson, error);
 }
@@ -155,6 +160,16 @@ bool Registry::build(std::string_view commands_json, std::string& error) {
         }
         spec.handler = it->second;
         used[spec.name] = true;
+        const bool movable =
+            std::find(spec.flags.begin(), spec.flags.end(), "movablekeys") != spec.flags.end();
+        const auto finder = key_finders_.find(spec.name);
+        if (movable != (finder != key_finders_.end())) {
+            error = "command '" + spec.name + "' " +
+                    (movable ? "has the movablekeys flag and no key finder"
+                             : "has a key finder and no movablekeys flag");
+            return false;
+        }
+        if (movable) spec.find_keys = finder->second;
         return true;
     };
     for (const auto& entry : root["commands"]) {
@@ -200,6 +215,13 @@ bool Registry::build(std::string_view commands_json, std::string& error) {
             return false;
         }
     }
+    for (const auto& [name, finder] : key_finders_) {
+        const auto it = commands_.find(name);
+        if (it == commands_.end() || it->second->find_keys != finder) {
+            error = "key finder '" + name + "' has no command in proto/commands.json";
+            return false;
+        }
+    }
     acl_ = std::make_shared<const Acl>(*this);
     return true;
 }
@@ -226,12 +248,10 @@ const CommandSpec* Registry::find(std::string_view name) const {
     return it == commands_.end() ? nullptr : it->second.get();
 }
 
-std::vector<std::size_t> Registry::key_positions(const CommandSpec& spec, std::size_t argc) {
+std::vector<std::size_t> Registry::key_positions(const CommandSpec& spec, Args argv) {
     std::vector<std::size_t> keys;
-    if (spec.first_key <= 0 || spec.step <= 0) return keys;
-    const long last = spec.last_key < 0 ? static_cast<long>(argc) + spec.last_key
-                                        : static_cast<long>(spec.last_key);
-    for (long i = spec.first_key; i <= last && i < static_cast<long>(argc); i += spec.step) {
+    const KeyRange range = key_range(spec, argv);
+    for (long i = range.first; i <= range.last; i += range.step) {
         keys.push_back(static_cast<std::size_t>(i));
     }
     return keys;
@@ -240,6 +260,7 @@ std::vector<std::size_t> Registry::key_positions(const CommandSpec& spec, std::s
 bool build_default_registry(Registry& registry, std::string& error) {
     register_bf_commands(registry);
     register_keyspace_commands(registry);
+    register_dump_commands(registry);
     register_connection_commands(registry);
     register_client_commands(registry);
     register_config_commands(registry);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/ascii.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace bloomery::command {
@@ -58,6 +59,14 @@ std::size_t Slowlog::redact_from(const CommandSpec* spec, Args argv) {
                 (word[2] | 0x20) == 't' && (word[3] | 0x20) == 'h') {
                 return i + 1;
             }
+        }
+    }
+    // MIGRATE ... [AUTH password] [AUTH2 username password] ...: from the
+    // first one's value on (the keys after it go too).
+    if (spec->name == "migrate") {
+        for (std::size_t i = 6; i < argv.size(); ++i) {
+            if (core::iequals(argv[i], "AUTH") || core::iequals(argv[i], "AUTH2")) return i + 1;
+            if (core::iequals(argv[i], "KEYS")) break;
         }
     }
     return argv.size();

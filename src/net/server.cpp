@@ -14,6 +14,7 @@
 #include "bloomery/net/replication.hpp"
 #include "bloomery/net/tls.hpp"
 #include "connection.hpp"
+#include "migrator.hpp"
 
 namespace bloomery::net {
 
@@ -56,9 +57,11 @@ Server::Server(const core::Config& config, store::Keyspace& keyspace,
       drain_timer_(main_context_) {
     const unsigned threads = std::max(1u, config.threads);
     for (unsigned i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
+    migrator_ = std::make_unique<Migrator>();
 }
 
 Server::~Server() {
+    migrator_.reset();
     stop_links();
     if (metrics_) metrics_->stop();
     for (auto& worker : workers_) {

@@ -10,6 +10,7 @@
 #include "bloomery/net/replication.hpp"
 #include "bloomery/net/server.hpp"
 #include "connection.hpp"
+#include "migrator.hpp"
 
 namespace bloomery::net {
 
@@ -264,6 +265,11 @@ void Server::follow(std::string_view host, std::uint16_t port) {
                                       });
     link_->start();
     spdlog::info("replication: this server is now a replica of {}:{}", host, port);
+}
+
+void Server::migrate(command::MigrateRequest request,
+                     std::function<void(command::MigrateResult)> done) {
+    migrator_->migrate(std::move(request), std::move(done));
 }
 
 void Server::wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,

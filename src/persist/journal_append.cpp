@@ -273,6 +273,15 @@ store::EncodedRecord Journal::encode_cleared() {
     return encode_block(jf::kFlushAll, 0, [](unsigned char*) {});
 }
 
+store::EncodedRecord Journal::encode_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
+                                           std::string_view data) {
+    return encode_block(jf::kChunk, 8 + 8 + 4 + data.size(), [&](unsigned char* out) {
+        put_u64(out, filter.id());
+        put_u64(out + 8, static_cast<std::uint64_t>(iter));
+        put_bytes(out + 16, data);
+    });
+}
+
 void Journal::ping() {
     append(encode_block(jf::kPing, 0, [](unsigned char*) {}));
 }

@@ -19,6 +19,7 @@
 #include "bloomery/core/file_io.hpp"
 #include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/persist/snapshot.hpp"
+#include "filter_body.hpp"
 #include "snapshot_format.hpp"
 
 namespace bloomery::persist {
@@ -119,7 +120,6 @@ void write_filter_record(SnapshotFileWriter& out, const store::KeyspaceView& vie
     const std::string_view key = view.key(index);
     const store::KeyspaceView::Entry& entry = view.entry(index);
     const bloom::ScalableFilter& filter = *entry.filter;
-    const bloom::FilterOptions options = filter.options();
 
     out.begin_record();
     out.append_u8(format::kRecordFilter);
@@ -127,55 +127,20 @@ void write_filter_record(SnapshotFileWriter& out, const store::KeyspaceView& vie
     out.append(key.data(), key.size());
     out.append_i64(entry.expire_at_ms);
     out.append_u64(filter.id());
-    out.append_f64(options.error_rate);
-    out.append_u64(options.capacity);
-    out.append_u32(options.expansion);
-    out.append_u8(options.nonscaling ? 1 : 0);
-    out.append_u8(static_cast<std::uint8_t>(options.layout));
-    out.append_u8(static_cast<std::uint8_t>(options.scheme));
-    const bool redisbloom = options.scheme == bloom::HashScheme::redisbloom;
-    if (redisbloom) out.append_u32(options.redisbloom_options);
-
     // The counts of the view's position (exactly the adds before it, with a
     // journal), read before the layer count: a layer created since counts 0.
     // Bits are copied live: they hold every add before the position, and
     // replaying the records after it sets the rest again, so a restart gives
     // back the live filter bit for bit and count for count.
     const std::vector<std::uint64_t> counts = view.item_counts(index);
-    const std::size_t num_layers = filter.num_layers();
-    out.append_u32(static_cast<std::uint32_t>(num_layers));
-    for (std::size_t i = 0; i < num_layers; ++i) {
-        const bloom::BloomLayer& layer = filter.layer(i);
-        const std::uint64_t items = i < counts.size() ? counts[i] : 0;
-        const bloom::LayerGeometry geometry = layer.geometry();
-        out.append_u64(geometry.capacity);
-        out.append_f64(geometry.error_rate);
-        out.append_u64(geometry.bits);
-        out.append_u32(geometry.hashes);
-        out.append_u8(static_cast<std::uint8_t>(geometry.layout));
-        if (redisbloom) {
-            out.append_f64(geometry.redisbloom_bpe);
-            out.append_u8(geometry.redisbloom_n2);
-        }
-        out.append_u64(items);
-
-        const std::uint64_t num_words = layer.num_words();
-        for (std::uint64_t first = 0; first < num_words; first += format::kWordChunk) {
-            const std::uint64_t left = num_words - first;
-            const std::size_t count =
-                left < format::kWordChunk ? static_cast<std::size_t>(left) : format::kWordChunk;
-            layer.copy_words(first, count, words.data());
-            format::words_host_to_little(words.data(), count);
-            out.append(words.data(), count * sizeof(std::uint64_t));
-        }
-    }
+    format::write_filter_body(out, filter, filter.num_layers(), counts, words);
     out.append_u64(out.record_checksum(), /*in_record=*/false);
 }
 
 // The whole snapshot into `out`; returns the filter records written.
 std::uint64_t write_snapshot(const store::Keyspace& keyspace, SnapshotFileWriter& out,
                              SaveStats& stats, const SnapshotPositionListener& on_position) {
-    std::vector<std::uint64_t> words(format::kWordChunk);
+    std::vector<std::uint64_t> words;  // grown to format::kWordChunk as needed
     // Every key at one instant (all shard locks held together for the copy
     // of references only), so a key renamed, deleted or re-created during
     // the save is in the file exactly once, as it was then. The (possibly

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <deque>
 #include <new>
+#include <optional>
+#include <random>
 #include <thread>
 
 #include "bloomery/bloom/dump.hpp"
@@ -172,6 +174,52 @@ std::uint64_t Keyspace::scan(std::uint64_t cursor, std::size_t count,
             return (v << bits) | shard_index;
         }
     }
+}
+
+std::optional<std::string> Keyspace::random_key() const {
+    // One generator per thread: no shared state on the way.
+    thread_local std::mt19937_64 random{std::random_device{}()};
+    for (int draw = 0; draw < kRandomKeyDraws; ++draw) {
+        // A shard by its key count (keys past their deadline not yet erased
+        // included, as in every count), so each key is equally likely.
+        std::uint64_t total = 0;
+        for (const Shard& shard : shards_) total += shard.count.load(std::memory_order_relaxed);
+        if (total == 0) return std::nullopt;
+        std::uint64_t pick = std::uniform_int_distribution<std::uint64_t>(0, total - 1)(random);
+        const Shard* chosen = &shards_.back();
+        for (const Shard& shard : shards_) {
+            const std::uint64_t count = shard.count.load(std::memory_order_relaxed);
+            if (pick < count) {
+                chosen = &shard;
+                break;
+            }
+            pick -= count;
+        }
+        std::string key;
+        bool expired = false;
+        {
+            std::shared_lock lock(chosen->mutex);
+            const Table* table = chosen->table.load(std::memory_order_relaxed);
+            if (table == nullptr || chosen->count.load(std::memory_order_relaxed) == 0) continue;
+            const std::uint64_t* slots = table->slots();
+            std::uniform_int_distribution<std::size_t> any_slot(0, table->mask);
+            // Slots at random until one holds a key: each key as likely as
+            // any other. A table is at least 1/8 full (it shrinks below
+            // that), so this takes 8 probes on average; after 256 misses
+            // (a chance below 10^-14) the next key from there is taken.
+            std::size_t i = any_slot(random);
+            for (int probe = 1; slots[i] == 0 && probe < 256; ++probe) i = any_slot(random);
+            while (slots[i] == 0) i = (i + 1) & table->mask;
+            const Node* node = node_of<const Node>(slots[i]);
+            key.assign(node->key());
+            expired = node->expired(now_ms());
+        }
+        if (!expired) return key;
+        // Erased as a lookup erases it, and another drawn (Redis's
+        // dbRandomKey does the same).
+        reap(key, hash_key(key));
+    }
+    return std::nullopt;
 }
 
 void Keyspace::enable_slot_counts() {

@@ -21,8 +21,50 @@
 
 namespace bloomery::store {
 
+namespace {
+
+// Appends `head` and then `rest`, in order, as one chain (one append: they
+// enter the stream together). Cannot fail.
+void append_chain(MutationLog* log, EncodedRecord head, std::vector<EncodedRecord>& rest) noexcept {
+    RecordBlock* tail = head.get();
+    for (EncodedRecord& record : rest) {
+        while (tail->next != nullptr) tail = tail->next;
+        tail->next = record.release();
+    }
+    rest.clear();
+    log->append(std::move(head));
+}
+
+// A filter's bits as CHUNK records (Keyspace::restore()): bloom::dump_chunk's
+// data chunks in order, those of zero words left out.
+std::vector<EncodedRecord> encode_bits(MutationLog& log, const bloom::ScalableFilter& filter) {
+    std::vector<EncodedRecord> records;
+    for (std::int64_t iter = 1;;) {
+        const bloom::DumpChunk chunk =
+            bloom::dump_chunk(filter, iter, Keyspace::kRestoreChunkBytes);
+        if (chunk.next_iter == 0) break;
+        const std::string_view bits = bloom::chunk_bits(filter, chunk.data);
+        if (std::any_of(bits.begin(), bits.end(), [](char c) { return c != 0; })) {
+            records.push_back(log.encode_chunk(filter, chunk.next_iter, chunk.data));
+        }
+        iter = chunk.next_iter;
+    }
+    return records;
+}
+
+}  // namespace
+
+bool Keyspace::restore(std::string_view key, FilterRef filter, std::int64_t expire_at_ms,
+                       bool replace, std::int64_t idle_seconds) {
+    return store(key, std::move(filter), expire_at_ms, replace, /*with_bits=*/true, idle_seconds);
+}
+
 bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire_at_ms,
-                     bool replace_live) {
+                     bool replace_live, bool with_bits, std::int64_t idle_seconds) {
+    // The clock value the new node starts with (unix seconds, 32 bits).
+    const std::int64_t clock = access_clock();
+    const auto accessed = static_cast<std::uint32_t>(
+        idle_seconds > 0 ? clock - std::min(idle_seconds, clock) : clock);
     const std::uint64_t hash = hash_key(key);
     Shard& shard = shard_for(hash);
     Garbage garbage;
@@ -35,6 +77,9 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
     MutationLog* log = mutation_log();
     EncodedRecord created =
         log != nullptr ? log->encode_created(key, *filter, expire_at_ms) : nullptr;
+    // The filter is not shared yet: its bits cannot change under the copy.
+    std::vector<EncodedRecord> bits;
+    if (with_bits && log != nullptr) bits = encode_bits(*log, *filter);
     {
         ShardWrite write(shard);
         // Under the lock, so no snapshot cut falls between the stamp and the
@@ -44,6 +89,7 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
         const std::size_t slot = find_slot(shard, key, hash);
         if (slot == kNotFound) {
             Node* node = make_node(key, std::move(filter), expire_at_ms);
+            node->accessed.store(accessed, std::memory_order_relaxed);
             try {
                 insert_slot(shard, node, hash, garbage);
             } catch (...) {
@@ -52,7 +98,7 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
                 dispose(garbage);
                 throw;
             }
-            if (created) log->append(std::move(created));
+            if (created) append_chain(log, std::move(created), bits);
         } else {
             Node* node = node_at(shard, slot);
             const bool expired = node->expired(now_ms());
@@ -63,6 +109,7 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
                 // A new node, not a new filter in the old one: lookups read a
                 // linked node's filter without a lock.
                 Node* fresh = make_node(key, std::move(filter), expire_at_ms);
+                fresh->accessed.store(accessed, std::memory_order_relaxed);
                 if (expired) expired_keys_.fetch_add(1, std::memory_order_relaxed);
                 replace_slot(shard, slot, fresh, hash);
                 garbage.nodes.push_back(node);
@@ -70,7 +117,7 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
                     // CREATE replaces the key on replay; the DEL says the old
                     // filter went (its later adds are dropped, as its bits).
                     log->append(std::move(deleted));
-                    log->append(std::move(created));
+                    append_chain(log, std::move(created), bits);
                 }
             }
         }
@@ -237,6 +284,41 @@ bool Keyspace::erase(std::string_view key) {
     return live;
 }
 
+Keyspace::EraseIf Keyspace::erase_if_unchanged(std::string_view key,
+                                               const bloom::ScalableFilter* filter,
+                                               std::uint64_t items, std::size_t num_layers) {
+    const std::uint64_t hash = hash_key(key);
+    Shard& shard = shard_for(hash);
+    Garbage garbage;
+    garbage.nodes.reserve(1);
+    garbage.tables.reserve(1);
+    MutationLog* log = mutation_log();
+    EraseIf result;
+    {
+        ShardWrite write(shard);
+        const std::size_t slot = find_slot(shard, key, hash);
+        if (slot == kNotFound) return EraseIf::gone;
+        Node* node = node_at(shard, slot);
+        const bool expired = node->expired(now_ms());
+        // Adds count items and growth adds layers, so a filter that took
+        // either since it was copied differs here. (An add in flight, its
+        // room taken and its bits not yet all set, may still land in it
+        // after this: it raced the delete, as it would race a DEL.)
+        if (!expired && (node->filter.get() != filter || node->filter->items() != items ||
+                         node->filter->num_layers() != num_layers)) {
+            return EraseIf::changed;
+        }
+        EncodedRecord record = log != nullptr ? log->encode_deleted(key) : nullptr;
+        erase_slot(shard, slot, garbage);
+        garbage.nodes.push_back(node);
+        if (expired) expired_keys_.fetch_add(1, std::memory_order_relaxed);
+        result = expired ? EraseIf::gone : EraseIf::erased;
+        if (record) log->append(std::move(record));
+    }
+    dispose(garbage);
+    return result;
+}
+
 bool Keyspace::contains(std::string_view key) const {
     const std::uint64_t hash = hash_key(key);
     const Shard& shard = shard_for(hash);
@@ -331,6 +413,22 @@ std::optional<std::int64_t> Keyspace::expiry(std::string_view key) const {
 }
 
 bool Keyspace::rename(std::string_view from, std::string_view to) {
+    return move_key(from, to, /*replace=*/true) != Moved::missing;
+}
+
+std::optional<bool> Keyspace::rename_if_absent(std::string_view from, std::string_view to) {
+    switch (move_key(from, to, /*replace=*/false)) {
+        case Moved::missing:
+            return std::nullopt;
+        case Moved::exists:
+            return false;
+        case Moved::moved:
+            break;
+    }
+    return true;
+}
+
+Keyspace::Moved Keyspace::move_key(std::string_view from, std::string_view to, bool replace) {
     const std::uint64_t from_hash = hash_key(from);
     const std::uint64_t to_hash = hash_key(to);
     Shard& source = shard_for(from_hash);
@@ -339,7 +437,7 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
     garbage.nodes.reserve(2);
     garbage.tables.reserve(2);
     MutationLog* log = mutation_log();
-    bool renamed_key = false;
+    Moved result = Moved::missing;
     {
         // Lock both shards in index order so two opposite renames cannot deadlock.
         // Neither waits for a transaction while holding the other's lock: a
@@ -359,7 +457,7 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
         }
 
         const std::size_t slot = find_slot(source, from, from_hash);
-        if (slot == kNotFound) return false;
+        if (slot == kNotFound) return Moved::missing;
         Node* node = node_at(source, slot);
         if (node->expired(now_ms())) {
             EncodedRecord deleted = log != nullptr ? log->encode_deleted(from) : nullptr;
@@ -368,7 +466,12 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
             expired_keys_.fetch_add(1, std::memory_order_relaxed);
             if (deleted) log->append(std::move(deleted));
         } else if (from == to) {
-            renamed_key = true;
+            // RENAME keeps the key; RENAMENX finds it there (Redis: 0).
+            result = replace ? Moved::moved : Moved::exists;
+        } else if (const std::size_t existing = find_slot(target, to, to_hash);
+                   !replace && existing != kNotFound &&
+                   !node_at(target, existing)->expired(now_ms())) {
+            result = Moved::exists;
         } else {
             // The record and the new node are made first: if either cannot
             // be allocated nothing has changed.
@@ -378,7 +481,7 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
             // As Redis's RENAME keeps the value object, its idle time stays.
             moved->accessed.store(node->accessed.load(std::memory_order_relaxed),
                                   std::memory_order_relaxed);
-            const std::size_t existing = find_slot(target, to, to_hash);
+            // `existing` is where `to` is (found above; nothing moved since).
             if (existing != kNotFound) {
                 garbage.nodes.push_back(node_at(target, existing));
                 replace_slot(target, existing, moved, to_hash);
@@ -395,12 +498,12 @@ bool Keyspace::rename(std::string_view from, std::string_view to) {
             // Found again: inserting into the same shard may have rebuilt the table.
             erase_slot(source, find_slot(source, from, from_hash), garbage);
             garbage.nodes.push_back(node);
-            renamed_key = true;
+            result = Moved::moved;
             if (renamed) log->append(std::move(renamed));
         }
     }
     dispose(garbage);
-    return renamed_key;
+    return result;
 }
 
 std::size_t Keyspace::clear() {

@@ -70,7 +70,8 @@ class FakeHooks final : public command::ClientDirectory,
                         public command::Persistence,
                         public command::Shutdown,
                         public command::Replication,
-                        public command::ReplicaGate {
+                        public command::ReplicaGate,
+                        public command::Migration {
 public:
     std::size_t connected_clients() override { return 1; }
     std::int64_t blocked_clients() override { return 0; }

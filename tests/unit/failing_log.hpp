@@ -37,6 +37,11 @@ public:
         maybe_fail();
         return journal_.encode_cleared();
     }
+    store::EncodedRecord encode_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
+                                      std::string_view data) override {
+        maybe_fail();
+        return journal_.encode_chunk(filter, iter, data);
+    }
     void append(store::EncodedRecord record) noexcept override {
         journal_.append(std::move(record));
     }

@@ -75,6 +75,11 @@ struct DumpChunk {
 DumpChunk dump_chunk(const ScalableFilter& filter, std::int64_t iter,
                      std::size_t max_chunk_bytes = kMaxDumpChunkBytes);
 
+// The bits a data chunk of dump_chunk(filter, ...) carries: the chunk
+// without bloomery's trailing checksum (a RedisBloom-scheme chunk is all
+// bits).
+std::string_view chunk_bits(const ScalableFilter& filter, std::string_view chunk);
+
 // Where a data chunk of dump_chunk() goes in a filter, once checked.
 struct ChunkTarget {
     std::size_t layer = 0;

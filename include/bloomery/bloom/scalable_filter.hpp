@@ -73,6 +73,15 @@ public:
     // 1 <= layers.size() <= kMaxLayers.
     static FilterRef create(const FilterOptions& options, std::span<const LayerGeometry> layers,
                             std::uint64_t maxmemory = 0);
+    // COPY: a new filter with `source`'s options and its first `num_layers`
+    // layers (<= source.num_layers(), read once by the caller), their bits
+    // and item counts, and a fresh id; reserved against `maxmemory` as
+    // above (an empty reference if it would pass it). Safe beside adds to
+    // `source`: its counts are read before its words, and bits only go
+    // 0 -> 1, so the copy holds every add that finished before the call.
+    // Throws std::bad_alloc.
+    static FilterRef copy_of(const ScalableFilter& source, std::size_t num_layers,
+                             std::uint64_t maxmemory = 0);
     // For loaders that own the filter exclusively (no concurrent add): appends
     // a layer with this geometry, all bits clear. Throws std::bad_alloc and
     // std::length_error past kMaxLayers. `geometry` must pass check_layer().

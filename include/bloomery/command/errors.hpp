@@ -80,6 +80,32 @@ inline constexpr std::string_view kCrossSlot =
 inline constexpr std::string_view kInvalidSlot = "ERR Invalid slot";
 inline constexpr std::string_view kInvalidSlotOrCount = "ERR Invalid slot or number of keys";
 
+// DUMP, RESTORE, MIGRATE, COPY (Redis 7's texts, bloomery's last three).
+inline constexpr std::string_view kBusyKey = "BUSYKEY Target key name already exists.";
+inline constexpr std::string_view kBadDumpPayload =
+    "ERR DUMP payload version or checksum are wrong";
+inline constexpr std::string_view kBadDataFormat = "ERR Bad data format";
+inline constexpr std::string_view kInvalidTtl = "ERR Invalid TTL value, must be >= 0";
+inline constexpr std::string_view kInvalidIdletime = "ERR Invalid IDLETIME value, must be >= 0";
+inline constexpr std::string_view kInvalidFreq = "ERR Invalid FREQ value, must be >= 0 and <= 255";
+inline constexpr std::string_view kSameObject = "ERR source and destination objects are the same";
+inline constexpr std::string_view kMigrateKeysWithKey =
+    "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string";
+inline constexpr std::string_view kMigrateConnect =
+    "IOERR error or timeout connecting to the client";
+inline constexpr std::string_view kMigrateWrite =
+    "IOERR error or timeout writing to target instance";
+inline constexpr std::string_view kMigrateRead =
+    "IOERR error or timeout reading to target instance";
+// The target's error line follows.
+inline constexpr std::string_view kMigrateTargetError = "ERR Target instance replied with error: ";
+inline constexpr std::string_view kDumpTooLarge =
+    "ERR DUMP payload would exceed proto-max-bulk-len (see CONFIG GET proto-max-bulk-len): no "
+    "server could RESTORE it; BF.SCANDUMP dumps a filter of any size";
+inline constexpr std::string_view kMigrateKeyChanged =
+    "ERR a key changed while MIGRATE sent it: it is kept here, and the target holds the copy it "
+    "was sent; MIGRATE it again with REPLACE";
+
 // RedisBloom's texts (2.4, byte for byte: some have no "ERR " prefix, one a
 // trailing space).
 inline constexpr std::string_view kItemExists = "ERR item exists";

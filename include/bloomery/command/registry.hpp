@@ -22,6 +22,18 @@ namespace bloomery::command {
 class Acl;
 using Handler = void (*)(Context&, Args);
 
+// The argument positions of one call's keys: first, first + step, ... up to
+// last (a position below the call's argument count). None when first > last.
+struct KeyRange {
+    long first = 1;
+    long last = 0;
+    long step = 1;
+};
+// Where the keys of a command with movable keys (flag "movablekeys", e.g.
+// MIGRATE ... KEYS k1 k2) are in one call, found from its arguments (the
+// call passed the arity check).
+using KeyFinder = KeyRange (*)(Args argv);
+
 struct CommandSpec {
     std::string name;  // lower case; "parent|sub" for subcommands
     int arity = 0;     // Redis convention: N exact, -N at least N (name included)
@@ -32,6 +44,13 @@ struct CommandSpec {
     bool no_auth = false;   // has the "no_auth" flag: runs before AUTH, for every user (acl.hpp)
     bool no_multi = false;  // has the "no_multi" flag: refused inside MULTI
     bool fast = false;      // has the "fast" flag: the latency monitor's "fast-command" event
+    // Has the "asking" flag (RESTORE-ASKING): in cluster mode it is served
+    // whatever slot its key is in, as if ASKING came first.
+    bool asking = false;
+    // Has the "movablekeys" flag: its keys are found by find_keys, and
+    // first_key / last_key / step only describe its simplest form (COMMAND
+    // INFO's legacy fields, as in Redis).
+    KeyFinder find_keys = nullptr;
     // Runs at once inside MULTI instead of being queued: EXEC, DISCARD,
     // MULTI, WATCH, QUIT, RESET (as Redis's processCommand).
     bool transaction_control = false;
@@ -59,6 +78,9 @@ struct CommandSpec {
 class Registry {
 public:
     void register_handler(std::string_view name, Handler handler);
+    // The key finder of a command flagged "movablekeys" in the table;
+    // build() refuses one without the other.
+    void register_key_finder(std::string_view name, KeyFinder finder);
     // Joins the handlers with `commands_json`; returns false with a message on
     // any mismatch or malformed entry.
     bool build(std::string_view commands_json, std::string& error);
@@ -69,7 +91,7 @@ public:
     const std::vector<const CommandSpec*>& all() const { return ordered_; }
 
     // Key positions of a full argv, per the spec (for COMMAND GETKEYS).
-    static std::vector<std::size_t> key_positions(const CommandSpec& spec, std::size_t argc);
+    static std::vector<std::size_t> key_positions(const CommandSpec& spec, Args argv);
 
     // ACL categories without the '@', in the order of proto/commands.json's
     // "acl_categories" (ACL CAT's order); every command's categories are among them.
@@ -93,6 +115,7 @@ private:
         }
     };
     std::unordered_map<std::string, Handler> handlers_;
+    std::unordered_map<std::string, KeyFinder> key_finders_;
     std::unordered_map<std::string, std::unique_ptr<CommandSpec>, StringHash, std::equal_to<>>
         commands_;
     std::vector<const CommandSpec*> ordered_;
@@ -100,6 +123,17 @@ private:
     std::vector<const CommandSpec*> by_id_;
     std::shared_ptr<const Acl> acl_;
 };
+
+// The keys of one call of `spec` (the call passed the arity check): what
+// access control checks and cluster mode routes by. Inline: it runs before
+// every command of a key-limited user and every command in cluster mode.
+inline KeyRange key_range(const CommandSpec& spec, Args argv) {
+    if (spec.find_keys != nullptr) return spec.find_keys(argv);
+    if (spec.first_key <= 0 || spec.step <= 0) return {};
+    const long argc = static_cast<long>(argv.size());
+    const long last = spec.last_key < 0 ? argc + spec.last_key : spec.last_key;
+    return {spec.first_key, last < argc ? last : argc - 1, spec.step};
+}
 
 // Registers every family's handlers (each *_commands.cpp has its
 // registrations at the bottom) and builds from the embedded proto/commands.json.

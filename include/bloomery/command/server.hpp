@@ -1,9 +1,9 @@
 #pragma once
 // What commands need from the running server, as a few small interfaces the
 // command layer owns and the network layer implements (net::Server; fakes in
-// unit tests): its clients, its statistics, persistence, shutdown and
-// replication. Commands reach them through Context::server. Nothing here knows
-// of Asio, RESP or sockets.
+// unit tests): its clients, its statistics, persistence, shutdown,
+// replication and MIGRATE's connections. Commands reach them through
+// Context::server. Nothing here knows of Asio, RESP or sockets.
 
 #include <atomic>
 #include <cstdint>
@@ -209,6 +209,54 @@ public:
     }
 };
 
+// MIGRATE: the exchange with the target server, run by the network layer
+// (net/migrator.hpp) so the worker thread does not wait for it.
+struct MigrateRequest {
+    std::string host;
+    std::uint16_t port = 0;
+    std::int64_t timeout_ms = 1000;  // for the connect, and for each write and each reply
+    std::int64_t db = 0;             // SELECTed unless the cached connection has it already
+    bool auth = false;               // AUTH first: AUTH [username] password
+    std::string username;            // AUTH2's (empty: AUTH password)
+    std::string password;
+    std::size_t keys = 0;
+    // Writes key `index`'s RESTORE (or RESTORE-ASKING) command, in RESP, into
+    // `command` (empty when called) just before it is sent, keys in order
+    // (and again from the first after a retry); false: nothing to send for
+    // it (the key went or expired meanwhile). Called on the network layer's
+    // thread.
+    std::function<bool(std::size_t index, std::string& command)> restore_command;
+};
+
+struct MigrateResult {
+    // An I/O error or timeout that ended the exchange (Redis's IOERR).
+    enum class Failure { none, connect, write, read };
+    Failure failure = Failure::none;
+    // The target's first error reply (to AUTH, SELECT or a RESTORE), the
+    // line without its '-'; empty if none.
+    std::string target_error;
+    // The keys the target took (their RESTORE answered without an error,
+    // after AUTH and SELECT did), by index, in order: those the source may
+    // delete.
+    std::vector<std::size_t> accepted;
+};
+
+class Migration {
+public:
+    virtual ~Migration() = default;
+    // Runs `request` off the caller's thread and calls `done` once, on any
+    // thread. Connections are cached per host:port, as Redis caches them (up
+    // to 64, each closed after 10 s unused); a cached one that fails before
+    // the first RESTORE is answered is replaced once, unless it timed out.
+    // The default (unit-test fakes) cannot connect.
+    virtual void migrate(MigrateRequest request, std::function<void(MigrateResult)> done) {
+        (void)request;
+        MigrateResult result;
+        result.failure = MigrateResult::Failure::connect;
+        done(std::move(result));
+    }
+};
+
 // How data commands are answered on a replica: the kReplication* bits,
 // written by the replication link, read before every command.
 class ReplicaGate {
@@ -226,6 +274,7 @@ struct Services {
     Replication& replication;
     ReplicaGate& gate;
     PubSub& pubsub;  // the server's channels and their subscribers
+    Migration& migration;
 
     template <typename Server>
     requires(!std::is_same_v<std::remove_cvref_t<Server>, Services>)
@@ -236,7 +285,8 @@ struct Services {
           shutdown(server),
           replication(server),
           gate(server),
-          pubsub(server.pubsub()) {}
+          pubsub(server.pubsub()),
+          migration(server) {}
 };
 
 }  // namespace bloomery::command

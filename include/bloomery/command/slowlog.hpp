@@ -49,7 +49,7 @@ public:
         return threshold >= 0 && nanoseconds >= static_cast<std::uint64_t>(threshold);
     }
     // Records a command (call after is_slow() said so). `spec` (may be null)
-    // says which arguments to redact: AUTH's and HELLO's credentials never
+    // says which arguments to redact: AUTH's, HELLO's and MIGRATE's credentials never
     // reach the log, as in Redis.
     void record(const CommandSpec* spec, Args argv, std::uint64_t nanoseconds,
                 const ClientState& client);

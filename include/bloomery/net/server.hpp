@@ -34,6 +34,7 @@ class context;
 namespace bloomery::net {
 
 class Connection;
+class Migrator;
 class ReplicationSource;
 class ReplicaLink;
 class MetricsServer;
@@ -84,7 +85,8 @@ class Server final : public command::ClientDirectory,
                      public command::Persistence,
                      public command::Shutdown,
                      public command::Replication,
-                     public command::ReplicaGate {
+                     public command::ReplicaGate,
+                     public command::Migration {
 public:
     // `replication` feeds replicas (made before the journal is loaded, so the
     // journal's writer can wake feeds: see main.cpp).
@@ -152,6 +154,9 @@ public:
     ReplicationSource& replication_source() { return replication_; }
     // Pub/Sub's channels and subscribers (command/pubsub.hpp).
     command::PubSub& pubsub() { return pubsub_; }
+    // MIGRATE's exchanges (net/migrator.hpp).
+    void migrate(command::MigrateRequest request,
+                 std::function<void(command::MigrateResult)> done) override;
 
     // Called by connections.
     struct Worker {
@@ -243,6 +248,9 @@ private:
     std::atomic<bool> accepting_{false};
     command::Slowlog slowlog_;
     std::unique_ptr<MetricsServer> metrics_;
+    // Stopped first on the way out (~Server), while the workers its
+    // pending replies go to still exist.
+    std::unique_ptr<Migrator> migrator_;
     std::atomic<bool> save_on_exit_{true};
     // SHUTDOWN (main thread only): its final save runs on shutdown_saver_,
     // off every worker; the SHUTDOWN clients wait for it in shutdown_failed_

@@ -92,6 +92,8 @@ public:
     store::EncodedRecord encode_renamed(std::string_view from, std::string_view to) override;
     store::EncodedRecord encode_expiry(std::string_view key, std::int64_t expire_at_ms) override;
     store::EncodedRecord encode_cleared() override;
+    store::EncodedRecord encode_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
+                                      std::string_view data) override;
     void append(store::EncodedRecord record) noexcept override;
     bloom::AddRecorder& begin_adds(const bloom::ScalableFilter& filter,
                                    std::size_t max_items) override;
@@ -179,8 +181,8 @@ private:
     struct Transaction;
     // The transaction this thread runs in this journal, or null.
     Transaction* transaction() const;
-    // This thread's buffer (its transaction's, while it runs one), claimed on first use (under mutex_, so no cut()
-    // runs while a thread claims one).
+    // This thread's buffer (its transaction's, while it runs one), claimed on first use (under
+    // mutex_, so no cut() runs while a thread claims one).
     LocalBuffer& local_buffer();
     // Under mutex_ and local's lock: moves its records into pending_; false
     // if it held none.

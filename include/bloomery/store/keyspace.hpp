@@ -256,6 +256,23 @@ public:
     bool redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter, std::string_view data,
                     std::string& error);
 
+    // RESTORE and COPY: links `filter`, complete with its bits and item
+    // counts and not shared with anything yet, under `key` with deadline
+    // `expire_at_ms` (0: none), replacing a live key only if `replace`. Its
+    // CREATE record and its bits, as CHUNK records (bloom::dump_chunk's, of
+    // up to kRestoreChunkBytes each; chunks of zero words are left out, as
+    // replay starts from zero bits) are encoded first and appended with the
+    // change, under the shard's lock: no reader sees the key before its
+    // bits, and replay and replicas rebuild the filter bit for bit, owing
+    // nothing to the filter it was copied from. False, nothing changed, if
+    // the key is live and `replace` is false. Throws std::bad_alloc or
+    // std::length_error with nothing changed. The key's access clock is set
+    // `idle_seconds` back (RESTORE IDLETIME; OBJECT IDLETIME then answers
+    // it), now by default.
+    static constexpr std::size_t kRestoreChunkBytes = std::size_t{1} << 20;
+    bool restore(std::string_view key, FilterRef filter, std::int64_t expire_at_ms, bool replace,
+                 std::int64_t idle_seconds = 0);
+
     // Inserts `filter` under `key` only if the key is absent (or expired).
     bool insert_new(std::string_view key, FilterRef filter, std::int64_t expire_at_ms = 0);
     // Inserts or replaces.
@@ -283,6 +300,30 @@ public:
 
     // Moves `from` to `to`, replacing `to`. False if `from` is missing.
     bool rename(std::string_view from, std::string_view to);
+    // RENAMENX: moves `from` to `to` only if `to` is absent (or expired), in
+    // one step. nullopt if `from` is missing, else whether it moved (a key
+    // renamed to itself does not: false).
+    std::optional<bool> rename_if_absent(std::string_view from, std::string_view to);
+
+    // MIGRATE: after another server took a copy of `filter` (then `items`
+    // items in `num_layers` layers), erases `key` if it still holds that
+    // filter unchanged. `changed`, nothing done, if another filter is
+    // there or this one took adds or grew since (deleting it would lose
+    // them); `gone` if the key is missing (or past its deadline: erased as
+    // a lookup erases it).
+    enum class EraseIf { erased, gone, changed };
+    EraseIf erase_if_unchanged(std::string_view key, const bloom::ScalableFilter* filter,
+                               std::uint64_t items, std::size_t num_layers);
+
+    // RANDOMKEY: a live key drawn uniformly: a shard by its key count, then
+    // slots of its table at random until one holds a key, so the work is
+    // bounded (O(shards) plus a few probes; tables are at least 1/8 full)
+    // whatever the key count. A key found past its deadline is erased (as
+    // a lookup erases it) and another is drawn, at most kRandomKeyDraws
+    // draws in all. nullopt if the keyspace is empty, or if every draw found
+    // an expired key (active expiry removes the rest).
+    static constexpr int kRandomKeyDraws = 100;
+    std::optional<std::string> random_key() const;
 
     struct Counts {
         std::size_t keys = 0;
@@ -507,8 +548,11 @@ private:
     // record; true if it did. Takes the shard's exclusive lock.
     bool reap(std::string_view key, std::uint64_t hash) const;
     // insert_new (replace_live = false) and put (true).
-    bool store(std::string_view key, FilterRef filter, std::int64_t expire_at_ms,
-               bool replace_live);
+    // `with_bits`: the filter's bits are recorded after its CREATE (restore()).
+    bool store(std::string_view key, FilterRef filter, std::int64_t expire_at_ms, bool replace_live,
+               bool with_bits = false, std::int64_t idle_seconds = 0);
+    enum class Moved { missing, exists, moved };
+    Moved move_key(std::string_view from, std::string_view to, bool replace);
     // Table primitives; the caller holds the shard's exclusive lock (a
     // ShardWrite) except for find_slot, which also works under a shared lock.
     Node* make_node(std::string_view key, FilterRef filter, std::int64_t expire_at_ms);

@@ -10,7 +10,8 @@
 //
 // A record cannot fail to be written once its change is made: everything
 // that can fail (allocation) happens before the change.
-// - Keyspace records (CREATE, DEL, RENAME, EXPIRE, FLUSHALL) are encoded
+// - Keyspace records (CREATE, DEL, RENAME, EXPIRE, FLUSHALL, and the CHUNK
+//   records that carry a restored or copied filter's bits) are encoded
 //   first (encode_*: may throw std::bad_alloc, nothing has changed yet) and
 //   appended after the change with append(), which cannot fail. Both happen
 //   under the locks of the shards the change touches, so for one key the
@@ -60,6 +61,12 @@ public:
     // The key's deadline is now `expire_at_ms` (0: none).
     virtual EncodedRecord encode_expiry(std::string_view key, std::int64_t expire_at_ms) = 0;
     virtual EncodedRecord encode_cleared() = 0;
+    // A CHUNK record encoded as a keyspace record: a data chunk of
+    // bloom::dump_chunk() of `filter`, which is not linked yet (RESTORE and
+    // COPY carry a new filter's bits this way, appended right after its
+    // CREATE: Keyspace::restore()).
+    virtual EncodedRecord encode_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
+                                       std::string_view data) = 0;
     // Appends an encoded record (a chain of them, in order) to the stream.
     virtual void append(EncodedRecord record) noexcept = 0;
 

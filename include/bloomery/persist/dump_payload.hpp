@@ -1,0 +1,76 @@
+#pragma once
+// DUMP / RESTORE payloads (proto/dump.md): one filter, serialized as a
+// snapshot stores it, in Redis's DUMP shape:
+//
+//   payload = value  u16 version  u64 crc64
+//   value   = u8 type (0x01, a Bloom filter), then the filter's fields of a
+//             snapshot record (proto/snapshot.md, from error_rate through the
+//             last layer's words): options, hash scheme, every layer's
+//             geometry, item count and bits
+//
+// Integers little-endian; crc64 is core/crc64.hpp's (Redis's) over every
+// byte before it. The version is bloomery's own (kDumpPayloadVersion): Redis
+// refuses it (above any RDB version), and bloomery refuses every other, so a
+// payload from Redis, or from a bloomery that encodes differently, is
+// answered "DUMP payload version or checksum are wrong", as Redis answers a
+// payload it cannot read.
+//
+// Thread safety: every function may run beside concurrent adds to the
+// filter it encodes (bits only go 0 -> 1; the layer count is read once by
+// the caller).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bloomery/bloom/scalable_filter.hpp"
+
+namespace bloomery::persist {
+
+// 0xBF marks bloomery, the low byte is the encoding's version.
+inline constexpr std::uint16_t kDumpPayloadVersion = 0xBF01;
+// The value's type byte, as a snapshot's filter record type.
+inline constexpr std::uint8_t kDumpTypeBloom = 0x01;
+// u16 version and u64 CRC64 after the value.
+inline constexpr std::size_t kDumpFooterBytes = 2 + 8;
+
+// Bytes of the payload of `filter`'s first `num_layers` layers.
+std::uint64_t dump_payload_bytes(const bloom::ScalableFilter& filter, std::size_t num_layers);
+
+// Appends the payload of `filter`'s first `num_layers` layers (num_layers <=
+// filter.num_layers(), read once by the caller) to `out`: exactly
+// dump_payload_bytes() bytes. The item counts are read before any word (an
+// add racing the dump may have set bits it does not count, never the
+// reverse). Throws std::bad_alloc.
+void append_dump_payload(const bloom::ScalableFilter& filter, std::size_t num_layers,
+                         std::string& out);
+
+// Redis's verifyDumpPayload: at least the footer, this build's version, and
+// the checksum. False: "DUMP payload version or checksum are wrong".
+bool verify_dump_payload(std::string_view payload);
+
+// A verified payload's value, parsed and checked against the bounds every
+// path shares (bloom/bounds.hpp, as BF.LOADCHUNK's header): its options and
+// layers, and where each layer's words lie in the payload.
+struct DumpValue {
+    bloom::FilterOptions options;
+    std::vector<bloom::LayerGeometry> layers;
+    std::vector<std::uint64_t> items;           // per layer
+    std::vector<std::string_view> layer_words;  // per layer: its bits/8 bytes, in the payload
+};
+
+// Parses the value of a payload verify_dump_payload() accepted. False with
+// `error` (for logs and tests; clients are told "Bad data format", as Redis
+// tells them) if anything is malformed or out of bounds: an unknown type, a
+// field out of range, a length past the end, bytes left over. Allocates
+// nothing beyond the description.
+bool parse_dump_value(std::string_view payload, DumpValue& out, std::string& error);
+
+// The filter a parsed value describes, bits and counts included, with a fresh
+// id; its bytes reserved against `maxmemory` (0: no limit) before they are
+// allocated: an empty reference if they would pass it. Throws std::bad_alloc.
+// The caller checks --max-filter-bytes first (bloom::filter_bytes).
+bloom::FilterRef build_dump_filter(const DumpValue& value, std::uint64_t maxmemory = 0);
+
+}  // namespace bloomery::persist

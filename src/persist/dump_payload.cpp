@@ -1,0 +1,236 @@
+// DUMP / RESTORE payloads (proto/dump.md).
+
+#include "bloomery/persist/dump_payload.hpp"
+
+#include <bit>
+#include <cstring>
+#include <span>
+
+#include "bloomery/bloom/bounds.hpp"
+#include "bloomery/core/crc64.hpp"
+#include "filter_body.hpp"
+#include "snapshot_format.hpp"
+
+namespace bloomery::persist {
+namespace {
+
+// write_filter_body()'s output, appended to a string.
+class StringOut {
+public:
+    explicit StringOut(std::string& out) : out_(out) {}
+    void append(const void* data, std::size_t size) {
+        out_.append(static_cast<const char*>(data), size);
+    }
+    void append_u8(std::uint8_t v) { out_.push_back(static_cast<char>(v)); }
+    void append_u32(std::uint32_t v) {
+        unsigned char b[4];
+        format::put_u32(b, v);
+        append(b, sizeof b);
+    }
+    void append_u64(std::uint64_t v) {
+        unsigned char b[8];
+        format::put_u64(b, v);
+        append(b, sizeof b);
+    }
+    void append_f64(double v) { append_u64(std::bit_cast<std::uint64_t>(v)); }
+
+private:
+    std::string& out_;
+};
+
+// A cursor over the value that refuses to read past its end.
+class Reader {
+public:
+    explicit Reader(std::string_view bytes) : bytes_(bytes) {}
+    std::size_t left() const { return bytes_.size() - at_; }
+    bool u8(std::uint8_t& v) {
+        if (left() < 1) return false;
+        v = static_cast<std::uint8_t>(bytes_[at_++]);
+        return true;
+    }
+    bool u32(std::uint32_t& v) {
+        if (left() < 4) return false;
+        v = format::get_u32(reinterpret_cast<const unsigned char*>(bytes_.data() + at_));
+        at_ += 4;
+        return true;
+    }
+    bool u64(std::uint64_t& v) {
+        if (left() < 8) return false;
+        v = format::get_u64(reinterpret_cast<const unsigned char*>(bytes_.data() + at_));
+        at_ += 8;
+        return true;
+    }
+    bool f64(double& v) {
+        std::uint64_t bits;
+        if (!u64(bits)) return false;
+        v = std::bit_cast<double>(bits);
+        return true;
+    }
+    bool bytes(std::uint64_t n, std::string_view& v) {
+        if (left() < n) return false;
+        v = bytes_.substr(at_, static_cast<std::size_t>(n));
+        at_ += static_cast<std::size_t>(n);
+        return true;
+    }
+
+private:
+    std::string_view bytes_;
+    std::size_t at_ = 0;
+};
+
+std::uint16_t footer_version(std::string_view payload) {
+    const auto* footer =
+        reinterpret_cast<const unsigned char*>(payload.data() + payload.size() - kDumpFooterBytes);
+    return static_cast<std::uint16_t>(footer[0] | (footer[1] << 8));
+}
+
+}  // namespace
+
+std::uint64_t dump_payload_bytes(const bloom::ScalableFilter& filter, std::size_t num_layers) {
+    return 1 + format::filter_body_bytes(filter, num_layers) + kDumpFooterBytes;
+}
+
+void append_dump_payload(const bloom::ScalableFilter& filter, std::size_t num_layers,
+                         std::string& out) {
+    const std::size_t start = out.size();
+    out.reserve(start + static_cast<std::size_t>(dump_payload_bytes(filter, num_layers)));
+    std::vector<std::uint64_t> counts(num_layers);
+    for (std::size_t i = 0; i < num_layers; ++i) counts[i] = filter.layer(i).items();
+    std::vector<std::uint64_t> words;
+    StringOut writer(out);
+    writer.append_u8(kDumpTypeBloom);
+    format::write_filter_body(writer, filter, num_layers, counts, words);
+    const unsigned char version[2] = {static_cast<unsigned char>(kDumpPayloadVersion & 0xff),
+                                      static_cast<unsigned char>(kDumpPayloadVersion >> 8)};
+    writer.append(version, sizeof version);
+    writer.append_u64(core::crc64(0, std::string_view(out).substr(start)));
+}
+
+bool verify_dump_payload(std::string_view payload) {
+    if (payload.size() < kDumpFooterBytes) return false;
+    if (footer_version(payload) != kDumpPayloadVersion) return false;
+    const std::uint64_t stored = format::get_u64(
+        reinterpret_cast<const unsigned char*>(payload.data() + payload.size() - 8));
+    return core::crc64(0, payload.substr(0, payload.size() - 8)) == stored;
+}
+
+bool parse_dump_value(std::string_view payload, DumpValue& out, std::string& error) {
+    out = DumpValue{};
+    if (payload.size() < kDumpFooterBytes) {
+        error = "shorter than the footer";
+        return false;
+    }
+    Reader in(payload.substr(0, payload.size() - kDumpFooterBytes));
+    const auto truncated = [&](const char* what) {
+        error = std::string("value ends inside ") + what;
+        return false;
+    };
+    std::uint8_t type;
+    if (!in.u8(type)) return truncated("the type");
+    if (type != kDumpTypeBloom) {
+        error = "unknown value type " + std::to_string(type);
+        return false;
+    }
+    bloom::FilterOptions& options = out.options;
+    std::uint8_t nonscaling, layout, scheme;
+    if (!in.f64(options.error_rate) || !in.u64(options.capacity) || !in.u32(options.expansion) ||
+        !in.u8(nonscaling) || !in.u8(layout) || !in.u8(scheme)) {
+        return truncated("the options");
+    }
+    if (nonscaling > 1) {
+        error = "nonscaling flag " + std::to_string(nonscaling) + " is neither 0 nor 1";
+        return false;
+    }
+    if (layout > static_cast<std::uint8_t>(bloom::Layout::blocked)) {
+        error = "unknown layout " + std::to_string(layout);
+        return false;
+    }
+    if (scheme > static_cast<std::uint8_t>(bloom::HashScheme::redisbloom)) {
+        error = "unknown hash scheme " + std::to_string(scheme);
+        return false;
+    }
+    options.nonscaling = nonscaling == 1;
+    options.layout = static_cast<bloom::Layout>(layout);
+    options.scheme = static_cast<bloom::HashScheme>(scheme);
+    const bool redisbloom = options.scheme == bloom::HashScheme::redisbloom;
+    if (redisbloom && !in.u32(options.redisbloom_options)) return truncated("the options");
+    if (const bloom::BoundsError e = bloom::check_stored_options(options);
+        e != bloom::BoundsError::none) {
+        error = "filter options: " + bloom::describe(e);
+        return false;
+    }
+    std::uint32_t num_layers;
+    if (!in.u32(num_layers)) return truncated("the layer count");
+    if (num_layers == 0 || num_layers > bloom::kMaxLayers) {
+        error = "layer count " + std::to_string(num_layers) + " not in [1, " +
+                std::to_string(bloom::kMaxLayers) + "]";
+        return false;
+    }
+    if (options.nonscaling && num_layers != 1) {
+        error = "nonscaling filter with " + std::to_string(num_layers) + " layers";
+        return false;
+    }
+    out.layers.reserve(num_layers);
+    out.items.reserve(num_layers);
+    out.layer_words.reserve(num_layers);
+    for (std::uint32_t i = 0; i < num_layers; ++i) {
+        bloom::LayerGeometry g;
+        std::uint8_t layer_layout;
+        std::uint64_t items;
+        if (!in.u64(g.capacity) || !in.f64(g.error_rate) || !in.u64(g.bits) || !in.u32(g.hashes) ||
+            !in.u8(layer_layout)) {
+            return truncated("a layer header");
+        }
+        if (layer_layout > static_cast<std::uint8_t>(bloom::Layout::blocked)) {
+            error =
+                "layer " + std::to_string(i) + ": unknown layout " + std::to_string(layer_layout);
+            return false;
+        }
+        g.layout = static_cast<bloom::Layout>(layer_layout);
+        g.scheme = options.scheme;
+        if (redisbloom && (!in.f64(g.redisbloom_bpe) || !in.u8(g.redisbloom_n2))) {
+            return truncated("a layer header");
+        }
+        if (!in.u64(items)) return truncated("a layer header");
+        if (const bloom::BoundsError e = bloom::check_layer(g, items);
+            e != bloom::BoundsError::none) {
+            error = "layer " + std::to_string(i) + ": " + bloom::describe(e);
+            return false;
+        }
+        // Checked against the bytes there before anything is sized by it.
+        std::string_view words;
+        if (!in.bytes(g.bits / 8, words)) return truncated("a layer's bits");
+        out.layers.push_back(g);
+        out.items.push_back(items);
+        out.layer_words.push_back(words);
+    }
+    if (in.left() != 0) {
+        error = std::to_string(in.left()) + " bytes after the last layer";
+        return false;
+    }
+    return true;
+}
+
+bloom::FilterRef build_dump_filter(const DumpValue& value, std::uint64_t maxmemory) {
+    bloom::FilterRef filter = bloom::ScalableFilter::create(value.options, value.layers, maxmemory);
+    if (!filter) return filter;
+    std::vector<std::uint64_t> words;
+    for (std::size_t i = 0; i < value.layers.size(); ++i) {
+        bloom::BloomLayer& layer = filter->layer(i);
+        layer.set_items(value.items[i]);
+        const std::string_view bytes = value.layer_words[i];
+        const std::uint64_t num_words = layer.num_words();
+        for (std::uint64_t first = 0; first < num_words; first += format::kWordChunk) {
+            const std::uint64_t left = num_words - first;
+            const std::size_t count =
+                left < format::kWordChunk ? static_cast<std::size_t>(left) : format::kWordChunk;
+            words.resize(count);
+            std::memcpy(words.data(), bytes.data() + first * 8, count * 8);
+            format::words_little_to_host(words.data(), count);
+            layer.store_words(first, count, words.data());
+        }
+    }
+    return filter;
+}
+
+}  // namespace bloomery::persist
