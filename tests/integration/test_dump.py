@@ -156,7 +156,12 @@ class DumpRestoreTest(unittest.TestCase):
                          "ERR Invalid TTL value, must be >= 0")
         self.assertEqual(error_of(self.c.execute_command, "RESTORE", "n", "x", payload),
                          "ERR value is not an integer or out of range")
-        self.assertTrue(self.c.restore("idle", 0, payload, idletime=10))
+        self.assertTrue(self.c.restore("idle", 0, payload, idletime=1000))
+        # The key's idle time starts at IDLETIME (OBJECT IDLETIME counts on
+        # from it); without IDLETIME a restored key is new, idle 0.
+        self.assertGreaterEqual(self.c.object("idletime", "idle"), 1000)
+        self.assertLess(self.c.object("idletime", "idle"), 1000 + 60)
+        self.assertLess(self.c.object("idletime", "t"), 60)
         self.assertTrue(self.c.restore("freq", 0, payload, frequency=100))
         self.assertEqual(error_of(self.c.execute_command, "RESTORE", "n", 0, payload,
                                   "IDLETIME", "-1"), "ERR Invalid IDLETIME value, must be >= 0")
@@ -225,6 +230,11 @@ class KeyCommandsTest(unittest.TestCase):
         fill(self.c, "b", 0, 10)
         self.assertEqual(self.c.touch("a", "b", "missing", "a"), 3)
         self.assertEqual(self.c.touch("missing"), 0)
+        # TOUCH uses the key: its idle time starts again.
+        self.assertTrue(self.c.restore("old", 0, self.c.dump("a"), idletime=5000))
+        self.assertGreaterEqual(self.c.object("idletime", "old"), 5000)
+        self.assertEqual(self.c.touch("old"), 1)
+        self.assertLess(self.c.object("idletime", "old"), 60)
 
     def test_randomkey(self):
         self.assertIsNone(self.c.randomkey())
@@ -278,6 +288,21 @@ class MigrateTest(unittest.TestCase):
         self.assertEqual(scandump(self.t, "f"), before)
         self.assertTrue(0 < self.t.pttl("f") <= 600000)
         self.assertEqual(self.migrate("f", 0, 5000, "AUTH", "secret"), b"NOKEY")
+
+    def test_refused_inside_a_transaction(self):
+        # MIGRATE waits for another server, which a transaction (that no
+        # other client sees half applied) cannot: refused while queueing, so
+        # EXEC answers EXECABORT and nothing runs.
+        fill(self.s, "m", 0, 100)
+        pipe = self.s.pipeline(transaction=True)
+        pipe.execute_command("BF.ADD", "other", "x")
+        pipe.execute_command("MIGRATE", "127.0.0.1", self.target.port, "m", 0, 5000, "AUTH",
+                             "secret")
+        with self.assertRaisesRegex(redis.ResponseError, "EXECABORT|not allowed inside"):
+            pipe.execute()
+        self.assertEqual(self.s.exists("other"), 0)
+        self.assertEqual(self.s.exists("m"), 1)
+        self.assertEqual(self.t.exists("m"), 0)
 
     def test_keys_copy_and_replace(self):
         for i in range(5):
