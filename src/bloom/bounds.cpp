@@ -178,14 +178,14 @@ LayerGeometry sized(std::uint64_t capacity, double error_rate, Layout requested)
     // without asking; it also keeps the sizing away from rates that
     // underflow (a loaded layer at 5e-324 halves to 0 when the filter grows).
     constexpr double kMinBlockedErrorRate = 1e-9;
-    const std::uint64_t classic_bits = optimal_bits(capacity, error_rate);
-    const LayerGeometry classic{capacity, error_rate, classic_bits, optimal_hashes(error_rate),
+    const std::uint64_t textbook_bits = optimal_bits(capacity, error_rate);
+    const LayerGeometry classic{capacity, error_rate, textbook_bits, optimal_hashes(error_rate),
                                 Layout::classic};
     // Layers under kMappedLayerBytes stay classic too: they sit in a few
     // cache lines or in L1/L2, so blocking saves no miss and only costs bits
     // (a default filter would grow from 224 to 256 bytes a key).
     if (requested == Layout::classic || error_rate < kMinBlockedErrorRate ||
-        classic_bits / 8 < kMappedLayerBytes) {
+        textbook_bits / 8 < kMappedLayerBytes) {
         return classic;
     }
     // Sized for 3 % below the requested rate: the model assumes ideal
