@@ -220,10 +220,11 @@ void OptionSet::add_filters() {
         ->envname("BLOOMERY_BF_EXPANSION_FACTOR")
         ->group(filters);
     app.add_option("--bf-default-layout", c.default_layout,
-                   "Layout of filters created without LAYOUT: blocked (one cache line per "
-                   "lookup, a few percent more bits) or classic")
+                   "Layout of filters created without LAYOUT: auto (blocked where that "
+                   "costs at most 2 % more bits than RedisBloom, else classic), blocked "
+                   "(one cache line per lookup, 4-40 % more bits) or classic")
         ->envname("BLOOMERY_BF_DEFAULT_LAYOUT")
-        ->transform(CLI::IsMember({"blocked", "classic"}, CLI::ignore_case))
+        ->transform(CLI::IsMember({"auto", "blocked", "classic"}, CLI::ignore_case))
         ->group(filters);
     app.add_option("--max-filter-bytes", c.max_filter_bytes,
                    "Largest filter a client may create or grow, all sub-filters' bit arrays "

@@ -51,7 +51,14 @@ std::string describe(BoundsError error) {
 }
 
 std::string_view layout_name(Layout layout) {
-    return layout == Layout::blocked ? "blocked" : "classic";
+    switch (layout) {
+        case Layout::blocked:
+            return "blocked";
+        case Layout::automatic:
+            return "auto";
+        default:
+            return "classic";
+    }
 }
 
 std::string_view scheme_name(HashScheme scheme) {
@@ -59,8 +66,13 @@ std::string_view scheme_name(HashScheme scheme) {
 }
 
 namespace {
+// A layer's layout: what its bits are.
 bool known_layout(Layout layout) {
     return layout == Layout::classic || layout == Layout::blocked;
+}
+// A filter's: also the automatic policy.
+bool known_policy(Layout layout) {
+    return known_layout(layout) || layout == Layout::automatic;
 }
 
 // RedisBloom chains: the options it can honour (no ENTS_IS_BITS, nothing
@@ -95,7 +107,7 @@ BoundsError check_stored_options(const FilterOptions& options) {
     if (options.expansion < kMinExpansion || options.expansion > kMaxExpansion) {
         return BoundsError::expansion_range;
     }
-    if (!known_layout(options.layout)) return BoundsError::layout_invalid;
+    if (!known_policy(options.layout)) return BoundsError::layout_invalid;
     switch (options.scheme) {
         case HashScheme::bloomery:
             if (options.redisbloom_options != 0) return BoundsError::scheme_invalid;
@@ -151,32 +163,59 @@ BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items) {
 
 namespace {
 
+// At most kMaxAutoOverhead times the bits of RedisBloom's own sub-filter for
+// this capacity and rate (bloom_init with the options BF.RESERVE gives it).
+bool within_budget(const LayerGeometry& layer, std::uint64_t capacity, double error_rate) {
+    LayerGeometry reference;
+    return redisbloom_layer(capacity, error_rate, kRedisBloomDefaultOptions, reference) &&
+           static_cast<double>(layer.bits) <=
+               kMaxAutoOverhead * static_cast<double>(reference.bits);
+}
+
 LayerGeometry sized(std::uint64_t capacity, double error_rate, Layout requested) {
     // Below 1e-9 blocking would cost more than kMaxBlockedOverhead (1.84×
     // the classic bits at 1e-9, and growing), so such layers are classic
     // without asking; it also keeps the sizing away from rates that
     // underflow (a loaded layer at 5e-324 halves to 0 when the filter grows).
     constexpr double kMinBlockedErrorRate = 1e-9;
-    const std::uint64_t classic_bits = optimal_bits(capacity, error_rate);
+    const std::uint64_t textbook_bits = optimal_bits(capacity, error_rate);
+    const LayerGeometry classic{capacity, error_rate, textbook_bits, optimal_hashes(error_rate),
+                                Layout::classic};
     // Layers under kMappedLayerBytes stay classic too: they sit in a few
     // cache lines or in L1/L2, so blocking saves no miss and only costs bits
     // (a default filter would grow from 224 to 256 bytes a key).
-    if (requested == Layout::blocked && error_rate >= kMinBlockedErrorRate &&
-        classic_bits / 8 >= kMappedLayerBytes) {
-        // Sized for 3 % below the requested rate: the model assumes ideal
-        // in-block positions; ours come from one 64-bit hash and measured
-        // 1.2 % above the model at p = 1 % (10^6 probes), so the margin keeps
-        // the measured rate within p for 0.4 % more bits.
-        constexpr double kBlockedMargin = 0.97;
-        const BlockedSizing blocked = blocked_sizing(error_rate * kBlockedMargin);
-        if (blocked.bits_per_item <= kMaxBlockedOverhead * bits_per_item(error_rate)) {
-            return LayerGeometry{capacity, error_rate,
-                                 blocked_bits(capacity, blocked.bits_per_item), blocked.hashes,
-                                 Layout::blocked};
-        }
+    if (requested == Layout::classic || error_rate < kMinBlockedErrorRate ||
+        textbook_bits / 8 < kMappedLayerBytes) {
+        return classic;
     }
-    return LayerGeometry{capacity, error_rate, classic_bits, optimal_hashes(error_rate),
-                         Layout::classic};
+    // Sized for 3 % below the requested rate: the model assumes ideal
+    // in-block positions; ours come from one 64-bit hash and measured 1.2 %
+    // above the model at p = 1 % (10^6 probes), so the margin keeps the
+    // measured rate within p for 0.4 % more bits.
+    constexpr double kBlockedMargin = 0.97;
+    const BlockedSizing sizing = blocked_sizing(error_rate * kBlockedMargin);
+    if (!(sizing.bits_per_item <= kMaxBlockedOverhead * bits_per_item(error_rate))) return classic;
+    const LayerGeometry blocked{capacity, error_rate, blocked_bits(capacity, sizing.bits_per_item),
+                                sizing.hashes, Layout::blocked};
+    return blocked;
+}
+
+// Layout::automatic: blocked as above where that is within kMaxAutoOverhead
+// of RedisBloom's bits, else classic sized to the rate (params.hpp:
+// classic_sizing, with the same kind of margin for the hashing's distance
+// from the model) where that is, else RedisBloom's own sizing (only p in
+// about (0.35, 0.46), where a whole k misses p by a few percent).
+LayerGeometry sized_automatically(std::uint64_t capacity, double error_rate) {
+    const LayerGeometry blocked = sized(capacity, error_rate, Layout::blocked);
+    if (blocked.layout == Layout::blocked && within_budget(blocked, capacity, error_rate)) {
+        return blocked;
+    }
+    constexpr double kClassicMargin = 0.99;
+    const ClassicSizing sizing = classic_sizing(error_rate * kClassicMargin);
+    const LayerGeometry exact{capacity, error_rate, classic_bits(capacity, sizing.bits_per_item),
+                              sizing.hashes, Layout::classic};
+    if (exact.hashes <= kMaxHashes && within_budget(exact, capacity, error_rate)) return exact;
+    return sized(capacity, error_rate, Layout::classic);
 }
 
 }  // namespace
@@ -193,6 +232,8 @@ LayerGeometry first_layer(const FilterOptions& options) {
         }
         return first;
     }
+    if (options.layout == Layout::automatic)
+        return sized_automatically(options.capacity, error_rate);
     return sized(options.capacity, error_rate, options.layout);
 }
 
@@ -207,7 +248,10 @@ bool next_layer(const FilterOptions& options, const LayerGeometry& last, LayerGe
                                 options.redisbloom_options, next) &&
                check_layer(next, 0) == BoundsError::none;
     }
-    next = sized(last.capacity * expansion, last.error_rate * kTighteningRatio, options.layout);
+    const std::uint64_t capacity = last.capacity * expansion;
+    const double error_rate = last.error_rate * kTighteningRatio;
+    next = options.layout == Layout::automatic ? sized_automatically(capacity, error_rate)
+                                               : sized(capacity, error_rate, options.layout);
     return next.bits <= kMaxLayerBits && next.hashes <= kMaxHashes;
 }
 

@@ -23,7 +23,8 @@ namespace bloomery::bloom {
 //   20 u64     options.capacity
 //   28 u32     options.expansion
 //   32 u32     flags: bit 0 = nonscaling, bit 1 = blocked layout for new
-//              layers (version 2); other bits must be 0
+//              layers, bit 2 = automatic layout for new layers (version 2;
+//              not both); other bits must be 0
 //   36 u32     layer count
 //   40 per layer: u64 capacity, f64 error_rate, u64 bits, u32 hashes,
 //              u32 layout (version 2: 0 classic, 1 blocked), u64 items
@@ -51,6 +52,7 @@ constexpr char kMagic[8] = {'B', 'L', 'M', 'D', 'U', 'M', 'P', '1'};
 constexpr std::uint32_t kVersion = 2;
 constexpr std::uint32_t kFlagNonscaling = 1;
 constexpr std::uint32_t kFlagBlocked = 2;
+constexpr std::uint32_t kFlagAutomatic = 4;
 constexpr std::size_t kFixedHeaderBytes = 8 + 4 + 8 + 8 + 4 + 4 + 4;  // before the layers
 constexpr std::size_t kLayerBytesV1 = 8 + 8 + 8 + 4 + 8;
 constexpr std::size_t kLayerBytes = kLayerBytesV1 + 4;
@@ -339,7 +341,8 @@ std::string encode_header(const ScalableFilter& filter) {
     put_u64(out, options.capacity);
     put_u32(out, options.expansion);
     put_u32(out, (options.nonscaling ? kFlagNonscaling : 0) |
-                     (options.layout == Layout::blocked ? kFlagBlocked : 0));
+                     (options.layout == Layout::blocked ? kFlagBlocked : 0) |
+                     (options.layout == Layout::automatic ? kFlagAutomatic : 0));
     put_u32(out, static_cast<std::uint32_t>(n));
     for (std::size_t i = 0; i < n; ++i) {
         const BloomLayer& layer = filter.layer(i);
@@ -382,19 +385,22 @@ bool parse_header(std::string_view bytes, DumpHeader& out, std::string& error) {
     }
     const std::size_t layer_bytes = version == 1 ? kLayerBytesV1 : kLayerBytes;
     const std::uint32_t known_flags =
-        version == 1 ? kFlagNonscaling : kFlagNonscaling | kFlagBlocked;
+        version == 1 ? kFlagNonscaling : kFlagNonscaling | kFlagBlocked | kFlagAutomatic;
     DumpHeader header;
     header.options.error_rate = in.f64();
     header.options.capacity = in.u64();
     header.options.expansion = in.u32();
     const std::uint32_t flags = in.u32();
     header.options.nonscaling = (flags & kFlagNonscaling) != 0;
-    header.options.layout = (flags & kFlagBlocked) != 0 ? Layout::blocked : Layout::classic;
+    header.options.layout = (flags & kFlagBlocked) != 0     ? Layout::blocked
+                            : (flags & kFlagAutomatic) != 0 ? Layout::automatic
+                                                            : Layout::classic;
     const std::uint32_t layers = in.u32();
     // The same bounds every other path uses (bounds.hpp): a dump this server
     // could not have written is refused, so a restored filter can always be
     // saved and loaded again.
     if (check_stored_options(header.options) != BoundsError::none || (flags & ~known_flags) != 0 ||
+        (flags & (kFlagBlocked | kFlagAutomatic)) == (kFlagBlocked | kFlagAutomatic) ||
         layers < 1 || layers > kMaxLayers || (header.options.nonscaling && layers != 1) ||
         body.size() != kFixedHeaderBytes + layers * layer_bytes) {
         error = "invalid dump header";

@@ -23,7 +23,11 @@ double bits_per_item(double error_rate) {
 }
 
 std::uint64_t optimal_bits(std::uint64_t capacity, double error_rate) {
-    const double bits = std::ceil(static_cast<double>(capacity) * bits_per_item(error_rate));
+    return classic_bits(capacity, bits_per_item(error_rate));
+}
+
+std::uint64_t classic_bits(std::uint64_t capacity, double bits_per_item) {
+    const double bits = std::ceil(static_cast<double>(capacity) * bits_per_item);
     // Converting a double >= 2^64 to uint64_t is undefined: compare first.
     // 1.8e19 is exactly 2^64 as a double, and kMaxBits rounds up to it.
     if (!(bits < 18446744073709551616.0)) return kMaxBits;
@@ -64,6 +68,43 @@ double estimate_items(std::uint64_t bits, std::uint32_t hashes, std::uint64_t ze
     if (m0 > bits) m0 = bits;
     const double m = static_cast<double>(bits);
     return (m / k) * std::log(m / static_cast<double>(m0));
+}
+
+namespace {
+
+// The classic rate at c bits per item with the better of the two whole k
+// around the optimum c·ln 2 (the rate is unimodal in k).
+double classic_rate(double c, std::uint32_t& hashes) {
+    const double optimum = c * kLn2;
+    double best = 2.0;
+    const double low = std::floor(optimum);
+    for (double k : {low, low + 1}) {
+        if (k < 1 || k > 128) continue;
+        const double rate = std::pow(-std::expm1(-k / c), k);
+        if (rate < best) {
+            best = rate;
+            hashes = static_cast<std::uint32_t>(k);
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+ClassicSizing classic_sizing(double error_rate) {
+    if (!(error_rate > 0.0 && error_rate < 1.0)) return ClassicSizing{1e300, 128};
+    // Bisection on c: k = 1 at c = 0.01 is far above any p < 1 and twice the
+    // textbook bits always suffice.
+    double low = 0.01;
+    double high = 2 * bits_per_item(error_rate) + 1;
+    std::uint32_t hashes = 1;
+    for (int round = 0; round < 200 && high - low > low * 1e-5; ++round) {
+        const double mid = (low + high) / 2;
+        (classic_rate(mid, hashes) > error_rate ? low : high) = mid;
+    }
+    const double c = std::ceil(high * 10000.0) / 10000.0;
+    classic_rate(c, hashes);
+    return ClassicSizing{c, hashes};
 }
 
 double blocked_false_positive_rate(double bits_per_item, std::uint32_t hashes) {

@@ -36,10 +36,12 @@ constexpr std::uint8_t kBlocked = 2;
 constexpr std::uint8_t kRedisBloom = 4;
 constexpr std::uint8_t kRedisBloomNoRoundFlag = 8;
 constexpr std::uint8_t kRedisBloomForce64Flag = 16;
+constexpr std::uint8_t kAutomatic = 32;  // Layout::automatic (never with kBlocked)
 
 std::uint8_t flags_of(const FilterOptions& options) {
-    std::uint8_t flags =
-        (options.nonscaling ? kNonscaling : 0) | (options.layout == Layout::blocked ? kBlocked : 0);
+    std::uint8_t flags = (options.nonscaling ? kNonscaling : 0) |
+                         (options.layout == Layout::blocked ? kBlocked : 0) |
+                         (options.layout == Layout::automatic ? kAutomatic : 0);
     if (options.scheme == HashScheme::redisbloom) {
         flags |= kRedisBloom;
         if ((options.redisbloom_options & kRedisBloomNoRound) != 0) flags |= kRedisBloomNoRoundFlag;
@@ -266,7 +268,9 @@ FilterOptions ScalableFilter::options() const {
     options.capacity = capacity_;
     options.expansion = expansion_;
     options.nonscaling = (flags_ & kNonscaling) != 0;
-    options.layout = (flags_ & kBlocked) != 0 ? Layout::blocked : Layout::classic;
+    options.layout = (flags_ & kBlocked) != 0     ? Layout::blocked
+                     : (flags_ & kAutomatic) != 0 ? Layout::automatic
+                                                  : Layout::classic;
     if ((flags_ & kRedisBloom) != 0) {
         options.scheme = HashScheme::redisbloom;
         options.redisbloom_options =

@@ -31,8 +31,9 @@ FilterOptions default_options(const Context& ctx) {
     options.error_rate = ctx.config.default_error_rate;
     options.capacity = ctx.config.default_capacity;
     options.expansion = ctx.config.default_expansion;
-    options.layout =
-        ctx.config.default_layout == "classic" ? bloom::Layout::classic : bloom::Layout::blocked;
+    options.layout = ctx.config.default_layout == "classic"   ? bloom::Layout::classic
+                     : ctx.config.default_layout == "blocked" ? bloom::Layout::blocked
+                                                              : bloom::Layout::automatic;
     return options;
 }
 
@@ -174,8 +175,26 @@ std::string_view expansion_bound(std::int64_t expansion) {
     return expansion > bloom::kMaxExpansion ? errors::kExpansionTooLarge : std::string_view{};
 }
 
+// BF.INFO LAYOUT: the layout the filter asked for; under auto, followed by
+// the layouts its sub-filters have, "auto (classic)", "auto (blocked)" or
+// "auto (blocked, classic)".
+std::string layout_reply(const ScalableFilter& filter) {
+    const bloom::Layout policy = filter.options().layout;
+    std::string reply(bloom::layout_name(policy));
+    if (policy != bloom::Layout::automatic) return reply;
+    bool blocked = false;
+    bool classic = false;
+    for (std::size_t i = 0; i < filter.num_layers(); ++i) {
+        (filter.layer(i).layout() == bloom::Layout::blocked ? blocked : classic) = true;
+    }
+    reply += blocked && classic ? " (blocked, classic)" : blocked ? " (blocked)" : " (classic)";
+    return reply;
+}
+
 bool parse_layout(Context& ctx, std::string_view text, bloom::Layout& out) {
-    if (iequals(text, "BLOCKED")) {
+    if (iequals(text, "AUTO")) {
+        out = bloom::Layout::automatic;
+    } else if (iequals(text, "BLOCKED")) {
         out = bloom::Layout::blocked;
     } else if (iequals(text, "CLASSIC")) {
         out = bloom::Layout::classic;
@@ -199,7 +218,7 @@ std::size_t find_token(Args argv, std::size_t from, std::string_view token) {
 // RedisBloom 2.4 reads it: at most 7 arguments, the rate and capacity
 // checked first, NONSCALING and EXPANSION found wherever they are after the
 // capacity (other words are ignored), and the key looked at last. bloomery
-// adds LAYOUT CLASSIC|BLOCKED, whose two words do not count toward the 7.
+// adds LAYOUT AUTO|CLASSIC|BLOCKED, whose two words do not count toward the 7.
 // Unlike RedisBloom, options are looked for after the capacity only (it also
 // finds them in the key and the numbers) and an expansion must be 1 to 32768.
 void cmd_reserve(Context& ctx, Args argv) {
@@ -295,7 +314,7 @@ void cmd_reserve(Context& ctx, Args argv) {
 // letter is r, else EXPANSION; n: NOCREATE if its third letter is c, else
 // NONSCALING), a value a word lacks is a wrong number of arguments, the
 // values are checked together once ITEMS is found, and an EXPANSION beside
-// NONSCALING is taken. bloomery adds LAYOUT CLASSIC|BLOCKED (the whole word).
+// NONSCALING is taken. bloomery adds LAYOUT AUTO|CLASSIC|BLOCKED (the whole word).
 void cmd_insert(Context& ctx, Args argv) {
     FilterOptions options = default_options(ctx);
     bool create = true;
@@ -444,9 +463,10 @@ void cmd_info(Context& ctx, Args argv) {
                 expansion();
             } else if (iequals(field, "LAYOUT")) {
                 // bloomery's: the layout new layers use (a layer whose error
-                // rate is too low to block stays classic; see bounds.hpp).
+                // rate is too low to block stays classic; see bounds.hpp);
+                // for auto, also what its layers are.
                 one("Layout");
-                ctx.out.bulk(bloom::layout_name(filter.options().layout));
+                ctx.out.bulk(layout_reply(filter));
             } else if (iequals(field, "SCHEME")) {
                 // bloomery's: how items are hashed and placed (bounds.hpp:
                 // HashScheme), "redisbloom" for filters migrated from it.

@@ -258,7 +258,8 @@ private:
         if (version_ >= 2) {  // version 1 filters are all classic
             at = in_.offset();
             const std::uint8_t layout = read_u8();
-            if (layout > static_cast<std::uint8_t>(bloom::Layout::blocked)) {
+            // The filter's policy may also be automatic; a layer's is not.
+            if (layout > static_cast<std::uint8_t>(bloom::Layout::automatic)) {
                 fail_at(at, "unknown layout " + std::to_string(layout));
             }
             record.options.layout = static_cast<bloom::Layout>(layout);

@@ -1,7 +1,9 @@
-"""Filter layouts (classic and cache-blocked) through the real server: the
-LAYOUT option, --bf-default-layout, BF.INFO's single-field forms, false
-positives and no false negatives in both layouts, snapshots and SCANDUMP /
-LOADCHUNK carrying the layout, and files written before layouts existed
+"""Filter layouts (classic, cache-blocked, and auto, the default, which picks
+per sub-filter) through the real server: the LAYOUT option,
+--bf-default-layout, BF.INFO's single-field forms, bits against RedisBloom's
+sizing, false positives and no false negatives in every layout, snapshots,
+the journal and SCANDUMP / LOADCHUNK carrying the layout of the filter and of
+each sub-filter, and files written before layouts existed
 (tests/integration/fixtures: a version-1 snapshot and a SCANDUMP of the
 same age) still loading.
 """
@@ -41,13 +43,39 @@ class LayoutOptionsTest(harness.SharedServerTestCase):
     def layout(self, key):
         return self.r.execute_command("BF.INFO", key, "LAYOUT")[0]
 
-    def test_default_layout_is_blocked(self):
+    def test_default_layout_is_auto(self):
         self.r.execute_command("BF.ADD", "auto", "x")
         self.r.execute_command("BF.RESERVE", "reserved", 0.01, 1000)
         self.r.execute_command("BF.INSERT", "inserted", "ITEMS", "a")
-        for key in ("auto", "reserved", "inserted"):
-            self.assertEqual(self.layout(key), b"blocked", key)
-        self.assertEqual(self.r.config_get("bf-default-layout"), {"bf-default-layout": "blocked"})
+        self.r.execute_command("BF.RESERVE", "big", 0.01, 1000000)
+        for key in ("auto", "reserved", "inserted", "big"):
+            self.assertEqual(self.layout(key), b"auto (classic)", key)
+        self.assertEqual(self.r.config_get("bf-default-layout"), {"bf-default-layout": "auto"})
+
+    def test_auto_blocks_only_where_it_costs_at_most_two_percent(self):
+        self.assertTrue(self.r.execute_command("BF.RESERVE", "a", 0.25, 1000000, "LAYOUT", "AUTO"))
+        self.assertTrue(self.r.execute_command("BF.RESERVE", "d", 0.25, 1000000))
+        self.assertTrue(self.r.execute_command("BF.RESERVE", "b", 0.25, 1000000,
+                                               "LAYOUT", "BLOCKED"))
+        self.assertEqual(self.layout("a"), b"auto (blocked)")
+        self.assertEqual(self.layout("d"), b"auto (blocked)")
+        # The same sub-filter `blocked` makes (12.5 %, 1M items: 1.9 % more bits).
+        self.assertEqual(self.r.execute_command("BF.INFO", "a", "SIZE"),
+                         self.r.execute_command("BF.INFO", "b", "SIZE"))
+        self.r.execute_command("BF.INSERT", "i", "LAYOUT", "auto", "ERROR", 0.001, "ITEMS", "x")
+        self.assertEqual(self.layout("i"), b"auto (classic)")
+
+    def test_auto_costs_at_most_two_percent_more_bits_than_redisbloom(self):
+        for rate in (0.5, 0.1, 0.01, 0.001, 1e-4, 1e-5, 1e-6, 1e-9):
+            for capacity in (1000, 1000000):
+                key = "s:%g:%d" % (rate, capacity)
+                self.r.execute_command("BF.RESERVE", key, rate, capacity)
+                bits = float(self.r.execute_command("BF.INFO", key, "BITSPERITEM")[0]) * capacity
+                # RedisBloom's first sub-filter: entries · -ln(p/2) / ln(2)^2
+                # bits, whole 64-bit words.
+                wanted = int(capacity * -math.log(rate / 2) / math.log(2) ** 2)
+                redisbloom = (wanted + 63) // 64 * 64
+                self.assertLessEqual(bits, 1.02 * redisbloom, key)
 
     def test_layout_option_on_reserve_and_insert(self):
         self.assertTrue(self.r.execute_command("BF.RESERVE", "c", 0.01, 1000, "LAYOUT", "CLASSIC"))
@@ -72,7 +100,7 @@ class LayoutOptionsTest(harness.SharedServerTestCase):
                      ("BF.INSERT", "x", "LAYOUT", "SPARSE", "ITEMS", "a")):
             reply = c.call(*args)
             self.assertIsInstance(reply, Err, args)
-            self.assertEqual(reply.decode(), "ERR LAYOUT must be CLASSIC or BLOCKED", args)
+            self.assertEqual(reply.decode(), "ERR LAYOUT must be AUTO, CLASSIC or BLOCKED", args)
         self.assertEqual(self.r.exists("x"), 0)
         # Around LAYOUT, the other words are read as RedisBloom reads them:
         # BF.RESERVE ignores a word it does not know, BF.INSERT refuses it.
@@ -120,6 +148,26 @@ class LayoutOptionsTest(harness.SharedServerTestCase):
             self.assertLessEqual(rate, 0.01 + 4 * math.sqrt(0.01 * 0.99 / len(absent)), layout)
             self.assertGreater(rate, 0.005, layout)  # really at its designed load
 
+    def test_auto_filter_picks_each_layer_as_it_grows(self):
+        # The first sub-filter (200000 at 25 %) would cost 2.4 % more bits
+        # blocked: classic; the second (400000 at 12.5 %) 1.9 %: blocked.
+        self.r.execute_command("BF.RESERVE", "m", 0.5, 200000)
+        self.assertEqual(self.layout("m"), b"auto (classic)")
+        items = ["m%d" % i for i in range(260000)]
+        for i in range(0, len(items), 1000):
+            self.r.execute_command("BF.MADD", "m", *items[i:i + 1000])
+        self.assertEqual(self.r.execute_command("BF.INFO", "m", "FILTERS"), [2])
+        self.assertEqual(self.layout("m"), b"auto (blocked, classic)")
+        for i in range(0, len(items), 1000):
+            self.assertEqual(set(self.r.execute_command("BF.MEXISTS", "m", *items[i:i + 1000])),
+                             {1})
+        absent = ["absent:%d" % i for i in range(100000)]
+        false_positives = 0
+        for i in range(0, len(absent), 1000):
+            false_positives += sum(self.r.execute_command("BF.MEXISTS", "m", *absent[i:i + 1000]))
+        rate = false_positives / len(absent)
+        self.assertLessEqual(rate, 0.5 + 4 * math.sqrt(0.5 * 0.5 / len(absent)))
+
     def test_scaling_blocked_filter_grows_blocked_layers(self):
         self.r.execute_command("BF.RESERVE", "g", 0.01, 100, "LAYOUT", "BLOCKED")
         self.r.execute_command("BF.MADD", "g", *["i%d" % i for i in range(1000)])
@@ -129,13 +177,14 @@ class LayoutOptionsTest(harness.SharedServerTestCase):
                                                     *["i%d" % i for i in range(1000)])), {1})
 
     def test_scandump_loadchunk_round_trip_keeps_the_layout(self):
-        for layout in ("CLASSIC", "BLOCKED"):
+        for layout in ("CLASSIC", "BLOCKED", "AUTO"):
             src, dst = "src:" + layout, "dst:" + layout
             self.r.execute_command("BF.RESERVE", src, 0.01, 200, "LAYOUT", layout)
             self.r.execute_command("BF.MADD", src, *["v%d" % i for i in range(500)])
             for it, data in scandump(self.r, src):
                 self.r.execute_command("BF.LOADCHUNK", dst, it, data)
-            self.assertEqual(self.layout(dst), layout.lower().encode())
+            self.assertEqual(self.layout(dst), self.layout(src))
+            self.assertEqual(scandump(self.r, dst), scandump(self.r, src))
             self.assertEqual(info_map(self.r, dst), info_map(self.r, src))
             self.assertEqual(set(self.r.execute_command("BF.MEXISTS", dst,
                                                         *["v%d" % i for i in range(500)])), {1})
@@ -189,6 +238,40 @@ class SnapshotsAcrossLayoutsTest(unittest.TestCase):
                                                    *["b%d" % i for i in range(1000)])), {1})
             self.assertEqual(set(r.execute_command("BF.MEXISTS", "big",
                                                    *["big%d" % i for i in range(5000)])), {1})
+
+    def test_auto_filters_come_back_bit_for_bit_from_the_journal_and_a_snapshot(self):
+        def fill(r):
+            r.execute_command("BF.RESERVE", "mixed", 0.5, 200000)
+            r.execute_command("BF.RESERVE", "blocked", 0.125, 1000000, "NONSCALING")
+            r.execute_command("BF.RESERVE", "classic", 0.001, 10000)
+            for key, n in (("mixed", 260000), ("blocked", 50000), ("classic", 30000)):
+                for i in range(0, n, 1000):
+                    r.execute_command("BF.MADD", key, *["%s%d" % (key, j)
+                                                        for j in range(i, i + 1000)])
+
+        def state(r):
+            return {k: (scandump(r, k), r.execute_command("BF.INFO", k, "LAYOUT"),
+                        r.execute_command("BF.INFO", k, "ITEMS"))
+                    for k in ("mixed", "blocked", "classic")}
+
+        with Server() as s:  # the journal is on; no save points
+            r = s.client()
+            fill(r)
+            before = state(r)
+            self.assertEqual(before["mixed"][1], [b"auto (blocked, classic)"])
+            self.assertEqual(before["blocked"][1], [b"auto (blocked)"])
+            self.assertEqual(before["classic"][1], [b"auto (classic)"])
+            s.kill()  # kill -9: everything comes back from the journal
+            s.start()
+            self.assertEqual(state(s.client()), before)
+            r = s.client()
+            self.assertTrue(r.save())
+            s.kill()
+            code, text = harness.check_snapshot(os.path.join(s.data_dir, DUMP))
+            self.assertEqual(code, 0, text)
+            self.assertIn("layout auto", text)
+            s.start()
+            self.assertEqual(state(s.client()), before)
 
     def test_version_1_snapshot_from_before_layouts_still_loads(self):
         expected = load_fixture()

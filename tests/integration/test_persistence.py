@@ -842,7 +842,8 @@ class Corruption(TempDirCase):
         cases = [
             ("version 5", self.mutated(lambda h, r: h.__setitem__("version", 5)), ("version 5",)),
             ("version 0", self.mutated(lambda h, r: h.__setitem__("version", 0)), ("version 0",)),
-            ("filter layout 2", self.mutated(set_field(b"beta", "layout", 2)), ("layout",)),
+            ("filter layout 3", self.mutated(set_field(b"beta", "layout", 3)), ("layout",)),
+            ("layer layout 2", self.mutated(set_field(b"alpha", "layout", 2, 1)), ("layout",)),
             ("filter scheme 2", self.mutated(set_field(b"beta", "scheme", 2)), ("hash scheme",)),
             ("layer layout 9", self.mutated(set_field(b"alpha", "layout", 9, 1)), ("layout",)),
             ("duplicate key", self.mutated(dup), ("duplicate",)),

@@ -293,8 +293,9 @@ TEST(BloomDump, HeaderRejectsOutOfRangeFields) {
         {"options error nan", 12, 8, std::bit_cast<std::uint64_t>(nan)},
         {"options capacity 0", 20, 8, 0},
         {"expansion 0", 28, 4, 0},
-        {"unknown flag", 32, 4, 4},
-        {"unknown layout", 68, 4, 2},
+        {"unknown flag", 32, 4, 8},
+        {"blocked and auto", 32, 4, 6},
+        {"unknown layout", 68, 4, 2},  // auto is a filter's, not a layer's
         {"layer count larger than the layers present", 36, 4, 2},
         {"zero layers", 36, 4, 0},
         {"65 layers", 36, 4, 65},

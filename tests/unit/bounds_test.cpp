@@ -124,8 +124,12 @@ TEST(Bounds, BlockedLayersHaveAtLeastOneBlockAndAKnownLayout) {
     EXPECT_EQ(check_layer(g, 0), BoundsError::none);
     g.layout = static_cast<Layout>(7);
     EXPECT_EQ(check_layer(g, 0), BoundsError::layout_invalid);
+    g.layout = Layout::automatic;  // a filter's policy, never a layer's
+    EXPECT_EQ(check_layer(g, 0), BoundsError::layout_invalid);
     FilterOptions o;
-    o.layout = static_cast<Layout>(2);
+    o.layout = Layout::automatic;
+    EXPECT_EQ(check_options(o), BoundsError::none);
+    o.layout = static_cast<Layout>(3);
     EXPECT_EQ(check_options(o), BoundsError::layout_invalid);
     // Small layers of a blocked filter stay classic (a default filter keeps
     // its 1,152 bits); from 32 KiB of bits they are blocked, in whole blocks.

@@ -44,16 +44,30 @@ inline constexpr std::uint64_t kMaxLayerBits = std::uint64_t{1} << 49;
 
 // How a layer places an item's k bits (params.hpp has the sizing of each).
 //   classic: anywhere in the bit array, k cache misses per lookup in a big
-//            filter.
+//            filter; the bits RedisBloom's sizing gives.
 //   blocked: all k in one 512-bit block (one cache line), one miss per
-//            lookup, for a few percent more bits at the same error rate
-//            (Putze, Sanders, Singler 2007). A blocked filter's layers stay
-//            classic when they are small (under kMappedLayerBytes: in cache
-//            anyway) or their error rate so low that blocking would cost
-//            more than kMaxBlockedOverhead extra bits.
-enum class Layout : std::uint8_t { classic = 0, blocked = 1 };
+//            lookup, for more bits at the same error rate (Putze, Sanders,
+//            Singler 2007: +4 % at 1 %, +17 % at 0.01 %). A blocked filter's
+//            layers stay classic when they are small (under
+//            kMappedLayerBytes: in cache anyway) or their error rate so low
+//            that blocking would cost more than kMaxBlockedOverhead times
+//            the classic bits.
+//   automatic: a filter's policy, never a layer's. Each layer is blocked
+//            where that costs at most kMaxAutoOverhead times the bits of
+//            RedisBloom's sub-filter of the same capacity and error rate (and
+//            `blocked` would block it); else classic sized to its rate
+//            (params.hpp: classic_sizing) where that is within the same
+//            bound; else classic with RedisBloom's sizing (only rates in about
+//            (0.35, 0.46), where no whole k meets the rate within 2 %). So a
+//            filter never takes more than 2 % more memory than RedisBloom's
+//            for the same BF.RESERVE. The rule is part of the format: layers
+//            added by growth (live, on replay, on a replica) follow it as
+//            written here, so a different rule needs a new Layout value.
+enum class Layout : std::uint8_t { classic = 0, blocked = 1, automatic = 2 };
 inline constexpr double kMaxBlockedOverhead = 1.5;
-std::string_view layout_name(Layout layout);  // "classic" / "blocked"
+inline constexpr double kMaxAutoOverhead = 1.02;
+// "classic" / "blocked" / "auto"
+std::string_view layout_name(Layout layout);
 
 // How a filter turns an item into bit positions, fixed when it is created
 // and kept with it everywhere it goes (snapshots, journal, replicas, dumps).
@@ -72,7 +86,7 @@ struct FilterOptions {
     std::uint64_t capacity = 100;
     std::uint32_t expansion = 2;
     bool nonscaling = false;
-    Layout layout = Layout::classic;  // what new layers use (when it pays)
+    Layout layout = Layout::classic;  // what new layers use (when it pays), or automatic
     HashScheme scheme = HashScheme::bloomery;
     // RedisBloom scheme only: the chain's option word as RedisBloom keeps it
     // (redisbloom.hpp: kRedisBloomNoRound | kRedisBloomForce64 |
@@ -86,7 +100,7 @@ struct LayerGeometry {
     double error_rate = 0;
     std::uint64_t bits = 0;
     std::uint32_t hashes = 0;
-    Layout layout = Layout::classic;
+    Layout layout = Layout::classic;  // classic or blocked, never automatic
     HashScheme scheme = HashScheme::bloomery;
     // RedisBloom scheme only (0 otherwise), kept verbatim so a dump gives
     // back RedisBloom's header byte for byte: its bits per entry (`bpe`, from
@@ -109,7 +123,7 @@ enum class BoundsError {
     layers_range,
     nonscaling_layers,  // a NONSCALING filter with more than one layer
     bits_invalid,       // zero, not a multiple of 64 (512 if blocked), or above kMaxLayerBits
-    layout_invalid,     // not a known Layout
+    layout_invalid,     // not a known Layout (automatic: options only)
     hashes_range,
     items_too_large,
     scheme_invalid,  // an unknown scheme, RedisBloom options it cannot honour, or

@@ -209,7 +209,7 @@ private:
 
     mutable std::atomic<std::uint32_t> refs_{1};
     std::atomic<std::uint8_t> num_layers_{1};
-    std::uint8_t flags_;       // kNonscaling | kBlocked (the layout new layers use) | scheme bits
+    std::uint8_t flags_;  // kNonscaling | kBlocked or kAutomatic (new layers' layout) | scheme bits
     std::uint16_t expansion_;  // <= kMaxExpansion
     double error_rate_;
     std::uint64_t capacity_;

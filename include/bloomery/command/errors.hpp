@@ -140,7 +140,7 @@ inline constexpr std::string_view kCapacityTooLarge =
 inline constexpr std::string_view kExpansionTooLarge = "ERR expansion should be at most 32768";
 inline constexpr std::string_view kInvalidIterator = "ERR invalid iterator";
 // bloomery's LAYOUT option (BF.RESERVE, BF.INSERT).
-inline constexpr std::string_view kBadLayout = "ERR LAYOUT must be CLASSIC or BLOCKED";
+inline constexpr std::string_view kBadLayout = "ERR LAYOUT must be AUTO, CLASSIC or BLOCKED";
 inline constexpr std::string_view kMaxLayers = "ERR maximum number of sub-filters reached";
 inline constexpr std::string_view kFilterTooLarge =
     "ERR filter would exceed max-filter-bytes (see CONFIG GET max-filter-bytes)";

@@ -121,8 +121,8 @@ struct Config {
     double default_error_rate = 0.01;
     std::uint64_t default_capacity = 100;
     std::uint32_t default_expansion = 2;
-    // Layout of filters created without LAYOUT: "blocked" or "classic".
-    std::string default_layout = "blocked";
+    // Layout of filters created without LAYOUT: "auto", "blocked" or "classic".
+    std::string default_layout = "auto";
     std::uint64_t max_filter_bytes = 4ull * 1024 * 1024 * 1024;  // per filter, all layers
     std::size_t keyspace_shards = 64;
     // Memory
