@@ -355,10 +355,14 @@ bool cluster_admits_transaction(Context& ctx) {
     bool any_write = false;
     for (const TransactionState::Queued& queued : transaction.commands) {
         const CommandSpec& spec = *queued.spec;
-        for (std::size_t position : Registry::key_positions(spec, queued.argument_count)) {
-            const auto& [offset, size] = transaction.arguments[queued.first_argument + position];
-            const int key_slot = cluster::key_slot(
-                std::string_view(transaction.argument_bytes.data() + offset, size));
+        std::vector<std::string_view> argv;
+        argv.reserve(queued.argument_count);
+        for (std::uint32_t i = 0; i < queued.argument_count; ++i) {
+            const auto& [offset, size] = transaction.arguments[queued.first_argument + i];
+            argv.emplace_back(transaction.argument_bytes.data() + offset, size);
+        }
+        for (std::size_t position : Registry::key_positions(spec, argv)) {
+            const int key_slot = cluster::key_slot(argv[position]);
             if (slot < 0) {
                 slot = key_slot;
             } else if (key_slot != slot) {

@@ -227,8 +227,9 @@ void keys_to_hold(const TransactionState& transaction,
     for (const TransactionState::Queued& queued : transaction.commands) {
         const CommandSpec& spec = *queued.spec;
         if (spec.keyspace_wide) every_shard = true;
-        for (std::size_t position : Registry::key_positions(spec, queued.argument_count)) {
-            keys.push_back(arguments[queued.first_argument + position]);
+        const Args argv(arguments.data() + queued.first_argument, queued.argument_count);
+        for (std::size_t position : Registry::key_positions(spec, argv)) {
+            keys.push_back(argv[position]);
         }
     }
     for (const TransactionState::Watched& watched : transaction.watched) {

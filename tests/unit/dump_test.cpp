@@ -625,9 +625,11 @@ public:
                  std::function<void(command::MigrateResult)> done) override {
         target_.serve(std::move(request), done);
     }
+    command::PubSub& pubsub() { return channels_; }
 
 private:
     FakeTarget& target_;
+    command::PubSub channels_;
 };
 
 class KeyCommands : public ::testing::Test {
