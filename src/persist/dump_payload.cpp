@@ -141,7 +141,9 @@ bool parse_dump_value(std::string_view payload, DumpValue& out, std::string& err
         error = "nonscaling flag " + std::to_string(nonscaling) + " is neither 0 nor 1";
         return false;
     }
-    if (layout > static_cast<std::uint8_t>(bloom::Layout::blocked)) {
+    // The filter's setting may be auto; each layer's own layout (below) is
+    // classic or blocked.
+    if (layout > static_cast<std::uint8_t>(bloom::Layout::automatic)) {
         error = "unknown layout " + std::to_string(layout);
         return false;
     }

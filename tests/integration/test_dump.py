@@ -161,7 +161,8 @@ class DumpRestoreTest(unittest.TestCase):
         # from it); without IDLETIME a restored key is new, idle 0.
         self.assertGreaterEqual(self.c.object("idletime", "idle"), 1000)
         self.assertLess(self.c.object("idletime", "idle"), 1000 + 60)
-        self.assertLess(self.c.object("idletime", "t"), 60)
+        self.assertTrue(self.c.restore("fresh", 0, payload))
+        self.assertLess(self.c.object("idletime", "fresh"), 60)
         self.assertTrue(self.c.restore("freq", 0, payload, frequency=100))
         self.assertEqual(error_of(self.c.execute_command, "RESTORE", "n", 0, payload,
                                   "IDLETIME", "-1"), "ERR Invalid IDLETIME value, must be >= 0")
