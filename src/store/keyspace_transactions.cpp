@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <mutex>
 #include <new>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "bloomery/store/keyspace.hpp"

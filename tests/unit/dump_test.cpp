@@ -307,7 +307,7 @@ TEST(DumpPayload, MalformedValuesAreRefusedEvenWithAGoodFooter) {
     EXPECT_FALSE(parses(with(17, u32(0))));                            // expansion 0, scaling
     EXPECT_FALSE(parses(with(21, std::string(1, '\x02'))));            // nonscaling 2
     EXPECT_FALSE(parses(with(21, std::string(1, '\x01'))));            // nonscaling, several layers
-    EXPECT_FALSE(parses(with(22, std::string(1, '\x03'))));  // layout 3 (2 is auto)
+    EXPECT_FALSE(parses(with(22, std::string(1, '\x03'))));            // layout 3 (2 is auto)
     EXPECT_FALSE(parses(with(23, std::string(1, '\x02'))));            // scheme 2
     EXPECT_FALSE(parses(with(24, u32(0))));                            // no layer
     EXPECT_FALSE(parses(with(24, u32(65))));                           // too many layers
