@@ -3,60 +3,17 @@
 // and body (journal_records.cpp). Shared by replay, the replica's stream and
 // --check-journal (journal_reader.cpp).
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "mapped_file.hpp"
 #include "snapshot_format.hpp"
 
 namespace bloomery::persist::journal_records {
 
-// A whole segment file, mapped read-only.
-class MappedFile {
-public:
-    bool open(const std::string& path, std::string& error) {
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            error = path + ": cannot open: " + format::errno_text(errno);
-            return false;
-        }
-        struct stat st {};
-        if (::fstat(fd, &st) != 0) {
-            error = path + ": cannot stat: " + format::errno_text(errno);
-            ::close(fd);
-            return false;
-        }
-        size_ = static_cast<std::size_t>(st.st_size);
-        if (size_ != 0) {
-            void* data = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-            if (data == MAP_FAILED) {
-                error = path + ": cannot map: " + format::errno_text(errno);
-                ::close(fd);
-                return false;
-            }
-            ::madvise(data, size_, MADV_SEQUENTIAL);
-            data_ = static_cast<const unsigned char*>(data);
-        }
-        ::close(fd);
-        return true;
-    }
-    ~MappedFile() {
-        if (data_ != nullptr) ::munmap(const_cast<unsigned char*>(data_), size_);
-    }
-    const unsigned char* data() const { return data_; }
-    std::size_t size() const { return size_; }
-
-private:
-    const unsigned char* data_ = nullptr;
-    std::size_t size_ = 0;
-};
+using persist::MappedFile;
 
 struct SegmentHeader {
     std::uint64_t id = 0;

@@ -28,6 +28,7 @@
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
 #include "journal_format.hpp"
+#include "mapped_file.hpp"
 #include "snapshot_format.hpp"
 
 namespace bloomery::persist {
@@ -812,45 +813,6 @@ private:
     std::vector<std::uint64_t> words_;  // words on their way into a layer
 };
 
-// The file, mapped read-only for the reader.
-class MappedRdb {
-public:
-    bool open(const std::string& path, std::string& error) {
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            error = path + ": cannot open: " + format::errno_text(errno);
-            return false;
-        }
-        struct stat st {};
-        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-            error = path + ": not a regular file";
-            ::close(fd);
-            return false;
-        }
-        size_ = static_cast<std::size_t>(st.st_size);
-        if (size_ != 0) {
-            void* data = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-            if (data == MAP_FAILED) {
-                error = path + ": cannot map: " + format::errno_text(errno);
-                ::close(fd);
-                return false;
-            }
-            ::madvise(data, size_, MADV_SEQUENTIAL);
-            data_ = static_cast<const unsigned char*>(data);
-        }
-        ::close(fd);
-        return true;
-    }
-    ~MappedRdb() {
-        if (data_ != nullptr) ::munmap(const_cast<unsigned char*>(data_), size_);
-    }
-    std::span<const unsigned char> bytes() const { return {data_, size_}; }
-
-private:
-    const unsigned char* data_ = nullptr;
-    std::size_t size_ = 0;
-};
-
 }  // namespace
 
 bool read_rdb(std::span<const unsigned char> bytes, std::int64_t now_ms,
@@ -901,7 +863,7 @@ bool import_rdb(const std::string& rdb_path, const core::Config& config, std::st
         error = config.dir + ": " + ec.message();
         return false;
     }
-    MappedRdb file;
+    MappedFile file;
     if (!file.open(rdb_path, error)) return false;
     store::Keyspace keyspace(config.keyspace_shards);
     RdbImportStats stats;
@@ -914,7 +876,8 @@ bool import_rdb(const std::string& rdb_path, const core::Config& config, std::st
         warnings += "warning: " + warning + "\n";
     };
     std::string why;
-    if (!read_rdb(file.bytes(), store::now_ms(), on_filter, warn, stats, why)) {
+    if (!read_rdb(std::span<const unsigned char>(file.data(), file.size()), store::now_ms(),
+                  on_filter, warn, stats, why)) {
         error = rdb_path + ": " + why;
         return false;
     }
