@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "bloomery/command/context.hpp"
+#include "bloomery/command/pubsub.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/command/server.hpp"
 #include "bloomery/core/config.hpp"
