@@ -42,6 +42,7 @@
 #include "bloomery/command/pubsub.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/command/server.hpp"
+#include "bloomery/core/ascii.hpp"
 #include "bloomery/core/config.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "bloomery/store/keyspace.hpp"
@@ -116,6 +117,13 @@ public:
     Value read_whole() {
         Value v = read(0);
         require(pos_ == buffer_.size(), "trailing bytes after one reply");
+        return v;
+    }
+    // Reads one or more values that end at the end of the buffer (SUBSCRIBE
+    // and its kin answer once per channel); returns the last.
+    Value read_each() {
+        Value v = read(0);
+        while (pos_ < buffer_.size()) v = read(0);
         return v;
     }
 
@@ -368,7 +376,23 @@ struct Server {
         command::Context ctx{registry, keyspace, config, hooks, client, stats, *writer};
         command::dispatch(registry, ctx, argv);
         const bool resp3 = resp3_before || writer->protocol() == 3;
-        return ReplyReader(out, resp3).read_whole();
+        ReplyReader reader(out, resp3);
+        for (std::string_view per_channel :
+             {"subscribe", "unsubscribe", "psubscribe", "punsubscribe"}) {
+            if (core::iequals(words[0], per_channel)) return reader.read_each();
+        }
+        return reader.read_whole();
+    }
+
+    // The checked steps run their commands at once: a transaction or a
+    // RESP2 subscription left by a fuzzed command (MULTI, SUBSCRIBE) ends
+    // first, as a client would end it.
+    void plain_client() {
+        if (client.transaction.active) run({"DISCARD"});
+        if (client.subscriptions.count() != 0) {
+            run({"UNSUBSCRIBE"});
+            run({"PUNSUBSCRIBE"});
+        }
     }
 
     void reset() {
@@ -378,6 +402,7 @@ struct Server {
         client.protocol.store(2);
         client.set_name("");
         client.close_after_reply = false;
+        plain_client();
     }
 
     command::Registry registry;
@@ -416,8 +441,9 @@ void step_command(Server& server, Input& in) {
     server.run(words);
 }
 
+// An add's or a lookup's answer: 0/1 under RESP2, false/true under RESP3.
 bool is_integer(const Value& v, std::int64_t expected) {
-    return v.type == ':' && v.integer == expected;
+    return (v.type == ':' || v.type == '#') && v.integer == expected;
 }
 
 // Adds items, then asks for them: every item the add answered 0 or 1 for
@@ -451,7 +477,7 @@ void step_add_then_exists(Server& server, Input& in) {
     const Value added = server.run(add);
 
     std::vector<bool> accepted(items.size(), false);
-    if (added.type == ':') {
+    if (added.type == ':' || added.type == '#') {
         accepted[0] = added.integer == 0 || added.integer == 1;
     } else if (added.type == '*') {
         require(added.elements.size() <= items.size(), "more add results than items");
@@ -515,9 +541,15 @@ void step_round_trip(Server& server, Input& in) {
     for (const char* field : {"CAPACITY", "SIZE", "FILTERS", "ITEMS", "EXPANSION"}) {
         const Value a = server.run({"BF.INFO", from, field});
         const Value b = server.run({"BF.INFO", to, field});
-        require(a.type == '*' && b.type == '*' && a.elements.size() == 1 &&
-                    b.elements.size() == 1 && a.elements[0].type == b.elements[0].type &&
-                    a.elements[0].integer == b.elements[0].integer,
+        // One field: an array of its value (RESP2) or a map of its name
+        // and value (RESP3, after a fuzzed HELLO 3).
+        const auto one_field = [](const Value& v) {
+            return (v.type == '*' && v.elements.size() == 1) ||
+                   (v.type == '%' && v.elements.size() == 2);
+        };
+        require(one_field(a) && one_field(b) && a.type == b.type &&
+                    a.elements.back().type == b.elements.back().type &&
+                    a.elements.back().integer == b.elements.back().integer,
                 "BF.INFO differs after a dump round trip");
     }
     std::string a, b;
@@ -577,12 +609,15 @@ void run_program(Server& server, Input& in) {
                 break;
             case 4:
             case 5:
+                server.plain_client();
                 step_add_then_exists(server, in);
                 break;
             case 6:
+                server.plain_client();
                 step_round_trip(server, in);
                 break;
             default:
+                server.plain_client();
                 step_mutated_chunk(server, in);
                 break;
         }
