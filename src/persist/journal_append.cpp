@@ -227,14 +227,14 @@ void Journal::end_transaction() noexcept {
     std::unique_ptr<Transaction> transaction(this->transaction());
     if (!transaction) return;
     t_transaction = {};
-    if (transaction->head == nullptr) return;  // it changed nothing: nothing to append
+    if (transaction->held.empty()) return;  // it changed nothing: nothing to append
     store::RecordBlock* multi = transaction->multi.release();
     auto* frame = reinterpret_cast<unsigned char*>(multi->bytes.data());
-    put_u64(frame + 5, transaction->bytes);
+    put_u64(frame + 5, transaction->held.bytes);
     put_u64(frame + 5 + 8, XXH64(frame, 5 + 8, 0));
-    multi->next = std::exchange(transaction->head, nullptr);
-    transaction->tail->next = transaction->exec.release();
-    transaction->tail = nullptr;
+    transaction->held.tail->next = transaction->exec.release();
+    multi->next = std::exchange(transaction->held.head, nullptr);
+    transaction->held.tail = nullptr;
     // One chain, appended under the journal's lock at once: no cut, no
     // segment boundary and no other thread's record falls inside it.
     append_block(multi);

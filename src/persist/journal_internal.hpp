@@ -92,29 +92,15 @@ public:
 // in memory until appended.
 struct Journal::Transaction {
     LocalBuffer buffer;
-    store::RecordBlock* head = nullptr;
-    store::RecordBlock* tail = nullptr;
-    std::uint64_t bytes = 0;
+    BlockList held;  // the unit's records, in order
     // The unit's framing, allocated when it begins so that ending cannot fail.
     std::unique_ptr<store::RecordBlock> multi;
     std::unique_ptr<store::RecordBlock> exec;
 
-    void hold(store::RecordBlock* block) noexcept {
-        while (block != nullptr) {
-            store::RecordBlock* next = block->next;
-            block->next = nullptr;
-            bytes += block->bytes.size();
-            if (tail == nullptr) {
-                head = tail = block;
-            } else {
-                tail->next = block;
-                tail = block;
-            }
-            block = next;
-        }
-    }
+    void hold(store::RecordBlock* block) noexcept { held.push(block); }
     ~Transaction() {
-        while (head != nullptr) delete std::exchange(head, head->next);
+        // Not BlockList::clear(): held blocks were never counted in memory.
+        while (held.head != nullptr) delete std::exchange(held.head, held.head->next);
         if (buffer.block != nullptr) {
             core::memory_add(core::MemoryUse::other, -static_cast<std::int64_t>(buffer.charged));
             delete buffer.block;
