@@ -64,15 +64,30 @@ void PubSub::account_locked() {
     charge_.set(bytes);
 }
 
+// A channel's or pattern's listeners: each client at most once.
+bool PubSub::add_listener(std::vector<Listener>& listeners, std::int64_t id,
+                          std::weak_ptr<Subscriber> who) {
+    const bool known = std::any_of(listeners.begin(), listeners.end(),
+                                   [&](const Listener& l) { return l.id == id; });
+    if (known) return false;
+    listeners.push_back({id, std::move(who)});
+    return true;
+}
+
+bool PubSub::remove_listener(std::vector<Listener>& listeners, std::int64_t id) {
+    const auto gone = std::remove_if(listeners.begin(), listeners.end(),
+                                     [&](const Listener& l) { return l.id == id; });
+    if (gone == listeners.end()) return false;
+    listeners.erase(gone, listeners.end());
+    return true;
+}
+
 bool PubSub::subscribe(std::string_view channel, std::int64_t id, std::weak_ptr<Subscriber> who) {
     std::unique_lock lock(mutex_);
     auto it = channels_.find(std::string(channel));
     if (it == channels_.end()) it = channels_.emplace(std::string(channel), 0).first;
     std::vector<Listener>& listeners = it->second;
-    const bool known = std::any_of(listeners.begin(), listeners.end(),
-                                   [&](const Listener& l) { return l.id == id; });
-    if (known) return false;
-    listeners.push_back({id, std::move(who)});
+    if (!add_listener(listeners, id, std::move(who))) return false;
     account_locked();
     return true;
 }
@@ -82,10 +97,7 @@ bool PubSub::unsubscribe(std::string_view channel, std::int64_t id) {
     auto it = channels_.find(std::string(channel));
     if (it == channels_.end()) return false;
     std::vector<Listener>& listeners = it->second;
-    const auto gone = std::remove_if(listeners.begin(), listeners.end(),
-                                     [&](const Listener& l) { return l.id == id; });
-    if (gone == listeners.end()) return false;
-    listeners.erase(gone, listeners.end());
+    if (!remove_listener(listeners, id)) return false;
     if (listeners.empty()) channels_.erase(it);
     account_locked();
     return true;
@@ -101,10 +113,7 @@ bool PubSub::psubscribe(std::string_view pattern, std::int64_t id, std::weak_ptr
         it = patterns_.end() - 1;
     }
     std::vector<Listener>& listeners = (*it)->listeners;
-    const bool known = std::any_of(listeners.begin(), listeners.end(),
-                                   [&](const Listener& l) { return l.id == id; });
-    if (known) return false;
-    listeners.push_back({id, std::move(who)});
+    if (!add_listener(listeners, id, std::move(who))) return false;
     account_locked();
     return true;
 }
@@ -115,10 +124,7 @@ bool PubSub::punsubscribe(std::string_view pattern, std::int64_t id) {
                            [&](const auto& p) { return p->text == pattern; });
     if (it == patterns_.end()) return false;
     std::vector<Listener>& listeners = (*it)->listeners;
-    const auto gone = std::remove_if(listeners.begin(), listeners.end(),
-                                     [&](const Listener& l) { return l.id == id; });
-    if (gone == listeners.end()) return false;
-    listeners.erase(gone, listeners.end());
+    if (!remove_listener(listeners, id)) return false;
     if (listeners.empty()) patterns_.erase(it);
     account_locked();
     return true;

@@ -72,6 +72,10 @@ private:
         std::int64_t id;
         std::weak_ptr<Subscriber> who;
     };
+    // Each client at most once in a channel's or pattern's listeners.
+    static bool add_listener(std::vector<Listener>& listeners, std::int64_t id,
+                             std::weak_ptr<Subscriber> who);
+    static bool remove_listener(std::vector<Listener>& listeners, std::int64_t id);
     struct Pattern {
         std::string text;
         GlobPattern glob;
