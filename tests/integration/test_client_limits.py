@@ -94,16 +94,21 @@ class ClientLimits(unittest.TestCase):
         self.assertEqual(self.info_clients(first), limit)
         # A slot that frees up can be taken again.
         socks[served[-1]].close()
+        self.admitted_connection(s)
+
+    def admitted_connection(self, s):
+        # Connects until the server has a free slot for it: slots come back
+        # when the server notices a close, a moment after the client's.
         deadline = time.monotonic() + 30
         while True:
             c = RespConnection(s.port)
             self.addCleanup(c.close)
             try:
                 if c.call("PING") == b"PONG":
-                    break
+                    return c
             except (ConnectionError, AssertionError, OSError):
                 pass
-            self.assertLess(time.monotonic(), deadline, "the freed slot never came back")
+            self.assertLess(time.monotonic(), deadline, "a freed slot never came back")
             time.sleep(0.05)
 
     def info_clients(self, conn):
@@ -161,8 +166,8 @@ class ClientLimits(unittest.TestCase):
         # closed it: the count returns to the asker alone.
         close_all()
         socks.clear()
-        probe = self.connection(s)
-        deadline = time.monotonic() + 10
+        probe = self.admitted_connection(s)
+        deadline = time.monotonic() + 30
         while self.info_clients(probe) != 1:
             self.assertLess(time.monotonic(), deadline, "connected_clients never returned to 1")
             time.sleep(0.02)
