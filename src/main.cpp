@@ -256,6 +256,8 @@ int serve(const bloomery::core::Config& config, const bloomery::command::Registr
     // large snapshot loads (/healthz 200, /readyz 503).
     server = std::make_unique<net::Server>(config, keyspace, registry, persistence, replication);
     core::set_latency_threshold_ms(config.latency_monitor_threshold_ms);
+    store::set_lfu_log_factor(config.lfu_log_factor);
+    store::set_lfu_decay_time(config.lfu_decay_time_minutes);
     core::memory_mark_startup();
     std::string error;
     try {

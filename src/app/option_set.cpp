@@ -234,6 +234,16 @@ void OptionSet::add_filters() {
     app.add_option("--keyspace-shards", c.keyspace_shards, "Lock shards of the keyspace")
         ->envname("BLOOMERY_KEYSPACE_SHARDS")
         ->group(filters);
+    app.add_option("--lfu-log-factor", c.lfu_log_factor,
+                   "How slowly a key's use counter (OBJECT FREQ, redis-cli --hotkeys) grows: "
+                   "about a million uses reach 255 at 10, as Redis's LFU; also CONFIG SET")
+        ->envname("BLOOMERY_LFU_LOG_FACTOR")
+        ->group(filters);
+    app.add_option("--lfu-decay-time", c.lfu_decay_time_minutes,
+                   "Minutes for an unused key's use counter to lose one (0 = never), as "
+                   "Redis's LFU; also CONFIG SET")
+        ->envname("BLOOMERY_LFU_DECAY_TIME")
+        ->group(filters);
 }
 
 void OptionSet::add_memory() {

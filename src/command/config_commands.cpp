@@ -93,6 +93,8 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"bf-default-layout", c.default_layout},
         {"max-filter-bytes", std::to_string(c.max_filter_bytes)},
         {"keyspace-shards", std::to_string(c.keyspace_shards)},
+        {"lfu-log-factor", std::to_string(store::lfu_log_factor())},
+        {"lfu-decay-time", std::to_string(store::lfu_decay_time())},
         {"replicaof", replicaof},
         {"masteruser", c.masteruser},
         {"masterauth", c.masterauth.empty() ? "" : "<redacted>"},
@@ -179,6 +181,22 @@ constexpr Settable kSettable[] = {
          std::int64_t n = 0;
          if (!check_integer(name, value, n, reason)) return false;
          change = [n](Context&) { core::set_latency_threshold_ms(n); };
+         return true;
+     }},
+    {"lfu-log-factor",
+     [](Context&, std::string_view name, std::string_view value, Change& change,
+        std::string& reason) {
+         std::int64_t n = 0;
+         if (!check_integer(name, value, n, reason)) return false;
+         change = [n](Context&) { store::set_lfu_log_factor(n); };
+         return true;
+     }},
+    {"lfu-decay-time",
+     [](Context&, std::string_view name, std::string_view value, Change& change,
+        std::string& reason) {
+         std::int64_t n = 0;
+         if (!check_integer(name, value, n, reason)) return false;
+         change = [n](Context&) { store::set_lfu_decay_time(n); };
          return true;
      }},
     {"client-output-buffer-limit",
@@ -349,6 +367,8 @@ bool rewrite_config(const Context& ctx, std::string& error) {
         if (name == "client-output-buffer-limit") {
             return core::format_output_buffer_limits(defaults.client_output_buffer_limits);
         }
+        if (name == "lfu-log-factor") return std::to_string(defaults.lfu_log_factor);
+        if (name == "lfu-decay-time") return std::to_string(defaults.lfu_decay_time_minutes);
         return {};  // replicaof: none
     };
     std::vector<std::string> appended;
@@ -421,8 +441,8 @@ void cmd_config_help(Context& ctx, Args) {
         ctx, {"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "GET <pattern>",
               "    Return parameters matching the glob-like <pattern>.", "SET <directive> <value>",
               "    Set the configuration <directive> to <value> (slowlog-log-slower-than,",
-              "    slowlog-max-len, latency-monitor-threshold, client-output-buffer-limit;",
-              "    the rest is fixed at start).", "RESETSTAT",
+              "    slowlog-max-len, latency-monitor-threshold, client-output-buffer-limit,",
+              "    lfu-log-factor, lfu-decay-time; the rest is fixed at start).", "RESETSTAT",
               "    Reset statistics reported by the INFO command.", "REWRITE",
               "    Rewrite the configuration file with what changed at run time.", "HELP",
               "    Print this help."});

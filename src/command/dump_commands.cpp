@@ -102,10 +102,6 @@ void cmd_restore(Context& ctx, Args argv) {
             return;
         }
     }
-    // IDLETIME and FREQ are checked as Redis checks them and then unused:
-    // they set a key's LRU clock or LFU counter for eviction, and bloomery
-    // evicts nothing (past maxmemory it refuses writes), so a key has no
-    // such clock to set (nor OBJECT IDLETIME / FREQ to show it).
     const std::string_view key = argv[1];
     if (!replace && ctx.keyspace.contains(key)) {
         ctx.out.error(errors::kBusyKey);
@@ -161,10 +157,12 @@ void cmd_restore(Context& ctx, Args argv) {
         ctx.out.ok();
         return;
     }
-    // IDLETIME sets the access clock back (OBJECT IDLETIME); FREQ is taken
-    // and checked as Redis does under a policy without LFU, and not kept.
+    // IDLETIME sets the access clock back (OBJECT IDLETIME), FREQ the use
+    // counter (OBJECT FREQ); without them, as a new key's.
     if (!ctx.keyspace.restore(key, std::move(filter), deadline, replace,
-                              std::max<std::int64_t>(idle_seconds, 0))) {
+                              std::max<std::int64_t>(idle_seconds, 0),
+                              frequency >= 0 ? static_cast<std::uint32_t>(frequency)
+                                             : store::key_access::kInitialCount)) {
         ctx.out.error(errors::kBusyKey);  // created by another client meanwhile
         return;
     }

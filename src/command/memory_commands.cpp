@@ -281,19 +281,21 @@ void cmd_object_refcount(Context& ctx, Args argv) {
     if (const auto key = object_lookup(ctx, argv[2])) ctx.out.integer(key->references);
 }
 
-// Seconds since a command last used the key (store::access_clock()): what
-// Redis answers under every maxmemory-policy that is not LFU, as
-// noeviction, bloomery's, is.
+// Seconds since a command last used the key. Redis answers it under every
+// maxmemory-policy that is not LFU; bloomery evicts nothing and keeps both
+// the clock and the counter (store/key_access.hpp), so both answer.
 void cmd_object_idletime(Context& ctx, Args argv) {
     if (const auto key = object_lookup(ctx, argv[2])) {
         ctx.out.integer(store::idle_seconds(key->accessed));
     }
 }
 
-// Redis tracks access frequency only under an LFU maxmemory-policy, and
-// bloomery's policy is noeviction: Redis's refusal.
+// The key's logarithmic use counter, decayed to now, as Redis's LFU keeps
+// it (lfu-log-factor, lfu-decay-time): what `redis-cli --hotkeys` ranks by.
 void cmd_object_freq(Context& ctx, Args argv) {
-    if (object_lookup(ctx, argv[2])) ctx.out.error(errors::kNoLfuPolicy);
+    if (const auto key = object_lookup(ctx, argv[2])) {
+        ctx.out.integer(store::access_frequency(key->accessed));
+    }
 }
 
 void cmd_object_help(Context& ctx, Args) {
@@ -301,9 +303,9 @@ void cmd_object_help(Context& ctx, Args) {
         ctx,
         {"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "ENCODING <key>",
          "    The internal representation of the value at <key> (raw: a filter).", "FREQ <key>",
-         "    The access frequency of <key>; tracked only under an LFU maxmemory-policy",
-         "    (bloomery's is noeviction).", "IDLETIME <key>",
-         "    Seconds since a command last used <key>.", "REFCOUNT <key>",
+         "    The logarithmic access frequency counter of <key> (lfu-log-factor,",
+         "    lfu-decay-time).", "IDLETIME <key>", "    Seconds since a command last used <key>.",
+         "REFCOUNT <key>",
          "    How many holders the value at <key> has (snapshots being written hold it",
          "    too).", "HELP", "    Print this help."});
 }

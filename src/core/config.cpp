@@ -74,6 +74,8 @@ constexpr OptionRange kOptionRanges[] = {
     integer("bf-expansion-factor", 1, 32768),  // RedisBloom's bound
     bytes("max-filter-bytes", 0, kLongMax),    // 0: no limit
     integer("keyspace-shards", 1, 65536),
+    integer("lfu-log-factor", 0, kIntMax),  // Redis's bounds
+    integer("lfu-decay-time", 0, kIntMax),
     // Redis takes up to 2^64 - 1; 2^63 - 1 (8 EiB) keeps every size a signed
     // 64-bit number.
     bytes("maxmemory", 0, kLongMax),

@@ -25,9 +25,10 @@ struct Keyspace::Node {
     std::atomic<std::int64_t> expire_at_ms;
     FilterRef filter;
     std::uint32_t key_size;
-    // access_clock() when a command last used the key (OBJECT IDLETIME).
-    // Written by lookups only when the clock moved on since: at most once a
-    // second per key, so readers of a hot key share no written line.
+    // When and how often commands use the key (key_access.hpp). Written by
+    // lookups only when the clock moved on since the last use (at most once
+    // a second) or the counter goes up (with odds that fall as it grows),
+    // so readers of a hot key rarely share a written line.
     mutable std::atomic<std::uint32_t> accessed;
 
     static std::size_t allocation_bytes(std::size_t key_size) { return sizeof(Node) + key_size; }
@@ -37,10 +38,18 @@ struct Keyspace::Node {
     // The home slot of this key in a table of mask + 1 slots.
     std::size_t home(std::size_t mask) const { return hash_key(key()) & mask; }
     void touch() const {
-        const std::uint32_t now = access_clock();
-        if (accessed.load(std::memory_order_relaxed) != now) {
-            accessed.store(now, std::memory_order_relaxed);
-        }
+        const std::uint32_t word = accessed.load(std::memory_order_relaxed);
+        const std::uint32_t clock = access_clock();
+        // A saturated counter used again within the same second: nothing
+        // changes, and no random number is drawn.
+        if (word == key_access::make_word(clock, key_access::kCounterMax)) return;
+        const std::uint32_t next =
+            key_access::used(word, clock, key_access::next_random(),
+                             key_access::g_log_factor.load(std::memory_order_relaxed),
+                             key_access::g_decay_minutes.load(std::memory_order_relaxed));
+        // Not a compare-and-swap: a use lost to a racing one only makes the
+        // estimate a little lower, as Redis's counter is an estimate anyway.
+        if (next != word) accessed.store(next, std::memory_order_relaxed);
     }
     std::int64_t deadline() const { return expire_at_ms.load(std::memory_order_relaxed); }
     bool expired(std::int64_t now) const {

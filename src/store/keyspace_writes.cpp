@@ -55,16 +55,15 @@ std::vector<EncodedRecord> encode_bits(MutationLog& log, const bloom::ScalableFi
 }  // namespace
 
 bool Keyspace::restore(std::string_view key, FilterRef filter, std::int64_t expire_at_ms,
-                       bool replace, std::int64_t idle_seconds) {
-    return store(key, std::move(filter), expire_at_ms, replace, /*with_bits=*/true, idle_seconds);
+                       bool replace, std::int64_t idle_seconds, std::uint32_t frequency) {
+    return store(key, std::move(filter), expire_at_ms, replace, /*with_bits=*/true, idle_seconds,
+                 frequency);
 }
 
 bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire_at_ms,
-                     bool replace_live, bool with_bits, std::int64_t idle_seconds) {
-    // The clock value the new node starts with (unix seconds, 32 bits).
-    const std::int64_t clock = access_clock();
-    const auto accessed = static_cast<std::uint32_t>(
-        idle_seconds > 0 ? clock - std::min(idle_seconds, clock) : clock);
+                     bool replace_live, bool with_bits, std::int64_t idle_seconds,
+                     std::uint32_t frequency) {
+    const std::uint32_t accessed = access_word(idle_seconds, frequency);
     const std::uint64_t hash = hash_key(key);
     Shard& shard = shard_for(hash);
     Garbage garbage;

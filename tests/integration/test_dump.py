@@ -163,7 +163,13 @@ class DumpRestoreTest(unittest.TestCase):
         self.assertLess(self.c.object("idletime", "idle"), 1000 + 60)
         self.assertTrue(self.c.restore("fresh", 0, payload))
         self.assertLess(self.c.object("idletime", "fresh"), 60)
+        # FREQ sets the use counter (OBJECT FREQ), decayed from then on.
+        self.c.config_set("lfu-decay-time", 0)
+        self.addCleanup(self.c.config_set, "lfu-decay-time", 1)
         self.assertTrue(self.c.restore("freq", 0, payload, frequency=100))
+        self.assertEqual(self.c.object("freq", "freq"), 100)
+        self.assertTrue(self.c.restore("freq", 0, payload, frequency=255, replace=True))
+        self.assertEqual(self.c.object("freq", "freq"), 255)
         self.assertEqual(error_of(self.c.execute_command, "RESTORE", "n", 0, payload,
                                   "IDLETIME", "-1"), "ERR Invalid IDLETIME value, must be >= 0")
         self.assertEqual(error_of(self.c.execute_command, "RESTORE", "n", 0, payload, "FREQ",

@@ -6,6 +6,7 @@ through redis-py and raw sockets, with Redis 7's replies.
 import os
 import re
 import socket
+import subprocess
 import time
 import unittest
 
@@ -175,10 +176,10 @@ class ObjectTest(harness.SharedServerTestCase):
         self.r.execute_command("BF.ADD", "k", "a")
         self.assertEqual(self.r.object("encoding", "k"), b"raw")
         self.assertEqual(self.r.object("refcount", "k"), 1)
-        with self.assertRaises(redis.ResponseError) as ctx:
-            self.r.object("freq", "k")
-        self.assertTrue(str(ctx.exception).startswith(
-            "An LFU maxmemory policy is not selected, access frequency not tracked."))
+        # A new key's counter is Redis's initial 5, once used 6; OBJECT is
+        # no use of it.
+        self.assertEqual(self.r.object("freq", "k"), 6)
+        self.assertEqual(self.r.object("freq", "k"), 6)
         for sub in ("encoding", "refcount", "idletime", "freq"):
             self.assertIsNone(self.r.object(sub, "missing"), sub)
         c = RespConnection(self.server.port)
@@ -186,6 +187,61 @@ class ObjectTest(harness.SharedServerTestCase):
         help_lines = c.call("OBJECT", "HELP")
         self.assertTrue(help_lines[0].startswith(b"OBJECT <subcommand>"))
         self.assertIn(b"IDLETIME <key>", help_lines)
+
+    def test_freq_grows_logarithmically_with_use_and_decays_without(self):
+        self.r.execute_command("BF.ADD", "hot", "a")
+        self.r.execute_command("BF.ADD", "cold", "a")
+        pipe = self.r.pipeline(transaction=False)
+        for _ in range(1000):
+            pipe.execute_command("BF.EXISTS", "hot", "a")
+        pipe.execute()
+        # redis.conf's table for lfu-log-factor 10: about 18 after 1,000 uses
+        # (one fewer each minute boundary crossed meanwhile).
+        self.assertGreaterEqual(self.r.object("freq", "hot"), 12)
+        self.assertLessEqual(self.r.object("freq", "hot"), 24)
+        self.assertLessEqual(self.r.object("freq", "cold"), 6)
+        # lfu-log-factor 0 counts every use, up to 255.
+        self.r.config_set("lfu-log-factor", 0)
+        self.r.config_set("lfu-decay-time", 0)
+        self.addCleanup(self.r.config_set, "lfu-log-factor", 10)
+        self.addCleanup(self.r.config_set, "lfu-decay-time", 1)
+        before = self.r.object("freq", "cold")
+        for _ in range(7):
+            self.r.execute_command("BF.EXISTS", "cold", "a")
+        self.assertEqual(self.r.object("freq", "cold"), before + 7)
+        pipe = self.r.pipeline(transaction=False)
+        for _ in range(300):
+            pipe.execute_command("BF.EXISTS", "cold", "a")
+        pipe.execute()
+        self.assertEqual(self.r.object("freq", "cold"), 255)
+        self.assertEqual(self.r.config_get("lfu-*"),
+                         {"lfu-log-factor": "0", "lfu-decay-time": "0"})
+
+    def test_redis_cli_hotkeys_memkeys_and_bigkeys_run_without_errors(self):
+        for i in range(20):
+            self.r.execute_command("BF.ADD", "k%d" % i, "a")
+        self.r.execute_command("BF.RESERVE", "big", 0.001, 100000)
+        pipe = self.r.pipeline(transaction=False)
+        for _ in range(300):
+            pipe.execute_command("BF.EXISTS", "k7", "a")
+        pipe.execute()
+        outputs = {}
+        for option in ("--hotkeys", "--memkeys", "--bigkeys"):
+            result = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(self.server.port),
+                                     option], capture_output=True, timeout=60)
+            self.assertEqual(result.returncode, 0, (option, result.stdout, result.stderr))
+            text = result.stdout.decode()
+            self.assertNotIn("ERR", text + result.stderr.decode(), option)
+            self.assertIn("Sampled 21 keys in the keyspace!", text, option)
+            outputs[option] = text
+        # The key used most ranks first; the biggest filter is the largest.
+        hot = re.findall(r'hot key found with counter: (\d+)\tkeyname: "?([^"\n]+)"?',
+                         outputs["--hotkeys"])
+        self.assertEqual(hot[0][1], "k7", outputs["--hotkeys"])
+        self.assertGreater(int(hot[0][0]), int(hot[1][0]))
+        self.assertRegex(outputs["--memkeys"], r"Biggest MBbloom-- found '\"?big\"?' has \d+ bytes")
+        self.assertIn("21 MBbloom--s with", outputs["--memkeys"])
+        self.assertIn("21 MBbloom--s with", outputs["--bigkeys"])
 
     def test_idletime_counts_from_the_last_command_that_used_the_key(self):
         self.r.execute_command("BF.ADD", "k", "a")

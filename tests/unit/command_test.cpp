@@ -948,7 +948,27 @@ TEST_F(Commands, ObjectAnswersAsRedisForAModuleValue) {
     EXPECT_EQ(run({"OBJECT", "ENCODING", "k"}), "$3\r\nraw\r\n");
     EXPECT_EQ(run({"OBJECT", "REFCOUNT", "k"}), ":1\r\n");
     EXPECT_EQ(run({"OBJECT", "IDLETIME", "k"}), ":0\r\n");
-    EXPECT_EQ(run({"OBJECT", "FREQ", "k"}), "-" + std::string(errors::kNoLfuPolicy) + "\r\n");
+    // Every use counts while lfu-log-factor is 0, and nothing decays while
+    // lfu-decay-time is 0; OBJECT itself is no use of the key.
+    struct Restore {
+        ~Restore() {
+            store::set_lfu_log_factor(10);
+            store::set_lfu_decay_time(1);
+        }
+    } restore_defaults;
+    EXPECT_EQ(run({"CONFIG", "GET", "lfu-*"}),
+              "*4\r\n$14\r\nlfu-log-factor\r\n$2\r\n10\r\n$14\r\nlfu-decay-time\r\n$1\r\n1\r\n");
+    EXPECT_EQ(run({"CONFIG", "SET", "lfu-log-factor", "0"}), "+OK\r\n");
+    EXPECT_EQ(run({"CONFIG", "SET", "lfu-decay-time", "0"}), "+OK\r\n");
+    EXPECT_EQ(run({"CONFIG", "SET", "lfu-decay-time", "-1"}).rfind("-ERR CONFIG SET failed", 0),
+              0u);
+    const std::string before = run({"OBJECT", "FREQ", "k"});
+    ASSERT_EQ(before.rfind(":", 0), 0u) << before;
+    const long counter = std::stol(before.substr(1));
+    EXPECT_GE(counter, long{store::key_access::kInitialCount});
+    for (int i = 0; i < 10; ++i) run({"BF.EXISTS", "k", "a"});
+    EXPECT_EQ(run({"OBJECT", "FREQ", "k"}), ":" + std::to_string(counter + 10) + "\r\n");
+    EXPECT_EQ(run({"OBJECT", "FREQ", "k"}), ":" + std::to_string(counter + 10) + "\r\n");
     for (const char* sub : {"ENCODING", "REFCOUNT", "IDLETIME", "FREQ"}) {
         EXPECT_EQ(run({"OBJECT", sub, "missing"}), "$-1\r\n") << sub;
     }

@@ -173,12 +173,6 @@ inline constexpr std::string_view kMasterDownStale =
 inline constexpr std::string_view kMasterDownUnsynced =
     "MASTERDOWN this replica has no copy of its primary yet (the first synchronization has not "
     "finished): its answers could be false negatives";
-// OBJECT FREQ under a maxmemory-policy that is not LFU (noeviction, the only
-// one bloomery has): Redis's text.
-inline constexpr std::string_view kNoLfuPolicy =
-    "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note "
-    "that when switching between policies at runtime LRU and LFU data will take some time to "
-    "adjust.";
 // LATENCY GRAPH of an event without samples: Redis's text, the event's name
 // follows, then "'".
 inline constexpr std::string_view kNoLatencySamples = "ERR No samples available for event '";

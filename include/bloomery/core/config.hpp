@@ -125,6 +125,10 @@ struct Config {
     std::string default_layout = "auto";
     std::uint64_t max_filter_bytes = 4ull * 1024 * 1024 * 1024;  // per filter, all layers
     std::size_t keyspace_shards = 64;
+    // How keys' use counters grow and fade (OBJECT FREQ, store/key_access.hpp),
+    // Redis's LFU defaults. CONFIG SET changes the store's own copy.
+    std::int64_t lfu_log_factor = 10;
+    std::int64_t lfu_decay_time_minutes = 1;
     // Memory
     std::uint64_t maxmemory = 0;  // bytes; 0 = no limit (core/memory.hpp counts what is held)
     // Persistence

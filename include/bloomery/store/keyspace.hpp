@@ -56,6 +56,7 @@
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/store/epoch.hpp"
 #include "bloomery/store/expiry_set.hpp"
+#include "bloomery/store/key_access.hpp"
 #include "bloomery/store/mutation_log.hpp"
 #include "bloomery/store/snapshot_counts.hpp"
 
@@ -68,15 +69,6 @@ __extension__ typedef __int128 Int128;
 // Milliseconds since the Unix epoch (wall clock), the unit of every deadline.
 std::int64_t now_ms();
 
-// The access clock (OBJECT IDLETIME): unix seconds, as of the last
-// tick_access_clock(). Every key keeps the clock's value when a command last
-// used it; a lookup writes it only when it differs (once a second at most).
-std::uint32_t access_clock();
-// Moves the clock to now; the server's cron calls it every 100 ms.
-void tick_access_clock();
-// Seconds from a stored clock value to the clock now (never negative).
-std::int64_t idle_seconds(std::uint32_t accessed);
-
 // One key as seen by SCAN, KEYS or get(): a copy of its entry.
 struct KeySnapshot {
     std::string key;
@@ -88,7 +80,7 @@ struct KeySnapshot {
 struct KeyDetails {
     FilterRef filter;
     std::int64_t expire_at_ms = 0;
-    std::uint32_t accessed = 0;     // access_clock() when last used
+    std::uint32_t accessed = 0;     // how it is used (key_access.hpp)
     std::uint64_t entry_bytes = 0;  // its node (with the key) and its table slot
     long references = 0;            // holders of its filter (the key, snapshots, ...)
 };
@@ -268,10 +260,12 @@ public:
     // the key is live and `replace` is false. Throws std::bad_alloc or
     // std::length_error with nothing changed. The key's access clock is set
     // `idle_seconds` back (RESTORE IDLETIME; OBJECT IDLETIME then answers
-    // it), now by default.
+    // it), now by default, and its use counter to `frequency` (RESTORE
+    // FREQ; OBJECT FREQ), a new key's by default.
     static constexpr std::size_t kRestoreChunkBytes = std::size_t{1} << 20;
     bool restore(std::string_view key, FilterRef filter, std::int64_t expire_at_ms, bool replace,
-                 std::int64_t idle_seconds = 0);
+                 std::int64_t idle_seconds = 0,
+                 std::uint32_t frequency = key_access::kInitialCount);
 
     // Inserts `filter` under `key` only if the key is absent (or expired).
     bool insert_new(std::string_view key, FilterRef filter, std::int64_t expire_at_ms = 0);
@@ -550,7 +544,8 @@ private:
     // insert_new (replace_live = false) and put (true).
     // `with_bits`: the filter's bits are recorded after its CREATE (restore()).
     bool store(std::string_view key, FilterRef filter, std::int64_t expire_at_ms, bool replace_live,
-               bool with_bits = false, std::int64_t idle_seconds = 0);
+               bool with_bits = false, std::int64_t idle_seconds = 0,
+               std::uint32_t frequency = key_access::kInitialCount);
     enum class Moved { missing, exists, moved };
     Moved move_key(std::string_view from, std::string_view to, bool replace);
     // Table primitives; the caller holds the shard's exclusive lock (a

@@ -1,0 +1,103 @@
+#pragma once
+// How a key is used, in one 32-bit word per key, as Redis keeps it in an
+// object's 24 `lru` bits: when a command last used the key (OBJECT IDLETIME)
+// and how often it is used (OBJECT FREQ, `redis-cli --hotkeys`). Redis keeps
+// one or the other, by its maxmemory-policy; bloomery evicts nothing and
+// keeps both: the access clock's low 24 bits (seconds, Redis's LRU clock,
+// which wraps after 194 days) above an 8-bit logarithmic counter that
+// counts and decays as Redis's LFU does (lfu-log-factor, lfu-decay-time).
+
+#include <atomic>
+#include <cstdint>
+
+namespace bloomery::store {
+
+// The access clock: unix seconds, as of the last tick_access_clock(). A
+// lookup writes a key's word only when the clock moved on since its last
+// use or its counter goes up (rarely, once it is past a few uses).
+std::uint32_t access_clock();
+// Moves the clock to now; the server's cron calls it every 100 ms.
+void tick_access_clock();
+
+// lfu-log-factor: the counter's logarithm base (Redis's default 10: about
+// a million uses reach 255); lfu-decay-time: minutes for the counter to
+// lose one while the key is not used (0: never). Both CONFIG SET-able.
+void set_lfu_log_factor(std::int64_t factor);
+void set_lfu_decay_time(std::int64_t minutes);
+std::int64_t lfu_log_factor();
+std::int64_t lfu_decay_time();
+
+namespace key_access {
+inline constexpr unsigned kCounterBits = 8;
+inline constexpr std::uint32_t kCounterMax = 255;
+inline constexpr std::uint32_t kClockMask = (std::uint32_t{1} << 24) - 1;
+// A new key's counter (Redis's LFU_INIT_VAL): new keys are not the first
+// to look cold.
+inline constexpr std::uint32_t kInitialCount = 5;
+// The two settings, read (relaxed) by every lookup.
+inline std::atomic<std::int64_t> g_log_factor{10};
+inline std::atomic<std::int64_t> g_decay_minutes{1};
+
+inline std::uint32_t stamp_of(std::uint32_t word) {
+    return word >> kCounterBits;
+}
+inline std::uint32_t counter_of(std::uint32_t word) {
+    return word & kCounterMax;
+}
+inline std::uint32_t make_word(std::uint32_t clock, std::uint32_t counter) {
+    return ((clock & kClockMask) << kCounterBits) | counter;
+}
+// Seconds from a word's stamp to `clock` (a full access_clock() value).
+inline std::uint32_t elapsed(std::uint32_t word, std::uint32_t clock) {
+    return (clock - stamp_of(word)) & kClockMask;
+}
+// The counter after the decay owed since the word's stamp: one per
+// lfu-decay-time minutes, counted in whole minutes of the clock as Redis
+// counts them (a key used every 30 s still crosses a minute each minute).
+inline std::uint32_t decayed(std::uint32_t word, std::uint32_t clock, std::int64_t decay_minutes) {
+    const std::uint32_t counter = counter_of(word);
+    if (decay_minutes <= 0) return counter;
+    const std::uint32_t then = clock - elapsed(word, clock);
+    const std::uint64_t periods = static_cast<std::uint64_t>(clock / 60 - then / 60) /
+                                  static_cast<std::uint64_t>(decay_minutes);
+    return periods >= counter ? 0 : counter - static_cast<std::uint32_t>(periods);
+}
+// The word after one more use at `clock`, `random` uniform over 32 bits:
+// decayed, then the counter goes up with probability
+// 1 / ((counter - kInitialCount) * lfu-log-factor + 1), as Redis's
+// LFULogIncr, and the stamp moves to `clock`.
+inline std::uint32_t used(std::uint32_t word, std::uint32_t clock, std::uint32_t random,
+                          std::int64_t log_factor, std::int64_t decay_minutes) {
+    std::uint32_t counter = decayed(word, clock, decay_minutes);
+    if (counter < kCounterMax) {
+        const std::uint64_t base = counter > kInitialCount ? counter - kInitialCount : 0;
+        const std::uint64_t odds = base * static_cast<std::uint64_t>(log_factor) + 1;
+        // random < 2^32 / odds, without a division: a hit with 1 / odds.
+        if (odds < (std::uint64_t{1} << 32) &&
+            std::uint64_t{random} * odds < (std::uint64_t{1} << 32))
+            ++counter;
+    }
+    return make_word(clock, counter);
+}
+// A per-thread random stream for used() (splitmix64): cheap and good
+// enough for a counter that is an estimate by design.
+inline std::uint32_t next_random() {
+    static thread_local std::uint64_t state = 0;
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return static_cast<std::uint32_t>((z ^ (z >> 31)) >> 32);
+}
+}  // namespace key_access
+
+// The word a key starts with: stamped `idle_seconds` before now (at most
+// the clock's 194 days), with `counter` (kInitialCount for a new key,
+// RESTORE FREQ's value).
+std::uint32_t access_word(std::int64_t idle_seconds, std::uint32_t counter);
+// Seconds since the key was last used (OBJECT IDLETIME).
+std::int64_t idle_seconds(std::uint32_t word);
+// The counter as of now, its decay applied (OBJECT FREQ; reading it is no
+// use of the key).
+std::uint32_t access_frequency(std::uint32_t word);
+
+}  // namespace bloomery::store
