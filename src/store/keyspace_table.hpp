@@ -40,16 +40,24 @@ struct Keyspace::Node {
     void touch() const {
         const std::uint32_t word = accessed.load(std::memory_order_relaxed);
         const std::uint32_t clock = access_clock();
-        // A saturated counter used again within the same second: nothing
-        // changes, and no random number is drawn.
-        if (word == key_access::make_word(clock, key_access::kCounterMax)) return;
-        const std::uint32_t next =
+        // Not compare-and-swaps: a use lost to a racing one only makes the
+        // estimate a little lower, and Redis's counter is an estimate too.
+        if (key_access::stamp_of(word) == (clock & key_access::kClockMask)) {
+            // Used again within the second: nothing decays; the counter
+            // may go up (rarely once past a few uses, never past 255).
+            const std::uint32_t counter = key_access::counter_of(word);
+            if (counter < key_access::kCounterMax &&
+                key_access::counts(counter, key_access::next_random(),
+                                   key_access::g_log_factor.load(std::memory_order_relaxed))) {
+                accessed.store(word + 1, std::memory_order_relaxed);
+            }
+            return;
+        }
+        accessed.store(
             key_access::used(word, clock, key_access::next_random(),
                              key_access::g_log_factor.load(std::memory_order_relaxed),
-                             key_access::g_decay_minutes.load(std::memory_order_relaxed));
-        // Not a compare-and-swap: a use lost to a racing one only makes the
-        // estimate a little lower, as Redis's counter is an estimate anyway.
-        if (next != word) accessed.store(next, std::memory_order_relaxed);
+                             key_access::g_decay_minutes.load(std::memory_order_relaxed)),
+            std::memory_order_relaxed);
     }
     std::int64_t deadline() const { return expire_at_ms.load(std::memory_order_relaxed); }
     bool expired(std::int64_t now) const {

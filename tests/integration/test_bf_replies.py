@@ -111,6 +111,10 @@ INTENDED = {
     ("BF.CARD", "a"): (
         "BF.CARD is bloomery's estimate from the bits set, (m/k)·ln(m/m0) per layer, "
         "not RedisBloom's count of adds (equal here, as for most small filters)", integer_reply),
+    ("OBJECT", "FREQ", "r1"): (
+        "bloomery keeps Redis's LFU use counter beside the idle time whatever the policy "
+        "(it evicts nothing), so OBJECT FREQ answers it where Redis under noeviction refuses",
+        integer_reply),
     ("BF.DEBUG", "r1"): (
         "BF.DEBUG reports bloomery's own layers: a blocked layer's bytes, bits and hash "
         "functions may differ from RedisBloom's (equal for this one)", debug_layers),

@@ -62,31 +62,32 @@ inline std::uint32_t decayed(std::uint32_t word, std::uint32_t clock, std::int64
                                   static_cast<std::uint64_t>(decay_minutes);
     return periods >= counter ? 0 : counter - static_cast<std::uint32_t>(periods);
 }
-// The word after one more use at `clock`, `random` uniform over 32 bits:
-// decayed, then the counter goes up with probability
-// 1 / ((counter - kInitialCount) * lfu-log-factor + 1), as Redis's
-// LFULogIncr, and the stamp moves to `clock`.
+// Whether one more use counts, `random` uniform over 32 bits: with odds of
+// one in (counter - kInitialCount) * lfu-log-factor + 1, as Redis's
+// LFULogIncr (every use up to kInitialCount; none past kCounterMax).
+inline bool counts(std::uint32_t counter, std::uint32_t random, std::int64_t log_factor) {
+    if (counter >= kCounterMax) return false;
+    const std::uint64_t base = counter > kInitialCount ? counter - kInitialCount : 0;
+    const std::uint64_t odds = base * static_cast<std::uint64_t>(log_factor) + 1;
+    // random < 2^32 / odds, without a division.
+    return odds < (std::uint64_t{1} << 32) &&
+           std::uint64_t{random} * odds < (std::uint64_t{1} << 32);
+}
+// The word after one more use at `clock`: decayed, counted (counts()), and
+// stamped with `clock`.
 inline std::uint32_t used(std::uint32_t word, std::uint32_t clock, std::uint32_t random,
                           std::int64_t log_factor, std::int64_t decay_minutes) {
     std::uint32_t counter = decayed(word, clock, decay_minutes);
-    if (counter < kCounterMax) {
-        const std::uint64_t base = counter > kInitialCount ? counter - kInitialCount : 0;
-        const std::uint64_t odds = base * static_cast<std::uint64_t>(log_factor) + 1;
-        // random < 2^32 / odds, without a division: a hit with 1 / odds.
-        if (odds < (std::uint64_t{1} << 32) &&
-            std::uint64_t{random} * odds < (std::uint64_t{1} << 32))
-            ++counter;
-    }
+    if (counts(counter, random, log_factor)) ++counter;
     return make_word(clock, counter);
 }
-// A per-thread random stream for used() (splitmix64): cheap and good
+// A per-thread random stream for counts(): a 64-bit linear congruential
+// generator's high half (Knuth's MMIX constants), two instructions, good
 // enough for a counter that is an estimate by design.
 inline std::uint32_t next_random() {
-    static thread_local std::uint64_t state = 0;
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return static_cast<std::uint32_t>((z ^ (z >> 31)) >> 32);
+    static thread_local std::uint64_t state = 0x853C49E6748FEA9Bull;
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::uint32_t>(state >> 32);
 }
 }  // namespace key_access
 
