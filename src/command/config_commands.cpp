@@ -158,6 +158,16 @@ bool check_integer(std::string_view name, std::string_view value, std::int64_t& 
     return true;
 }
 
+// An integer setting kept by a process-wide setter.
+template <void (*Set)(std::int64_t)>
+bool set_global(Context&, std::string_view name, std::string_view value, Change& change,
+                std::string& reason) {
+    std::int64_t n = 0;
+    if (!check_integer(name, value, n, reason)) return false;
+    change = [n](Context&) { Set(n); };
+    return true;
+}
+
 constexpr Settable kSettable[] = {
     {"slowlog-log-slower-than",
      [](Context& ctx, std::string_view name, std::string_view value, Change& change,
@@ -175,30 +185,9 @@ constexpr Settable kSettable[] = {
          change = [n](Context& c) { c.slowlog->set_max_len(static_cast<std::size_t>(n)); };
          return true;
      }},
-    {"latency-monitor-threshold",
-     [](Context&, std::string_view name, std::string_view value, Change& change,
-        std::string& reason) {
-         std::int64_t n = 0;
-         if (!check_integer(name, value, n, reason)) return false;
-         change = [n](Context&) { core::set_latency_threshold_ms(n); };
-         return true;
-     }},
-    {"lfu-log-factor",
-     [](Context&, std::string_view name, std::string_view value, Change& change,
-        std::string& reason) {
-         std::int64_t n = 0;
-         if (!check_integer(name, value, n, reason)) return false;
-         change = [n](Context&) { store::set_lfu_log_factor(n); };
-         return true;
-     }},
-    {"lfu-decay-time",
-     [](Context&, std::string_view name, std::string_view value, Change& change,
-        std::string& reason) {
-         std::int64_t n = 0;
-         if (!check_integer(name, value, n, reason)) return false;
-         change = [n](Context&) { store::set_lfu_decay_time(n); };
-         return true;
-     }},
+    {"latency-monitor-threshold", set_global<core::set_latency_threshold_ms>},
+    {"lfu-log-factor", set_global<store::set_lfu_log_factor>},
+    {"lfu-decay-time", set_global<store::set_lfu_decay_time>},
     {"client-output-buffer-limit",
      [](Context& ctx, std::string_view, std::string_view value, Change& change,
         std::string& reason) {
