@@ -446,15 +446,27 @@ class ReplicationTest(unittest.TestCase):
         wait_until(lambda: link_up(replica), what="the replica's link")
         primary.client().execute_command("BF.MADD", "k", *range(100))
         self.assertEqual(primary.client().execute_command("WAIT", 1, 5000), 1)
-        p = scrape(primary_metrics)
+        label = [("replica", "127.0.0.1:%d" % replica.port)]
+        # The primary's own records (its pings to replicas) may move its
+        # offset after WAIT returned: scrapes of both sides taken while the
+        # replica holds, and has acknowledged, all of it.
+        scraped = {}
+
+        def caught_up():
+            scraped["p"] = scrape(primary_metrics)
+            scraped["r"] = scrape(replica_metrics)
+            offset = scraped["p"]["bloomery_replication_offset[]"]
+            return (scraped["p"]["bloomery_replication_replica_acked_offset" + repr(label)] ==
+                    offset and scraped["r"]["bloomery_replication_offset[]"] == offset)
+
+        wait_until(caught_up, what="the replica to hold and acknowledge the primary's offset")
+        p, r = scraped["p"], scraped["r"]
         self.assertEqual(p["bloomery_replication_is_replica[]"], 0)
         self.assertEqual(p["bloomery_replication_connected_replicas[]"], 1)
-        label = [("replica", "127.0.0.1:%d" % replica.port)]
         self.assertEqual(p["bloomery_replication_replica_acked_offset" + repr(label)],
                          p["bloomery_replication_offset[]"])
         self.assertEqual(p["bloomery_replication_replica_lag_bytes" + repr(label)], 0)
         self.assertEqual(p["bloomery_replication_full_syncs_total[]"], 1)
-        r = scrape(replica_metrics)
         self.assertEqual(r["bloomery_replication_is_replica[]"], 1)
         self.assertEqual(r["bloomery_replication_link_up[]"], 1)
         self.assertEqual(r["bloomery_replication_offset[]"], p["bloomery_replication_offset[]"])
