@@ -261,7 +261,11 @@ class SnapshotsAcrossLayoutsTest(unittest.TestCase):
             self.assertEqual(before["mixed"][1], [b"auto (blocked, classic)"])
             self.assertEqual(before["blocked"][1], [b"auto (blocked)"])
             self.assertEqual(before["classic"][1], [b"auto (classic)"])
-            s.kill()  # kill -9: everything comes back from the journal
+            # kill -9 once the journal holds every add (everysec writes it
+            # within about a millisecond, longer on a busy machine):
+            # everything comes back from the journal.
+            harness.wait_durable(r)
+            s.kill()
             s.start()
             self.assertEqual(state(s.client()), before)
             r = s.client()
