@@ -298,7 +298,8 @@ void OptionSet::add_persistence() {
         ->group(persistence);
     app.add_option("--appendfsync", c.appendfsync,
                    "always: reply after the journal record is on disk (group commit); everysec: "
-                   "fsync once a second; no: leave it to the OS")
+                   "reply after it is written, fsync once a second; no: reply after it is "
+                   "written, fsync left to the OS")
         ->envname("BLOOMERY_APPENDFSYNC")
         ->check(CLI::IsMember({"always", "everysec", "no"}))
         ->group(persistence);

@@ -472,8 +472,32 @@ void Connection::write() {
             });
             return;
         }
+    } else if (journal != nullptr && journal->holds_unwritten()) {
+        // everysec and no: as Redis writes its AOF before it answers, no
+        // reply leaves before the records its batch made, or may have seen
+        // (another client's add), are written, so a crash of the process
+        // loses nothing a client was told. As Redis writes once per turn of
+        // its event loop, the replies of every connection this worker
+        // served meanwhile wait for one write, posted behind the
+        // completions already queued.
+        worker_.awaiting_journal.push_back(shared_from_this());
+        Server::post_journal_turn(worker_);
+        return;
     }
     start_write(asio::buffer(out_));
+}
+
+void Connection::end_journal_turn(Server::Worker& worker) {
+    worker.journal_turn_posted = false;
+    if (persist::Journal* journal = worker.server->journal()) journal->write_through();
+    std::vector<std::shared_ptr<Connection>> waiting;
+    waiting.swap(worker.awaiting_journal);
+    for (const auto& connection : waiting) {
+        if (!connection->closed_) connection->start_write(asio::buffer(connection->out_));
+    }
+    waiting.clear();
+    // The vector's capacity is kept for the next turn.
+    if (worker.awaiting_journal.empty()) worker.awaiting_journal.swap(waiting);
 }
 
 void Connection::on_write(const error_code& error, std::size_t bytes) {

@@ -81,6 +81,10 @@ public:
     int subscriber_protocol() const override {
         return client_.protocol.load(std::memory_order_relaxed);
     }
+    // The posted end of a worker's turn (--appendfsync everysec and no):
+    // writes the journal through once, then sends the replies of every
+    // connection of `worker` that waited for it. Worker thread.
+    static void end_journal_turn(Server::Worker& worker);
     // The worker's executor; fixed at construction, safe from any thread.
     const boost::asio::any_io_executor& executor() const { return executor_; }
 

@@ -56,7 +56,10 @@ Server::Server(const core::Config& config, store::Keyspace& keyspace,
       slowlog_(config.slowlog_log_slower_than_us, config.slowlog_max_len),
       drain_timer_(main_context_) {
     const unsigned threads = std::max(1u, config.threads);
-    for (unsigned i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
+    for (unsigned i = 0; i < threads; ++i) {
+        workers_.push_back(std::make_unique<Worker>());
+        workers_.back()->server = this;
+    }
     migrator_ = std::make_unique<Migrator>();
 }
 
@@ -125,7 +128,12 @@ int Server::run() {
         Worker* w = worker.get();
         w->thread = std::thread([w] {
             auto guard = asio::make_work_guard(w->context);
+            // Records this worker appends are written at the end of its
+            // turn, before the replies that wait for them.
+            persist::Journal::set_thread_turn(
+                [](void* arg) { post_journal_turn(*static_cast<Worker*>(arg)); }, w);
             w->context.run();
+            persist::Journal::set_thread_turn(nullptr, nullptr);
         });
     }
     if (!config_.replicaof_host.empty()) {
@@ -333,6 +341,12 @@ void Server::drain_for_replicas(std::int64_t deadline_ms, bool target_known, std
     // Do not wait forever for a stuck peer.
     auto deadline = std::make_shared<asio::steady_timer>(main_context_, std::chrono::seconds(5));
     deadline->async_wait([this, deadline](const error_code&) { stop_now(); });
+}
+
+void Server::post_journal_turn(Worker& worker) {
+    if (worker.journal_turn_posted) return;
+    worker.journal_turn_posted = true;
+    asio::post(worker.context, [&worker] { Connection::end_journal_turn(worker); });
 }
 
 void Server::stop_now() {

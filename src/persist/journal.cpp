@@ -231,12 +231,20 @@ bool Journal::open(std::uint64_t id, std::uint64_t offset, const std::string& ex
     }
     base_bytes_.store(total, std::memory_order_relaxed);
     last_sync_ms_ = steady_ms();
+    unsynced_data_.store(false, std::memory_order_relaxed);
+    {
+        // What open() set above is seen by a thread in write_through()
+        // through this lock.
+        std::lock_guard io(io_mutex_);
+        accepting_ = true;
+    }
     writer_ = std::thread([this] { run(); });
     return true;
 }
 
 // Creates the segment file for `start`, writes and syncs its header and the
-// directory. Called by open() before the writer starts, and by the writer.
+// directory. Called by open() before the writer starts (and before any
+// thread may write through), and by the writer under io_mutex_.
 bool Journal::open_segment(std::uint64_t start, std::string& error) {
     const std::string path = dir_ + "/" + jf::segment_name(basename_, start);
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -275,9 +283,19 @@ void Journal::close() {
     }
     wake_.notify_all();
     writer_.join();
-    if (fd_ >= 0) {
-        ::close(fd_);
-        fd_ = -1;
+    {
+        std::lock_guard io(io_mutex_);
+        accepting_ = false;
+        if (fd_ >= 0) {
+            // Records a thread wrote through after the writer's last
+            // fdatasync.
+            if (segment_size_ != synced_segment_size_ && ::fdatasync(fd_) != 0) {
+                spdlog::error("journal: cannot fsync journal '{}': {}", current_path_,
+                              errno_text(errno));
+            }
+            ::close(fd_);
+            fd_ = -1;
+        }
     }
     // The threads' buffers and the writer's lists are empty now (the writer
     // wrote them, or could not and said so); their memory goes back.

@@ -35,6 +35,10 @@ struct ThreadBuffer {
 };
 thread_local ThreadBuffer t_buffer;
 
+// A server worker's end-of-turn write-through (Journal::set_thread_turn).
+thread_local void (*t_turn_schedule)(void*) = nullptr;
+thread_local void* t_turn_arg = nullptr;
+
 // The transaction this thread runs, and the journal (by serial) it runs in.
 struct ThreadTransaction {
     std::uint64_t serial = 0;
@@ -77,6 +81,19 @@ unsigned char* put_bytes(unsigned char* out, std::string_view bytes) {
 }
 
 }  // namespace
+
+void Journal::set_thread_turn(void (*schedule)(void*), void* arg) {
+    t_turn_schedule = schedule;
+    t_turn_arg = arg;
+}
+
+bool Journal::turn_writes() const {
+    return policy_ != FsyncPolicy::always && t_turn_schedule != nullptr;
+}
+
+void Journal::schedule_turn() {
+    t_turn_schedule(t_turn_arg);
+}
 
 void Journal::reset_thread_mark() {
     t_wrote = false;
@@ -188,6 +205,7 @@ void Journal::append_block(store::RecordBlock* block) noexcept {
         capacity += static_cast<std::int64_t>(b->bytes.capacity());
     }
     core::memory_add(core::MemoryUse::other, capacity);
+    const bool turn = turn_writes();
     bool wake = false;
     {
         std::lock_guard lock(mutex_);
@@ -200,10 +218,14 @@ void Journal::append_block(store::RecordBlock* block) noexcept {
         const std::uint64_t before = pending_.bytes;
         pending_.push(block);
         appended_bytes(pending_.bytes - before);
-        wake = claim_idle_writer();
+        wake = !turn && claim_idle_writer();
     }
     t_wrote = true;
-    if (wake) wake_.notify_one();
+    if (turn) {
+        schedule_turn();
+    } else if (wake) {
+        wake_.notify_one();
+    }
 }
 
 void Journal::append(store::EncodedRecord record) noexcept {
@@ -388,7 +410,11 @@ void Journal::end_data() noexcept {
         std::lock_guard local_lock(local->mutex);
         take_local(*local);
     }
-    wake_writer();
+    if (turn_writes()) {
+        schedule_turn();
+    } else {
+        wake_writer();
+    }
 }
 
 }  // namespace bloomery::persist

@@ -24,7 +24,7 @@ namespace bloomery::persist {
 namespace jf = journal_format;
 using format::errno_text;
 
-bool Journal::write_unwritten() {
+bool Journal::write_unwritten(bool& wrote) {
     bool ok = true;
     std::uint64_t done = 0;
     while (!unwritten_.empty()) {
@@ -76,23 +76,34 @@ bool Journal::write_unwritten() {
             }
         }
     }
+    if (done == 0) return ok;
+    wrote = true;
     written_ += done;
     written_offset_.store(written_, std::memory_order_release);
     segment_size_ += done;
     file_bytes_.fetch_add(done, std::memory_order_relaxed);
-    if (done != 0 && write_listener_) write_listener_(written_);
+    unsynced_data_.store(true, std::memory_order_seq_cst);
     if (policy_ == FsyncPolicy::no) durable_.store(written_, std::memory_order_release);
     return ok;
 }
 
-bool Journal::sync() {
+bool Journal::sync(std::unique_lock<std::mutex>& io, bool hold) {
     if (unsynced_.empty() && segment_size_ == synced_segment_size_) return true;
+    const int fd = fd_;
+    const std::uint64_t size = segment_size_;
+    const std::uint64_t written = written_;
+    // Under always only this thread writes; under everysec and no, threads
+    // answering clients write through meanwhile (what they write after
+    // `size` waits for the next fdatasync).
+    const bool let_go = !hold && policy_ != FsyncPolicy::always;
+    if (let_go) io.unlock();
     syncing_.store(true, std::memory_order_relaxed);
     const std::int64_t began = steady_ms();
-    const int rc = ::fdatasync(fd_);
+    const int rc = ::fdatasync(fd);
     const int saved_errno = errno;
     const std::int64_t took = steady_ms() - began;
     syncing_.store(false, std::memory_order_relaxed);
+    if (let_go) io.lock();
     fsyncs_.fetch_add(1, std::memory_order_relaxed);
     last_fsync_ms_.store(took, std::memory_order_relaxed);
     core::latency_add_sample_if_needed(core::kLatencyJournalFsync,
@@ -122,12 +133,57 @@ bool Journal::sync() {
         }
         return false;
     }
-    synced_segment_size_ = segment_size_;
+    synced_segment_size_ = size;
     buffered_.fetch_sub(unsynced_.bytes, std::memory_order_relaxed);
-    unsynced_.clear();
-    durable_.store(written_, std::memory_order_release);
+    unsynced_.clear();  // only always keeps blocks, and there nothing was written meanwhile
+    // With no, a write meanwhile may already have moved durable_ past it.
+    if (durable_.load(std::memory_order_relaxed) < written) {
+        durable_.store(written, std::memory_order_release);
+    }
+    unsynced_data_.store(segment_size_ != synced_segment_size_, std::memory_order_seq_cst);
     last_fsync_unix_ms_.store(store::now_ms(), std::memory_order_relaxed);
     return true;
+}
+
+void Journal::take_for_writing() {
+    std::lock_guard lock(mutex_);
+    take_all_locals();
+    unwritten_.splice(pending_);
+}
+
+bool Journal::holds_unwritten() const {
+    // Pairs with mark_open() as in position(): an add whose bit the caller
+    // saw is open here, or counted in a buffer or in appended().
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (appended() != written()) return true;
+    const std::size_t claimed = locals_claimed_.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < claimed; ++i) {
+        if (locals_[i].open.load(std::memory_order_seq_cst) ||
+            locals_[i].bytes.load(std::memory_order_seq_cst) != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void Journal::write_through() {
+    // A failing disk is retried by the writer once a second, not by every
+    // batch of every client.
+    if (failing()) return;
+    bool wrote = false;
+    bool timer_due = false;
+    {
+        std::unique_lock io(io_mutex_);
+        if (!accepting_) return;
+        take_for_writing();
+        if (unwritten_.empty()) return;  // another thread's write covered them
+        const bool was_unsynced = unsynced_data_.load(std::memory_order_relaxed);
+        write_unwritten(wrote);
+        timer_due = wrote && !was_unsynced && policy_ == FsyncPolicy::everysec;
+    }
+    if (wrote && write_listener_) write_listener_(written());
+    // The writer may sleep with nothing to fdatasync: it has one now.
+    if (timer_due) wake_writer();
 }
 
 void Journal::run() {
@@ -137,9 +193,6 @@ void Journal::run() {
         wait_for_records(lock, round);
         const bool stopping = stop_;
         const bool rotating = rotate_requested_;
-        take_all_locals();
-        round.last_take = std::chrono::steady_clock::now();
-        unwritten_.splice(pending_);
         lock.unlock();
 
         const bool ok = write_and_sync(stopping, rotating, round);
@@ -147,7 +200,7 @@ void Journal::run() {
 
         lock.lock();
         settle_round(ok, rotating);
-        if (!another_round(lock, ok, stopping)) break;
+        if (!another_round(lock, ok, stopping, round.all_written)) break;
     }
 }
 
@@ -176,11 +229,6 @@ void Journal::wait_for_records(std::unique_lock<std::mutex>& lock, const WriterR
         }
     }
     if (wanted()) return;
-    // everysec: wake for the once-a-second fdatasync; after a failure,
-    // retry once a second.
-    const bool timed =
-        write_failed_ || (policy_ == FsyncPolicy::everysec &&
-                          (segment_size_ != synced_segment_size_ || !unwritten_.empty()));
     // Marked idle before wanted() reads the threads' buffers
     // (wake_writer()), again after every wake: whoever woke it
     // cleared the mark, and a wake that brought nothing must not
@@ -189,6 +237,13 @@ void Journal::wait_for_records(std::unique_lock<std::mutex>& lock, const WriterR
     for (;;) {
         writer_idle_.store(true, std::memory_order_seq_cst);
         if (wanted()) break;
+        // everysec: wake for the once-a-second fdatasync of what this
+        // thread or a thread in write_through() wrote (read after the idle
+        // mark: such a thread marks it and then wakes an idle writer); after
+        // a failure, retry once a second.
+        const bool timed = write_failed_ ||
+                           (policy_ == FsyncPolicy::everysec &&
+                            (!round.all_written || unsynced_data_.load(std::memory_order_seq_cst)));
         if (!timed) {
             wake_.wait(lock);
         } else if (wake_.wait_until(lock, until) == std::cv_status::timeout) {
@@ -208,12 +263,18 @@ void Journal::wait_for_records(std::unique_lock<std::mutex>& lock, const WriterR
 }
 
 bool Journal::write_and_sync(bool stopping, bool rotating, WriterRound& round) {
-    bool ok = write_unwritten();
+    std::unique_lock io(io_mutex_);
+    take_for_writing();
+    round.last_take = std::chrono::steady_clock::now();
+    bool wrote = false;
+    bool ok = write_unwritten(wrote);
     const bool sync_due = policy_ == FsyncPolicy::always || rotating || stopping ||
                           (policy_ == FsyncPolicy::everysec && steady_ms() - last_sync_ms_ >= 1000);
     if (ok && sync_due) {
         const auto began = std::chrono::steady_clock::now();
-        ok = sync();
+        // A rotation seals the segment it syncs: nothing may be written
+        // into it meanwhile.
+        ok = sync(io, rotating || stopping);
         round.last_sync_us = std::chrono::duration_cast<std::chrono::microseconds>(
                                  std::chrono::steady_clock::now() - began)
                                  .count();
@@ -227,6 +288,9 @@ bool Journal::write_and_sync(bool stopping, bool rotating, WriterRound& round) {
     if (ok && policy_ == FsyncPolicy::no && sync_due && rotating) {
         durable_.store(written_, std::memory_order_release);
     }
+    round.all_written = unwritten_.empty();
+    io.unlock();
+    if (wrote && write_listener_) write_listener_(written());
     return ok;
 }
 
@@ -248,15 +312,16 @@ void Journal::settle_round(bool ok, bool rotating) {
     }
 }
 
-bool Journal::another_round(std::unique_lock<std::mutex>& lock, bool ok, bool stopping) {
-    if (stopping && pending_.empty() && !locals_pending() && (ok || unwritten_.empty())) {
+bool Journal::another_round(std::unique_lock<std::mutex>& lock, bool ok, bool stopping,
+                            bool all_written) {
+    if (stopping && pending_.empty() && !locals_pending() && (ok || all_written)) {
         return false;
     }
     if (stopping && !ok) {
         // Exiting with records that cannot be written: say so; they were
         // never acknowledged under appendfsync always.
         spdlog::error("journal: {} bytes could not be written at exit",
-                      unwritten_.bytes + pending_.bytes);
+                      buffered_.load(std::memory_order_relaxed));
         return false;
     }
     if (!ok) {

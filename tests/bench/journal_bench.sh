@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # What the journal costs: BF.ADD on one filter with --appendonly no, and with
 # --appendfsync everysec and always, at pipeline depth 1 and 16, side by side
-# with redis-server running SET under the same AOF settings (appendonly no /
-# appendfsync everysec / always) on the same disk. Not a test: it measures.
+# with redis-server under the same AOF settings (appendonly no / appendfsync
+# everysec / always) on the same disk, running BF.ADD with the RedisBloom
+# module at REDISBLOOM_SO (default ../shared/anchors/redisbloom.so) when that
+# file exists, SET otherwise. Not a test: it measures.
 #
 # Each (server, mode, depth) runs ROUNDS times, servers alternating first;
 # reported: median requests/s and median p99 (ms) from redis-benchmark --csv.
@@ -32,6 +34,8 @@ done
 BIN=${BLOOMERY_BIN:-build/release/bloomery}
 [ -x "$BIN" ] || { echo "build bloomery first (make build)" >&2; exit 1; }
 command -v redis-server >/dev/null || { echo "needs redis-server (make bench-deps)" >&2; exit 1; }
+MODULE=${REDISBLOOM_SO:-../shared/anchors/redisbloom.so}
+[ -f "$MODULE" ] && MODULE=$(realpath "$MODULE") || MODULE=""
 WORK=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/journal-bench.XXXXXX")
 PIDS=()
 cleanup() {
@@ -65,13 +69,15 @@ start() {
     else
         local aof=(--appendonly yes --appendfsync "$mode")
         [ "$mode" = off ] && aof=(--appendonly no)
+        local module=()
+        [ -n "$MODULE" ] && module=(--loadmodule "$MODULE")
         redis-server --bind 127.0.0.1 --port "$PORT" --dir "$dir" --save "" \
-            "${aof[@]}" >"$dir/log" 2>&1 &
+            "${aof[@]}" "${module[@]}" >"$dir/log" 2>&1 &
     fi
     PID=$!
     PIDS+=("$PID")
     wait_ping "$PORT"
-    if [ "$server" = bloomery ]; then
+    if [ "$server" = bloomery ] || [ -n "$MODULE" ]; then
         redis-cli -p "$PORT" BF.RESERVE hot 0.01 10000000 NONSCALING >/dev/null
     fi
 }
@@ -82,7 +88,7 @@ run() {  # run SERVER MODE PIPELINE ROUND
     local server=$1 mode=$2 depth=$3 round=$4
     start "$server" "$mode"
     local command=(BF.ADD hot __rand_int__)
-    [ "$server" = redis ] && command=(SET key:__rand_int__ x)
+    [ "$server" = redis ] && [ -z "$MODULE" ] && command=(SET key:__rand_int__ x)
     local n=$REQUESTS
     [ "$depth" = 1 ] && n=$((REQUESTS / 4))
     local line
@@ -111,14 +117,17 @@ for round in $(seq 1 "$ROUNDS"); do
     done
 done
 
-python3 - "$RESULTS" <<'EOF' | tee "${OUT:-/dev/null}"
+OTHER="redis-server SET"
+[ -n "$MODULE" ] && OTHER="RedisBloom BF.ADD"
+python3 - "$RESULTS" "$OTHER" <<'EOF' | tee "${OUT:-/dev/null}"
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
+other = sys.argv[2]
 def med(server, mode, depth, field):
     values = [float(r[field]) for r in rows
               if r["server"] == server and r["mode"] == mode and r["pipeline"] == depth]
     return statistics.median(values)
-print("| pipeline | journal | bloomery BF.ADD ops/s | p99 ms | redis-server SET ops/s | p99 ms | ratio |")
+print("| pipeline | journal | bloomery BF.ADD ops/s | p99 ms | %s ops/s | p99 ms | ratio |" % other)
 print("|---|---|---|---|---|---|---|")
 for depth in ("1", "16"):
     for mode in ("off", "everysec", "always"):

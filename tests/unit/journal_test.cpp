@@ -456,6 +456,88 @@ TEST(Journal, PositionWaitsForAnOpenScopeAndCoversItsRecords) {
     EXPECT_EQ(seen.load(), live.journal.position());
 }
 
+// The files of `from` copied into `to` as they are now: what a kill -9
+// leaves (the kernel keeps what was written, synced or not).
+void copy_files(const TempDir& from, const TempDir& to) {
+    for (const auto& entry : fs::directory_iterator(from.str())) {
+        fs::copy_file(entry.path(), fs::path(to.str()) / entry.path().filename());
+    }
+}
+
+// Waits (bounded) until `done` holds.
+bool eventually(const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!done()) {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
+TEST(Journal, WriteThroughLeavesEveryThreadsRecordsInTheFileBeforeItReturns) {
+    for (const FsyncPolicy policy : {FsyncPolicy::everysec, FsyncPolicy::no}) {
+        SCOPED_TRACE(fsync_policy_name(policy));
+        TempDir dir;
+        Journaled live(dir, policy);
+        live.add("k", "main");
+        // Another thread's adds wait in that thread's buffer.
+        std::thread([&] {
+            live.add("k", "other");
+            live.add("t", "x");
+        }).join();
+        live.journal.write_through();
+        EXPECT_FALSE(live.journal.holds_unwritten());
+        EXPECT_EQ(live.journal.written(), live.journal.appended());
+        TempDir crashed;
+        copy_files(dir, crashed);
+        Keyspace replayed(8);
+        replay_into(crashed, replayed);
+        expect_exact_replay(live.keyspace, replayed);
+    }
+}
+
+TEST(Journal, AThreadWithATurnSchedulesItsWriteAndTheWriterSyncsIt) {
+    TempDir dir;
+    Journaled live(dir, FsyncPolicy::everysec);
+    int scheduled = 0;
+    std::uint64_t written = 0;
+    std::thread([&] {
+        Journal::set_thread_turn([](void* count) { ++*static_cast<int*>(count); }, &scheduled);
+        live.add("k", "a");  // a CREATE (to the stream) and an ADD (to the buffer)
+        live.add("k", "b");
+        EXPECT_GE(scheduled, 3);
+        // What the turn's end does.
+        live.journal.write_through();
+        EXPECT_FALSE(live.journal.holds_unwritten());
+        written = live.journal.written();
+        Journal::set_thread_turn(nullptr, nullptr);
+    }).join();
+    EXPECT_EQ(written, live.journal.appended());
+    TempDir crashed;
+    copy_files(dir, crashed);
+    Keyspace replayed(8);
+    replay_into(crashed, replayed);
+    expect_exact_replay(live.keyspace, replayed);
+    // Nobody woke the writer for the records; it learns of the bytes to
+    // fdatasync from the write and syncs them by itself.
+    EXPECT_TRUE(eventually([&] { return live.journal.durable() >= written; }))
+        << "durable " << live.journal.durable() << ", written " << written;
+}
+
+TEST(Journal, UnderAlwaysATurnIsNotScheduledAndTheWriterGroupCommits) {
+    TempDir dir;
+    Journaled live(dir, FsyncPolicy::always);
+    int scheduled = 0;
+    std::thread([&] {
+        Journal::set_thread_turn([](void* count) { ++*static_cast<int*>(count); }, &scheduled);
+        live.add("k", "a");
+        Journal::set_thread_turn(nullptr, nullptr);
+    }).join();
+    EXPECT_EQ(scheduled, 0);
+    const std::uint64_t position = live.journal.position();
+    EXPECT_TRUE(eventually([&] { return live.journal.durable() >= position; }));
+}
+
 TEST(Journal, ThreadsBeyondTheBuffersShareOneAndReplayExactly) {
     TempDir dir;
     Journaled live(dir, FsyncPolicy::everysec);

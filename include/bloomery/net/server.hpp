@@ -164,8 +164,17 @@ public:
         command::WorkerStats stats;
         std::mutex connections_mutex;  // guards `connections` (changes on accept/close only)
         std::list<std::weak_ptr<Connection>> connections;
+        Server* server = nullptr;
+        // --appendfsync everysec and no: connections whose replies wait for
+        // this worker's one journal write of the turn, and whether that
+        // write is posted (worker thread only).
+        std::vector<std::shared_ptr<Connection>> awaiting_journal;
+        bool journal_turn_posted = false;
         std::thread thread;
     };
+    // Posts `worker`'s journal write for the end of its turn, behind the
+    // completions already queued, unless it is posted (worker thread).
+    static void post_journal_turn(Worker& worker);
     const core::Config& config() const { return config_; }
     store::Keyspace& keyspace() { return keyspace_; }
     const command::Registry& registry() const { return registry_; }

@@ -11,21 +11,24 @@
 // records (ADD, CHUNK) are written into a buffer of the writing thread's own
 // inside a scope that holds that buffer from before the first change to
 // after the last, and reach the stream when the buffer is taken (by the
-// writer at most once a millisecond, by position() and cut(), by the thread
-// itself when the buffer passes kLocalFlushBytes or before it appends a
-// keyspace record). Records of data commute (bits are OR-ed, counts added),
-// so their order among threads does not matter; a cut() waits for every
-// scope to close, so the records before it are exactly the changes before
-// it. An offset is a byte position in the stream of records of one journal
-// (an id), across its segments.
+// writer at most once a millisecond, by position(), cut() and
+// write_through(), by the thread itself when the buffer passes
+// kLocalFlushBytes or before it appends a keyspace record). Records of data commute (bits are
+// OR-ed, counts added), so their order among threads does not matter; a cut() waits for every scope
+// to close, so the records before it are exactly the changes before it. An offset is a byte
+// position in the stream of records of one journal (an id), across its segments.
 //
 // Durability (--appendfsync):
 // - always: durable() passes a record only after fdatasync; the network layer
 //   holds every reply until durable() reaches position() as it was when the
 //   command batch ended (when_durable). One fdatasync covers every record
 //   appended by any thread meanwhile (group commit).
-// - everysec: written within about a millisecond, fdatasync once a second;
-//   a crash loses at most about the last two seconds.
+// - everysec: no reply leaves before the records its batch made or may have
+//   seen are written (write_through(), as Redis writes its AOF before it
+//   answers), so a crash of the process loses nothing answered; fdatasync
+//   once a second, so a crash of the machine loses at most about the last
+//   two seconds. The writer thread writes what no reply waited for within
+//   about a millisecond.
 // - no: written likewise, fdatasync only when a segment is sealed and at exit.
 //
 // Failure (ENOSPC, EIO, EROFS, EFBIG...): the unwritten records stay in
@@ -122,6 +125,23 @@ public:
     // journal was closed and opened on another history since: close() made
     // the old one durable). For --appendfsync always.
     void when_durable(std::uint64_t id, std::uint64_t offset, std::function<void()> fn);
+    // --appendfsync everysec and no: whether any record is appended (or in a
+    // thread's buffer, or in an open scope) and not yet written. Lock-free;
+    // a caller that saw a bit of an add and then asks sees that add's
+    // records (as position()).
+    bool holds_unwritten() const;
+    // --appendfsync everysec and no: writes every record appended so far
+    // (every thread's buffer taken) to the current segment, on the calling
+    // thread, unless another thread's write covers them first; the network
+    // layer calls it before a batch's replies leave. Does nothing while the
+    // journal fails (the writer retries then) or is closed.
+    void write_through();
+    // Marks the calling thread as one that ends each turn of its work with
+    // write_through() (a server worker: its replies wait for it). With
+    // everysec and no, a record it appends then calls schedule(arg), which
+    // must bring that call about soon, instead of waking the writer thread
+    // (a wake per batch cost BF.ADD a tenth of its CPU). Null unmarks it.
+    static void set_thread_turn(void (*schedule)(void*), void* arg);
     // Writes are refused while this is true: the last write or fdatasync
     // failed, or more than buffer_limit bytes wait. Lock-free.
     bool failing() const { return failing_.load(std::memory_order_relaxed); }
@@ -149,8 +169,9 @@ public:
     };
     // The segments on disk, oldest first; the last is being written.
     std::vector<SegmentFile> segment_files() const;
-    // Called on the writer thread after each write, with written(). Set
-    // before the journal is shared (Manager does it).
+    // Called after each write (on the writer thread or a thread in
+    // write_through(), outside the journal's locks), with written() as the
+    // write left it. Set before the journal is shared (Manager does it).
     void set_write_listener(std::function<void(std::uint64_t)> listener) {
         write_listener_ = std::move(listener);
     }
@@ -200,6 +221,11 @@ private:
     void append_block(store::RecordBlock* block) noexcept;
     // After an append outside mutex_: wakes the writer if it sleeps.
     void wake_writer();
+    // Whether this thread's appends schedule its turn's write-through
+    // instead of waking the writer (set_thread_turn()).
+    bool turn_writes() const;
+    // After an append outside mutex_: schedules the turn's write-through.
+    static void schedule_turn();
     // Under mutex_: true (and the writer marked awake) if it sleeps; the
     // caller then notifies wake_.
     bool claim_idle_writer();
@@ -210,21 +236,32 @@ private:
         std::size_t released = 0;                           // replies the last fdatasync let go
         std::int64_t last_sync_us = 0;                      // how long it took
         std::chrono::steady_clock::time_point last_take{};  // threads' buffers last taken
+        bool all_written = true;                            // nothing taken was left unwritten
     };
     // Under mutex_ (`lock`): waits until there are records to write, a
     // rotation, a stop, or an everysec fdatasync due.
     void wait_for_records(std::unique_lock<std::mutex>& lock, const WriterRound& round);
-    // Outside mutex_: writes what was taken, fdatasyncs if due, rotates if
-    // asked. False if a write or fdatasync failed.
+    // Outside mutex_: takes every thread's records, writes them, fdatasyncs
+    // if due, rotates if asked. False if a write or fdatasync failed.
     bool write_and_sync(bool stopping, bool rotating, WriterRound& round);
+    // Under io_mutex_ (not mutex_): moves every thread's records and
+    // pending_ into unwritten_, in stream order.
+    void take_for_writing();
     // Under mutex_: the round's outcome for the failure state and rotate().
     void settle_round(bool ok, bool rotating);
     // Under mutex_ (`lock`): false when the writer is done; backs off after a
     // failure.
-    bool another_round(std::unique_lock<std::mutex>& lock, bool ok, bool stopping);
-    bool open_segment(std::uint64_t start, std::string& error);  // writer thread or open()
-    bool write_unwritten();
-    bool sync();
+    bool another_round(std::unique_lock<std::mutex>& lock, bool ok, bool stopping,
+                       bool all_written);
+    // Under io_mutex_; writer thread or open().
+    bool open_segment(std::uint64_t start, std::string& error);
+    // Under io_mutex_: writes unwritten_; `wrote` is set to whether any byte
+    // went out (the write listener is then due, outside the locks).
+    bool write_unwritten(bool& wrote);
+    // Under io_mutex_ (`io`), writer thread: fdatasyncs the current segment.
+    // With everysec and no, `io` is let go during the fdatasync unless
+    // `hold` (a rotation seals the segment), so replies do not wait for it.
+    bool sync(std::unique_lock<std::mutex>& io, bool hold);
     void set_failure(const std::string& what);
     std::size_t notify_durable();  // runs the waiters now due; returns how many
     void release_locals();         // after close: gives back the threads' buffers
@@ -252,7 +289,11 @@ private:
     std::atomic<bool> failing_{false};
     bool write_failed_ = false;
 
-    // Writer thread only.
+    // The file side, under io_mutex_: the writer thread and threads in
+    // write_through() write; the order is io_mutex_, then mutex_, then a
+    // thread buffer's mutex.
+    mutable std::mutex io_mutex_;
+    bool accepting_ = false;  // open, the writer running: write_through() may write
     int fd_ = -1;
     std::string current_path_;
     BlockList unwritten_;               // taken from pending_, not yet written
@@ -261,7 +302,11 @@ private:
     std::uint64_t written_ = 0;         // offset after the last byte written
     std::uint64_t segment_size_ = 0;    // bytes in the current segment file
     std::uint64_t synced_segment_size_ = 0;
-    std::int64_t last_sync_ms_ = 0;
+    std::int64_t last_sync_ms_ = 0;  // writer thread only
+    // Written and not yet fdatasynced: the writer's everysec timer runs.
+    // Set by whoever writes, cleared by sync(); read by the sleeping writer
+    // (seq_cst, paired with writer_idle_ as in wake_writer()).
+    std::atomic<bool> unsynced_data_{false};
 
     std::atomic<std::uint64_t> durable_{0};
     std::atomic<std::uint64_t> written_offset_{0};  // written_, for other threads
