@@ -7,7 +7,9 @@
 # file exists, SET otherwise. Not a test: it measures.
 #
 # Each (server, mode, depth) runs ROUNDS times, servers alternating first;
-# reported: median requests/s and median p99 (ms) from redis-benchmark --csv.
+# reported: median requests/s and median p99 (ms) from redis-benchmark --csv,
+# and the median CPU the server process spent per request (user + system
+# time from /proc/PID/stat over the run, in microseconds).
 # Data directories are under BENCH_DIR (default: a temporary directory in
 # $TMPDIR or /tmp: put it on the disk you want to measure).
 #
@@ -83,7 +85,7 @@ start() {
 }
 
 RESULTS="$WORK/results.csv"
-echo "server,mode,pipeline,round,rps,p99_ms" >"$RESULTS"
+echo "server,mode,pipeline,round,rps,p99_ms,cpu_us" >"$RESULTS"
 run() {  # run SERVER MODE PIPELINE ROUND
     local server=$1 mode=$2 depth=$3 round=$4
     start "$server" "$mode"
@@ -91,14 +93,18 @@ run() {  # run SERVER MODE PIPELINE ROUND
     [ "$server" = redis ] && [ -z "$MODULE" ] && command=(SET key:__rand_int__ x)
     local n=$REQUESTS
     [ "$depth" = 1 ] && n=$((REQUESTS / 4))
-    local line
+    local line ticks_before ticks_after
+    ticks_before=$(awk '{print $14 + $15}' "/proc/$PID/stat")
     line=$(redis-benchmark -p "$PORT" -n "$n" -c "$CLIENTS" -P "$depth" -r 100000000 --csv \
         "${command[@]}" | tail -1)
     # "name","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
     local rps p99
     rps=$(echo "$line" | cut -d, -f2 | tr -d '"')
     p99=$(echo "$line" | cut -d, -f7 | tr -d '"')
-    echo "$server,$mode,$depth,$round,$rps,$p99" >>"$RESULTS"
+    ticks_after=$(awk '{print $14 + $15}' "/proc/$PID/stat")
+    local cpu_us
+    cpu_us=$(python3 -c "import os,sys; print(($ticks_after - $ticks_before) * 1e6 / os.sysconf('SC_CLK_TCK') / $n)")
+    echo "$server,$mode,$depth,$round,$rps,$p99,$cpu_us" >>"$RESULTS"
     kill "$PID"
     wait "$PID" 2>/dev/null || true
 }
@@ -127,12 +133,14 @@ def med(server, mode, depth, field):
     values = [float(r[field]) for r in rows
               if r["server"] == server and r["mode"] == mode and r["pipeline"] == depth]
     return statistics.median(values)
-print("| pipeline | journal | bloomery BF.ADD ops/s | p99 ms | %s ops/s | p99 ms | ratio |" % other)
-print("|---|---|---|---|---|---|---|")
+print("| pipeline | journal | bloomery BF.ADD ops/s | p99 ms | CPU µs/op | %s ops/s | p99 ms "
+      "| CPU µs/op | ratio (ops/s) |" % other)
+print("|---|---|---|---|---|---|---|---|---|")
 for depth in ("1", "16"):
     for mode in ("off", "everysec", "always"):
         b, r = med("bloomery", mode, depth, "rps"), med("redis", mode, depth, "rps")
-        print("| -P %s | %s | %.0f | %.2f | %.0f | %.2f | %.2f |" % (
-            depth, mode, b, med("bloomery", mode, depth, "p99_ms"), r,
-            med("redis", mode, depth, "p99_ms"), b / r))
+        print("| -P %s | %s | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f | %.2f |" % (
+            depth, mode, b, med("bloomery", mode, depth, "p99_ms"),
+            med("bloomery", mode, depth, "cpu_us"), r, med("redis", mode, depth, "p99_ms"),
+            med("redis", mode, depth, "cpu_us"), b / r))
 EOF
