@@ -464,6 +464,15 @@ void copy_files(const TempDir& from, const TempDir& to) {
     }
 }
 
+// What a kill -9 now would leave in `dir` replays to exactly `live`.
+void expect_a_kill_now_replays_exactly(const TempDir& dir, const Keyspace& live) {
+    TempDir crashed;
+    copy_files(dir, crashed);
+    Keyspace replayed(8);
+    replay_into(crashed, replayed);
+    expect_exact_replay(live, replayed);
+}
+
 // Waits (bounded) until `done` holds.
 bool eventually(const std::function<bool()>& done) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -488,11 +497,7 @@ TEST(Journal, WriteThroughLeavesEveryThreadsRecordsInTheFileBeforeItReturns) {
         live.journal.write_through();
         EXPECT_FALSE(live.journal.holds_unwritten());
         EXPECT_EQ(live.journal.written(), live.journal.appended());
-        TempDir crashed;
-        copy_files(dir, crashed);
-        Keyspace replayed(8);
-        replay_into(crashed, replayed);
-        expect_exact_replay(live.keyspace, replayed);
+        expect_a_kill_now_replays_exactly(dir, live.keyspace);
     }
 }
 
@@ -513,11 +518,7 @@ TEST(Journal, AThreadWithATurnSchedulesItsWriteAndTheWriterSyncsIt) {
         Journal::set_thread_turn(nullptr, nullptr);
     }).join();
     EXPECT_EQ(written, live.journal.appended());
-    TempDir crashed;
-    copy_files(dir, crashed);
-    Keyspace replayed(8);
-    replay_into(crashed, replayed);
-    expect_exact_replay(live.keyspace, replayed);
+    expect_a_kill_now_replays_exactly(dir, live.keyspace);
     // Nobody woke the writer for the records; it learns of the bytes to
     // fdatasync from the write and syncs them by itself.
     EXPECT_TRUE(eventually([&] { return live.journal.durable() >= written; }))
