@@ -168,9 +168,12 @@ bool Journal::take_all_locals() {
     return any;
 }
 
-bool Journal::locals_pending() const {
+bool Journal::locals_pending(bool or_open) const {
     const std::size_t claimed = locals_claimed_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < claimed; ++i) {
+        // open before bytes: a scope closes by counting its bytes and then
+        // clearing open, so a closed scope read here has its bytes seen.
+        if (or_open && locals_[i].open.load(std::memory_order_seq_cst)) return true;
         if (locals_[i].bytes.load(std::memory_order_seq_cst) != 0) return true;
     }
     return false;

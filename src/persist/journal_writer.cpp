@@ -155,15 +155,7 @@ bool Journal::holds_unwritten() const {
     // Pairs with mark_open() as in position(): an add whose bit the caller
     // saw is open here, or counted in a buffer or in appended().
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (appended() != written()) return true;
-    const std::size_t claimed = locals_claimed_.load(std::memory_order_acquire);
-    for (std::size_t i = 0; i < claimed; ++i) {
-        if (locals_[i].open.load(std::memory_order_seq_cst) ||
-            locals_[i].bytes.load(std::memory_order_seq_cst) != 0) {
-            return true;
-        }
-    }
-    return false;
+    return appended() != written() || locals_pending(true);
 }
 
 void Journal::write_through() {

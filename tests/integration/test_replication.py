@@ -14,7 +14,7 @@ import unittest
 
 import redis
 
-from harness import BINARY, Server, free_port, scandump, wait_durable, wait_until
+from harness import BINARY, Server, free_port, scandump, wait_until
 from test_hostile_memory import sanitizer_memory_factor
 
 SANITIZED = "/asan/" in BINARY or "/tsan/" in BINARY
@@ -321,7 +321,7 @@ class ReplicationTest(unittest.TestCase):
         self.assertEqual(missing(r, "k", 0, acknowledged), 0)
         # It takes writes now, journaled: they survive its own crash.
         r.execute_command("BF.ADD", "after", "promotion")
-        wait_durable(r)  # everysec: the kill comes once the add is on disk
+        # everysec wrote it before the reply: a kill right after keeps it.
         replica.kill()
         replica.extra_args = []  # restarted as the primary it now is
         replica.start()

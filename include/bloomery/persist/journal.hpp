@@ -214,7 +214,9 @@ private:
     bool take_all_locals();
     // Marks the caller's scope open before any change it records.
     static void mark_open(LocalBuffer& local);
-    bool locals_pending() const;
+    // Whether a thread's buffer holds records (or, `or_open`, has a scope
+    // open that may be recording some).
+    bool locals_pending(bool or_open = false) const;
     // Under mutex_: books `bytes` just moved into pending_.
     void appended_bytes(std::uint64_t bytes) noexcept;
     // Appends a keyspace record (after this thread's own buffered records);
