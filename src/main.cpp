@@ -145,14 +145,13 @@ int run_tool(const bloomery::app::CommandLine& command_line) {
     }
     if (!command_line.check_journal.empty()) {
         std::string report, error;
-        const bool ok = persist::check_journal(command_line.check_journal, command_line.fix_journal,
-                                               report, error);
+        const persist::JournalCheck found = persist::check_journal(
+            command_line.check_journal, command_line.fix_journal, report, error);
         std::cout << report;
-        if (!ok) {
-            std::cerr << "bloomery: " << error << '\n';
-            return 1;
-        }
-        return 0;
+        if (found == persist::JournalCheck::valid) return 0;
+        std::cerr << "bloomery: " << error << '\n';
+        // 2: only what a crash leaves, which a start cuts off by itself.
+        return found == persist::JournalCheck::torn_tail ? 2 : 1;
     }
     if (!command_line.check_snapshot.empty()) {
         std::string report, error;
@@ -263,6 +262,10 @@ int serve(const bloomery::core::Config& config, const bloomery::command::Registr
     try {
         server->start_metrics();
         if (!persistence.load(error)) throw std::runtime_error(error);
+        // A replica goes on following deadlines (its primary's DEL records
+        // decide); a primary decides them from here on.
+        const bool replica = !config.replicaof_host.empty() && !core::replicaof_names_self(config);
+        if (!replica) persistence.enforce_deadlines();
         if (config.cluster_enabled) warn_of_stranded_keys(*config.cluster, keyspace);
         server->listen();
     } catch (const std::exception& e) {

@@ -321,8 +321,10 @@ void OptionSet::add_persistence() {
                    "(a disk slower than the clients)")
         ->envname("BLOOMERY_JOURNAL_BUFFER_LIMIT")
         ->group(persistence);
-    app.add_option("--check-journal", result.check_journal,
-                   "Verify a journal segment, print what it holds, and exit (1 if bad)")
+    app.add_option(
+           "--check-journal", result.check_journal,
+           "Verify a journal segment, print what it holds, and exit: 0 if good, 2 if only its "
+           "last write was torn (a start cuts that off), 1 if corrupt")
         ->group(persistence);
     app.add_flag("--fix", result.fix_journal,
                  "With --check-journal: cut a bad tail off at the last good record")

@@ -232,6 +232,9 @@ void Server::replicaof(std::string_view host, std::uint16_t port,
             {
                 std::lock_guard inner(link_mutex_);
                 if (!link_) {  // no REPLICAOF HOST PORT came meanwhile
+                    // Keys past their deadline on this clock are erased
+                    // from now on, each with a DEL for its own replicas.
+                    keyspace_.set_deadlines(store::Deadlines::enforce);
                     replication_.renew_replid();
                     replication_flags.store(0);
                     spdlog::info("replication: promoted to primary (REPLICAOF NO ONE)");
@@ -252,6 +255,9 @@ void Server::follow(std::string_view host, std::uint16_t port) {
     if (link_) link_->retire();
     replication_flags.fetch_or(command::kReplicationReplica | command::kReplicationStale |
                                command::kReplicationUnsynced);
+    // The primary's DEL records decide when a key past its deadline goes;
+    // until then reads do not see it (as Redis 7 replicas).
+    keyspace_.set_deadlines(store::Deadlines::follow);
     // The link replaced, and any REPLICAOF NO ONE still stopping one, are
     // waited for on the new link's own thread, not on this one (a worker's).
     std::shared_ptr<ReplicaLink> replaced(std::move(link_));

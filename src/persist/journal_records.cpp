@@ -200,4 +200,71 @@ Scan next_record(const MappedFile& file, std::size_t pos, Record& out, std::stri
     return next_record(file.data(), file.size(), pos, out, why);
 }
 
+Scan scan_transaction(const unsigned char* base, std::size_t size, std::size_t pos,
+                      std::uint64_t span, bool stream,
+                      std::vector<std::pair<Record, Decoded>>& records, std::size_t& end,
+                      std::string& why) {
+    records.clear();
+    if (span > jf::kMaxTransactionBytes) {
+        why = "a transaction of " + std::to_string(span) + " bytes, above the limit";
+        return Scan::corrupt;
+    }
+    if (stream && span + jf::kRecordOverhead > size - pos) {
+        // A stream is cut anywhere; the unit is checked once it is all here.
+        why = "the data ends inside a transaction";
+        return Scan::torn;
+    }
+    if (span > size - pos) {
+        // Not all there; whatever is there must still be records.
+        std::size_t at = pos;
+        while (at < size) {
+            Record record{};
+            const Scan scan = next_record(base, size, at, record, why);
+            if (scan != Scan::ok) {
+                if (scan == Scan::corrupt) why = "inside a transaction: " + why;
+                return scan;
+            }
+            at += jf::kRecordOverhead + record.body_size;
+        }
+        why = "the data ends inside a transaction";
+        return Scan::torn;
+    }
+    const std::size_t span_end = pos + static_cast<std::size_t>(span);
+    std::size_t at = pos;
+    while (at < span_end) {
+        Record record{};
+        // Within the span only: a record may not run past it.
+        const Scan scan = next_record(base, span_end, at, record, why);
+        if (scan != Scan::ok) {
+            why = "inside a transaction: " + why;
+            return Scan::corrupt;
+        }
+        Decoded decoded;
+        if (!decode(record, decoded, why)) {
+            why = "inside a transaction: " + why;
+            return Scan::corrupt;
+        }
+        if (record.type == jf::kMulti || record.type == jf::kExec) {
+            why = std::string("a ") + jf::type_name(record.type) + " record inside a transaction";
+            return Scan::corrupt;
+        }
+        records.emplace_back(record, decoded);
+        at += jf::kRecordOverhead + record.body_size;
+    }
+    Record exec{};
+    const Scan scan = next_record(base, size, span_end, exec, why);
+    if (scan == Scan::torn) {
+        why = "the data ends inside a transaction's EXEC record";
+        return Scan::torn;
+    }
+    if (scan != Scan::ok || exec.type != jf::kExec || exec.body_size != 0) {
+        why = scan != Scan::ok ? "a transaction's EXEC record: " + why
+                               : std::string("a transaction ends with a ") +
+                                     jf::type_name(exec.type) + " record, not EXEC";
+        return Scan::corrupt;
+    }
+    end = span_end + jf::kRecordOverhead;
+    return Scan::ok;
+}
+
 }  // namespace bloomery::persist::journal_records

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "mapped_file.hpp"
 #include "snapshot_format.hpp"
@@ -58,5 +60,15 @@ bool decode(const Record& record, Decoded& d, std::string& why);
 Scan next_record(const unsigned char* base, std::size_t size, std::size_t pos, Record& out,
                  std::string& why);
 Scan next_record(const MappedFile& file, std::size_t pos, Record& out, std::string& why);
+
+// The records of the transaction whose MULTI (decoded `span`) ends at `pos`
+// in base[0, size): every record in the span, each whole and valid, then
+// its EXEC; `end` gets the offset after the EXEC. torn: the data ends
+// inside the unit (what a crash leaves: replay cuts it off whole; a
+// `stream`, a replica's, waits for more); corrupt: anything else.
+Scan scan_transaction(const unsigned char* base, std::size_t size, std::size_t pos,
+                      std::uint64_t span, bool stream,
+                      std::vector<std::pair<Record, Decoded>>& records, std::size_t& end,
+                      std::string& why);
 
 }  // namespace bloomery::persist::journal_records

@@ -124,6 +124,10 @@ bool Manager::load(std::string& error) {
             std::filesystem::remove(entry.path(), ec);
         }
     }
+    // What the snapshot and the journal recorded is redone as it was
+    // decided: a deadline passed since on this clock erases nothing yet (a
+    // record after it may remove it).
+    keyspace_.set_deadlines(store::Deadlines::follow);
     const std::string path = config_.snapshot_path();
     LoadStats stats{};
     const bool have_snapshot = std::filesystem::exists(path, ec);
@@ -131,13 +135,16 @@ bool Manager::load(std::string& error) {
         spdlog::info("no snapshot at {}", path);
     } else {
         if (!load_snapshot(path, keyspace_, stats, error)) return false;
-        spdlog::info("loaded {} filters ({} bytes) from {} in {:.3f} s ({} expired keys skipped)",
-                     stats.keys, stats.bytes, path, stats.seconds, stats.expired_skipped);
+        spdlog::info(
+            "loaded {} filters ({} bytes) from {} in {:.3f} s ({} past their deadline, kept "
+            "until the journal is replayed)",
+            stats.keys, stats.bytes, path, stats.seconds, stats.past_deadline);
     }
     {
         std::lock_guard lock(mutex_);
-        loaded_keys_ = stats.keys;
-        loaded_expired_keys_ = stats.expired_skipped;
+        // As Redis counts them: the keys that were live when loaded (those
+        // past their deadline are counted when they expire, after replay).
+        loaded_keys_ = stats.keys - stats.past_deadline;
         load_seconds_ = stats.seconds;
     }
     if (!config_.appendonly) {
@@ -175,6 +182,15 @@ bool Manager::load(std::string& error) {
     spdlog::info("journal on (appendfsync {}), id {:016x}, appending at offset {}",
                  config_.appendfsync, id, replay.end);
     return true;
+}
+
+std::uint64_t Manager::enforce_deadlines() {
+    keyspace_.set_deadlines(store::Deadlines::enforce);
+    const std::uint64_t expired = keyspace_.expire_past_deadlines();
+    if (expired != 0) spdlog::info("{} keys loaded past their deadline expired", expired);
+    std::lock_guard lock(mutex_);
+    loaded_expired_keys_ = expired;
+    return expired;
 }
 
 persist::SaveResult Manager::save_locked() {

@@ -47,22 +47,23 @@ bool load_snapshot(const std::string& path, store::Keyspace& keyspace, LoadStats
                    std::string& error) {
     const auto started = std::chrono::steady_clock::now();
     stats = LoadStats{};
-    // One clock reading for the whole file, so "expired" means the same thing
-    // for every record.
+    // One clock reading for the whole file, so "past its deadline" means the
+    // same thing for every record. Such keys are loaded all the same: the
+    // journal after the snapshot (or a replica's stream) may still move or
+    // remove their deadline, and the server that decides deadlines erases
+    // them once that has been redone (Manager::enforce_deadlines).
     const std::int64_t now = store::now_ms();
     std::vector<Record> records;
-    std::uint64_t expired = 0;
+    std::uint64_t past_deadline = 0;
 
     ParseHooks hooks;
-    hooks.materialize = [&](const Record& record) {
-        const bool is_expired = record.expire_at_ms != 0 && record.expire_at_ms <= now;
-        return !is_expired;
-    };
+    hooks.materialize = [](const Record&) { return true; };
     hooks.on_header = [&](const FileHeader& header) {
         stats.journal_id = header.journal_id;
         stats.journal_offset = header.journal_offset;
     };
     hooks.on_record = [&](Record&& record) {
+        if (record.expire_at_ms != 0 && record.expire_at_ms <= now) ++past_deadline;
         if (record.filter) {
             // The id the journal names this filter by (a fresh one if the
             // file predates ids).
@@ -74,8 +75,6 @@ bool load_snapshot(const std::string& path, store::Keyspace& keyspace, LoadStats
             // small keys should not hold a million vectors until the end.
             std::vector<LayerInfo>().swap(record.layers);
             records.push_back(std::move(record));
-        } else {
-            ++expired;
         }
     };
 
@@ -92,7 +91,7 @@ bool load_snapshot(const std::string& path, store::Keyspace& keyspace, LoadStats
     }
     stats.keys = records.size();
     stats.bytes = file_size;
-    stats.expired_skipped = expired;
+    stats.past_deadline = past_deadline;
     stats.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return true;

@@ -225,8 +225,11 @@ Keyspace::Probe Keyspace::probe_unlocked(const Shard& shard, std::string_view ke
     std::atomic_thread_fence(std::memory_order_acquire);
     if (shard.version.load(std::memory_order_relaxed) != version) return Probe::retry;
     if (node == nullptr) return Probe::missing;
-    // An expired key is erased by the locked path, as Redis deletes on access.
-    if (deadline != 0 && deadline <= now_ms()) return Probe::use_lock;
+    if (deadline != 0 && deadline <= now_ms()) {
+        // Following deadlines, it is only hidden; else the locked path
+        // erases it, as Redis deletes on access.
+        return following() ? Probe::missing : Probe::use_lock;
+    }
     // The node stays readable (and writable: its clock) while our epoch
     // guard is held, even if a writer unlinks it now.
     node->touch();
@@ -368,15 +371,22 @@ bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
     if (slot == kNotFound) return nullptr;
     const Node* node = node_at(shard, slot);
     if (node->expired(now_ms())) {
-        lock.unlock();
-        reap(key, hash);
+        if (!following()) {
+            lock.unlock();
+            reap(key, hash);
+        }
         return nullptr;
     }
     if (touch) node->touch();
     return node->filter.get();
 }
 
+bool Keyspace::lapsed(const Node* node, std::int64_t now) const {
+    return !following() && node->expired(now);
+}
+
 bool Keyspace::reap(std::string_view key, std::uint64_t hash) const {
+    if (following()) return false;
     Shard& shard = shards_[((hash >> 32) & 0xFFFF) % shards_.size()];
     auto* self = const_cast<Keyspace*>(this);
     Garbage garbage;
@@ -396,7 +406,7 @@ bool Keyspace::reap(std::string_view key, std::uint64_t hash) const {
         const std::size_t slot = find_slot(shard, key, hash);
         if (slot == kNotFound) return false;
         Node* node = node_at(shard, slot);
-        if (!node->expired(now_ms())) return false;
+        if (!lapsed(node, now_ms())) return false;
         self->erase_slot(shard, slot, garbage);
         garbage.nodes.push_back(node);
         expired_keys_.fetch_add(1, std::memory_order_relaxed);

@@ -295,14 +295,15 @@ KeyspaceView Keyspace::view(bool for_snapshot) const {
     }
     view.entries_.reserve(entries);
     view.keys_.reserve(key_bytes);
-    const std::int64_t now = now_ms();
+    // Keys past their deadline too: records after the cut may still move
+    // their deadline (a replica's primary decides), and the loader keeps
+    // them until the journal after it has been redone.
     for (const Shard& shard : shards_) {
         const Table* table = shard.table.load(std::memory_order_relaxed);
         if (table == nullptr) continue;
         for (std::size_t i = 0; i <= table->mask; ++i) {
             if (table->slots()[i] == 0) continue;
             const Node* node = node_of<const Node>(table->slots()[i]);
-            if (node->expired(now)) continue;
             view.entries_.push_back(KeyspaceView::Entry{view.keys_.size(), node->key_size,
                                                         node->deadline(), node->filter});
             view.keys_.append(node->key());
@@ -371,6 +372,7 @@ std::pair<std::size_t, std::size_t> Keyspace::expire_sample(Shard& shard) {
 
 std::size_t Keyspace::active_expire_cycle(std::chrono::microseconds budget) {
     reclaim();
+    if (following()) return 0;  // the records decide
     const auto started = std::chrono::steady_clock::now();
     const auto spent = [&] { return std::chrono::steady_clock::now() - started >= budget; };
     std::size_t removed = 0;
@@ -412,6 +414,28 @@ std::size_t Keyspace::active_expire_cycle(std::chrono::microseconds budget) {
         expire_cycle_us_.load(std::memory_order_relaxed) + static_cast<std::uint64_t>(took.count()),
         std::memory_order_relaxed);
     return removed;
+}
+
+std::size_t Keyspace::expire_past_deadlines() {
+    std::size_t erased = 0;
+    for (Shard& shard : shards_) {
+        if (following()) break;
+        if (shard.expiring_count.load(std::memory_order_relaxed) == 0) continue;
+        const std::int64_t now = now_ms();
+        std::vector<std::string> expired;
+        {
+            std::shared_lock lock = read_shard(shard);
+            // Every slot of the set once.
+            const std::size_t slots = shard.expiring.bytes() / sizeof(std::uintptr_t);
+            shard.expiring.sample(0, SIZE_MAX, slots, [&](std::uintptr_t entry) {
+                const Node* node = reinterpret_cast<const Node*>(entry);
+                if (node->expired(now)) expired.emplace_back(node->key());
+            });
+        }
+        for (const std::string& key : expired) erased += reap(key, hash_key(key)) ? 1 : 0;
+    }
+    reclaim();
+    return erased;
 }
 
 Keyspace::ExpireStats Keyspace::expire_stats() const {

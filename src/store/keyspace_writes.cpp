@@ -100,7 +100,7 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
             if (created) append_chain(log, std::move(created), bits);
         } else {
             Node* node = node_at(shard, slot);
-            const bool expired = node->expired(now_ms());
+            const bool expired = lapsed(node, now_ms());
             if (!expired && !replace_live) {
                 stored = false;
             } else {
@@ -272,7 +272,7 @@ bool Keyspace::erase(std::string_view key) {
         if (slot == kNotFound) return false;
         EncodedRecord record = log != nullptr ? log->encode_deleted(key) : nullptr;
         Node* node = node_at(shard, slot);
-        live = !node->expired(now_ms());
+        live = !lapsed(node, now_ms());
         erase_slot(shard, slot, garbage);
         garbage.nodes.push_back(node);
         if (!live) expired_keys_.fetch_add(1, std::memory_order_relaxed);
@@ -298,7 +298,7 @@ Keyspace::EraseIf Keyspace::erase_if_unchanged(std::string_view key,
         const std::size_t slot = find_slot(shard, key, hash);
         if (slot == kNotFound) return EraseIf::gone;
         Node* node = node_at(shard, slot);
-        const bool expired = node->expired(now_ms());
+        const bool expired = lapsed(node, now_ms());
         // Adds count items and growth adds layers, so a filter that took
         // either since it was copied differs here. (An add in flight, its
         // room taken and its bits not yet all set, may still land in it
@@ -331,6 +331,16 @@ std::optional<KeySnapshot> Keyspace::get(std::string_view key) const {
     std::shared_lock lock = read_shard(shard);
     if (find_live(shard, lock, key, hash) == nullptr) return std::nullopt;
     const Node* node = node_at(shard, find_slot(shard, key, hash));
+    return KeySnapshot{std::string(key), node->filter, node->deadline()};
+}
+
+std::optional<KeySnapshot> Keyspace::linked(std::string_view key) const {
+    const std::uint64_t hash = hash_key(key);
+    const Shard& shard = shard_for(hash);
+    std::shared_lock lock = read_shard(shard);
+    const std::size_t slot = find_slot(shard, key, hash);
+    if (slot == kNotFound) return std::nullopt;
+    const Node* node = node_at(shard, slot);
     return KeySnapshot{std::string(key), node->filter, node->deadline()};
 }
 
@@ -369,7 +379,7 @@ std::optional<bool> Keyspace::update_expiry(
         const auto encode_deleted = [&] {
             return log != nullptr ? log->encode_deleted(key) : nullptr;
         };
-        if (node->expired(now)) {
+        if (lapsed(node, now)) {
             EncodedRecord deleted = encode_deleted();
             erase_slot(shard, slot, garbage);
             garbage.nodes.push_back(node);
@@ -378,7 +388,9 @@ std::optional<bool> Keyspace::update_expiry(
         } else if (const std::optional<std::int64_t> deadline = decide(node->deadline());
                    !deadline) {
             changed = false;
-        } else if (*deadline != 0 && *deadline <= now) {
+        } else if (*deadline != 0 && *deadline <= now && !following()) {
+            // A deadline already passed deletes the key (Redis's EXPIRE
+            // does); following, the record is redone as it was decided.
             EncodedRecord deleted = encode_deleted();
             erase_slot(shard, slot, garbage);
             garbage.nodes.push_back(node);
@@ -458,7 +470,7 @@ Keyspace::Moved Keyspace::move_key(std::string_view from, std::string_view to, b
         const std::size_t slot = find_slot(source, from, from_hash);
         if (slot == kNotFound) return Moved::missing;
         Node* node = node_at(source, slot);
-        if (node->expired(now_ms())) {
+        if (lapsed(node, now_ms())) {
             EncodedRecord deleted = log != nullptr ? log->encode_deleted(from) : nullptr;
             erase_slot(source, slot, garbage);
             garbage.nodes.push_back(node);
@@ -469,7 +481,7 @@ Keyspace::Moved Keyspace::move_key(std::string_view from, std::string_view to, b
             result = replace ? Moved::moved : Moved::exists;
         } else if (const std::size_t existing = find_slot(target, to, to_hash);
                    !replace && existing != kNotFound &&
-                   !node_at(target, existing)->expired(now_ms())) {
+                   !lapsed(node_at(target, existing), now_ms())) {
             result = Moved::exists;
         } else {
             // The record and the new node are made first: if either cannot

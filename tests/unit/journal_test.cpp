@@ -301,6 +301,13 @@ TEST(Journal, TornTailIsCutAndACorruptMiddleRefusesWithTheOffset) {
         std::ofstream out(path, std::ios::binary | std::ios::app);
         out.write("\x40\x00\x00\x00\x02partial", 12);  // a record cut short by a crash
     }
+    {
+        // --check-journal tells it apart from corruption (exit code 2).
+        std::string report, error;
+        EXPECT_EQ(check_journal(path, false, report, error), JournalCheck::torn_tail);
+        EXPECT_NE(error.find("torn"), std::string::npos) << error;
+        EXPECT_EQ(fs::file_size(path), good_size + 12);
+    }
     Keyspace replayed(8);
     const ReplayStats stats = replay_into(dir, replayed);
     EXPECT_EQ(stats.truncated_bytes, 12u);
@@ -320,7 +327,7 @@ TEST(Journal, TornTailIsCutAndACorruptMiddleRefusesWithTheOffset) {
         EXPECT_NE(error.find("checksum"), std::string::npos) << error;
         EXPECT_EQ(fs::file_size(path), good_size + 4096);
         std::string report;
-        EXPECT_TRUE(check_journal(path, true, report, error)) << error;
+        EXPECT_EQ(check_journal(path, true, report, error), JournalCheck::valid) << error;
         EXPECT_EQ(fs::file_size(path), good_size);
     }
 
@@ -336,13 +343,13 @@ TEST(Journal, TornTailIsCutAndACorruptMiddleRefusesWithTheOffset) {
     EXPECT_NE(error.find("checksum"), std::string::npos) << error;
 
     std::string report;
-    EXPECT_FALSE(check_journal(path, false, report, error));
+    EXPECT_EQ(check_journal(path, false, report, error), JournalCheck::corrupt);
     EXPECT_NE(error.find("--fix"), std::string::npos) << error;
     report.clear();
-    EXPECT_TRUE(check_journal(path, true, report, error)) << error;
+    EXPECT_EQ(check_journal(path, true, report, error), JournalCheck::valid) << error;
     EXPECT_NE(report.find("fixed"), std::string::npos) << report;
     report.clear();
-    EXPECT_TRUE(check_journal(path, false, report, error)) << error;
+    EXPECT_EQ(check_journal(path, false, report, error), JournalCheck::valid) << error;
     EXPECT_NE(report.find("OK"), std::string::npos) << report;
 }
 
@@ -843,7 +850,7 @@ TEST(Journal, CorruptLengthInTheMiddleRefusesAndChangesNothingOnDisk) {
     EXPECT_NE(error.find("offset 0"), std::string::npos) << error;
     EXPECT_EQ(fs::file_size(path), size);
     std::string report;
-    EXPECT_FALSE(check_journal(path, false, report, error));
+    EXPECT_EQ(check_journal(path, false, report, error), JournalCheck::corrupt);
     EXPECT_EQ(error.find("torn"), std::string::npos) << error;
     EXPECT_EQ(fs::file_size(path), size);
 }
@@ -908,7 +915,8 @@ TEST(JournalTransactions, ATransactionReplaysAsTheLiveKeyspace) {
     live.add("after", "y");
     live.close();
     std::string report, error;
-    ASSERT_TRUE(check_journal(dir.segments().front(), false, report, error)) << error;
+    ASSERT_EQ(check_journal(dir.segments().front(), false, report, error), JournalCheck::valid)
+        << error;
     EXPECT_NE(report.find("MULTI records: 5"), std::string::npos) << report;
     EXPECT_NE(report.find("EXEC records: 5"), std::string::npos) << report;
     Keyspace replayed(8);
@@ -993,7 +1001,7 @@ TEST(JournalTransactions, ACorruptRecordInsideATransactionRefusesTheStart) {
     const std::string error = refused_replay(dir);
     EXPECT_NE(error.find("inside a transaction"), std::string::npos) << error;
     std::string report, check_error;
-    EXPECT_FALSE(check_journal(path, false, report, check_error));
+    EXPECT_EQ(check_journal(path, false, report, check_error), JournalCheck::corrupt);
 }
 
 TEST(JournalTransactions, AReplicaAppliesAUnitOnlyWhenAllOfItArrived) {

@@ -35,8 +35,15 @@ public:
     // Creates --dir if needed, loads the snapshot if one exists, and with
     // --appendonly yes replays the journal after it and opens the journal for
     // appending (attached to the keyspace). False with a message naming the
-    // file and the reason if either is bad.
+    // file and the reason if either is bad. Keys past their deadline are
+    // kept and deadlines are not judged while records are redone: the
+    // keyspace follows deadlines (store::Deadlines) when this returns.
     bool load(std::string& error);
+    // For a server that serves as the primary once loaded: from now on it
+    // decides deadlines, and the keys loaded past theirs are erased at
+    // once, each with its DEL record (so replicas and a later replay
+    // follow). Returns how many (INFO's rdb_last_load_keys_expired).
+    std::uint64_t enforce_deadlines();
     // The journal, or null with --appendonly no (or before load(), or while
     // a replica's full synchronization replaces the data). There is one
     // journal object for the Manager's life: a full synchronization closes

@@ -78,9 +78,9 @@ bool stream_snapshot(const store::Keyspace& keyspace, const SnapshotSink& sink,
                      SaveStats& stats, std::string& error);
 
 struct LoadStats {
-    std::uint64_t keys = 0;             // keys inserted into the keyspace
-    std::uint64_t bytes = 0;            // size of the file read
-    std::uint64_t expired_skipped = 0;  // records whose deadline had passed
+    std::uint64_t keys = 0;           // keys inserted into the keyspace
+    std::uint64_t bytes = 0;          // size of the file read
+    std::uint64_t past_deadline = 0;  // keys loaded whose deadline had passed
     double seconds = 0;
     std::uint64_t journal_id = 0;  // what the file covers of which journal (0, 0: none)
     std::uint64_t journal_offset = 0;

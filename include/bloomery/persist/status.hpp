@@ -56,8 +56,9 @@ struct PersistenceInfo {
     std::uint64_t last_save_keys = 0;
     std::string last_error;
     bool loading = false;
-    std::uint64_t loaded_keys = 0;
-    std::uint64_t loaded_expired_keys = 0;  // past their deadline in the snapshot: skipped
+    std::uint64_t loaded_keys = 0;  // live when the snapshot was loaded
+    // Erased once the journal was replayed, their deadline passed (a primary).
+    std::uint64_t loaded_expired_keys = 0;
     double load_seconds = 0;
     std::uint64_t replayed_records = 0;  // journal records applied at start
     JournalInfo journal;                 // enabled = false with --appendonly no

@@ -11,10 +11,16 @@
 // mismatches are rejected without touching the node.
 // Nodes and tables are counted in core/memory.hpp (MemoryUse::keyspace).
 //
-// Expiry: a key past its deadline is invisible to every lookup and is erased
-// on access (as Redis deletes an expired key when it is touched) or by
+// Expiry: a key past its deadline is invisible to every lookup. Who erases
+// it depends on who owns the clock (Deadlines): a primary erases it on
+// access (as Redis deletes an expired key when it is touched) or by
 // active_expire_cycle(), which samples only the keys that have a deadline
-// (each shard keeps them apart in an ExpirySet), as Redis's expire.c does.
+// (each shard keeps them apart in an ExpirySet), as Redis's expire.c does,
+// each time with a DEL record. While records are redone (journal replay at
+// start, a replica applying its primary's stream) no key is erased because
+// its deadline passed: the records decided that already, and a later one may
+// move or remove the deadline (PERSIST before the deadline on the primary's
+// clock, after it on ours). Writes then find such a key as it is.
 //
 // Counts (keys, keys with a deadline, the sum of deadlines, items) are kept
 // per shard as keys come and go, so DBSIZE, INFO keyspace and /metrics cost
@@ -57,6 +63,7 @@
 #include "bloomery/store/epoch.hpp"
 #include "bloomery/store/expiry_set.hpp"
 #include "bloomery/store/key_access.hpp"
+#include "bloomery/store/keyspace_view.hpp"
 #include "bloomery/store/mutation_log.hpp"
 #include "bloomery/store/snapshot_counts.hpp"
 
@@ -69,65 +76,16 @@ __extension__ typedef __int128 Int128;
 // Milliseconds since the Unix epoch (wall clock), the unit of every deadline.
 std::int64_t now_ms();
 
-// One key as seen by SCAN, KEYS or get(): a copy of its entry.
-struct KeySnapshot {
-    std::string key;
-    FilterRef filter;
-    std::int64_t expire_at_ms;
-};
-
-// One key as OBJECT and MEMORY USAGE see it (Keyspace::inspect).
-struct KeyDetails {
-    FilterRef filter;
-    std::int64_t expire_at_ms = 0;
-    std::uint32_t accessed = 0;     // how it is used (key_access.hpp)
-    std::uint64_t entry_bytes = 0;  // its node (with the key) and its table slot
-    long references = 0;            // holders of its filter (the key, snapshots, ...)
-};
-
-// A consistent copy of every live key (for snapshots): taken with every
-// shard's lock held at once, so a key renamed, deleted, re-created or expired
-// while it was taken appears exactly as it was at one instant. Holds a
-// reference to each filter, not a copy of its bits.
-class KeyspaceView {
-public:
-    struct Entry {
-        std::uint64_t key_offset;
-        std::uint32_t key_size;
-        std::int64_t expire_at_ms;
-        FilterRef filter;
-    };
-    std::size_t size() const { return entries_.size(); }
-    // The journal attached when the view was taken (0, 0 without one): its
-    // id, and the offset that splits its records into those this view holds
-    // (before it) and those that came after.
-    std::uint64_t log_id() const { return log_id_; }
-    std::uint64_t log_position() const { return log_position_; }
-    std::string_view key(std::size_t i) const {
-        return std::string_view(keys_).substr(entries_[i].key_offset, entries_[i].key_size);
-    }
-    const Entry& entry(std::size_t i) const { return entries_[i]; }
-    // The per-layer item counts entry i's filter had at the view's position
-    // (with a journal: exactly those of the adds recorded before it, however
-    // many were added since; without one: the counts now). Asked once per
-    // entry, in any order; layers created since count 0.
-    std::vector<std::uint64_t> item_counts(std::size_t i) const;
-
-    KeyspaceView() = default;
-    KeyspaceView(KeyspaceView&&) = default;
-    KeyspaceView& operator=(KeyspaceView&&) = default;
-    // Entries whose counts were never asked for are settled with the counts
-    // session (a snapshot that stopped early).
-    ~KeyspaceView();
-
-private:
-    friend class Keyspace;
-    std::string keys_;  // every key, back to back
-    std::vector<Entry> entries_;
-    std::uint64_t log_id_ = 0;
-    std::uint64_t log_position_ = 0;
-    std::shared_ptr<SnapshotCounts::Session> counts_;  // with a journal
-    mutable std::vector<bool> counted_;                // item_counts asked, per entry
+// Who decides that a key's deadline has passed (see the class comment).
+enum class Deadlines {
+    // This server: a key found past its deadline is erased, with a DEL
+    // record (a primary).
+    enforce,
+    // Its records: a key past its deadline is hidden from reads but stays
+    // until a DEL record erases it, and writes find it as it is (replay at
+    // start, a replica), as Redis loads its AOF and as its replicas wait
+    // for their primary's DEL.
+    follow,
 };
 
 class Keyspace {
@@ -138,6 +96,18 @@ public:
     Keyspace& operator=(const Keyspace&) = delete;
 
     std::size_t num_shards() const { return shards_.size(); }
+
+    // Enforce (the default) or follow deadlines. Thread-safe; a lookup
+    // racing the change may still go by the old rule.
+    void set_deadlines(Deadlines rule) {
+        following_.store(rule == Deadlines::follow, std::memory_order_release);
+    }
+    Deadlines deadlines() const { return following() ? Deadlines::follow : Deadlines::enforce; }
+    // Erases every key past its deadline now, each with its DEL record
+    // (enforcing deadlines only; follow: does nothing). For a server that
+    // becomes the one deciding, after replay: O(keys with a deadline), once.
+    // Returns how many it erased.
+    std::size_t expire_past_deadlines();
 
     // Attaches the journal that hears of every change from now on (null:
     // none). Thread-safe, but a change racing a write may be told to the old
@@ -274,6 +244,9 @@ public:
     bool erase(std::string_view key);
     bool contains(std::string_view key) const;
     std::optional<KeySnapshot> get(std::string_view key) const;
+    // The key's entry whatever its deadline (replay: later records still
+    // name a key past its deadline), without using it; nullopt if missing.
+    std::optional<KeySnapshot> linked(std::string_view key) const;
     // The key's entry without using it (its access clock stays), under the
     // shard's shared lock; nullopt if it is missing or expired.
     std::optional<KeyDetails> inspect(std::string_view key) const;
@@ -281,9 +254,11 @@ public:
     // Deadline management, under the shard's exclusive lock so a conditional
     // change (EXPIRE NX/XX/GT/LT, PERSIST) cannot race another one.
     // decide(current) gets the current deadline (0: none) and returns the new
-    // one (0: none) or nullopt to leave it. A new deadline at or before now
-    // deletes the key. Returns nullopt if the key is missing, else whether
-    // anything changed.
+    // one (0: none) or nullopt to leave it. Enforcing deadlines, a new
+    // deadline at or before now deletes the key (with a DEL record, as
+    // Redis); following, it is set as given, and a key past its deadline is
+    // found (replay redoes PERSIST and EXPIRE as they were decided).
+    // Returns nullopt if the key is missing, else whether anything changed.
     std::optional<bool> update_expiry(
         std::string_view key,
         const std::function<std::optional<std::int64_t>(std::int64_t)>& decide);
@@ -509,6 +484,11 @@ private:
     // The exclusive lock of one shard, with its version odd while held.
     class ShardWrite;
 
+    bool following() const { return following_.load(std::memory_order_acquire); }
+    // Whether a write treats `node` as gone: past its deadline while this
+    // server enforces deadlines (following, it is there until a DEL).
+    bool lapsed(const Node* node, std::int64_t now) const;
+
     // True while a transaction of another thread holds `shard`.
     static bool gated(const Shard& shard) {
         const std::uint64_t gate = shard.gate.load(std::memory_order_seq_cst);
@@ -585,6 +565,7 @@ private:
     // only when a key is linked or unlinked, under its shard's lock.
     std::unique_ptr<std::atomic<std::uint64_t>[]> slot_counts_;
     std::atomic<MutationLog*> log_{nullptr};
+    std::atomic<bool> following_{false};  // Deadlines::follow
     // Item counts at snapshot cuts (KeyspaceView::item_counts); mutable:
     // view() starts a session.
     mutable SnapshotCounts snapshot_counts_;

@@ -1,0 +1,62 @@
+#pragma once
+// Redoing journal records in a keyspace: replay at start
+// (journal_reader.cpp) and a replica's stream (StreamApplier,
+// journal_apply.cpp).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "bloomery/store/keyspace.hpp"
+#include "journal_records.hpp"
+
+namespace bloomery::persist::journal_apply {
+
+using journal_records::Decoded;
+using journal_records::Record;
+
+// Applies records to a keyspace, finding filters by the id they were
+// journaled under. Every record is redone as it says (keyspace.hpp's write
+// path, which records it again in the keyspace's own log if it has one: a
+// replica's journal); nothing is decided again, deadlines included: the
+// keyspace follows them (store::Deadlines::follow) from the moment an
+// Applier exists, and whoever makes this server decide again sets it back.
+class Applier {
+public:
+    explicit Applier(store::Keyspace& keyspace);
+    std::uint64_t max_id() const { return max_id_; }
+
+    // Applies one record; false with `why` if it cannot be. May throw
+    // std::bad_alloc (apply_record() turns that into `why`).
+    bool apply(std::uint8_t type, const Decoded& d, std::string& why);
+    // Applies a transaction's records (checked already) as one unit: with
+    // `isolated`, inside a keyspace transaction over every shard, so readers
+    // never see it half applied and the keyspace's own journal records it
+    // as one unit again (a replica); replay at start has no readers.
+    bool apply_transaction(const std::vector<std::pair<Record, Decoded>>& records, bool isolated,
+                           std::string& why);
+
+private:
+    bool create(const Decoded& d, std::string& why);
+    bool add(const Decoded& d, std::string& why);
+    // The filter under `key` leaves the keyspace: adds journaled for it
+    // later (they raced the change) go nowhere, as they did.
+    void forget(std::string_view key);
+
+    store::Keyspace& keyspace_;
+    std::vector<store::Keyspace::RecordedAdd> adds_;
+    std::unordered_map<std::uint64_t, bloom::FilterRef> by_id_;
+    std::uint64_t max_id_ = 0;
+};
+
+// Applies one decoded record; false with `why` if it cannot be (out of
+// memory counts as such).
+bool apply_record(Applier& applier, const Record& record, const Decoded& decoded, std::string& why);
+// apply_record for a transaction's records.
+bool apply_unit(Applier& applier, const std::vector<std::pair<Record, Decoded>>& unit,
+                bool isolated, std::string& why);
+
+}  // namespace bloomery::persist::journal_apply

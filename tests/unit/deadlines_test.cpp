@@ -1,0 +1,201 @@
+// Deadlines redone, never re-decided: the keyspace following deadlines
+// (replay, replicas) keeps a key past its deadline until a DEL record, and
+// replay gives back keys whose deadline was moved or removed after it had
+// passed on the replaying clock.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bloomery/bloom/dump.hpp"
+#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/snapshot.hpp"
+#include "bloomery/store/keyspace.hpp"
+
+namespace bloomery::store {
+namespace {
+
+namespace fs = std::filesystem;
+using bloom::AddResult;
+using bloom::ScalableFilter;
+
+FilterRef make_filter() {
+    bloom::FilterOptions options;
+    options.capacity = 1000;
+    return ScalableFilter::create(options);
+}
+
+void add(Keyspace& keyspace, const std::string& key, const std::vector<std::string>& items) {
+    const std::vector<std::string_view> views(items.begin(), items.end());
+    const std::function<FilterRef()> make = [] { return make_filter(); };
+    std::vector<AddResult> results;
+    ASSERT_TRUE(keyspace.add_items(key, views, {}, &make, results));
+}
+
+TEST(Deadlines, FollowingHidesAKeyPastItsDeadlineButKeepsItForLaterRecords) {
+    Keyspace keyspace(4);
+    keyspace.set_deadlines(Deadlines::follow);
+    keyspace.put("k", make_filter(), now_ms() - 1);
+    // Hidden from reads, on the lock-free path and the locked one...
+    EXPECT_FALSE(keyspace.with_filter("k", [](ScalableFilter&) {}));
+    EXPECT_FALSE(keyspace.contains("k"));
+    EXPECT_FALSE(keyspace.expiry("k").has_value());
+    EXPECT_EQ(keyspace.active_expire_cycle(), 0u);
+    EXPECT_EQ(keyspace.expired_keys(), 0u);
+    // ...but still there for the records that name it, and counted.
+    EXPECT_EQ(keyspace.size(), 1u);
+    ASSERT_TRUE(keyspace.linked("k").has_value());
+    EXPECT_FALSE(keyspace.insert_new("k", make_filter()));  // the key exists
+    // A PERSIST decided before the deadline brings it back whole.
+    EXPECT_TRUE(keyspace.set_expiry("k", 0));
+    EXPECT_TRUE(keyspace.contains("k"));
+    EXPECT_EQ(*keyspace.expiry("k"), 0);
+}
+
+TEST(Deadlines, FollowingRedoesExpireRenameAndCreateAsRecorded) {
+    Keyspace keyspace(16);
+    keyspace.set_deadlines(Deadlines::follow);
+    const std::int64_t past = now_ms() - 1000;
+    keyspace.put("src", make_filter());
+    // An EXPIRE whose deadline has passed on this clock sets it, no more.
+    EXPECT_TRUE(keyspace.set_expiry("src", past));
+    ASSERT_TRUE(keyspace.linked("src").has_value());
+    EXPECT_EQ(keyspace.linked("src")->expire_at_ms, past);
+    // RENAME moves it as it is, deadline and all.
+    EXPECT_TRUE(keyspace.rename("src", "dst"));
+    EXPECT_FALSE(keyspace.linked("src").has_value());
+    EXPECT_EQ(keyspace.linked("dst")->expire_at_ms, past);
+    // RENAMENX onto it finds it there.
+    keyspace.put("other", make_filter());
+    EXPECT_EQ(keyspace.rename_if_absent("other", "dst"), false);
+    EXPECT_TRUE(keyspace.set_expiry("dst", 0));
+    EXPECT_TRUE(keyspace.contains("dst"));
+    // Only a DEL removes it; a DEL of a key past its deadline counts it
+    // deleted, not expired (the primary counted that).
+    EXPECT_TRUE(keyspace.set_expiry("other", past));
+    EXPECT_TRUE(keyspace.erase("other"));
+    EXPECT_EQ(keyspace.expired_keys(), 0u);
+}
+
+TEST(Deadlines, EnforcingAgainErasesWhatIsPastItsDeadlineWithADelEach) {
+    Keyspace keyspace(8);
+    keyspace.set_deadlines(Deadlines::follow);
+    for (int i = 0; i < 100; ++i) {
+        keyspace.put("past" + std::to_string(i), make_filter(), now_ms() - 1);
+        keyspace.put("future" + std::to_string(i), make_filter(), now_ms() + 3600000);
+    }
+    keyspace.put("none", make_filter());
+    EXPECT_EQ(keyspace.expire_past_deadlines(), 0u);  // following: nothing
+    EXPECT_EQ(keyspace.size(), 201u);
+    keyspace.set_deadlines(Deadlines::enforce);
+    EXPECT_EQ(keyspace.expire_past_deadlines(), 100u);
+    EXPECT_EQ(keyspace.size(), 101u);
+    EXPECT_EQ(keyspace.expired_keys(), 100u);
+    EXPECT_EQ(keyspace.counts().with_expiry, 100u);
+    // Enforcing, an EXPIRE in the past deletes, as Redis's does.
+    EXPECT_TRUE(keyspace.set_expiry("none", now_ms() - 1));
+    EXPECT_FALSE(keyspace.linked("none").has_value());
+}
+
+class TempDir {
+public:
+    TempDir() {
+        const char* base = std::getenv("TMPDIR");
+        std::string pattern = std::string(base ? base : "/tmp") + "/deadlines_test.XXXXXX";
+        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    std::string str() const { return path_.string(); }
+
+private:
+    fs::path path_;
+};
+
+// Replays `dir` (and the snapshot in it, if `snapshot`) into `keyspace`, as
+// a server starts.
+void restart(const TempDir& dir, Keyspace& keyspace, bool snapshot) {
+    persist::LoadStats loaded{};
+    std::string error;
+    if (snapshot) {
+        ASSERT_TRUE(persist::load_snapshot(dir.str() + "/dump", keyspace, loaded, error)) << error;
+    }
+    persist::ReplayStats stats;
+    ASSERT_TRUE(persist::replay_journal(dir.str(), "journal", snapshot, loaded.journal_id,
+                                        loaded.journal_offset, keyspace, stats, error))
+        << error;
+}
+
+TEST(Deadlines, ReplayAfterTheOldDeadlinesPassedGivesBackMovedAndRemovedOnes) {
+    TempDir dir;
+    const std::vector<std::string> items = {"a", "b", "c", "d"};
+    std::int64_t soon = 0;
+    {
+        persist::Journal journal(dir.str(), "journal", persist::FsyncPolicy::always, 64ull << 20);
+        std::string error;
+        ASSERT_TRUE(journal.open(7, 0, "", error)) << error;
+        Keyspace live(8);
+        live.set_mutation_log(&journal);
+        soon = now_ms() + 50;
+        // EXPIRE, adds, PERSIST.
+        add(live, "eap", {"a"});
+        ASSERT_TRUE(live.set_expiry("eap", soon));
+        add(live, "eap", {"b", "c", "d"});
+        ASSERT_TRUE(live.set_expiry("eap", 0));
+        // A sliding deadline: the later EXPIRE far ahead.
+        add(live, "slide", items);
+        ASSERT_TRUE(live.set_expiry("slide", soon));
+        ASSERT_TRUE(live.set_expiry("slide", now_ms() + 3600000));
+        // EXPIRE, RENAME, PERSIST.
+        add(live, "src", items);
+        ASSERT_TRUE(live.set_expiry("src", soon));
+        ASSERT_TRUE(live.rename("src", "dst"));
+        ASSERT_TRUE(live.set_expiry("dst", 0));
+        // A snapshot in the middle, holding a deadline a later record removes.
+        add(live, "saved", items);
+        ASSERT_TRUE(live.set_expiry("saved", soon));
+        persist::SaveStats saved{};
+        ASSERT_TRUE(persist::save_snapshot(live, dir.str() + "/dump", saved, error)) << error;
+        ASSERT_TRUE(live.set_expiry("saved", 0));
+        // And one that does expire: it stays past its deadline, unreaped.
+        add(live, "gone", items);
+        ASSERT_TRUE(live.set_expiry("gone", soon));
+        ASSERT_LT(now_ms(), soon) << "too slow: a deadline passed before its PERSIST";
+        journal.close();
+        live.set_mutation_log(nullptr);
+    }
+    while (now_ms() <= soon) std::this_thread::yield();
+
+    for (const bool snapshot : {false, true}) {
+        SCOPED_TRACE(snapshot ? "snapshot and journal" : "journal alone");
+        Keyspace replayed(8);
+        restart(dir, replayed, snapshot);
+        EXPECT_EQ(replayed.deadlines(), Deadlines::follow);
+        for (const char* key : {"eap", "slide", "dst", "saved"}) {
+            SCOPED_TRACE(key);
+            ASSERT_TRUE(replayed.contains(key));
+            for (const std::string& item : items) {
+                EXPECT_TRUE(replayed.get(key)->filter->contains(item));
+            }
+        }
+        EXPECT_EQ(*replayed.expiry("eap"), 0);
+        EXPECT_GT(*replayed.expiry("slide"), now_ms() + 3000000);
+        EXPECT_FALSE(replayed.contains("gone"));  // hidden...
+        EXPECT_EQ(replayed.size(), 5u);           // ...until the server decides
+        replayed.set_deadlines(Deadlines::enforce);
+        EXPECT_EQ(replayed.expire_past_deadlines(), 1u);
+        EXPECT_EQ(replayed.size(), 4u);
+    }
+}
+
+}  // namespace
+}  // namespace bloomery::store
