@@ -464,12 +464,7 @@ void Connection::write() {
         const std::uint64_t history = journal->log_id();
         const std::uint64_t target = wait ? journal->position() : 0;
         if (wait && journal->durable() < target) {
-            journal->when_durable(history, target, [self = shared_from_this()] {
-                asio::post(self->executor_, [self] {
-                    if (self->closed_) return;
-                    self->start_write(asio::buffer(self->out_));
-                });
-            });
+            write_when_durable(*journal, history, target);
             return;
         }
     } else if (journal != nullptr && journal->holds_unwritten()) {
@@ -480,24 +475,51 @@ void Connection::write() {
         // its event loop, the replies of every connection this worker
         // served meanwhile wait for one write, posted behind the
         // completions already queued.
+        // (journal_wrote_ is read and cleared there.)
         worker_.awaiting_journal.push_back(shared_from_this());
         Server::post_journal_turn(worker_);
         return;
     }
+    journal_wrote_ = false;
     start_write(asio::buffer(out_));
 }
 
 void Connection::end_journal_turn(Server::Worker& worker) {
     worker.journal_turn_posted = false;
-    if (persist::Journal* journal = worker.server->journal()) journal->write_through();
+    persist::Journal* journal = worker.server->journal();
+    // While the journal fails (a full disk), what was appended stays in
+    // memory until the writer's retry writes it: a batch that wrote records
+    // is not answered before then, so no client is told an add is kept
+    // that a crash could still take back. The others (reads, and writes
+    // the command layer refused with -MISCONF) are answered.
+    const bool written = journal == nullptr || journal->write_through();
+    const std::uint64_t history = written ? 0 : journal->log_id();
+    const std::uint64_t target = written ? 0 : journal->position();
     std::vector<std::shared_ptr<Connection>> waiting;
     waiting.swap(worker.awaiting_journal);
     for (const auto& connection : waiting) {
-        if (!connection->closed_) connection->start_write(asio::buffer(connection->out_));
+        const bool wrote = connection->journal_wrote_;
+        connection->journal_wrote_ = false;
+        if (connection->closed_) continue;
+        if (!written && wrote) {
+            connection->write_when_durable(*journal, history, target);
+        } else {
+            connection->start_write(asio::buffer(connection->out_));
+        }
     }
     waiting.clear();
     // The vector's capacity is kept for the next turn.
     if (worker.awaiting_journal.empty()) worker.awaiting_journal.swap(waiting);
+}
+
+void Connection::write_when_durable(persist::Journal& journal, std::uint64_t history,
+                                    std::uint64_t offset) {
+    journal.when_durable(history, offset, [self = shared_from_this()] {
+        asio::post(self->executor_, [self] {
+            if (self->closed_) return;
+            self->start_write(asio::buffer(self->out_));
+        });
+    });
 }
 
 void Connection::on_write(const error_code& error, std::size_t bytes) {

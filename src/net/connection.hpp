@@ -138,6 +138,9 @@ private:
     // (deferred replies) get `suspender`, the slow log `slowlog`.
     command::Context context(command::ClientSuspender* suspender, command::Slowlog* slowlog);
     void write();
+    // Sends the replies once the journal is durable up to `offset` of
+    // history `history` (or once it moved on to another history).
+    void write_when_durable(persist::Journal& journal, std::uint64_t history, std::uint64_t offset);
     // Past the normal class's client-output-buffer-limit (hard, or soft for
     // longer than its seconds): drops the replies and closes. Called when no
     // write is in flight.

@@ -158,24 +158,27 @@ bool Journal::holds_unwritten() const {
     return appended() != written() || locals_pending(true);
 }
 
-void Journal::write_through() {
+bool Journal::write_through() {
     // A failing disk is retried by the writer once a second, not by every
     // batch of every client.
-    if (failing()) return;
+    if (failing()) return false;
     bool wrote = false;
     bool timer_due = false;
+    bool ok = true;
     {
         std::unique_lock io(io_mutex_);
-        if (!accepting_) return;
+        if (!accepting_) return true;
         take_for_writing();
-        if (unwritten_.empty()) return;  // another thread's write covered them
+        if (unwritten_.empty()) return true;  // another thread's write covered them
         const bool was_unsynced = unsynced_data_.load(std::memory_order_relaxed);
-        write_unwritten(wrote);
+        ok = write_unwritten(wrote);
         timer_due = wrote && !was_unsynced && policy_ == FsyncPolicy::everysec;
     }
     if (wrote && write_listener_) write_listener_(written());
-    // The writer may sleep with nothing to fdatasync: it has one now.
-    if (timer_due) wake_writer();
+    // The writer may sleep with nothing to fdatasync (or, after a failed
+    // write, nothing to retry): it has one now.
+    if (timer_due || !ok) wake_writer();
+    return ok;
 }
 
 void Journal::run() {

@@ -48,7 +48,7 @@ class Server:
     """One bloomery process. Use as a context manager or call start()/stop()."""
 
     def __init__(self, *extra_args, data_dir=None, threads=2, save='""', env=None, preexec_fn=None,
-                 port=None):
+                 port=None, log_dir=None):
         self.extra_args = list(extra_args)
         # A port chosen in advance (a cluster map names every node's port
         # before any starts); None: a free one at each start.
@@ -59,6 +59,9 @@ class Server:
         self.save = save
         self.env = env
         self.preexec_fn = preexec_fn  # run in the child before exec (e.g. setrlimit)
+        # Where the log goes (the data directory by default; elsewhere when
+        # the test fills the data directory's disk).
+        self.log_dir = log_dir
         self.port = None
         self.process = None
         self.log_path = None
@@ -71,7 +74,7 @@ class Server:
         """Starts the server; returns once it answers PING (or exits, if expect_failure)."""
         for _attempt in range(5):
             self.port = self.fixed_port if self.fixed_port is not None else free_port()
-            self.log_path = os.path.join(self.data_dir, "server-%d.log" % self.port)
+            self.log_path = os.path.join(self.log_dir or self.data_dir, "server-%d.log" % self.port)
             log = open(self.log_path, "wb")
             environment = dict(os.environ)
             # A sanitized server stops at its first report (TSan would only

@@ -301,6 +301,129 @@ class Durability(JournalTestCase):
         self.assertEqual(missing_items(client, "full", acked + ["recovered"]), [])
 
 
+class SmallDisk:
+    """A data directory whose disk fills up: a 4 MiB tmpfs where the test
+    may mount one (as root), else a plain directory whose files the server
+    may not grow (RLIMIT_FSIZE, set on the running server with prlimit:
+    EFBIG instead of ENOSPC, the same path in the server)."""
+
+    def __init__(self, test):
+        self.path = tempfile.mkdtemp(prefix="bloomery-small-disk-")
+        test.addCleanup(os.rmdir, self.path)
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", self.path],
+                                 capture_output=True)
+        self.tmpfs = mounted.returncode == 0
+        if self.tmpfs:
+            test.addCleanup(subprocess.run, ["umount", "-l", self.path], capture_output=True)
+        self.filler = os.path.join(self.path, "filler")
+
+    def fill(self, pid):
+        if not self.tmpfs:
+            size = max(os.path.getsize(p) for p in segments(self.path))
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))
+            return
+        fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            for size in (65536, 4096, 1):  # down to what is left of a page
+                try:
+                    while os.write(fd, bytes(size)) > 0:
+                        pass
+                except OSError:
+                    pass
+        finally:
+            os.close(fd)
+
+    def free(self, pid):
+        if not self.tmpfs:
+            resource.prlimit(pid, resource.RLIMIT_FSIZE,
+                             (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        elif os.path.exists(self.filler):
+            os.remove(self.filler)
+
+
+class FullDisk(JournalTestCase):
+    """No reply says an add is kept while its record is not written: on a
+    full disk the batch whose record failed waits for the writer's retry,
+    and the writes after it are refused with -MISCONF."""
+
+    def add_until_the_disk_refuses(self, server):
+        """BF.MADDs of 20 new items until one is held (no reply within a
+        second) and a later one refused; returns the items acknowledged."""
+        client = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=1)
+        acked, held = [], False
+        for start in range(0, 200000, 20):
+            items = ["i%d" % i for i in range(start, start + 20)]
+            try:
+                client.execute_command("BF.MADD", "k", *items)
+                acked += items
+            except redis.TimeoutError:
+                held = True
+                client = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=1)
+            except redis.ResponseError as error:
+                self.assertIn("MISCONF", str(error))
+                break
+        self.assertTrue(held, "no reply was held when the journal's write failed")
+        return acked
+
+    def check_policy(self, policy):
+        disk = SmallDisk(self)
+        server = self.start("--appendfsync", policy, data_dir=disk.path, log_dir=self.dir)
+        server.client().execute_command("BF.RESERVE", "k", 0.01, 100000)
+        # Killed while the disk is full: only what was acknowledged counts.
+        disk.fill(server.process.pid)
+        acked = self.add_until_the_disk_refuses(server)
+        self.assertEqual(server.kill(), -signal.SIGKILL)
+        disk.free(server.process.pid)
+        again = self.start("--appendfsync", policy, data_dir=disk.path, log_dir=self.dir)
+        self.assertEqual(missing_items(again.client(), "k", acked), [],
+                         policy + ": acknowledged adds lost")
+        # A held reply leaves once space is back and the retry wrote it.
+        disk.fill(again.process.pid)
+        state = {"sent_at": None, "acked": [], "held": None, "freed": False}
+        adder = threading.Thread(target=self.add_until_held, args=(again.port, state), daemon=True)
+        adder.start()
+        wait_until(lambda: not adder.is_alive() or (state["sent_at"] is not None and
+                                                    time.monotonic() - state["sent_at"] > 1.0),
+                   what="a reply to be held")
+        self.assertTrue(adder.is_alive(), policy + ": no reply was held on the full disk")
+        state["freed"] = True
+        disk.free(again.process.pid)
+        adder.join(30)
+        self.assertIsNotNone(state["held"], policy + ": the held reply never came")
+        self.assertEqual(again.kill(), -signal.SIGKILL)
+        third = self.start("--appendfsync", policy, data_dir=disk.path, log_dir=self.dir)
+        client = third.client()
+        self.assertEqual(missing_items(client, "held", state["acked"]), [], policy)
+        self.assertEqual(missing_items(client, "k", acked), [], policy)
+        third.terminate()
+        return disk.tmpfs, len(acked) + len(state["acked"])
+
+    @staticmethod
+    def add_until_held(port, state):
+        """BF.MADDs of 20 new items to "held" until one is answered only
+        after the test freed the disk (or one is refused)."""
+        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=60)
+        for start in range(0, 200000, 20):
+            items = ["h%d" % i for i in range(start, start + 20)]
+            state["sent_at"] = time.monotonic()
+            try:
+                client.execute_command("BF.MADD", "held", *items)
+            except redis.ResponseError:
+                return
+            state["sent_at"] = None
+            state["acked"] += items
+            if state["freed"]:
+                state["held"] = items
+                return
+
+    def test_acknowledged_adds_survive_kill_9_on_a_full_disk_under_every_policy(self):
+        results = [(policy,) + self.check_policy(policy) for policy in ("always", "everysec", "no")]
+        for policy, tmpfs, acked in results:
+            print("\n[ measured ] appendfsync %s, %s: %d acknowledged items kept, the held "
+                  "reply sent once space was back" % (policy, "tmpfs" if tmpfs else "RLIMIT_FSIZE",
+                                                     acked))
+
+
 class Tools(JournalTestCase):
     def test_a_bad_record_refuses_the_start_and_check_journal_repairs_it(self):
         server = self.start("--appendfsync", "always")
@@ -342,6 +465,14 @@ class Tools(JournalTestCase):
         path = segments(server.data_dir)[-1]
         with open(path, "ab") as f:
             f.write(b"\x30\x00\x00\x00\x02torn")
+        # --check-journal tells a torn last write (2: a start cuts it off)
+        # from corruption (1), and changes nothing without --fix.
+        size = os.path.getsize(path)
+        check = subprocess.run([BINARY, "--check-journal", path], capture_output=True, text=True,
+                               timeout=60)
+        self.assertEqual(check.returncode, 2, check.stdout + check.stderr)
+        self.assertIn("torn", check.stderr)
+        self.assertEqual(os.path.getsize(path), size)
         again = self.start(data_dir=server.data_dir)
         self.assertIn("cutting", again.log())
         self.assertEqual(missing_items(again.client(), "t", range(100)), [])
@@ -433,6 +564,26 @@ class Tools(JournalTestCase):
         self.assertEqual(server.terminate(), 0)
         with open(os.path.join(server.data_dir, "journal.99999999999999999999"), "w") as f:
             f.write("stray")
+        again = self.start(data_dir=server.data_dir)
+        self.assertEqual(again.client().execute_command("BF.EXISTS", "k", "x"), 1)
+
+    def test_a_short_file_this_server_did_not_write_is_never_deleted(self):
+        # Named like the newest segment and shorter than a header, but not
+        # the start of one: no crash of ours left it. The start is refused,
+        # naming it, and the file stays as it was.
+        server = self.start()
+        server.client().execute_command("BF.ADD", "k", "x")
+        self.assertEqual(server.terminate(), 0)
+        stray = os.path.join(server.data_dir, "journal.18446744073709551615")
+        with open(stray, "wb") as f:
+            f.write(b"0123456789abcdef")
+        refused = self.refused_start(server.data_dir)
+        self.assertIn(stray, refused.log())
+        self.assertIn("not a file this server wrote", refused.log())
+        with open(stray, "rb") as f:
+            self.assertEqual(f.read(), b"0123456789abcdef")
+        # Moved away as the message says, the server starts with its data.
+        os.rename(stray, os.path.join(server.data_dir, "stray.bin"))
         again = self.start(data_dir=server.data_dir)
         self.assertEqual(again.client().execute_command("BF.EXISTS", "k", "x"), 1)
 

@@ -135,8 +135,11 @@ public:
     // (every thread's buffer taken) to the current segment, on the calling
     // thread, unless another thread's write covers them first; the network
     // layer calls it before a batch's replies leave. Does nothing while the
-    // journal fails (the writer retries then) or is closed.
-    void write_through();
+    // journal fails (the writer retries then) or is closed. Returns whether
+    // every record appended before the call is now written (or the journal
+    // is closed, which wrote them): false while the journal fails, and
+    // then a reply that waits for a record must wait for when_durable().
+    bool write_through();
     // Marks the calling thread as one that ends each turn of its work with
     // write_through() (a server worker: its replies wait for it). With
     // everysec and no, a record it appends then calls schedule(arg), which
@@ -381,11 +384,20 @@ bool replay_journal(const std::string& dir, const std::string& basename, bool ha
                     std::uint64_t snapshot_id, std::uint64_t snapshot_position,
                     store::Keyspace& keyspace, ReplayStats& stats, std::string& error);
 
+// What `bloomery --check-journal` found (its exit codes: 0, 2, 1).
+enum class JournalCheck {
+    valid,      // every record good (or made so by --fix)
+    torn_tail,  // good but for a last record cut short, as a crash during a write
+                // leaves it: the server cuts it off at start, with a warning
+                // (in the newest segment; in any other it refuses to start)
+    corrupt,    // anything else, or unreadable: the server refuses to start
+};
 // For `bloomery --check-journal FILE [--fix]`: verifies one segment and
 // describes its records in `report`. With `fix`, a bad tail (torn or
-// corrupt) is cut off at the last good record. False with `error` if the
-// file is bad (and was not fixed).
-bool check_journal(const std::string& path, bool fix, std::string& report, std::string& error);
+// corrupt) is cut off at the last good record. `error` says where and why
+// when the result is not valid.
+JournalCheck check_journal(const std::string& path, bool fix, std::string& report,
+                           std::string& error);
 
 // A new journal id: random, never 0.
 std::uint64_t new_journal_id();
