@@ -131,6 +131,9 @@ int run_tool(const bloomery::app::CommandLine& command_line) {
     }
     if (command_line.test_config) {
         // Like nginx -t: the same checks as a start, nothing bound or loaded.
+        for (const std::string& warning : command_line.warnings) {
+            std::cerr << "bloomery: warning: " << warning << '\n';
+        }
         std::vector<std::string> problems = command_line.problems;
         for (std::string& problem : net::run_startup_checks(config)) {
             problems.push_back(std::move(problem));
@@ -290,7 +293,9 @@ int main(int argc, char** argv) {
     if (command_line.exit_code >= 0) return command_line.exit_code;
     if (const int code = run_tool(command_line); code >= 0) return code;
     const core::Config& config = command_line.config;
-    if (!set_up_logging(config) || !prepare_process(config)) return 1;
+    if (!set_up_logging(config)) return 1;
+    for (const std::string& warning : command_line.warnings) spdlog::warn("{}", warning);
+    if (!prepare_process(config)) return 1;
     command::Registry registry;
     if (!build_registry(registry, config)) return 1;
     return serve(config, registry);

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -19,6 +20,7 @@
 #include <utility>
 
 #include "bloomery/cluster/topology.hpp"
+#include "config_file.hpp"
 #include "option_set.hpp"
 
 namespace bloomery::app {
@@ -93,6 +95,13 @@ void OptionSet::convert_words(std::vector<std::string>& problems) {
     std::string maxmemory_error;
     if (!parse_memory_limit(maxmemory_spec, c.maxmemory, maxmemory_error)) {
         problems.push_back("--maxmemory: " + maxmemory_error);
+    }
+    std::string clients_error;
+    if (!c.maxmemory_clients.parse(maxmemory_clients_spec, clients_error)) {
+        problems.push_back("--maxmemory-clients: " +
+                           range_problem(*find_option_range("maxmemory-clients"),
+                                         maxmemory_clients_spec,
+                                         ", or a percentage of --maxmemory from 0% to 100%"));
     }
     std::string limits_error;
     if (!parse_output_buffer_limits(output_limits_spec, c.client_output_buffer_limits,
@@ -207,7 +216,11 @@ std::string options_markdown(const CLI::App& app) {
         "test fails when this page and the table differ. Every option can be given as a flag, "
         "as a key of the `--config` file (the long name without `--`) or through its "
         "environment variable: flags win over the file, which wins over the environment. "
-        "Sizes take the suffixes kb, mb and gb.\n";
+        "Sizes take the suffixes kb, mb and gb.\n\n"
+        "The file takes `key = value` lines (`port = 6380`) and redis.conf's `key value` lines "
+        "(`port 6380`, `save 900 1`), mixed, and `include FILE` (relative to the including "
+        "file). A key that is not an option below refuses the start, naming file, line and the "
+        "nearest key; README \"Configuration\" has the rules.\n";
     std::vector<std::string> groups;
     const auto options = app.get_options();
     for (const CLI::Option* option : options) {
@@ -259,20 +272,34 @@ CommandLine parse_command_line(int argc, char** argv) {
         result.exit_code = 0;
         return result;
     }
+    // CLI11 2.1 reads the config file before the environment, so
+    // BLOOMERY_CONFIG alone named a file nothing read. As the default of
+    // --config it is read; required, a missing file is an error as with
+    // --config.
+    if (const char* file = std::getenv("BLOOMERY_CONFIG"); file != nullptr && *file != '\0') {
+        app.get_config_ptr()->default_str(file)->required();
+    }
     const bool testing = wants_test_config(argc, argv);
+    // The config file's problems come first: a wrong key may explain a
+    // problem found later (a value left at its default).
     std::vector<std::string> problems;
     try {
         app.parse(argc, argv);
+        problems = options.config_reader->problems();
         options.convert(problems);
     } catch (const CLI::ParseError& e) {
-        if (testing && e.get_exit_code() != 0) {
-            std::cerr << "bloomery: configuration invalid:\n  " << e.what() << '\n';
+        const std::vector<std::string>& file_problems = options.config_reader->problems();
+        if (e.get_exit_code() != 0 && (testing || !file_problems.empty())) {
+            std::cerr << "bloomery: configuration invalid:\n";
+            for (const std::string& problem : file_problems) std::cerr << "  " << problem << '\n';
+            std::cerr << "  " << e.what() << '\n';
             result.exit_code = 1;
             return result;
         }
         result.exit_code = app.exit(e);
         return result;
     }
+    result.warnings = misspelled_environment(app);
     for (std::string& problem : check_config_values(c)) problems.push_back(std::move(problem));
     check_cluster_replicaof(c, problems);
     if (!problems.empty()) {

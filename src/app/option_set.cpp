@@ -2,10 +2,12 @@
 // with its flag, environment variable, default, range and description.
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "bloomery/core/config.hpp"
+#include "config_file.hpp"
 #include "option_set.hpp"
 
 namespace bloomery::app {
@@ -71,7 +73,10 @@ void attach_option_ranges(CLI::App& app) {
 
 void OptionSet::declare() {
     app.set_version_flag("--version", std::string("bloomery ") + BLOOMERY_VERSION);
-    app.set_config("--config", "", "Read options from a TOML/INI file (keys as the long flags)");
+    app.set_config("--config", "",
+                   "Read settings from this file: 'key = value' or redis.conf's 'key value' "
+                   "lines, keys the long flag names, 'include FILE'; an unknown key refuses the "
+                   "start");
     app.get_config_ptr()->envname("BLOOMERY_CONFIG");
     app.option_defaults()->always_capture_default();
     add_network();
@@ -86,6 +91,9 @@ void OptionSet::declare() {
     add_monitoring();
     add_logging();
     attach_option_ranges(app);
+    // Last: the reader takes its keys from the options declared above.
+    config_reader = std::make_shared<ConfigFileReader>(app);
+    app.config_formatter(config_reader);
 }
 
 void OptionSet::add_network() {
@@ -256,6 +264,15 @@ void OptionSet::add_memory() {
                    "0 = no limit")
         ->envname("BLOOMERY_MAXMEMORY")
         ->group(memory);
+    maxmemory_clients_spec = c.maxmemory_clients.format();
+    app.add_option("--maxmemory-clients", maxmemory_clients_spec,
+                   "Most bytes all clients together may hold (query buffers, arguments, replies; "
+                   "replicas not counted) before the ones holding most are closed, largest "
+                   "first (CLIENT NO-EVICT on exempts one; INFO evicted_clients counts them): a "
+                   "size (k, kb, m, mb, g, gb as Redis; at least 128 KiB is used) or a "
+                   "percentage of --maxmemory, e.g. 5%; 0 = no limit; also CONFIG SET")
+        ->envname("BLOOMERY_MAXMEMORY_CLIENTS")
+        ->group(memory);
 }
 
 void OptionSet::add_persistence() {
@@ -420,12 +437,13 @@ void OptionSet::add_monitoring() {
         ->group(monitoring);
     app.add_option("--metrics-max-connections", c.metrics_max_connections,
                    "Most simultaneous HTTP connections; at the bound a new connection replaces "
-                   "the one waiting longest for its request")
+                   "the one stalled longest (waiting for its request or for its reply to be "
+                   "read)")
         ->envname("BLOOMERY_METRICS_MAX_CONNECTIONS")
         ->group(monitoring);
     app.add_option("--metrics-max-connections-per-client", c.metrics_max_connections_per_client,
                    "Most simultaneous HTTP connections from one client address; at either "
-                   "bound a new connection replaces the one waiting longest for its request")
+                   "bound a new connection replaces the one stalled longest")
         ->envname("BLOOMERY_METRICS_MAX_CONNECTIONS_PER_CLIENT")
         ->group(monitoring);
     app.add_option("--metrics-max-request-bytes", c.metrics_max_request_bytes,

@@ -3,11 +3,13 @@
 // command_line.cpp converts what CLI11 cannot and parses).
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "bloomery/app/command_line.hpp"
 #include "bloomery/core/config.hpp"
+#include "config_file.hpp"
 
 namespace bloomery::app {
 
@@ -45,12 +47,14 @@ struct OptionSet {
     CLI::App& app;
     CommandLine& result;
     core::Config& c;
+    std::shared_ptr<ConfigFileReader> config_reader;  // the --config file's problems
     std::string tls_auth_clients;
     CLI::Option* requirepass_option = nullptr;
     std::string requirepass_file;
     CLI::Option* requirepass_file_option = nullptr;
     std::string protected_mode;
     std::string maxmemory_spec;
+    std::string maxmemory_clients_spec;
     std::string output_limits_spec;
     std::string save_spec;
     std::string stop_writes;

@@ -43,10 +43,11 @@ std::string format_client_line(const ClientState& client, std::int64_t now_ms) {
     field("age", std::to_string(age));
     field("idle", std::to_string(idle));
     const std::int64_t queued = client.transaction.listed_commands.load(std::memory_order_relaxed);
-    char flags[5];
+    char flags[6];
     std::size_t flag_count = 0;
     if (client.is_replica.load(std::memory_order_relaxed)) flags[flag_count++] = 'S';
     if (client.blocked.load(std::memory_order_relaxed)) flags[flag_count++] = 'b';
+    if (client.no_evict.load(std::memory_order_relaxed)) flags[flag_count++] = 'e';
     const std::size_t channels = client.subscriptions.channel_count.load(std::memory_order_relaxed);
     const std::size_t patterns = client.subscriptions.pattern_count.load(std::memory_order_relaxed);
     if (channels + patterns != 0) flags[flag_count++] = 'P';  // subscribed
@@ -72,7 +73,8 @@ std::string format_client_line(const ClientState& client, std::int64_t now_ms) {
     field("obl", std::to_string(output_used));
     field("oll", "0");
     field("omem", std::to_string(output_capacity));
-    field("tot-mem", std::to_string(query_capacity + output_capacity));
+    // What maxmemory-clients weighs: buffers, arguments, transaction, subscriptions.
+    field("tot-mem", std::to_string(client.memory_bytes.load(std::memory_order_relaxed)));
     field("events", "r");
     field("cmd", last_command ? last_command : "NULL");
     const AclUser* user = client.user.load(std::memory_order_relaxed);
@@ -347,6 +349,20 @@ void cmd_client_kill(Context& ctx, Args argv) {
     if (kill_me) ctx.client.close_after_reply = true;
 }
 
+// CLIENT NO-EVICT ON|OFF (Redis 7): whether maxmemory-clients may close
+// this client.
+void cmd_client_no_evict(Context& ctx, Args argv) {
+    if (iequals(argv[2], "ON")) {
+        ctx.client.no_evict.store(true, std::memory_order_relaxed);
+    } else if (iequals(argv[2], "OFF")) {
+        ctx.client.no_evict.store(false, std::memory_order_relaxed);
+    } else {
+        ctx.out.error(errors::kSyntax);
+        return;
+    }
+    ctx.out.ok();
+}
+
 void cmd_client_help(Context& ctx, Args) {
     reply_help(ctx, {"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                      "ID",
@@ -368,6 +384,8 @@ void cmd_client_help(Context& ctx, Args) {
                      "    LADDR <ip:port>, TYPE (NORMAL|MASTER|REPLICA|PUBSUB), USER <username>,",
                      "    SKIPME (YES|NO) (default YES: not this connection), MAXAGE <seconds>",
                      "    (only connections older than that).",
+                     "NO-EVICT (ON|OFF)",
+                     "    Protect current client connection from eviction (maxmemory-clients).",
                      "HELP",
                      "    Print this help."});
 }
@@ -381,6 +399,7 @@ void register_client_commands(Registry& registry) {
     registry.register_handler("client|info", cmd_client_info);
     registry.register_handler("client|setinfo", cmd_client_setinfo);
     registry.register_handler("client|kill", cmd_client_kill);
+    registry.register_handler("client|no-evict", cmd_client_no_evict);
     registry.register_handler("client|help", cmd_client_help);
 }
 

@@ -1,9 +1,10 @@
 // CONFIG and its subcommands. The configuration is fixed at start; only the
 // slow log's two settings (which live in the Slowlog rather than in the
 // Config every worker reads without locks), the latency monitor's threshold
-// (core/latency_monitor.hpp) and the output buffer limits (atomics in the
-// Config) change at run time (CONFIG SET), and REPLICAOF changes whom this
-// server follows: CONFIG REWRITE writes those into the --config file.
+// (core/latency_monitor.hpp), the output buffer limits and maxmemory-clients
+// (atomics in the Config) change at run time (CONFIG SET), and REPLICAOF
+// changes whom this server follows: CONFIG REWRITE writes those into the
+// --config file.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -74,6 +75,7 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"client-output-buffer-limit",
          core::format_output_buffer_limits(c.client_output_buffer_limits)},
         {"maxmemory", std::to_string(c.maxmemory)},
+        {"maxmemory-clients", c.maxmemory_clients.format()},
         {"maxmemory-policy", "noeviction"},
         {"dir", c.dir},
         {"dbfilename", c.dbfilename},
@@ -134,9 +136,10 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
 
 // What CONFIG SET may change: the slow log's two integers and the latency
 // monitor's threshold, within the ranges the command line also checks
-// (core::option_ranges, Redis 7's where Redis has them), and the output
-// buffer limits. Each parses its value first and returns the change to
-// make, or the reason it refuses (Redis's text after the parameter's name).
+// (core::option_ranges, Redis 7's where Redis has them), the output buffer
+// limits and maxmemory-clients. Each parses its value first and returns the
+// change to make, or the reason it refuses (Redis's text after the
+// parameter's name).
 using Change = std::function<void(Context&)>;
 struct Settable {
     std::string_view name;
@@ -204,6 +207,22 @@ constexpr Settable kSettable[] = {
                  const auto client_class = static_cast<core::ClientClass>(i);
                  c.config.client_output_buffer_limits.set(client_class, parsed->get(client_class));
              }
+         };
+         return true;
+     }},
+    {"maxmemory-clients",
+     [](Context&, std::string_view, std::string_view value, Change& change, std::string& reason) {
+         // Checked on a scratch copy; applied with the other pairs, then
+         // enforced at once (Redis evicts before its next command).
+         std::string error;
+         if (!core::ClientsMemoryLimit().parse(value, error)) {
+             reason = "') - " + error;
+             return false;
+         }
+         change = [text = std::string(value)](Context& c) {
+             std::string checked;
+             c.config.maxmemory_clients.parse(text, checked);
+             c.server.clients.evict_clients_over_limit();
          };
          return true;
      }},
@@ -358,6 +377,7 @@ bool rewrite_config(const Context& ctx, std::string& error) {
         }
         if (name == "lfu-log-factor") return std::to_string(defaults.lfu_log_factor);
         if (name == "lfu-decay-time") return std::to_string(defaults.lfu_decay_time_minutes);
+        if (name == "maxmemory-clients") return defaults.maxmemory_clients.format();
         return {};  // replicaof: none
     };
     std::vector<std::string> appended;
@@ -422,6 +442,7 @@ void cmd_config_rewrite(Context& ctx, Args) {
 
 void cmd_config_resetstat(Context& ctx, Args) {
     ctx.server.stats.reset_stats();
+    ctx.server.clients.reset_evicted_clients();
     ctx.out.ok();
 }
 
@@ -431,10 +452,10 @@ void cmd_config_help(Context& ctx, Args) {
               "    Return parameters matching the glob-like <pattern>.", "SET <directive> <value>",
               "    Set the configuration <directive> to <value> (slowlog-log-slower-than,",
               "    slowlog-max-len, latency-monitor-threshold, client-output-buffer-limit,",
-              "    lfu-log-factor, lfu-decay-time; the rest is fixed at start).", "RESETSTAT",
-              "    Reset statistics reported by the INFO command.", "REWRITE",
-              "    Rewrite the configuration file with what changed at run time.", "HELP",
-              "    Print this help."});
+              "    lfu-log-factor, lfu-decay-time, maxmemory-clients; the rest is fixed at",
+              "    start).", "RESETSTAT", "    Reset statistics reported by the INFO command.",
+              "REWRITE", "    Rewrite the configuration file with what changed at run time.",
+              "HELP", "    Print this help."});
 }
 }  // namespace
 

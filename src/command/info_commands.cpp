@@ -341,11 +341,11 @@ void info_stats(Context& ctx, std::string& out) {
     line(out, "expired_stale_perc", fixed2(expiry.stale_percent));
     line(out, "expired_time_cap_reached_count", expiry.time_cap_reached);
     line(out, "expire_cycle_cpu_milliseconds", expiry.cycle_milliseconds);
-    // maxmemory-policy is noeviction: nothing is evicted.
-    for (const char* field : {"evicted_keys", "evicted_clients", "total_eviction_exceeded_time",
-                              "current_eviction_exceeded_time"}) {
-        line(out, field, 0);
-    }
+    // noeviction: no key is evicted; clients are, past maxmemory-clients.
+    line(out, "evicted_keys", 0);
+    line(out, "evicted_clients", ctx.server.clients.evicted_clients());
+    line(out, "total_eviction_exceeded_time", 0);
+    line(out, "current_eviction_exceeded_time", 0);
     line(out, "keyspace_hits", s.keyspace_hits);
     line(out, "keyspace_misses", s.keyspace_misses);
     line(out, "pubsub_channels", ctx.server.pubsub.channel_count());

@@ -79,6 +79,8 @@ constexpr OptionRange kOptionRanges[] = {
     // Redis takes up to 2^64 - 1; 2^63 - 1 (8 EiB) keeps every size a signed
     // 64-bit number.
     bytes("maxmemory", 0, kLongMax),
+    // Redis's bounds for the size form (its percentage form: 0% to 100%).
+    bytes("maxmemory-clients", 0, kLongMax),
     integer("auto-aof-rewrite-percentage", 0, kIntMax),
     bytes("auto-aof-rewrite-min-size", 0, kLongMax),
     // A disk slower than the clients holds at most this much in memory.
@@ -199,11 +201,7 @@ bool parse_save_spec(const std::string& spec, std::vector<SavePoint>& out, std::
     return true;
 }
 
-namespace {
-
-// The memory this process may use: the cgroup limit of its container (v2
-// memory.max, else v1 memory.limit_in_bytes) when there is one, else the
-// machine's physical memory.
+// The cgroup limit: v2 memory.max, else v1 memory.limit_in_bytes.
 std::uint64_t memory_available() {
     for (const char* path :
          {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
@@ -220,8 +218,6 @@ std::uint64_t memory_available() {
     return static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) *
            static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 }
-
-}  // namespace
 
 bool parse_memory_limit(const std::string& spec, std::uint64_t& bytes, std::string& error) {
     if (!spec.empty() && spec.back() == '%') {
@@ -266,8 +262,8 @@ constexpr OutputBufferLimit kDefaultOutputLimits[kClientClasses] = {
 };
 constexpr std::string_view kClassNames[kClientClasses] = {"normal", "slave", "pubsub"};
 
-// Redis's memtoull: digits, then an optional unit (b, k = 1000, kb = 1024,
-// m, mb, g, gb; any case).
+}  // namespace
+
 bool memory_to_bytes(std::string_view text, std::uint64_t& out) {
     std::size_t digits = 0;
     while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
@@ -298,6 +294,8 @@ bool memory_to_bytes(std::string_view text, std::uint64_t& out) {
     out = number * multiplier;
     return true;
 }
+
+namespace {
 
 bool client_class_named(std::string_view name, ClientClass& out) {
     if (iequals(name, "normal")) {

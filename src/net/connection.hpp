@@ -67,6 +67,10 @@ public:
     // limit of the connection's class on its own thread (a replica's feed
     // counts the stream it has still to send) and closes it if it is passed.
     void check_output_limit();
+    // Thread-safe, for maxmemory-clients (client_eviction.cpp): marks the
+    // client evicted (a command it has not run yet does not run) and closes
+    // the connection on its own thread, replies in flight dropped.
+    void evict();
     const command::ClientState& client() const { return client_; }
 
     // ClientSuspender: called by a handler on this connection's thread.
@@ -160,6 +164,10 @@ private:
     // Publishes what the arguments of the last command hold to used_memory
     // (no atomic operation unless it changed).
     void report_arguments();
+    // Publishes what the client holds in all (ClientState::memory_bytes)
+    // when it changed, and tells the server when it grew (maxmemory-clients;
+    // client_eviction.cpp). Called where the buffers' sizes are reported.
+    void publish_memory();
     // Gives back argument storage a large command left.
     void shrink_arguments();
 

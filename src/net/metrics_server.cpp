@@ -37,10 +37,9 @@ public:
     ~Session() { leave(); }
 
     const asio::ip::address& peer() const { return peer_; }
-    // Waiting for a request (or the rest of one) since waiting_since();
-    // false while a reply is being written.
-    bool waiting() const { return waiting_; }
-    std::chrono::steady_clock::time_point waiting_since() const { return waiting_since_; }
+    // Since when it has waited for its request (or the rest of one) or for
+    // the reply being written to be read: what an eviction compares.
+    std::chrono::steady_clock::time_point stalled_since() const { return stalled_since_; }
 
     // Ends the connection now; what is pending completes with an error.
     void close() {
@@ -59,8 +58,7 @@ private:
     }
 
     void read() {
-        waiting_ = true;
-        waiting_since_ = std::chrono::steady_clock::now();
+        stalled_since_ = std::chrono::steady_clock::now();
         parser_.emplace();
         parser_->header_limit(
             static_cast<std::uint32_t>(server_.config_.metrics_max_request_bytes));
@@ -75,7 +73,6 @@ private:
     }
 
     void on_read(const error_code& error) {
-        waiting_ = false;
         if (error == http::error::header_limit || error == http::error::buffer_overflow) {
             respond(http::status::request_header_fields_too_large, "request too large\n", false,
                     false, {});
@@ -133,6 +130,7 @@ private:
         // The reply must be read within the deadline too: a client that
         // never reads cannot keep the connection (and the /metrics text).
         stream_.expires_after(timeout());
+        stalled_since_ = std::chrono::steady_clock::now();
         http::async_write(stream_, *response,
                           [self = shared_from_this(), response, keep_alive](const error_code& error,
                                                                             std::size_t) {
@@ -158,8 +156,7 @@ private:
     std::optional<http::request_parser<http::empty_body>> parser_;
     std::list<Session*>::iterator position_;
     bool registered_ = true;
-    bool waiting_ = false;
-    std::chrono::steady_clock::time_point waiting_since_;
+    std::chrono::steady_clock::time_point stalled_since_;
 };
 
 MetricsServer::MetricsServer(const core::Config& config, std::function<std::string()> render,
@@ -219,49 +216,43 @@ void MetricsServer::admit(asio::ip::tcp::socket socket) {
     if (error) return;  // gone already; the socket closes here
     const auto client = per_client_.find(peer);
     const std::size_t from_client = client == per_client_.end() ? 0 : client->second;
-    bool admitted = true;
     if (from_client >= config_.metrics_max_connections_per_client) {
-        admitted = evict_waiting(peer, true);
+        evict_stalled(peer, EvictionScope::newcomers_address);
     } else if (open_.load(std::memory_order_relaxed) >= config_.metrics_max_connections) {
-        admitted = evict_waiting(peer, false);
-    }
-    if (!admitted) {
-        // Every slot it could take is writing a reply: close at once; the
-        // scraper or the probe retries at its next interval.
-        spdlog::debug("metrics: refused a connection from {}: every slot is busy",
-                      peer.to_string());
-        error_code ignored;
-        socket.close(ignored);
-        return;
+        evict_stalled(peer, EvictionScope::any_address);
     }
     std::make_shared<Session>(*this, std::move(socket), peer)->start();
 }
 
-bool MetricsServer::evict_waiting(const asio::ip::address& newcomer, bool same_client_only) {
+void MetricsServer::evict_stalled(const asio::ip::address& newcomer, EvictionScope scope) {
     // The victim comes from the address that holds the most connections
     // (counting the newcomer's), so a client with fewer than others (a
     // kubelet's probe among many slow clients) never loses its one; among
-    // that address's, the one that has waited longest for its request. At
-    // most --metrics-max-connections sessions: a scan per connection that
-    // arrives at a bound is cheap.
+    // that address's, the one stalled longest: waiting for its request
+    // (slow writers) or for its reply to be read (slow readers: eight
+    // connections pipelining 200 scrapes each and never reading once held
+    // every slot of their address until the request timeout). A probe is
+    // never that one while others stall: it sends its request at once and
+    // its reply of a few bytes fits any socket buffer. There is always a
+    // victim: the bound reached is held by sessions of the scope searched.
+    // At most --metrics-max-connections sessions: a scan per connection
+    // that arrives at a bound is cheap.
     Session* victim = nullptr;
     std::size_t victim_load = 0;
     for (Session* session : sessions_) {
-        if (!session->waiting()) continue;
         const bool same = session->peer() == newcomer;
-        if (same_client_only && !same) continue;
+        if (scope == EvictionScope::newcomers_address && !same) continue;
         const std::size_t load = per_client_[session->peer()] + (same ? 1 : 0);
         if (victim == nullptr || load > victim_load ||
-            (load == victim_load && session->waiting_since() < victim->waiting_since())) {
+            (load == victim_load && session->stalled_since() < victim->stalled_since())) {
             victim = session;
             victim_load = load;
         }
     }
-    if (victim == nullptr) return false;
-    spdlog::debug("metrics: closing a connection from {} waiting for its request, for one from {}",
+    if (victim == nullptr) return;
+    spdlog::debug("metrics: closing the longest stalled connection from {} for one from {}",
                   victim->peer().to_string(), newcomer.to_string());
     victim->close();
-    return true;
 }
 
 std::list<MetricsServer::Session*>::iterator MetricsServer::enter(Session* session,

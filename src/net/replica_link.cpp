@@ -34,12 +34,26 @@ std::string command(const Words&... words) {
     return resp::encode_command({std::string_view(words)...});
 }
 
+// The largest snapshot this replica takes from its primary. Once loaded,
+// every filter and key the file describes is held in memory: the file stores
+// each bit array whole and little beside it (a 37-byte header per layer,
+// about 60 bytes and the name per key), all of which the loaded data set
+// holds too. A larger file could not be held within --maxmemory or, without
+// one, within the memory the process may use (its container's limit, else
+// the machine's), so receiving more of it would only fill the disk: a
+// primary that sent an endless snapshot once made a replica write 300 MB and
+// counting.
+std::uint64_t largest_snapshot(const core::Config& config) {
+    return config.maxmemory != 0 ? config.maxmemory : core::memory_available();
+}
+
 }  // namespace
 
-// The file a replica receives a snapshot into; removed when done with.
+// The file a replica receives a snapshot into, at most `limit` bytes;
+// removed when done with.
 class SyncFile {
 public:
-    explicit SyncFile(std::string path) : path_(std::move(path)) {
+    SyncFile(std::string path, std::uint64_t limit) : path_(std::move(path)), limit_(limit) {
         fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (fd_ < 0) {
             throw std::runtime_error("cannot create " + path_ + ": " + std::strerror(errno));
@@ -52,6 +66,13 @@ public:
     SyncFile(const SyncFile&) = delete;
     SyncFile& operator=(const SyncFile&) = delete;
     void write(const char* data, std::size_t size) {
+        if (size > limit_ - bytes_) {
+            throw std::runtime_error(
+                "the primary's snapshot passes " + std::to_string(limit_) +
+                " bytes, more than this replica could hold (--maxmemory, else the memory it may "
+                "use); " +
+                path_ + " removed");
+        }
         if (const int failed = core::write_all(fd_, data, size); failed != 0) {
             throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(failed));
         }
@@ -66,6 +87,7 @@ public:
 
 private:
     std::string path_;
+    std::uint64_t limit_;
     int fd_ = -1;
     std::uint64_t bytes_ = 0;
 };
@@ -332,8 +354,9 @@ void ReplicaLink::on_resume() {
 }
 
 // The snapshot arrives as "$EOF:<40-byte mark>\r\n", its bytes, the mark
-// (Redis's diskless form). It goes to a file in --dir, then replaces the
-// data (load_received).
+// (Redis's diskless form). It goes to a file in --dir, at most
+// largest_snapshot() bytes (past them the link fails and the file goes),
+// then replaces the data (load_received).
 void ReplicaLink::begin_full_sync() {
     {
         std::lock_guard lock(info_mutex_);
@@ -342,7 +365,7 @@ void ReplicaLink::begin_full_sync() {
     }
     const std::string path = sync_file_path(config_.dir);
     remove_stale_sync_files(config_.dir, path);
-    sync_file_ = std::make_unique<SyncFile>(path);
+    sync_file_ = std::make_unique<SyncFile>(path, largest_snapshot(config_));
 }
 
 void ReplicaLink::finish_full_sync() {

@@ -383,6 +383,9 @@ void Server::cron() {
             last_sample_ms_ = now;
         }
         check_output_limits(now);
+        // maxmemory-clients also when no client grows: after CONFIG SET
+        // lowered it, or past a walk that found the clients under it.
+        evict_clients_over_limit();
         if (config_.timeout_seconds > 0) {
             const std::int64_t limit = config_.timeout_seconds * 1000;
             for_each_connection([&](Connection& connection) {

@@ -77,6 +77,9 @@ class Server:
             self.log_path = os.path.join(self.log_dir or self.data_dir, "server-%d.log" % self.port)
             log = open(self.log_path, "wb")
             environment = dict(os.environ)
+            # The suite's own variable is no setting of the server's (it
+            # would warn of a BLOOMERY_* name close to BLOOMERY_BIND).
+            environment.pop("BLOOMERY_BIN", None)
             # A sanitized server stops at its first report (TSan would only
             # print it and change the exit code, which a test never sees).
             # TSan's lock-order detector tracks at most 64 locks held by one

@@ -9,11 +9,15 @@ quoted words, or a multibulk request of a million empty arguments. Before
 authentication such a request is refused at its eleventh word; after, its
 bookkeeping is counted in used_memory while it runs and given back after it,
 so RSS stays near what used_memory reports.
+
+A primary is a peer too: one that streams an endless snapshot fills no more
+of a replica's disk than the replica could ever load.
 """
 
 import os
 import resource
 import socket
+import threading
 import time
 import unittest
 
@@ -369,6 +373,115 @@ class QueryBufferLimit(unittest.TestCase):
             self.assertTrue(closed)
         with RespConnection(self.server.port) as c:
             self.assertEqual(c.call("PING"), b"PONG")
+
+
+class EndlessSnapshotPrimary:
+    """A primary on 127.0.0.1 that answers a replica's REPLCONF with +OK and
+    its PSYNC with a full copy whose snapshot never ends: zeros, up to
+    `most` bytes (so that a replica without a bound fills no disk), until
+    the replica closes the link. It takes one replica, once."""
+
+    def __init__(self, most):
+        self.most = most
+        self.sent = 0  # snapshot bytes sent when the replica closed the link
+        self.cut = threading.Event()
+        self.stopped = threading.Event()
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(1)
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def _command(connection, name):
+        """Reads one command (three words: REPLCONF listening-port N, PSYNC ? -1)."""
+        data = b""
+        while name not in data or data.count(b"\r\n") < 7:
+            chunk = connection.recv(4096)
+            if not chunk:
+                raise ConnectionError("the replica left")
+            data += chunk
+
+    def _serve(self):
+        self.listener.settimeout(30)
+        try:
+            connection, _ = self.listener.accept()
+        except OSError:
+            return
+        finally:
+            self.listener.close()  # a replica that comes back finds nobody
+        with connection:
+            try:
+                connection.settimeout(30)
+                self._command(connection, b"REPLCONF")
+                connection.sendall(b"+OK\r\n")
+                self._command(connection, b"PSYNC")
+                connection.sendall(b"+FULLRESYNC " + b"ab" * 20 + b" 0\r\n$EOF:" + b"cd" * 20 +
+                                   b"\r\n")
+                chunk = bytes(1 << 16)
+                while self.sent < self.most and not self.stopped.is_set():
+                    connection.sendall(chunk)
+                    self.sent += len(chunk)
+                # Sent all it would: wait for the replica to close, or the end.
+                connection.settimeout(0.1)
+                while not self.stopped.is_set():
+                    try:
+                        if not connection.recv(4096):
+                            break
+                    except socket.timeout:
+                        continue
+                else:
+                    return  # stopped with the link still open: no cut
+            except OSError:
+                pass
+            self.cut.set()
+
+    def close(self):
+        self.stopped.set()
+        self.thread.join(40)
+
+
+class HostilePrimary(unittest.TestCase):
+    def test_an_endless_snapshot_stops_at_the_replicas_maxmemory_and_its_file_goes(self):
+        # The bound: --maxmemory, what the replica could hold once loaded.
+        # Without it, a replica once wrote 300 MB and counting.
+        limit = 4 * MB
+        primary = EndlessSnapshotPrimary(most=16 * limit)
+        self.addCleanup(primary.close)
+        replica = harness.Server("--maxmemory", "4mb", "--replicaof",
+                                 "127.0.0.1 %d" % primary.port)
+        replica.start()
+        self.addCleanup(replica.cleanup)
+        path = os.path.join(replica.data_dir, "replica-sync-%d.tmp" % replica.process.pid)
+        largest = 0
+        deadline = time.monotonic() + 30
+        while not primary.cut.is_set():
+            try:
+                largest = max(largest, os.path.getsize(path))
+            except OSError:
+                pass  # not there yet, or already removed
+            self.assertLess(time.monotonic(), deadline,
+                            "the replica kept the link; its file holds %d bytes, the primary "
+                            "sent %d" % (largest, primary.sent))
+            time.sleep(0.002)
+        self.assertLessEqual(largest, limit)
+        # It read up to the bound (the rest of what was sent sat in socket
+        # buffers) and no further.
+        self.assertGreaterEqual(primary.sent, limit)
+        self.assertLess(primary.sent, 16 * limit)
+        deadline = time.monotonic() + 10
+        while os.path.exists(path):
+            self.assertLess(time.monotonic(), deadline, "the sync file was not removed")
+            time.sleep(0.01)
+        # The reason, as INFO and the log give it (INFO's once the link's
+        # thread has recorded it, just after closing).
+        reason = "the primary's snapshot passes 4194304 bytes"
+        with RespConnection(replica.port) as c:
+            while reason not in c.call("INFO", "replication").decode():
+                self.assertLess(time.monotonic(), deadline, "no reason in INFO replication")
+                time.sleep(0.01)
+        self.assertIn(reason, replica.log())
 
 
 if __name__ == "__main__":

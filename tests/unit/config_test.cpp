@@ -98,6 +98,53 @@ TEST(CommandLine, FlagsBeatTheConfigFileWhichBeatsTheEnvironment) {
     std::remove(path.c_str());
 }
 
+TEST(ConfigFile, RedisConfLinesSetWhatTheirFlagsSet) {
+    const std::string path = ::testing::TempDir() + "bloomery_redis_form_test.conf";
+    std::ofstream(path) << "port 7001\n"
+                           "requirepass \"two words\"\n"
+                           "save 900 1\n"
+                           "save 300 10\n"
+                           "replicaof primary.local 6390\n"
+                           "bf-initial-size = 500\n";  // the forms mix
+    setenv("BLOOMERY_PORT", "7002", 1);
+    CommandLine line = parse({"--config", path});
+    EXPECT_EQ(line.exit_code, -1);
+    EXPECT_EQ(line.config.port, 7001);  // file over environment, as in the other form
+    EXPECT_EQ(line.config.requirepass, "two words");
+    ASSERT_EQ(line.config.save_points.size(), 2u);
+    EXPECT_EQ(line.config.save_points[1].seconds, 300);
+    EXPECT_EQ(line.config.replicaof_host, "primary.local");
+    EXPECT_EQ(line.config.replicaof_port, 6390);
+    EXPECT_EQ(line.config.default_capacity, 500u);
+    line = parse({"--config", path, "--port", "7003"});
+    EXPECT_EQ(line.config.port, 7003);  // flag over file
+    unsetenv("BLOOMERY_PORT");
+    std::remove(path.c_str());
+}
+
+TEST(ConfigFile, UnknownKeysAreProblemsNamingFileLineAndNearestKey) {
+    const std::string path = ::testing::TempDir() + "bloomery_unknown_key_test.conf";
+    std::ofstream(path) << "port = 7001\nrequirepas = \"s3cret\"\nsave 900 1\ndatabases 16\n";
+    const CommandLine line = parse({"--test-config", "--config", path});
+    std::remove(path.c_str());
+    ASSERT_EQ(line.problems.size(), 2u);
+    EXPECT_EQ(line.problems[0],
+              path + ":2: unknown setting 'requirepas' (did you mean 'requirepass'?)");
+    EXPECT_EQ(
+        line.problems[1],
+        path + ":4: unknown setting 'databases' (a Redis setting with no meaning in bloomery)");
+    EXPECT_EQ(line.config.port, 7001);  // the rest is still read, for the other checks
+    // Without --test-config the same problems refuse the start.
+    std::ofstream(path) << "requirepas = \"s3cret\"\n";
+    ::testing::internal::CaptureStderr();
+    const CommandLine start = parse({"--config", path});
+    const std::string printed = ::testing::internal::GetCapturedStderr();
+    std::remove(path.c_str());
+    EXPECT_EQ(start.exit_code, 1);
+    EXPECT_NE(printed.find(path + ":1: unknown setting 'requirepas'"), std::string::npos)
+        << printed;
+}
+
 TEST(CommandLine, TlsOptionsComeFromFlagsFileAndEnvironment) {
     CommandLine line = parse({"--tls-port", "6380", "--tls-cert-file", "s.crt", "--tls-key-file",
                               "s.key", "--tls-ca-cert-file", "ca.crt"});
@@ -268,6 +315,57 @@ TEST(OptionRanges, TheConfigFileAndTheEnvironmentAreCheckedToo) {
     setenv("BLOOMERY_REPL_TIMEOUT", "2147483647", 1);
     EXPECT_TRUE(accepted({}));
     unsetenv("BLOOMERY_REPL_TIMEOUT");
+}
+
+TEST(ClientsMemoryLimit, TakesRedisSizesAndPercentagesOfMaxmemory) {
+    const ClientsMemoryLimit limit;
+    std::string error;
+    EXPECT_EQ(limit.format(), "0");  // Redis's default: no limit
+    EXPECT_EQ(limit.bytes(1 << 30), 0u);
+    ASSERT_TRUE(limit.parse("32mb", error)) << error;
+    EXPECT_EQ(limit.format(), "33554432");
+    EXPECT_EQ(limit.bytes(0), 32u << 20);
+    ASSERT_TRUE(limit.parse("1k", error)) << error;  // Redis's k: 1000, raised to the minimum
+    EXPECT_EQ(limit.bytes(0), kMinClientsMemoryLimit);
+    // Redis's own check: 7 % of 6 MB.
+    ASSERT_TRUE(limit.parse("7%", error)) << error;
+    EXPECT_EQ(limit.format(), "7%");
+    EXPECT_EQ(limit.bytes(6u << 20), 440401u);
+    EXPECT_EQ(limit.bytes(0), 0u);  // a percentage of no maxmemory: no limit
+    ASSERT_TRUE(limit.parse("100%", error)) << error;
+    EXPECT_EQ(limit.bytes(std::uint64_t{1} << 62), std::uint64_t{1} << 62);
+    ASSERT_TRUE(limit.parse("0", error)) << error;
+    EXPECT_EQ(limit.bytes(1 << 30), 0u);
+}
+
+TEST(ClientsMemoryLimit, RefusesWhatRedisRefusesAndKeepsTheSetting) {
+    const ClientsMemoryLimit limit;
+    std::string error;
+    ASSERT_TRUE(limit.parse("5%", error));
+    for (const char* bad : {"", "%", "-1", "-5%", "1x", "5.5%", "mb", "99999999999999999999"}) {
+        EXPECT_FALSE(limit.parse(bad, error)) << bad;
+        EXPECT_EQ(error, "argument must be a memory or percent value") << bad;
+    }
+    EXPECT_FALSE(limit.parse("101%", error));
+    EXPECT_EQ(error, "percentage argument must be less or equal to 100");
+    EXPECT_FALSE(limit.parse("9223372036854775808", error));
+    EXPECT_EQ(error, "argument must be between 0 and 9223372036854775807 inclusive");
+    EXPECT_EQ(limit.format(), "5%");
+}
+
+TEST(ClientsMemoryLimit, IsAnOptionOfTheCommandLine) {
+    EXPECT_EQ(parse({"--maxmemory-clients", "10%"}).config.maxmemory_clients.format(), "10%");
+    EXPECT_EQ(parse({"--maxmemory-clients", "2mb"}).config.maxmemory_clients.bytes(0), 2u << 20);
+    std::string printed;
+    EXPECT_FALSE(accepted({"--maxmemory-clients", "lots"}, &printed));
+    EXPECT_NE(printed.find("--maxmemory-clients: must be a size in bytes (suffixes kb, mb, gb) "
+                           "between 0 and 9223372036854775807 inclusive, or a percentage of "
+                           "--maxmemory from 0% to 100%, got 'lots'"),
+              std::string::npos)
+        << printed;
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(parse({"--maxmemory-clients", "101%"}).exit_code, 1);
+    ::testing::internal::GetCapturedStderr();
 }
 
 }  // namespace

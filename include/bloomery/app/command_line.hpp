@@ -29,6 +29,10 @@ struct CommandLine {
     // aside, which exit at once). Otherwise always empty: they are printed
     // and exit_code is 1.
     std::vector<std::string> problems;
+    // Said at start (logged) and by --test-config, but no reason to refuse
+    // either: BLOOMERY_* variables no option reads whose names are close to
+    // one that does.
+    std::vector<std::string> warnings;
     int exit_code = -1;  // >= 0: exit now with this code (--help, --version, error)
 };
 

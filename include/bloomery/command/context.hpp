@@ -154,6 +154,12 @@ struct ClientState {
     // soft client-output-buffer-limit of the client's class, 0 while they
     // are not: written by the connection, read by the server's cron.
     std::atomic<std::int64_t> output_soft_limit_since_ms{0};
+    // maxmemory-clients (net/server.hpp). What the client holds, in bytes:
+    // query buffer, arguments, replies, transaction and subscriptions
+    // (CLIENT LIST tot-mem), published by the connection when it changes.
+    std::atomic<std::uint64_t> memory_bytes{0};
+    std::atomic<bool> no_evict{false};  // CLIENT NO-EVICT on (CLIENT LIST flag e)
+    std::atomic<bool> evicted{false};   // chosen to be closed for maxmemory-clients
     // Access control (acl.hpp). `user`: whom AUTH or HELLO AUTH made this
     // client, null for the default user; set by the owner thread, read by
     // CLIENT LIST from others (users live as long as the server).

@@ -123,6 +123,13 @@ public:
     // Asks the connection with this id (or "ip:port") to close; false if none.
     virtual bool kill_client(std::int64_t id) = 0;
     virtual bool kill_client(std::string_view address) = 0;
+    // maxmemory-clients: clients closed for it since start or the last
+    // reset_evicted_clients() (INFO evicted_clients, CONFIG RESETSTAT).
+    virtual std::uint64_t evicted_clients() { return 0; }
+    virtual void reset_evicted_clients() {}
+    // Closes clients, largest first, while all together hold at least
+    // maxmemory-clients (CONFIG SET lowered it). Any thread.
+    virtual void evict_clients_over_limit() {}
 };
 
 // Counters and facts about the process: INFO, CONFIG RESETSTAT.

@@ -85,6 +85,46 @@ bool parse_output_buffer_limits(std::string_view spec, const OutputBufferLimits&
 // As CONFIG GET shows it: "normal 1073741824 0 0 slave 268435456 67108864 60
 // pubsub 33554432 8388608 60".
 std::string format_output_buffer_limits(const OutputBufferLimits& limits);
+// Redis's memtoull: digits, then an optional unit (b, k = 1000, kb = 1024,
+// m, mb, g, gb; any case). False if `text` is not one or overflows.
+bool memory_to_bytes(std::string_view text, std::uint64_t& out);
+
+// maxmemory-clients (Redis 7): the most bytes all clients together may hold
+// (query buffers, arguments, replies, transactions, subscriptions; replicas'
+// feeds and a replica's link to its primary are not counted) before the
+// clients holding most are closed, largest first (net/server.hpp). A size,
+// or a percentage of --maxmemory. CONFIG SET changes it while workers read
+// it: one atomic, so a reader sees the old setting or the new one; copying
+// a Config copies it.
+class ClientsMemoryLimit {
+public:
+    ClientsMemoryLimit() = default;
+    ClientsMemoryLimit(const ClientsMemoryLimit& other)
+        : setting_(other.setting_.load(std::memory_order_relaxed)) {}
+    ClientsMemoryLimit& operator=(const ClientsMemoryLimit& other) {
+        setting_.store(other.setting_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        return *this;
+    }
+
+    // Takes Redis's forms: 0 (no limit), a size with Redis's units (b, k =
+    // 1000, kb = 1024, m, mb, g, gb; at most 2^63 - 1), or a whole
+    // percentage of maxmemory from 0% to 100%. On error, false with Redis's
+    // reason ("argument must be a memory or percent value") and no change.
+    // Const because CONFIG SET changes it through the shared Config.
+    bool parse(std::string_view text, std::string& error) const;
+    // The limit in bytes, 0 for none: the size, or the percentage of
+    // `maxmemory` (none while maxmemory is 0). As Redis, a limit under
+    // kMinClientsMemoryLimit is raised to it, so a slip of the setting
+    // cannot leave every client unable to talk to the server.
+    std::uint64_t bytes(std::uint64_t maxmemory) const;
+    // As CONFIG GET shows it: "0", "33554432", "25%".
+    std::string format() const;
+
+private:
+    // >= 0: bytes; < 0: minus a percentage (Redis's encoding).
+    mutable std::atomic<std::int64_t> setting_{0};
+};
+inline constexpr std::uint64_t kMinClientsMemoryLimit = 128 * 1024;
 
 struct Config {
     // Network
@@ -131,6 +171,7 @@ struct Config {
     std::int64_t lfu_decay_time_minutes = 1;
     // Memory
     std::uint64_t maxmemory = 0;  // bytes; 0 = no limit (core/memory.hpp counts what is held)
+    ClientsMemoryLimit maxmemory_clients;  // 0: no limit, as Redis; CONFIG SET changes it
     // Persistence
     std::string dir = "./data";
     std::string dbfilename = "dump.bloomery";
@@ -262,6 +303,9 @@ std::string format_save_points(const std::vector<SavePoint>& points);
 // to the process ("75%": of the cgroup limit when in a container, else of
 // physical memory). False with a message on malformed input.
 bool parse_memory_limit(const std::string& spec, std::uint64_t& bytes, std::string& error);
+// The memory this process may use: its container's cgroup limit when there
+// is one, else the machine's physical memory. Reads /sys: not for hot paths.
+std::uint64_t memory_available();
 // This machine's name: $HOSTNAME when set (Kubernetes sets it to the pod's
 // name; tests set it too), else the kernel's. `--cluster-self auto` reads
 // its ordinal from it.

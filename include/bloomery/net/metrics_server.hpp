@@ -13,14 +13,15 @@
 //
 // A liveness probe must get through whatever else holds connections
 // (Kubernetes restarts a pod whose /healthz stops answering): a new
-// connection that finds a bound reached takes the place of one still waiting
-// for its request, which is closed: at its address's bound, that address's
-// longest waiting; at the listener's, the longest waiting of the address
-// holding the most connections (the newcomer's counted), so an address with
-// fewer connections than another never loses one to it. Connections writing
-// a reply are never closed for a newcomer; if no other can go, the newcomer
-// is closed at once. Slow clients from other addresses thus never keep a
-// probe out; clients sharing the probe's address share its slots.
+// connection that finds a bound reached always gets in, in the place of the
+// connection stalled longest, which is closed: waiting for its request (a
+// slow writer) or for its reply to be read (a slow reader, e.g. one that
+// pipelines scrapes and never reads). At its address's bound, that
+// address's; at the listener's, one of the address holding the most
+// connections (the newcomer's counted), so an address with fewer
+// connections than another never loses one to it. A probe sends its request
+// at once and reads its few bytes of reply, so it is never the one stalled
+// longest: slow clients of any address, its own included, never keep it out.
 
 #include <atomic>
 #include <cstdint>
@@ -64,12 +65,14 @@ private:
     class Session;
     void accept_next();
     // Takes `socket` on, closing another connection for it if a bound is
-    // reached (or it, if none can go). Metrics thread.
+    // reached. Metrics thread.
     void admit(boost::asio::ip::tcp::socket socket);
-    // Closes a session waiting for a request to make room for one from
-    // `newcomer` (only one of its own with `same_client_only`); false if
-    // none waits.
-    bool evict_waiting(const boost::asio::ip::address& newcomer, bool same_client_only);
+    // Which sessions may make room for a newcomer: only its address's (at
+    // --metrics-max-connections-per-client) or any (at the listener's bound).
+    enum class EvictionScope { newcomers_address, any_address };
+    // Closes the session stalled longest within `scope` to make room for one
+    // from `newcomer`.
+    void evict_stalled(const boost::asio::ip::address& newcomer, EvictionScope scope);
     // Sessions register when they start and unregister when they close.
     std::list<Session*>::iterator enter(Session* session, const boost::asio::ip::address& peer);
     void leave(std::list<Session*>::iterator position, const boost::asio::ip::address& peer);

@@ -132,6 +132,9 @@ public:
     std::string client_list(std::span<const std::int64_t> ids) override;
     bool kill_client(std::int64_t id) override;
     bool kill_client(std::string_view address) override;
+    std::uint64_t evicted_clients() override;
+    void reset_evicted_clients() override;
+    void evict_clients_over_limit() override;
     command::StatsTotals stats() override;
     void reset_stats() override;
     std::vector<core::CommandTotals> command_stats() override;
@@ -186,6 +189,13 @@ public:
     void client_blocked(std::int64_t by) {
         blocked_clients_.fetch_add(by, std::memory_order_relaxed);
     }
+    // maxmemory-clients (client_eviction.cpp): a connection's memory grew
+    // (an allocation of its buffers or arguments, at most once a command).
+    // If the clients' buffers together may have reached the limit, closes
+    // the clients holding most, largest first, until the others hold less;
+    // never replicas or clients with CLIENT NO-EVICT on. Reads a few shared
+    // counters and writes none unless it evicts. The connection's thread.
+    void client_memory_grew();
 
 private:
     void accept_next(boost::asio::ip::tcp::acceptor& acceptor, bool tls);
@@ -218,6 +228,9 @@ private:
     // Asks every connection whose client matches to close; true if any did.
     template <class Match>
     bool close_clients_where(Match&& match);
+    // The walk of client_memory_grew() and evict_clients_over_limit(), once
+    // the counters say the clients may hold `held` >= `limit` bytes.
+    void evict_clients(std::uint64_t limit, std::uint64_t held);
 
     const core::Config& config_;
     store::Keyspace& keyspace_;
@@ -252,6 +265,14 @@ private:
     // Connections tracked and not yet closed: a stop waits for none to remain.
     std::atomic<std::size_t> open_connections_{0};
     std::atomic<std::int64_t> blocked_clients_{0};  // blocked_clients()
+    // maxmemory-clients: a walk is under way (one at a time); the counted
+    // bytes below which growth needs no walk after one found nothing to
+    // close (see evict_clients); clients closed, and the count at the last
+    // CONFIG RESETSTAT.
+    std::atomic<bool> evicting_{false};
+    std::atomic<std::uint64_t> eviction_recheck_at_{0};
+    std::atomic<std::uint64_t> evicted_clients_{0};
+    std::atomic<std::uint64_t> evicted_clients_base_{0};
     std::int64_t start_time_ms_;
     std::atomic<bool> stopping_{false};
     std::atomic<bool> accepting_{false};
