@@ -83,10 +83,26 @@ void Server::evict_clients_over_limit() {
 }
 
 void Server::evict_clients(std::uint64_t limit, std::uint64_t held) {
-    // One walk at a time: a thread that finds one under way leaves it the
-    // work (should that walk have read this client before it grew, the
-    // next growth or the next cron tick, within 100 ms, walks again).
-    if (evicting_.exchange(true, std::memory_order_acquire)) return;
+    // One walk at a time. A thread that finds one under way leaves it the
+    // work, and says so first: the walker, once done, walks again if anyone
+    // did (that walk may have read this client before it grew), so growth
+    // past the limit is never left to the next cron tick (on a slow build,
+    // fifty clients sending a million arguments each passed the limit by
+    // far more than one request's worth without the second walk).
+    eviction_wanted_.store(true, std::memory_order_seq_cst);
+    while (!evicting_.exchange(true, std::memory_order_seq_cst)) {
+        eviction_wanted_.store(false, std::memory_order_seq_cst);
+        evict_largest_clients(limit, held);
+        evicting_.store(false, std::memory_order_seq_cst);
+        // Growth seen while this walked set the flag before it found the
+        // walk under way, so it is seen here.
+        if (!eviction_wanted_.load(std::memory_order_seq_cst)) return;
+        held = client_buffers_counted();
+        if (held < limit) return;
+    }
+}
+
+void Server::evict_largest_clients(std::uint64_t limit, std::uint64_t held) {
     std::vector<std::shared_ptr<Connection>> live;
     for (auto& worker : workers_) {
         std::lock_guard lock(worker->connections_mutex);
@@ -128,7 +144,6 @@ void Server::evict_clients(std::uint64_t limit, std::uint64_t held) {
     // them: the next growth walks again and leaves them out.
     eviction_recheck_at_.store(closing ? 0 : held + limit / kRecheckFraction,
                                std::memory_order_relaxed);
-    evicting_.store(false, std::memory_order_release);
 }
 
 std::uint64_t Server::evicted_clients() {

@@ -386,10 +386,12 @@ class ClientEviction(unittest.TestCase):
               % (arguments, answered, evicted, peak / MB, rss / MB))
         self.assertGreater(evicted, 0)
         self.assertEqual(evicted, closed)
-        # Measured: +56-60 MB (+240 MB without the limit); the most a worker
-        # thread adds past the limit at once is one request's 16 MB of views
-        # and a doubling of its buffer.
-        self.assertLess(peak, limit + 2 * 24 * MB)
+        # What passes the limit is what the two worker threads allocate at
+        # one moment, each for the request it parses: its 16 MB of argument
+        # views, and its query buffer while it doubles from 4 to 8 MB (old
+        # and new held together: 12 MB). Release builds stay well under
+        # that; a sanitizer build's slower walks let both threads reach it.
+        self.assertLess(peak, limit + 2 * (16 + 12) * MB)
         if sanitizer_memory_factor(server.process.pid) == 1:
             # Measured: +63-93 MB sampled (+214-235 MB without the limit).
             self.assertLess(rss, 4 * limit)

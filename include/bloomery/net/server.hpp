@@ -229,8 +229,11 @@ private:
     template <class Match>
     bool close_clients_where(Match&& match);
     // The walk of client_memory_grew() and evict_clients_over_limit(), once
-    // the counters say the clients may hold `held` >= `limit` bytes.
+    // the counters say the clients may hold `held` >= `limit` bytes: by this
+    // thread, or by the one walking already, which walks again for it.
     void evict_clients(std::uint64_t limit, std::uint64_t held);
+    // One walk: closes the largest clients while all hold >= `limit`.
+    void evict_largest_clients(std::uint64_t limit, std::uint64_t held);
 
     const core::Config& config_;
     store::Keyspace& keyspace_;
@@ -265,11 +268,12 @@ private:
     // Connections tracked and not yet closed: a stop waits for none to remain.
     std::atomic<std::size_t> open_connections_{0};
     std::atomic<std::int64_t> blocked_clients_{0};  // blocked_clients()
-    // maxmemory-clients: a walk is under way (one at a time); the counted
-    // bytes below which growth needs no walk after one found nothing to
-    // close (see evict_clients); clients closed, and the count at the last
-    // CONFIG RESETSTAT.
+    // maxmemory-clients: a walk is under way (one at a time); growth was
+    // seen during one (it walks again); the counted bytes below which growth
+    // needs no walk after one found nothing to close (see evict_clients);
+    // clients closed, and the count at the last CONFIG RESETSTAT.
     std::atomic<bool> evicting_{false};
+    std::atomic<bool> eviction_wanted_{false};
     std::atomic<std::uint64_t> eviction_recheck_at_{0};
     std::atomic<std::uint64_t> evicted_clients_{0};
     std::atomic<std::uint64_t> evicted_clients_base_{0};

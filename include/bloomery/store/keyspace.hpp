@@ -166,7 +166,8 @@ public:
     // which returns a FilterRef or an empty one to refuse, and inserts that.
     // make() runs outside any lock (a large filter takes a while to
     // allocate); fn runs under the shared lock. Returns false if make()
-    // refused (and fn was not called).
+    // refused, or the key is there past its deadline while deadlines are
+    // followed (and fn was not called).
     template <class Make, class Fn>
     bool with_filter_or_create(std::string_view key, Make&& make, Fn&& fn) {
         // Each round finds the filter or creates it; only a client deleting
@@ -176,8 +177,12 @@ public:
             FilterRef created = make();
             if (!created) return false;
             // If another client created the key first, its filter wins and
-            // ours is dropped: the next lookup finds theirs.
-            insert_new(key, std::move(created));
+            // ours is dropped: the next lookup finds theirs. Following
+            // deadlines, a key past its deadline is hidden from the lookup
+            // and still refuses the insert: nothing is created (a write
+            // that raced this server becoming a replica), rather than
+            // looping until the primary's DEL.
+            if (!insert_new(key, std::move(created)) && following()) return false;
         }
     }
 
