@@ -62,7 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     {
         std::string report;
         std::string error;
-        const bool valid = bloomery::persist::check_journal(path, false, report, error);
+        const bool valid = bloomery::persist::check_journal(path, false, report, error) ==
+                           bloomery::persist::JournalCheck::valid;
         if (!valid && error.empty()) std::abort();
     }
     {
