@@ -37,28 +37,8 @@ struct Keyspace::Node {
     }
     // The home slot of this key in a table of mask + 1 slots.
     std::size_t home(std::size_t mask) const { return hash_key(key()) & mask; }
-    void touch() const {
-        const std::uint32_t word = accessed.load(std::memory_order_relaxed);
-        const std::uint32_t clock = access_clock();
-        // Not compare-and-swaps: a use lost to a racing one only makes the
-        // estimate a little lower, and Redis's counter is an estimate too.
-        if (key_access::stamp_of(word) == (clock & key_access::kClockMask)) {
-            // Used again within the second: nothing decays; the counter
-            // may go up (rarely once past a few uses, never past 255).
-            const std::uint32_t counter = key_access::counter_of(word);
-            if (counter < key_access::kCounterMax &&
-                key_access::counts(counter, key_access::next_random(),
-                                   key_access::g_log_factor.load(std::memory_order_relaxed))) {
-                accessed.store(word + 1, std::memory_order_relaxed);
-            }
-            return;
-        }
-        accessed.store(
-            key_access::used(word, clock, key_access::next_random(),
-                             key_access::g_log_factor.load(std::memory_order_relaxed),
-                             key_access::g_decay_minutes.load(std::memory_order_relaxed)),
-            std::memory_order_relaxed);
-    }
+    // One use of the key (key_access.hpp).
+    void touch() const { key_access::use(accessed); }
     std::int64_t deadline() const { return expire_at_ms.load(std::memory_order_relaxed); }
     bool expired(std::int64_t now) const {
         const std::int64_t at = deadline();

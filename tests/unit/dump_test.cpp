@@ -3,8 +3,8 @@
 // driven without sockets.
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -437,8 +437,9 @@ TEST(KeyspaceRestore, RenameIfAbsentMovesOnlyToAFreeName) {
     EXPECT_FALSE(keyspace.contains("a"));
     EXPECT_EQ(keyspace.get("c")->filter.get(), a);
     // A name whose key is past its deadline is free.
-    ASSERT_TRUE(keyspace.set_expiry("b", store::now_ms() + 1));
-    ::usleep(5000);
+    store::ManualClock clock;
+    ASSERT_TRUE(keyspace.set_expiry("b", clock.now() + 1));
+    clock.advance(std::chrono::milliseconds(5));
     EXPECT_EQ(keyspace.rename_if_absent("c", "b"), true);
     EXPECT_EQ(keyspace.get("b")->filter.get(), a);
     EXPECT_EQ(keyspace.size(), 1u);
@@ -493,19 +494,19 @@ TEST(KeyspaceRandomKey, EmptyGivesNothingAndEveryKeyComesUp) {
 }
 
 TEST(KeyspaceRandomKey, SkipsAndErasesKeysPastTheirDeadline) {
+    store::ManualClock clock;
     Keyspace keyspace(4);
     const FilterRef shared = ScalableFilter::create(options_of(0.01, 10, bloom::Layout::classic));
     keyspace.put("live", shared);
-    for (int i = 0; i < 30; ++i)
-        keyspace.put("dead-" + std::to_string(i), shared, store::now_ms() + 1);
-    ::usleep(5000);
+    for (int i = 0; i < 30; ++i) keyspace.put("dead-" + std::to_string(i), shared, clock.now() + 1);
+    clock.advance(std::chrono::milliseconds(5));
     for (int i = 0; i < 50; ++i) EXPECT_EQ(keyspace.random_key(), "live");
     // Every key past its deadline met on the way was erased.
     EXPECT_LT(keyspace.size(), 31u);
     // Only expired keys: nothing, after at most kRandomKeyDraws draws.
     Keyspace dead(4);
-    for (int i = 0; i < 500; ++i) dead.put("d" + std::to_string(i), shared, store::now_ms() + 1);
-    ::usleep(5000);
+    for (int i = 0; i < 500; ++i) dead.put("d" + std::to_string(i), shared, clock.now() + 1);
+    clock.advance(std::chrono::milliseconds(5));
     EXPECT_EQ(dead.random_key(), std::nullopt);
     EXPECT_GE(dead.size(), 500u - Keyspace::kRandomKeyDraws);
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <random>
 
@@ -95,6 +96,17 @@ TEST(KeyAccess, NewWordsStartNowOrIdleAndClampTheCounter) {
     EXPECT_EQ(access_frequency(access_word(600, 100)), 100u);
     set_lfu_decay_time(1);
     EXPECT_EQ(access_frequency(access_word(600, 100)), 90u);  // ten whole minutes
+}
+
+TEST(KeyAccess, IdleTimeAndDecayFollowTheClock) {
+    ManualClock clock;
+    const std::uint32_t word = access_word(0, 100);
+    EXPECT_EQ(idle_seconds(word), 0);
+    EXPECT_EQ(access_clock(), static_cast<std::uint32_t>(clock.now() / 1000));
+    clock.advance(std::chrono::minutes(10));
+    EXPECT_EQ(idle_seconds(word), 600);
+    EXPECT_EQ(access_frequency(word), 90u);  // lfu-decay-time 1: one a minute
+    EXPECT_EQ(now_ms(), clock.now());
 }
 
 }  // namespace

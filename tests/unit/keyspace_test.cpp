@@ -62,6 +62,18 @@ TEST(Keyspace, ExpiredKeysAreDeletedOnAccessOrByTheCycle) {
     EXPECT_EQ(*keyspace.expiry("old"), 0);
 }
 
+TEST(Keyspace, AKeyIsGoneOnceTheClockReachesItsDeadline) {
+    ManualClock clock;
+    Keyspace keyspace(4);
+    keyspace.put("k", make_filter(), clock.now() + 1000);
+    clock.advance(std::chrono::milliseconds(999));
+    EXPECT_TRUE(keyspace.contains("k"));
+    EXPECT_EQ(*keyspace.expiry("k"), clock.now() + 1);
+    clock.advance(std::chrono::milliseconds(1));
+    EXPECT_FALSE(keyspace.contains("k"));
+    EXPECT_EQ(keyspace.expired_keys(), 1u);
+}
+
 TEST(Keyspace, SetExpiryInThePastDeletesAndZeroPersists) {
     Keyspace keyspace(4);
     keyspace.put("k", make_filter());
@@ -97,15 +109,17 @@ TEST(Keyspace, ShardEntriesListEveryLiveKeyOnce) {
         keyspace.put("key" + std::to_string(i), make_filter(10));
     }
     // Live keys with a deadline, keys whose deadline has long passed, and
-    // keys whose deadline passes while the test waits.
+    // keys whose deadline passes as the clock moves on.
     for (int i = 0; i < 10; ++i) {
         live.insert("later" + std::to_string(i));
         keyspace.put("later" + std::to_string(i), make_filter(10), now_ms() + 3600'000);
         keyspace.put("past" + std::to_string(i), make_filter(10), now_ms() - 1000);
     }
-    const std::int64_t soon = now_ms() + 20;
-    for (int i = 0; i < 10; ++i) keyspace.put("soon" + std::to_string(i), make_filter(10), soon);
-    while (now_ms() <= soon) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ManualClock clock;
+    for (int i = 0; i < 10; ++i) {
+        keyspace.put("soon" + std::to_string(i), make_filter(10), clock.now() + 20);
+    }
+    clock.advance(std::chrono::milliseconds(21));
     // Overwriting keys must not leave a second entry behind.
     for (int i = 0; i < 100; i += 7) keyspace.put("key" + std::to_string(i), make_filter(20));
 

@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/store/clock.hpp"
 #include "bloomery/store/epoch.hpp"
 #include "bloomery/store/expiry_set.hpp"
 #include "bloomery/store/key_access.hpp"
@@ -72,9 +73,6 @@ namespace bloomery::store {
 using bloom::FilterRef;
 // A sum of up to 2^64 deadlines cannot overflow it.
 __extension__ typedef __int128 Int128;
-
-// Milliseconds since the Unix epoch (wall clock), the unit of every deadline.
-std::int64_t now_ms();
 
 // Who decides that a key's deadline has passed (see the class comment).
 enum class Deadlines {
