@@ -571,9 +571,9 @@ void cmd_loadchunk(Context& ctx, Args argv) {
     const std::string_view data = argv[3];
     std::string error;
     if (iter != 1) {  // a data chunk, into the filter its header created
-        store::Keyspace::ChunkStatus status;
+        core::Result<store::Keyspace::ChunkStatus> loaded = store::Keyspace::ChunkStatus::missing;
         try {
-            status = ctx.keyspace.load_chunk(argv[1], iter, data, error);
+            loaded = ctx.keyspace.load_chunk(argv[1], iter, data);
         } catch (const std::bad_alloc&) {
             ctx.out.error(errors::kNoMemory);  // nothing was recorded or applied
             return;
@@ -581,10 +581,10 @@ void cmd_loadchunk(Context& ctx, Args argv) {
             ctx.out.error(errors::kNoMemory);
             return;
         }
-        if (status == store::Keyspace::ChunkStatus::missing) {
+        if (!loaded) {
+            ctx.out.error("ERR " + loaded.error());
+        } else if (*loaded == store::Keyspace::ChunkStatus::missing) {
             ctx.out.error(errors::kNotFound);
-        } else if (status == store::Keyspace::ChunkStatus::refused) {
-            ctx.out.error("ERR " + error);
         } else {
             note_change(ctx);
             ctx.out.ok();

@@ -257,8 +257,10 @@ void cmd_exec(Context& ctx, Args) {
     bool every_shard = false;
     keys_to_hold(transaction, arguments, keys, every_shard);
     store::Keyspace::Transaction held;
+    const store::TransactionScope scope =
+        every_shard ? store::TransactionScope::every_shard : store::TransactionScope::keys;
     try {
-        if (every_shard || !keys.empty()) held = ctx.keyspace.begin_transaction(keys, every_shard);
+        if (every_shard || !keys.empty()) held = ctx.keyspace.begin_transaction(keys, scope);
     } catch (const std::bad_alloc&) {
         // Nothing ran: the transaction ends as if refused.
         transaction.discard();

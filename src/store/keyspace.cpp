@@ -27,12 +27,12 @@ Keyspace::~Keyspace() {
     // No lookup can run any more: free at once.
     for (Shard& shard : shards_) {
         Table* table = shard.table.exchange(nullptr);
-        if (table != nullptr) free_table(table, true);
+        if (table != nullptr) free_table(table, Nodes::free);
     }
     for (Retired& retired : retired_) {
         for (Node* node : retired.garbage.nodes) free_node(node);
-        for (Table* table : retired.garbage.tables) free_table(table, false);
-        for (Table* table : retired.garbage.tables_and_nodes) free_table(table, true);
+        for (Table* table : retired.garbage.tables) free_table(table, Nodes::keep);
+        for (Table* table : retired.garbage.tables_and_nodes) free_table(table, Nodes::free);
     }
 }
 
@@ -80,9 +80,9 @@ void Keyspace::free_node(Node* node) {
     ::operator delete(node);
 }
 
-void Keyspace::free_table(Table* table, bool with_nodes) {
+void Keyspace::free_table(Table* table, Nodes nodes) {
     const std::size_t slots = table->mask + 1;
-    if (with_nodes) {
+    if (nodes == Nodes::free) {
         for (std::size_t i = 0; i < slots; ++i) {
             if (table->slots()[i] != 0) free_node(node_of<Node>(table->slots()[i]));
         }
@@ -125,8 +125,8 @@ void Keyspace::reclaim() const {
     auto* self = const_cast<Keyspace*>(this);
     for (Retired& retired : ready) {
         for (Node* node : retired.garbage.nodes) self->free_node(node);
-        for (Table* table : retired.garbage.tables) self->free_table(table, false);
-        for (Table* table : retired.garbage.tables_and_nodes) self->free_table(table, true);
+        for (Table* table : retired.garbage.tables) self->free_table(table, Nodes::keep);
+        for (Table* table : retired.garbage.tables_and_nodes) self->free_table(table, Nodes::free);
     }
 }
 
@@ -313,7 +313,7 @@ bool Keyspace::rehash(Shard& shard, std::size_t slots, Garbage& garbage) {
 bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
                                            std::shared_lock<std::shared_mutex>& lock,
                                            std::string_view key, std::uint64_t hash,
-                                           bool touch) const {
+                                           Use use) const {
     const std::size_t slot = find_slot(shard, key, hash);
     if (slot == kNotFound) return nullptr;
     const Node* node = node_at(shard, slot);
@@ -324,7 +324,7 @@ bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
         }
         return nullptr;
     }
-    if (touch) node->touch();
+    if (use == Use::touch) node->touch();
     return node->filter.get();
 }
 

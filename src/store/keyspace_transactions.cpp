@@ -46,11 +46,11 @@ std::shared_lock<std::shared_mutex> Keyspace::read_shard(const Shard& shard) con
 }
 
 Keyspace::Transaction Keyspace::begin_transaction(std::span<const std::string_view> keys,
-                                                  bool every_shard) {
+                                                  TransactionScope scope) {
     if (t_token != 0) throw std::logic_error("a transaction inside a transaction");
     Transaction transaction;
     std::vector<std::uint32_t>& held = transaction.shards_;
-    if (every_shard) {
+    if (scope == TransactionScope::every_shard) {
         held.resize(shards_.size());
         for (std::uint32_t i = 0; i < held.size(); ++i) held[i] = i;
     } else {

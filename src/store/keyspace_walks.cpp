@@ -260,7 +260,7 @@ std::vector<std::string> Keyspace::keys_in_slot(std::uint16_t slot, std::size_t 
     return out;
 }
 
-KeyspaceView Keyspace::view(bool for_snapshot) const {
+KeyspaceView Keyspace::view(ViewFor purpose) const {
     KeyspaceView view;
     std::vector<std::shared_lock<std::shared_mutex>> locks;
     locks.reserve(shards_.size());
@@ -310,7 +310,8 @@ KeyspaceView Keyspace::view(bool for_snapshot) const {
         }
     }
     view.counted_.assign(view.entries_.size(), false);
-    if (MutationLog* log = log_.load(std::memory_order_acquire); log != nullptr && for_snapshot) {
+    if (MutationLog* log = log_.load(std::memory_order_acquire);
+        log != nullptr && purpose == ViewFor::snapshot) {
         view.log_id_ = log->log_id();
         // The cut: no data scope is open (every add before it has set its
         // bits and counted), none opens, and every shard is locked, so the

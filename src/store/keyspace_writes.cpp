@@ -54,16 +54,15 @@ std::vector<EncodedRecord> encode_bits(MutationLog& log, const bloom::ScalableFi
 
 }  // namespace
 
-bool Keyspace::restore(std::string_view key, FilterRef filter, std::int64_t expire_at_ms,
-                       bool replace, std::int64_t idle_seconds, std::uint32_t frequency) {
-    return store(key, std::move(filter), expire_at_ms, replace, /*with_bits=*/true, idle_seconds,
-                 frequency);
+bool Keyspace::restore(std::string_view key, FilterRef filter, const RestoreOptions& options) {
+    return store(key, std::move(filter),
+                 {options.expire_at_ms, options.if_live, Record::create_and_bits,
+                  access_word(options.idle_seconds, options.frequency)});
 }
 
-bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire_at_ms,
-                     bool replace_live, bool with_bits, std::int64_t idle_seconds,
-                     std::uint32_t frequency) {
-    const std::uint32_t accessed = access_word(idle_seconds, frequency);
+bool Keyspace::store(std::string_view key, FilterRef filter, const Link& how) {
+    const std::int64_t expire_at_ms = how.expire_at_ms;
+    const std::uint32_t accessed = how.accessed;
     const std::uint64_t hash = hash_key(key);
     Shard& shard = shard_for(hash);
     Garbage garbage;
@@ -78,7 +77,7 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
         log != nullptr ? log->encode_created(key, *filter, expire_at_ms) : nullptr;
     // The filter is not shared yet: its bits cannot change under the copy.
     std::vector<EncodedRecord> bits;
-    if (with_bits && log != nullptr) bits = encode_bits(*log, *filter);
+    if (how.record == Record::create_and_bits && log != nullptr) bits = encode_bits(*log, *filter);
     {
         ShardWrite write(shard);
         // Under the lock, so no snapshot cut falls between the stamp and the
@@ -101,7 +100,7 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
         } else {
             Node* node = node_at(shard, slot);
             const bool expired = lapsed(node, now_ms());
-            if (!expired && !replace_live) {
+            if (!expired && how.if_live == IfLive::keep) {
                 stored = false;
             } else {
                 EncodedRecord deleted = log != nullptr ? log->encode_deleted(key) : nullptr;
@@ -126,11 +125,15 @@ bool Keyspace::store(std::string_view key, FilterRef filter, std::int64_t expire
 }
 
 bool Keyspace::insert_new(std::string_view key, FilterRef filter, std::int64_t expire_at_ms) {
-    return store(key, std::move(filter), expire_at_ms, false);
+    return store(
+        key, std::move(filter),
+        {expire_at_ms, IfLive::keep, Record::create, access_word(0, key_access::kInitialCount)});
 }
 
 void Keyspace::put(std::string_view key, FilterRef filter, std::int64_t expire_at_ms) {
-    store(key, std::move(filter), expire_at_ms, true);
+    store(
+        key, std::move(filter),
+        {expire_at_ms, IfLive::replace, Record::create, access_word(0, key_access::kInitialCount)});
 }
 
 bool Keyspace::add_items(std::string_view key, std::span<const std::string_view> items,
@@ -191,15 +194,16 @@ bool Keyspace::add_items(std::string_view key, std::span<const std::string_view>
     return found;
 }
 
-Keyspace::ChunkStatus Keyspace::load_chunk(std::string_view key, std::int64_t iter,
-                                           std::string_view data, std::string& error) {
-    ChunkStatus status = ChunkStatus::loaded;
+core::Result<Keyspace::ChunkStatus> Keyspace::load_chunk(std::string_view key, std::int64_t iter,
+                                                         std::string_view data) {
+    bool refused = false;
+    std::string why;
     const bool found = with_filter(key, [&](bloom::ScalableFilter& filter) {
         bloom::ChunkTarget target;
         // Checked first: a refused chunk is not recorded (nor sent to
         // replicas), however large it was.
-        if (!bloom::check_chunk(filter, iter, data, target, error)) {
-            status = ChunkStatus::refused;
+        if (!bloom::check_chunk(filter, iter, data, target, why)) {
+            refused = true;
             return;
         }
         MutationLog* log = mutation_log();
@@ -212,15 +216,19 @@ Keyspace::ChunkStatus Keyspace::load_chunk(std::string_view key, std::int64_t it
         }
         chunks_loaded_.fetch_add(1, std::memory_order_relaxed);
     });
-    return found ? status : ChunkStatus::missing;
+    if (!found) return ChunkStatus::missing;
+    if (refused) return core::Error{std::move(why)};
+    return ChunkStatus::loaded;
 }
 
-bool Keyspace::redo_adds(bloom::ScalableFilter& filter, std::span<const RecordedAdd> adds) {
+core::Status Keyspace::redo_adds(bloom::ScalableFilter& filter, std::span<const RecordedAdd> adds) {
     // Every layer first: a layer that cannot exist refuses the whole record
     // before anything changed, and growing cannot fail halfway through.
     std::uint32_t top = 0;
     for (const RecordedAdd& add : adds) top = std::max(top, add.layer);
-    if (!adds.empty() && !filter.redo_layers(top)) return false;
+    if (!adds.empty() && !filter.redo_layers(top)) {
+        return core::Error{"a layer beyond what the filter can grow to"};
+    }
     MutationLog* log = mutation_log();
     constexpr std::size_t kBatch = bloom::ScalableFilter::kBatch;
     for (std::size_t first = 0; first < adds.size(); first += kBatch) {
@@ -239,13 +247,14 @@ bool Keyspace::redo_adds(bloom::ScalableFilter& filter, std::span<const Recorded
         }
     }
     count_added(static_cast<std::int64_t>(adds.size()));
-    return true;
+    return {};
 }
 
-bool Keyspace::redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter, std::string_view data,
-                          std::string& error) {
+core::Status Keyspace::redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter,
+                                  std::string_view data) {
     bloom::ChunkTarget target;
-    if (!bloom::check_chunk(filter, iter, data, target, error)) return false;
+    std::string why;
+    if (!bloom::check_chunk(filter, iter, data, target, why)) return core::Error{std::move(why)};
     MutationLog* log = mutation_log();
     if (log == nullptr) {
         bloom::apply_chunk(filter, target);
@@ -255,7 +264,7 @@ bool Keyspace::redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter, std:
         bloom::apply_chunk(filter, target);
     }
     chunks_loaded_.fetch_add(1, std::memory_order_relaxed);
-    return true;
+    return {};
 }
 
 bool Keyspace::erase(std::string_view key) {
@@ -424,11 +433,11 @@ std::optional<std::int64_t> Keyspace::expiry(std::string_view key) const {
 }
 
 bool Keyspace::rename(std::string_view from, std::string_view to) {
-    return move_key(from, to, /*replace=*/true) != Moved::missing;
+    return move_key(from, to, IfLive::replace) != Moved::missing;
 }
 
 std::optional<bool> Keyspace::rename_if_absent(std::string_view from, std::string_view to) {
-    switch (move_key(from, to, /*replace=*/false)) {
+    switch (move_key(from, to, IfLive::keep)) {
         case Moved::missing:
             return std::nullopt;
         case Moved::exists:
@@ -439,7 +448,7 @@ std::optional<bool> Keyspace::rename_if_absent(std::string_view from, std::strin
     return true;
 }
 
-Keyspace::Moved Keyspace::move_key(std::string_view from, std::string_view to, bool replace) {
+Keyspace::Moved Keyspace::move_key(std::string_view from, std::string_view to, IfLive if_live) {
     const std::uint64_t from_hash = hash_key(from);
     const std::uint64_t to_hash = hash_key(to);
     Shard& source = shard_for(from_hash);
@@ -478,9 +487,9 @@ Keyspace::Moved Keyspace::move_key(std::string_view from, std::string_view to, b
             if (deleted) log->append(std::move(deleted));
         } else if (from == to) {
             // RENAME keeps the key; RENAMENX finds it there (Redis: 0).
-            result = replace ? Moved::moved : Moved::exists;
+            result = if_live == IfLive::replace ? Moved::moved : Moved::exists;
         } else if (const std::size_t existing = find_slot(target, to, to_hash);
-                   !replace && existing != kNotFound &&
+                   if_live == IfLive::keep && existing != kNotFound &&
                    !lapsed(node_at(target, existing), now_ms())) {
             result = Moved::exists;
         } else {

@@ -363,13 +363,13 @@ TEST(KeyspaceRestore, ReplayRebuildsRestoredAndCopiedFiltersBitForBit) {
     const FilterRef source = filter_with(options_of(0.01, 100, bloom::Layout::blocked), 900);
     const FilterRef rb = filter_with(redisbloom_options(64), 300, "rb");
     const std::int64_t later = store::now_ms() + 3'600'000;
-    ASSERT_TRUE(live.keyspace.restore("restored", source, later, false));
-    ASSERT_TRUE(live.keyspace.restore("rb", rb, 0, false));
+    ASSERT_TRUE(live.keyspace.restore("restored", source, {.expire_at_ms = later}));
+    ASSERT_TRUE(live.keyspace.restore("rb", rb));
     // COPY's filter: taken from "restored", which then takes more adds that
     // the copy must not have, live or replayed.
     const FilterRef copy =
         ScalableFilter::copy_of(*live.keyspace.get("restored")->filter, source->num_layers());
-    ASSERT_TRUE(live.keyspace.restore("copy", copy, 0, false));
+    ASSERT_TRUE(live.keyspace.restore("copy", copy));
     std::vector<bloom::AddResult> results;
     const std::vector<std::string> more = {"late-1", "late-2", "late-3"};
     const std::vector<std::string_view> views(more.begin(), more.end());
@@ -377,14 +377,13 @@ TEST(KeyspaceRestore, ReplayRebuildsRestoredAndCopiedFiltersBitForBit) {
     // A big empty filter costs its CREATE, not its zero bits.
     const std::uint64_t before_empty = live.journal.position();
     ASSERT_TRUE(live.keyspace.restore(
-        "empty", ScalableFilter::create(options_of(0.001, 1'000'000, bloom::Layout::blocked)), 0,
-        false));
+        "empty", ScalableFilter::create(options_of(0.001, 1'000'000, bloom::Layout::blocked))));
     EXPECT_LT(live.journal.position() - before_empty, 1024u);
     // REPLACE: DEL and CREATE and bits.
-    ASSERT_TRUE(
-        live.keyspace.restore("rb", filter_with(redisbloom_options(64), 50, "other"), 0, true));
+    ASSERT_TRUE(live.keyspace.restore("rb", filter_with(redisbloom_options(64), 50, "other"),
+                                      {.if_live = store::IfLive::replace}));
     EXPECT_FALSE(live.keyspace.restore(
-        "copy", ScalableFilter::create(options_of(0.01, 10, bloom::Layout::classic)), 0, false));
+        "copy", ScalableFilter::create(options_of(0.01, 10, bloom::Layout::classic))));
     live.close();
 
     Keyspace replayed(8);
@@ -415,7 +414,7 @@ TEST(KeyspaceRestore, ABigFilterGoesAsChunksOfAtMostAMebibyte) {
     std::vector<std::uint64_t> words(filter->layer(0).num_words(), 0x5555aaaa5555aaaaull);
     filter->layer(0).store_words(0, words.size(), words.data());
     const std::uint64_t before = live.journal.position();
-    ASSERT_TRUE(live.keyspace.restore("big", filter, 0, false));
+    ASSERT_TRUE(live.keyspace.restore("big", filter));
     const std::uint64_t bytes = live.journal.position() - before;
     EXPECT_GT(bytes, filter->bits_size());
     EXPECT_LT(bytes, filter->bits_size() + 4096);
@@ -570,8 +569,10 @@ public:
                 EXPECT_TRUE(persist::verify_dump_payload(argv[3]));
                 EXPECT_TRUE(persist::parse_dump_value(argv[3], value, why)) << why;
                 const std::int64_t ttl = std::stoll(argv[2]);
-                keyspace.restore(argv[1], persist::build_dump_filter(value),
-                                 ttl == 0 ? 0 : store::now_ms() + ttl, replace);
+                keyspace.restore(
+                    argv[1], persist::build_dump_filter(value),
+                    {.expire_at_ms = ttl == 0 ? 0 : store::now_ms() + ttl,
+                     .if_live = replace ? store::IfLive::replace : store::IfLive::keep});
             }
             if (error.empty()) {
                 result.accepted.push_back(i);

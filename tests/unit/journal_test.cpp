@@ -215,10 +215,9 @@ TEST(Journal, ReplayRebuildsEveryKindOfChange) {
     for (std::int64_t iter = 1;;) {
         const bloom::DumpChunk chunk = bloom::dump_chunk(*grows, iter);
         if (chunk.next_iter == 0) break;
-        std::string error;
-        EXPECT_EQ(live.keyspace.load_chunk("restored", chunk.next_iter, chunk.data, error),
-                  Keyspace::ChunkStatus::loaded)
-            << error;
+        const auto loaded = live.keyspace.load_chunk("restored", chunk.next_iter, chunk.data);
+        ASSERT_TRUE(loaded) << loaded.error();
+        EXPECT_EQ(*loaded, Keyspace::ChunkStatus::loaded);
         iter = chunk.next_iter;
     }
     live.close();
@@ -899,7 +898,7 @@ void transaction_of_changes(Journaled& live, int round) {
     (void)keys;
     const std::string t = "t" + n, u = "u" + n, v = "v" + n;
     const std::vector<std::string_view> held{t, u, v};
-    Keyspace::Transaction transaction = live.keyspace.begin_transaction(held, false);
+    Keyspace::Transaction transaction = live.keyspace.begin_transaction(held);
     add_items(live.keyspace, t, {"a" + n, "b" + n, "c" + n});
     add_items(live.keyspace, u, {"x" + n});
     ASSERT_TRUE(live.keyspace.rename(u, v));
@@ -933,7 +932,7 @@ TEST(JournalTransactions, ATransactionThatChangedNothingWritesNothing) {
     {
         const std::string key = "k";
         const std::vector<std::string_view> held{key};
-        Keyspace::Transaction transaction = live.keyspace.begin_transaction(held, false);
+        Keyspace::Transaction transaction = live.keyspace.begin_transaction(held);
         // An item already there: no record, so no unit either.
         EXPECT_EQ(add_items(live.keyspace, "k", {"x"}).front(), AddResult::exists);
     }

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "bloomery/bloom/dump.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace bloomery::store {
@@ -60,6 +61,31 @@ TEST(Keyspace, ExpiredKeysAreDeletedOnAccessOrByTheCycle) {
     keyspace.put("old", make_filter(), now_ms() - 1);
     EXPECT_TRUE(keyspace.insert_new("old", make_filter()));
     EXPECT_EQ(*keyspace.expiry("old"), 0);
+}
+
+TEST(Keyspace, LoadChunkSaysWhetherItLoadedAndWhyNot) {
+    Keyspace keyspace(4);
+    FilterRef source = make_filter();
+    source->add("x", kNoLimits);
+    std::string error;
+    FilterRef target = bloom::decode_header(bloom::encode_header(*source), 0, error);
+    ASSERT_TRUE(target) << error;
+    ASSERT_TRUE(keyspace.insert_new("k", target));
+    const bloom::DumpChunk chunk = bloom::dump_chunk(*source, 1);
+    ASSERT_NE(chunk.next_iter, 0);
+    const auto missing = keyspace.load_chunk("absent", chunk.next_iter, chunk.data);
+    ASSERT_TRUE(missing) << missing.error();
+    EXPECT_EQ(*missing, Keyspace::ChunkStatus::missing);
+    // Refused with the reason, and nothing of it set.
+    const auto refused =
+        keyspace.load_chunk("k", chunk.next_iter, std::string_view(chunk.data).substr(1));
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error(), "invalid chunk length");
+    EXPECT_FALSE(target->contains("x"));
+    const auto loaded = keyspace.load_chunk("k", chunk.next_iter, chunk.data);
+    ASSERT_TRUE(loaded) << loaded.error();
+    EXPECT_EQ(*loaded, Keyspace::ChunkStatus::loaded);
+    EXPECT_TRUE(target->contains("x"));
 }
 
 TEST(Keyspace, AKeyIsGoneOnceTheClockReachesItsDeadline) {
@@ -554,7 +580,7 @@ TEST(KeyspaceTransaction, OtherThreadsWaitForItAndSeeAllOfIt) {
         {"insert", [](Keyspace& k) { k.insert_new("a", make_filter()); }},
         {"expiry", [](Keyspace& k) { k.set_expiry("a", 0); }},
         {"rename", [](Keyspace& k) { k.rename("a", "elsewhere"); }},
-        {"view", [](Keyspace& k) { k.view(false); }},
+        {"view", [](Keyspace& k) { k.view(store::ViewFor::keys); }},
         {"clear", [](Keyspace& k) { k.clear(); }},
         {"scan",
          [](Keyspace& k) {
@@ -573,7 +599,7 @@ TEST(KeyspaceTransaction, OtherThreadsWaitForItAndSeeAllOfIt) {
         ASSERT_TRUE(keyspace.insert_new("a", make_filter()));
         const std::string key = "a";
         const std::vector<std::string_view> keys{key};
-        Keyspace::Transaction transaction = keyspace.begin_transaction(keys, false);
+        Keyspace::Transaction transaction = keyspace.begin_transaction(keys);
         // The holder itself goes on using its shards.
         std::vector<bloom::AddResult> results;
         const std::string_view item = "x";
@@ -599,7 +625,7 @@ TEST(KeyspaceTransaction, KeysOfOtherShardsAreNotHeld) {
     for (int i = 1; free_key.empty(); ++i) {
         const std::string candidate = "k" + std::to_string(i);
         ASSERT_TRUE(keyspace.insert_new(candidate, make_filter()));
-        Keyspace::Transaction probe = keyspace.begin_transaction(keys, false);
+        Keyspace::Transaction probe = keyspace.begin_transaction(keys);
         std::thread thread;
         std::atomic<bool> done{false};
         if (finishes_within([&keyspace, candidate] { keyspace.contains(candidate); },
@@ -627,7 +653,7 @@ TEST(KeyspaceTransaction, TransactionsOnOverlappingShardsRunOneAfterTheOther) {
     for (int t = 0; t < kThreads; ++t) {
         threads.emplace_back([&, t] {
             for (int i = 0; i < kRounds; ++i) {
-                Keyspace::Transaction transaction = keyspace.begin_transaction(keys, false);
+                Keyspace::Transaction transaction = keyspace.begin_transaction(keys);
                 const std::string item = std::to_string(t) + "-" + std::to_string(i);
                 const std::string_view view = item;
                 std::vector<bloom::AddResult> results;
@@ -638,7 +664,7 @@ TEST(KeyspaceTransaction, TransactionsOnOverlappingShardsRunOneAfterTheOther) {
     }
     std::thread reader([&] {
         while (!stop.load()) {
-            Keyspace::Transaction transaction = keyspace.begin_transaction(keys, false);
+            Keyspace::Transaction transaction = keyspace.begin_transaction(keys);
             if (keyspace.get("a")->filter->items() != keyspace.get("b")->filter->items()) {
                 mismatches.fetch_add(1);
             }

@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/core/result.hpp"
 #include "bloomery/store/clock.hpp"
 #include "bloomery/store/epoch.hpp"
 #include "bloomery/store/expiry_set.hpp"
@@ -85,6 +86,36 @@ enum class Deadlines {
     // for their primary's DEL.
     follow,
 };
+
+// What a write that links a filter does when the key is live: leaves it
+// (and reports that nothing was linked) or replaces it.
+enum class IfLive { keep, replace };
+
+// RESTORE's and COPY's choices (Keyspace::restore()).
+struct RestoreOptions {
+    std::int64_t expire_at_ms = 0;  // the deadline; 0: none
+    IfLive if_live = IfLive::keep;
+    // RESTORE IDLETIME: the key's access clock is set this far back
+    // (OBJECT IDLETIME then answers it); now by default.
+    std::int64_t idle_seconds = 0;
+    // RESTORE FREQ: the key's use counter (OBJECT FREQ); a new key's by
+    // default.
+    std::uint32_t frequency = key_access::kInitialCount;
+};
+
+// What a KeyspaceView is taken for (Keyspace::view()).
+enum class ViewFor {
+    // A snapshot: with a journal attached, at the journal's cut, keeping
+    // the item counts of that instant.
+    snapshot,
+    // The keys and their filters only: no cut, no position.
+    keys,
+};
+
+// Which shards a transaction holds: those of its keys, or every shard (a
+// command without key arguments that touches keys: FLUSHALL, KEYS, SCAN,
+// DBSIZE...).
+enum class TransactionScope { keys, every_shard };
 
 class Keyspace {
 public:
@@ -148,7 +179,8 @@ public:
                     }
                     std::shared_lock lock(shard.mutex);
                     if (!gated(shard)) {
-                        bloom::ScalableFilter* filter = find_live(shard, lock, key, hash, true);
+                        bloom::ScalableFilter* filter =
+                            find_live(shard, lock, key, hash, Use::touch);
                         if (filter == nullptr) return false;
                         fn(*filter);
                         return true;
@@ -199,46 +231,43 @@ public:
                    const bloom::GrowthLimits& limits, const std::function<FilterRef()>* make,
                    std::vector<bloom::AddResult>& results);
 
-    enum class ChunkStatus { loaded, missing, refused };
     // BF.LOADCHUNK data chunk: checked against the filter under `key` first
     // (a refused chunk is neither applied nor recorded), then recorded and
-    // its bits set (bloom::apply_chunk). `error` on refusal. Throws
-    // std::bad_alloc with nothing changed.
-    ChunkStatus load_chunk(std::string_view key, std::int64_t iter, std::string_view data,
-                           std::string& error);
+    // its bits set (bloom::apply_chunk). `loaded`, `missing` (no live key),
+    // or the reason the chunk does not fit the filter (bloom's wording,
+    // without a reply prefix). Throws std::bad_alloc with nothing changed.
+    enum class ChunkStatus { loaded, missing };
+    core::Result<ChunkStatus> load_chunk(std::string_view key, std::int64_t iter,
+                                         std::string_view data);
 
     // Redoes adds recorded elsewhere (journal replay, a replica's stream) in
     // `filter`, which this thread alone changes, recording them in this
     // keyspace's own log: bits set and items counted in exactly the layers
-    // given. False, with nothing changed, if a layer is beyond what the
+    // given. Fails, with nothing changed, if a layer is beyond what the
     // filter can grow to. Throws std::bad_alloc with nothing changed.
     struct RecordedAdd {
         std::uint32_t layer;
         bloom::ItemHash hash;
     };
-    bool redo_adds(bloom::ScalableFilter& filter, std::span<const RecordedAdd> adds);
-    // Redoes a recorded chunk; false (nothing changed) if it does not fit.
-    bool redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter, std::string_view data,
-                    std::string& error);
+    core::Status redo_adds(bloom::ScalableFilter& filter, std::span<const RecordedAdd> adds);
+    // Redoes a recorded chunk; fails (nothing changed) with the reason it
+    // does not fit.
+    core::Status redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter,
+                            std::string_view data);
 
     // RESTORE and COPY: links `filter`, complete with its bits and item
-    // counts and not shared with anything yet, under `key` with deadline
-    // `expire_at_ms` (0: none), replacing a live key only if `replace`. Its
-    // CREATE record and its bits, as CHUNK records (bloom::dump_chunk's, of
-    // up to kRestoreChunkBytes each; chunks of zero words are left out, as
-    // replay starts from zero bits) are encoded first and appended with the
+    // counts and not shared with anything yet, under `key` with the
+    // options' deadline, access clock and use counter. Its CREATE record and
+    // its bits, as CHUNK records (bloom::dump_chunk's, of up to
+    // kRestoreChunkBytes each; chunks of zero words are left out, as replay
+    // starts from zero bits) are encoded first and appended with the
     // change, under the shard's lock: no reader sees the key before its
     // bits, and replay and replicas rebuild the filter bit for bit, owing
     // nothing to the filter it was copied from. False, nothing changed, if
-    // the key is live and `replace` is false. Throws std::bad_alloc or
-    // std::length_error with nothing changed. The key's access clock is set
-    // `idle_seconds` back (RESTORE IDLETIME; OBJECT IDLETIME then answers
-    // it), now by default, and its use counter to `frequency` (RESTORE
-    // FREQ; OBJECT FREQ), a new key's by default.
+    // the key is live and options.if_live is keep. Throws std::bad_alloc or
+    // std::length_error with nothing changed.
     static constexpr std::size_t kRestoreChunkBytes = std::size_t{1} << 20;
-    bool restore(std::string_view key, FilterRef filter, std::int64_t expire_at_ms, bool replace,
-                 std::int64_t idle_seconds = 0,
-                 std::uint32_t frequency = key_access::kInitialCount);
+    bool restore(std::string_view key, FilterRef filter, const RestoreOptions& options = {});
 
     // Inserts `filter` under `key` only if the key is absent (or expired).
     bool insert_new(std::string_view key, FilterRef filter, std::int64_t expire_at_ms = 0);
@@ -334,11 +363,9 @@ public:
     // between calls (a resize may return some keys twice).
     std::uint64_t scan(std::uint64_t cursor, std::size_t count,
                        std::vector<std::string>& keys) const;
-    // A consistent copy of every live key (see KeyspaceView). For a
-    // snapshot, with a journal attached, it is taken at the journal's cut and
-    // keeps the item counts of that instant (KeyspaceView::item_counts);
-    // without `for_snapshot` it only copies the keys (no cut, no position).
-    KeyspaceView view(bool for_snapshot = true) const;
+    // A consistent copy of every live key (see KeyspaceView), for a
+    // snapshot or only of the keys (ViewFor).
+    KeyspaceView view(ViewFor purpose = ViewFor::snapshot) const;
 
     // One round of active expiry, as Redis's expire.c: visits the shards in
     // turn (starting where the last round stopped), samples
@@ -404,13 +431,13 @@ public:
         MutationLog* log_ = nullptr;         // capturing this thread's records
     };
     // Begins a transaction on this thread over the shards of `keys`, or over
-    // every shard with `every_shard` (a command without key arguments that
-    // touches keys: FLUSHALL, KEYS, SCAN, DBSIZE...). Waits for transactions
+    // every shard (TransactionScope::every_shard; `keys` is not read). Waits for transactions
     // of other threads on those shards, then for every access already under
     // way, so that once it returns this thread alone sees and changes them.
     // Throws std::bad_alloc with nothing held. Not on a thread that already
     // runs one.
-    Transaction begin_transaction(std::span<const std::string_view> keys, bool every_shard);
+    Transaction begin_transaction(std::span<const std::string_view> keys,
+                                  TransactionScope scope = TransactionScope::keys);
 
     // What WATCH remembers of a key: its filter (a key deleted and created
     // again has a new one), its deadline and what was added to the filter
@@ -515,22 +542,30 @@ private:
     static std::uint64_t hash_key(std::string_view key);
     const Shard& shard_for(std::uint64_t hash) const;
     Shard& shard_for(std::uint64_t hash);
+    // Whether a lookup is a command's use of the key (its access clock moves;
+    // OBJECT IDLETIME) or only a look at it.
+    enum class Use { touch, look };
     // Looks `key` up in `shard` under `lock`, a shared lock on it. An expired
-    // entry is reaped (releasing the lock) and reported missing. `touch`: a
-    // command uses the key (its access clock moves; OBJECT IDLETIME).
+    // entry is reaped (releasing the lock) and reported missing.
     bloom::ScalableFilter* find_live(const Shard& shard, std::shared_lock<std::shared_mutex>& lock,
                                      std::string_view key, std::uint64_t hash,
-                                     bool touch = false) const;
+                                     Use use = Use::look) const;
     // Erases `key` if it is still expired (a lookup found it so), with a DEL
     // record; true if it did. Takes the shard's exclusive lock.
     bool reap(std::string_view key, std::uint64_t hash) const;
-    // insert_new (replace_live = false) and put (true).
-    // `with_bits`: the filter's bits are recorded after its CREATE (restore()).
-    bool store(std::string_view key, FilterRef filter, std::int64_t expire_at_ms, bool replace_live,
-               bool with_bits = false, std::int64_t idle_seconds = 0,
-               std::uint32_t frequency = key_access::kInitialCount);
+    // What a filter is linked with: its CREATE record alone, or its bits
+    // too (restore()).
+    enum class Record { create, create_and_bits };
+    struct Link {
+        std::int64_t expire_at_ms = 0;
+        IfLive if_live = IfLive::keep;
+        Record record = Record::create;
+        std::uint32_t accessed = 0;  // the key's access word
+    };
+    // insert_new, put and restore.
+    bool store(std::string_view key, FilterRef filter, const Link& how);
     enum class Moved { missing, exists, moved };
-    Moved move_key(std::string_view from, std::string_view to, bool replace);
+    Moved move_key(std::string_view from, std::string_view to, IfLive if_live);
     // Table primitives; the caller holds the shard's exclusive lock (a
     // ShardWrite) except for find_slot, which also works under a shared lock.
     Node* make_node(std::string_view key, FilterRef filter, std::int64_t expire_at_ms);
@@ -543,7 +578,8 @@ private:
     // Moves every entry into a fresh table of `slots` (a power of two above
     // the count); false, table unchanged, if it cannot be allocated.
     bool rehash(Shard& shard, std::size_t slots, Garbage& garbage);
-    void free_table(Table* table, bool with_nodes);
+    enum class Nodes { keep, free };
+    void free_table(Table* table, Nodes nodes);
     // Stamps `garbage` with the epoch and frees what no lookup can see; call
     // with no shard lock held.
     void dispose(Garbage& garbage) const;
