@@ -69,6 +69,8 @@ bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
 
 bool Keyspace::reap(std::string_view key, std::uint64_t hash) const {
     if (expiry_.following()) return false;
+    // A lookup erases what it finds expired, so the const lookups write (no
+    // keyspace is a const object).
     auto* self = const_cast<Keyspace*>(this);
     MutationLog* log = mutation_log();
     try {

@@ -50,7 +50,8 @@ std::uint64_t shard_table_detail::next_bucket(std::uint64_t bucket, std::uint64_
     return reverse_bits(bucket);
 }
 
-ShardTable::ShardTable(std::size_t num_shards) : shards_(num_shards == 0 ? 1 : num_shards) {}
+ShardTable::ShardTable(std::size_t num_shards)
+    : shards_(num_shards == 0 ? 1 : num_shards), num_shards_(shards_.size()) {}
 
 ShardTable::~ShardTable() {
     for (Shard& shard : shards_) {
@@ -67,11 +68,11 @@ std::uint64_t ShardTable::hash_key(std::string_view key) {
 const ShardTable::Shard& ShardTable::shard_for(std::uint64_t hash) const {
     // Bits 32..47 choose the shard; the slot uses the low bits and the tag
     // the top 16, so the three choices are independent.
-    return shards_[((hash >> 32) & 0xFFFF) % shards_.size()];
+    return shards_[((hash >> 32) & 0xFFFF) % num_shards_];
 }
 
 ShardTable::Shard& ShardTable::shard_for(std::uint64_t hash) {
-    return shards_[((hash >> 32) & 0xFFFF) % shards_.size()];
+    return shards_[((hash >> 32) & 0xFFFF) % num_shards_];
 }
 
 void ShardTable::charge(std::int64_t bytes) const {

@@ -88,6 +88,20 @@ TEST(Keyspace, LoadChunkSaysWhetherItLoadedAndWhyNot) {
     EXPECT_TRUE(target->contains("x"));
 }
 
+// Adds redone from records (replay, a replica's stream) count their items
+// once, as live adds do.
+TEST(Keyspace, RedoneAddsCountTheirItemsOnce) {
+    Keyspace keyspace(4);
+    FilterRef filter = make_filter();
+    ASSERT_TRUE(keyspace.insert_new("k", filter));
+    const Keyspace::RecordedAdd adds[] = {{0, {1, 2}}, {0, {3, 4}}, {0, {5, 6}}};
+    ASSERT_TRUE(keyspace.redo_adds(*filter, adds));
+    EXPECT_EQ(filter->items(), 3u);
+    EXPECT_EQ(keyspace.counts().items, 3u);
+    ASSERT_TRUE(keyspace.erase("k"));
+    EXPECT_EQ(keyspace.counts().items, 0u);
+}
+
 TEST(Keyspace, AKeyIsGoneOnceTheClockReachesItsDeadline) {
     ManualClock clock;
     Keyspace keyspace(4);

@@ -446,7 +446,7 @@ private:
         std::uint32_t accessed = 0;  // the key's access word
     };
     // insert_new, put and restore.
-    bool store(std::string_view key, FilterRef filter, const Link& link);
+    bool store(std::string_view key, FilterRef filter, const Link& how);
     enum class Moved { missing, exists, moved };
     Moved move_key(std::string_view from, std::string_view to, IfLive if_live);
 

@@ -79,7 +79,7 @@ public:
     ShardTable(const ShardTable&) = delete;
     ShardTable& operator=(const ShardTable&) = delete;
 
-    std::size_t num_shards() const { return shards_.size(); }
+    std::size_t num_shards() const { return num_shards_; }
     static std::uint64_t hash_key(std::string_view key);
     Shard& shard_for(std::uint64_t hash);
     const Shard& shard_for(std::uint64_t hash) const;
@@ -179,6 +179,9 @@ private:
     static std::int64_t table_bytes(std::size_t slots);  // header and slots
 
     std::vector<Shard> shards_;
+    // shards_.size(), kept: every lookup picks its shard by it, and a Shard's
+    // size is not a power of two.
+    const std::size_t num_shards_;
     mutable std::atomic<std::uint64_t> bytes_{0};
     struct Retired {
         Garbage garbage;
