@@ -119,7 +119,6 @@ core::Status Keyspace::redo_adds(bloom::ScalableFilter& filter, std::span<const 
         const auto batch = adds.subspan(first, std::min(kBatch, adds.size() - first));
         if (log == nullptr) {
             for (const RecordedAdd& add : batch) filter.redo_add(add.layer, add.hash);
-            items_added_.add(static_cast<std::int64_t>(batch.size()));
             continue;
         }
         bloom::AddRecorder& scope = log->begin_adds(filter, batch.size());
