@@ -306,7 +306,7 @@ void write_histogram(Context& ctx, const core::CommandTotals& totals) {
     }
 }
 
-void cmd_latency_histogram(Context& ctx, Args argv) {
+void cmd_latency_histogram(With<uses::Stats>& ctx, Args argv) {
     const std::vector<core::CommandTotals> totals = ctx.server.stats.command_stats();
     const auto& by_id = ctx.registry.by_id();
     std::vector<const CommandSpec*> wanted;
@@ -357,13 +357,13 @@ void cmd_latency_help(Context& ctx, Args) {
 }  // namespace
 
 void register_latency_commands(Registry& registry) {
-    registry.register_handler("latency|latest", cmd_latency_latest);
-    registry.register_handler("latency|history", cmd_latency_history);
-    registry.register_handler("latency|reset", cmd_latency_reset);
-    registry.register_handler("latency|graph", cmd_latency_graph);
-    registry.register_handler("latency|doctor", cmd_latency_doctor);
-    registry.register_handler("latency|histogram", cmd_latency_histogram);
-    registry.register_handler("latency|help", cmd_latency_help);
+    registry.register_handler<cmd_latency_latest>("latency|latest");
+    registry.register_handler<cmd_latency_history>("latency|history");
+    registry.register_handler<cmd_latency_reset>("latency|reset");
+    registry.register_handler<cmd_latency_graph>("latency|graph");
+    registry.register_handler<cmd_latency_doctor>("latency|doctor");
+    registry.register_handler<cmd_latency_histogram>("latency|histogram");
+    registry.register_handler<cmd_latency_help>("latency|help");
 }
 
 }  // namespace bloomery::command

@@ -129,7 +129,7 @@ const CommandSpec* CommandSpec::find_subcommand(std::string_view sub) const {
     return nullptr;
 }
 
-void Registry::register_handler(std::string_view name, Handler handler) {
+void Registry::register_dispatch(std::string_view name, Handler handler) {
     handlers_[lower(name)] = handler;
 }
 
@@ -374,7 +374,7 @@ struct Effects {
     bool keys;
 };
 
-Effects effects_of(const Context& ctx, const CommandSpec& spec) {
+Effects effects_of(const DispatchContext& ctx, const CommandSpec& spec) {
     const TransactionState& transaction = ctx.client.transaction;
     if (spec.is_exec && transaction.active) {
         return {transaction.any_write, transaction.any_denyoom, transaction.any_keys};
@@ -388,7 +388,7 @@ Effects effects_of(const Context& ctx, const CommandSpec& spec) {
 // through here); while it loads a primary's snapshot, commands on keys wait
 // for the data. One relaxed load when neither applies. Returns whether it
 // refuses, the reason in `reason` (no string is built on the common path).
-bool replica_refusal(const Context& ctx, const Effects& effects, std::string& reason) {
+bool replica_refusal(const DispatchContext& ctx, const Effects& effects, std::string& reason) {
     const std::uint8_t replication =
         ctx.server.gate.replication_flags.load(std::memory_order_relaxed);
     if (replication == 0) return false;
@@ -407,7 +407,7 @@ bool replica_refusal(const Context& ctx, const Effects& effects, std::string& re
 
 // Redis's order: memory first, then the disk error. Reads and deletes (no
 // denyoom flag) keep working past maxmemory.
-bool resource_refusal(const Context& ctx, const Effects& effects, std::string& reason) {
+bool resource_refusal(const DispatchContext& ctx, const Effects& effects, std::string& reason) {
     if (effects.denyoom && core::memory_would_exceed(ctx.config.maxmemory)) {
         reason = errors::kOom;
         return true;
@@ -444,7 +444,8 @@ void refuse(Context& ctx, const CommandSpec& spec, std::string_view reason) {
 // Looks the command up and runs every check before its handler, writing the
 // error of a refusal. `spec` is set for rejected and run (the subcommand for
 // a container).
-Admission admit(const Registry& registry, Context& ctx, Args argv, const CommandSpec*& spec) {
+Admission admit(const Registry& registry, DispatchContext& ctx, Args argv,
+                const CommandSpec*& spec) {
     if (const Admission found = find_command(registry, ctx, argv, spec); found != Admission::run) {
         return found;
     }
@@ -496,7 +497,7 @@ Admission admit(const Registry& registry, Context& ctx, Args argv, const Command
 
 // Runs a handler; an allocation failure answers -OOM in place of whatever
 // the command had written.
-void run_handler(const CommandSpec& spec, Context& ctx, Args argv) {
+void run_handler(const CommandSpec& spec, DispatchContext& ctx, Args argv) {
     const std::size_t reply_mark = ctx.out.buffer().size();
     try {
         spec.handler(ctx, argv);
@@ -572,7 +573,8 @@ void record(Context& ctx, const CommandSpec* spec, Admission admission, Args arg
 
 }  // namespace
 
-void dispatch(const Registry& registry, Context& ctx, Args argv, std::uint64_t& clock_mark) {
+void dispatch(const Registry& registry, DispatchContext& ctx, Args argv,
+              std::uint64_t& clock_mark) {
     WorkerStats::bump(ctx.stats.commands);
     // Every error reply is counted here, whichever handler or check wrote it
     // (INFO's total_error_replies).
@@ -608,7 +610,8 @@ void dispatch(const Registry& registry, Context& ctx, Args argv, std::uint64_t& 
     if (errors != 0) WorkerStats::bump(ctx.stats.error_replies, errors);
 }
 
-void run_queued(const Registry& registry, Context& ctx, const CommandSpec& spec, Args argv) {
+void run_queued(const Registry& registry, DispatchContext& ctx, const CommandSpec& spec,
+                Args argv) {
     WorkerStats::bump(ctx.stats.commands);
     const std::uint64_t errors_before = ctx.out.errors_written();
     const core::CommandClock& clock = core::CommandClock::get();
@@ -636,7 +639,7 @@ void run_queued(const Registry& registry, Context& ctx, const CommandSpec& spec,
     if (errors != 0) WorkerStats::bump(ctx.stats.error_replies, errors);
 }
 
-void dispatch(const Registry& registry, Context& ctx, Args argv) {
+void dispatch(const Registry& registry, DispatchContext& ctx, Args argv) {
     std::uint64_t clock_mark = core::CommandClock::get().now();
     dispatch(registry, ctx, argv, clock_mark);
 }

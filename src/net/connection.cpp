@@ -313,21 +313,21 @@ void Connection::on_deferred_reply(command::ReplyWriter write_reply) {
     if (!writing_) advance();
 }
 
-command::Context Connection::context(command::ClientSuspender* suspender,
-                                     command::Slowlog* slowlog) {
-    return command::Context{server_.registry(),
-                            server_.keyspace(),
-                            server_.config(),
-                            server_,
-                            client_,
-                            worker_.stats,
-                            writer_,
-                            suspender,
-                            slowlog};
+command::DispatchContext Connection::context(command::ClientSuspender* suspender,
+                                             command::Slowlog* slowlog) {
+    return command::DispatchContext{server_.registry(),
+                                    server_.keyspace(),
+                                    server_.config(),
+                                    server_,
+                                    client_,
+                                    worker_.stats,
+                                    writer_,
+                                    suspender,
+                                    slowlog};
 }
 
 void Connection::process() {
-    command::Context ctx = context(this, &server_.slowlog());
+    command::DispatchContext ctx = context(this, &server_.slowlog());
     persist::Journal::reset_thread_mark();
     // Commands are timed from here, each from the end of the one before
     // (command::dispatch).

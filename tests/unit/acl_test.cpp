@@ -21,6 +21,9 @@
 namespace bloomery::command {
 namespace {
 
+// A handler that does nothing, for tables built in a test.
+void ignore_command(Context&, Args) {}
+
 // SHA-256 test vectors (FIPS 180-2).
 constexpr std::string_view kSha256OfAbc =
     "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
@@ -81,7 +84,7 @@ TEST(PasswordDigest, IsSha256AndComparesEveryByte) {
 
 TEST(Registry, CommandCategoriesMustBeListedOnce) {
     Registry registry;
-    registry.register_handler("ping", [](Context&, Args) {});
+    registry.register_handler<ignore_command>("ping");
     std::string error;
     const std::string entry =
         R"({"name":"ping","arity":-1,"flags":["no_auth"],"first_key":0,"last_key":0,"step":0,)";
@@ -385,7 +388,7 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        Context ctx{registry, keyspace, config, hooks, client, stats, writer};
+        DispatchContext ctx{registry, keyspace, config, hooks, client, stats, writer};
         dispatch(registry, ctx, argv);
         return out;
     }

@@ -350,7 +350,7 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        Context ctx{registry, keyspace, config, hooks, client, stats, writer};
+        DispatchContext ctx{registry, keyspace, config, hooks, client, stats, writer};
         dispatch(registry, ctx, argv);
         return out;
     }

@@ -26,6 +26,9 @@
 namespace bloomery::command {
 namespace {
 
+// A handler that does nothing, for tables built in a test.
+void ignore_command(Context&, Args) {}
+
 using command::ShutdownMode;
 using testing::FakeHooks;
 
@@ -59,7 +62,7 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        Context ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender};
+        DispatchContext ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender};
         dispatch(registry, ctx, argv);
         for (auto& write_reply : suspender.delivered) write_reply(writer);
         suspender.delivered.clear();
@@ -429,7 +432,7 @@ TEST_F(Commands, SaveDefersItsReplyUntilTheSnapshotIsDone) {
 TEST_F(Commands, SaveWhereRepliesCannotWaitAnswersAnError) {
     std::vector<std::string_view> argv{"SAVE"};
     out.clear();
-    Context ctx{registry, keyspace, config, hooks, client, stats, writer};
+    DispatchContext ctx{registry, keyspace, config, hooks, client, stats, writer};
     dispatch(registry, ctx, argv);
     EXPECT_EQ(out, "-" + std::string(errors::kCannotWait) + "\r\n");
     EXPECT_EQ(hooks.saves, 0);
@@ -457,7 +460,7 @@ TEST_F(Commands, ModuleListReportsTheBloomModule) {
 TEST(Registry, RefusesJsonWithoutHandlerOrHandlerWithoutJson) {
     Registry registry;
     std::string error;
-    registry.register_handler("ping", [](Context&, Args) {});
+    registry.register_handler<ignore_command>("ping");
     EXPECT_FALSE(registry.build(R"({"commands":[]})", error));
     EXPECT_NE(error.find("ping"), std::string::npos) << error;
     EXPECT_FALSE(registry.build(
@@ -803,7 +806,8 @@ TEST_F(Commands, ConfigSetTakesItsRangesFromTheOptionTable) {
     const auto config_set = [&](std::string name, std::string value) {
         std::vector<std::string_view> argv{"CONFIG", "SET", name, value};
         out.clear();
-        Context ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender, &slowlog};
+        DispatchContext ctx{registry, keyspace, config,     hooks,   client,
+                            stats,    writer,   &suspender, &slowlog};
         dispatch(registry, ctx, argv);
         return out;
     };

@@ -641,7 +641,8 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        command::Context ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender};
+        command::DispatchContext ctx{registry, keyspace, config, hooks,
+                                     client,   stats,    writer, &suspender};
         command::dispatch(registry, ctx, argv);
         for (auto& write_reply : suspender.delivered) write_reply(writer);
         suspender.delivered.clear();
@@ -995,7 +996,8 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        command::Context ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender};
+        command::DispatchContext ctx{registry, keyspace, config, hooks,
+                                     client,   stats,    writer, &suspender};
         command::dispatch(registry, ctx, argv);
         for (auto& write_reply : suspender.delivered) write_reply(writer);
         suspender.delivered.clear();

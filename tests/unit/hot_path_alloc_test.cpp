@@ -261,7 +261,8 @@ protected:
     Slowlog slowlog{config.slowlog_log_slower_than_us, config.slowlog_max_len};
     std::string out;
     resp::Writer writer{out};
-    Context context{registry, keyspace, config, hooks, client, stats, writer, nullptr, &slowlog};
+    DispatchContext context{registry, keyspace, config,  hooks,   client,
+                            stats,    writer,   nullptr, &slowlog};
     resp::Parser parser;
     std::vector<std::vector<std::string>> commands;  // 5 per round
     std::vector<std::string_view> argv;

@@ -118,7 +118,8 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        Context ctx{registry, keyspace, config, hooks, client, stats, writer, nullptr, &slowlog};
+        DispatchContext ctx{registry, keyspace, config,  hooks,   client,
+                            stats,    writer,   nullptr, &slowlog};
         dispatch(registry, ctx, argv);
         return out;
     }

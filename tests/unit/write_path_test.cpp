@@ -45,7 +45,7 @@ protected:
         out.clear();
         for (const auto& words : commands) {
             std::vector<std::string_view> argv(words.begin(), words.end());
-            Context ctx{registry, keyspace, config, hooks, client, stats, writer, nullptr};
+            DispatchContext ctx{registry, keyspace, config, hooks, client, stats, writer, nullptr};
             dispatch(registry, ctx, argv);
         }
         return out;
