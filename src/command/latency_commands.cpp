@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,11 +42,12 @@ void cmd_latency_latest(Context& ctx, Args) {
 
 // LATENCY HISTORY event: its samples, oldest first; empty for an unknown one.
 void cmd_latency_history(Context& ctx, Args argv) {
-    core::LatencyEvent event;
-    if (!core::latency_event(argv[2], event)) {
+    const std::optional<core::LatencyEvent> found = core::latency_event(argv[2]);
+    if (!found) {
         ctx.out.array(0);
         return;
     }
+    const core::LatencyEvent& event = *found;
     ctx.out.array(event.samples.size());
     for (const core::LatencySample& sample : event.samples) {
         ctx.out.array(2);
@@ -129,14 +131,15 @@ void append_sparkline(std::string& out, const std::vector<std::uint32_t>& values
 }
 
 void cmd_latency_graph(Context& ctx, Args argv) {
-    core::LatencyEvent event;
-    if (!core::latency_event(argv[2], event) || event.samples.empty()) {
+    const std::optional<core::LatencyEvent> found = core::latency_event(argv[2]);
+    if (!found || found->samples.empty()) {
         std::string message(errors::kNoLatencySamples);
         core::append_printable(message, argv[2]);
         message += "'";
         ctx.out.error(message);
         return;
     }
+    const core::LatencyEvent& event = *found;
     std::vector<std::uint32_t> values;
     std::vector<std::string> labels;
     const std::int64_t now = unix_now();

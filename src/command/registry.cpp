@@ -559,7 +559,9 @@ void record(Context& ctx, const CommandSpec* spec, Admission admission, Args arg
             ctx.stats.command_stats.record_rejected(spec->id);
             break;
         case Admission::run:
-            ctx.stats.command_stats.record_call(spec->id, nanoseconds, failed);
+            ctx.stats.command_stats.record_call(
+                spec->id, nanoseconds,
+                failed ? core::CallOutcome::failed : core::CallOutcome::succeeded);
             if (ctx.slowlog != nullptr && ctx.slowlog->is_slow(nanoseconds)) {
                 ctx.slowlog->record(spec, argv, nanoseconds, ctx.client);
             }
