@@ -26,10 +26,6 @@ std::string_view trim(std::string_view text) {
     return text;
 }
 
-std::string lower(std::string_view text) {
-    return core::ascii_lower(text);
-}
-
 // Only digits, no sign, no spaces: "0x10" or "+5" in a map is a typo.
 bool parse_number(std::string_view text, std::uint32_t& out) {
     std::uint64_t value = 0;
@@ -46,7 +42,7 @@ std::string slots_text(std::uint32_t first, std::uint32_t last) {
 struct Endpoint {
     std::string host;  // as written, unbracketed
     std::uint16_t port = 0;
-    std::string key() const { return lower(host) + ":" + std::to_string(port); }
+    std::string key() const { return core::ascii_lower(host) + ":" + std::to_string(port); }
     std::string text() const {
         const bool v6 = host.find(':') != std::string::npos;
         return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
@@ -181,7 +177,7 @@ bool hostname_ordinal(std::string_view hostname, std::size_t& ordinal) {
 }  // namespace
 
 std::string node_id(std::string_view host, std::uint16_t port) {
-    const std::string text = lower(host) + ":" + std::to_string(port);
+    const std::string text = core::ascii_lower(host) + ":" + std::to_string(port);
     std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
     unsigned int length = 0;
     EVP_Digest(text.data(), text.size(), digest.data(), &length, EVP_sha256(), nullptr);

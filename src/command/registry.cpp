@@ -22,15 +22,11 @@ extern const std::string_view kCommandsJson;
 
 namespace {
 
-std::string lower(std::string_view s) {
-    return core::ascii_lower(s);
-}
-
 bool parse_spec(const nlohmann::json& entry, const std::vector<std::string>& categories,
                 CommandSpec& spec, std::string& error) {
     std::vector<std::string> spec_categories;
     try {
-        spec.name = lower(entry.at("name").get<std::string>());
+        spec.name = core::ascii_lower(entry.at("name").get<std::string>());
         spec.arity = entry.at("arity").get<int>();
         spec.flags = entry.at("flags").get<std::vector<std::string>>();
         spec.first_key = entry.at("first_key").get<int>();
@@ -67,7 +63,7 @@ bool parse_spec(const nlohmann::json& entry, const std::vector<std::string>& cat
         const auto it = category.empty() || category[0] != '@'
                             ? categories.end()
                             : std::find(categories.begin(), categories.end(),
-                                        lower(std::string_view(category).substr(1)));
+                                        core::ascii_lower(std::string_view(category).substr(1)));
         if (it == categories.end()) {
             error = "command '" + spec.name + "' has ACL category '" + category +
                     "', which is not in the top-level \"acl_categories\"";
@@ -102,7 +98,7 @@ bool read_categories(const nlohmann::json& root, std::vector<std::string>& categ
         for (const auto& category : root.value("acl_categories", nlohmann::json::array())) {
             const std::string name = category.get<std::string>();
             if (name.size() < 2 || name[0] != '@') throw std::invalid_argument(name);
-            categories.push_back(lower(std::string_view(name).substr(1)));
+            categories.push_back(core::ascii_lower(std::string_view(name).substr(1)));
         }
     } catch (const std::exception& e) {
         error = std::string("proto/commands.json needs \"acl_categories\": [\"@name\", ...]: ") +
@@ -130,11 +126,11 @@ const CommandSpec* CommandSpec::find_subcommand(std::string_view sub) const {
 }
 
 void Registry::register_dispatch(std::string_view name, Handler handler) {
-    handlers_[lower(name)] = handler;
+    handlers_[core::ascii_lower(name)] = handler;
 }
 
 void Registry::register_key_finder(std::string_view name, KeyFinder finder) {
-    key_finders_[lower(name)] = finder;
+    key_finders_[core::ascii_lower(name)] = finder;
 }
 
 bool Registry::build_from_embedded(std::string& error) {
