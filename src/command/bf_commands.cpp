@@ -597,20 +597,20 @@ void cmd_loadchunk(Context& ctx, Args argv) {
         ctx.out.error(errors::kBadChunkData);
         return;
     }
-    bloom::DumpHeader header;
-    if (!bloom::parse_header(data, header, error)) {
-        ctx.out.error("ERR " + error);
+    const core::Result<bloom::DumpHeader> header = bloom::parse_header(data);
+    if (!header) {
+        ctx.out.error("ERR " + header.error());
         return;
     }
     // The whole filter, every layer, is checked before anything is allocated.
     std::string_view limit_error;
-    if (!within_limits(ctx, header.layers, limit_error)) {
+    if (!within_limits(ctx, header->layers, limit_error)) {
         ctx.out.error(limit_error);
         return;
     }
     FilterRef filter;
     try {
-        filter = bloom::build_filter(header, ctx.config.maxmemory);
+        filter = bloom::build_filter(*header, ctx.config.maxmemory);
     } catch (const std::bad_alloc&) {
         ctx.out.error(errors::kOutOfMemory);
         return;
