@@ -72,17 +72,16 @@ TEST(KeySlot, HashTagsFollowTheSpecRules) {
 constexpr const char* kThree = "0-5460=a:6379,5461-10922=b:6379,10923-16383=c:6379";
 
 Topology parse_ok(std::string_view spec, std::string_view self, std::string_view host = "") {
-    std::string error;
-    auto topology = parse_topology(spec, self, host, error);
-    EXPECT_TRUE(topology) << error;
+    auto topology = parse_topology(spec, self, host);
+    EXPECT_TRUE(topology) << topology.error();
     return topology ? *topology : Topology();
 }
 
 std::string parse_error(std::string_view spec, std::string_view self = "a:1",
                         std::string_view host = "") {
-    std::string error;
-    EXPECT_FALSE(parse_topology(spec, self, host, error)) << spec;
-    return error;
+    const auto topology = parse_topology(spec, self, host);
+    EXPECT_FALSE(topology) << spec;
+    return topology ? std::string() : topology.error();
 }
 
 TEST(SlotMap, ThreePrimariesCoverEverySlot) {
@@ -341,9 +340,8 @@ protected:
         keyspace.enable_slot_counts();
     }
     void use_map(std::string_view spec, std::string_view self) {
-        std::string error;
-        auto topology = cluster::parse_topology(spec, self, "", error);
-        ASSERT_TRUE(topology) << error;
+        auto topology = cluster::parse_topology(spec, self, "");
+        ASSERT_TRUE(topology) << topology.error();
         config.cluster_enabled = true;
         config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
     }

@@ -883,9 +883,8 @@ TEST_F(KeyCommands, MigrateKeepsAKeyThatChangedWhileItWasSent) {
 }
 
 TEST_F(KeyCommands, MigrateInClusterModeSendsRestoreAsking) {
-    std::string error;
-    auto topology = cluster::parse_topology("0-16383=a:1", "a:1", "", error);
-    ASSERT_TRUE(topology) << error;
+    auto topology = cluster::parse_topology("0-16383=a:1", "a:1", "");
+    ASSERT_TRUE(topology) << topology.error();
     config.cluster_enabled = true;
     config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
     ASSERT_EQ(run({"BF.ADD", "k", "a"}), ":1\r\n");
@@ -983,8 +982,8 @@ protected:
         std::string error;
         ASSERT_TRUE(command::build_default_registry(registry, error)) << error;
         // This node is a, serving slots 0-8191.
-        auto topology = cluster::parse_topology("0-8191=a:1,8192-16383=b:2", "a:1", "", error);
-        ASSERT_TRUE(topology) << error;
+        auto topology = cluster::parse_topology("0-8191=a:1,8192-16383=b:2", "a:1", "");
+        ASSERT_TRUE(topology) << topology.error();
         config.cluster_enabled = true;
         config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
         // Keys of this node's slots and of the other's.

@@ -158,10 +158,9 @@ protected:
     // Cluster mode with this node as `self` of a two-node map: "hot" hashes
     // to slot 6093, node a's.
     void enable_cluster(std::string_view self) {
-        std::string error;
-        auto topology = cluster::parse_topology("0-8191=127.0.0.1:7001,8192-16383=127.0.0.1:7002",
-                                                self, "", error);
-        ASSERT_TRUE(topology) << error;
+        auto topology =
+            cluster::parse_topology("0-8191=127.0.0.1:7001,8192-16383=127.0.0.1:7002", self, "");
+        ASSERT_TRUE(topology) << topology.error();
         config.cluster_enabled = true;
         config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
     }
