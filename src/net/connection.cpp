@@ -336,9 +336,8 @@ void Connection::process() {
     // replica's feed once the replies so far are written (advance()).
     while (!closing_ && !blocked_ && !client_.psync_requested && in_start_ < in_end_ &&
            out_.size() < kWriteHighWater) {
-        std::size_t consumed = 0;
         const std::string_view input(in_.get() + in_start_, in_end_ - in_start_);
-        const resp::ParseStatus status = parser_.parse(input, argv_, consumed);
+        const auto [status, consumed] = parser_.parse(input, argv_);
         if (status == resp::ParseStatus::incomplete) {
             need_more_ = true;
             break;

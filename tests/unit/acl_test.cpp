@@ -544,8 +544,7 @@ TEST_F(AccessControl, ConfigGetNeverShowsThePassword) {
 
 resp::ParseStatus parse_once(resp::Parser& parser, const std::string& input) {
     std::vector<std::string_view> argv;
-    std::size_t consumed = 0;
-    return parser.parse(input, argv, consumed);
+    return parser.parse(input, argv).status;
 }
 
 std::string multibulk(std::size_t args, std::size_t bulk_bytes) {

@@ -212,9 +212,9 @@ protected:
         out.clear();
         std::uint64_t clock_mark = core::CommandClock::get().now();  // as a connection times
         while (!bytes.empty()) {
-            std::size_t consumed = 0;
-            if (parser.parse(bytes, argv, consumed) != resp::ParseStatus::complete) break;
-            bytes.remove_prefix(consumed);
+            const resp::ParseResult parsed = parser.parse(bytes, argv);
+            if (parsed.status != resp::ParseStatus::complete) break;
+            bytes.remove_prefix(parsed.consumed);
             dispatch(registry, context, argv, clock_mark);
             ++ran;
         }
@@ -230,11 +230,10 @@ protected:
         while (received < bytes.size()) {
             received = std::min(bytes.size(), received + read_size);
             for (;;) {
-                std::size_t consumed = 0;
-                const resp::ParseStatus status =
-                    parser.parse(bytes.substr(start, received - start), argv, consumed);
-                if (status != resp::ParseStatus::complete) break;
-                start += consumed;
+                const resp::ParseResult result =
+                    parser.parse(bytes.substr(start, received - start), argv);
+                if (result.status != resp::ParseStatus::complete) break;
+                start += result.consumed;
                 ++parsed;
             }
         }

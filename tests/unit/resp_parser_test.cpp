@@ -74,8 +74,7 @@ Transcript feed(std::string_view input, const std::vector<std::size_t>& chunk_si
         while (true) {
             std::string moved(buffer);
             buffer.swap(moved);
-            std::size_t consumed = 12345;
-            const ParseStatus status = parser.parse(buffer, argv, consumed);
+            const auto [status, consumed] = parser.parse(buffer, argv);
             if (status == ParseStatus::incomplete) {
                 EXPECT_EQ(consumed, 0u);
                 EXPECT_TRUE(argv.empty());
@@ -112,9 +111,9 @@ struct SingleParse {
 SingleParse parse_once(std::string_view input, ParserLimits limits = {}) {
     Parser parser(limits);
     std::vector<std::string_view> argv;
-    std::size_t consumed = 0;
-    const ParseStatus status = parser.parse(input, argv, consumed);
-    return {status, Words(argv.begin(), argv.end()), consumed, parser.error_message()};
+    const ParseResult result = parser.parse(input, argv);
+    return {result.status, Words(argv.begin(), argv.end()), result.consumed,
+            parser.error_message()};
 }
 
 std::string error_of(std::string_view input, ParserLimits limits = {}) {
@@ -169,8 +168,7 @@ TEST(RespParser, ArgvViewsPointIntoTheInputBuffer) {
     const std::string input = multibulk({"GET", "key"});
     Parser parser;
     std::vector<std::string_view> argv;
-    std::size_t consumed = 0;
-    ASSERT_EQ(parser.parse(input, argv, consumed), ParseStatus::complete);
+    ASSERT_EQ(parser.parse(input, argv).status, ParseStatus::complete);
     ASSERT_EQ(argv.size(), 2u);
     for (auto word : argv) {
         EXPECT_GE(word.data(), input.data());
@@ -250,16 +248,16 @@ TEST(RespParser, MissingCrlfAfterBulkDataIsRejected) {
 TEST(RespParser, BytesExpectedCoversThePendingBulk) {
     Parser parser;
     std::vector<std::string_view> argv;
-    std::size_t consumed = 0;
-    EXPECT_EQ(parser.parse("*2\r\n$1\r\n", argv, consumed), ParseStatus::incomplete);
+    EXPECT_EQ(parser.parse("*2\r\n$1\r\n", argv).status, ParseStatus::incomplete);
     EXPECT_EQ(parser.bytes_expected(), 11u);
     std::string input = "*2\r\n$1\r\na\r\n$100\r\nabc";
-    EXPECT_EQ(parser.parse(input, argv, consumed), ParseStatus::incomplete);
+    EXPECT_EQ(parser.parse(input, argv).status, ParseStatus::incomplete);
     EXPECT_EQ(parser.bytes_expected(), 11u + 6u + 100u + 2u);
     input.resize(input.size() - 3);
     input += std::string(100, 'z') + "\r\n";
-    EXPECT_EQ(parser.parse(input, argv, consumed), ParseStatus::complete);
-    EXPECT_EQ(consumed, 11u + 6u + 100u + 2u);
+    const ParseResult result = parser.parse(input, argv);
+    EXPECT_EQ(result.status, ParseStatus::complete);
+    EXPECT_EQ(result.consumed, 11u + 6u + 100u + 2u);
     EXPECT_EQ(parser.bytes_expected(), 0u);
 }
 
@@ -346,12 +344,11 @@ TEST(RespParser, InlineStoredWordsStayValidWhenStorageGrows) {
     }
     Parser parser;
     std::vector<std::string_view> argv;
-    std::size_t consumed = 0;
     const std::string input = line + "\r\n";
-    ASSERT_EQ(parser.parse(input, argv, consumed), ParseStatus::complete);
+    ASSERT_EQ(parser.parse(input, argv).status, ParseStatus::complete);
     EXPECT_EQ(Words(argv.begin(), argv.end()), expected);
     // A second command reuses the storage and again yields correct views.
-    ASSERT_EQ(parser.parse("'one' \"two\"\n", argv, consumed), ParseStatus::complete);
+    ASSERT_EQ(parser.parse("'one' \"two\"\n", argv).status, ParseStatus::complete);
     EXPECT_EQ(Words(argv.begin(), argv.end()), (Words{"one", "two"}));
 }
 
@@ -495,8 +492,7 @@ TEST(RespParser, HostileInlineRequestBeforeAuthIsRefusedAtItsEleventhWord) {
     ASSERT_LE(line.size(), limits.max_inline_length);
     Parser parser(limits);
     std::vector<std::string_view> argv;
-    std::size_t consumed = 0;
-    ASSERT_EQ(parser.parse(line, argv, consumed), ParseStatus::error);
+    ASSERT_EQ(parser.parse(line, argv).status, ParseStatus::error);
     EXPECT_EQ(parser.error_message(), "unauthenticated multibulk length");
     EXPECT_LE(argv.capacity(), 16u);
     EXPECT_LE(parser.memory_bytes(), line.size());
@@ -505,17 +501,17 @@ TEST(RespParser, HostileInlineRequestBeforeAuthIsRefusedAtItsEleventhWord) {
 TEST(RespParser, PartialMultibulkHoldsNoPerArgumentBookkeeping) {
     Parser parser;
     std::vector<std::string_view> argv;
-    std::size_t consumed = 0;
     std::string input = "*100000\r\n";
     for (int i = 0; i < 99999; ++i) input += "$0\r\n\r\n";
-    ASSERT_EQ(parser.parse(input, argv, consumed), ParseStatus::incomplete);
+    ASSERT_EQ(parser.parse(input, argv).status, ParseStatus::incomplete);
     EXPECT_EQ(parser.memory_bytes(), 0u);
     EXPECT_EQ(argv.capacity(), 0u);
     input += "$1\r\nz\r\n";
-    ASSERT_EQ(parser.parse(input, argv, consumed), ParseStatus::complete);
+    const ParseResult result = parser.parse(input, argv);
+    ASSERT_EQ(result.status, ParseStatus::complete);
     ASSERT_EQ(argv.size(), 100000u);
     EXPECT_EQ(argv.back(), "z");
-    EXPECT_EQ(consumed, input.size());
+    EXPECT_EQ(result.consumed, input.size());
     // One view per argument, reserved once: no doubling past what is needed.
     EXPECT_EQ(argv.capacity(), 100000u);
     EXPECT_EQ(parser.memory_bytes(), 0u);
@@ -524,11 +520,10 @@ TEST(RespParser, PartialMultibulkHoldsNoPerArgumentBookkeeping) {
 TEST(RespParser, InlineStorageOfALargeCommandIsGivenBackByShrink) {
     Parser parser;
     std::vector<std::string_view> argv;
-    std::size_t consumed = 0;
     std::string line = "ECHO";
     for (int i = 0; i < 6000; ++i) line += " \"w\\x41\"";
     line += "\r\n";
-    ASSERT_EQ(parser.parse(line, argv, consumed), ParseStatus::complete);
+    ASSERT_EQ(parser.parse(line, argv).status, ParseStatus::complete);
     ASSERT_EQ(argv.size(), 6001u);
     EXPECT_EQ(argv[6000], "wA");
     const std::size_t held = parser.memory_bytes();
@@ -538,7 +533,7 @@ TEST(RespParser, InlineStorageOfALargeCommandIsGivenBackByShrink) {
     EXPECT_LE(parser.memory_bytes(), 1024u);
     // Small commands keep their storage across shrink(): steady state does
     // not allocate.
-    ASSERT_EQ(parser.parse("SET \"a b\" c\r\n", argv, consumed), ParseStatus::complete);
+    ASSERT_EQ(parser.parse("SET \"a b\" c\r\n", argv).status, ParseStatus::complete);
     EXPECT_EQ(Words(argv.begin(), argv.end()), (Words{"SET", "a b", "c"}));
     const std::size_t small = parser.memory_bytes();
     parser.shrink();
@@ -598,12 +593,11 @@ TEST(RespParser, LimitsAreTheSameAtEverySplit) {
 TEST(RespParser, ResumesAfterBufferMovesBetweenCalls) {
     Parser parser;
     std::vector<std::string_view> argv;
-    std::size_t consumed = 0;
     auto buffer = std::make_unique<std::string>("*2\r\n$3\r\nGET\r\n$3\r\nk");
-    ASSERT_EQ(parser.parse(*buffer, argv, consumed), ParseStatus::incomplete);
+    ASSERT_EQ(parser.parse(*buffer, argv).status, ParseStatus::incomplete);
     auto moved = std::make_unique<std::string>(*buffer + "ey\r\n");
     buffer.reset();
-    ASSERT_EQ(parser.parse(*moved, argv, consumed), ParseStatus::complete);
+    ASSERT_EQ(parser.parse(*moved, argv).status, ParseStatus::complete);
     EXPECT_EQ(Words(argv.begin(), argv.end()), (Words{"GET", "key"}));
 }
 
@@ -612,14 +606,14 @@ TEST(RespParser, LargeBulkAndLongInlineFedByteByByteParse) {
     const std::string input = multibulk({"SET", big}) + "ECHO " + std::string(60000, 'i') + "\n";
     Parser parser;
     std::vector<std::string_view> argv;
-    std::size_t consumed = 0;
     std::string buffer;
     std::vector<Words> commands;
     for (char byte : input) {
         buffer.push_back(byte);
-        if (parser.parse(buffer, argv, consumed) == ParseStatus::complete) {
+        if (const ParseResult result = parser.parse(buffer, argv);
+            result.status == ParseStatus::complete) {
             commands.emplace_back(argv.begin(), argv.end());
-            buffer.erase(0, consumed);
+            buffer.erase(0, result.consumed);
         }
     }
     ASSERT_EQ(commands.size(), 2u);
@@ -642,51 +636,47 @@ TEST(RespParser, LargePipelineOfTenThousandCommandsIsConsumedInOrder) {
     std::vector<std::string_view> argv;
     std::string_view rest = pipeline;
     for (int i = 0; i < 10000; ++i) {
-        std::size_t consumed = 0;
-        ASSERT_EQ(parser.parse(rest, argv, consumed), ParseStatus::complete) << i;
+        const ParseResult result = parser.parse(rest, argv);
+        ASSERT_EQ(result.status, ParseStatus::complete) << i;
         ASSERT_EQ(argv.size(), 3u);
         EXPECT_EQ(argv[0], i % 3 == 0 ? "BF.EXISTS" : "BF.ADD");
         EXPECT_EQ(argv[2], "item" + std::to_string(i));
-        rest.remove_prefix(consumed);
+        rest.remove_prefix(result.consumed);
     }
     EXPECT_TRUE(rest.empty());
-    std::size_t consumed = 0;
-    EXPECT_EQ(parser.parse(rest, argv, consumed), ParseStatus::incomplete);
+    EXPECT_EQ(parser.parse(rest, argv).status, ParseStatus::incomplete);
 }
 
 TEST(RespParser, ArgvCapacityIsReusedAcrossCommands) {
     Parser parser;
     std::vector<std::string_view> argv;
-    std::size_t consumed = 0;
     const std::string first = multibulk({"a", "b", "c", "d"});
-    ASSERT_EQ(parser.parse(first, argv, consumed), ParseStatus::complete);
+    ASSERT_EQ(parser.parse(first, argv).status, ParseStatus::complete);
     const auto* storage = argv.data();
     const std::string second = multibulk({"e", "f"});
-    ASSERT_EQ(parser.parse(second, argv, consumed), ParseStatus::complete);
-    ASSERT_EQ(parser.parse("g h i\r\n", argv, consumed), ParseStatus::complete);
+    ASSERT_EQ(parser.parse(second, argv).status, ParseStatus::complete);
+    ASSERT_EQ(parser.parse("g h i\r\n", argv).status, ParseStatus::complete);
     EXPECT_EQ(argv.data(), storage);
 }
 
 TEST(RespParser, ParserIsReadyForTheNextCommandAfterAnError) {
     Parser parser;
     std::vector<std::string_view> argv;
-    std::size_t consumed = 0;
-    ASSERT_EQ(parser.parse("*1\r\n$3\r\nabcX\r\n", argv, consumed), ParseStatus::error);
+    ASSERT_EQ(parser.parse("*1\r\n$3\r\nabcX\r\n", argv).status, ParseStatus::error);
     EXPECT_EQ(parser.error_message(), "missing CRLF after bulk data");
     EXPECT_TRUE(argv.empty());
-    ASSERT_EQ(parser.parse("PING\r\n", argv, consumed), ParseStatus::complete);
+    ASSERT_EQ(parser.parse("PING\r\n", argv).status, ParseStatus::complete);
     EXPECT_EQ(Words(argv.begin(), argv.end()), Words{"PING"});
 }
 
 TEST(RespParser, ResetForgetsAPartialCommandAndTheError) {
     Parser parser;
     std::vector<std::string_view> argv;
-    std::size_t consumed = 0;
-    ASSERT_EQ(parser.parse("*x\r\n", argv, consumed), ParseStatus::error);
-    ASSERT_EQ(parser.parse("*2\r\n$3\r\nfoo\r\n", argv, consumed), ParseStatus::incomplete);
+    ASSERT_EQ(parser.parse("*x\r\n", argv).status, ParseStatus::error);
+    ASSERT_EQ(parser.parse("*2\r\n$3\r\nfoo\r\n", argv).status, ParseStatus::incomplete);
     parser.reset();
     EXPECT_TRUE(parser.error_message().empty());
-    ASSERT_EQ(parser.parse("*1\r\n$4\r\nPING\r\n", argv, consumed), ParseStatus::complete);
+    ASSERT_EQ(parser.parse("*1\r\n$4\r\nPING\r\n", argv).status, ParseStatus::complete);
     EXPECT_EQ(Words(argv.begin(), argv.end()), Words{"PING"});
 }
 
