@@ -5,7 +5,8 @@
 //
 // Byte-exact on purpose (the point of these is RedisBloom's or Redis's exact
 // bytes, which clients and redis-cli scripts compare):
-// ReserveValidatesLikeRedisBloom, InsertReadsOptionsByTheirFirstLettersAsRedisBloom,
+// ReserveValidatesLikeRedisBloom,
+// InsertReadsOptionsByTheirFirstLettersAsRedisBloom,
 // InfoRepliesWithRedisBloomFields, HelloSwitchesToResp3 and
 // ModuleListReportsTheBloomModule.
 
@@ -14,6 +15,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,25 +33,29 @@ namespace {
 void ignore_command(Context&, Args) {}
 
 using command::ShutdownMode;
+using ::testing::_;
 using testing::Commands;
+using ::testing::Each;
+using ::testing::ElementsAre;
 using testing::FakeHooks;
+using ::testing::Matches;
 using namespace resp::testing;  // the reply matchers
 
 TEST_F(Commands, AddCreatesDefaultFilterAndReportsNewItemsOnce) {
-    EXPECT_EQ(run({"BF.ADD", "k", "a"}), ":1\r\n");
-    EXPECT_EQ(run({"bf.add", "k", "a"}), ":0\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "k", "a"}), ":1\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "k", "b"}), ":0\r\n");
-    EXPECT_EQ(run({"BF.INFO", "k", "CAPACITY"}), "*1\r\n:100\r\n");
-    EXPECT_EQ(run({"BF.INFO", "k", "EXPANSION"}), "*1\r\n:2\r\n");
-    EXPECT_EQ(run({"BF.INFO", "k", "ITEMS"}), "*1\r\n:1\r\n");
+    EXPECT_THAT(run({"BF.ADD", "k", "a"}), IsInt(1));
+    EXPECT_THAT(run({"bf.add", "k", "a"}), IsInt(0));
+    EXPECT_THAT(run({"BF.EXISTS", "k", "a"}), IsInt(1));
+    EXPECT_THAT(run({"BF.EXISTS", "k", "b"}), IsInt(0));
+    EXPECT_THAT(run({"BF.INFO", "k", "CAPACITY"}), IsArray(IsInt(100)));
+    EXPECT_THAT(run({"BF.INFO", "k", "EXPANSION"}), IsArray(IsInt(2)));
+    EXPECT_THAT(run({"BF.INFO", "k", "ITEMS"}), IsArray(IsInt(1)));
 }
 
 TEST_F(Commands, ExistsOnMissingKeyAnswersZeroWithoutCreatingIt) {
-    EXPECT_EQ(run({"BF.EXISTS", "missing", "a"}), ":0\r\n");
-    EXPECT_EQ(run({"BF.MEXISTS", "missing", "a", "b"}), "*2\r\n:0\r\n:0\r\n");
-    EXPECT_EQ(run({"EXISTS", "missing"}), ":0\r\n");
-    EXPECT_EQ(run({"BF.CARD", "missing"}), ":0\r\n");
+    EXPECT_THAT(run({"BF.EXISTS", "missing", "a"}), IsInt(0));
+    EXPECT_THAT(run({"BF.MEXISTS", "missing", "a", "b"}), IsArray(IsInt(0), IsInt(0)));
+    EXPECT_THAT(run({"EXISTS", "missing"}), IsInt(0));
+    EXPECT_THAT(run({"BF.CARD", "missing"}), IsInt(0));
 }
 
 TEST_F(Commands, ReserveValidatesLikeRedisBloom) {
@@ -117,43 +123,43 @@ TEST_F(Commands, ReserveRefusesFiltersBeyondMaxFilterBytes) {
     config.max_filter_bytes = 1024 * 1024;
     const std::string reply = run({"BF.RESERVE", "huge", "0.0001", "100000000"});
     EXPECT_EQ(reply.rfind("-ERR filter would exceed max-filter-bytes", 0), 0u) << reply;
-    EXPECT_EQ(run({"EXISTS", "huge"}), ":0\r\n");
+    EXPECT_THAT(run({"EXISTS", "huge"}), IsInt(0));
 }
 
 TEST_F(Commands, EveryCreatingPathAppliesTheSameBounds) {
     // bloom/bounds.hpp: RESERVE, INSERT and the defaults share one table.
-    EXPECT_EQ(run({"BF.RESERVE", "k", "1e-300", "100"}),
-              "-ERR error rate should be at least 1e-15\r\n");
-    EXPECT_EQ(run({"BF.INSERT", "k", "ERROR", "9e-16", "ITEMS", "a"}),
-              "-ERR error rate should be at least 1e-15\r\n");
-    EXPECT_EQ(run({"BF.RESERVE", "k", "0.01", "281474976710657"}),
-              "-ERR capacity should be at most 281474976710656 (2^48)\r\n");
-    EXPECT_EQ(run({"BF.INSERT", "k", "CAPACITY", "281474976710657", "ITEMS", "a"}),
-              "-ERR capacity should be at most 281474976710656 (2^48)\r\n");
-    EXPECT_EQ(run({"BF.INSERT", "k", "EXPANSION", "32769", "ITEMS", "a"}),
-              "-ERR expansion should be at most 32768\r\n");
-    EXPECT_EQ(run({"EXISTS", "k"}), ":0\r\n");
+    EXPECT_THAT(run({"BF.RESERVE", "k", "1e-300", "100"}),
+                IsError("ERR error rate should be at least 1e-15"));
+    EXPECT_THAT(run({"BF.INSERT", "k", "ERROR", "9e-16", "ITEMS", "a"}),
+                IsError("ERR error rate should be at least 1e-15"));
+    EXPECT_THAT(run({"BF.RESERVE", "k", "0.01", "281474976710657"}),
+                IsError("ERR capacity should be at most 281474976710656 (2^48)"));
+    EXPECT_THAT(run({"BF.INSERT", "k", "CAPACITY", "281474976710657", "ITEMS", "a"}),
+                IsError("ERR capacity should be at most 281474976710656 (2^48)"));
+    EXPECT_THAT(run({"BF.INSERT", "k", "EXPANSION", "32769", "ITEMS", "a"}),
+                IsError("ERR expansion should be at most 32768"));
+    EXPECT_THAT(run({"EXISTS", "k"}), IsInt(0));
     EXPECT_EQ(run({"BF.RESERVE", "k", "1e-15", "281474976710656"}).rfind("-ERR filter would", 0),
               0u);
-    EXPECT_EQ(run({"BF.RESERVE", "k", "1e-15", "10", "EXPANSION", "32768"}), "+OK\r\n");
+    EXPECT_THAT(run({"BF.RESERVE", "k", "1e-15", "10", "EXPANSION", "32768"}), IsOk());
 }
 
 TEST_F(Commands, MaxmemoryRefusesCommandsThatMayAllocateButNotReadsOrDeletes) {
-    ASSERT_EQ(run({"BF.ADD", "k", "a"}), ":1\r\n");
+    ASSERT_THAT(run({"BF.ADD", "k", "a"}), IsInt(1));
     config.maxmemory = 1;  // already exceeded by the filter just created
-    const std::string oom = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
-    EXPECT_EQ(run({"BF.ADD", "k", "b"}), oom);
-    EXPECT_EQ(run({"BF.MADD", "k", "b"}), oom);
-    EXPECT_EQ(run({"BF.INSERT", "k", "ITEMS", "b"}), oom);
-    EXPECT_EQ(run({"BF.RESERVE", "n", "0.01", "10"}), oom);
-    EXPECT_EQ(run({"BF.LOADCHUNK", "n", "1", "x"}), oom);
-    EXPECT_EQ(run({"BF.EXISTS", "k", "a"}), ":1\r\n");
-    EXPECT_EQ(run({"DEL", "k"}), ":1\r\n");
+    const auto oom = IsError("OOM command not allowed when used memory > 'maxmemory'.");
+    EXPECT_THAT(run({"BF.ADD", "k", "b"}), oom);
+    EXPECT_THAT(run({"BF.MADD", "k", "b"}), oom);
+    EXPECT_THAT(run({"BF.INSERT", "k", "ITEMS", "b"}), oom);
+    EXPECT_THAT(run({"BF.RESERVE", "n", "0.01", "10"}), oom);
+    EXPECT_THAT(run({"BF.LOADCHUNK", "n", "1", "x"}), oom);
+    EXPECT_THAT(run({"BF.EXISTS", "k", "a"}), IsInt(1));
+    EXPECT_THAT(run({"DEL", "k"}), IsInt(1));
     // A reservation that would take used_memory past the limit is refused
     // even when used_memory is still below it.
     config.maxmemory = core::memory_used_total() + 1000;
-    EXPECT_EQ(run({"BF.RESERVE", "n", "0.01", "100000"}), oom);
-    EXPECT_EQ(run({"BF.RESERVE", "n", "0.01", "10"}), "+OK\r\n");
+    EXPECT_THAT(run({"BF.RESERVE", "n", "0.01", "100000"}), oom);
+    EXPECT_THAT(run({"BF.RESERVE", "n", "0.01", "10"}), IsOk());
 }
 
 TEST_F(Commands, FailingSnapshotsRefuseWritesWithMisconfUnlessConfiguredNot) {
@@ -161,45 +167,47 @@ TEST_F(Commands, FailingSnapshotsRefuseWritesWithMisconfUnlessConfiguredNot) {
     const std::string reply = run({"BF.ADD", "k", "a"});
     EXPECT_EQ(reply.rfind("-MISCONF bloomery is configured to save snapshots", 0), 0u) << reply;
     EXPECT_EQ(run({"DEL", "k"}).rfind("-MISCONF", 0), 0u);
-    EXPECT_EQ(run({"BF.EXISTS", "k", "a"}), ":0\r\n");
-    EXPECT_EQ(run({"PING"}), "+PONG\r\n");
+    EXPECT_THAT(run({"BF.EXISTS", "k", "a"}), IsInt(0));
+    EXPECT_THAT(run({"PING"}), IsSimple("PONG"));
     config.stop_writes_on_bgsave_error = false;
-    EXPECT_EQ(run({"BF.ADD", "k", "a"}), ":1\r\n");
+    EXPECT_THAT(run({"BF.ADD", "k", "a"}), IsInt(1));
 }
 
 TEST_F(Commands, NonScalingFilterFillsUpAndMaddStopsAtTheFirstError) {
-    ASSERT_EQ(run({"BF.RESERVE", "k", "0.01", "2", "NONSCALING"}), "+OK\r\n");
-    EXPECT_EQ(run({"BF.MADD", "k", "a", "b", "c", "d"}),
-              "*3\r\n:1\r\n:1\r\n-ERR non scaling filter is full\r\n");
-    EXPECT_EQ(run({"BF.ADD", "k", "e"}), "-ERR non scaling filter is full\r\n");
-    EXPECT_EQ(run({"BF.ADD", "k", "a"}), ":0\r\n");
+    ASSERT_THAT(run({"BF.RESERVE", "k", "0.01", "2", "NONSCALING"}), IsOk());
+    EXPECT_THAT(run({"BF.MADD", "k", "a", "b", "c", "d"}),
+                IsArray(IsInt(1), IsInt(1), IsError("ERR non scaling filter is full")));
+    EXPECT_THAT(run({"BF.ADD", "k", "e"}), IsError("ERR non scaling filter is full"));
+    EXPECT_THAT(run({"BF.ADD", "k", "a"}), IsInt(0));
 }
 
 TEST_F(Commands, ScalingFilterAddsASubFilterWhenFull) {
-    ASSERT_EQ(run({"BF.RESERVE", "k", "0.01", "10"}), "+OK\r\n");
+    ASSERT_THAT(run({"BF.RESERVE", "k", "0.01", "10"}), IsOk());
     for (int i = 0; i < 10; ++i) run({"BF.ADD", "k", "item" + std::to_string(i)});
-    EXPECT_EQ(run({"BF.INFO", "k", "FILTERS"}), "*1\r\n:1\r\n");
+    EXPECT_THAT(run({"BF.INFO", "k", "FILTERS"}), IsArray(IsInt(1)));
     // Adds that report "exists" (false positives) do not count; keep adding
     // new names until one is accepted.
-    for (int i = 10; run({"BF.INFO", "k", "ITEMS"}) == "*1\r\n:10\r\n" && i < 100; ++i) {
+    for (int i = 10; Matches(IsArray(IsInt(10)))(run({"BF.INFO", "k", "ITEMS"})) && i < 100; ++i) {
         run({"BF.ADD", "k", "item" + std::to_string(i)});
     }
-    EXPECT_EQ(run({"BF.INFO", "k", "FILTERS"}), "*1\r\n:2\r\n");
-    EXPECT_EQ(run({"BF.INFO", "k", "CAPACITY"}), "*1\r\n:30\r\n");
+    EXPECT_THAT(run({"BF.INFO", "k", "FILTERS"}), IsArray(IsInt(2)));
+    EXPECT_THAT(run({"BF.INFO", "k", "CAPACITY"}), IsArray(IsInt(30)));
 }
 
 TEST_F(Commands, InsertOptionsApplyOnlyWhenCreating) {
-    EXPECT_EQ(run({"BF.INSERT", "k", "CAPACITY", "1000", "ERROR", "0.001", "ITEMS", "a", "b"}),
-              "*2\r\n:1\r\n:1\r\n");
-    EXPECT_EQ(run({"BF.INFO", "k", "CAPACITY"}), "*1\r\n:1000\r\n");
-    EXPECT_EQ(run({"BF.INSERT", "k", "CAPACITY", "5", "ITEMS", "c"}), "*1\r\n:1\r\n");
-    EXPECT_EQ(run({"BF.INFO", "k", "CAPACITY"}), "*1\r\n:1000\r\n");
-    EXPECT_EQ(run({"BF.INSERT", "nope", "NOCREATE", "ITEMS", "a"}), "-ERR not found\r\n");
+    EXPECT_THAT(run({"BF.INSERT", "k", "CAPACITY", "1000", "ERROR", "0.001", "ITEMS", "a", "b"}),
+                IsArray(IsInt(1), IsInt(1)));
+    EXPECT_THAT(run({"BF.INFO", "k", "CAPACITY"}), IsArray(IsInt(1000)));
+    EXPECT_THAT(run({"BF.INSERT", "k", "CAPACITY", "5", "ITEMS", "c"}), IsArray(IsInt(1)));
+    EXPECT_THAT(run({"BF.INFO", "k", "CAPACITY"}), IsArray(IsInt(1000)));
+    EXPECT_THAT(run({"BF.INSERT", "nope", "NOCREATE", "ITEMS", "a"}), IsError("ERR not found"));
     // Everything after ITEMS is an item, even option names.
-    EXPECT_EQ(run({"BF.INSERT", "k", "ITEMS", "NOCREATE", "CAPACITY"}), "*2\r\n:1\r\n:1\r\n");
-    EXPECT_EQ(run({"BF.INSERT", "k", "ITEMS"}),
-              "-ERR wrong number of arguments for 'bf.insert' command\r\n");
-    EXPECT_EQ(run({"BF.INSERT", "k", "BOGUS", "ITEMS", "a"}), "-Unknown argument received\r\n");
+    EXPECT_THAT(run({"BF.INSERT", "k", "ITEMS", "NOCREATE", "CAPACITY"}),
+                IsArray(IsInt(1), IsInt(1)));
+    EXPECT_THAT(run({"BF.INSERT", "k", "ITEMS"}),
+                IsError("ERR wrong number of arguments for 'bf.insert' command"));
+    EXPECT_THAT(run({"BF.INSERT", "k", "BOGUS", "ITEMS", "a"}),
+                IsError("Unknown argument received"));
 }
 
 TEST_F(Commands, InfoRepliesWithRedisBloomFields) {
@@ -228,22 +236,17 @@ TEST_F(Commands, ScandumpLoadchunkRoundTripIntoANewKey) {
     for (int i = 0; i < 3000; ++i) run({"BF.ADD", "src", "x" + std::to_string(i)});
     std::int64_t iter = 0;
     for (int guard = 0; guard < 1000; ++guard) {
-        const std::string reply = run({"BF.SCANDUMP", "src", std::to_string(iter)});
-        // *2\r\n:<iter>\r\n$<len>\r\n<data>\r\n
-        std::size_t pos = reply.find(':') + 1;
-        const std::size_t eol = reply.find("\r\n", pos);
-        iter = std::stoll(reply.substr(pos, eol - pos));
-        pos = reply.find('$', eol) + 1;
-        const std::size_t len_end = reply.find("\r\n", pos);
-        const std::size_t len = std::stoul(reply.substr(pos, len_end - pos));
-        const std::string data = reply.substr(len_end + 2, len);
+        const RespValue reply = decode_reply(run({"BF.SCANDUMP", "src", std::to_string(iter)}));
+        ASSERT_THAT(reply, IsArray(IsInt(_), IsBulk(_)));
+        iter = reply.elements[0].integer;
+        const std::string& data = reply.elements[1].text;
         if (iter == 0) break;
-        ASSERT_EQ(run({"BF.LOADCHUNK", "dst", std::to_string(iter), data}), "+OK\r\n");
+        ASSERT_THAT(run({"BF.LOADCHUNK", "dst", std::to_string(iter), data}), IsOk());
     }
     EXPECT_EQ(iter, 0);
     EXPECT_EQ(run({"BF.INFO", "dst"}), run({"BF.INFO", "src"}));
     for (int i = 0; i < 3000; ++i) {
-        ASSERT_EQ(run({"BF.EXISTS", "dst", "x" + std::to_string(i)}), ":1\r\n");
+        ASSERT_THAT(run({"BF.EXISTS", "dst", "x" + std::to_string(i)}), IsInt(1));
     }
     for (int i = 0; i < 200; ++i) {
         const std::string item = "absent" + std::to_string(i);
@@ -252,67 +255,71 @@ TEST_F(Commands, ScandumpLoadchunkRoundTripIntoANewKey) {
 }
 
 TEST_F(Commands, LoadchunkRejectsBadPayloadsWithoutCreatingTheKey) {
-    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "1", "garbage"}), "-ERR invalid dump header\r\n");
-    EXPECT_EQ(run({"EXISTS", "k"}), ":0\r\n");
-    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "9", "garbage"}), "-ERR not found\r\n");
-    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "x", "garbage"}),
-              "-ERR Second argument must be numeric\r\n");
-    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "0", "garbage"}), "-ERR not found\r\n");
+    EXPECT_THAT(run({"BF.LOADCHUNK", "k", "1", "garbage"}), IsError("ERR invalid dump header"));
+    EXPECT_THAT(run({"EXISTS", "k"}), IsInt(0));
+    EXPECT_THAT(run({"BF.LOADCHUNK", "k", "9", "garbage"}), IsError("ERR not found"));
+    EXPECT_THAT(run({"BF.LOADCHUNK", "k", "x", "garbage"}),
+                IsError("ERR Second argument must be numeric"));
+    EXPECT_THAT(run({"BF.LOADCHUNK", "k", "0", "garbage"}), IsError("ERR not found"));
     run({"BF.ADD", "k", "a"});
-    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "9", "garbage"}), "-ERR invalid chunk length\r\n");
+    EXPECT_THAT(run({"BF.LOADCHUNK", "k", "9", "garbage"}), IsError("ERR invalid chunk length"));
     // A header for a filter that exists is read as data, and refused so.
-    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "1", "garbage"}), "-ERR received bad data\r\n");
-    EXPECT_EQ(run({"BF.LOADCHUNK", "k", "0", "garbage"}), "-ERR invalid iterator\r\n");
-    EXPECT_EQ(run({"BF.SCANDUMP", "missing", "x"}), "-ERR not found\r\n");
-    EXPECT_EQ(run({"BF.SCANDUMP", "k", "x"}), "-Second argument must be numeric\r\n");
-    EXPECT_EQ(run({"BF.SCANDUMP", "k", "-1"}), "*2\r\n:0\r\n$0\r\n\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "k", "a"}), ":1\r\n");
+    EXPECT_THAT(run({"BF.LOADCHUNK", "k", "1", "garbage"}), IsError("ERR received bad data"));
+    EXPECT_THAT(run({"BF.LOADCHUNK", "k", "0", "garbage"}), IsError("ERR invalid iterator"));
+    EXPECT_THAT(run({"BF.SCANDUMP", "missing", "x"}), IsError("ERR not found"));
+    EXPECT_THAT(run({"BF.SCANDUMP", "k", "x"}), IsError("Second argument must be numeric"));
+    EXPECT_THAT(run({"BF.SCANDUMP", "k", "-1"}), IsArray(IsInt(0), IsBulk("")));
+    EXPECT_THAT(run({"BF.EXISTS", "k", "a"}), IsInt(1));
 }
 
 TEST_F(Commands, UnknownCommandsAndWrongArityAnswerRedisTexts) {
-    EXPECT_EQ(run({"NOPE", "a", "b"}),
-              "-ERR unknown command 'NOPE', with args beginning with: 'a' 'b' \r\n");
-    EXPECT_EQ(run({"NOPE", "a\r\nb"}),
-              "-ERR unknown command 'NOPE', with args beginning with: 'a  b' \r\n");
-    EXPECT_EQ(run({"BF.ADD", "k"}), "-ERR wrong number of arguments for 'bf.add' command\r\n");
-    EXPECT_EQ(run({"CLIENT", "NOPE"}), "-ERR unknown subcommand 'NOPE'. Try CLIENT HELP.\r\n");
+    EXPECT_THAT(run({"NOPE", "a", "b"}),
+                IsError("ERR unknown command 'NOPE', with args beginning with: 'a' 'b' "));
+    EXPECT_THAT(run({"NOPE", "a\r\nb"}),
+                IsError("ERR unknown command 'NOPE', with args beginning with: 'a  b' "));
+    EXPECT_THAT(run({"BF.ADD", "k"}),
+                IsError("ERR wrong number of arguments for 'bf.add' command"));
+    EXPECT_THAT(run({"CLIENT", "NOPE"}),
+                IsError("ERR unknown subcommand 'NOPE'. Try CLIENT HELP."));
 }
 
 TEST_F(Commands, GenericKeyCommands) {
     run({"BF.ADD", "a", "x"});
     run({"BF.ADD", "b", "x"});
-    EXPECT_EQ(run({"TYPE", "a"}), "+MBbloom--\r\n");
-    EXPECT_EQ(run({"TYPE", "zz"}), "+none\r\n");
-    EXPECT_EQ(run({"EXISTS", "a", "b", "a", "zz"}), ":3\r\n");
-    EXPECT_EQ(run({"DBSIZE"}), ":2\r\n");
-    EXPECT_EQ(run({"RENAME", "a", "c"}), "+OK\r\n");
-    EXPECT_EQ(run({"RENAME", "a", "c"}), "-ERR no such key\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "c", "x"}), ":1\r\n");
-    EXPECT_EQ(run({"KEYS", "c*"}), "*1\r\n$1\r\nc\r\n");
-    EXPECT_EQ(run({"DEL", "b", "c", "zz"}), ":2\r\n");
-    EXPECT_EQ(run({"DBSIZE"}), ":0\r\n");
-    EXPECT_EQ(run({"SELECT", "0"}), "+OK\r\n");
-    EXPECT_EQ(run({"SELECT", "1"}), "-ERR DB index is out of range\r\n");
+    EXPECT_THAT(run({"TYPE", "a"}), IsSimple("MBbloom--"));
+    EXPECT_THAT(run({"TYPE", "zz"}), IsSimple("none"));
+    EXPECT_THAT(run({"EXISTS", "a", "b", "a", "zz"}), IsInt(3));
+    EXPECT_THAT(run({"DBSIZE"}), IsInt(2));
+    EXPECT_THAT(run({"RENAME", "a", "c"}), IsOk());
+    EXPECT_THAT(run({"RENAME", "a", "c"}), IsError("ERR no such key"));
+    EXPECT_THAT(run({"BF.EXISTS", "c", "x"}), IsInt(1));
+    EXPECT_THAT(run({"KEYS", "c*"}), IsArray(IsBulk("c")));
+    EXPECT_THAT(run({"DEL", "b", "c", "zz"}), IsInt(2));
+    EXPECT_THAT(run({"DBSIZE"}), IsInt(0));
+    EXPECT_THAT(run({"SELECT", "0"}), IsOk());
+    EXPECT_THAT(run({"SELECT", "1"}), IsError("ERR DB index is out of range"));
 }
 
 TEST_F(Commands, ExpiryFollowsRedisRules) {
     run({"BF.ADD", "k", "x"});
-    EXPECT_EQ(run({"TTL", "k"}), ":-1\r\n");
-    EXPECT_EQ(run({"TTL", "missing"}), ":-2\r\n");
-    EXPECT_EQ(run({"EXPIRE", "k", "100", "XX"}), ":0\r\n");
-    EXPECT_EQ(run({"EXPIRE", "k", "100", "NX"}), ":1\r\n");
-    EXPECT_EQ(run({"TTL", "k"}), ":100\r\n");
-    EXPECT_EQ(run({"EXPIRE", "k", "50", "GT"}), ":0\r\n");
-    EXPECT_EQ(run({"EXPIRE", "k", "50", "LT"}), ":1\r\n");
-    EXPECT_EQ(run({"EXPIRE", "k", "50", "NX", "XX"}),
-              "-ERR NX and XX, GT or LT options at the same time are not compatible\r\n");
-    EXPECT_EQ(run({"PERSIST", "k"}), ":1\r\n");
-    EXPECT_EQ(run({"PERSIST", "k"}), ":0\r\n");
-    EXPECT_EQ(run({"EXPIRE", "k", "abc"}), "-ERR value is not an integer or out of range\r\n");
-    EXPECT_EQ(run({"EXPIRE", "k", "9223372036854775807"}),
-              "-ERR invalid expire time in 'expire' command\r\n");
-    EXPECT_EQ(run({"PEXPIRE", "k", "-1"}), ":1\r\n");  // in the past: deleted
-    EXPECT_EQ(run({"EXISTS", "k"}), ":0\r\n");
+    EXPECT_THAT(run({"TTL", "k"}), IsInt(-1));
+    EXPECT_THAT(run({"TTL", "missing"}), IsInt(-2));
+    EXPECT_THAT(run({"EXPIRE", "k", "100", "XX"}), IsInt(0));
+    EXPECT_THAT(run({"EXPIRE", "k", "100", "NX"}), IsInt(1));
+    EXPECT_THAT(run({"TTL", "k"}), IsInt(100));
+    EXPECT_THAT(run({"EXPIRE", "k", "50", "GT"}), IsInt(0));
+    EXPECT_THAT(run({"EXPIRE", "k", "50", "LT"}), IsInt(1));
+    EXPECT_THAT(run({"EXPIRE", "k", "50", "NX", "XX"}),
+                IsError("ERR NX and XX, GT or LT options at the same time are "
+                        "not compatible"));
+    EXPECT_THAT(run({"PERSIST", "k"}), IsInt(1));
+    EXPECT_THAT(run({"PERSIST", "k"}), IsInt(0));
+    EXPECT_THAT(run({"EXPIRE", "k", "abc"}),
+                IsError("ERR value is not an integer or out of range"));
+    EXPECT_THAT(run({"EXPIRE", "k", "9223372036854775807"}),
+                IsError("ERR invalid expire time in 'expire' command"));
+    EXPECT_THAT(run({"PEXPIRE", "k", "-1"}), IsInt(1));  // in the past: deleted
+    EXPECT_THAT(run({"EXISTS", "k"}), IsInt(0));
 }
 
 TEST_F(Commands, ScanVisitsEveryKeyExactlyOnce) {
@@ -320,18 +327,10 @@ TEST_F(Commands, ScanVisitsEveryKeyExactlyOnce) {
     std::multiset<std::string> seen;
     std::string cursor = "0";
     for (int guard = 0; guard < 1000; ++guard) {
-        const std::string reply = run({"SCAN", cursor, "COUNT", "7"});
-        // *2\r\n$<n>\r\n<cursor>\r\n*<k>\r\n($<n>\r\n<key>\r\n)*
-        std::size_t pos = reply.find("\r\n", 4) + 2;
-        const std::size_t end = reply.find("\r\n", pos);
-        cursor = reply.substr(pos, end - pos);
-        pos = reply.find("\r\n", end + 2) + 2;  // past *<k>
-        while (pos < reply.size()) {
-            const std::size_t len_end = reply.find("\r\n", pos);
-            const std::size_t len = std::stoul(reply.substr(pos + 1, len_end - pos - 1));
-            seen.insert(reply.substr(len_end + 2, len));
-            pos = len_end + 2 + len + 2;
-        }
+        const RespValue reply = decode_reply(run({"SCAN", cursor, "COUNT", "7"}));
+        ASSERT_THAT(reply, IsArray(IsBulk(_), IsArrayThat(Each(IsBulk(_)))));
+        cursor = reply.elements[0].text;
+        for (const RespValue& key : reply.elements[1].elements) seen.insert(key.text);
         if (cursor == "0") break;
     }
     EXPECT_EQ(cursor, "0");
@@ -360,8 +359,8 @@ TEST_F(Commands, HelloSwitchesToResp3) {
 }
 
 TEST_F(Commands, ClientNameAndShutdownGoThroughHooks) {
-    EXPECT_EQ(run({"CLIENT", "SETNAME", "worker-1"}), "+OK\r\n");
-    EXPECT_EQ(run({"CLIENT", "GETNAME"}), "$8\r\nworker-1\r\n");
+    EXPECT_THAT(run({"CLIENT", "SETNAME", "worker-1"}), IsOk());
+    EXPECT_THAT(run({"CLIENT", "GETNAME"}), IsBulk("worker-1"));
     EXPECT_EQ(run({"CLIENT", "SETNAME", "bad name"}).rfind("-ERR Client names cannot", 0), 0u);
     // SHUTDOWN waits off the worker: no reply unless it fails.
     EXPECT_EQ(run({"SHUTDOWN", "NOSAVE", "NOW"}), "");
@@ -369,17 +368,18 @@ TEST_F(Commands, ClientNameAndShutdownGoThroughHooks) {
     EXPECT_EQ(hooks.last_shutdown.mode, ShutdownMode::nosave);
     EXPECT_TRUE(hooks.last_shutdown.now);
     EXPECT_FALSE(hooks.last_shutdown.force);
-    EXPECT_EQ(run({"SHUTDOWN", "SAVE", "NOSAVE"}), "-ERR syntax error\r\n");
-    EXPECT_EQ(run({"SHUTDOWN", "ABORT", "NOW"}), "-ERR syntax error\r\n");
+    EXPECT_THAT(run({"SHUTDOWN", "SAVE", "NOSAVE"}), IsError("ERR syntax error"));
+    EXPECT_THAT(run({"SHUTDOWN", "ABORT", "NOW"}), IsError("ERR syntax error"));
     // ABORT cancels it: the SHUTDOWN's client gets Redis's error.
-    EXPECT_EQ(run({"SHUTDOWN", "ABORT"}), "-ERR Errors trying to SHUTDOWN. Check logs.\r\n+OK\r\n");
-    EXPECT_EQ(run({"SHUTDOWN", "ABORT"}), "-ERR No shutdown in progress.\r\n");
+    EXPECT_THAT(run({"SHUTDOWN", "ABORT"}),
+                Replies(IsError("ERR Errors trying to SHUTDOWN. Check logs."), IsOk()));
+    EXPECT_THAT(run({"SHUTDOWN", "ABORT"}), IsError("ERR No shutdown in progress."));
     hooks.fail_saves = true;
-    EXPECT_EQ(run({"SAVE"}), "-ERR disk on fire\r\n");
+    EXPECT_THAT(run({"SAVE"}), IsError("ERR disk on fire"));
 }
 
 TEST_F(Commands, SaveDefersItsReplyUntilTheSnapshotIsDone) {
-    EXPECT_EQ(run({"SAVE"}), "+OK\r\n");
+    EXPECT_THAT(run({"SAVE"}), IsOk());
     EXPECT_EQ(suspender.suspensions, 1);
     EXPECT_EQ(hooks.saves, 1);
 }
@@ -389,17 +389,18 @@ TEST_F(Commands, SaveWhereRepliesCannotWaitAnswersAnError) {
     out.clear();
     DispatchContext ctx{registry, keyspace, config, hooks, client, stats, writer};
     dispatch(registry, ctx, argv);
-    EXPECT_EQ(out, "-" + std::string(errors::kCannotWait) + "\r\n");
+    EXPECT_THAT(out, IsError(std::string(errors::kCannotWait)));
     EXPECT_EQ(hooks.saves, 0);
     EXPECT_EQ(stats.error_replies.load(), 1u);
 }
 
 TEST_F(Commands, CommandTableMatchesProtoFile) {
-    EXPECT_EQ(run({"COMMAND", "COUNT"}), ":" + std::to_string(registry.all().size()) + "\r\n");
-    const std::string info = run({"COMMAND", "INFO", "bf.add"});
-    EXPECT_EQ(info.rfind("*1\r\n*10\r\n$6\r\nbf.add\r\n:3\r\n", 0), 0u) << info;
-    EXPECT_EQ(run({"COMMAND", "GETKEYS", "BF.ADD", "mykey", "item"}), "*1\r\n$5\r\nmykey\r\n");
-    EXPECT_EQ(run({"COMMAND", "GETKEYS", "DEL", "a", "b"}), "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
+    EXPECT_THAT(run({"COMMAND", "COUNT"}), IsInt(static_cast<std::int64_t>(registry.all().size())));
+    EXPECT_THAT(
+        run({"COMMAND", "INFO", "bf.add"}),
+        IsArray(IsArrayThat(ElementsAre(IsBulk("bf.add"), IsInt(3), _, _, _, _, _, _, _, _))));
+    EXPECT_THAT(run({"COMMAND", "GETKEYS", "BF.ADD", "mykey", "item"}), IsArray(IsBulk("mykey")));
+    EXPECT_THAT(run({"COMMAND", "GETKEYS", "DEL", "a", "b"}), IsArray(IsBulk("a"), IsBulk("b")));
     const CommandSpec* rename = registry.find("RENAME");
     ASSERT_NE(rename, nullptr);
     EXPECT_EQ(rename->first_key, 1);
@@ -408,7 +409,8 @@ TEST_F(Commands, CommandTableMatchesProtoFile) {
 
 TEST_F(Commands, ModuleListReportsTheBloomModule) {
     EXPECT_EQ(run({"MODULE", "LIST"}),
-              "*1\r\n*8\r\n$4\r\nname\r\n$2\r\nbf\r\n$3\r\nver\r\n:20423\r\n$4\r\npath\r\n"
+              "*1\r\n*8\r\n$4\r\nname\r\n$2\r\nbf\r\n$"
+              "3\r\nver\r\n:20423\r\n$4\r\npath\r\n"
               "$8\r\nbuilt-in\r\n$4\r\nargs\r\n*0\r\n");
 }
 
@@ -455,18 +457,19 @@ TEST_F(Commands, IntegerArgumentsFollowRedisString2ll) {
     // PEXPIREAT on a missing key answers 0 for any integer, so its reply
     // tells which texts the command took for integers.
     for (const char* text : kIntegerTexts) {
-        EXPECT_EQ(run({"PEXPIREAT", "missing", text}), ":0\r\n") << text;
+        EXPECT_THAT(run({"PEXPIREAT", "missing", text}), IsInt(0)) << text;
     }
     for (const char* text : kNotIntegerTexts) {
-        EXPECT_EQ(run({"PEXPIREAT", "missing", text}),
-                  "-ERR value is not an integer or out of range\r\n")
+        EXPECT_THAT(run({"PEXPIREAT", "missing", text}),
+                    IsError("ERR value is not an integer or out of range"))
             << "'" << text << "'";
     }
-    EXPECT_EQ(run({"SELECT", "-0"}), "-ERR value is not an integer or out of range\r\n");
-    EXPECT_EQ(run({"SELECT", "00"}), "-ERR value is not an integer or out of range\r\n");
-    EXPECT_EQ(run({"WAIT", "007", "0"}), "-ERR value is not an integer or out of range\r\n");
-    EXPECT_EQ(run({"HELLO", "03"}), "-ERR Protocol version is not an integer or out of range\r\n");
-    EXPECT_EQ(run({"BF.RESERVE", "f", "0.01", "0100"}), "-ERR bad capacity\r\n");
+    EXPECT_THAT(run({"SELECT", "-0"}), IsError("ERR value is not an integer or out of range"));
+    EXPECT_THAT(run({"SELECT", "00"}), IsError("ERR value is not an integer or out of range"));
+    EXPECT_THAT(run({"WAIT", "007", "0"}), IsError("ERR value is not an integer or out of range"));
+    EXPECT_THAT(run({"HELLO", "03"}),
+                IsError("ERR Protocol version is not an integer or out of range"));
+    EXPECT_THAT(run({"BF.RESERVE", "f", "0.01", "0100"}), IsError("ERR bad capacity"));
 }
 
 // Redis 7.0's expireGenericCommand: seconds are refused when multiplying by
@@ -478,46 +481,47 @@ TEST_F(Commands, ExpireAtTheInt64ExtremesAnswersAsRedis) {
     struct Case {
         std::string command;
         std::string amount;
-        std::string reply;  // "" : deleted with :1
+        std::optional<ReplyMatcher> reply;  // none: deleted, answering 1
     };
-    const auto invalid = [](std::string name) {
-        return "-ERR invalid expire time in '" + name + "' command\r\n";
+    const std::optional<ReplyMatcher> deleted;
+    const auto invalid = [](const std::string& name) {
+        return IsError("ERR invalid expire time in '" + name + "' command");
     };
     const std::vector<Case> cases = {
         {"EXPIRE", kMin, invalid("expire")},
         {"EXPIRE", kMax, invalid("expire")},
-        {"EXPIRE", "-9223372036854775", ""},
+        {"EXPIRE", "-9223372036854775", deleted},
         {"EXPIRE", "-9223372036854776", invalid("expire")},
         {"EXPIRE", "9223372036854775", invalid("expire")},  // + now overflows
-        {"PEXPIRE", kMin, ""},
-        {"PEXPIRE", "-9223372036854775807", ""},
+        {"PEXPIRE", kMin, deleted},
+        {"PEXPIRE", "-9223372036854775807", deleted},
         {"PEXPIRE", kMax, invalid("pexpire")},
-        {"PEXPIRE", "9223372036854775", ":1\r\n"},
+        {"PEXPIRE", "9223372036854775", IsInt(1)},
         {"EXPIREAT", kMin, invalid("expireat")},
         {"EXPIREAT", kMax, invalid("expireat")},
-        {"EXPIREAT", "-9223372036854775", ""},
+        {"EXPIREAT", "-9223372036854775", deleted},
         {"EXPIREAT", "-9223372036854776", invalid("expireat")},
-        {"EXPIREAT", "9223372036854775", ":1\r\n"},
+        {"EXPIREAT", "9223372036854775", IsInt(1)},
         {"EXPIREAT", "9223372036854776", invalid("expireat")},
-        {"PEXPIREAT", kMin, ""},
-        {"PEXPIREAT", kMax, ":1\r\n"},
-        {"PEXPIREAT", "-1", ""},
-        {"PEXPIREAT", "0", ""},
+        {"PEXPIREAT", kMin, deleted},
+        {"PEXPIREAT", kMax, IsInt(1)},
+        {"PEXPIREAT", "-1", deleted},
+        {"PEXPIREAT", "0", deleted},
     };
     for (const Case& c : cases) {
         run({"DEL", "k"});
         run({"BF.ADD", "k", "x"});
         const std::string reply = run({c.command, "k", c.amount});
-        if (c.reply.empty()) {
-            EXPECT_EQ(reply, ":1\r\n") << c.command << " " << c.amount;
-            EXPECT_EQ(run({"EXISTS", "k"}), ":0\r\n") << c.command << " " << c.amount;
+        if (!c.reply) {
+            EXPECT_THAT(reply, IsInt(1)) << c.command << " " << c.amount;
+            EXPECT_THAT(run({"EXISTS", "k"}), IsInt(0)) << c.command << " " << c.amount;
         } else {
-            EXPECT_EQ(reply, c.reply) << c.command << " " << c.amount;
-            EXPECT_EQ(run({"EXISTS", "k"}), ":1\r\n") << c.command << " " << c.amount;
+            EXPECT_THAT(reply, *c.reply) << c.command << " " << c.amount;
+            EXPECT_THAT(run({"EXISTS", "k"}), IsInt(1)) << c.command << " " << c.amount;
         }
     }
     // Options are read before the amount, as Redis does.
-    EXPECT_EQ(run({"EXPIRE", "k", "abc", "foo"}), "-ERR Unsupported option foo\r\n");
+    EXPECT_THAT(run({"EXPIRE", "k", "abc", "foo"}), IsError("ERR Unsupported option foo"));
 }
 
 }  // namespace

@@ -276,6 +276,42 @@ private:
     RespType type_;
 };
 
+// A map or an array of keys and values holding an entry that matches.
+class EntryMatcher final : public ::testing::MatcherInterface<const RespValue&> {
+public:
+    EntryMatcher(::testing::Matcher<const RespValue&> key,
+                 ::testing::Matcher<const RespValue&> value)
+        : key_(std::move(key)), value_(std::move(value)) {}
+
+    bool MatchAndExplain(const RespValue& reply,
+                         ::testing::MatchResultListener* listener) const override {
+        *listener << "which is " << ::testing::PrintToString(reply);
+        if (reply.type != RespType::map && reply.type != RespType::array) return false;
+        for (std::size_t i = 0; i + 1 < reply.elements.size(); i += 2) {
+            if (key_.Matches(reply.elements[i]) && value_.Matches(reply.elements[i + 1])) {
+                return true;
+            }
+        }
+        return false;
+    }
+    void DescribeTo(std::ostream* os) const override {
+        *os << "is a map (or an array of keys and values) with an entry whose key ";
+        key_.DescribeTo(os);
+        *os << " and whose value ";
+        value_.DescribeTo(os);
+    }
+    void DescribeNegationTo(std::ostream* os) const override {
+        *os << "has no entry whose key ";
+        key_.DescribeTo(os);
+        *os << " and whose value ";
+        value_.DescribeTo(os);
+    }
+
+private:
+    ::testing::Matcher<const RespValue&> key_;
+    ::testing::Matcher<const RespValue&> value_;
+};
+
 template <class Field>
 ReplyMatcher typed(RespType type, Field RespValue::*field, ::testing::Matcher<const Field&> inner) {
     return ::testing::MakePolymorphicMatcher(internal::ReplyMatcher(
@@ -401,6 +437,11 @@ ReplyMatcher IsVerbatim(TextMatcher text) {
         ::testing::AllOf(::testing::MakeMatcher(new TypedReply<std::string>(
                              RespType::verbatim, &RespValue::text, std::move(text))),
                          ::testing::Field("format", &RespValue::format, std::string("txt")))));
+}
+ReplyMatcher HasEntry(::testing::Matcher<const RespValue&> key,
+                      ::testing::Matcher<const RespValue&> value) {
+    return ::testing::MakePolymorphicMatcher(internal::ReplyMatcher(
+        ::testing::MakeMatcher(new EntryMatcher(std::move(key), std::move(value)))));
 }
 ReplyMatcher IsArrayThat(ElementsMatcher elements) {
     return typed(RespType::array, &RespValue::elements, std::move(elements));

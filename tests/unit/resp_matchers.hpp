@@ -6,7 +6,7 @@
 //
 //   EXPECT_THAT(run({"BF.MADD", "k", "a", "b"}), IsArray(IsInt(1), IsInt(1)));
 //   EXPECT_THAT(run({"BF.ADD", "k"}), IsError(HasSubstr("wrong number")));
-//   EXPECT_THAT(run({"HELLO", "3"}), IsMapThat(Contains(IsBulk("proto"))));
+//   EXPECT_THAT(run({"HELLO", "3"}), HasEntry(IsBulk("proto"), IsInt(3)));
 //
 // Every matcher takes either a decoded RespValue or the raw bytes (a
 // std::string or string_view holding exactly one reply); Replies(...) takes
@@ -148,6 +148,11 @@ ReplyMatcher IsArrayThat(ElementsMatcher elements);
 ReplyMatcher IsMapThat(ElementsMatcher keys_and_values);  // key, value, key, value, ...
 ReplyMatcher IsSetThat(ElementsMatcher elements);
 ReplyMatcher IsPushThat(ElementsMatcher elements);
+
+// A map, or a RESP2 array of keys and values (what a map is in RESP2), with
+// an entry whose key and value match.
+ReplyMatcher HasEntry(::testing::Matcher<const RespValue&> key,
+                      ::testing::Matcher<const RespValue&> value);
 
 // Exactly these elements, in order (a map: key, value, key, value, ...).
 template <class... M>

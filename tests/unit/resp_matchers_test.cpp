@@ -81,6 +81,15 @@ TEST(RespMatchers, MatchersTakeGmockMatchersForTheirContents) {
     EXPECT_THAT("$5\r\nhello\r\n", IsBulk(HasSubstr("ell")));
 }
 
+TEST(RespMatchers, EntriesAreFoundInMapsAndInArraysOfKeysAndValues) {
+    EXPECT_THAT("%2\r\n+a\r\n:1\r\n+b\r\n:2\r\n", HasEntry(IsSimple("b"), IsInt(2)));
+    EXPECT_THAT("*4\r\n$1\r\na\r\n:1\r\n$1\r\nb\r\n:2\r\n", HasEntry(IsBulk("a"), IsInt(1)));
+    // Keys are at even places only: a value equal to a key is no key.
+    EXPECT_THAT("*4\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nb\r\n:2\r\n",
+                Not(HasEntry(IsBulk("b"), IsBulk("b"))));
+    EXPECT_THAT(":1\r\n", Not(HasEntry(::testing::_, ::testing::_)));
+}
+
 TEST(RespMatchers, SeveralRepliesMatchInOrder) {
     EXPECT_THAT("-ERR a\r\n+OK\r\n:3\r\n", Replies(IsError("ERR a"), IsOk(), IsInt(3)));
     EXPECT_THAT("+OK\r\n:3\r\n", Not(Replies(IsOk())));

@@ -31,12 +31,20 @@ namespace {
 using testing::Commands;
 using testing::FakeHooks;
 using namespace resp::testing;  // the reply matchers
+using ::testing::_;
+using ::testing::Each;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::SizeIs;
+using ::testing::StartsWith;
 
 // Redis 7's meanings (INFO commandstats): rejected = refused before running,
 // failed = ran and replied an error; unknown commands count for none.
 TEST_F(Commands, CommandStatsTellRejectedFromFailedCalls) {
     hooks.command_table = &stats.command_stats;
-    EXPECT_EQ(run({"BF.ADD", "k", "a"}), ":1\r\n");
+    EXPECT_THAT(run({"BF.ADD", "k", "a"}), IsInt(1));
     run({"BF.ADD", "k"});                     // arity: rejected
     run({"BF.RESERVE", "k", "0.01", "100"});  // key exists: ran, failed
     run({"BF.MADD", "k", "b", "c"});          // ran
@@ -113,9 +121,9 @@ TEST_F(Commands, InfoDefaultLeavesOutCommandSectionsAndAllHasThem) {
 }
 
 TEST_F(Commands, HelloOnAReplicaSaysReplica) {
-    EXPECT_NE(run({"HELLO", "3"}).find("$4\r\nrole\r\n$6\r\nmaster\r\n"), std::string::npos);
+    EXPECT_THAT(run({"HELLO", "3"}), HasEntry(IsBulk("role"), IsBulk("master")));
     hooks.replication_flags = command::kReplicationReplica;
-    EXPECT_NE(run({"HELLO", "3"}).find("$4\r\nrole\r\n$7\r\nreplica\r\n"), std::string::npos);
+    EXPECT_THAT(run({"HELLO", "3"}), HasEntry(IsBulk("role"), IsBulk("replica")));
 }
 
 TEST_F(Commands, InfoSaysLoadingWhileAReplicaLoadsItsPrimarysSnapshot) {
@@ -135,27 +143,31 @@ TEST_F(Commands, InfoCountsBlockedClients) {
 TEST_F(Commands, ClientKillSkipsTheCallerUnlessToldOrOldStyle) {
     client.id = 1;
     client.address = "127.0.0.1:1";
-    EXPECT_EQ(run({"CLIENT", "KILL", "ID", "1"}), ":0\r\n");
+    EXPECT_THAT(run({"CLIENT", "KILL", "ID", "1"}), IsInt(0));
     EXPECT_FALSE(client.close_after_reply);
-    EXPECT_EQ(run({"CLIENT", "KILL", "ADDR", "127.0.0.1:1", "SKIPME", "yes"}), ":0\r\n");
+    EXPECT_THAT(run({"CLIENT", "KILL", "ADDR", "127.0.0.1:1", "SKIPME", "yes"}), IsInt(0));
     EXPECT_FALSE(client.close_after_reply);
-    EXPECT_EQ(run({"CLIENT", "KILL", "ID", "1", "SKIPME", "no"}), ":1\r\n");
+    EXPECT_THAT(run({"CLIENT", "KILL", "ID", "1", "SKIPME", "no"}), IsInt(1));
     EXPECT_TRUE(client.close_after_reply);  // after this reply
     client.close_after_reply = false;
-    EXPECT_EQ(run({"CLIENT", "KILL", "127.0.0.1:1"}), "+OK\r\n");  // the old form kills itself
+    EXPECT_THAT(run({"CLIENT", "KILL", "127.0.0.1:1"}),
+                IsOk());  // the old form kills itself
     EXPECT_TRUE(client.close_after_reply);
     client.close_after_reply = false;
-    EXPECT_EQ(run({"CLIENT", "KILL", "127.0.0.1:2"}), "-ERR No such client\r\n");
+    EXPECT_THAT(run({"CLIENT", "KILL", "127.0.0.1:2"}), IsError("ERR No such client"));
     // Every filter must match (Redis ANDs them).
-    EXPECT_EQ(run({"CLIENT", "KILL", "ID", "1", "ADDR", "127.0.0.1:2", "SKIPME", "no"}), ":0\r\n");
+    EXPECT_THAT(run({"CLIENT", "KILL", "ID", "1", "ADDR", "127.0.0.1:2", "SKIPME", "no"}),
+                IsInt(0));
     EXPECT_FALSE(client.close_after_reply);
-    EXPECT_EQ(run({"CLIENT", "KILL", "SKIPME", "maybe"}), "-ERR syntax error\r\n");
-    EXPECT_EQ(run({"CLIENT", "KILL", "ID", "1", "SKIPME"}), "-ERR syntax error\r\n");
-    EXPECT_EQ(run({"CLIENT", "KILL", "ID", "0"}), "-ERR client-id should be greater than 0\r\n");
-    EXPECT_EQ(run({"CLIENT", "KILL", "ID", "007"}), "-ERR client-id should be greater than 0\r\n");
-    EXPECT_EQ(run({"CLIENT", "KILL", "TYPE", "foo"}), "-ERR Unknown client type 'foo'\r\n");
-    EXPECT_EQ(run({"CLIENT", "KILL", "TYPE", "master"}), ":0\r\n");
-    EXPECT_EQ(run({"CLIENT", "KILL", "USER", "nobody"}), "-ERR No such user 'nobody'\r\n");
+    EXPECT_THAT(run({"CLIENT", "KILL", "SKIPME", "maybe"}), IsError("ERR syntax error"));
+    EXPECT_THAT(run({"CLIENT", "KILL", "ID", "1", "SKIPME"}), IsError("ERR syntax error"));
+    EXPECT_THAT(run({"CLIENT", "KILL", "ID", "0"}),
+                IsError("ERR client-id should be greater than 0"));
+    EXPECT_THAT(run({"CLIENT", "KILL", "ID", "007"}),
+                IsError("ERR client-id should be greater than 0"));
+    EXPECT_THAT(run({"CLIENT", "KILL", "TYPE", "foo"}), IsError("ERR Unknown client type 'foo'"));
+    EXPECT_THAT(run({"CLIENT", "KILL", "TYPE", "master"}), IsInt(0));
+    EXPECT_THAT(run({"CLIENT", "KILL", "USER", "nobody"}), IsError("ERR No such user 'nobody'"));
     EXPECT_FALSE(client.close_after_reply);
 }
 
@@ -238,23 +250,23 @@ TEST_F(Commands, ConfigGetShowsEveryServerOption) {
 
 TEST_F(Commands, ConfigGetShowsErrorRatesExactly) {
     config.default_error_rate = 1e-9;
-    EXPECT_EQ(run({"CONFIG", "GET", "bf-error-rate"}),
-              "*2\r\n$13\r\nbf-error-rate\r\n$5\r\n1e-09\r\n");
+    EXPECT_THAT(run({"CONFIG", "GET", "bf-error-rate"}),
+                IsArray(IsBulk("bf-error-rate"), IsBulk("1e-09")));
     config.default_error_rate = 0.01;
-    EXPECT_EQ(run({"CONFIG", "GET", "bf-error-rate"}),
-              "*2\r\n$13\r\nbf-error-rate\r\n$4\r\n0.01\r\n");
+    EXPECT_THAT(run({"CONFIG", "GET", "bf-error-rate"}),
+                IsArray(IsBulk("bf-error-rate"), IsBulk("0.01")));
     config.default_error_rate = 0.1 + 0.2;  // 0.30000000000000004: every digit it takes
-    EXPECT_EQ(run({"CONFIG", "GET", "bf-error-rate"}),
-              "*2\r\n$13\r\nbf-error-rate\r\n$19\r\n0.30000000000000004\r\n");
+    EXPECT_THAT(run({"CONFIG", "GET", "bf-error-rate"}),
+                IsArray(IsBulk("bf-error-rate"), IsBulk("0.30000000000000004")));
 }
 
 TEST_F(Commands, ConfigGetShowsTheShutdownAndMetricsBounds) {
     config.shutdown_timeout_seconds = 7;
     config.metrics_max_connections_per_client = 3;
-    EXPECT_EQ(run({"CONFIG", "GET", "shutdown-timeout"}),
-              "*2\r\n$16\r\nshutdown-timeout\r\n$1\r\n7\r\n");
-    EXPECT_EQ(run({"CONFIG", "GET", "metrics-max-connections-per-client"}),
-              "*2\r\n$34\r\nmetrics-max-connections-per-client\r\n$1\r\n3\r\n");
+    EXPECT_THAT(run({"CONFIG", "GET", "shutdown-timeout"}),
+                IsArray(IsBulk("shutdown-timeout"), IsBulk("7")));
+    EXPECT_THAT(run({"CONFIG", "GET", "metrics-max-connections-per-client"}),
+                IsArray(IsBulk("metrics-max-connections-per-client"), IsBulk("3")));
 }
 
 // ---- MEMORY, OBJECT, LATENCY, BF.DEBUG, errors by prefix ----
@@ -275,42 +287,45 @@ TEST_F(Commands, MemoryUsageIsTheKeysEntryAndItsFilter) {
     EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "ab"})), 24 + 2 + 8 + filter);
     run({"BF.RESERVE", "a-longer-key", "0.01", "1000"});
     EXPECT_EQ(integer_of(run({"MEMORY", "USAGE", "a-longer-key"})), 24 + 12 + 8 + filter);
-    EXPECT_EQ(run({"MEMORY", "USAGE", "missing"}), "$-1\r\n");
-    EXPECT_EQ(run({"MEMORY", "USAGE", "key", "SAMPLES"}), "-ERR syntax error\r\n");
-    EXPECT_EQ(run({"MEMORY", "USAGE", "key", "SAMPLES", "-1"}), "-ERR syntax error\r\n");
-    EXPECT_EQ(run({"MEMORY", "USAGE", "key", "SAMPLES", "x"}),
-              "-ERR value is not an integer or out of range\r\n");
-    EXPECT_EQ(run({"MEMORY", "USAGE"}),
-              "-ERR wrong number of arguments for 'memory|usage' command\r\n");
-    EXPECT_EQ(run({"MEMORY", "NOPE"}), "-ERR unknown subcommand 'NOPE'. Try MEMORY HELP.\r\n");
+    EXPECT_THAT(run({"MEMORY", "USAGE", "missing"}), IsNullBulk());
+    EXPECT_THAT(run({"MEMORY", "USAGE", "key", "SAMPLES"}), IsError("ERR syntax error"));
+    EXPECT_THAT(run({"MEMORY", "USAGE", "key", "SAMPLES", "-1"}), IsError("ERR syntax error"));
+    EXPECT_THAT(run({"MEMORY", "USAGE", "key", "SAMPLES", "x"}),
+                IsError("ERR value is not an integer or out of range"));
+    EXPECT_THAT(run({"MEMORY", "USAGE"}),
+                IsError("ERR wrong number of arguments for 'memory|usage' command"));
+    EXPECT_THAT(run({"MEMORY", "NOPE"}),
+                IsError("ERR unknown subcommand 'NOPE'. Try MEMORY HELP."));
 }
 
 TEST_F(Commands, MemoryStatsListsRedisFieldsAndADatabaseOnlyWithKeys) {
-    std::string reply = run({"MEMORY", "STATS"});
-    EXPECT_EQ(reply.rfind("*54\r\n$14\r\npeak.allocated\r\n:", 0), 0u) << reply;
-    EXPECT_EQ(reply.find("db.0"), std::string::npos);
+    const RespValue empty = decode_reply(run({"MEMORY", "STATS"}));
+    ASSERT_THAT(empty, IsArrayThat(SizeIs(54)));
+    EXPECT_THAT(empty.elements[0], IsBulk("peak.allocated"));
+    EXPECT_THAT(empty.elements[1], IsInt(_));
+    EXPECT_THAT(empty, Not(HasEntry(IsBulk("db.0"), _)));
     run({"BF.ADD", "k", "a"});
-    reply = run({"MEMORY", "STATS"});
-    EXPECT_EQ(reply.rfind("*56\r\n", 0), 0u) << reply;
-    EXPECT_NE(reply.find("$4\r\ndb.0\r\n*6\r\n$23\r\noverhead.hashtable.main\r\n:"),
-              std::string::npos);
-    EXPECT_NE(reply.find("$10\r\nkeys.count\r\n:1\r\n"), std::string::npos) << reply;
-    EXPECT_NE(reply.find("$19\r\nreplication.backlog\r\n:0\r\n"), std::string::npos);
-    EXPECT_NE(reply.find("$19\r\nfragmentation.bytes\r\n:"), std::string::npos);
-    EXPECT_EQ(run({"MEMORY", "PURGE"}), "+OK\r\n");
-    reply = run({"MEMORY", "DOCTOR"});
-    EXPECT_NE(reply.find("less than 5 MB"), std::string::npos) << reply;
+    const std::string with_key = run({"MEMORY", "STATS"});
+    EXPECT_THAT(with_key, IsArrayThat(SizeIs(56)));
+    EXPECT_THAT(with_key,
+                HasEntry(IsBulk("db.0"), IsArrayThat(ElementsAre(IsBulk("overhead.hashtable.main"),
+                                                                 IsInt(_), _, _, _, _))));
+    EXPECT_THAT(with_key, HasEntry(IsBulk("keys.count"), IsInt(1)));
+    EXPECT_THAT(with_key, HasEntry(IsBulk("replication.backlog"), IsInt(0)));
+    EXPECT_THAT(with_key, HasEntry(IsBulk("fragmentation.bytes"), IsInt(_)));
+    EXPECT_THAT(run({"MEMORY", "PURGE"}), IsOk());
+    EXPECT_THAT(run({"MEMORY", "DOCTOR"}), IsBulk(HasSubstr("less than 5 MB")));
     // Unit tests run on the C library's allocator.
-    EXPECT_EQ(run({"MEMORY", "MALLOC-STATS"}),
-              "$45\r\nStats not supported for the current allocator\r\n");
+    EXPECT_THAT(run({"MEMORY", "MALLOC-STATS"}),
+                IsBulk("Stats not supported for the current allocator"));
 }
 
 TEST_F(Commands, ObjectAnswersAsRedisForAModuleValue) {
     store::tick_access_clock();  // the server's cron does it every 100 ms
     run({"BF.ADD", "k", "a"});
-    EXPECT_EQ(run({"OBJECT", "ENCODING", "k"}), "$3\r\nraw\r\n");
-    EXPECT_EQ(run({"OBJECT", "REFCOUNT", "k"}), ":1\r\n");
-    EXPECT_EQ(run({"OBJECT", "IDLETIME", "k"}), ":0\r\n");
+    EXPECT_THAT(run({"OBJECT", "ENCODING", "k"}), IsBulk("raw"));
+    EXPECT_THAT(run({"OBJECT", "REFCOUNT", "k"}), IsInt(1));
+    EXPECT_THAT(run({"OBJECT", "IDLETIME", "k"}), IsInt(0));
     // Every use counts while lfu-log-factor is 0, and nothing decays while
     // lfu-decay-time is 0; OBJECT itself is no use of the key.
     struct Restore {
@@ -319,44 +334,42 @@ TEST_F(Commands, ObjectAnswersAsRedisForAModuleValue) {
             store::set_lfu_decay_time(1);
         }
     } restore_defaults;
-    EXPECT_EQ(run({"CONFIG", "GET", "lfu-*"}),
-              "*4\r\n$14\r\nlfu-log-factor\r\n$2\r\n10\r\n$14\r\nlfu-decay-time\r\n$1\r\n1\r\n");
-    EXPECT_EQ(run({"CONFIG", "SET", "lfu-log-factor", "0"}), "+OK\r\n");
-    EXPECT_EQ(run({"CONFIG", "SET", "lfu-decay-time", "0"}), "+OK\r\n");
-    EXPECT_EQ(run({"CONFIG", "SET", "lfu-decay-time", "-1"}).rfind("-ERR CONFIG SET failed", 0),
-              0u);
-    const std::string before = run({"OBJECT", "FREQ", "k"});
-    ASSERT_EQ(before.rfind(":", 0), 0u) << before;
-    const long counter = std::stol(before.substr(1));
-    EXPECT_GE(counter, long{store::key_access::kInitialCount});
+    EXPECT_THAT(run({"CONFIG", "GET", "lfu-*"}), IsArray(IsBulk("lfu-log-factor"), IsBulk("10"),
+                                                         IsBulk("lfu-decay-time"), IsBulk("1")));
+    EXPECT_THAT(run({"CONFIG", "SET", "lfu-log-factor", "0"}), IsOk());
+    EXPECT_THAT(run({"CONFIG", "SET", "lfu-decay-time", "0"}), IsOk());
+    EXPECT_THAT(run({"CONFIG", "SET", "lfu-decay-time", "-1"}),
+                IsError(StartsWith("ERR CONFIG SET failed")));
+    const RespValue before = decode_reply(run({"OBJECT", "FREQ", "k"}));
+    ASSERT_THAT(before, IsInt(_));
+    const std::int64_t counter = before.integer;
+    EXPECT_GE(counter, std::int64_t{store::key_access::kInitialCount});
     for (int i = 0; i < 10; ++i) run({"BF.EXISTS", "k", "a"});
-    EXPECT_EQ(run({"OBJECT", "FREQ", "k"}), ":" + std::to_string(counter + 10) + "\r\n");
-    EXPECT_EQ(run({"OBJECT", "FREQ", "k"}), ":" + std::to_string(counter + 10) + "\r\n");
+    EXPECT_THAT(run({"OBJECT", "FREQ", "k"}), IsInt(counter + 10));
+    EXPECT_THAT(run({"OBJECT", "FREQ", "k"}), IsInt(counter + 10));
     for (const char* sub : {"ENCODING", "REFCOUNT", "IDLETIME", "FREQ"}) {
-        EXPECT_EQ(run({"OBJECT", sub, "missing"}), "$-1\r\n") << sub;
+        EXPECT_THAT(run({"OBJECT", sub, "missing"}), IsNullBulk()) << sub;
     }
-    EXPECT_EQ(run({"OBJECT", "ENCODING"}),
-              "-ERR wrong number of arguments for 'object|encoding' command\r\n");
-    EXPECT_EQ(run({"OBJECT", "HELP"}).rfind("*", 0), 0u);
+    EXPECT_THAT(run({"OBJECT", "ENCODING"}),
+                IsError("ERR wrong number of arguments for 'object|encoding' command"));
+    EXPECT_THAT(run({"OBJECT", "HELP"}), IsArrayThat(Each(IsSimple(_))));
 }
 
 TEST_F(Commands, LatencyRepliesInRedisShapes) {
     core::latency_reset({});
-    EXPECT_EQ(run({"CONFIG", "GET", "latency-monitor-threshold"}),
-              "*2\r\n$25\r\nlatency-monitor-threshold\r\n$1\r\n0\r\n");
+    EXPECT_THAT(run({"CONFIG", "GET", "latency-monitor-threshold"}),
+                IsArray(IsBulk("latency-monitor-threshold"), IsBulk("0")));
     EXPECT_NE(run({"LATENCY", "DOCTOR"}).find("Latency monitoring is off"), std::string::npos);
-    EXPECT_EQ(run({"CONFIG", "SET", "latency-monitor-threshold", "5"}), "+OK\r\n");
+    EXPECT_THAT(run({"CONFIG", "SET", "latency-monitor-threshold", "5"}), IsOk());
     EXPECT_EQ(core::latency_threshold_ms(), 5);
-    EXPECT_EQ(run({"LATENCY", "LATEST"}), "*0\r\n");
+    EXPECT_THAT(run({"LATENCY", "LATEST"}), IsArray());
     core::latency_add_sample_if_needed(core::kLatencyCommand, 4);
-    EXPECT_EQ(run({"LATENCY", "LATEST"}), "*0\r\n");
+    EXPECT_THAT(run({"LATENCY", "LATEST"}), IsArray());
     core::latency_add_sample_if_needed(core::kLatencyCommand, 12);
-    const std::string latest = run({"LATENCY", "LATEST"});
-    EXPECT_EQ(latest.rfind("*1\r\n*4\r\n$7\r\ncommand\r\n:", 0), 0u) << latest;
-    EXPECT_EQ(latest.substr(latest.size() - 10), ":12\r\n:12\r\n") << latest;
-    const std::string history = run({"LATENCY", "HISTORY", "command"});
-    EXPECT_EQ(history.rfind("*1\r\n*2\r\n:", 0), 0u) << history;
-    EXPECT_EQ(run({"LATENCY", "HISTORY", "none"}), "*0\r\n");
+    EXPECT_THAT(run({"LATENCY", "LATEST"}),
+                IsArray(IsArray(IsBulk("command"), IsInt(_), IsInt(12), IsInt(12))));
+    EXPECT_THAT(run({"LATENCY", "HISTORY", "command"}), IsArray(IsArray(IsInt(_), IsInt(12))));
+    EXPECT_THAT(run({"LATENCY", "HISTORY", "none"}), IsArray());
     const std::string graph = run({"LATENCY", "GRAPH", "command"});
     // One sample: on the bottom level of the fourth row, then a blank line
     // and its age ("0s", or "1s" if a second went by) written downwards.
@@ -364,31 +377,34 @@ TEST_F(Commands, LatencyRepliesInRedisShapes) {
                               std::string(80, '-') + "\n \n \n \n_\n \n";
     EXPECT_NE(graph.find(drawn), std::string::npos) << graph;
     EXPECT_EQ(graph.substr(graph.find(drawn) + drawn.size(), 4).substr(1, 3), "\ns\n") << graph;
-    EXPECT_EQ(run({"LATENCY", "GRAPH", "none"}), "-ERR No samples available for event 'none'\r\n");
+    EXPECT_THAT(run({"LATENCY", "GRAPH", "none"}),
+                IsError("ERR No samples available for event 'none'"));
     const std::string doctor = run({"LATENCY", "DOCTOR"});
     EXPECT_NE(doctor.find("1. command: 1 latency spikes (average 12ms, mean deviation 0ms"),
               std::string::npos)
         << doctor;
-    EXPECT_EQ(run({"LATENCY", "RESET", "COMMAND", "x"}), ":1\r\n");
-    EXPECT_EQ(run({"LATENCY", "LATEST"}), "*0\r\n");
-    EXPECT_EQ(run({"CONFIG", "SET", "latency-monitor-threshold", "x"}),
-              "-ERR CONFIG SET failed (possibly related to argument 'latency-monitor-threshold') - "
-              "argument couldn't be parsed into an integer\r\n");
-    EXPECT_EQ(run({"CONFIG", "SET", "latency-monitor-threshold", "0"}), "+OK\r\n");
-    EXPECT_EQ(run({"LATENCY", "NOPE"}), "-ERR unknown subcommand 'NOPE'. Try LATENCY HELP.\r\n");
+    EXPECT_THAT(run({"LATENCY", "RESET", "COMMAND", "x"}), IsInt(1));
+    EXPECT_THAT(run({"LATENCY", "LATEST"}), IsArray());
+    EXPECT_THAT(run({"CONFIG", "SET", "latency-monitor-threshold", "x"}),
+                IsError("ERR CONFIG SET failed (possibly related to argument "
+                        "'latency-monitor-threshold') "
+                        "- argument couldn't be parsed into an integer"));
+    EXPECT_THAT(run({"CONFIG", "SET", "latency-monitor-threshold", "0"}), IsOk());
+    EXPECT_THAT(run({"LATENCY", "NOPE"}),
+                IsError("ERR unknown subcommand 'NOPE'. Try LATENCY HELP."));
 }
 
 TEST_F(Commands, LatencyHistogramCountsCallsPerPowerOfTwo) {
     hooks.command_table = &stats.command_stats;
     run({"BF.ADD", "k", "a"});
     run({"BF.ADD", "k", "b"});
-    const std::string reply = run({"LATENCY", "HISTOGRAM", "bf.add", "nosuch"});
-    EXPECT_EQ(reply.rfind(
-                  "*2\r\n$6\r\nbf.add\r\n*4\r\n$5\r\ncalls\r\n:2\r\n$14\r\nhistogram_usec\r\n*", 0),
-              0u)
-        << reply;
-    EXPECT_EQ(reply.substr(reply.size() - 4), ":2\r\n") << reply;  // cumulative
-    EXPECT_EQ(run({"LATENCY", "HISTOGRAM", "bf.card"}), "*0\r\n");
+    const RespValue reply = decode_reply(run({"LATENCY", "HISTOGRAM", "bf.add", "nosuch"}));
+    ASSERT_THAT(reply, IsArray(IsBulk("bf.add"),
+                               IsArray(IsBulk("calls"), IsInt(2), IsBulk("histogram_usec"),
+                                       IsArrayThat(Not(IsEmpty())))));
+    // Bucket, count, bucket, count: the counts are cumulative.
+    EXPECT_THAT(reply.elements[1].elements[3].elements.back(), IsInt(2));
+    EXPECT_THAT(run({"LATENCY", "HISTOGRAM", "bf.card"}), IsArray());
 }
 
 TEST_F(Commands, BfDebugReportsEveryLayerAsRedisBloom) {
@@ -403,16 +419,17 @@ TEST_F(Commands, BfDebugReportsEveryLayerAsRedisBloom) {
 }
 
 TEST_F(Commands, ConfigSetsTheOutputBufferLimitsInRedisForm) {
-    EXPECT_EQ(run({"CONFIG", "GET", "client-output-buffer-limit"}),
-              "*2\r\n$26\r\nclient-output-buffer-limit\r\n$76\r\nnormal 1073741824 0 0 slave "
-              "268435456 67108864 60 pubsub 33554432 8388608 60\r\n");
-    EXPECT_EQ(run({"CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 1kb 9"}), "+OK\r\n");
+    EXPECT_THAT(run({"CONFIG", "GET", "client-output-buffer-limit"}),
+                IsArray(IsBulk("client-output-buffer-limit"),
+                        IsBulk("normal 1073741824 0 0 slave 268435456 67108864 "
+                               "60 pubsub 33554432 8388608 60")));
+    EXPECT_THAT(run({"CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 1kb 9"}), IsOk());
     EXPECT_EQ(config.client_output_buffer_limits.get(core::ClientClass::pubsub),
               (core::OutputBufferLimit{1 << 20, 1024, 9}));
-    EXPECT_EQ(
-        run({"CONFIG", "SET", "client-output-buffer-limit", "normal 1 2"}),
-        "-ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - "
-        "Wrong number of arguments in buffer limit configuration.\r\n");
+    EXPECT_THAT(run({"CONFIG", "SET", "client-output-buffer-limit", "normal 1 2"}),
+                IsError("ERR CONFIG SET failed (possibly related to argument "
+                        "'client-output-buffer-limit') "
+                        "- Wrong number of arguments in buffer limit configuration."));
     // Every pair is checked first: a bad second one changes nothing.
     EXPECT_EQ(run({"CONFIG", "SET", "client-output-buffer-limit", "normal 5 5 5",
                    "latency-monitor-threshold", "-1"})
