@@ -8,6 +8,9 @@
 // ASan and TSan intercept, so the test stays valid there (the sanitizers
 // still see every allocation; only new/delete-vs-malloc/free mismatch reports
 // are lost, in this executable alone) and runs in `make asan` / `make tsan`.
+//
+// Its few replies are compared as bytes: this executable links no matchers,
+// whose allocations it would count.
 
 #include <gtest/gtest.h>
 
