@@ -73,9 +73,9 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"proto-max-multibulk-len", std::to_string(c.proto_max_multibulk_len)},
         {"client-query-buffer-limit", std::to_string(c.client_query_buffer_limit)},
         {"client-output-buffer-limit",
-         core::format_output_buffer_limits(c.client_output_buffer_limits)},
+         core::format_output_buffer_limits(ctx.settings.client_output_buffer_limits())},
         {"maxmemory", std::to_string(c.maxmemory)},
-        {"maxmemory-clients", c.maxmemory_clients.format()},
+        {"maxmemory-clients", ctx.settings.maxmemory_clients().format()},
         {"maxmemory-policy", "noeviction"},
         {"dir", c.dir},
         {"dbfilename", c.dbfilename},
@@ -95,8 +95,8 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"bf-default-layout", c.default_layout},
         {"max-filter-bytes", std::to_string(c.max_filter_bytes)},
         {"keyspace-shards", std::to_string(c.keyspace_shards)},
-        {"lfu-log-factor", std::to_string(store::lfu_log_factor())},
-        {"lfu-decay-time", std::to_string(store::lfu_decay_time())},
+        {"lfu-log-factor", std::to_string(ctx.settings.lfu().log_factor())},
+        {"lfu-decay-time", std::to_string(ctx.settings.lfu().decay_minutes())},
         {"replicaof", replicaof},
         {"masteruser", c.masteruser},
         {"masterauth", c.masterauth.empty() ? "" : "<redacted>"},
@@ -118,12 +118,9 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
         {"unauthenticated-query-buffer-limit",
          std::to_string(c.unauthenticated_query_buffer_limit)},
         {"shutdown-timeout", std::to_string(c.shutdown_timeout_seconds)},
-        {"latency-monitor-threshold", std::to_string(core::latency_threshold_ms())},
-        {"slowlog-log-slower-than",
-         std::to_string(ctx.slowlog != nullptr ? ctx.slowlog->log_slower_than_us()
-                                               : c.slowlog_log_slower_than_us)},
-        {"slowlog-max-len",
-         std::to_string(ctx.slowlog != nullptr ? ctx.slowlog->max_len() : c.slowlog_max_len)},
+        {"latency-monitor-threshold", std::to_string(ctx.settings.latency_monitor_threshold_ms())},
+        {"slowlog-log-slower-than", std::to_string(ctx.settings.slowlog_log_slower_than_us())},
+        {"slowlog-max-len", std::to_string(ctx.settings.slowlog_max_len())},
         {"metrics-port", std::to_string(c.metrics_port)},
         {"metrics-bind", c.metrics_bind_address()},
         {"metrics-max-connections", std::to_string(c.metrics_max_connections)},
@@ -161,42 +158,44 @@ bool check_integer(std::string_view name, std::string_view value, std::int64_t& 
     return true;
 }
 
-// An integer setting kept by a process-wide setter.
-template <void (*Set)(std::int64_t)>
-bool set_global(Context&, std::string_view name, std::string_view value, Change& change,
-                std::string& reason) {
+// An integer setting of the RuntimeSettings.
+template <void (*Set)(core::RuntimeSettings&, std::int64_t)>
+bool set_integer(Context&, std::string_view name, std::string_view value, Change& change,
+                 std::string& reason) {
     std::int64_t n = 0;
     if (!check_integer(name, value, n, reason)) return false;
-    change = [n](Context&) { Set(n); };
+    change = [n](Context& c) { Set(c.settings, n); };
     return true;
 }
 
 constexpr Settable kSettable[] = {
-    {"slowlog-log-slower-than",
-     [](Context& ctx, std::string_view name, std::string_view value, Change& change,
-        std::string& reason) {
-         std::int64_t n = 0;
-         if (ctx.slowlog == nullptr || !check_integer(name, value, n, reason)) return false;
-         change = [n](Context& c) { c.slowlog->set_log_slower_than_us(n); };
-         return true;
-     }},
+    {"slowlog-log-slower-than", set_integer<[](core::RuntimeSettings& s, std::int64_t n) {
+         s.set_slowlog_log_slower_than_us(n);
+     }>},
     {"slowlog-max-len",
-     [](Context& ctx, std::string_view name, std::string_view value, Change& change,
+     [](Context&, std::string_view name, std::string_view value, Change& change,
         std::string& reason) {
          std::int64_t n = 0;
-         if (ctx.slowlog == nullptr || !check_integer(name, value, n, reason)) return false;
-         change = [n](Context& c) { c.slowlog->set_max_len(static_cast<std::size_t>(n)); };
+         if (!check_integer(name, value, n, reason)) return false;
+         change = [n](Context& c) {
+             c.settings.set_slowlog_max_len(static_cast<std::size_t>(n));
+             if (c.slowlog != nullptr) c.slowlog->trim();
+         };
          return true;
      }},
-    {"latency-monitor-threshold", set_global<core::set_latency_threshold_ms>},
-    {"lfu-log-factor", set_global<store::set_lfu_log_factor>},
-    {"lfu-decay-time", set_global<store::set_lfu_decay_time>},
+    {"latency-monitor-threshold", set_integer<[](core::RuntimeSettings& s, std::int64_t n) {
+         s.set_latency_monitor_threshold_ms(n);
+     }>},
+    {"lfu-log-factor",
+     set_integer<[](core::RuntimeSettings& s, std::int64_t n) { s.lfu().set_log_factor(n); }>},
+    {"lfu-decay-time",
+     set_integer<[](core::RuntimeSettings& s, std::int64_t n) { s.lfu().set_decay_minutes(n); }>},
     {"client-output-buffer-limit",
      [](Context& ctx, std::string_view, std::string_view value, Change& change,
         std::string& reason) {
          // Parsed into a copy, applied class by class when every pair passed.
          auto parsed =
-             std::make_shared<core::OutputBufferLimits>(ctx.config.client_output_buffer_limits);
+             std::make_shared<core::OutputBufferLimits>(ctx.settings.client_output_buffer_limits());
          std::string error;
          if (!core::parse_output_buffer_limits(value, *parsed, error)) {
              reason = "') - " + error;
@@ -205,7 +204,8 @@ constexpr Settable kSettable[] = {
          change = [parsed](Context& c) {
              for (unsigned i = 0; i < core::kClientClasses; ++i) {
                  const auto client_class = static_cast<core::ClientClass>(i);
-                 c.config.client_output_buffer_limits.set(client_class, parsed->get(client_class));
+                 c.settings.client_output_buffer_limits().set(client_class,
+                                                              parsed->get(client_class));
              }
          };
          return true;
@@ -221,7 +221,7 @@ constexpr Settable kSettable[] = {
          }
          change = [text = std::string(value)](Context& c) {
              std::string checked;
-             c.config.maxmemory_clients.parse(text, checked);
+             c.settings.maxmemory_clients().parse(text, checked);
              c.server.clients.evict_clients_over_limit();
          };
          return true;

@@ -17,7 +17,7 @@ constexpr std::string_view kPercentTooLarge = "percentage argument must be less 
 
 }  // namespace
 
-bool ClientsMemoryLimit::parse(std::string_view text, std::string& error) const {
+bool ClientsMemoryLimit::parse(std::string_view text, std::string& error) {
     std::int64_t setting = 0;
     if (!text.empty() && text.back() == '%') {
         std::int64_t percent = 0;

@@ -332,14 +332,14 @@ OutputBufferLimit OutputBufferLimits::get(ClientClass client_class) const {
             seconds_[i].load(std::memory_order_relaxed)};
 }
 
-void OutputBufferLimits::set(ClientClass client_class, const OutputBufferLimit& limit) const {
+void OutputBufferLimits::set(ClientClass client_class, const OutputBufferLimit& limit) {
     const auto i = static_cast<unsigned>(client_class);
     hard_[i].store(limit.hard_bytes, std::memory_order_relaxed);
     soft_[i].store(limit.soft_bytes, std::memory_order_relaxed);
     seconds_[i].store(limit.soft_seconds, std::memory_order_relaxed);
 }
 
-bool parse_output_buffer_limits(std::string_view spec, const OutputBufferLimits& limits,
+bool parse_output_buffer_limits(std::string_view spec, OutputBufferLimits& limits,
                                 std::string& error) {
     std::vector<std::string_view> words;
     for (std::size_t i = 0; i < spec.size();) {

@@ -59,7 +59,7 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        Context ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender};
+        Context ctx{registry, keyspace, config, settings, hooks, client, stats, writer, &suspender};
         dispatch(registry, ctx, argv);
         for (auto& write_reply : suspender.delivered) write_reply(writer);
         suspender.delivered.clear();
@@ -67,8 +67,9 @@ protected:
     }
 
     Registry registry;
-    store::Keyspace keyspace{8};
     core::Config config;
+    core::RuntimeSettings settings{config};
+    store::Keyspace keyspace{8, settings.lfu()};
     FakeHooks hooks;
     FakeSuspender suspender;
     ClientState client;
@@ -429,7 +430,7 @@ TEST_F(Commands, SaveDefersItsReplyUntilTheSnapshotIsDone) {
 TEST_F(Commands, SaveWhereRepliesCannotWaitAnswersAnError) {
     std::vector<std::string_view> argv{"SAVE"};
     out.clear();
-    Context ctx{registry, keyspace, config, hooks, client, stats, writer};
+    Context ctx{registry, keyspace, config, settings, hooks, client, stats, writer};
     dispatch(registry, ctx, argv);
     EXPECT_EQ(out, "-" + std::string(errors::kCannotWait) + "\r\n");
     EXPECT_EQ(hooks.saves, 0);
@@ -799,11 +800,12 @@ TEST_F(Commands, ClientKillSkipsTheCallerUnlessToldOrOldStyle) {
 
 // CONFIG SET reads the same range table as the command line.
 TEST_F(Commands, ConfigSetTakesItsRangesFromTheOptionTable) {
-    Slowlog slowlog{config.slowlog_log_slower_than_us, config.slowlog_max_len};
+    Slowlog slowlog{settings};
     const auto config_set = [&](std::string name, std::string value) {
         std::vector<std::string_view> argv{"CONFIG", "SET", name, value};
         out.clear();
-        Context ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender, &slowlog};
+        Context ctx{registry, keyspace, config, settings,   hooks,
+                    client,   stats,    writer, &suspender, &slowlog};
         dispatch(registry, ctx, argv);
         return out;
     };
@@ -950,12 +952,6 @@ TEST_F(Commands, ObjectAnswersAsRedisForAModuleValue) {
     EXPECT_EQ(run({"OBJECT", "IDLETIME", "k"}), ":0\r\n");
     // Every use counts while lfu-log-factor is 0, and nothing decays while
     // lfu-decay-time is 0; OBJECT itself is no use of the key.
-    struct Restore {
-        ~Restore() {
-            store::set_lfu_log_factor(10);
-            store::set_lfu_decay_time(1);
-        }
-    } restore_defaults;
     EXPECT_EQ(run({"CONFIG", "GET", "lfu-*"}),
               "*4\r\n$14\r\nlfu-log-factor\r\n$2\r\n10\r\n$14\r\nlfu-decay-time\r\n$1\r\n1\r\n");
     EXPECT_EQ(run({"CONFIG", "SET", "lfu-log-factor", "0"}), "+OK\r\n");
@@ -1044,7 +1040,7 @@ TEST_F(Commands, ConfigSetsTheOutputBufferLimitsInRedisForm) {
               "*2\r\n$26\r\nclient-output-buffer-limit\r\n$76\r\nnormal 1073741824 0 0 slave "
               "268435456 67108864 60 pubsub 33554432 8388608 60\r\n");
     EXPECT_EQ(run({"CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 1kb 9"}), "+OK\r\n");
-    EXPECT_EQ(config.client_output_buffer_limits.get(core::ClientClass::pubsub),
+    EXPECT_EQ(settings.client_output_buffer_limits().get(core::ClientClass::pubsub),
               (core::OutputBufferLimit{1 << 20, 1024, 9}));
     EXPECT_EQ(
         run({"CONFIG", "SET", "client-output-buffer-limit", "normal 1 2"}),
@@ -1055,7 +1051,7 @@ TEST_F(Commands, ConfigSetsTheOutputBufferLimitsInRedisForm) {
                    "latency-monitor-threshold", "-1"})
                   .rfind("-ERR CONFIG SET failed", 0),
               0u);
-    EXPECT_EQ(config.client_output_buffer_limits.get(core::ClientClass::normal).hard_bytes,
+    EXPECT_EQ(settings.client_output_buffer_limits().get(core::ClientClass::normal).hard_bytes,
               1ull << 30);
 }
 

@@ -318,7 +318,7 @@ TEST(OptionRanges, TheConfigFileAndTheEnvironmentAreCheckedToo) {
 }
 
 TEST(ClientsMemoryLimit, TakesRedisSizesAndPercentagesOfMaxmemory) {
-    const ClientsMemoryLimit limit;
+    ClientsMemoryLimit limit;
     std::string error;
     EXPECT_EQ(limit.format(), "0");  // Redis's default: no limit
     EXPECT_EQ(limit.bytes(1 << 30), 0u);
@@ -339,7 +339,7 @@ TEST(ClientsMemoryLimit, TakesRedisSizesAndPercentagesOfMaxmemory) {
 }
 
 TEST(ClientsMemoryLimit, RefusesWhatRedisRefusesAndKeepsTheSetting) {
-    const ClientsMemoryLimit limit;
+    ClientsMemoryLimit limit;
     std::string error;
     ASSERT_TRUE(limit.parse("5%", error));
     for (const char* bad : {"", "%", "-1", "-5%", "1x", "5.5%", "mb", "99999999999999999999"}) {

@@ -641,7 +641,8 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        command::Context ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender};
+        command::Context ctx{registry, keyspace, config, settings,  hooks,
+                             client,   stats,    writer, &suspender};
         command::dispatch(registry, ctx, argv);
         for (auto& write_reply : suspender.delivered) write_reply(writer);
         suspender.delivered.clear();
@@ -662,6 +663,7 @@ protected:
     command::Registry registry;
     Keyspace keyspace{8};
     core::Config config;
+    core::RuntimeSettings settings{config};
     FakeTarget target;
     MigratingHooks hooks{target};
     FakeSuspender suspender;
@@ -959,7 +961,11 @@ TEST(MigrateKeys, AccessControlChecksTheKeysAfterKeys) {
 }
 
 TEST(MigrateKeys, TheSlowLogHidesItsPasswords) {
-    command::Slowlog log(0, 10);
+    core::Config config;
+    config.slowlog_log_slower_than_us = 0;
+    config.slowlog_max_len = 10;
+    const core::RuntimeSettings settings(config);
+    command::Slowlog log(settings);
     command::ClientState client;
     const auto logged = [&](std::vector<std::string_view> argv) {
         log.reset();
@@ -995,7 +1001,8 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        command::Context ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender};
+        command::Context ctx{registry, keyspace, config, settings,  hooks,
+                             client,   stats,    writer, &suspender};
         command::dispatch(registry, ctx, argv);
         for (auto& write_reply : suspender.delivered) write_reply(writer);
         suspender.delivered.clear();
@@ -1005,6 +1012,7 @@ protected:
     command::Registry registry;
     Keyspace keyspace{4};
     core::Config config;
+    core::RuntimeSettings settings{config};
     FakeTarget target;
     MigratingHooks hooks{target};
     FakeSuspender suspender;

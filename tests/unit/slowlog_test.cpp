@@ -66,18 +66,22 @@ TEST(SlowlogCapture, RedactsCredentials) {
 }
 
 TEST(Slowlog, ThresholdsAreRedisOnes) {
-    Slowlog log(10000, 128);  // 10 ms
+    core::RuntimeSettings settings;  // 10 ms
+    Slowlog log(settings);
     EXPECT_FALSE(log.is_slow(9'999'999));
     EXPECT_TRUE(log.is_slow(10'000'000));
-    log.set_log_slower_than_us(0);  // every command
+    settings.set_slowlog_log_slower_than_us(0);  // every command
     EXPECT_TRUE(log.is_slow(0));
-    log.set_log_slower_than_us(-5);  // off
+    settings.set_slowlog_log_slower_than_us(-5);  // off
     EXPECT_FALSE(log.is_slow(~std::uint64_t{0}));
-    EXPECT_EQ(log.log_slower_than_us(), -1);
+    EXPECT_EQ(settings.slowlog_log_slower_than_us(), -1);
 }
 
 TEST(Slowlog, KeepsTheNewestMaxLenEntriesNewestFirst) {
-    Slowlog log(0, 3);
+    core::RuntimeSettings settings;
+    settings.set_slowlog_log_slower_than_us(0);
+    settings.set_slowlog_max_len(3);
+    Slowlog log(settings);
     ClientState client;
     client.address = "127.0.0.1:5000";
     client.set_name("worker-7");
@@ -97,7 +101,8 @@ TEST(Slowlog, KeepsTheNewestMaxLenEntriesNewestFirst) {
     EXPECT_EQ(entries[0].client_name, "worker-7");
     EXPECT_GT(entries[0].unix_time, 1700000000);
     EXPECT_EQ(log.newest(1).size(), 1u);
-    log.set_max_len(1);  // shrinking drops the oldest at once
+    settings.set_slowlog_max_len(1);
+    log.trim();  // shrinking drops the oldest at once
     EXPECT_EQ(log.newest(10).at(0).id, 4);
     EXPECT_EQ(log.length(), 1u);
     log.reset();
@@ -118,18 +123,24 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        Context ctx{registry, keyspace, config, hooks, client, stats, writer, nullptr, &slowlog};
+        Context ctx{registry, keyspace, config, settings, hooks,
+                    client,   stats,    writer, nullptr,  &slowlog};
         dispatch(registry, ctx, argv);
         return out;
     }
 
     Registry registry;
     store::Keyspace keyspace{8};
-    core::Config config;
+    core::Config config = [] {
+        core::Config c;
+        c.slowlog_log_slower_than_us = 0;  // every command
+        return c;
+    }();
+    core::RuntimeSettings settings{config};
     testing::FakeHooks hooks;
     ClientState client;
     WorkerStats stats;
-    Slowlog slowlog{0, 128};  // every command
+    Slowlog slowlog{settings};
     std::string out;
     resp::Writer writer{out};
 };
@@ -165,8 +176,8 @@ TEST_F(SlowlogCommands, GetCountsLenAndReset) {
 TEST_F(SlowlogCommands, ConfigSetChangesTheSlowlogSettings) {
     EXPECT_EQ(run({"CONFIG", "SET", "slowlog-log-slower-than", "-1", "slowlog-max-len", "5"}),
               "+OK\r\n");
-    EXPECT_EQ(slowlog.log_slower_than_us(), -1);
-    EXPECT_EQ(slowlog.max_len(), 5u);
+    EXPECT_EQ(settings.slowlog_log_slower_than_us(), -1);
+    EXPECT_EQ(settings.slowlog_max_len(), 5u);
     EXPECT_EQ(run({"CONFIG", "GET", "slowlog-*"}),
               "*4\r\n$23\r\nslowlog-log-slower-than\r\n$2\r\n-1\r\n$15\r\nslowlog-max-len\r\n$"
               "1\r\n5\r\n");
@@ -174,7 +185,7 @@ TEST_F(SlowlogCommands, ConfigSetChangesTheSlowlogSettings) {
     EXPECT_EQ(run({"CONFIG", "SET", "slowlog-max-len", "7", "slowlog-log-slower-than", "soon"}),
               "-ERR CONFIG SET failed (possibly related to argument 'slowlog-log-slower-than') - "
               "argument couldn't be parsed into an integer\r\n");
-    EXPECT_EQ(slowlog.max_len(), 5u);
+    EXPECT_EQ(settings.slowlog_max_len(), 5u);
     EXPECT_EQ(run({"CONFIG", "SET", "slowlog-max-len", "-1"}),
               "-ERR CONFIG SET failed (possibly related to argument 'slowlog-max-len') - argument "
               "must be between 0 and 100000 inclusive\r\n");
@@ -186,7 +197,7 @@ TEST_F(SlowlogCommands, ConfigSetChangesTheSlowlogSettings) {
               0u);
     EXPECT_EQ(run({"CONFIG", "SET", "slowlog-max-len", "1", "slowlog-log-slower-than"}),
               "-ERR wrong number of arguments for 'config|set' command\r\n");
-    EXPECT_EQ(slowlog.max_len(), 5u);
+    EXPECT_EQ(settings.slowlog_max_len(), 5u);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/error_stats.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/core/runtime_settings.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -271,6 +272,9 @@ struct Context {
     const Registry& registry;
     store::Keyspace& keyspace;
     const core::Config& config;
+    // What CONFIG SET changes while the server runs (the rest of `config`
+    // is fixed at start).
+    core::RuntimeSettings& settings;
     Services server;
     ClientState& client;
     WorkerStats& stats;

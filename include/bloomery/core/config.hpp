@@ -47,9 +47,9 @@ struct OutputBufferLimit {
 };
 
 // client-output-buffer-limit: every class's limits. CONFIG SET changes them
-// while workers read them, so each number is an atomic read relaxed (a
-// reader racing a change may pair an old hard limit with a new soft one for
-// one check); copying a Config copies the values.
+// (in core::RuntimeSettings) while workers read them, so each number is an
+// atomic read relaxed (a reader racing a change may pair an old hard limit
+// with a new soft one for one check); a copy copies the values.
 class OutputBufferLimits {
 public:
     // Redis's defaults, but for the normal class's hard limit: 1 GiB instead
@@ -63,15 +63,13 @@ public:
     }
 
     OutputBufferLimit get(ClientClass client_class) const;
-    // Const because CONFIG SET changes it through the shared, otherwise
-    // read-only Config (the numbers are atomics).
-    void set(ClientClass client_class, const OutputBufferLimit& limit) const;
+    void set(ClientClass client_class, const OutputBufferLimit& limit);
 
 private:
     void copy_from(const OutputBufferLimits& other);
-    mutable std::atomic<std::uint64_t> hard_[kClientClasses];
-    mutable std::atomic<std::uint64_t> soft_[kClientClasses];
-    mutable std::atomic<std::int64_t> seconds_[kClientClasses];
+    std::atomic<std::uint64_t> hard_[kClientClasses];
+    std::atomic<std::uint64_t> soft_[kClientClasses];
+    std::atomic<std::int64_t> seconds_[kClientClasses];
 };
 
 // Parses client-output-buffer-limit as Redis's CONFIG SET and config file
@@ -80,7 +78,7 @@ private:
 // m, mb, g, gb), setting only the classes named. bloomery also takes one
 // size alone, its earlier form: the normal class's hard limit. Every group
 // is checked before any is applied; false with Redis's reason on error.
-bool parse_output_buffer_limits(std::string_view spec, const OutputBufferLimits& limits,
+bool parse_output_buffer_limits(std::string_view spec, OutputBufferLimits& limits,
                                 std::string& error);
 // As CONFIG GET shows it: "normal 1073741824 0 0 slave 268435456 67108864 60
 // pubsub 33554432 8388608 60".
@@ -93,9 +91,9 @@ bool memory_to_bytes(std::string_view text, std::uint64_t& out);
 // (query buffers, arguments, replies, transactions, subscriptions; replicas'
 // feeds and a replica's link to its primary are not counted) before the
 // clients holding most are closed, largest first (net/server.hpp). A size,
-// or a percentage of --maxmemory. CONFIG SET changes it while workers read
-// it: one atomic, so a reader sees the old setting or the new one; copying
-// a Config copies it.
+// or a percentage of --maxmemory. CONFIG SET changes it (in
+// core::RuntimeSettings) while workers read it: one atomic, so a reader sees
+// the old setting or the new one; a copy copies it.
 class ClientsMemoryLimit {
 public:
     ClientsMemoryLimit() = default;
@@ -110,8 +108,7 @@ public:
     // 1000, kb = 1024, m, mb, g, gb; at most 2^63 - 1), or a whole
     // percentage of maxmemory from 0% to 100%. On error, false with Redis's
     // reason ("argument must be a memory or percent value") and no change.
-    // Const because CONFIG SET changes it through the shared Config.
-    bool parse(std::string_view text, std::string& error) const;
+    bool parse(std::string_view text, std::string& error);
     // The limit in bytes, 0 for none: the size, or the percentage of
     // `maxmemory` (none while maxmemory is 0). As Redis, a limit under
     // kMinClientsMemoryLimit is raised to it, so a slip of the setting
@@ -122,7 +119,7 @@ public:
 
 private:
     // >= 0: bytes; < 0: minus a percentage (Redis's encoding).
-    mutable std::atomic<std::int64_t> setting_{0};
+    std::atomic<std::int64_t> setting_{0};
 };
 inline constexpr std::uint64_t kMinClientsMemoryLimit = 128 * 1024;
 
@@ -145,7 +142,8 @@ struct Config {
     std::size_t proto_max_inline_len = 64 * 1024;
     std::size_t proto_max_multibulk_len = 1024 * 1024;
     std::size_t client_query_buffer_limit = 1024ull * 1024 * 1024;
-    // Per class (OutputBufferLimits); CONFIG SET changes it at run time.
+    // Per class (OutputBufferLimits), as configured; CONFIG SET changes the
+    // server's RuntimeSettings.
     OutputBufferLimits client_output_buffer_limits;
     // Security (README "Security"). requirepass is never logged, and CONFIG
     // GET shows it redacted.
@@ -166,12 +164,12 @@ struct Config {
     std::uint64_t max_filter_bytes = 4ull * 1024 * 1024 * 1024;  // per filter, all layers
     std::size_t keyspace_shards = 64;
     // How keys' use counters grow and fade (OBJECT FREQ, store/key_access.hpp),
-    // Redis's LFU defaults. CONFIG SET changes the store's own copy.
+    // Redis's LFU defaults. CONFIG SET changes the server's RuntimeSettings.
     std::int64_t lfu_log_factor = 10;
     std::int64_t lfu_decay_time_minutes = 1;
     // Memory
     std::uint64_t maxmemory = 0;  // bytes; 0 = no limit (core/memory.hpp counts what is held)
-    ClientsMemoryLimit maxmemory_clients;  // 0: no limit, as Redis; CONFIG SET changes it
+    ClientsMemoryLimit maxmemory_clients;  // 0: no limit, as Redis; also in RuntimeSettings
     // Persistence
     std::string dir = "./data";
     std::string dbfilename = "dump.bloomery";
@@ -222,7 +220,7 @@ struct Config {
     std::size_t metrics_max_request_bytes = 8 * 1024;  // request line and headers
     double metrics_request_timeout_seconds = 5;        // to send a whole request
     // The latency monitor's threshold in ms (core/latency_monitor.hpp): 0, off,
-    // as Redis. CONFIG SET changes the monitor's own copy.
+    // as Redis. CONFIG SET changes the server's RuntimeSettings.
     std::int64_t latency_monitor_threshold_ms = 0;
     std::int64_t slowlog_log_slower_than_us = 10000;  // -1: off; 0: every command
     std::size_t slowlog_max_len = 128;
