@@ -181,6 +181,27 @@ int run_tool(const bloomery::app::CommandLine& command_line) {
     return -1;
 }
 
+spdlog::level::level_enum spdlog_level(bloomery::core::LogLevel level) {
+    using bloomery::core::LogLevel;
+    switch (level) {
+        case LogLevel::trace:
+            return spdlog::level::trace;
+        case LogLevel::debug:
+            return spdlog::level::debug;
+        case LogLevel::info:
+            break;
+        case LogLevel::warn:
+            return spdlog::level::warn;
+        case LogLevel::error:
+            return spdlog::level::err;
+        case LogLevel::critical:
+            return spdlog::level::critical;
+        case LogLevel::off:
+            return spdlog::level::off;
+    }
+    return spdlog::level::info;
+}
+
 // The log goes to --logfile or stderr at --loglevel. False (said on stderr)
 // if the file cannot be opened.
 bool set_up_logging(const bloomery::core::Config& config) {
@@ -194,7 +215,7 @@ bool set_up_logging(const bloomery::core::Config& config) {
         std::cerr << "bloomery: cannot open log file: " << e.what() << '\n';
         return false;
     }
-    spdlog::set_level(spdlog::level::from_str(config.log_level));
+    spdlog::set_level(spdlog_level(config.log_level));
     spdlog::flush_on(spdlog::level::info);
     return true;
 }

@@ -89,19 +89,6 @@ constexpr Hint kHints[] = {
      "bloomery evicts nothing: past 'maxmemory' commands that allocate answer -OOM"},
 };
 
-// Keys whose value is a list of words, which redis.conf writes unquoted
-// (`save 900 1 300 10`); every other key takes one word.
-constexpr std::string_view kWordListKeys[] = {"save", "client-output-buffer-limit", "replicaof"};
-
-// Of those, the ones redis.conf spreads over lines that add up (`save 900 1`
-// then `save 300 10`; a client-output-buffer-limit line per client class).
-constexpr std::string_view kAddingUpKeys[] = {"save", "client-output-buffer-limit"};
-
-template <std::size_t N>
-bool listed(const std::string_view (&names)[N], std::string_view name) {
-    return std::find(std::begin(names), std::end(names), name) != std::end(names);
-}
-
 // Whether `name` is one of the space-separated `words`.
 bool listed(std::string_view words, std::string_view name) {
     for (std::size_t start = 0; start < words.size();) {
@@ -289,7 +276,7 @@ namespace {
 
 // One reading of a config file and the files it includes: the settings in
 // the order first set (a later line for the same key replaces the value, or
-// adds to it for kAddingUpKeys in redis.conf's form) and the problems found.
+// adds to it, in redis.conf's form, for lists that add up) and the problems found.
 class FileReading {
 public:
     FileReading(const std::vector<ConfigFileReader::Key>& keys, std::vector<std::string>& problems)
@@ -317,7 +304,9 @@ private:
     void include(const std::vector<std::string>& words, const std::string& path,
                  const std::string& where, std::vector<std::string>& chain);
     const ConfigFileReader::Key* find_key(const std::string& key, const std::string& where);
-    void set(const std::string& name, const std::string& value, bool adding_up);
+    // What a later line of a key does to the value set before.
+    enum class Lines { replace, add_up };
+    void set(const std::string& name, const std::string& value, Lines lines);
 
     const std::vector<ConfigFileReader::Key>& keys_;
     std::vector<std::string> names_;
@@ -377,7 +366,8 @@ void FileReading::read_line(std::string_view line, const std::string& path,
     const ConfigFileReader::Key* known = find_key(written, where);
     if (known == nullptr) return;
     if (words.empty()) {
-        if (!known->flag) {
+        // A bare `key` line sets a flag.
+        if (known->spec->kind != core::OptionKind::flag) {
             problems_.push_back(where + "'" + written + "' needs a value");
             return;
         }
@@ -393,7 +383,9 @@ void FileReading::read_line(std::string_view line, const std::string& path,
                             "in Redis: put the comment on a line of its own");
         return;
     }
-    if (words.size() > 1 && !listed(kWordListKeys, known->name)) {
+    // A list of words, which redis.conf writes unquoted (`save 900 1 300
+    // 10`), is one value; every other key takes one word.
+    if (words.size() > 1 && known->spec->kind != core::OptionKind::words) {
         problems_.push_back(where + "'" + written + "' takes one value, got " +
                             std::to_string(words.size()) +
                             " words (quote a value that holds spaces)");
@@ -401,7 +393,10 @@ void FileReading::read_line(std::string_view line, const std::string& path,
     }
     std::string value;
     for (const std::string& word : words) value += (value.empty() ? "" : " ") + word;
-    set(known->name, value, !toml && listed(kAddingUpKeys, known->name));
+    // redis.conf spreads some lists over lines that add up (`save 900 1`
+    // then `save 300 10`; a client-output-buffer-limit line per class).
+    set(known->name, value,
+        !toml && has(known->spec->use, core::OptionUse::adds_up) ? Lines::add_up : Lines::replace);
 }
 
 // Redis's `include FILE`, relative to the including file's directory (so a
@@ -462,11 +457,11 @@ const ConfigFileReader::Key* FileReading::find_key(const std::string& key,
     return nullptr;
 }
 
-void FileReading::set(const std::string& name, const std::string& value, bool adding_up) {
+void FileReading::set(const std::string& name, const std::string& value, Lines lines) {
     for (auto& [set_name, set_value] : settings_) {
         if (set_name != name) continue;
         // `save ""` clears the points before it, as in redis.conf.
-        const bool add = adding_up && !value.empty() && !set_value.empty();
+        const bool add = lines == Lines::add_up && !value.empty() && !set_value.empty();
         set_value = add ? set_value + " " + value : value;
         return;
     }
@@ -476,12 +471,9 @@ void FileReading::set(const std::string& name, const std::string& value, bool ad
 }  // namespace
 
 ConfigFileReader::ConfigFileReader(const CLI::App& app) : file_option_(app.get_config_ptr()) {
-    for (const CLI::Option* option : app.get_options()) {
-        if (option->get_lnames().empty() || !option->get_configurable() ||
-            option == app.get_help_ptr() || option->get_lnames().front() == "version") {
-            continue;
-        }
-        keys_.push_back({option->get_lnames().front(), option->get_expected_min() == 0});
+    for (const core::OptionSpec& spec : core::option_specs()) {
+        if (has(spec.use, core::OptionUse::command_line))
+            keys_.push_back({std::string(spec.name), &spec});
     }
 }
 

@@ -16,6 +16,7 @@
 
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/options.hpp"
 #include "bloomery/net/tls.hpp"
 
 namespace bloomery::net {
@@ -176,7 +177,8 @@ std::string describe_config(const core::Config& c) {
     line("data", c.dir + (std::filesystem::exists(c.dir, ignored) ? "" : " (to be created)") +
                      ", snapshot " + c.dbfilename + ", save '" +
                      core::format_save_points(c.save_points) + "'");
-    line("journal", c.appendonly ? "on, appendfsync " + c.appendfsync : std::string("off"));
+    line("journal", c.appendonly ? "on, appendfsync " + std::string(core::name_of(c.appendfsync))
+                                 : std::string("off"));
     line("maxmemory",
          c.maxmemory == 0 ? std::string("no limit") : std::to_string(c.maxmemory) + " bytes");
     line("access", !c.aclfile.empty()       ? "users from " + c.aclfile

@@ -260,6 +260,17 @@ class ConfigFileTest(unittest.TestCase):
         self.assertNotIn("6379_TCP", output)
         self.assertEqual(reported(output, "access"), "no password: loopback clients only")
 
+    def test_every_bad_value_is_reported_not_only_the_first(self):
+        write(self.dir, "c.conf", "port 70000\nbf-error-rate 2\nsave 1\n")
+        self.assert_refused(
+            "c.conf",
+            "--port: must be an integer between 0 and 65535 inclusive, got '70000'",
+            "--bf-error-rate: must be a number between 1e-15 and 0.999999 inclusive, got '2'",
+            "--save: save needs pairs of 'SECONDS CHANGES', got '1'",
+            "--threads: must be an integer between 0 and 256 inclusive, got '1000'",
+            "--appendfsync: sometimes not in {always,everysec,no}",
+            env={"BLOOMERY_THREADS": "1000", "BLOOMERY_APPENDFSYNC": "sometimes"})
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -346,6 +346,10 @@ protected:
         ASSERT_TRUE(topology) << error;
         config.cluster_enabled = true;
         config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
+        // What CONFIG GET shows, as the command line sets it once the map
+        // is resolved (CommandLine.ClusterMapIsShownAsItDescribesItself).
+        config.cluster_slots = config.cluster->describe();
+        config.cluster_self = config.cluster->self().address;
     }
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());

@@ -19,6 +19,7 @@
 #include "bloomery/core/error_stats.hpp"
 #include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/core/options.hpp"
 #include "bloomery/core/parse_int64.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "fake_hooks.hpp"
@@ -811,7 +812,7 @@ TEST_F(Commands, ConfigSetTakesItsRangesFromTheOptionTable) {
     };
     const std::string prefix = "-ERR CONFIG SET failed (possibly related to argument '";
     for (const char* name : {"slowlog-log-slower-than", "slowlog-max-len"}) {
-        const core::OptionRange* range = core::find_option_range(name);
+        const core::OptionSpec* range = core::find_option(name);
         ASSERT_NE(range, nullptr) << name;
         const std::string refused = prefix + name + "') - argument must be between " +
                                     std::to_string(range->min) + " and " +

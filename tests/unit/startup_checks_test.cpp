@@ -120,8 +120,17 @@ TEST(TestConfig, ValueProblemsAreAllCollected) {
     }
     // Without --test-config the same values stop the start with exit code 1.
     EXPECT_EQ(parse({"--port", "0", "--dbfilename", "a/b"}).exit_code, 1);
-    // A parse error (a value CLI11 refuses) exits 1 at once under --test-config too.
-    EXPECT_EQ(parse({"--test-config", "--port", "abc"}).exit_code, 1);
+    // A value no option takes is one more problem under --test-config, the
+    // others still reported with it; what CLI11 itself refuses (an unknown
+    // flag) exits 1 at once.
+    const app::CommandLine bad_port =
+        parse({"--test-config", "--port", "abc", "--dbfilename", "a/b"});
+    EXPECT_EQ(bad_port.exit_code, -1);
+    EXPECT_NE(join(bad_port.problems)
+                  .find("--port: must be an integer between 0 and 65535 inclusive, got 'abc'"),
+              std::string::npos)
+        << join(bad_port.problems);
+    EXPECT_NE(join(bad_port.problems).find("--dbfilename:"), std::string::npos);
     EXPECT_EQ(parse({"--test-config", "--no-such-flag"}).exit_code, 1);
 }
 
