@@ -44,6 +44,7 @@ protected:
 TEST_F(StartupChecks, AGoodConfigurationHasNoProblemAndCreatesNothing) {
     EXPECT_EQ(join(run_startup_checks(config)), "");
     EXPECT_FALSE(std::filesystem::exists(config.dir));  // "can be created" is enough
+    EXPECT_TRUE(std::filesystem::is_empty(dir));        // the probe directory is gone
     std::filesystem::create_directories(config.dir);
     EXPECT_EQ(join(run_startup_checks(config)), "");
     EXPECT_TRUE(std::filesystem::is_empty(config.dir));  // the probe file is gone
@@ -55,6 +56,16 @@ TEST_F(StartupChecks, ADirThatIsAFileOrUnderAFileIsRefused) {
               std::string::npos);
     config.dir += "/below";
     EXPECT_NE(join(run_startup_checks(config)).find("cannot be created"), std::string::npos)
+        << join(run_startup_checks(config));
+}
+
+// What the start will fail to create, the check fails to create too: /proc
+// takes no new directory, even from root, whom access() lets write anywhere.
+TEST_F(StartupChecks, ADirThatCannotBeCreatedIsRefused) {
+    config.dir = "/proc/forbidden";
+    EXPECT_NE(join(run_startup_checks(config))
+                  .find("--dir '/proc/forbidden': cannot be created in '/proc': "),
+              std::string::npos)
         << join(run_startup_checks(config));
 }
 
