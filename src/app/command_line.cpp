@@ -164,22 +164,24 @@ Problems read_values(const OptionSet& options, CommandLine& result) {
     return problems;
 }
 
-// With --test-config every problem is reported and the exit code is 1; the
-// flag is looked for in argv itself, as a parse error may come before CLI11
-// has set it.
-bool wants_test_config(int argc, char** argv) {
+// What the command line is for: a start, or --test-config, under which
+// every problem is reported and the exit code is 1. The flag is looked for
+// in argv itself, as a parse error may come before CLI11 has set it.
+enum class Purpose { start, test_config };
+
+Purpose purpose_of(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
-        if (std::string_view(argv[i]) == "--test-config") return true;
+        if (std::string_view(argv[i]) == "--test-config") return Purpose::test_config;
     }
-    return false;
+    return Purpose::start;
 }
 
 // What CLI11 itself refused (an unknown flag, a missing value or file):
 // said with the config file's problems, or as CLI11 says it.
 int report_parse_error(const CLI::App& app, const OptionSet& options, const CLI::ParseError& e,
-                       bool testing) {
+                       Purpose purpose) {
     const Problems& file_problems = options.file_problems();
-    if (e.get_exit_code() != 0 && (testing || !file_problems.empty())) {
+    if (e.get_exit_code() != 0 && (purpose == Purpose::test_config || !file_problems.empty())) {
         std::cerr << "bloomery: configuration invalid:\n";
         for (const std::string& problem : file_problems) std::cerr << "  " << problem << '\n';
         std::cerr << "  " << e.what() << '\n';
@@ -208,17 +210,17 @@ CommandLine parse_command_line(int argc, char** argv) {
     if (const char* file = std::getenv("BLOOMERY_CONFIG"); file != nullptr && *file != '\0') {
         app.get_config_ptr()->default_str(file)->required();
     }
-    const bool testing = wants_test_config(argc, argv);
+    const Purpose purpose = purpose_of(argc, argv);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        result.exit_code = report_parse_error(app, options, e, testing);
+        result.exit_code = report_parse_error(app, options, e, purpose);
         return result;
     }
     Problems problems = read_values(options, result);
     result.warnings = misspelled_environment(app);
     if (!problems.empty()) {
-        if (testing) {
+        if (purpose == Purpose::test_config) {
             result.problems = std::move(problems);  // main adds the start-up checks' and prints
         } else {
             for (const std::string& problem : problems) std::cerr << problem << '\n';
