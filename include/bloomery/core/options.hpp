@@ -14,6 +14,10 @@
 // as --check-snapshot, and --requirepass-file, which reads another option's
 // value from a file): their entries name, document and range them, and the
 // command line reads their text itself (they have no `read`).
+//
+// Thread safety: the table is constant and every function here may be
+// called from any thread; a setter changes RuntimeSettings values, which
+// are atomics.
 
 #include <cstdint>
 #include <optional>
@@ -78,8 +82,9 @@ struct OptionSpec;
 using OptionReader = Status (*)(const OptionSpec& spec, Config& config, std::string_view text);
 // CONFIG GET's text of the option.
 using OptionShower = std::string (*)(const OptionValues& values);
-// CONFIG SET: or Redis's reason for refusing the value (the text after
-// "argument 'NAME') - ").
+// CONFIG SET: checks `text`, and with SetMode::apply puts it into
+// `settings`; a refusal is Redis's reason (the text after "argument 'NAME')
+// - ").
 using OptionSetter = Status (*)(const OptionSpec& spec, RuntimeSettings& settings,
                                 std::string_view text, SetMode mode);
 
