@@ -31,9 +31,17 @@ FilterOptions default_options(const Context& ctx) {
     options.error_rate = ctx.config.default_error_rate;
     options.capacity = ctx.config.default_capacity;
     options.expansion = ctx.config.default_expansion;
-    options.layout = ctx.config.default_layout == "classic"   ? bloom::Layout::classic
-                     : ctx.config.default_layout == "blocked" ? bloom::Layout::blocked
-                                                              : bloom::Layout::automatic;
+    switch (ctx.config.default_layout) {
+        case core::DefaultLayout::automatic:
+            options.layout = bloom::Layout::automatic;
+            break;
+        case core::DefaultLayout::blocked:
+            options.layout = bloom::Layout::blocked;
+            break;
+        case core::DefaultLayout::classic:
+            options.layout = bloom::Layout::classic;
+            break;
+    }
     return options;
 }
 

@@ -257,7 +257,7 @@ void cmd_latency_doctor(Context& ctx, Args) {
         report +=
             "- fsync was slow: use a local disk (an SSD if you can), keep other disk-heavy "
             "processes away from the data directory" +
-            std::string(ctx.config.appendfsync == "always"
+            std::string(ctx.config.appendfsync == core::AppendFsync::always
                             ? ", and consider --appendfsync everysec: with always, every "
                               "write waits for its fsync"
                             : "") +

@@ -291,7 +291,7 @@ void cmd_exec(DispatchContext& ctx, Args) {
     // The hard limit of the normal class: the array is rendered whole before
     // any of it is written.
     const std::uint64_t hard_limit =
-        ctx.config.client_output_buffer_limits.get(core::ClientClass::normal).hard_bytes;
+        ctx.settings.client_output_buffer_limits().get(core::ClientClass::normal).hard_bytes;
     for (std::size_t i = 0; i < count; ++i) {
         const TransactionState::Queued& queued = transaction.commands[i];
         suspender.set_current(i);
@@ -299,6 +299,7 @@ void cmd_exec(DispatchContext& ctx, Args) {
         DispatchContext inner{ctx.registry,
                               ctx.keyspace,
                               ctx.config,
+                              ctx.settings,
                               ctx.server,
                               ctx.client,
                               ctx.stats,

@@ -68,7 +68,7 @@ void Connection::evict() {
 }
 
 void Server::client_memory_grew() {
-    const std::uint64_t limit = config_.maxmemory_clients.bytes(config_.maxmemory);
+    const std::uint64_t limit = settings_.maxmemory_clients().bytes(config_.maxmemory);
     if (limit == 0) return;
     const std::uint64_t held = client_buffers_counted();
     if (held < limit || held < eviction_recheck_at_.load(std::memory_order_relaxed)) return;
@@ -76,7 +76,7 @@ void Server::client_memory_grew() {
 }
 
 void Server::evict_clients_over_limit() {
-    const std::uint64_t limit = config_.maxmemory_clients.bytes(config_.maxmemory);
+    const std::uint64_t limit = settings_.maxmemory_clients().bytes(config_.maxmemory);
     if (limit == 0) return;
     const std::uint64_t held = client_buffers_counted();
     if (held >= limit) evict_clients(limit, held);

@@ -318,6 +318,7 @@ command::DispatchContext Connection::context(command::ClientSuspender* suspender
     return command::DispatchContext{server_.registry(),
                                     server_.keyspace(),
                                     server_.config(),
+                                    server_.settings(),
                                     server_,
                                     client_,
                                     worker_.stats,

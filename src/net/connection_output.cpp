@@ -42,7 +42,7 @@ void Connection::close_for_output_limit(std::uint64_t pending) {
         "Client {} closed for overcoming of output buffer limits ({} bytes waiting, "
         "client-output-buffer-limit {})",
         describe(), pending,
-        core::format_output_buffer_limits(server_.config().client_output_buffer_limits));
+        core::format_output_buffer_limits(server_.settings().client_output_buffer_limits()));
     command::WorkerStats::bump(worker_.stats.output_buffer_limit_disconnections);
     client_.output_soft_limit_since_ms.store(0, std::memory_order_relaxed);
     if (!writing_) out_.clear();  // a write in flight still reads it until cancelled
@@ -52,14 +52,14 @@ void Connection::close_for_output_limit(std::uint64_t pending) {
 
 void Connection::enforce_output_limit() {
     const core::OutputBufferLimit limit =
-        server_.config().client_output_buffer_limits.get(output_class());
+        server_.settings().client_output_buffer_limits().get(output_class());
     const std::uint64_t held = out_.size() + pushes_.size();
     if (!output_limit_reached(limit, held)) return;
     spdlog::warn(
         "Client {} scheduled to be closed for overcoming of output buffer limits ({} bytes "
         "waiting, client-output-buffer-limit {})",
         describe(), held,
-        core::format_output_buffer_limits(server_.config().client_output_buffer_limits));
+        core::format_output_buffer_limits(server_.settings().client_output_buffer_limits()));
     command::WorkerStats::bump(worker_.stats.output_buffer_limit_disconnections);
     client_.output_soft_limit_since_ms.store(0, std::memory_order_relaxed);
     // The bytes a write in flight is sending stay until it completes.
@@ -76,7 +76,7 @@ void Connection::check_output_limit() {
             return;
         }
         const core::OutputBufferLimit limit =
-            self->server_.config().client_output_buffer_limits.get(self->output_class());
+            self->server_.settings().client_output_buffer_limits().get(self->output_class());
         // While a write is in flight out_ is what the client has not read.
         const std::uint64_t pending = self->out_.size() + self->pushes_.size();
         if (self->output_limit_reached(limit, pending)) self->close_for_output_limit(pending);

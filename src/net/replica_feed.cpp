@@ -47,11 +47,10 @@ std::uint64_t ReplicaFeed::pending_bytes() const {
 void ReplicaFeed::check_output_limit() {
     const std::uint64_t pending = pending_bytes();
     conn_.client_.output_buffer_used.store(pending, std::memory_order_relaxed);
-    const core::Config& config = conn_.server_.config();
     core::OutputBufferLimit limit =
-        config.client_output_buffer_limits.get(core::ClientClass::replica);
+        conn_.server_.settings().client_output_buffer_limits().get(core::ClientClass::replica);
     if (limit.hard_bytes != 0)
-        limit.hard_bytes = std::max(limit.hard_bytes, config.repl_backlog_size);
+        limit.hard_bytes = std::max(limit.hard_bytes, conn_.server_.config().repl_backlog_size);
     if (conn_.output_limit_reached(limit, pending)) conn_.close_for_output_limit(pending);
 }
 

@@ -40,10 +40,11 @@ bool is_loopback_peer(const asio::ip::tcp::socket& socket) {
 
 }  // namespace
 
-Server::Server(const core::Config& config, store::Keyspace& keyspace,
-               const command::Registry& registry, persist::Manager& persistence,
-               ReplicationSource& replication)
+Server::Server(const core::Config& config, core::RuntimeSettings& settings,
+               store::Keyspace& keyspace, const command::Registry& registry,
+               persist::Manager& persistence, ReplicationSource& replication)
     : config_(config),
+      settings_(settings),
       keyspace_(keyspace),
       registry_(registry),
       persistence_(persistence),
@@ -53,7 +54,7 @@ Server::Server(const core::Config& config, store::Keyspace& keyspace,
       signals_(main_context_, SIGINT, SIGTERM),
       cron_timer_(main_context_),
       start_time_ms_(store::now_ms()),
-      slowlog_(config.slowlog_log_slower_than_us, config.slowlog_max_len),
+      slowlog_(settings),
       drain_timer_(main_context_) {
     const unsigned threads = std::max(1u, config.threads);
     for (unsigned i = 0; i < threads; ++i) {
@@ -411,9 +412,9 @@ void Server::check_output_limits(std::int64_t now_ms) {
     // look: what it has still to send grows with every write, not with what
     // the feed itself does. Nothing is walked when neither can apply.
     const core::OutputBufferLimit normal =
-        config_.client_output_buffer_limits.get(core::ClientClass::normal);
+        settings_.client_output_buffer_limits().get(core::ClientClass::normal);
     const core::OutputBufferLimit pubsub =
-        config_.client_output_buffer_limits.get(core::ClientClass::pubsub);
+        settings_.client_output_buffer_limits().get(core::ClientClass::pubsub);
     if (normal.soft_bytes == 0 && pubsub.soft_bytes == 0 && replication_.replica_count() == 0) {
         return;
     }

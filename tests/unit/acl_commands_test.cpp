@@ -54,7 +54,7 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        DispatchContext ctx{registry, keyspace, config, hooks, client, stats, writer};
+        DispatchContext ctx{registry, keyspace, config, settings, hooks, client, stats, writer};
         dispatch(registry, ctx, argv);
         return out;
     }
@@ -63,6 +63,7 @@ protected:
     Registry registry;
     store::Keyspace keyspace{4};
     core::Config config;
+    core::RuntimeSettings settings{config};
     FakeHooks hooks;
     ClientState client;
     WorkerStats stats;

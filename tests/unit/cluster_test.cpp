@@ -354,11 +354,15 @@ protected:
         ASSERT_TRUE(topology) << topology.error();
         config.cluster_enabled = true;
         config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
+        // What CONFIG GET shows, as the command line sets it once the map
+        // is resolved (CommandLine.ClusterMapIsShownAsItDescribesItself).
+        config.cluster_slots = config.cluster->describe();
+        config.cluster_self = config.cluster->self().address;
     }
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        DispatchContext ctx{registry, keyspace, config, hooks, client, stats, writer};
+        DispatchContext ctx{registry, keyspace, config, settings, hooks, client, stats, writer};
         dispatch(registry, ctx, argv);
         return out;
     }
@@ -366,6 +370,7 @@ protected:
     Registry registry;
     store::Keyspace keyspace{4};
     core::Config config;
+    core::RuntimeSettings settings{config};
     FakeHooks hooks;
     ClientState client;
     WorkerStats stats;

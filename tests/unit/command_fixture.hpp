@@ -14,6 +14,7 @@
 #include "bloomery/command/context.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/core/options.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "bloomery/store/keyspace.hpp"
 #include "fake_hooks.hpp"
@@ -53,7 +54,8 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        DispatchContext ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender};
+        DispatchContext ctx{registry, keyspace, config, settings,  hooks,
+                            client,   stats,    writer, &suspender};
         dispatch(registry, ctx, argv);
         for (auto& write_reply : suspender.delivered) write_reply(writer);
         suspender.delivered.clear();
@@ -61,8 +63,9 @@ protected:
     }
 
     Registry registry;
-    store::Keyspace keyspace{8};
     core::Config config;
+    core::RuntimeSettings settings{config};
+    store::Keyspace keyspace{8, settings.lfu()};
     FakeHooks hooks;
     FakeSuspender suspender;
     ClientState client;

@@ -387,7 +387,7 @@ TEST_F(Commands, SaveDefersItsReplyUntilTheSnapshotIsDone) {
 TEST_F(Commands, SaveWhereRepliesCannotWaitAnswersAnError) {
     std::vector<std::string_view> argv{"SAVE"};
     out.clear();
-    DispatchContext ctx{registry, keyspace, config, hooks, client, stats, writer};
+    DispatchContext ctx{registry, keyspace, config, settings, hooks, client, stats, writer};
     dispatch(registry, ctx, argv);
     EXPECT_THAT(out, IsError(std::string(errors::kCannotWait)));
     EXPECT_EQ(hooks.saves, 0);

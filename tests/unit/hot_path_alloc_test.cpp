@@ -259,11 +259,12 @@ protected:
     // histogram, allocated on a command's first call, in the warm-up) and
     // checked against the slow log's threshold.
     WorkerStats stats;
-    Slowlog slowlog{config.slowlog_log_slower_than_us, config.slowlog_max_len};
+    core::RuntimeSettings settings{config};
+    Slowlog slowlog{settings};
     std::string out;
     resp::Writer writer{out};
-    DispatchContext context{registry, keyspace, config,  hooks,   client,
-                            stats,    writer,   nullptr, &slowlog};
+    DispatchContext context{registry, keyspace, config, settings, hooks,
+                            client,   stats,    writer, nullptr,  &slowlog};
     resp::Parser parser;
     std::vector<std::vector<std::string>> commands;  // 5 per round
     std::vector<std::string_view> argv;

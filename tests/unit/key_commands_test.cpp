@@ -169,7 +169,7 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        command::DispatchContext ctx{registry, keyspace, config, hooks,
+        command::DispatchContext ctx{registry, keyspace, config, settings,  hooks,
                                      client,   stats,    writer, &suspender};
         command::dispatch(registry, ctx, argv);
         for (auto& write_reply : suspender.delivered) write_reply(writer);
@@ -189,6 +189,7 @@ protected:
     command::Registry registry;
     Keyspace keyspace{8};
     core::Config config;
+    core::RuntimeSettings settings{config};
     FakeTarget target;
     MigratingHooks hooks{target};
     FakeSuspender suspender;
@@ -490,7 +491,11 @@ TEST(MigrateKeys, AccessControlChecksTheKeysAfterKeys) {
 }
 
 TEST(MigrateKeys, TheSlowLogHidesItsPasswords) {
-    command::Slowlog log(0, 10);
+    core::Config config;
+    config.slowlog_log_slower_than_us = 0;
+    config.slowlog_max_len = 10;
+    const core::RuntimeSettings settings(config);
+    command::Slowlog log(settings);
     command::ClientState client;
     const auto logged = [&](std::vector<std::string_view> argv) {
         log.reset();
@@ -526,7 +531,7 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        command::DispatchContext ctx{registry, keyspace, config, hooks,
+        command::DispatchContext ctx{registry, keyspace, config, settings,  hooks,
                                      client,   stats,    writer, &suspender};
         command::dispatch(registry, ctx, argv);
         for (auto& write_reply : suspender.delivered) write_reply(writer);
@@ -537,6 +542,7 @@ protected:
     command::Registry registry;
     Keyspace keyspace{4};
     core::Config config;
+    core::RuntimeSettings settings{config};
     FakeTarget target;
     MigratingHooks hooks{target};
     FakeSuspender suspender;

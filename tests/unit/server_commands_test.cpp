@@ -173,18 +173,18 @@ TEST_F(Commands, ClientKillSkipsTheCallerUnlessToldOrOldStyle) {
 
 // CONFIG SET reads the same range table as the command line.
 TEST_F(Commands, ConfigSetTakesItsRangesFromTheOptionTable) {
-    Slowlog slowlog{config.slowlog_log_slower_than_us, config.slowlog_max_len};
+    Slowlog slowlog{settings};
     const auto config_set = [&](std::string name, std::string value) {
         std::vector<std::string_view> argv{"CONFIG", "SET", name, value};
         out.clear();
-        DispatchContext ctx{registry, keyspace, config,     hooks,   client,
-                            stats,    writer,   &suspender, &slowlog};
+        DispatchContext ctx{registry, keyspace, config, settings,   hooks,
+                            client,   stats,    writer, &suspender, &slowlog};
         dispatch(registry, ctx, argv);
         return out;
     };
     const std::string prefix = "-ERR CONFIG SET failed (possibly related to argument '";
     for (const char* name : {"slowlog-log-slower-than", "slowlog-max-len"}) {
-        const core::OptionRange* range = core::find_option_range(name);
+        const core::OptionSpec* range = core::find_option(name);
         ASSERT_NE(range, nullptr) << name;
         const std::string refused = prefix + name + "') - argument must be between " +
                                     std::to_string(range->min) + " and " +
@@ -328,12 +328,6 @@ TEST_F(Commands, ObjectAnswersAsRedisForAModuleValue) {
     EXPECT_THAT(run({"OBJECT", "IDLETIME", "k"}), IsInt(0));
     // Every use counts while lfu-log-factor is 0, and nothing decays while
     // lfu-decay-time is 0; OBJECT itself is no use of the key.
-    struct Restore {
-        ~Restore() {
-            store::set_lfu_log_factor(10);
-            store::set_lfu_decay_time(1);
-        }
-    } restore_defaults;
     EXPECT_THAT(run({"CONFIG", "GET", "lfu-*"}), IsArray(IsBulk("lfu-log-factor"), IsBulk("10"),
                                                          IsBulk("lfu-decay-time"), IsBulk("1")));
     EXPECT_THAT(run({"CONFIG", "SET", "lfu-log-factor", "0"}), IsOk());
@@ -424,7 +418,7 @@ TEST_F(Commands, ConfigSetsTheOutputBufferLimitsInRedisForm) {
                         IsBulk("normal 1073741824 0 0 slave 268435456 67108864 "
                                "60 pubsub 33554432 8388608 60")));
     EXPECT_THAT(run({"CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 1kb 9"}), IsOk());
-    EXPECT_EQ(config.client_output_buffer_limits.get(core::ClientClass::pubsub),
+    EXPECT_EQ(settings.client_output_buffer_limits().get(core::ClientClass::pubsub),
               (core::OutputBufferLimit{1 << 20, 1024, 9}));
     EXPECT_THAT(run({"CONFIG", "SET", "client-output-buffer-limit", "normal 1 2"}),
                 IsError("ERR CONFIG SET failed (possibly related to argument "
@@ -435,7 +429,7 @@ TEST_F(Commands, ConfigSetsTheOutputBufferLimitsInRedisForm) {
                    "latency-monitor-threshold", "-1"})
                   .rfind("-ERR CONFIG SET failed", 0),
               0u);
-    EXPECT_EQ(config.client_output_buffer_limits.get(core::ClientClass::normal).hard_bytes,
+    EXPECT_EQ(settings.client_output_buffer_limits().get(core::ClientClass::normal).hard_bytes,
               1ull << 30);
 }
 

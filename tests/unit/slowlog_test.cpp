@@ -72,18 +72,22 @@ TEST(SlowlogCapture, RedactsCredentials) {
 }
 
 TEST(Slowlog, ThresholdsAreRedisOnes) {
-    Slowlog log(10000, 128);  // 10 ms
+    core::RuntimeSettings settings;  // 10 ms
+    Slowlog log(settings);
     EXPECT_FALSE(log.is_slow(9'999'999));
     EXPECT_TRUE(log.is_slow(10'000'000));
-    log.set_log_slower_than_us(0);  // every command
+    settings.set_slowlog_log_slower_than_us(0);  // every command
     EXPECT_TRUE(log.is_slow(0));
-    log.set_log_slower_than_us(-5);  // off
+    settings.set_slowlog_log_slower_than_us(-5);  // off
     EXPECT_FALSE(log.is_slow(~std::uint64_t{0}));
-    EXPECT_EQ(log.log_slower_than_us(), -1);
+    EXPECT_EQ(settings.slowlog_log_slower_than_us(), -1);
 }
 
 TEST(Slowlog, KeepsTheNewestMaxLenEntriesNewestFirst) {
-    Slowlog log(0, 3);
+    core::RuntimeSettings settings;
+    settings.set_slowlog_log_slower_than_us(0);
+    settings.set_slowlog_max_len(3);
+    Slowlog log(settings);
     ClientState client;
     client.address = "127.0.0.1:5000";
     client.set_name("worker-7");
@@ -103,7 +107,8 @@ TEST(Slowlog, KeepsTheNewestMaxLenEntriesNewestFirst) {
     EXPECT_EQ(entries[0].client_name, "worker-7");
     EXPECT_GT(entries[0].unix_time, 1700000000);
     EXPECT_EQ(log.newest(1).size(), 1u);
-    log.set_max_len(1);  // shrinking drops the oldest at once
+    settings.set_slowlog_max_len(1);
+    log.trim();  // shrinking drops the oldest at once
     EXPECT_EQ(log.newest(10).at(0).id, 4);
     EXPECT_EQ(log.length(), 1u);
     log.reset();
@@ -124,19 +129,24 @@ protected:
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        DispatchContext ctx{registry, keyspace, config,  hooks,   client,
-                            stats,    writer,   nullptr, &slowlog};
+        DispatchContext ctx{registry, keyspace, config, settings, hooks,
+                            client,   stats,    writer, nullptr,  &slowlog};
         dispatch(registry, ctx, argv);
         return out;
     }
 
     Registry registry;
     store::Keyspace keyspace{8};
-    core::Config config;
+    core::Config config = [] {
+        core::Config c;
+        c.slowlog_log_slower_than_us = 0;  // every command
+        return c;
+    }();
+    core::RuntimeSettings settings{config};
     testing::FakeHooks hooks;
     ClientState client;
     WorkerStats stats;
-    Slowlog slowlog{0, 128};  // every command
+    Slowlog slowlog{settings};
     std::string out;
     resp::Writer writer{out};
 };
@@ -171,8 +181,8 @@ TEST_F(SlowlogCommands, GetCountsLenAndReset) {
 TEST_F(SlowlogCommands, ConfigSetChangesTheSlowlogSettings) {
     EXPECT_THAT(run({"CONFIG", "SET", "slowlog-log-slower-than", "-1", "slowlog-max-len", "5"}),
                 IsOk());
-    EXPECT_EQ(slowlog.log_slower_than_us(), -1);
-    EXPECT_EQ(slowlog.max_len(), 5u);
+    EXPECT_EQ(settings.slowlog_log_slower_than_us(), -1);
+    EXPECT_EQ(settings.slowlog_max_len(), 5u);
     EXPECT_THAT(run({"CONFIG", "GET", "slowlog-*"}),
                 IsArray(IsBulk("slowlog-log-slower-than"), IsBulk("-1"), IsBulk("slowlog-max-len"),
                         IsBulk("5")));
@@ -181,7 +191,7 @@ TEST_F(SlowlogCommands, ConfigSetChangesTheSlowlogSettings) {
                 IsError("ERR CONFIG SET failed (possibly related to argument "
                         "'slowlog-log-slower-than') - argument couldn't be "
                         "parsed into an integer"));
-    EXPECT_EQ(slowlog.max_len(), 5u);
+    EXPECT_EQ(settings.slowlog_max_len(), 5u);
     EXPECT_THAT(run({"CONFIG", "SET", "slowlog-max-len", "-1"}),
                 IsError("ERR CONFIG SET failed (possibly related to argument "
                         "'slowlog-max-len') - argument must be between 0 and "
@@ -194,7 +204,7 @@ TEST_F(SlowlogCommands, ConfigSetChangesTheSlowlogSettings) {
               0u);
     EXPECT_THAT(run({"CONFIG", "SET", "slowlog-max-len", "1", "slowlog-log-slower-than"}),
                 IsError("ERR wrong number of arguments for 'config|set' command"));
-    EXPECT_EQ(slowlog.max_len(), 5u);
+    EXPECT_EQ(settings.slowlog_max_len(), 5u);
 }
 
 }  // namespace

@@ -48,7 +48,8 @@ protected:
         out.clear();
         for (const auto& words : commands) {
             std::vector<std::string_view> argv(words.begin(), words.end());
-            DispatchContext ctx{registry, keyspace, config, hooks, client, stats, writer, nullptr};
+            DispatchContext ctx{registry, keyspace, config, settings, hooks,
+                                client,   stats,    writer, nullptr};
             dispatch(registry, ctx, argv);
         }
         return out;
@@ -62,6 +63,7 @@ protected:
         "journal", persist::FsyncPolicy::no, 64ull << 20};
     persist::testing::FailingLog failing{journal};
     core::Config config;
+    core::RuntimeSettings settings{config};
     testing::FakeHooks hooks;
     ClientState client;
     WorkerStats stats;

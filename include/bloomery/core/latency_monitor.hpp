@@ -46,7 +46,9 @@ namespace latency_detail {
 extern std::atomic<std::int64_t> threshold_ms;
 }
 
-// latency-monitor-threshold in milliseconds (0: off).
+// latency-monitor-threshold in milliseconds (0: off): set at start and by
+// RuntimeSettings::set_latency_monitor_threshold_ms (CONFIG SET), the
+// setting's one place.
 inline std::int64_t latency_threshold_ms() {
     return latency_detail::threshold_ms.load(std::memory_order_relaxed);
 }

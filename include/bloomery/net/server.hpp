@@ -24,6 +24,7 @@
 #include "bloomery/command/registry.hpp"
 #include "bloomery/command/slowlog.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/core/runtime_settings.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -89,9 +90,11 @@ class Server final : public command::ClientDirectory,
                      public command::Migration {
 public:
     // `replication` feeds replicas (made before the journal is loaded, so the
-    // journal's writer can wake feeds: see main.cpp).
-    Server(const core::Config& config, store::Keyspace& keyspace, const command::Registry& registry,
-           persist::Manager& persistence, ReplicationSource& replication);
+    // journal's writer can wake feeds: see main.cpp). `settings` holds what
+    // CONFIG SET changes, made from `config`.
+    Server(const core::Config& config, core::RuntimeSettings& settings, store::Keyspace& keyspace,
+           const command::Registry& registry, persist::Manager& persistence,
+           ReplicationSource& replication);
     ~Server() override;
 
     // Starts the monitoring HTTP listener if --metrics-port is set (before
@@ -179,6 +182,7 @@ public:
     // completions already queued, unless it is posted (worker thread).
     static void post_journal_turn(Worker& worker);
     const core::Config& config() const { return config_; }
+    core::RuntimeSettings& settings() { return settings_; }
     store::Keyspace& keyspace() { return keyspace_; }
     const command::Registry& registry() const { return registry_; }
     std::list<std::weak_ptr<Connection>>::iterator track(Worker& worker,
@@ -236,6 +240,7 @@ private:
     void evict_largest_clients(std::uint64_t limit, std::uint64_t held);
 
     const core::Config& config_;
+    core::RuntimeSettings& settings_;
     store::Keyspace& keyspace_;
     const command::Registry& registry_;
     persist::Manager& persistence_;
