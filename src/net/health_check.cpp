@@ -24,12 +24,8 @@ namespace {
 // Longest reply line read: PONG, OK and every error text fit many times.
 constexpr std::size_t kMaxReplyLine = 4096;
 
-// The part of a reply worth printing: no CR/LF, at most 200 bytes.
-std::string printable(std::string_view text) {
-    std::string out;
-    core::append_printable(out, text, 200);
-    return out;
-}
+// How much of a target or a reply a message quotes (the orchestrator's log).
+constexpr std::size_t kQuotedBytes = 200;
 
 // Asio's blocking-with-deadline pattern (the timeouts examples): start one
 // asynchronous operation, run the io_context until it completes or the
@@ -165,7 +161,8 @@ HealthCheckResult health_check(std::string_view target, const core::Config& conf
                                double timeout_seconds) {
     std::string host, port;
     if (!split_target(target, host, port)) {
-        return {false, "expected HOST:PORT (e.g. 127.0.0.1:6379), got '" + printable(target) + "'"};
+        return {false, "expected HOST:PORT (e.g. 127.0.0.1:6379), got '" +
+                           core::printable(target, kQuotedBytes) + "'"};
     }
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -184,14 +181,16 @@ HealthCheckResult health_check(std::string_view target, const core::Config& conf
             return {false, where + ": AUTH: " + error.message()};
         }
         if (line != "+OK") {
-            return {false, where + " refused the password: " + printable(line)};
+            return {false, where + " refused the password: " + core::printable(line, kQuotedBytes)};
         }
     }
     if (error_code error = client.write(resp::encode_command({"PING"}));
         error || (error = client.read_line(line))) {
         return {false, where + ": PING: " + error.message()};
     }
-    if (line != "+PONG") return {false, where + " answered PING with " + printable(line)};
+    if (line != "+PONG") {
+        return {false, where + " answered PING with " + core::printable(line, kQuotedBytes)};
+    }
     return {true, where + ": PONG"};
 }
 
