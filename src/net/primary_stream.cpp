@@ -77,9 +77,9 @@ bool parse_offset(std::string_view text, std::uint64_t& offset) {
 
 }  // namespace
 
-void PrimaryStreamDecoder::start(bool auth, bool resume) {
-    phase_ = auth ? Phase::auth : Phase::replconf;
-    resume_ = resume;
+void PrimaryStreamDecoder::start(Handshake handshake, SyncRequest request) {
+    phase_ = handshake == Handshake::auth_first ? Phase::auth : Phase::replconf;
+    request_ = request;
     input_.clear();
     handed_ = seen_ = 0;
     data_ = {};
@@ -203,7 +203,7 @@ PrimaryStreamDecoder::Event PrimaryStreamDecoder::on_psync_answer(const std::str
     constexpr std::string_view kContinue = "+CONTINUE";
     constexpr std::string_view kFull = "+FULLRESYNC ";
     if (line == kContinue || line.starts_with(std::string(kContinue) + " ")) {
-        if (!resume_) {
+        if (!resuming()) {
             return fail("the primary answered +CONTINUE to PSYNC ? -1 (a request for a full copy)");
         }
         // Redis sends its id, which may be new (a promoted replica that kept

@@ -145,7 +145,7 @@ void ReplicaFeed::start() {
                 spdlog::info("{}: snapshot of {} filters, {} bytes, sent in {:.3f} s", name,
                              stats.keys, stats.bytes, stats.seconds);
             }
-            pipe->finish(ok, error);
+            pipe->finish(ok ? core::Status() : core::Error{std::move(error)});
         });
     }
     source.add_feed(conn_.shared_from_this());
@@ -162,15 +162,13 @@ void ReplicaFeed::end() {
 void ReplicaFeed::fill() {
     for (int pass = 0; pass < 2 && out_.empty(); ++pass) {
         if (phase_ == Phase::awaiting_position) {
-            // done() first: the snapshot thread sets the position before it
+            // outcome() first: the snapshot thread sets the position before it
             // finishes, so a snapshot found finished without one failed
             // before choosing its keys (asked the other way round, one that
             // set it and finished in between would read as failed).
-            bool ok = false;
-            std::string error;
-            const bool finished = pipe_->done(ok, error);
-            std::uint64_t offset = 0;
-            if (pipe_->position_known(offset)) {
+            const std::optional<core::Status> outcome = pipe_->outcome();
+            if (const std::optional<std::uint64_t> position = pipe_->position()) {
+                const std::uint64_t offset = *position;
                 offset_ = offset;
                 floor_.store(offset, std::memory_order_relaxed);
                 conn_.client_.replica_ack_offset.store(offset, std::memory_order_relaxed);
@@ -179,19 +177,17 @@ void ReplicaFeed::fill() {
                 phase_ = Phase::snapshot;
                 return;
             }
-            if (finished) {
-                spdlog::warn("replica {}: {}", conn_.client_.address, error);
+            if (outcome) {
+                spdlog::warn("replica {}: {}", conn_.client_.address, outcome->error());
                 conn_.closing_ = true;
                 return;
             }
         } else if (phase_ == Phase::snapshot) {
             out_ = pipe_->take();
             if (!out_.empty()) return;
-            bool ok = false;
-            std::string error;
-            if (pipe_->done(ok, error)) {
-                if (!ok) {
-                    spdlog::warn("replica {}: {}", conn_.client_.address, error);
+            if (const std::optional<core::Status> outcome = pipe_->outcome()) {
+                if (!*outcome) {
+                    spdlog::warn("replica {}: {}", conn_.client_.address, outcome->error());
                     conn_.closing_ = true;
                     return;
                 }

@@ -106,17 +106,14 @@ void SnapshotPipe::set_position(std::uint64_t offset) {
     {
         std::lock_guard lock(mutex_);
         position_ = offset;
-        have_position_ = true;
     }
     wake_();
 }
 
-void SnapshotPipe::finish(bool ok, std::string error) {
+void SnapshotPipe::finish(core::Status outcome) {
     {
         std::lock_guard lock(mutex_);
-        finished_ = true;
-        ok_ = ok;
-        error_ = std::move(error);
+        outcome_ = std::move(outcome);
     }
     wake_();
 }
@@ -135,18 +132,15 @@ std::string SnapshotPipe::take() {
     return out;
 }
 
-bool SnapshotPipe::position_known(std::uint64_t& offset) const {
+std::optional<std::uint64_t> SnapshotPipe::position() const {
     std::lock_guard lock(mutex_);
-    offset = position_;
-    return have_position_;
+    return position_;
 }
 
-bool SnapshotPipe::done(bool& ok, std::string& error) const {
+std::optional<core::Status> SnapshotPipe::outcome() const {
     std::lock_guard lock(mutex_);
-    if (!finished_ || !chunks_.empty()) return false;
-    ok = ok_;
-    error = error_;
-    return true;
+    if (!chunks_.empty()) return std::nullopt;
+    return outcome_;
 }
 
 SnapshotPipe::~SnapshotPipe() {

@@ -113,8 +113,8 @@ void Server::start_metrics() {
 }
 
 std::string Server::metrics_text() {
-    return render_metrics(
-        collect_metrics(*this, registry_, keyspace_, config_, &slowlog_, ready()));
+    return render_metrics(collect_metrics(*this, registry_, keyspace_, config_, &slowlog_,
+                                          ready() ? Readiness::ready : Readiness::not_ready));
 }
 
 void Server::listen() {
