@@ -248,7 +248,7 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
     }
     need_more_ = false;
     if (feed_) {
-        feed_->on_input();
+        read_replica_input();
         return;
     }
     advance();
@@ -274,8 +274,7 @@ void Connection::advance() {
     if (!blocked_ && !closing_ && !need_more_ && in_start_ < in_end_) process();
     // PSYNC ran and every reply before it is written: become the feed.
     if (client_.psync_requested && out_.empty() && !closing_) {
-        feed_ = std::make_unique<ReplicaFeed>(*this);
-        feed_->start();
+        become_feed();
         return;
     }
     if (!pushes_.empty() && !writing_) {
@@ -393,7 +392,7 @@ void Connection::close() {
         server_.client_blocked(-1);
     }
     close_transport();
-    if (feed_) feed_->end();
+    if (feed_) feed_->on_close();
     // Its channels and patterns forget it (a message published meanwhile
     // finds it closed and is dropped).
     command::SubscriptionState& subscriptions = client_.subscriptions;

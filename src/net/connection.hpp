@@ -24,6 +24,10 @@
 // command/context.hpp). The connection then runs none of its later commands
 // and reads nothing more until the reply arrives, posted to this connection's
 // thread; the pending reply's sink keeps the connection alive meanwhile.
+//
+// Replicas: once PSYNC is answered the connection lends its socket to a
+// ReplicaFeed (replica_feed.hpp) as its FeedTransport, and hands it every
+// command the replica sends and every completed write (connection_feed.cpp).
 
 #include <atomic>
 #include <cstdint>
@@ -53,14 +57,15 @@ namespace bloomery::net {
 // virtual call per read or write initiated, none per command.
 class Connection : public std::enable_shared_from_this<Connection>,
                    public command::ClientSuspender,
-                   public command::Subscriber {
+                   public command::Subscriber,
+                   private FeedTransport {
 public:
     ~Connection() override = default;
     // Registers with the server and starts serving (after the handshake, for
     // TLS). Call once, on the connection's worker thread.
     virtual void start() = 0;
     // Thread-safe: closes the connection from its own worker thread.
-    void request_close();
+    void request_close() override;
     // Thread-safe description for CLIENT LIST.
     std::string describe() const;
     // Thread-safe, for the server's cron: checks the client-output-buffer-
@@ -92,15 +97,6 @@ public:
     // The worker's executor; fixed at construction, safe from any thread.
     const boost::asio::any_io_executor& executor() const { return executor_; }
 
-    // After PSYNC the connection is a replica's feed (replica_feed.hpp),
-    // set once on its thread before the replication source learns of it.
-    // Thread-safe, for the replication source: wakes a feed waiting for data.
-    void feed_wake() { feed_->wake(); }
-    // Past the snapshot: WAIT counts its acknowledgements.
-    bool feed_online() const { return feed_->online(); }
-    // The oldest stream offset it may still ask for (kept on disk for it).
-    std::uint64_t feed_floor() const { return feed_->floor(); }
-
 protected:
     // Reads the endpoints from `socket`, which the derived class then moves
     // into its stream. `slot` is held until the connection is destroyed.
@@ -113,7 +109,7 @@ protected:
     void serve() { advance(); }
     void on_read(const boost::system::error_code& error, std::size_t bytes);
     void on_write(const boost::system::error_code& error, std::size_t bytes);
-    void close();
+    void close() override;
     bool closed() const { return closed_; }
 
     // The transport. start_read completes into on_read, start_write (all of
@@ -127,9 +123,23 @@ protected:
     command::ClientState client_;
 
 private:
-    // The feed drives the socket and reads the query buffer once PSYNC is
-    // answered.
-    friend class ReplicaFeed;
+    // FeedTransport (connection_feed.cpp): what the replica's feed uses of
+    // this connection once it is one.
+    command::ClientState& replica() override { return client_; }
+    std::shared_ptr<void> keep_alive() override { return shared_from_this(); }
+    void post(std::function<void()> work) override;
+    bool sending() const override { return writing_; }
+    void send(boost::asio::const_buffer bytes) override;
+    void keep_reading() override;
+    void run_command(command::Args argv) override;
+    void close_if_over_output_limit(const core::OutputBufferLimit& limit,
+                                    std::uint64_t pending) override;
+    bool closing() const override { return closing_; }
+    void mark_closing() override { closing_ = true; }
+    // PSYNC ran and every reply before it is written: the feed takes over.
+    void become_feed();
+    // The replica's bytes read: each complete command goes to the feed.
+    void read_replica_input();
 
     // Decides the next step when no read or write is in flight: run buffered
     // commands, write replies, close, wait for a deferred reply, or read.

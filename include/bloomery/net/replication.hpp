@@ -46,7 +46,7 @@
 
 namespace bloomery::net {
 
-class Connection;
+class ReplicaFeed;
 
 // A fresh replication id: 40 random hex digits, as Redis's.
 std::string new_replication_id();
@@ -122,8 +122,8 @@ public:
     void count_full_sync();
 
     // Feeds register when they start and are forgotten when they close.
-    void add_feed(const std::shared_ptr<Connection>& feed);
-    void remove_feed(const Connection* feed, std::uint64_t acked_offset);
+    void add_feed(const std::shared_ptr<ReplicaFeed>& feed);
+    void remove_feed(const ReplicaFeed* feed, std::uint64_t acked_offset);
     // Every feed closes (this server becomes a replica).
     void close_feeds();
     // The journal's writer wrote up to `written`: wakes feeds that wait.
@@ -154,7 +154,7 @@ private:
         std::uint64_t offset;
         std::int64_t when_ms;
     };
-    std::vector<std::shared_ptr<Connection>> live_feeds();
+    std::vector<std::shared_ptr<ReplicaFeed>> live_feeds();
     std::int64_t acked_at_least(std::uint64_t target);
     // Answers the WAITs their replicas satisfied or whose time is up.
     void answer_waiters();
@@ -166,7 +166,7 @@ private:
     persist::Manager& persistence_;
     mutable std::mutex mutex_;
     std::string replid_;
-    std::vector<std::weak_ptr<Connection>> feeds_;
+    std::vector<std::weak_ptr<ReplicaFeed>> feeds_;
     std::vector<Departed> departed_;
     std::vector<Waiter> waiters_;
     std::int64_t last_ping_ms_ = 0;  // cron thread only
