@@ -70,12 +70,13 @@ private:
 // its argument count is capped at the limit / 16 (65,536 for the smallest
 // limit, 1 MiB; 1,024 for a 16 KiB limit before AUTH) as well as by the
 // multibulk-length settings.
-resp::ParserLimits parser_limits(const core::Config& config, bool unauthenticated) {
+enum class ClientAuth { authenticated, unauthenticated };
+resp::ParserLimits parser_limits(const core::Config& config, ClientAuth auth) {
     resp::ParserLimits limits{
         config.proto_max_bulk_len, config.proto_max_inline_len,
         std::min(config.proto_max_multibulk_len,
                  config.client_query_buffer_limit / resp::kArgumentViewBytes)};
-    limits.unauthenticated = unauthenticated;
+    limits.unauthenticated = auth == ClientAuth::unauthenticated;
     limits.unauthenticated_max_multibulk_length =
         std::min(config.unauthenticated_max_multibulk_len,
                  config.unauthenticated_query_buffer_limit / resp::kArgumentViewBytes);
@@ -90,7 +91,9 @@ Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::so
     : server_(server),
       worker_(worker),
       executor_(socket.get_executor()),
-      parser_(parser_limits(server.config(), server.registry().acl().auth_required())),
+      parser_(parser_limits(server.config(), server.registry().acl().auth_required()
+                                                 ? ClientAuth::unauthenticated
+                                                 : ClientAuth::authenticated)),
       writer_(out_),
       slot_(std::move(slot)) {
     reallocate_input(kReadChunk);
@@ -364,7 +367,7 @@ void Connection::process() {
             command::dispatch(server_.registry(), ctx, argv_, clock_mark);
             if (client_.close_after_reply) closing_ = true;
             if (client_.authenticated && parser_.limits().unauthenticated) {
-                parser_.set_limits(parser_limits(server_.config(), false));
+                parser_.set_limits(parser_limits(server_.config(), ClientAuth::authenticated));
             }
         }
         in_start_ += consumed;
@@ -406,125 +409,6 @@ void Connection::close() {
     subscriptions.patterns.clear();
     subscriptions.publish();
     if (tracked_by_server_) server_.untrack(worker_, tracked_);
-}
-
-namespace {
-
-// Shuts a TCP socket down both ways and closes it; pending operations on it
-// complete with operation_aborted.
-void close_socket(asio::ip::tcp::socket& socket) {
-    error_code ignored;
-    socket.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-    socket.close(ignored);
-}
-
-class PlainConnection final : public Connection {
-public:
-    PlainConnection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
-                    std::int64_t id, ClientSlot slot)
-        : Connection(server, worker, socket, id, std::move(slot)), socket_(std::move(socket)) {}
-
-    void start() override {
-        track();
-        serve();
-    }
-
-private:
-    void start_read(asio::mutable_buffer buffer) override {
-        socket_.async_read_some(
-            buffer, [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                on_read(error, bytes);
-            });
-    }
-    void start_write(asio::const_buffer buffer) override {
-        asio::async_write(
-            socket_, buffer,
-            [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                on_write(error, bytes);
-            });
-    }
-    void close_transport() override { close_socket(socket_); }
-
-    asio::ip::tcp::socket socket_;
-};
-
-class TlsConnection final : public Connection {
-public:
-    TlsConnection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
-                  std::int64_t id, asio::ssl::context& tls_context, ClientSlot slot)
-        : Connection(server, worker, socket, id, std::move(slot)),
-          stream_(std::move(socket), tls_context),
-          handshake_deadline_(executor()) {}
-
-    void start() override {
-        // Tracked from the start: a client still in its handshake counts
-        // toward maxclients, shows in CLIENT LIST and is closed at shutdown.
-        track();
-        handshake_deadline_.expires_after(std::chrono::duration_cast<asio::steady_timer::duration>(
-            std::chrono::duration<double>(server_.config().tls_handshake_timeout_seconds)));
-        handshake_deadline_.async_wait([this, self = shared_from_this()](const error_code& error) {
-            if (error || closed()) return;  // cancelled: the handshake ended first
-            spdlog::debug("closing client id={} addr={}: TLS handshake not finished in time",
-                          client_.id, client_.address);
-            close();
-        });
-        stream_.async_handshake(asio::ssl::stream_base::server, [this, self = shared_from_this()](
-                                                                    const error_code& error) {
-            handshake_deadline_.cancel();
-            if (closed()) return;
-            if (error) {
-                // A plaintext client on the TLS port, an old protocol version,
-                // a missing or untrusted client certificate: only this
-                // connection ends. Debug level: anyone can cause it.
-                spdlog::debug("TLS handshake failed for client id={} addr={}: {}", client_.id,
-                              client_.address, error.message());
-                close();
-                return;
-            }
-            serve();
-        });
-    }
-
-private:
-    void start_read(asio::mutable_buffer buffer) override {
-        stream_.async_read_some(
-            buffer, [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                on_read(error, bytes);
-            });
-    }
-    void start_write(asio::const_buffer buffer) override {
-        asio::async_write(
-            stream_, buffer,
-            [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                on_write(error, bytes);
-            });
-    }
-    // No TLS close_notify: sending it could wait on a peer that does not
-    // read, and every command's reply is complete on its own. Closing the
-    // socket ends the handshake, read or write in flight.
-    void close_transport() override {
-        handshake_deadline_.cancel();
-        close_socket(stream_.next_layer());
-    }
-
-    asio::ssl::stream<asio::ip::tcp::socket> stream_;
-    asio::steady_timer handshake_deadline_;
-};
-
-}  // namespace
-
-std::shared_ptr<Connection> make_plain_connection(Server& server, Server::Worker& worker,
-                                                  asio::ip::tcp::socket socket, std::int64_t id,
-                                                  ClientSlot slot) {
-    return std::make_shared<PlainConnection>(server, worker, std::move(socket), id,
-                                             std::move(slot));
-}
-
-std::shared_ptr<Connection> make_tls_connection(Server& server, Server::Worker& worker,
-                                                asio::ip::tcp::socket socket, std::int64_t id,
-                                                asio::ssl::context& tls_context, ClientSlot slot) {
-    return std::make_shared<TlsConnection>(server, worker, std::move(socket), id, tls_context,
-                                           std::move(slot));
 }
 
 }  // namespace bloomery::net
