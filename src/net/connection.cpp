@@ -9,6 +9,7 @@
 #include "bloomery/net/replication.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "bloomery/persist/snapshot.hpp"
+#include "client_book.hpp"
 
 namespace bloomery::net {
 
@@ -86,14 +87,14 @@ resp::ParserLimits parser_limits(const core::Config& config, ClientAuth auth) {
 
 }  // namespace
 
-Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::socket& socket,
-                       std::int64_t id, ClientSlot slot)
-    : server_(server),
+Connection::Connection(const ConnectionEnvironment& environment, Worker& worker,
+                       asio::ip::tcp::socket& socket, std::int64_t id, ClientSlot slot)
+    : env_(environment),
       worker_(worker),
       executor_(socket.get_executor()),
-      parser_(parser_limits(server.config(), server.registry().acl().auth_required()
-                                                 ? ClientAuth::unauthenticated
-                                                 : ClientAuth::authenticated)),
+      parser_(parser_limits(environment.config, environment.registry.acl().auth_required()
+                                                    ? ClientAuth::unauthenticated
+                                                    : ClientAuth::authenticated)),
       writer_(out_),
       slot_(std::move(slot)) {
     reallocate_input(kReadChunk);
@@ -110,8 +111,8 @@ Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::so
 }
 
 void Connection::track() {
-    tracked_ = server_.track(worker_, shared_from_this());
-    tracked_by_server_ = true;
+    position_ = env_.pool.track(worker_, shared_from_this());
+    tracked_ = true;
     client_.subscriptions.self = std::weak_ptr<command::Subscriber>(shared_from_this());
 }
 
@@ -210,7 +211,7 @@ void Connection::make_room() {
     const std::size_t expected = parser_.bytes_expected();  // from the command start
     if (expected > held) capacity = std::min(capacity, std::max(expected, held + kReadChunk));
     // Just past client-query-buffer-limit is enough to see that it was exceeded.
-    const std::size_t limit = server_.config().client_query_buffer_limit;
+    const std::size_t limit = env_.config.client_query_buffer_limit;
     capacity = std::min(capacity, std::max(limit, held) + kReadChunk);
     if (capacity > in_capacity_) reallocate_input(capacity);
 }
@@ -239,8 +240,8 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
     // Until a client that must authenticate has done so, the tighter
     // unauthenticated limit applies.
     const bool unauthenticated = parser_.limits().unauthenticated;
-    if (pending > (unauthenticated ? server_.config().unauthenticated_query_buffer_limit
-                                   : server_.config().client_query_buffer_limit)) {
+    if (pending > (unauthenticated ? env_.config.unauthenticated_query_buffer_limit
+                                   : env_.config.client_query_buffer_limit)) {
         command::WorkerStats::bump(worker_.stats.query_buffer_limit_disconnections);
         spdlog::warn(
             "closing client id={} addr={}: query buffer {} bytes exceeds {}", client_.id,
@@ -262,7 +263,7 @@ void Connection::advance() {
     if (blocked_ && deferred_arrived_) {
         blocked_ = deferred_arrived_ = false;
         client_.blocked.store(false, std::memory_order_relaxed);
-        server_.client_blocked(-1);
+        env_.clients.client_blocked(-1);
         client_.last_interaction_ms.store(store::now_ms(), std::memory_order_relaxed);
         // Counted like a reply written in dispatch (total_error_replies).
         const std::uint64_t errors_before = writer_.errors_written();
@@ -303,7 +304,7 @@ void Connection::advance() {
 std::shared_ptr<command::ReplySink> Connection::suspend() {
     blocked_ = true;
     client_.blocked.store(true, std::memory_order_relaxed);
-    server_.client_blocked(1);
+    env_.clients.client_blocked(1);
     return std::make_shared<PendingReply>(shared_from_this());
 }
 
@@ -317,19 +318,12 @@ void Connection::on_deferred_reply(command::ReplyWriter write_reply) {
 
 command::Context Connection::context(command::ClientSuspender* suspender,
                                      command::Slowlog* slowlog) {
-    return command::Context{server_.registry(),
-                            server_.keyspace(),
-                            server_.config(),
-                            server_,
-                            client_,
-                            worker_.stats,
-                            writer_,
-                            suspender,
-                            slowlog};
+    return command::Context{env_.registry, env_.keyspace, env_.config, env_.services, client_,
+                            worker_.stats, writer_,       suspender,   slowlog};
 }
 
 void Connection::process() {
-    command::Context ctx = context(this, &server_.slowlog());
+    command::Context ctx = context(this, &env_.slowlog);
     persist::Journal::reset_thread_mark();
     // Commands are timed from here, each from the end of the one before
     // (command::dispatch).
@@ -364,10 +358,10 @@ void Connection::process() {
                 closing_ = true;
                 break;
             }
-            command::dispatch(server_.registry(), ctx, argv_, clock_mark);
+            command::dispatch(env_.registry, ctx, argv_, clock_mark);
             if (client_.close_after_reply) closing_ = true;
             if (client_.authenticated && parser_.limits().unauthenticated) {
-                parser_.set_limits(parser_limits(server_.config(), ClientAuth::authenticated));
+                parser_.set_limits(parser_limits(env_.config, ClientAuth::authenticated));
             }
         }
         in_start_ += consumed;
@@ -392,7 +386,7 @@ void Connection::close() {
     if (blocked_) {  // killed or disconnected while waiting: no longer blocked
         blocked_ = false;
         client_.blocked.store(false, std::memory_order_relaxed);
-        server_.client_blocked(-1);
+        env_.clients.client_blocked(-1);
     }
     close_transport();
     if (feed_) feed_->on_close();
@@ -400,15 +394,15 @@ void Connection::close() {
     // finds it closed and is dropped).
     command::SubscriptionState& subscriptions = client_.subscriptions;
     for (const std::string& channel : subscriptions.channels) {
-        server_.pubsub().unsubscribe(channel, client_.id);
+        env_.services.pubsub.unsubscribe(channel, client_.id);
     }
     for (const std::string& pattern : subscriptions.patterns) {
-        server_.pubsub().punsubscribe(pattern, client_.id);
+        env_.services.pubsub.punsubscribe(pattern, client_.id);
     }
     subscriptions.channels.clear();
     subscriptions.patterns.clear();
     subscriptions.publish();
-    if (tracked_by_server_) server_.untrack(worker_, tracked_);
+    if (tracked_) env_.pool.untrack(worker_, position_);
 }
 
 }  // namespace bloomery::net

@@ -43,10 +43,12 @@
 #include "bloomery/command/context.hpp"
 #include "bloomery/command/pubsub.hpp"
 #include "bloomery/core/memory.hpp"
-#include "bloomery/net/server.hpp"
 #include "bloomery/resp/parser.hpp"
 #include "bloomery/resp/writer.hpp"
+#include "client_slot.hpp"
+#include "connection_environment.hpp"
 #include "replica_feed.hpp"
+#include "worker_pool.hpp"
 
 namespace bloomery::net {
 
@@ -93,15 +95,15 @@ public:
     // The posted end of a worker's turn (--appendfsync everysec and no):
     // writes the journal through once, then sends the replies of every
     // connection of `worker` that waited for it. Worker thread.
-    static void end_journal_turn(Server::Worker& worker);
+    static void end_journal_turn(Worker& worker);
     // The worker's executor; fixed at construction, safe from any thread.
     const boost::asio::any_io_executor& executor() const { return executor_; }
 
 protected:
     // Reads the endpoints from `socket`, which the derived class then moves
     // into its stream. `slot` is held until the connection is destroyed.
-    Connection(Server& server, Server::Worker& worker, boost::asio::ip::tcp::socket& socket,
-               std::int64_t id, ClientSlot slot);
+    Connection(const ConnectionEnvironment& environment, Worker& worker,
+               boost::asio::ip::tcp::socket& socket, std::int64_t id, ClientSlot slot);
     // Counts and lists the connection (connected_clients, CLIENT LIST,
     // CLIENT KILL, shutdown).
     void track();
@@ -118,8 +120,8 @@ protected:
     virtual void start_write(boost::asio::const_buffer buffer) = 0;
     virtual void close_transport() = 0;
 
-    Server& server_;
-    Server::Worker& worker_;
+    const ConnectionEnvironment& env_;
+    Worker& worker_;
     command::ClientState client_;
 
 private:
@@ -196,7 +198,7 @@ private:
     bool closing_ = false;
     bool writing_ = false;
     bool closed_ = false;
-    bool tracked_by_server_ = false;
+    bool tracked_ = false;           // listed by the pool (at position_)
     bool blocked_ = false;           // a command waits for its deferred reply
     bool deferred_arrived_ = false;  // ...and it has come (applied by advance())
     command::ReplyWriter deferred_reply_;
@@ -204,7 +206,7 @@ private:
     bool reading_ = false;        // a read is in flight
     std::unique_ptr<ReplicaFeed> feed_;  // set once this is a replica's feed
     std::vector<std::string_view> argv_;
-    std::list<std::weak_ptr<Connection>>::iterator tracked_;
+    WorkerPool::Position position_;
     core::MemoryCharge query_charge_{core::MemoryUse::query_buffers};
     core::MemoryCharge output_charge_{core::MemoryUse::output_buffers};
     // argv_ and the parser's storage: bookkeeping of the query.
@@ -213,14 +215,15 @@ private:
 };
 
 // A connection over plain TCP.
-std::shared_ptr<Connection> make_plain_connection(Server& server, Server::Worker& worker,
+std::shared_ptr<Connection> make_plain_connection(const ConnectionEnvironment& environment,
+                                                  Worker& worker,
                                                   boost::asio::ip::tcp::socket socket,
                                                   std::int64_t id, ClientSlot slot);
 // A connection over TLS: start() runs the server handshake on the worker and
 // closes the connection if it fails or does not finish within
 // --tls-handshake-timeout; only then are commands read.
-std::shared_ptr<Connection> make_tls_connection(Server& server, Server::Worker& worker,
-                                                boost::asio::ip::tcp::socket socket,
+std::shared_ptr<Connection> make_tls_connection(const ConnectionEnvironment& environment,
+                                                Worker& worker, boost::asio::ip::tcp::socket socket,
                                                 std::int64_t id,
                                                 boost::asio::ssl::context& tls_context,
                                                 ClientSlot slot);

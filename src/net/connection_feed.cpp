@@ -14,7 +14,7 @@ void Connection::become_feed() {
     FeedTransport& transport = *this;
     feed_ = std::make_unique<ReplicaFeed>(
         transport,
-        FeedSources{server_.config(), server_.keyspace(), server_.replication_source(), server_});
+        FeedSources{env_.config, env_.keyspace, env_.replication, env_.services.persistence});
     feed_->start();
 }
 
@@ -55,7 +55,7 @@ void Connection::keep_reading() {
 
 void Connection::run_command(command::Args argv) {
     command::Context ctx = context(nullptr, nullptr);
-    command::dispatch(server_.registry(), ctx, argv);
+    command::dispatch(env_.registry, ctx, argv);
 }
 
 void Connection::close_if_over_output_limit(const core::OutputBufferLimit& limit,

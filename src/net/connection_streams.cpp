@@ -23,9 +23,10 @@ void close_socket(asio::ip::tcp::socket& socket) {
 
 class PlainConnection final : public Connection {
 public:
-    PlainConnection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
-                    std::int64_t id, ClientSlot slot)
-        : Connection(server, worker, socket, id, std::move(slot)), socket_(std::move(socket)) {}
+    PlainConnection(const ConnectionEnvironment& environment, Worker& worker,
+                    asio::ip::tcp::socket socket, std::int64_t id, ClientSlot slot)
+        : Connection(environment, worker, socket, id, std::move(slot)),
+          socket_(std::move(socket)) {}
 
     void start() override {
         track();
@@ -53,9 +54,10 @@ private:
 
 class TlsConnection final : public Connection {
 public:
-    TlsConnection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
-                  std::int64_t id, asio::ssl::context& tls_context, ClientSlot slot)
-        : Connection(server, worker, socket, id, std::move(slot)),
+    TlsConnection(const ConnectionEnvironment& environment, Worker& worker,
+                  asio::ip::tcp::socket socket, std::int64_t id, asio::ssl::context& tls_context,
+                  ClientSlot slot)
+        : Connection(environment, worker, socket, id, std::move(slot)),
           stream_(std::move(socket), tls_context),
           handshake_deadline_(executor()) {}
 
@@ -64,7 +66,7 @@ public:
         // toward maxclients, shows in CLIENT LIST and is closed at shutdown.
         track();
         handshake_deadline_.expires_after(std::chrono::duration_cast<asio::steady_timer::duration>(
-            std::chrono::duration<double>(server_.config().tls_handshake_timeout_seconds)));
+            std::chrono::duration<double>(env_.config.tls_handshake_timeout_seconds)));
         handshake_deadline_.async_wait([this, self = shared_from_this()](const error_code& error) {
             if (error || closed()) return;  // cancelled: the handshake ended first
             spdlog::debug("closing client id={} addr={}: TLS handshake not finished in time",
@@ -116,17 +118,18 @@ private:
 
 }  // namespace
 
-std::shared_ptr<Connection> make_plain_connection(Server& server, Server::Worker& worker,
-                                                  asio::ip::tcp::socket socket, std::int64_t id,
-                                                  ClientSlot slot) {
-    return std::make_shared<PlainConnection>(server, worker, std::move(socket), id,
+std::shared_ptr<Connection> make_plain_connection(const ConnectionEnvironment& environment,
+                                                  Worker& worker, asio::ip::tcp::socket socket,
+                                                  std::int64_t id, ClientSlot slot) {
+    return std::make_shared<PlainConnection>(environment, worker, std::move(socket), id,
                                              std::move(slot));
 }
 
-std::shared_ptr<Connection> make_tls_connection(Server& server, Server::Worker& worker,
-                                                asio::ip::tcp::socket socket, std::int64_t id,
-                                                asio::ssl::context& tls_context, ClientSlot slot) {
-    return std::make_shared<TlsConnection>(server, worker, std::move(socket), id, tls_context,
+std::shared_ptr<Connection> make_tls_connection(const ConnectionEnvironment& environment,
+                                                Worker& worker, asio::ip::tcp::socket socket,
+                                                std::int64_t id, asio::ssl::context& tls_context,
+                                                ClientSlot slot) {
+    return std::make_shared<TlsConnection>(environment, worker, std::move(socket), id, tls_context,
                                            std::move(slot));
 }
 

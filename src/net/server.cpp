@@ -13,8 +13,12 @@
 #include "bloomery/net/prometheus.hpp"
 #include "bloomery/net/replication.hpp"
 #include "bloomery/net/tls.hpp"
+#include "client_book.hpp"
 #include "connection.hpp"
+#include "connection_environment.hpp"
 #include "migrator.hpp"
+#include "server_statistics.hpp"
+#include "worker_pool.hpp"
 
 namespace bloomery::net {
 
@@ -38,6 +42,29 @@ bool is_loopback_peer(const asio::ip::tcp::socket& socket) {
     return v6 == asio::ip::address_v6::loopback();
 }
 
+// command::Services is built from one object implementing every interface;
+// here different parts implement them, and this names which answers for
+// which.
+struct ServiceParts {
+    command::ClientDirectory& clients;
+    command::ServerStats& stats;
+    command::Persistence& persistence;
+    command::Shutdown& shutdown;
+    command::Replication& replication;
+    command::ReplicaGate& gate;
+    command::PubSub& channels;
+    command::Migration& migration;
+
+    operator command::ClientDirectory&() const { return clients; }
+    operator command::ServerStats&() const { return stats; }
+    operator command::Persistence&() const { return persistence; }
+    operator command::Shutdown&() const { return shutdown; }
+    operator command::Replication&() const { return replication; }
+    operator command::ReplicaGate&() const { return gate; }
+    operator command::Migration&() const { return migration; }
+    command::PubSub& pubsub() const { return channels; }
+};
+
 }  // namespace
 
 Server::Server(const core::Config& config, store::Keyspace& keyspace,
@@ -48,30 +75,35 @@ Server::Server(const core::Config& config, store::Keyspace& keyspace,
       registry_(registry),
       persistence_(persistence),
       replication_(replication),
+      pool_(std::make_unique<WorkerPool>(config.threads, *this)),
+      statistics_(std::make_unique<ServerStatistics>(keyspace, registry, *pool_)),
+      clients_(std::make_unique<ClientBook>(config, *pool_)),
+      slowlog_(config.slowlog_log_slower_than_us, config.slowlog_max_len),
       acceptor_(main_context_),
       tls_acceptor_(main_context_),
       signals_(main_context_, SIGINT, SIGTERM),
       cron_timer_(main_context_),
-      start_time_ms_(store::now_ms()),
-      slowlog_(config.slowlog_log_slower_than_us, config.slowlog_max_len),
+      migrator_(std::make_unique<Migrator>()),
       drain_timer_(main_context_) {
-    const unsigned threads = std::max(1u, config.threads);
-    for (unsigned i = 0; i < threads; ++i) {
-        workers_.push_back(std::make_unique<Worker>());
-        workers_.back()->server = this;
-    }
-    migrator_ = std::make_unique<Migrator>();
+    const ServiceParts parts{*clients_, *statistics_, *this, *this, *this, *this, pubsub_, *this};
+    environment_.reset(new ConnectionEnvironment{config, keyspace, registry, slowlog_,
+                                                 command::Services(parts), *clients_, *pool_,
+                                                 replication});
+    pool_->when_all_closed([this] {
+        if (stopping_) asio::post(main_context_, [this] { stop_now(); });
+    });
 }
 
 Server::~Server() {
     migrator_.reset();
     stop_links();
     if (metrics_) metrics_->stop();
-    for (auto& worker : workers_) {
-        worker->context.stop();
-        if (worker->thread.joinable()) worker->thread.join();
-    }
+    pool_->stop();
     if (shutdown_saver_.joinable()) shutdown_saver_.join();
+}
+
+std::uint64_t Server::total_changes() const {
+    return statistics_->total_changes();
 }
 
 void Server::stop_links() {
@@ -113,7 +145,8 @@ void Server::start_metrics() {
 }
 
 std::string Server::metrics_text() {
-    return render_metrics(collect_metrics(*this, registry_, keyspace_, config_, &slowlog_,
+    return render_metrics(collect_metrics(environment_->services, registry_, keyspace_, config_,
+                                          &slowlog_,
                                           ready() ? Readiness::ready : Readiness::not_ready));
 }
 
@@ -124,18 +157,7 @@ void Server::listen() {
 }
 
 int Server::run() {
-    for (auto& worker : workers_) {
-        Worker* w = worker.get();
-        w->thread = std::thread([w] {
-            auto guard = asio::make_work_guard(w->context);
-            // Records this worker appends are written at the end of its
-            // turn, before the replies that wait for them.
-            persist::Journal::set_thread_turn(
-                [](void* arg) { post_journal_turn(*static_cast<Worker*>(arg)); }, w);
-            w->context.run();
-            persist::Journal::set_thread_turn(nullptr, nullptr);
-        });
-    }
+    pool_->start();
     if (!config_.replicaof_host.empty()) {
         if (core::replicaof_names_self(config_)) {
             // One argument list for every pod of a StatefulSet: pod 0, named
@@ -155,10 +177,7 @@ int Server::run() {
     // The link applies the primary's stream: stop it before the last save.
     stop_links();
     // Stopped: every connection is closed, the workers are idle.
-    for (auto& worker : workers_) {
-        worker->context.stop();
-        if (worker->thread.joinable()) worker->thread.join();
-    }
+    pool_->stop();
     // A SHUTDOWN's save still running (a signal came meanwhile) ends first:
     // one save at a time. Its clients are gone.
     if (shutdown_saver_.joinable()) shutdown_saver_.join();
@@ -181,8 +200,7 @@ int Server::run() {
 }
 
 void Server::accept_next(asio::ip::tcp::acceptor& acceptor, bool tls) {
-    Worker& worker = *workers_[next_worker_];
-    next_worker_ = (next_worker_ + 1) % workers_.size();
+    Worker& worker = pool_->next_worker();
     acceptor.async_accept(worker.context, [this, &acceptor, tls, &worker](
                                               const error_code& error,
                                               asio::ip::tcp::socket socket) {
@@ -200,7 +218,7 @@ void Server::accept_next(asio::ip::tcp::acceptor& acceptor, bool tls) {
         // so a burst of connects cannot pass --maxclients between the check
         // and the count (200 connects at once with --maxclients 5 were served
         // 12 to 93 times when the worker counted them).
-        ClientSlot slot = ClientSlot::acquire(client_slots_, config_.max_clients);
+        ClientSlot slot = pool_->take_client_slot(config_.max_clients);
         if (!slot) {
             command::WorkerStats::bump(worker.stats.rejected_connections);
             error_code ignored;
@@ -229,49 +247,17 @@ void Server::accept_next(asio::ip::tcp::acceptor& acceptor, bool tls) {
                                         slot = std::move(slot)]() mutable {
                 command::WorkerStats::bump(worker.stats.connections_received);
                 if (tls) {
-                    make_tls_connection(*this, worker, std::move(s), id, *tls_context_,
+                    make_tls_connection(*environment_, worker, std::move(s), id, *tls_context_,
                                         std::move(slot))
                         ->start();
                 } else {
-                    make_plain_connection(*this, worker, std::move(s), id, std::move(slot))
+                    make_plain_connection(*environment_, worker, std::move(s), id, std::move(slot))
                         ->start();
                 }
             });
         }
         accept_next(acceptor, tls);
     });
-}
-
-std::list<std::weak_ptr<Connection>>::iterator Server::track(
-    Worker& worker, std::shared_ptr<Connection> connection) {
-    open_connections_.fetch_add(1);
-    std::lock_guard lock(worker.connections_mutex);
-    worker.connections.push_front(connection);
-    return worker.connections.begin();
-}
-
-void Server::untrack(Worker& worker, std::list<std::weak_ptr<Connection>>::iterator position) {
-    {
-        std::lock_guard lock(worker.connections_mutex);
-        worker.connections.erase(position);
-    }
-    if (open_connections_.fetch_sub(1) == 1 && stopping_) {
-        asio::post(main_context_, [this] { stop_now(); });
-    }
-}
-
-template <class Fn>
-void Server::for_each_connection(Fn&& fn) {
-    for (auto& worker : workers_) {
-        std::vector<std::shared_ptr<Connection>> live;
-        {
-            std::lock_guard lock(worker->connections_mutex);
-            for (auto& weak : worker->connections) {
-                if (auto connection = weak.lock()) live.push_back(std::move(connection));
-            }
-        }
-        for (auto& connection : live) fn(*connection);
-    }
 }
 
 void Server::on_signal(const error_code& error, int signal) {
@@ -295,11 +281,7 @@ void Server::request_stop(bool save_on_exit, bool now) {
         // replicas get up to --shutdown-timeout to acknowledge every write
         // (Redis 7 likewise), so that one promoted next holds every write a
         // client was answered for.
-        for_each_connection([](Connection& connection) {
-            if (!connection.client().is_replica.load(std::memory_order_relaxed)) {
-                connection.request_close();
-            }
-        });
+        clients_->close_connections(ClientBook::Reach::clients_only);
         const std::size_t replicas = replication_.replica_count();
         const std::int64_t wait_ms =
             now || replicas == 0 ? 0 : config_.shutdown_timeout_seconds * 1000;
@@ -312,11 +294,7 @@ void Server::request_stop(bool save_on_exit, bool now) {
 }
 
 void Server::drain_for_replicas(std::int64_t deadline_ms, bool target_known, std::uint64_t target) {
-    bool clients_left = false;
-    for_each_connection([&clients_left](Connection& connection) {
-        if (!connection.client().is_replica.load(std::memory_order_relaxed)) clients_left = true;
-    });
-    if (!clients_left && !target_known) {
+    if (!target_known && !clients_->any_connection(ClientBook::Reach::clients_only)) {
         // No client is left to write: everything written is before this.
         persist::Journal* journal = persistence_.journal();
         target = journal != nullptr ? journal->position() : 0;
@@ -336,17 +314,11 @@ void Server::drain_for_replicas(std::int64_t deadline_ms, bool target_known, std
             "--shutdown-timeout; stopping anyway",
             behind, target);
     }
-    for_each_connection([](Connection& connection) { connection.request_close(); });
-    if (open_connections_.load() == 0) stop_now();
+    clients_->close_connections(ClientBook::Reach::clients_and_replicas);
+    if (pool_->open_connections() == 0) stop_now();
     // Do not wait forever for a stuck peer.
     auto deadline = std::make_shared<asio::steady_timer>(main_context_, std::chrono::seconds(5));
     deadline->async_wait([this, deadline](const error_code&) { stop_now(); });
-}
-
-void Server::post_journal_turn(Worker& worker) {
-    if (worker.journal_turn_posted) return;
-    worker.journal_turn_posted = true;
-    asio::post(worker.context, [&worker] { Connection::end_journal_turn(worker); });
 }
 
 void Server::stop_now() {
@@ -367,124 +339,15 @@ void Server::cron() {
                                            .count()));
         persistence_.tick();
         replication_.cron();
-        // ops/sec sampling
         const std::int64_t now = store::now_ms();
-        std::uint64_t commands = 0;
-        for (auto& worker : workers_)
-            commands += worker->stats.commands.load(std::memory_order_relaxed);
-        {
-            std::lock_guard lock(ops_mutex_);
-            if (last_sample_ms_ != 0 && now > last_sample_ms_) {
-                ops_samples_[ops_index_] = (commands - last_commands_) * 1000 /
-                                           static_cast<std::uint64_t>(now - last_sample_ms_);
-                ops_index_ = (ops_index_ + 1) % kOpsSamples;
-            }
-            last_commands_ = commands;
-            last_sample_ms_ = now;
-        }
-        check_output_limits(now);
+        statistics_->sample_ops(now);
+        clients_->check_output_limits(now, replication_.replica_count());
         // maxmemory-clients also when no client grows: after CONFIG SET
         // lowered it, or past a walk that found the clients under it.
-        evict_clients_over_limit();
-        if (config_.timeout_seconds > 0) {
-            const std::int64_t limit = config_.timeout_seconds * 1000;
-            for_each_connection([&](Connection& connection) {
-                // Like Redis, a client waiting for a deferred reply is not
-                // idle, and replicas are never timed out here (--repl-timeout).
-                if (connection.client().blocked.load(std::memory_order_relaxed) ||
-                    connection.client().is_replica.load(std::memory_order_relaxed)) {
-                    return;
-                }
-                const auto last =
-                    connection.client().last_interaction_ms.load(std::memory_order_relaxed);
-                if (now - last > limit) connection.request_close();
-            });
-        }
+        clients_->evict_clients_over_limit();
+        clients_->close_idle_clients(now);
         cron();
     });
-}
-
-void Server::check_output_limits(std::int64_t now_ms) {
-    // As Redis's clientsCron: a client whose replies stay above the soft
-    // limit is closed once its seconds have passed even if nothing more is
-    // added (a client that stopped reading). A replica's feed always gets a
-    // look: what it has still to send grows with every write, not with what
-    // the feed itself does. Nothing is walked when neither can apply.
-    const core::OutputBufferLimit normal =
-        config_.client_output_buffer_limits.get(core::ClientClass::normal);
-    const core::OutputBufferLimit pubsub =
-        config_.client_output_buffer_limits.get(core::ClientClass::pubsub);
-    if (normal.soft_bytes == 0 && pubsub.soft_bytes == 0 && replication_.replica_count() == 0) {
-        return;
-    }
-    for_each_connection([&](Connection& connection) {
-        const command::ClientState& client = connection.client();
-        if (client.is_replica.load(std::memory_order_relaxed)) {
-            connection.check_output_limit();
-            return;
-        }
-        const bool subscribed =
-            client.subscriptions.channel_count.load(std::memory_order_relaxed) +
-                client.subscriptions.pattern_count.load(std::memory_order_relaxed) !=
-            0;
-        const core::OutputBufferLimit& limit = subscribed ? pubsub : normal;
-        if (limit.soft_bytes == 0) return;
-        const std::int64_t since =
-            client.output_soft_limit_since_ms.load(std::memory_order_relaxed);
-        if (since != 0 && now_ms - since > limit.soft_seconds * 1000) {
-            connection.check_output_limit();
-        }
-    });
-}
-
-std::pair<std::size_t, std::size_t> Server::largest_buffers() {
-    std::pair<std::size_t, std::size_t> largest{0, 0};
-    for_each_connection([&](Connection& connection) {
-        const command::ClientState& client = connection.client();
-        if (client.is_replica.load(std::memory_order_relaxed)) return;
-        largest.first =
-            std::max(largest.first, client.query_buffer_used.load(std::memory_order_relaxed));
-        largest.second =
-            std::max(largest.second, client.output_buffer_used.load(std::memory_order_relaxed));
-    });
-    return largest;
-}
-
-std::size_t Server::connected_clients() {
-    return client_slots_.load(std::memory_order_relaxed);
-}
-
-std::string Server::client_list(std::span<const std::int64_t> ids) {
-    std::string out;
-    for_each_connection([&](Connection& connection) {
-        if (!ids.empty() &&
-            std::find(ids.begin(), ids.end(), connection.client().id) == ids.end()) {
-            return;
-        }
-        out += connection.describe();
-        out += '\n';
-    });
-    return out;
-}
-
-template <class Match>
-bool Server::close_clients_where(Match&& match) {
-    bool found = false;
-    for_each_connection([&](Connection& connection) {
-        if (match(connection.client())) {
-            connection.request_close();
-            found = true;
-        }
-    });
-    return found;
-}
-
-bool Server::kill_client(std::int64_t id) {
-    return close_clients_where([&](const command::ClientState& c) { return c.id == id; });
-}
-
-bool Server::kill_client(std::string_view address) {
-    return close_clients_where([&](const command::ClientState& c) { return c.address == address; });
 }
 
 }  // namespace bloomery::net

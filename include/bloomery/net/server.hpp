@@ -33,56 +33,16 @@ class context;
 
 namespace bloomery::net {
 
-class Connection;
+class ClientBook;
+struct ConnectionEnvironment;
 class Migrator;
 class ReplicationSource;
 class ReplicaLink;
 class MetricsServer;
+class ServerStatistics;
+class WorkerPool;
 
-// One of --maxclients' slots. The acceptor takes it before a connection
-// exists; the connection owns it and gives it back when it is destroyed,
-// whichever way it ends. Move-only; an empty slot (default, or moved from)
-// gives back nothing.
-class ClientSlot {
-public:
-    ClientSlot() = default;
-    ClientSlot(ClientSlot&& other) noexcept : taken_(std::exchange(other.taken_, nullptr)) {}
-    ClientSlot& operator=(ClientSlot&& other) noexcept {
-        if (this != &other) {
-            release();
-            taken_ = std::exchange(other.taken_, nullptr);
-        }
-        return *this;
-    }
-    ClientSlot(const ClientSlot&) = delete;
-    ClientSlot& operator=(const ClientSlot&) = delete;
-    ~ClientSlot() { release(); }
-
-    // Takes a slot if fewer than `limit` of `taken` are held; empty if not.
-    // Lock-free and atomic: however many threads try at once, `taken` never
-    // exceeds `limit`. `taken` must outlive the slot.
-    static ClientSlot acquire(std::atomic<std::size_t>& taken, std::size_t limit) {
-        std::size_t now = taken.load(std::memory_order_relaxed);
-        do {
-            if (now >= limit) return {};
-        } while (!taken.compare_exchange_weak(now, now + 1, std::memory_order_relaxed));
-        return ClientSlot(taken);
-    }
-    explicit operator bool() const { return taken_ != nullptr; }
-
-private:
-    explicit ClientSlot(std::atomic<std::size_t>& taken) : taken_(&taken) {}
-    void release() {
-        if (taken_ != nullptr) taken_->fetch_sub(1, std::memory_order_relaxed);
-        taken_ = nullptr;
-    }
-
-    std::atomic<std::size_t>* taken_ = nullptr;
-};
-
-class Server final : public command::ClientDirectory,
-                     public command::ServerStats,
-                     public command::Persistence,
+class Server final : public command::Persistence,
                      public command::Shutdown,
                      public command::Replication,
                      public command::ReplicaGate,
@@ -111,7 +71,7 @@ public:
     // the end if `save_on_exit` and saving is configured.
     void request_stop(bool save_on_exit, bool now = false);
     // Writes so far (never reset), for save points. Lock-free.
-    std::uint64_t total_changes() const { return raw_totals().changes; }
+    std::uint64_t total_changes() const;
     // /readyz: the listeners accept (run() has started), no stop has begun,
     // and a replica has its first copy of its primary. Thread-safe.
     bool ready() const {
@@ -119,26 +79,11 @@ public:
                (replication_flags.load(std::memory_order_relaxed) &
                 command::kReplicationUnsynced) == 0;
     }
-    command::Slowlog& slowlog() { return slowlog_; }
     // The /metrics text (net/prometheus.hpp). Thread-safe.
     std::string metrics_text();
 
-    // The command layer's interfaces (command/server.hpp).
-    std::size_t connected_clients() override;
-    std::int64_t blocked_clients() override {
-        return blocked_clients_.load(std::memory_order_relaxed);
-    }
-    std::pair<std::size_t, std::size_t> largest_buffers() override;
-    std::string client_list(std::span<const std::int64_t> ids) override;
-    bool kill_client(std::int64_t id) override;
-    bool kill_client(std::string_view address) override;
-    std::uint64_t evicted_clients() override;
-    void reset_evicted_clients() override;
-    void evict_clients_over_limit() override;
-    command::StatsTotals stats() override;
-    void reset_stats() override;
-    std::vector<core::CommandTotals> command_stats() override;
-    std::vector<std::pair<std::string, std::uint64_t>> error_stats() override;
+    // The command layer's interfaces (command/server.hpp) not yet given to
+    // a part of their own.
     void save_async(std::function<void(persist::SaveResult)> done) override;
     persist::SaveResult bgsave() override;
     persist::PersistenceInfo persistence() override;
@@ -147,61 +92,18 @@ public:
     void begin_shutdown(const command::ShutdownOptions& options,
                         std::function<void()> failed) override;
     void abort_shutdown(std::function<void(bool)> done) override;
-    std::int64_t start_time_ms() override { return start_time_ms_; }
-    unsigned worker_threads() override { return static_cast<unsigned>(workers_.size()); }
     command::ReplicationInfo replication() override;
     void replicaof(std::string_view host, std::uint16_t port,
                    std::function<void(std::string)> done) override;
     void wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,
                            std::function<void(std::int64_t)> done) override;
-    ReplicationSource& replication_source() { return replication_; }
-    // Pub/Sub's channels and subscribers (command/pubsub.hpp).
-    command::PubSub& pubsub() { return pubsub_; }
     // MIGRATE's exchanges (net/migrator.hpp).
     void migrate(command::MigrateRequest request,
                  std::function<void(command::MigrateResult)> done) override;
 
-    // Called by connections.
-    struct Worker {
-        boost::asio::io_context context{1};
-        command::WorkerStats stats;
-        std::mutex connections_mutex;  // guards `connections` (changes on accept/close only)
-        std::list<std::weak_ptr<Connection>> connections;
-        Server* server = nullptr;
-        // --appendfsync everysec and no: connections whose replies wait for
-        // this worker's one journal write of the turn, and whether that
-        // write is posted (worker thread only).
-        std::vector<std::shared_ptr<Connection>> awaiting_journal;
-        bool journal_turn_posted = false;
-        std::thread thread;
-    };
-    // Posts `worker`'s journal write for the end of its turn, behind the
-    // completions already queued, unless it is posted (worker thread).
-    static void post_journal_turn(Worker& worker);
-    const core::Config& config() const { return config_; }
-    store::Keyspace& keyspace() { return keyspace_; }
-    const command::Registry& registry() const { return registry_; }
-    std::list<std::weak_ptr<Connection>>::iterator track(Worker& worker,
-                                                         std::shared_ptr<Connection> connection);
-    void untrack(Worker& worker, std::list<std::weak_ptr<Connection>>::iterator position);
-    // A connection starts or stops waiting for a deferred reply (WAIT, SAVE).
-    // Blocking is rare, so one shared counter costs nothing per command.
-    void client_blocked(std::int64_t by) {
-        blocked_clients_.fetch_add(by, std::memory_order_relaxed);
-    }
-    // maxmemory-clients (client_eviction.cpp): a connection's memory grew
-    // (an allocation of its buffers or arguments, at most once a command).
-    // If the clients' buffers together may have reached the limit, closes
-    // the clients holding most, largest first, until the others hold less;
-    // never replicas or clients with CLIENT NO-EVICT on. Reads a few shared
-    // counters and writes none unless it evicts. The connection's thread.
-    void client_memory_grew();
-
 private:
     void accept_next(boost::asio::ip::tcp::acceptor& acceptor, bool tls);
     void on_signal(const boost::system::error_code& error, int signal);
-    // The cron's look at client-output-buffer-limit (soft limits, replicas).
-    void check_output_limits(std::int64_t now_ms);
     void cron();
     void stop_now();
     // The last step of a stop: waits (every 10 ms, until `deadline_ms`) for
@@ -220,20 +122,6 @@ private:
     // Stops the link and every link still stopping (at exit), outside
     // link_mutex_.
     void stop_links();
-    // Sums of the per-thread counters, without CONFIG RESETSTAT baselines.
-    command::StatsTotals raw_totals() const;
-    std::vector<core::CommandTotals> raw_command_stats() const;
-    template <class Fn>
-    void for_each_connection(Fn&& fn);
-    // Asks every connection whose client matches to close; true if any did.
-    template <class Match>
-    bool close_clients_where(Match&& match);
-    // The walk of client_memory_grew() and evict_clients_over_limit(), once
-    // the counters say the clients may hold `held` >= `limit` bytes: by this
-    // thread, or by the one walking already, which walks again for it.
-    void evict_clients(std::uint64_t limit, std::uint64_t held);
-    // One walk: closes the largest clients while all hold >= `limit`.
-    void evict_largest_clients(std::uint64_t limit, std::uint64_t held);
 
     const core::Config& config_;
     store::Keyspace& keyspace_;
@@ -248,39 +136,25 @@ private:
     // none is stopping); a link started after waits for it on its thread.
     std::shared_future<void> links_stopped_;
     std::vector<std::thread> link_reapers_;  // REPLICAOF NO ONE's, joined at exit
-    // Client slots taken (connected_clients, --maxclients). Declared before
-    // workers_ so it outlives them: a connection still held by a worker's
-    // io_context when that is destroyed gives its slot back here.
-    std::atomic<std::size_t> client_slots_{0};
-    // Outlives workers_ too: a connection leaves its channels when it closes.
+    // Outlive the workers: a connection leaves its channels when it closes,
+    // and holds the environment until it is destroyed.
     command::PubSub pubsub_;
+    std::unique_ptr<ConnectionEnvironment> environment_;  // made once every part exists
     // Declared before main_context_ so they are destroyed after it: an accept
     // still pending there holds a socket of a worker's io_context.
-    std::vector<std::unique_ptr<Worker>> workers_;
+    std::unique_ptr<WorkerPool> pool_;
     boost::asio::io_context main_context_{1};
+    std::unique_ptr<ServerStatistics> statistics_;
+    std::unique_ptr<ClientBook> clients_;
+    command::Slowlog slowlog_;
     boost::asio::ip::tcp::acceptor acceptor_;      // plaintext, open unless --port 0
     boost::asio::ip::tcp::acceptor tls_acceptor_;  // open if --tls-port is set
     std::unique_ptr<boost::asio::ssl::context> tls_context_;
     boost::asio::signal_set signals_;
     boost::asio::steady_timer cron_timer_;
-    std::size_t next_worker_ = 0;
     std::atomic<std::int64_t> next_client_id_{1};
-    // Connections tracked and not yet closed: a stop waits for none to remain.
-    std::atomic<std::size_t> open_connections_{0};
-    std::atomic<std::int64_t> blocked_clients_{0};  // blocked_clients()
-    // maxmemory-clients: a walk is under way (one at a time); growth was
-    // seen during one (it walks again); the counted bytes below which growth
-    // needs no walk after one found nothing to close (see evict_clients);
-    // clients closed, and the count at the last CONFIG RESETSTAT.
-    std::atomic<bool> evicting_{false};
-    std::atomic<bool> eviction_wanted_{false};
-    std::atomic<std::uint64_t> eviction_recheck_at_{0};
-    std::atomic<std::uint64_t> evicted_clients_{0};
-    std::atomic<std::uint64_t> evicted_clients_base_{0};
-    std::int64_t start_time_ms_;
     std::atomic<bool> stopping_{false};
     std::atomic<bool> accepting_{false};
-    command::Slowlog slowlog_;
     std::unique_ptr<MetricsServer> metrics_;
     // Stopped first on the way out (~Server), while the workers its
     // pending replies go to still exist.
@@ -296,15 +170,6 @@ private:
     std::thread shutdown_saver_;
     boost::asio::steady_timer drain_timer_;
     int exit_code_ = 0;
-    // ops/sec: Redis-style samples of the command counter every 100 ms.
-    static constexpr std::size_t kOpsSamples = 16;
-    std::mutex ops_mutex_;
-    std::uint64_t ops_samples_[kOpsSamples] = {};
-    std::size_t ops_index_ = 0;
-    std::uint64_t last_commands_ = 0;
-    std::int64_t last_sample_ms_ = 0;
-    command::StatsTotals stats_base_;  // CONFIG RESETSTAT baseline, guarded by ops_mutex_
-    std::vector<core::CommandTotals> command_stats_base_;  // likewise
 };
 
 }  // namespace bloomery::net

@@ -1,0 +1,38 @@
+#pragma once
+// What a connection uses of the server it belongs to, one reference per
+// part: the command layer's view of the server (command::Services), the
+// client bookkeeping it reports its memory and blocking to, the pool that
+// tracks it, and the replication source its feed registers with (if it
+// becomes a replica's). The server builds one; it outlives every connection.
+
+#include "bloomery/command/registry.hpp"
+#include "bloomery/command/server.hpp"
+#include "bloomery/command/slowlog.hpp"
+#include "bloomery/core/config.hpp"
+#include "bloomery/store/keyspace.hpp"
+
+namespace bloomery::persist {
+class Journal;
+}
+
+namespace bloomery::net {
+
+class ClientBook;
+class ReplicationSource;
+class WorkerPool;
+
+struct ConnectionEnvironment {
+    const core::Config& config;
+    store::Keyspace& keyspace;
+    const command::Registry& registry;
+    command::Slowlog& slowlog;
+    command::Services services;
+    ClientBook& clients;
+    WorkerPool& pool;
+    ReplicationSource& replication;
+
+    // The journal, or null when it is off.
+    persist::Journal* journal() const { return services.persistence.journal(); }
+};
+
+}  // namespace bloomery::net
