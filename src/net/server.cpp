@@ -17,6 +17,8 @@
 #include "connection.hpp"
 #include "connection_environment.hpp"
 #include "migrator.hpp"
+#include "persistence_adapter.hpp"
+#include "replication_controller.hpp"
 #include "server_statistics.hpp"
 #include "worker_pool.hpp"
 
@@ -74,10 +76,13 @@ Server::Server(const core::Config& config, store::Keyspace& keyspace,
       keyspace_(keyspace),
       registry_(registry),
       persistence_(persistence),
-      replication_(replication),
-      pool_(std::make_unique<WorkerPool>(config.threads, *this)),
+      replication_source_(replication),
+      persistence_commands_(std::make_unique<PersistenceAdapter>(persistence)),
+      pool_(std::make_unique<WorkerPool>(config.threads, *persistence_commands_)),
       statistics_(std::make_unique<ServerStatistics>(keyspace, registry, *pool_)),
       clients_(std::make_unique<ClientBook>(config, *pool_)),
+      replication_(std::make_unique<ReplicationController>(config, keyspace, persistence,
+                                                           replication, main_context_)),
       slowlog_(config.slowlog_log_slower_than_us, config.slowlog_max_len),
       acceptor_(main_context_),
       tls_acceptor_(main_context_),
@@ -85,7 +90,9 @@ Server::Server(const core::Config& config, store::Keyspace& keyspace,
       cron_timer_(main_context_),
       migrator_(std::make_unique<Migrator>()),
       drain_timer_(main_context_) {
-    const ServiceParts parts{*clients_, *statistics_, *this, *this, *this, *this, pubsub_, *this};
+    const ServiceParts parts{*clients_, *statistics_,  *persistence_commands_,
+                             *this,     *replication_, replication_->gate(),
+                             pubsub_,   *migrator_};
     environment_.reset(new ConnectionEnvironment{config, keyspace, registry, slowlog_,
                                                  command::Services(parts), *clients_, *pool_,
                                                  replication});
@@ -96,26 +103,19 @@ Server::Server(const core::Config& config, store::Keyspace& keyspace,
 
 Server::~Server() {
     migrator_.reset();
-    stop_links();
+    replication_->stop_links();
     if (metrics_) metrics_->stop();
     pool_->stop();
     if (shutdown_saver_.joinable()) shutdown_saver_.join();
 }
 
-std::uint64_t Server::total_changes() const {
-    return statistics_->total_changes();
+bool Server::ready() const {
+    return accepting_.load(std::memory_order_acquire) && !stopping_.load() &&
+           replication_->synced();
 }
 
-void Server::stop_links() {
-    std::unique_ptr<ReplicaLink> link;
-    std::vector<std::thread> reapers;
-    {
-        std::lock_guard lock(link_mutex_);
-        link = std::move(link_);
-        reapers.swap(link_reapers_);
-    }
-    link.reset();
-    for (std::thread& reaper : reapers) reaper.join();
+std::uint64_t Server::total_changes() const {
+    return statistics_->total_changes();
 }
 
 namespace {
@@ -158,16 +158,7 @@ void Server::listen() {
 
 int Server::run() {
     pool_->start();
-    if (!config_.replicaof_host.empty()) {
-        if (core::replicaof_names_self(config_)) {
-            // One argument list for every pod of a StatefulSet: pod 0, named
-            // by --replicaof, serves as the primary (deploy/k8s).
-            spdlog::info("--replicaof {} {} names this server: starting as the primary",
-                         config_.replicaof_host, config_.replicaof_port);
-        } else {
-            follow(config_.replicaof_host, config_.replicaof_port);
-        }
-    }
+    replication_->start();
     signals_.async_wait([this](const error_code& error, int signal) { on_signal(error, signal); });
     if (acceptor_.is_open()) accept_next(acceptor_, false);
     if (tls_acceptor_.is_open()) accept_next(tls_acceptor_, true);
@@ -175,7 +166,7 @@ int Server::run() {
     accepting_.store(true, std::memory_order_release);
     main_context_.run();
     // The link applies the primary's stream: stop it before the last save.
-    stop_links();
+    replication_->stop_links();
     // Stopped: every connection is closed, the workers are idle.
     pool_->stop();
     // A SHUTDOWN's save still running (a signal came meanwhile) ends first:
@@ -282,7 +273,7 @@ void Server::request_stop(bool save_on_exit, bool now) {
         // (Redis 7 likewise), so that one promoted next holds every write a
         // client was answered for.
         clients_->close_connections(ClientBook::Reach::clients_only);
-        const std::size_t replicas = replication_.replica_count();
+        const std::size_t replicas = replication_source_.replica_count();
         const std::int64_t wait_ms =
             now || replicas == 0 ? 0 : config_.shutdown_timeout_seconds * 1000;
         if (wait_ms > 0) {
@@ -300,7 +291,7 @@ void Server::drain_for_replicas(std::int64_t deadline_ms, bool target_known, std
         target = journal != nullptr ? journal->position() : 0;
         target_known = true;
     }
-    const std::size_t behind = target_known ? replication_.replicas_behind(target) : 1;
+    const std::size_t behind = target_known ? replication_source_.replicas_behind(target) : 1;
     if (behind != 0 && store::now_ms() < deadline_ms) {
         drain_timer_.expires_after(std::chrono::milliseconds(10));
         drain_timer_.async_wait([this, deadline_ms, target_known, target](const error_code& error) {
@@ -308,7 +299,7 @@ void Server::drain_for_replicas(std::int64_t deadline_ms, bool target_known, std
         });
         return;
     }
-    if (behind != 0 && replication_.replica_count() != 0) {
+    if (behind != 0 && replication_source_.replica_count() != 0) {
         spdlog::warn(
             "shutdown: {} replica(s) had not acknowledged offset {} within "
             "--shutdown-timeout; stopping anyway",
@@ -338,10 +329,10 @@ void Server::cron() {
                                            std::chrono::steady_clock::now() - expire_began)
                                            .count()));
         persistence_.tick();
-        replication_.cron();
+        replication_source_.cron();
         const std::int64_t now = store::now_ms();
         statistics_->sample_ops(now);
-        clients_->check_output_limits(now, replication_.replica_count());
+        clients_->check_output_limits(now, replication_source_.replica_count());
         // maxmemory-clients also when no client grows: after CONFIG SET
         // lowered it, or past a walk that found the clients under it.
         clients_->evict_clients_over_limit();

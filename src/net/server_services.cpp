@@ -1,6 +1,4 @@
-// What the command layer asks of the server (command/server.hpp) beyond its
-// clients and statistics: snapshots, SHUTDOWN, and replication (INFO, ROLE,
-// REPLICAOF, WAIT).
+// SHUTDOWN (command/server.hpp: Shutdown).
 
 #include <spdlog/spdlog.h>
 
@@ -15,17 +13,6 @@
 namespace bloomery::net {
 
 namespace asio = boost::asio;
-
-void Server::save_async(std::function<void(persist::SaveResult)> done) {
-    persistence_.save_async(std::move(done));
-}
-persist::SaveResult Server::bgsave() {
-    return persistence_.bgsave();
-}
-
-persist::PersistenceInfo Server::persistence() {
-    return persistence_.info();
-}
 
 void Server::begin_shutdown(const command::ShutdownOptions& options, std::function<void()> failed) {
     asio::post(main_context_, [this, options, failed = std::move(failed)]() mutable {
@@ -106,97 +93,6 @@ void Server::abort_shutdown(std::function<void(bool)> done) {
         }
         done(cancel);
     });
-}
-
-command::ReplicationInfo Server::replication() {
-    command::ReplicationInfo info;
-    {
-        std::lock_guard lock(link_mutex_);
-        if (link_) link_->fill_info(info);
-    }
-    replication_.fill_info(info);
-    return info;
-}
-
-void Server::replicaof(std::string_view host, std::uint16_t port,
-                       std::function<void(std::string)> done) {
-    if (!host.empty()) {
-        follow(host, port);
-        done({});
-        return;
-    }
-    // REPLICAOF NO ONE: keep the data, take writes, start a new history
-    // (replicas of this server synchronize fully). The link must stop
-    // applying before writes are taken, and stopping it can take as long as
-    // a snapshot load: a thread of its own stops it, then promotes and
-    // answers.
-    std::lock_guard lock(link_mutex_);
-    const bool stopping_links =
-        links_stopped_.valid() &&
-        links_stopped_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
-    if (!link_ && !stopping_links) {
-        done({});  // a primary already
-        return;
-    }
-    auto stopped = std::make_shared<std::promise<void>>();
-    std::shared_future<void> before = links_stopped_;
-    links_stopped_ = stopped->get_future().share();
-    link_reapers_.emplace_back(
-        [this, link = std::move(link_), before, stopped, done = std::move(done)]() mutable {
-            if (before.valid()) before.wait();
-            link.reset();
-            {
-                std::lock_guard inner(link_mutex_);
-                if (!link_) {  // no REPLICAOF HOST PORT came meanwhile
-                    // Keys past their deadline on this clock are erased
-                    // from now on, each with a DEL for its own replicas.
-                    keyspace_.set_deadlines(store::Deadlines::enforce);
-                    replication_.renew_replid();
-                    replication_flags.store(0);
-                    spdlog::info("replication: promoted to primary (REPLICAOF NO ONE)");
-                }
-            }
-            stopped->set_value();
-            done({});
-        });
-}
-
-void Server::follow(std::string_view host, std::uint16_t port) {
-    std::lock_guard lock(link_mutex_);
-    if (link_ && link_->host() == host && link_->port() == port) return;
-    // Replicas of this server cannot follow it into another history.
-    replication_.close_feeds();
-    // Before the link runs: no data command may see what is here now (nor
-    // what the link replaced may still finish loading).
-    if (link_) link_->retire();
-    replication_flags.fetch_or(command::kReplicationReplica | command::kReplicationStale |
-                               command::kReplicationUnsynced);
-    // The primary's DEL records decide when a key past its deadline goes;
-    // until then reads do not see it (as Redis 7 replicas).
-    keyspace_.set_deadlines(store::Deadlines::follow);
-    // The link replaced, and any REPLICAOF NO ONE still stopping one, are
-    // waited for on the new link's own thread, not on this one (a worker's).
-    std::shared_ptr<ReplicaLink> replaced(std::move(link_));
-    std::shared_future<void> before = links_stopped_;
-    links_stopped_ = {};  // whoever replaces the new link stops it, and so waits for these
-    link_ =
-        std::make_unique<ReplicaLink>(config_, keyspace_, persistence_, *this, std::string(host),
-                                      port, [replaced = std::move(replaced), before]() mutable {
-                                          if (before.valid()) before.wait();
-                                          replaced.reset();
-                                      });
-    link_->start();
-    spdlog::info("replication: this server is now a replica of {}:{}", host, port);
-}
-
-void Server::migrate(command::MigrateRequest request,
-                     std::function<void(command::MigrateResult)> done) {
-    migrator_->migrate(std::move(request), std::move(done));
-}
-
-void Server::wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,
-                               std::function<void(std::int64_t)> done) {
-    replication_.wait(count, timeout_ms, std::move(done), main_context_);
 }
 
 }  // namespace bloomery::net

@@ -35,18 +35,15 @@ namespace bloomery::net {
 
 class ClientBook;
 struct ConnectionEnvironment;
-class Migrator;
-class ReplicationSource;
-class ReplicaLink;
 class MetricsServer;
+class Migrator;
+class PersistenceAdapter;
+class ReplicationController;
+class ReplicationSource;
 class ServerStatistics;
 class WorkerPool;
 
-class Server final : public command::Persistence,
-                     public command::Shutdown,
-                     public command::Replication,
-                     public command::ReplicaGate,
-                     public command::Migration {
+class Server final : public command::Shutdown {
 public:
     // `replication` feeds replicas (made before the journal is loaded, so the
     // journal's writer can wake feeds: see main.cpp).
@@ -74,32 +71,15 @@ public:
     std::uint64_t total_changes() const;
     // /readyz: the listeners accept (run() has started), no stop has begun,
     // and a replica has its first copy of its primary. Thread-safe.
-    bool ready() const {
-        return accepting_.load(std::memory_order_acquire) && !stopping_.load() &&
-               (replication_flags.load(std::memory_order_relaxed) &
-                command::kReplicationUnsynced) == 0;
-    }
+    bool ready() const;
     // The /metrics text (net/prometheus.hpp). Thread-safe.
     std::string metrics_text();
 
     // The command layer's interfaces (command/server.hpp) not yet given to
     // a part of their own.
-    void save_async(std::function<void(persist::SaveResult)> done) override;
-    persist::SaveResult bgsave() override;
-    persist::PersistenceInfo persistence() override;
-    bool snapshot_failing() override { return persistence_.snapshot_failing(); }
-    persist::Journal* journal() override { return persistence_.journal(); }
     void begin_shutdown(const command::ShutdownOptions& options,
                         std::function<void()> failed) override;
     void abort_shutdown(std::function<void(bool)> done) override;
-    command::ReplicationInfo replication() override;
-    void replicaof(std::string_view host, std::uint16_t port,
-                   std::function<void(std::string)> done) override;
-    void wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,
-                           std::function<void(std::int64_t)> done) override;
-    // MIGRATE's exchanges (net/migrator.hpp).
-    void migrate(command::MigrateRequest request,
-                 std::function<void(command::MigrateResult)> done) override;
 
 private:
     void accept_next(boost::asio::ip::tcp::acceptor& acceptor, bool tls);
@@ -116,26 +96,13 @@ private:
     void finish_shutdown_save(const persist::SaveResult& saved);
     // Answers every SHUTDOWN waiting that the server keeps running.
     void fail_shutdown();
-    // Follows HOST:PORT (a new link; the one it replaces stops on the new
-    // link's thread).
-    void follow(std::string_view host, std::uint16_t port);
-    // Stops the link and every link still stopping (at exit), outside
-    // link_mutex_.
-    void stop_links();
 
     const core::Config& config_;
     store::Keyspace& keyspace_;
     const command::Registry& registry_;
     persist::Manager& persistence_;
-    ReplicationSource& replication_;
-    // Guards the three below. INFO, ROLE, CONFIG GET and /metrics take it
-    // on any thread, so nothing waits for a link to stop while holding it.
-    std::mutex link_mutex_;
-    std::unique_ptr<ReplicaLink> link_;  // set while this server is a replica
-    // Ready once the links REPLICAOF NO ONE took away have stopped (invalid:
-    // none is stopping); a link started after waits for it on its thread.
-    std::shared_future<void> links_stopped_;
-    std::vector<std::thread> link_reapers_;  // REPLICAOF NO ONE's, joined at exit
+    ReplicationSource& replication_source_;
+    std::unique_ptr<PersistenceAdapter> persistence_commands_;
     // Outlive the workers: a connection leaves its channels when it closes,
     // and holds the environment until it is destroyed.
     command::PubSub pubsub_;
@@ -146,6 +113,7 @@ private:
     boost::asio::io_context main_context_{1};
     std::unique_ptr<ServerStatistics> statistics_;
     std::unique_ptr<ClientBook> clients_;
+    std::unique_ptr<ReplicationController> replication_;
     command::Slowlog slowlog_;
     boost::asio::ip::tcp::acceptor acceptor_;      // plaintext, open unless --port 0
     boost::asio::ip::tcp::acceptor tls_acceptor_;  // open if --tls-port is set
