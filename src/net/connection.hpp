@@ -165,9 +165,13 @@ private:
     // kept in client_.output_soft_limit_since_ms, started or stopped here).
     core::ClientClass output_class() const;
     bool output_limit_reached(const core::OutputBufferLimit& limit, std::uint64_t pending);
-    // Closes now for the output buffer limit: logged as Redis logs it, counted
-    // in INFO's client_output_buffer_limit_disconnections.
-    void close_for_output_limit(std::uint64_t pending);
+    // Drops the replies of a client past its output buffer limit (`pending`
+    // bytes) and closes it `when` said: now (a client that stopped reading:
+    // the write in flight is cancelled), or once the write in flight is
+    // done. Logged as Redis logs it, counted in INFO's
+    // client_output_buffer_limit_disconnections.
+    enum class OutputLimitClose { now, after_write };
+    void close_for_output_limit(std::uint64_t pending, OutputLimitClose when);
     void make_room();
     // Moves the unconsumed bytes into a new buffer of `capacity` bytes.
     void reallocate_input(std::size_t capacity);

@@ -60,7 +60,9 @@ void Connection::run_command(command::Args argv) {
 
 void Connection::close_if_over_output_limit(const core::OutputBufferLimit& limit,
                                             std::uint64_t pending) {
-    if (output_limit_reached(limit, pending)) close_for_output_limit(pending);
+    if (output_limit_reached(limit, pending)) {
+        close_for_output_limit(pending, OutputLimitClose::now);
+    }
 }
 
 }  // namespace bloomery::net

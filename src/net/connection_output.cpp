@@ -37,35 +37,32 @@ bool Connection::output_limit_reached(const core::OutputBufferLimit& limit, std:
     return false;
 }
 
-void Connection::close_for_output_limit(std::uint64_t pending) {
+void Connection::close_for_output_limit(std::uint64_t pending, OutputLimitClose when) {
     spdlog::warn(
-        "Client {} closed for overcoming of output buffer limits ({} bytes waiting, "
+        "Client {} {} for overcoming of output buffer limits ({} bytes waiting, "
         "client-output-buffer-limit {})",
-        describe(), pending,
+        describe(), when == OutputLimitClose::now ? "closed" : "scheduled to be closed", pending,
         core::format_output_buffer_limits(env_.config.client_output_buffer_limits));
     command::WorkerStats::bump(worker_.stats.output_buffer_limit_disconnections);
     client_.output_soft_limit_since_ms.store(0, std::memory_order_relaxed);
-    if (!writing_) out_.clear();  // a write in flight still reads it until cancelled
+    // The bytes a write in flight is sending stay until it completes (or the
+    // close cancels it).
+    if (!writing_) out_.clear();
     pushes_.clear();
-    close();
+    if (when == OutputLimitClose::now) {
+        close();
+    } else {
+        closing_ = true;
+    }
 }
 
 void Connection::enforce_output_limit() {
     const core::OutputBufferLimit limit =
         env_.config.client_output_buffer_limits.get(output_class());
     const std::uint64_t held = out_.size() + pushes_.size();
-    if (!output_limit_reached(limit, held)) return;
-    spdlog::warn(
-        "Client {} scheduled to be closed for overcoming of output buffer limits ({} bytes "
-        "waiting, client-output-buffer-limit {})",
-        describe(), held,
-        core::format_output_buffer_limits(env_.config.client_output_buffer_limits));
-    command::WorkerStats::bump(worker_.stats.output_buffer_limit_disconnections);
-    client_.output_soft_limit_since_ms.store(0, std::memory_order_relaxed);
-    // The bytes a write in flight is sending stay until it completes.
-    if (!writing_) out_.clear();
-    pushes_.clear();
-    closing_ = true;
+    if (output_limit_reached(limit, held)) {
+        close_for_output_limit(held, OutputLimitClose::after_write);
+    }
 }
 
 void Connection::check_output_limit() {
@@ -79,7 +76,9 @@ void Connection::check_output_limit() {
             self->env_.config.client_output_buffer_limits.get(self->output_class());
         // While a write is in flight out_ is what the client has not read.
         const std::uint64_t pending = self->out_.size() + self->pushes_.size();
-        if (self->output_limit_reached(limit, pending)) self->close_for_output_limit(pending);
+        if (self->output_limit_reached(limit, pending)) {
+            self->close_for_output_limit(pending, OutputLimitClose::now);
+        }
     });
 }
 

@@ -21,12 +21,40 @@ void close_socket(asio::ip::tcp::socket& socket) {
     socket.close(ignored);
 }
 
-class PlainConnection final : public Connection {
+// Reads and writes over `Stream`: a TCP socket, or TLS over one.
+template <class Stream>
+class StreamConnection : public Connection {
+protected:
+    // The stream is made of `socket` and `stream_arguments`.
+    template <class... StreamArguments>
+    StreamConnection(const ConnectionEnvironment& environment, Worker& worker,
+                     asio::ip::tcp::socket socket, std::int64_t id, ClientSlot slot,
+                     StreamArguments&&... stream_arguments)
+        : Connection(environment, worker, socket, id, std::move(slot)),
+          stream_(std::move(socket), std::forward<StreamArguments>(stream_arguments)...) {}
+
+    void start_read(asio::mutable_buffer buffer) override {
+        stream_.async_read_some(
+            buffer, [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
+                on_read(error, bytes);
+            });
+    }
+    void start_write(asio::const_buffer buffer) override {
+        asio::async_write(
+            stream_, buffer,
+            [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
+                on_write(error, bytes);
+            });
+    }
+
+    Stream stream_;
+};
+
+class PlainConnection final : public StreamConnection<asio::ip::tcp::socket> {
 public:
     PlainConnection(const ConnectionEnvironment& environment, Worker& worker,
                     asio::ip::tcp::socket socket, std::int64_t id, ClientSlot slot)
-        : Connection(environment, worker, socket, id, std::move(slot)),
-          socket_(std::move(socket)) {}
+        : StreamConnection(environment, worker, std::move(socket), id, std::move(slot)) {}
 
     void start() override {
         track();
@@ -34,31 +62,16 @@ public:
     }
 
 private:
-    void start_read(asio::mutable_buffer buffer) override {
-        socket_.async_read_some(
-            buffer, [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                on_read(error, bytes);
-            });
-    }
-    void start_write(asio::const_buffer buffer) override {
-        asio::async_write(
-            socket_, buffer,
-            [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                on_write(error, bytes);
-            });
-    }
-    void close_transport() override { close_socket(socket_); }
-
-    asio::ip::tcp::socket socket_;
+    void close_transport() override { close_socket(stream_); }
 };
 
-class TlsConnection final : public Connection {
+class TlsConnection final : public StreamConnection<asio::ssl::stream<asio::ip::tcp::socket>> {
 public:
     TlsConnection(const ConnectionEnvironment& environment, Worker& worker,
                   asio::ip::tcp::socket socket, std::int64_t id, asio::ssl::context& tls_context,
                   ClientSlot slot)
-        : Connection(environment, worker, socket, id, std::move(slot)),
-          stream_(std::move(socket), tls_context),
+        : StreamConnection(environment, worker, std::move(socket), id, std::move(slot),
+                           tls_context),
           handshake_deadline_(executor()) {}
 
     void start() override {
@@ -91,19 +104,6 @@ public:
     }
 
 private:
-    void start_read(asio::mutable_buffer buffer) override {
-        stream_.async_read_some(
-            buffer, [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                on_read(error, bytes);
-            });
-    }
-    void start_write(asio::const_buffer buffer) override {
-        asio::async_write(
-            stream_, buffer,
-            [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                on_write(error, bytes);
-            });
-    }
     // No TLS close_notify: sending it could wait on a peer that does not
     // read, and every command's reply is complete on its own. Closing the
     // socket ends the handshake, read or write in flight.
@@ -112,7 +112,6 @@ private:
         close_socket(stream_.next_layer());
     }
 
-    asio::ssl::stream<asio::ip::tcp::socket> stream_;
     asio::steady_timer handshake_deadline_;
 };
 
