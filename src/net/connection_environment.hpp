@@ -2,18 +2,16 @@
 // What a connection uses of the server it belongs to, one reference per
 // part: the command layer's view of the server (command::Services), the
 // client bookkeeping it reports its memory and blocking to, the pool that
-// tracks it, and the replication source its feed registers with (if it
-// becomes a replica's). The server builds one; it outlives every connection.
+// tracks it, the persistence whose journal its replies wait for, and the
+// replication source its feed registers with (if it becomes a replica's).
+// The server builds one; it outlives every connection.
 
 #include "bloomery/command/registry.hpp"
 #include "bloomery/command/server.hpp"
 #include "bloomery/command/slowlog.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
-
-namespace bloomery::persist {
-class Journal;
-}
 
 namespace bloomery::net {
 
@@ -29,10 +27,11 @@ struct ConnectionEnvironment {
     command::Services services;
     ClientBook& clients;
     WorkerPool& pool;
+    persist::Manager& persistence;
     ReplicationSource& replication;
 
     // The journal, or null when it is off.
-    persist::Journal* journal() const { return services.persistence.journal(); }
+    persist::Journal* journal() const { return persistence.journal(); }
 };
 
 }  // namespace bloomery::net

@@ -13,8 +13,7 @@ namespace asio = boost::asio;
 void Connection::become_feed() {
     FeedTransport& transport = *this;
     feed_ = std::make_unique<ReplicaFeed>(
-        transport,
-        FeedSources{env_.config, env_.keyspace, env_.replication, env_.services.persistence});
+        transport, FeedSources{env_.config, env_.keyspace, env_.replication, env_.persistence});
     feed_->start();
 }
 

@@ -9,16 +9,20 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 #include <vector>
 
+#include <boost/asio/buffer.hpp>
+
 #include "bloomery/command/context.hpp"
-#include "bloomery/command/server.hpp"
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/net/replication.hpp"
+#include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace bloomery::net {
@@ -74,7 +78,7 @@ struct FeedSources {
     const core::Config& config;
     store::Keyspace& keyspace;
     ReplicationSource& source;
-    command::Persistence& persistence;  // its journal (none: nothing to stream)
+    persist::Manager& persistence;  // its journal (none: nothing to stream)
 };
 
 class ReplicaFeed {

@@ -62,7 +62,7 @@ Server::Server(const core::Config& config, store::Keyspace& keyspace,
       replication_source_(replication),
       slowlog_(config.slowlog_log_slower_than_us, config.slowlog_max_len),
       persistence_commands_(std::make_unique<PersistenceAdapter>(persistence)),
-      pool_(std::make_unique<WorkerPool>(config.threads, *persistence_commands_)),
+      pool_(std::make_unique<WorkerPool>(config.threads, persistence)),
       statistics_(std::make_unique<ServerStatistics>(keyspace, registry, *pool_)),
       clients_(std::make_unique<ClientBook>(config, *pool_)),
       replication_(std::make_unique<ReplicationController>(config, keyspace, persistence,
@@ -92,6 +92,7 @@ Server::Server(const core::Config& config, store::Keyspace& keyspace,
                                                  .services = command::Services(parts),
                                                  .clients = *clients_,
                                                  .pool = *pool_,
+                                                 .persistence = persistence,
                                                  .replication = replication});
     acceptor_ = std::make_unique<Acceptor>(*environment_, main_context_);
 }

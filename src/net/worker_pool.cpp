@@ -14,7 +14,7 @@ namespace bloomery::net {
 
 namespace asio = boost::asio;
 
-WorkerPool::WorkerPool(unsigned threads, command::Persistence& persistence) {
+WorkerPool::WorkerPool(unsigned threads, persist::Manager& persistence) {
     for (unsigned i = 0; i < std::max(1u, threads); ++i) {
         workers_.push_back(std::make_unique<Worker>(persistence));
     }

@@ -17,7 +17,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "bloomery/command/context.hpp"
-#include "bloomery/command/server.hpp"
+#include "bloomery/persist/manager.hpp"
 #include "client_slot.hpp"
 
 namespace bloomery::net {
@@ -26,13 +26,13 @@ class Connection;
 
 // One worker thread and what its connections share.
 struct Worker {
-    explicit Worker(command::Persistence& records) : persistence(records) {}
+    explicit Worker(persist::Manager& records) : persistence(records) {}
 
     boost::asio::io_context context{1};
     command::WorkerStats stats;
     // Where the records its connections' commands append go (the journal
     // written at the end of each turn).
-    command::Persistence& persistence;
+    persist::Manager& persistence;
     std::mutex connections_mutex;  // guards `connections` (changes on accept/close only)
     std::list<std::weak_ptr<Connection>> connections;
     // --appendfsync everysec and no: connections whose replies wait for
@@ -49,7 +49,7 @@ public:
     using Position = std::list<std::weak_ptr<Connection>>::iterator;
 
     // `threads` workers (at least one), idle until start().
-    WorkerPool(unsigned threads, command::Persistence& persistence);
+    WorkerPool(unsigned threads, persist::Manager& persistence);
     ~WorkerPool();  // stop()
     WorkerPool(const WorkerPool&) = delete;
     WorkerPool& operator=(const WorkerPool&) = delete;
