@@ -124,11 +124,15 @@ int run_tool(const bloomery::app::CommandLine& command_line) {
     using namespace bloomery;
     const core::Config& config = command_line.config;
     if (!command_line.health_check.empty()) {
-        const net::HealthCheckResult result =
-            net::health_check(command_line.health_check, config, command_line.health_check_tls,
-                              command_line.health_check_timeout_seconds);
-        (result.ok ? std::cout : std::cerr) << "bloomery: " << result.message << '\n';
-        return result.ok ? 0 : 1;
+        net::HealthCheckOptions options;
+        if (command_line.health_check_tls)
+            options.transport = net::HealthCheckOptions::Transport::tls;
+        options.timeout_seconds = command_line.health_check_timeout_seconds;
+        const core::Result<std::string> result =
+            net::health_check(command_line.health_check, config, options);
+        (result ? std::cout : std::cerr)
+            << "bloomery: " << (result ? *result : result.error()) << '\n';
+        return result ? 0 : 1;
     }
     if (command_line.test_config) {
         // Like nginx -t: the same checks as a start, nothing bound or loaded.
