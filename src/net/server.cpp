@@ -130,10 +130,9 @@ int Server::run() {
             auto guard = asio::make_work_guard(w->context);
             // Records this worker appends are written at the end of its
             // turn, before the replies that wait for them.
-            persist::Journal::set_thread_turn(
-                [](void* arg) { post_journal_turn(*static_cast<Worker*>(arg)); }, w);
+            persist::Journal::set_thread_turn(w);
             w->context.run();
-            persist::Journal::set_thread_turn(nullptr, nullptr);
+            persist::Journal::set_thread_turn(nullptr);
         });
     }
     if (!config_.replicaof_host.empty()) {

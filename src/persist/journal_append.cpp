@@ -24,7 +24,6 @@ using format::put_u32;
 using format::put_u64;
 
 namespace {
-thread_local bool t_wrote = false;
 // The buffer this thread holds for its open data scope.
 thread_local void* t_scope = nullptr;
 
@@ -35,9 +34,8 @@ struct ThreadBuffer {
 };
 thread_local ThreadBuffer t_buffer;
 
-// A server worker's end-of-turn write-through (Journal::set_thread_turn).
-thread_local void (*t_turn_schedule)(void*) = nullptr;
-thread_local void* t_turn_arg = nullptr;
+// The turn this thread registered (Journal::set_thread_turn), if any.
+thread_local JournalTurn* t_turn = nullptr;
 
 // The transaction this thread runs, and the journal (by serial) it runs in.
 struct ThreadTransaction {
@@ -82,25 +80,15 @@ unsigned char* put_bytes(unsigned char* out, std::string_view bytes) {
 
 }  // namespace
 
-void Journal::set_thread_turn(void (*schedule)(void*), void* arg) {
-    t_turn_schedule = schedule;
-    t_turn_arg = arg;
+void Journal::set_thread_turn(JournalTurn* turn) {
+    t_turn = turn;
 }
 
-bool Journal::turn_writes() const {
-    return policy_ != FsyncPolicy::always && t_turn_schedule != nullptr;
-}
-
-void Journal::schedule_turn() {
-    t_turn_schedule(t_turn_arg);
-}
-
-void Journal::reset_thread_mark() {
-    t_wrote = false;
-}
-
-bool Journal::thread_mark() {
-    return t_wrote;
+JournalTurn* Journal::note_appended() const {
+    JournalTurn* const turn = t_turn;
+    if (turn == nullptr) return nullptr;
+    turn->appended_ = true;
+    return policy_ != FsyncPolicy::always ? turn : nullptr;
 }
 
 Journal::Transaction* Journal::transaction() const {
@@ -208,7 +196,7 @@ void Journal::append_block(store::RecordBlock* block) noexcept {
         capacity += static_cast<std::int64_t>(b->bytes.capacity());
     }
     core::memory_add(core::MemoryUse::other, capacity);
-    const bool turn = turn_writes();
+    JournalTurn* const turn = note_appended();
     bool wake = false;
     {
         std::lock_guard lock(mutex_);
@@ -221,11 +209,10 @@ void Journal::append_block(store::RecordBlock* block) noexcept {
         const std::uint64_t before = pending_.bytes;
         pending_.push(block);
         appended_bytes(pending_.bytes - before);
-        wake = !turn && claim_idle_writer();
+        wake = turn == nullptr && claim_idle_writer();
     }
-    t_wrote = true;
-    if (turn) {
-        schedule_turn();
+    if (turn != nullptr) {
+        turn->schedule_write_through();
     } else if (wake) {
         wake_.notify_one();
     }
@@ -407,14 +394,14 @@ void Journal::end_data() noexcept {
     local->open.store(false, std::memory_order_seq_cst);
     local->mutex.unlock();
     if (!wrote) return;
-    t_wrote = true;
+    JournalTurn* const turn = note_appended();
     if (held >= kLocalFlushBytes) {
         std::lock_guard lock(mutex_);
         std::lock_guard local_lock(local->mutex);
         take_local(*local);
     }
-    if (turn_writes()) {
-        schedule_turn();
+    if (turn != nullptr) {
+        turn->schedule_write_through();
     } else {
         wake_writer();
     }

@@ -508,21 +508,30 @@ TEST(Journal, WriteThroughLeavesEveryThreadsRecordsInTheFileBeforeItReturns) {
     }
 }
 
+// A worker's turn that counts the write-throughs it was asked for.
+class CountingTurn final : public JournalTurn {
+public:
+    void schedule_write_through() override { ++scheduled; }
+    int scheduled = 0;
+};
+
 TEST(Journal, AThreadWithATurnSchedulesItsWriteAndTheWriterSyncsIt) {
     TempDir dir;
     Journaled live(dir, FsyncPolicy::everysec);
-    int scheduled = 0;
     std::uint64_t written = 0;
     std::thread([&] {
-        Journal::set_thread_turn([](void* count) { ++*static_cast<int*>(count); }, &scheduled);
+        CountingTurn turn;
+        Journal::set_thread_turn(&turn);
+        EXPECT_FALSE(turn.appended());
         live.add("k", "a");  // a CREATE (to the stream) and an ADD (to the buffer)
         live.add("k", "b");
-        EXPECT_GE(scheduled, 3);
+        EXPECT_GE(turn.scheduled, 3);
+        EXPECT_TRUE(turn.appended());
         // What the turn's end does.
         live.journal.write_through();
         EXPECT_FALSE(live.journal.holds_unwritten());
         written = live.journal.written();
-        Journal::set_thread_turn(nullptr, nullptr);
+        Journal::set_thread_turn(nullptr);
     }).join();
     EXPECT_EQ(written, live.journal.appended());
     expect_a_kill_now_replays_exactly(dir, live.keyspace);
@@ -535,13 +544,15 @@ TEST(Journal, AThreadWithATurnSchedulesItsWriteAndTheWriterSyncsIt) {
 TEST(Journal, UnderAlwaysATurnIsNotScheduledAndTheWriterGroupCommits) {
     TempDir dir;
     Journaled live(dir, FsyncPolicy::always);
-    int scheduled = 0;
+    CountingTurn turn;
     std::thread([&] {
-        Journal::set_thread_turn([](void* count) { ++*static_cast<int*>(count); }, &scheduled);
+        Journal::set_thread_turn(&turn);
         live.add("k", "a");
-        Journal::set_thread_turn(nullptr, nullptr);
+        Journal::set_thread_turn(nullptr);
     }).join();
-    EXPECT_EQ(scheduled, 0);
+    EXPECT_EQ(turn.scheduled, 0);
+    // The batch is still known to have written (its reply waits for durability).
+    EXPECT_TRUE(turn.appended());
     const std::uint64_t position = live.journal.position();
     EXPECT_TRUE(eventually([&] { return live.journal.durable() >= position; }));
 }

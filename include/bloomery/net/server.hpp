@@ -24,6 +24,7 @@
 #include "bloomery/command/registry.hpp"
 #include "bloomery/command/slowlog.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/persist/journal_turn.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -161,8 +162,9 @@ public:
     void migrate(command::MigrateRequest request,
                  std::function<void(command::MigrateResult)> done) override;
 
-    // Called by connections.
-    struct Worker {
+    // Called by connections. A worker's thread ends each turn with the
+    // journal's write-through (persist/journal_turn.hpp).
+    struct Worker final : persist::JournalTurn {
         boost::asio::io_context context{1};
         command::WorkerStats stats;
         std::mutex connections_mutex;  // guards `connections` (changes on accept/close only)
@@ -174,6 +176,8 @@ public:
         std::vector<std::shared_ptr<Connection>> awaiting_journal;
         bool journal_turn_posted = false;
         std::thread thread;
+
+        void schedule_write_through() override { post_journal_turn(*this); }
     };
     // Posts `worker`'s journal write for the end of its turn, behind the
     // completions already queued, unless it is posted (worker thread).

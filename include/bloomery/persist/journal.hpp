@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/persist/journal_turn.hpp"
 #include "bloomery/persist/status.hpp"
 #include "bloomery/store/keyspace.hpp"
 #include "bloomery/store/mutation_log.hpp"
@@ -116,11 +117,6 @@ public:
     // thread's buffer are not yet in it; position() moves them first).
     std::uint64_t appended() const { return appended_.load(std::memory_order_acquire); }
     std::uint64_t durable() const { return durable_.load(std::memory_order_acquire); }
-    // Whether this thread wrote a record since reset_thread_mark(). The
-    // network layer marks each batch of commands, so while the journal fails
-    // it holds only the replies of batches that themselves wrote.
-    static void reset_thread_mark();
-    static bool thread_mark();
     // Calls `fn` on the writer thread once durable() >= offset of history
     // `id` (at once, on the caller's thread, if it already is, or if the
     // journal was closed and opened on another history since: close() made
@@ -140,12 +136,10 @@ public:
     // is closed, which wrote them): false while the journal fails, and
     // then a reply that waits for a record must wait for when_durable().
     bool write_through();
-    // Marks the calling thread as one that ends each turn of its work with
-    // write_through() (a server worker: its replies wait for it). With
-    // everysec and no, a record it appends then calls schedule(arg), which
-    // must bring that call about soon, instead of waking the writer thread
-    // (waking it per batch cost BF.ADD 13 % more CPU). Null unmarks it.
-    static void set_thread_turn(void (*schedule)(void*), void* arg);
+    // Registers `turn` for the calling thread: a thread that ends each turn
+    // of its work with write_through() (journal_turn.hpp). Null unregisters
+    // it. The registration is the thread's, for every journal.
+    static void set_thread_turn(JournalTurn* turn);
     // Writes are refused while this is true: the last write or fdatasync
     // failed, or more than buffer_limit bytes wait. Lock-free.
     bool failing() const { return failing_.load(std::memory_order_relaxed); }
@@ -227,11 +221,10 @@ private:
     void append_block(store::RecordBlock* block) noexcept;
     // After an append outside mutex_: wakes the writer if it sleeps.
     void wake_writer();
-    // Whether this thread's appends schedule its turn's write-through
-    // instead of waking the writer (set_thread_turn()).
-    bool turn_writes() const;
-    // After an append outside mutex_: schedules the turn's write-through.
-    static void schedule_turn();
+    // After this thread appended a record: marks its registered turn, and
+    // returns it if the turn's write-through writes the record instead of
+    // the writer thread (everysec and no); null otherwise.
+    JournalTurn* note_appended() const;
     // Under mutex_: true (and the writer marked awake) if it sleeps; the
     // caller then notifies wake_.
     bool claim_idle_writer();
