@@ -144,6 +144,7 @@ public:
     persist::SaveResult bgsave() override;
     persist::PersistenceInfo persistence() override;
     bool snapshot_failing() override { return persistence_.snapshot_failing(); }
+    // The journal itself, for the network layer (commands see its health).
     persist::Journal* journal() override { return persistence_.journal(); }
     void begin_shutdown(const command::ShutdownOptions& options,
                         std::function<void()> failed) override;

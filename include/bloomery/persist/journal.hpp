@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/persist/journal_health.hpp"
 #include "bloomery/persist/journal_turn.hpp"
 #include "bloomery/persist/status.hpp"
 #include "bloomery/store/keyspace.hpp"
@@ -71,7 +72,9 @@ inline constexpr std::size_t kJournalSegmentHeaderBytes = 40;
 bool parse_fsync_policy(std::string_view text, FsyncPolicy& out);
 const char* fsync_policy_name(FsyncPolicy policy);
 
-class Journal final : public store::MutationLog {
+// The journal's facade: the keyspace's store::MutationLog, and what the
+// command layer sees of it (JournalHealth).
+class Journal final : public store::MutationLog, public JournalHealth {
 public:
     // `buffer_limit`: bytes appended but not yet durable past which failing()
     // turns true, so a disk slower than the clients bounds memory.
@@ -140,10 +143,9 @@ public:
     // of its work with write_through() (journal_turn.hpp). Null unregisters
     // it. The registration is the thread's, for every journal.
     static void set_thread_turn(JournalTurn* turn);
-    // Writes are refused while this is true: the last write or fdatasync
-    // failed, or more than buffer_limit bytes wait. Lock-free.
-    bool failing() const { return failing_.load(std::memory_order_relaxed); }
-    std::string failure() const;
+    // JournalHealth: failing() is true while the last write or fdatasync
+    // failed, or more than buffer_limit bytes wait.
+    std::string failure() const override;
 
     // Seals the current segment (written and fdatasynced) and starts a new
     // one at appended(); returns the new segment's start offset, or the
@@ -285,7 +287,7 @@ private:
     std::uint64_t rotated_to_ = 0;
     std::vector<Segment> segments_;  // oldest first; the last is being written
     std::string failure_;
-    std::atomic<bool> failing_{false};
+    std::atomic<bool>& failing_ = failing_flag();  // JournalHealth's
     bool write_failed_ = false;
 
     // The file side, under io_mutex_: the writer thread and threads in
