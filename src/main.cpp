@@ -26,7 +26,7 @@
 #include "bloomery/net/replication.hpp"
 #include "bloomery/net/server.hpp"
 #include "bloomery/net/startup_checks.hpp"
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/persist/rdb_import.hpp"
 #include "bloomery/persist/snapshot.hpp"

@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "bloomery/bloom/dump.hpp"
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "journal_format.hpp"
 #include "snapshot_format.hpp"
 

@@ -17,7 +17,7 @@
 #include <unordered_map>
 
 #include "bloomery/bloom/dump.hpp"
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "journal_apply.hpp"
 #include "journal_format.hpp"
 #include "journal_records.hpp"

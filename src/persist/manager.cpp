@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "bloomery/core/latency_monitor.hpp"
-
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
 
 namespace bloomery::persist {

@@ -22,7 +22,7 @@
 #include <fstream>
 #include <string>
 
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 
 namespace {
 

@@ -24,7 +24,7 @@
 #include <string_view>
 
 #include "bloomery/net/replication.hpp"
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
 

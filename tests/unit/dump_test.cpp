@@ -30,6 +30,7 @@
 #include "bloomery/core/key_slot.hpp"
 #include "bloomery/persist/dump_payload.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "fake_hooks.hpp"

@@ -1,4 +1,5 @@
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -27,6 +27,7 @@
 #include "bloomery/bloom/redisbloom.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
 

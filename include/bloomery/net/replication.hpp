@@ -39,6 +39,7 @@
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
 

@@ -24,7 +24,7 @@ public:
     void clear_appended() { appended_ = false; }
 
 private:
-    friend class Journal;  // marks appended_ on the registered thread
+    friend class JournalAppender;  // marks appended_ on the registered thread
     bool appended_ = false;
 };
 
