@@ -147,14 +147,15 @@ int run_tool(const bloomery::app::CommandLine& command_line) {
         return 0;
     }
     if (!command_line.check_journal.empty()) {
-        std::string report, error;
-        const persist::JournalCheck found = persist::check_journal(
-            command_line.check_journal, command_line.fix_journal, report, error);
-        std::cout << report;
-        if (found == persist::JournalCheck::valid) return 0;
-        std::cerr << "bloomery: " << error << '\n';
+        const persist::JournalCheckReport checked =
+            persist::check_journal(command_line.check_journal,
+                                   command_line.fix_journal ? persist::JournalRepair::cut_bad_tail
+                                                            : persist::JournalRepair::none);
+        std::cout << checked.report;
+        if (checked.verdict == persist::JournalCheck::valid) return 0;
+        std::cerr << "bloomery: " << checked.problem << '\n';
         // 2: only what a crash leaves, which a start cuts off by itself.
-        return found == persist::JournalCheck::torn_tail ? 2 : 1;
+        return checked.verdict == persist::JournalCheck::torn_tail ? 2 : 1;
     }
     if (!command_line.check_snapshot.empty()) {
         std::string report, error;

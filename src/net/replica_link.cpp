@@ -428,19 +428,18 @@ void ReplicaLink::apply_stream() {
     // The decoder resumes only a replica that holds a copy (begin_session).
     if (!applier_) throw std::runtime_error("no copy of the primary to apply its stream to");
     const std::string_view data = decoder_.data();
-    std::size_t consumed = 0;
-    std::string error;
-    const bool ok = applier_->apply(data, consumed, error);
+    const persist::StreamApplier::Applied applied = applier_->apply(data);
+    const std::size_t consumed = applied.consumed;
     decoder_.consume(consumed);
     {
         std::lock_guard lock(info_mutex_);
         offset_ += consumed;
         read_offset_ = offset_ + decoder_.buffered();
     }
-    if (!ok) {
+    if (!applied.status) {
         // Our copy may now differ from the primary's: start over from a full one.
         applier_.reset();
-        throw std::runtime_error(error);
+        throw std::runtime_error(applied.status.error());
     }
     if (consumed != 0) acknowledge();
 }

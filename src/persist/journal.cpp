@@ -13,17 +13,11 @@
 
 namespace bloomery::persist {
 
-bool parse_fsync_policy(std::string_view text, FsyncPolicy& out) {
-    if (text == "always") {
-        out = FsyncPolicy::always;
-    } else if (text == "everysec") {
-        out = FsyncPolicy::everysec;
-    } else if (text == "no") {
-        out = FsyncPolicy::no;
-    } else {
-        return false;
-    }
-    return true;
+std::optional<FsyncPolicy> parse_fsync_policy(std::string_view text) {
+    if (text == "always") return FsyncPolicy::always;
+    if (text == "everysec") return FsyncPolicy::everysec;
+    if (text == "no") return FsyncPolicy::no;
+    return std::nullopt;
 }
 
 const char* fsync_policy_name(FsyncPolicy policy) {
@@ -67,11 +61,8 @@ Journal::~Journal() {
     close();
 }
 
-bool Journal::open(std::uint64_t id, std::uint64_t offset, const std::string& existing,
-                   std::string& error) {
-    const core::Status started = parts_->writer.start(id, offset, existing);
-    if (!started) error = started.error();
-    return started.ok();
+core::Status Journal::open(std::uint64_t id, std::uint64_t offset, const std::string& existing) {
+    return parts_->writer.start(id, offset, existing);
 }
 
 void Journal::close() {

@@ -45,14 +45,17 @@ void Manager::set_journal_listener(std::function<void(std::uint64_t)> listener) 
 
 bool Manager::open_journal(std::uint64_t id, std::uint64_t offset, const std::string& existing,
                            std::string& error) {
-    FsyncPolicy policy = FsyncPolicy::everysec;
-    parse_fsync_policy(config_.appendfsync, policy);
+    const FsyncPolicy policy =
+        parse_fsync_policy(config_.appendfsync).value_or(FsyncPolicy::everysec);
     if (!journal_object_) {
         journal_object_ = std::make_unique<Journal>(config_.dir, config_.appendfilename, policy,
                                                     config_.journal_buffer_limit);
         if (journal_listener_) journal_object_->set_write_listener(journal_listener_);
     }
-    if (!journal_object_->open(id, offset, existing, error)) return false;
+    if (const core::Status opened = journal_object_->open(id, offset, existing); !opened) {
+        error = opened.error();
+        return false;
+    }
     journal_.store(journal_object_.get(), std::memory_order_release);
     keyspace_.set_mutation_log(journal_object_.get());
     return true;
@@ -161,11 +164,15 @@ bool Manager::load(std::string& error) {
         }
         return true;
     }
-    ReplayStats replay;
-    if (!replay_journal(config_.dir, config_.appendfilename, have_snapshot, stats.journal_id,
-                        stats.journal_offset, keyspace_, replay, error)) {
+    std::optional<JournalCoverage> covered;
+    if (have_snapshot) covered = JournalCoverage{stats.journal_id, stats.journal_offset};
+    const core::Result<ReplayStats> replayed =
+        replay_journal(config_.dir, config_.appendfilename, covered, keyspace_);
+    if (!replayed) {
+        error = replayed.error();
         return false;
     }
+    const ReplayStats& replay = *replayed;
     const std::uint64_t id = replay.id != 0 ? replay.id : new_journal_id();
     if (replay.segments != 0) {
         spdlog::info(

@@ -858,7 +858,10 @@ bool import_rdb(const std::string& rdb_path, const core::Config& config, std::st
         return false;
     }
     MappedFile file;
-    if (!file.open(rdb_path, error)) return false;
+    if (const core::Status opened = file.open(rdb_path); !opened) {
+        error = opened.error();
+        return false;
+    }
     store::Keyspace keyspace(config.keyspace_shards);
     RdbImportStats stats;
     std::string warnings;

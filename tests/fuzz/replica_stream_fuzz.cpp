@@ -95,13 +95,11 @@ public:
                     break;
                 case Event::stream: {
                     check(step_ == Step::stream && !decoder_.data().empty());
-                    std::size_t consumed = 0;
-                    std::string error;
-                    const bool ok = applier_->apply(decoder_.data(), consumed, error);
-                    check(consumed <= decoder_.data().size());
-                    decoder_.consume(consumed);
-                    if (!ok) {
-                        check(!error.empty());
+                    const StreamApplier::Applied applied = applier_->apply(decoder_.data());
+                    check(applied.consumed <= decoder_.data().size());
+                    decoder_.consume(applied.consumed);
+                    if (!applied.status) {
+                        check(!applied.status.error().empty());
                         return false;
                     }
                     break;

@@ -130,10 +130,11 @@ void restart(const TempDir& dir, Keyspace& keyspace, bool snapshot) {
     if (snapshot) {
         ASSERT_TRUE(persist::load_snapshot(dir.str() + "/dump", keyspace, loaded, error)) << error;
     }
-    persist::ReplayStats stats;
-    ASSERT_TRUE(persist::replay_journal(dir.str(), "journal", snapshot, loaded.journal_id,
-                                        loaded.journal_offset, keyspace, stats, error))
-        << error;
+    std::optional<persist::JournalCoverage> covered;
+    if (snapshot) covered = persist::JournalCoverage{loaded.journal_id, loaded.journal_offset};
+    const core::Result<persist::ReplayStats> replayed =
+        persist::replay_journal(dir.str(), "journal", covered, keyspace);
+    ASSERT_TRUE(replayed.ok()) << replayed.error();
 }
 
 TEST(Deadlines, ReplayAfterTheOldDeadlinesPassedGivesBackMovedAndRemovedOnes) {
@@ -142,8 +143,9 @@ TEST(Deadlines, ReplayAfterTheOldDeadlinesPassedGivesBackMovedAndRemovedOnes) {
     std::int64_t soon = 0;
     {
         persist::Journal journal(dir.str(), "journal", persist::FsyncPolicy::always, 64ull << 20);
+        const core::Status opened = journal.open(7, 0, "");
+        ASSERT_TRUE(opened.ok()) << opened.error();
         std::string error;
-        ASSERT_TRUE(journal.open(7, 0, "", error)) << error;
         Keyspace live(8);
         live.set_mutation_log(&journal);
         soon = now_ms() + 50;

@@ -332,8 +332,8 @@ TEST(DumpPayload, MalformedValuesAreRefusedEvenWithAGoodFooter) {
 struct Journaled {
     explicit Journaled(const TempDir& dir)
         : journal(dir.str(), "journal", persist::FsyncPolicy::no, 256ull << 20) {
-        std::string error;
-        EXPECT_TRUE(journal.open(7, 0, "", error)) << error;
+        const core::Status opened = journal.open(7, 0, "");
+        EXPECT_TRUE(opened.ok()) << opened.error();
         keyspace.set_mutation_log(&journal);
     }
     ~Journaled() { close(); }
@@ -346,10 +346,9 @@ struct Journaled {
 };
 
 void replay(const TempDir& dir, Keyspace& into) {
-    persist::ReplayStats stats;
-    std::string error;
-    ASSERT_TRUE(persist::replay_journal(dir.str(), "journal", false, 0, 0, into, stats, error))
-        << error;
+    const core::Result<persist::ReplayStats> replayed =
+        persist::replay_journal(dir.str(), "journal", std::nullopt, into);
+    ASSERT_TRUE(replayed.ok()) << replayed.error();
 }
 
 void expect_same_filter(const ScalableFilter& a, const ScalableFilter& b) {

@@ -514,8 +514,8 @@ TEST(RedisBloomPersistence, JournalReplayRedoesLoadsAndAddsExactly) {
     store::Keyspace live(8);
     {
         persist::Journal journal(dir.str(), "journal", persist::FsyncPolicy::everysec, 64ull << 20);
-        std::string open_error;
-        ASSERT_TRUE(journal.open(7, 0, "", open_error)) << open_error;
+        const core::Status opened = journal.open(7, 0, "");
+        ASSERT_TRUE(opened.ok()) << opened.error();
         live.set_mutation_log(&journal);
         for (const json& f : fixtures("filters.json")["filters"]) {
             const std::string key = f["key"];
@@ -540,10 +540,9 @@ TEST(RedisBloomPersistence, JournalReplayRedoesLoadsAndAddsExactly) {
         live.set_mutation_log(nullptr);
     }
     store::Keyspace replayed(8);
-    persist::ReplayStats stats;
-    std::string error;
-    ASSERT_TRUE(persist::replay_journal(dir.str(), "journal", false, 0, 0, replayed, stats, error))
-        << error;
+    const core::Result<persist::ReplayStats> replay =
+        persist::replay_journal(dir.str(), "journal", std::nullopt, replayed);
+    ASSERT_TRUE(replay.ok()) << replay.error();
     expect_same_filters(live, replayed);
     for (const json& f : fixtures("filters.json")["filters"]) {
         const FilterRef filter = replayed.get(f["key"].get<std::string>())->filter;

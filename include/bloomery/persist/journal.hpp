@@ -46,11 +46,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/core/result.hpp"
 #include "bloomery/persist/journal_health.hpp"
 #include "bloomery/persist/journal_turn.hpp"
 #include "bloomery/persist/status.hpp"
@@ -63,7 +65,8 @@ enum class FsyncPolicy { always, everysec, no };
 // Bytes before a segment's first record (proto/journal.md): a reader of the
 // stream finds offset X of a segment starting at S at file byte 40 + X - S.
 inline constexpr std::size_t kJournalSegmentHeaderBytes = 40;
-bool parse_fsync_policy(std::string_view text, FsyncPolicy& out);
+// "always", "everysec" or "no"; nothing for any other text.
+std::optional<FsyncPolicy> parse_fsync_policy(std::string_view text);
 const char* fsync_policy_name(FsyncPolicy policy);
 
 // The journal's facade: the keyspace's store::MutationLog, and what the
@@ -85,8 +88,8 @@ public:
     // `existing` (a path, already cut to `offset`), or to a new segment. A
     // closed journal may be opened again (a replica's full synchronization
     // starts a new history in the same object, so pointers to it stay valid).
-    bool open(std::uint64_t id, std::uint64_t offset, const std::string& existing,
-              std::string& error);
+    // Fails, naming the file, if the segment cannot be opened or made.
+    core::Status open(std::uint64_t id, std::uint64_t offset, const std::string& existing);
     // Writes and fdatasyncs whatever is appended, then stops the writer and
     // gives back its buffers.
     void close();

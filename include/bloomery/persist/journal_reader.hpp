@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "bloomery/core/result.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace bloomery::persist {
@@ -27,11 +29,16 @@ public:
     ~StreamApplier();
     StreamApplier(const StreamApplier&) = delete;
     StreamApplier& operator=(const StreamApplier&) = delete;
-    // Applies every whole record at the start of `data` and sets `consumed`
-    // to the bytes they took (a record cut off at the end waits for more).
-    // False with `error` on a record that fails its checksum, does not
-    // decode or cannot be applied; `consumed` then stops before it.
-    bool apply(std::string_view data, std::size_t& consumed, std::string& error);
+    // What apply() did.
+    struct Applied {
+        std::size_t consumed = 0;  // bytes of the whole records applied
+        // Failed on a record that fails its checksum, does not decode or
+        // cannot be applied (`consumed` then stops before it).
+        core::Status status;
+    };
+    // Applies every whole record at the start of `data` (a record cut off
+    // at the end waits for more).
+    Applied apply(std::string_view data);
     std::uint64_t records() const;  // applied so far
 
 private:
@@ -52,14 +59,22 @@ struct ReplayStats {
     double seconds = 0;
 };
 
-// Replays the journal in `dir` into `keyspace` (loaded from a snapshot that
-// covers journal `snapshot_id` up to `snapshot_position`; 0, 0 without
-// one). Segments of another journal are renamed to "*.stale" with a warning.
-// A torn last record of the newest segment is cut off with a warning; any
-// other bad record fails with the file, the offset and the reason.
-bool replay_journal(const std::string& dir, const std::string& basename, bool have_snapshot,
-                    std::uint64_t snapshot_id, std::uint64_t snapshot_position,
-                    store::Keyspace& keyspace, ReplayStats& stats, std::string& error);
+// What a snapshot covers of the journal: the records of journal `id` before
+// `offset`.
+struct JournalCoverage {
+    std::uint64_t id = 0;
+    std::uint64_t offset = 0;
+};
+
+// Replays the journal in `dir` into `keyspace`, which was loaded from a
+// snapshot covering `snapshot` (none: nothing was loaded, and the one
+// journal there is replays whole). Segments of another journal are renamed
+// to "*.stale" with a warning. A torn last record of the newest segment is
+// cut off with a warning; any other bad record fails with the file, the
+// offset and the reason.
+core::Result<ReplayStats> replay_journal(const std::string& dir, const std::string& basename,
+                                         const std::optional<JournalCoverage>& snapshot,
+                                         store::Keyspace& keyspace);
 
 // What `bloomery --check-journal` found (its exit codes: 0, 2, 1).
 enum class JournalCheck {
@@ -69,11 +84,16 @@ enum class JournalCheck {
                 // (in the newest segment; in any other it refuses to start)
     corrupt,    // anything else, or unreadable: the server refuses to start
 };
+// Whether --check-journal cuts a bad tail (torn or corrupt) off at the
+// last good record (--fix).
+enum class JournalRepair { none, cut_bad_tail };
+struct JournalCheckReport {
+    JournalCheck verdict = JournalCheck::corrupt;
+    std::string report;   // the segment's records described (empty if unreadable)
+    std::string problem;  // where and why, when the verdict is not valid
+};
 // For `bloomery --check-journal FILE [--fix]`: verifies one segment and
-// describes its records in `report`. With `fix`, a bad tail (torn or
-// corrupt) is cut off at the last good record. `error` says where and why
-// when the result is not valid.
-JournalCheck check_journal(const std::string& path, bool fix, std::string& report,
-                           std::string& error);
+// describes its records.
+JournalCheckReport check_journal(const std::string& path, JournalRepair repair);
 
 }  // namespace bloomery::persist
