@@ -158,12 +158,12 @@ int run_tool(const bloomery::app::CommandLine& command_line) {
         return checked.verdict == persist::JournalCheck::torn_tail ? 2 : 1;
     }
     if (!command_line.check_snapshot.empty()) {
-        std::string report, error;
-        if (!persist::check_snapshot(command_line.check_snapshot, report, error)) {
-            std::cerr << "bloomery: " << error << '\n';
+        const persist::SnapshotCheck checked = persist::check_snapshot(command_line.check_snapshot);
+        if (!checked.verdict) {
+            std::cerr << "bloomery: " << checked.verdict.error() << '\n';
             return 1;
         }
-        std::cout << report;
+        std::cout << checked.report;
         return 0;
     }
     if (!command_line.import_rdb.empty()) {
@@ -262,10 +262,11 @@ int serve(const bloomery::core::Config& config, const bloomery::command::Registr
     store::set_lfu_log_factor(config.lfu_log_factor);
     store::set_lfu_decay_time(config.lfu_decay_time_minutes);
     core::memory_mark_startup();
-    std::string error;
     try {
         server->start_metrics();
-        if (!persistence.load(error)) throw std::runtime_error(error);
+        if (const core::Status loaded = persistence.load(); !loaded) {
+            throw std::runtime_error(loaded.error());
+        }
         // A replica goes on following deadlines (its primary's DEL records
         // decide); a primary decides them from here on.
         const bool replica = !config.replicaof_host.empty() && !core::replicaof_names_self(config);

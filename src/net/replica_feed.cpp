@@ -133,19 +133,17 @@ void ReplicaFeed::start() {
                      conn_.client_.psync_replid, conn_.client_.psync_offset);
         snapshotter_ = std::thread([pipe = pipe_, &keyspace = conn_.server_.keyspace(),
                                     name = "replica " + conn_.client_.address] {
-            persist::SaveStats stats;
-            std::string error;
-            const bool ok = persist::stream_snapshot(
+            const core::Result<persist::SaveStats> sent = persist::stream_snapshot(
                 keyspace,
                 [&pipe](const unsigned char* data, std::size_t size) {
                     return pipe->push(data, size);
                 },
-                [&pipe](std::uint64_t offset) { pipe->set_position(offset); }, name, stats, error);
-            if (ok) {
+                [&pipe](std::uint64_t offset) { pipe->set_position(offset); }, name);
+            if (sent) {
                 spdlog::info("{}: snapshot of {} filters, {} bytes, sent in {:.3f} s", name,
-                             stats.keys, stats.bytes, stats.seconds);
+                             sent->keys, sent->bytes, sent->seconds);
             }
-            pipe->finish(ok, error);
+            pipe->finish(sent.ok(), sent.ok() ? std::string() : sent.error());
         });
     }
     source.add_feed(conn_.shared_from_this());

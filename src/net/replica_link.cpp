@@ -390,17 +390,17 @@ void ReplicaLink::load_received(const std::string& path, std::uint64_t bytes) {
     applier_.reset();
     gate_.replication_flags.fetch_or(command::kReplicationLoading);
     persist::LoadStats stats;
-    std::string error;
-    const bool loaded = persistence_.replace_dataset(
-        [&](std::string& load_error) {
-            return persist::load_snapshot(path, keyspace_, stats, load_error);
-        },
-        error);
+    const core::Status loaded = persistence_.replace_dataset([&]() -> core::Status {
+        core::Result<persist::LoadStats> read = persist::load_snapshot(path, keyspace_);
+        if (!read) return read.failure();
+        stats = *read;
+        return {};
+    });
     gate_.replication_flags.fetch_and(static_cast<std::uint8_t>(~command::kReplicationLoading));
     if (!loaded) {
         // Part of a copy is no copy: answer -MASTERDOWN until the next one.
         gate_.replication_flags.fetch_or(command::kReplicationUnsynced);
-        throw std::runtime_error("cannot load the primary's snapshot: " + error);
+        throw std::runtime_error("cannot load the primary's snapshot: " + loaded.error());
     }
     spdlog::info("replication: loaded {} filters from the primary in {:.3f} s", stats.keys,
                  stats.seconds);

@@ -899,10 +899,13 @@ bool import_rdb(const std::string& rdb_path, const core::Config& config, std::st
                   " values that are not Bloom filters (by type: " + by_type + ")\n";
     }
     report += "other values skipped: " + std::to_string(skipped) + "\n";
-    SaveStats saved;
-    if (!save_snapshot(keyspace, target, saved, error)) return false;
-    report += "snapshot written: " + target + " (" + std::to_string(saved.keys) + " keys, " +
-              std::to_string(saved.bytes) + " bytes)\n";
+    const core::Result<SaveStats> saved = save_snapshot(keyspace, target);
+    if (!saved) {
+        error = saved.error();
+        return false;
+    }
+    report += "snapshot written: " + target + " (" + std::to_string(saved->keys) + " keys, " +
+              std::to_string(saved->bytes) + " bytes)\n";
     return true;
 }
 

@@ -115,10 +115,10 @@ public:
 private:
     bool load() {
         const std::string path = "/proc/self/fd/" + std::to_string(snapshot_fd_);
-        bloomery::persist::LoadStats stats;
-        std::string error;
-        if (!bloomery::persist::load_snapshot(path, keyspace_, stats, error)) {
-            check(!error.empty());
+        const bloomery::core::Result<bloomery::persist::LoadStats> loaded =
+            bloomery::persist::load_snapshot(path, keyspace_);
+        if (!loaded) {
+            check(!loaded.error().empty());
             return false;
         }
         applier_ = make_applier(keyspace_);

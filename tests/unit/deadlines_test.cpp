@@ -126,9 +126,11 @@ private:
 // a server starts.
 void restart(const TempDir& dir, Keyspace& keyspace, bool snapshot) {
     persist::LoadStats loaded{};
-    std::string error;
     if (snapshot) {
-        ASSERT_TRUE(persist::load_snapshot(dir.str() + "/dump", keyspace, loaded, error)) << error;
+        const core::Result<persist::LoadStats> read =
+            persist::load_snapshot(dir.str() + "/dump", keyspace);
+        ASSERT_TRUE(read.ok()) << read.error();
+        loaded = *read;
     }
     std::optional<persist::JournalCoverage> covered;
     if (snapshot) covered = persist::JournalCoverage{loaded.journal_id, loaded.journal_offset};
@@ -166,8 +168,9 @@ TEST(Deadlines, ReplayAfterTheOldDeadlinesPassedGivesBackMovedAndRemovedOnes) {
         // A snapshot in the middle, holding a deadline a later record removes.
         add(live, "saved", items);
         ASSERT_TRUE(live.set_expiry("saved", soon));
-        persist::SaveStats saved{};
-        ASSERT_TRUE(persist::save_snapshot(live, dir.str() + "/dump", saved, error)) << error;
+        const core::Result<persist::SaveStats> saved =
+            persist::save_snapshot(live, dir.str() + "/dump");
+        ASSERT_TRUE(saved.ok()) << saved.error();
         ASSERT_TRUE(live.set_expiry("saved", 0));
         // And one that does expire: it stays past its deadline, unreaped.
         add(live, "gone", items);

@@ -195,9 +195,8 @@ TEST(DumpPayload, HoldsTheFilterExactlyAsASnapshotRecordDoes) {
         const FilterRef filter = keyspace.get(name)->filter;
         one.put(name, filter);
         const std::string path = dir.str() + "/" + name + ".bloomery";
-        persist::SaveStats stats;
-        std::string error;
-        ASSERT_TRUE(persist::save_snapshot(one, path, stats, error)) << error;
+        const core::Result<persist::SaveStats> saved = persist::save_snapshot(one, path);
+        ASSERT_TRUE(saved.ok()) << saved.error();
         std::ifstream in(path, std::ios::binary);
         const std::string file((std::istreambuf_iterator<char>(in)), {});
         // header (36), type, key length, key, deadline, id | fields | record

@@ -271,9 +271,9 @@ TEST(Journal, SnapshotPositionSkipsCoveredRecordsAndDropsCoveredSegments) {
     Journaled live(dir, FsyncPolicy::everysec);
     for (int i = 0; i < 100; ++i) live.add("k" + std::to_string(i % 7), std::to_string(i));
     live.journal.rotate();
-    SaveStats saved;
-    std::string error;
-    ASSERT_TRUE(save_snapshot(live.keyspace, dump, saved, error)) << error;
+    const core::Result<SaveStats> save = save_snapshot(live.keyspace, dump);
+    ASSERT_TRUE(save.ok()) << save.error();
+    const SaveStats& saved = *save;
     EXPECT_EQ(saved.journal_id, 42u);
     EXPECT_EQ(saved.journal_offset, live.journal.appended());
     const std::size_t before = dir.segments().size();
@@ -284,8 +284,9 @@ TEST(Journal, SnapshotPositionSkipsCoveredRecordsAndDropsCoveredSegments) {
     live.close();
 
     Keyspace restarted(8);
-    LoadStats loaded;
-    ASSERT_TRUE(load_snapshot(dump, restarted, loaded, error)) << error;
+    const core::Result<LoadStats> load = load_snapshot(dump, restarted);
+    ASSERT_TRUE(load.ok()) << load.error();
+    const LoadStats& loaded = *load;
     EXPECT_EQ(loaded.journal_id, 42u);
     EXPECT_EQ(loaded.journal_offset, saved.journal_offset);
     const ReplayStats stats =
@@ -745,21 +746,19 @@ TEST(Journal, ConcurrentAddersAndSnapshotsRestartExactly) {
         });
     }
     go = true;
-    SaveStats saved;
     for (int round = 0; round < 5; ++round) {
         live.journal.rotate();
-        std::string error;
-        ASSERT_TRUE(save_snapshot(live.keyspace, dump, saved, error)) << error;
-        live.journal.drop_covered(saved.journal_offset);
+        const core::Result<SaveStats> saved = save_snapshot(live.keyspace, dump);
+        ASSERT_TRUE(saved.ok()) << saved.error();
+        live.journal.drop_covered(saved->journal_offset);
     }
     for (auto& thread : adders) thread.join();
     live.close();
 
     Keyspace restarted(8);
-    LoadStats loaded;
-    std::string error;
-    ASSERT_TRUE(load_snapshot(dump, restarted, loaded, error)) << error;
-    replay_into(dir, restarted, JournalCoverage{loaded.journal_id, loaded.journal_offset});
+    const core::Result<LoadStats> loaded = load_snapshot(dump, restarted);
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    replay_into(dir, restarted, JournalCoverage{loaded->journal_id, loaded->journal_offset});
     expect_exact_replay(live.keyspace, restarted);
     int missing = 0;
     for (int t = 0; t < kThreads; ++t) {

@@ -454,9 +454,9 @@ TEST(RdbImport, WritesASnapshotTheServerLoadsAndRefusesToReplaceData) {
               std::string::npos)
         << report;
     store::Keyspace keyspace(8);
-    LoadStats stats;
-    ASSERT_TRUE(load_snapshot(config.snapshot_path(), keyspace, stats, error)) << error;
-    EXPECT_EQ(stats.keys, 13u);
+    const core::Result<LoadStats> stats = load_snapshot(config.snapshot_path(), keyspace);
+    ASSERT_TRUE(stats.ok()) << stats.error();
+    EXPECT_EQ(stats->keys, 13u);
     const json all = json::parse(read_file(fixture_path("filters.json")));
     for (const json& f : all["filters"]) {
         const auto entry = keyspace.get(f["key"].get<std::string>());

@@ -494,15 +494,15 @@ TEST(RedisBloomPersistence, ASnapshotKeepsEveryFilterBitForBit) {
     }
     live.put("own", ScalableFilter::create(bloom::FilterOptions{}));
     const std::string path = dir.str() + "/dump.bloomery";
-    persist::SaveStats saved;
-    std::string error;
-    ASSERT_TRUE(persist::save_snapshot(live, path, saved, error)) << error;
+    const core::Result<persist::SaveStats> saved = persist::save_snapshot(live, path);
+    ASSERT_TRUE(saved.ok()) << saved.error();
     store::Keyspace loaded(8);
-    persist::LoadStats stats;
-    ASSERT_TRUE(persist::load_snapshot(path, loaded, stats, error)) << error;
+    const core::Result<persist::LoadStats> stats = persist::load_snapshot(path, loaded);
+    ASSERT_TRUE(stats.ok()) << stats.error();
     expect_same_filters(live, loaded);
-    std::string report;
-    ASSERT_TRUE(persist::check_snapshot(path, report, error)) << error;
+    const persist::SnapshotCheck checked = persist::check_snapshot(path);
+    ASSERT_TRUE(checked.verdict.ok()) << checked.verdict.error();
+    const std::string& report = checked.report;
     EXPECT_NE(report.find("scheme redisbloom (options 5)"), std::string::npos);
     EXPECT_NE(report.find("scheme redisbloom (options 0)"), std::string::npos);  // 1.x, 32-bit
     EXPECT_NE(report.find(", n2 14"), std::string::npos);  // its power-of-two sub-filter
