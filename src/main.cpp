@@ -169,13 +169,13 @@ int run_tool(const bloomery::app::CommandLine& command_line) {
     if (!command_line.import_rdb.empty()) {
         // A one-shot conversion into the data directory, as the check modes
         // run: the server then loads the snapshot like any other at start.
-        std::string report, error;
-        if (!persist::import_rdb(command_line.import_rdb, config, report, error)) {
-            std::cout << report;
-            std::cerr << "bloomery: " << error << '\n';
+        const persist::RdbImportReport imported =
+            persist::import_rdb(command_line.import_rdb, config);
+        std::cout << imported.report;
+        if (!imported.status) {
+            std::cerr << "bloomery: " << imported.status.error() << '\n';
             return 1;
         }
-        std::cout << report;
         return 0;
     }
     return -1;

@@ -133,10 +133,7 @@ std::string value_of(const std::string& payload) {
 }
 
 bool parses(const std::string& payload) {
-    persist::DumpValue value;
-    std::string error;
-    return persist::verify_dump_payload(payload) &&
-           persist::parse_dump_value(payload, value, error);
+    return persist::verify_dump_payload(payload) && persist::parse_dump_value(payload).ok();
 }
 
 // ---- CRC64 ----
@@ -168,10 +165,9 @@ TEST(DumpPayload, RoundTripGivesBackEveryKindOfFilterBitForBit) {
         const std::string payload = payload_of(*source);
         EXPECT_EQ(payload.size(), persist::dump_payload_bytes(*source, source->num_layers()));
         ASSERT_TRUE(persist::verify_dump_payload(payload));
-        persist::DumpValue value;
-        std::string error;
-        ASSERT_TRUE(persist::parse_dump_value(payload, value, error)) << error;
-        const FilterRef restored = persist::build_dump_filter(value);
+        const core::Result<persist::DumpValue> value = persist::parse_dump_value(payload);
+        ASSERT_TRUE(value.ok()) << value.error();
+        const FilterRef restored = persist::build_dump_filter(*value);
         ASSERT_TRUE(restored);
         EXPECT_NE(restored->id(), source->id());  // a new filter
         EXPECT_EQ(restored->items(), source->items());
@@ -563,13 +559,14 @@ public:
             } else if (!replace && keyspace.contains(argv[1])) {
                 error = "BUSYKEY Target key name already exists.";
             } else {
-                persist::DumpValue value;
-                std::string why;
                 EXPECT_TRUE(persist::verify_dump_payload(argv[3]));
-                EXPECT_TRUE(persist::parse_dump_value(argv[3], value, why)) << why;
+                const core::Result<persist::DumpValue> value = persist::parse_dump_value(argv[3]);
+                EXPECT_TRUE(value.ok()) << value.error();
                 const std::int64_t ttl = std::stoll(argv[2]);
-                keyspace.restore(argv[1], persist::build_dump_filter(value),
-                                 ttl == 0 ? 0 : store::now_ms() + ttl, replace);
+                if (value) {
+                    keyspace.restore(argv[1], persist::build_dump_filter(*value),
+                                     ttl == 0 ? 0 : store::now_ms() + ttl, replace);
+                }
             }
             if (error.empty()) {
                 result.accepted.push_back(i);
