@@ -164,7 +164,8 @@ private:
     std::int64_t last_sync_ms_ = 0;  // writer thread only
     // Written and not yet fdatasynced: the writer's everysec timer runs.
     // Set by whoever writes, cleared by sync(); read by the sleeping writer
-    // (seq_cst, paired with the handoff's idle mark as in wake_writer()).
+    // (seq_cst, paired with the handoff's idle mark as in
+    // JournalHandoff::wake_writer()).
     std::atomic<bool> unsynced_data_{false};
 
     std::atomic<std::uint64_t> written_offset_{0};  // written_, for other threads
