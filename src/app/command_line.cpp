@@ -154,16 +154,14 @@ void OptionSet::convert_replication(std::vector<std::string>& problems) {
 void OptionSet::resolve_cluster(std::vector<std::string>& problems) {
     c.cluster_enabled = cluster_enabled == "yes";
     if (c.cluster_enabled) {
-        std::string cluster_error;
-        auto topology = cluster_slots.empty() ? std::nullopt
-                                              : cluster::parse_topology(cluster_slots, cluster_self,
-                                                                        host_name(), cluster_error);
         if (cluster_slots.empty()) {
             problems.push_back("--cluster-slots: --cluster-enabled yes needs the slot map");
-        } else if (!topology) {
-            problems.push_back("--cluster-slots: " + cluster_error);
+        } else if (auto topology =
+                       cluster::parse_topology(cluster_slots, cluster_self, host_name());
+                   !topology) {
+            problems.push_back("--cluster-slots: " + topology.error());
         } else {
-            c.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
+            c.cluster = std::make_shared<const cluster::Topology>(std::move(topology).value());
             // A replica in the map copies its primary: --replicaof comes
             // from the map unless given (check_cluster_replicaof compares
             // them).

@@ -22,10 +22,6 @@ namespace {
 
 using core::iequals;
 
-std::string lower(std::string_view s) {
-    return core::ascii_lower(s);
-}
-
 // Names and key patterns go into space-separated rule lines (ACL LIST, the
 // ACL file) and CLIENT LIST, so they are printable ASCII without spaces.
 bool printable_word(std::string_view word) {
@@ -337,7 +333,7 @@ bool AclUser::apply_rule(std::string_view rule, const Registry& registry, std::s
         command_rules_.assign({"-@all"});
     } else if ((first == '+' || first == '-') && rule.size() > 1) {
         if (!apply_command_rule(rule, registry, error)) return false;
-        command_rules_.push_back(lower(rule));
+        command_rules_.push_back(core::ascii_lower(rule));
     } else if (first == '(' || iequals(rule, "clearselectors")) {
         error = "selectors " + quoted_rule(rule) + " are not supported";
         return false;

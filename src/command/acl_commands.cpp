@@ -102,12 +102,12 @@ void cmd_acl_help(Context& ctx, Args) {
 }  // namespace
 
 void register_acl_commands(Registry& registry) {
-    registry.register_handler("auth", cmd_auth);
-    registry.register_handler("acl|cat", cmd_acl_cat);
-    registry.register_handler("acl|help", cmd_acl_help);
-    registry.register_handler("acl|list", cmd_acl_list);
-    registry.register_handler("acl|users", cmd_acl_users);
-    registry.register_handler("acl|whoami", cmd_acl_whoami);
+    registry.register_handler<cmd_auth>("auth");
+    registry.register_handler<cmd_acl_cat>("acl|cat");
+    registry.register_handler<cmd_acl_help>("acl|help");
+    registry.register_handler<cmd_acl_list>("acl|list");
+    registry.register_handler<cmd_acl_users>("acl|users");
+    registry.register_handler<cmd_acl_whoami>("acl|whoami");
 }
 
 }  // namespace bloomery::command

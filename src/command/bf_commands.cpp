@@ -597,20 +597,20 @@ void cmd_loadchunk(Context& ctx, Args argv) {
         ctx.out.error(errors::kBadChunkData);
         return;
     }
-    bloom::DumpHeader header;
-    if (!bloom::parse_header(data, header, error)) {
-        ctx.out.error("ERR " + error);
+    const core::Result<bloom::DumpHeader> header = bloom::parse_header(data);
+    if (!header) {
+        ctx.out.error("ERR " + header.error());
         return;
     }
     // The whole filter, every layer, is checked before anything is allocated.
     std::string_view limit_error;
-    if (!within_limits(ctx, header.layers, limit_error)) {
+    if (!within_limits(ctx, header->layers, limit_error)) {
         ctx.out.error(limit_error);
         return;
     }
     FilterRef filter;
     try {
-        filter = bloom::build_filter(header, ctx.config.maxmemory);
+        filter = bloom::build_filter(*header, ctx.config.maxmemory);
     } catch (const std::bad_alloc&) {
         ctx.out.error(errors::kOutOfMemory);
         return;
@@ -630,17 +630,17 @@ void cmd_loadchunk(Context& ctx, Args argv) {
 }  // namespace
 
 void register_bf_commands(Registry& registry) {
-    registry.register_handler("bf.reserve", cmd_reserve);
-    registry.register_handler("bf.add", cmd_add);
-    registry.register_handler("bf.madd", cmd_madd);
-    registry.register_handler("bf.insert", cmd_insert);
-    registry.register_handler("bf.exists", cmd_exists);
-    registry.register_handler("bf.mexists", cmd_mexists);
-    registry.register_handler("bf.info", cmd_info);
-    registry.register_handler("bf.card", cmd_card);
-    registry.register_handler("bf.debug", cmd_debug);
-    registry.register_handler("bf.scandump", cmd_scandump);
-    registry.register_handler("bf.loadchunk", cmd_loadchunk);
+    registry.register_handler<cmd_reserve>("bf.reserve");
+    registry.register_handler<cmd_add>("bf.add");
+    registry.register_handler<cmd_madd>("bf.madd");
+    registry.register_handler<cmd_insert>("bf.insert");
+    registry.register_handler<cmd_exists>("bf.exists");
+    registry.register_handler<cmd_mexists>("bf.mexists");
+    registry.register_handler<cmd_info>("bf.info");
+    registry.register_handler<cmd_card>("bf.card");
+    registry.register_handler<cmd_debug>("bf.debug");
+    registry.register_handler<cmd_scandump>("bf.scandump");
+    registry.register_handler<cmd_loadchunk>("bf.loadchunk");
 }
 
 }  // namespace bloomery::command

@@ -262,7 +262,7 @@ bool parse_kill_filters(Context& ctx, Args argv, KillFilter& filter) {
 }
 
 // CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...].
-void cmd_client_list(Context& ctx, Args argv) {
+void cmd_client_list(With<uses::Clients>& ctx, Args argv) {
     if (argv.size() > 2) {
         if (iequals(argv[2], "TYPE") && argv.size() == 4) {
             ClientType type = ClientType::any;
@@ -306,7 +306,7 @@ void cmd_client_list(Context& ctx, Args argv) {
 // 7.0. The filters are matched against the clients' CLIENT LIST lines, the
 // fields Redis matches. The caller, when it is killed, is closed after this
 // reply.
-void cmd_client_kill(Context& ctx, Args argv) {
+void cmd_client_kill(With<uses::Clients>& ctx, Args argv) {
     const bool old_form = argv.size() == 3;
     KillFilter filter;
     if (old_form) {
@@ -392,15 +392,15 @@ void cmd_client_help(Context& ctx, Args) {
 }  // namespace
 
 void register_client_commands(Registry& registry) {
-    registry.register_handler("client|id", cmd_client_id);
-    registry.register_handler("client|setname", cmd_client_setname);
-    registry.register_handler("client|getname", cmd_client_getname);
-    registry.register_handler("client|list", cmd_client_list);
-    registry.register_handler("client|info", cmd_client_info);
-    registry.register_handler("client|setinfo", cmd_client_setinfo);
-    registry.register_handler("client|kill", cmd_client_kill);
-    registry.register_handler("client|no-evict", cmd_client_no_evict);
-    registry.register_handler("client|help", cmd_client_help);
+    registry.register_handler<cmd_client_id>("client|id");
+    registry.register_handler<cmd_client_setname>("client|setname");
+    registry.register_handler<cmd_client_getname>("client|getname");
+    registry.register_handler<cmd_client_list>("client|list");
+    registry.register_handler<cmd_client_info>("client|info");
+    registry.register_handler<cmd_client_setinfo>("client|setinfo");
+    registry.register_handler<cmd_client_kill>("client|kill");
+    registry.register_handler<cmd_client_no_evict>("client|no-evict");
+    registry.register_handler<cmd_client_help>("client|help");
 }
 
 }  // namespace bloomery::command

@@ -385,18 +385,18 @@ bool cluster_admits_transaction(Context& ctx) {
 }
 
 void register_cluster_commands(Registry& registry) {
-    registry.register_handler("cluster|slots", cmd_cluster_slots);
-    registry.register_handler("cluster|shards", cmd_cluster_shards);
-    registry.register_handler("cluster|nodes", cmd_cluster_nodes);
-    registry.register_handler("cluster|info", cmd_cluster_info);
-    registry.register_handler("cluster|keyslot", cmd_cluster_keyslot);
-    registry.register_handler("cluster|myid", cmd_cluster_myid);
-    registry.register_handler("cluster|countkeysinslot", cmd_cluster_countkeysinslot);
-    registry.register_handler("cluster|getkeysinslot", cmd_cluster_getkeysinslot);
-    registry.register_handler("cluster|help", cmd_cluster_help);
-    registry.register_handler("readonly", cmd_readonly);
-    registry.register_handler("readwrite", cmd_readwrite);
-    registry.register_handler("asking", cmd_asking);
+    registry.register_handler<cmd_cluster_slots>("cluster|slots");
+    registry.register_handler<cmd_cluster_shards>("cluster|shards");
+    registry.register_handler<cmd_cluster_nodes>("cluster|nodes");
+    registry.register_handler<cmd_cluster_info>("cluster|info");
+    registry.register_handler<cmd_cluster_keyslot>("cluster|keyslot");
+    registry.register_handler<cmd_cluster_myid>("cluster|myid");
+    registry.register_handler<cmd_cluster_countkeysinslot>("cluster|countkeysinslot");
+    registry.register_handler<cmd_cluster_getkeysinslot>("cluster|getkeysinslot");
+    registry.register_handler<cmd_cluster_help>("cluster|help");
+    registry.register_handler<cmd_readonly>("readonly");
+    registry.register_handler<cmd_readwrite>("readwrite");
+    registry.register_handler<cmd_asking>("asking");
 }
 
 }  // namespace bloomery::command

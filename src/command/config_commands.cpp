@@ -35,6 +35,10 @@
 namespace bloomery::command {
 namespace {
 
+// CONFIG GET shows the replication and thread settings the server holds;
+// CONFIG SET and RESETSTAT reach the clients and the statistics.
+using ConfigContext = With<uses::Clients, uses::Replication, uses::Stats>;
+
 std::string human_bool(bool b) {
     return b ? "yes" : "no";
 }
@@ -45,7 +49,7 @@ std::string format_number(double value) {
     return core::format_real(value);
 }
 
-std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx) {
+std::vector<std::pair<std::string, std::string>> config_table(const ConfigContext& ctx) {
     const core::Config& c = ctx.config;
     // What this server follows now (REPLICAOF changes it at run time).
     const command::ReplicationInfo replication = ctx.server.replication.replication();
@@ -140,10 +144,10 @@ std::vector<std::pair<std::string, std::string>> config_table(const Context& ctx
 // limits and maxmemory-clients. Each parses its value first and returns the
 // change to make, or the reason it refuses (Redis's text after the
 // parameter's name).
-using Change = std::function<void(Context&)>;
+using Change = std::function<void(ConfigContext&)>;
 struct Settable {
     std::string_view name;
-    bool (*check)(Context& ctx, std::string_view name, std::string_view value, Change& change,
+    bool (*check)(ConfigContext& ctx, std::string_view name, std::string_view value, Change& change,
                   std::string& reason);
 };
 
@@ -163,36 +167,36 @@ bool check_integer(std::string_view name, std::string_view value, std::int64_t& 
 
 // An integer setting kept by a process-wide setter.
 template <void (*Set)(std::int64_t)>
-bool set_global(Context&, std::string_view name, std::string_view value, Change& change,
+bool set_global(ConfigContext&, std::string_view name, std::string_view value, Change& change,
                 std::string& reason) {
     std::int64_t n = 0;
     if (!check_integer(name, value, n, reason)) return false;
-    change = [n](Context&) { Set(n); };
+    change = [n](ConfigContext&) { Set(n); };
     return true;
 }
 
 constexpr Settable kSettable[] = {
     {"slowlog-log-slower-than",
-     [](Context& ctx, std::string_view name, std::string_view value, Change& change,
+     [](ConfigContext& ctx, std::string_view name, std::string_view value, Change& change,
         std::string& reason) {
          std::int64_t n = 0;
          if (ctx.slowlog == nullptr || !check_integer(name, value, n, reason)) return false;
-         change = [n](Context& c) { c.slowlog->set_log_slower_than_us(n); };
+         change = [n](ConfigContext& c) { c.slowlog->set_log_slower_than_us(n); };
          return true;
      }},
     {"slowlog-max-len",
-     [](Context& ctx, std::string_view name, std::string_view value, Change& change,
+     [](ConfigContext& ctx, std::string_view name, std::string_view value, Change& change,
         std::string& reason) {
          std::int64_t n = 0;
          if (ctx.slowlog == nullptr || !check_integer(name, value, n, reason)) return false;
-         change = [n](Context& c) { c.slowlog->set_max_len(static_cast<std::size_t>(n)); };
+         change = [n](ConfigContext& c) { c.slowlog->set_max_len(static_cast<std::size_t>(n)); };
          return true;
      }},
     {"latency-monitor-threshold", set_global<core::set_latency_threshold_ms>},
     {"lfu-log-factor", set_global<store::set_lfu_log_factor>},
     {"lfu-decay-time", set_global<store::set_lfu_decay_time>},
     {"client-output-buffer-limit",
-     [](Context& ctx, std::string_view, std::string_view value, Change& change,
+     [](ConfigContext& ctx, std::string_view, std::string_view value, Change& change,
         std::string& reason) {
          // Parsed into a copy, applied class by class when every pair passed.
          auto parsed =
@@ -202,7 +206,7 @@ constexpr Settable kSettable[] = {
              reason = "') - " + error;
              return false;
          }
-         change = [parsed](Context& c) {
+         change = [parsed](ConfigContext& c) {
              for (unsigned i = 0; i < core::kClientClasses; ++i) {
                  const auto client_class = static_cast<core::ClientClass>(i);
                  c.config.client_output_buffer_limits.set(client_class, parsed->get(client_class));
@@ -211,7 +215,8 @@ constexpr Settable kSettable[] = {
          return true;
      }},
     {"maxmemory-clients",
-     [](Context&, std::string_view, std::string_view value, Change& change, std::string& reason) {
+     [](ConfigContext&, std::string_view, std::string_view value, Change& change,
+        std::string& reason) {
          // Checked on a scratch copy; applied with the other pairs, then
          // enforced at once (Redis evicts before its next command).
          std::string error;
@@ -219,7 +224,7 @@ constexpr Settable kSettable[] = {
              reason = "') - " + error;
              return false;
          }
-         change = [text = std::string(value)](Context& c) {
+         change = [text = std::string(value)](ConfigContext& c) {
              std::string checked;
              c.config.maxmemory_clients.parse(text, checked);
              c.server.clients.evict_clients_over_limit();
@@ -235,7 +240,7 @@ const Settable* find_settable(std::string_view name) {
     return nullptr;
 }
 
-void cmd_config_get(Context& ctx, Args argv) {
+void cmd_config_get(ConfigContext& ctx, Args argv) {
     const auto table = config_table(ctx);
     std::vector<const std::pair<std::string, std::string>*> matched;
     for (const auto& entry : table) {
@@ -253,14 +258,14 @@ void cmd_config_get(Context& ctx, Args argv) {
     }
 }
 
-void config_set_failed(Context& ctx, std::string_view name, std::string_view reason) {
+void config_set_failed(ConfigContext& ctx, std::string_view name, std::string_view reason) {
     std::string message(errors::kConfigSetFailed);
     message += name;  // one of kSettable's names
     message += reason;
     ctx.out.error(message);
 }
 
-void cmd_config_set(Context& ctx, Args argv) {
+void cmd_config_set(ConfigContext& ctx, Args argv) {
     if (argv.size() % 2 != 0) {
         reply_wrong_arity(ctx, "config|set");
         return;
@@ -346,7 +351,7 @@ std::string_view line_key(std::string_view line) {
     return line.substr(start, end - start);
 }
 
-bool rewrite_config(const Context& ctx, std::string& error) {
+bool rewrite_config(const ConfigContext& ctx, std::string& error) {
     const std::string& path = ctx.config.config_file;
     std::vector<std::string> lines;
     {
@@ -420,14 +425,14 @@ bool rewrite_config(const Context& ctx, std::string& error) {
         error = "Rewriting config file: " + std::string(std::strerror(failure));
         return false;
     }
-    std::string directory_error;
     const auto slash = path.find_last_of('/');
-    core::fsync_directory(slash == std::string::npos ? "." : path.substr(0, slash + 1),
-                          directory_error);
+    // The file is written, synced and in place: the rewrite succeeded. A
+    // directory that cannot be synced leaves only the rename less durable.
+    (void)core::fsync_directory(slash == std::string::npos ? "." : path.substr(0, slash + 1));
     return true;
 }
 
-void cmd_config_rewrite(Context& ctx, Args) {
+void cmd_config_rewrite(ConfigContext& ctx, Args) {
     if (ctx.config.config_file.empty()) {
         ctx.out.error(errors::kNoConfigFile);
         return;
@@ -440,7 +445,7 @@ void cmd_config_rewrite(Context& ctx, Args) {
     ctx.out.ok();
 }
 
-void cmd_config_resetstat(Context& ctx, Args) {
+void cmd_config_resetstat(ConfigContext& ctx, Args) {
     ctx.server.stats.reset_stats();
     ctx.server.clients.reset_evicted_clients();
     ctx.out.ok();
@@ -460,11 +465,11 @@ void cmd_config_help(Context& ctx, Args) {
 }  // namespace
 
 void register_config_commands(Registry& registry) {
-    registry.register_handler("config|get", cmd_config_get);
-    registry.register_handler("config|set", cmd_config_set);
-    registry.register_handler("config|resetstat", cmd_config_resetstat);
-    registry.register_handler("config|rewrite", cmd_config_rewrite);
-    registry.register_handler("config|help", cmd_config_help);
+    registry.register_handler<cmd_config_get>("config|get");
+    registry.register_handler<cmd_config_set>("config|set");
+    registry.register_handler<cmd_config_resetstat>("config|resetstat");
+    registry.register_handler<cmd_config_rewrite>("config|rewrite");
+    registry.register_handler<cmd_config_help>("config|help");
 }
 
 }  // namespace bloomery::command

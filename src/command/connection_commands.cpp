@@ -53,7 +53,7 @@ void cmd_select(Context& ctx, Args argv) {
 // Names may not contain spaces or control characters (CLIENT LIST is
 // space-separated), as in Redis. AUTH is checked after the options parse and
 // before anything changes; an unauthenticated client may only HELLO with AUTH.
-void cmd_hello(Context& ctx, Args argv) {
+void cmd_hello(With<uses::Gate>& ctx, Args argv) {
     std::size_t i = 1;
     std::string_view new_name;
     bool set_name = false;
@@ -127,7 +127,7 @@ void cmd_hello(Context& ctx, Args argv) {
 // RESET: the connection as it was when it was accepted, as Redis's RESET:
 // no transaction or watched keys, no subscriptions, protocol 2, no name, the
 // default user (authenticated only if it needs no password), READWRITE.
-void cmd_reset(Context& ctx, Args) {
+void cmd_reset(With<uses::PubSub>& ctx, Args) {
     ctx.client.transaction.discard();
     SubscriptionState& subscriptions = ctx.client.subscriptions;
     for (const std::string& channel : subscriptions.channels) {
@@ -160,13 +160,13 @@ void cmd_time(Context& ctx, Args) {
 }  // namespace
 
 void register_connection_commands(Registry& registry) {
-    registry.register_handler("ping", cmd_ping);
-    registry.register_handler("echo", cmd_echo);
-    registry.register_handler("quit", cmd_quit);
-    registry.register_handler("reset", cmd_reset);
-    registry.register_handler("hello", cmd_hello);
-    registry.register_handler("select", cmd_select);
-    registry.register_handler("time", cmd_time);
+    registry.register_handler<cmd_ping>("ping");
+    registry.register_handler<cmd_echo>("echo");
+    registry.register_handler<cmd_quit>("quit");
+    registry.register_handler<cmd_reset>("reset");
+    registry.register_handler<cmd_hello>("hello");
+    registry.register_handler<cmd_select>("select");
+    registry.register_handler<cmd_time>("time");
 }
 
 }  // namespace bloomery::command

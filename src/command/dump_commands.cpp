@@ -267,7 +267,7 @@ struct Migration {
 // one payload at a time. Keys the target took are deleted here unless COPY,
 // each only if it is unchanged since it was sent: a key that took adds
 // meanwhile is kept (and the reply says so) rather than lose them.
-void cmd_migrate(Context& ctx, Args argv) {
+void cmd_migrate(With<uses::Migration>& ctx, Args argv) {
     bool copy = false;
     bool replace = false;
     MigrateRequest request;
@@ -408,10 +408,10 @@ void cmd_migrate(Context& ctx, Args argv) {
 }  // namespace
 
 void register_dump_commands(Registry& registry) {
-    registry.register_handler("dump", cmd_dump);
-    registry.register_handler("restore", cmd_restore);
-    registry.register_handler("restore-asking", cmd_restore);
-    registry.register_handler("migrate", cmd_migrate);
+    registry.register_handler<cmd_dump>("dump");
+    registry.register_handler<cmd_restore>("restore");
+    registry.register_handler<cmd_restore>("restore-asking");
+    registry.register_handler<cmd_migrate>("migrate");
     registry.register_key_finder("migrate", migrate_keys);
 }
 

@@ -24,6 +24,10 @@
 namespace bloomery::command {
 namespace {
 
+// INFO reports on every part of the server but shutdown and MIGRATE.
+using InfoContext = With<uses::Clients, uses::Stats, uses::Persistence, uses::Replication,
+                         uses::Gate, uses::PubSub>;
+
 std::string human_bytes(std::uint64_t bytes) {
     const char* units[] = {"B", "K", "M", "G", "T"};
     double value = static_cast<double>(bytes);
@@ -97,7 +101,7 @@ std::string executable_path() {
 // Lua, forks, eviction, pub/sub, defragmentation and client tracking say what
 // holds here: none of it runs, so 0); bloomery's own fields follow each
 // section's.
-void info_server(Context& ctx, std::string& out) {
+void info_server(InfoContext& ctx, std::string& out) {
     struct utsname name {};
     uname(&name);
     const std::int64_t now = store::now_ms();
@@ -136,7 +140,7 @@ void info_server(Context& ctx, std::string& out) {
     line(out, "bloomery_threads", ctx.server.stats.worker_threads());
 }
 
-void info_clients(Context& ctx, std::string& out) {
+void info_clients(InfoContext& ctx, std::string& out) {
     const auto [largest_input, largest_output] = ctx.server.clients.largest_buffers();
     out.append("# Clients\r\n");
     line(out, "connected_clients", ctx.server.clients.connected_clients());
@@ -160,7 +164,7 @@ std::int64_t difference(std::uint64_t a, std::uint64_t b) {
     return static_cast<std::int64_t>(a) - static_cast<std::int64_t>(b);
 }
 
-void info_memory(Context& ctx, std::string& out) {
+void info_memory(InfoContext& ctx, std::string& out) {
     using core::MemoryUse;
     // used_memory is what the server holds by its own account (core/memory.hpp):
     // filters at their allocated size, key entries and tables, client buffers.
@@ -252,7 +256,7 @@ std::string printable(std::string text) {
     return text;
 }
 
-void info_persistence(Context& ctx, std::string& out) {
+void info_persistence(InfoContext& ctx, std::string& out) {
     const persist::PersistenceInfo p = ctx.server.persistence.persistence();
     // Clients see a load while a replica replaces its data with its
     // primary's snapshot (data commands answer -LOADING meanwhile); the load
@@ -319,7 +323,7 @@ void info_persistence(Context& ctx, std::string& out) {
     }
 }
 
-void info_stats(Context& ctx, std::string& out) {
+void info_stats(InfoContext& ctx, std::string& out) {
     const command::StatsTotals s = ctx.server.stats.stats();
     const command::ReplicationInfo r = ctx.server.replication.replication();
     const store::Keyspace::ExpireStats expiry = ctx.keyspace.expire_stats();
@@ -403,7 +407,7 @@ std::string seconds_text(const timeval& time) {
     return text;
 }
 
-void info_cpu(Context&, std::string& out) {
+void info_cpu(InfoContext&, std::string& out) {
     struct rusage self {};
     struct rusage children {};
     getrusage(RUSAGE_SELF, &self);
@@ -425,7 +429,7 @@ void info_cpu(Context&, std::string& out) {
 
 // Redis's fields; offsets are byte positions in the primary's journal stream
 // (proto/replication.md).
-void info_replication(Context& ctx, std::string& out) {
+void info_replication(InfoContext& ctx, std::string& out) {
     const command::ReplicationInfo r = ctx.server.replication.replication();
     out.append("# Replication\r\n");
     line(out, "role", std::string(r.replica ? "slave" : "master"));
@@ -466,14 +470,14 @@ void info_replication(Context& ctx, std::string& out) {
 // RedisBloom's line as Redis 7.0 shows a loaded module (bloomery has its
 // commands built in; filters=0 is Redis's count of the module's filters, not
 // of Bloom filters).
-void info_modules(Context&, std::string& out) {
+void info_modules(InfoContext&, std::string& out) {
     out.append("# Modules\r\n");
     out.append("module:name=bf,ver=" + std::to_string(kRedisBloomVersion) +
                ",api=1,filters=0,usedby=[],using=[],options=[handle-io-errors]\r\n");
 }
 
 // Error replies by prefix (core/error_stats.hpp), as Redis 7.
-void info_errorstats(Context& ctx, std::string& out) {
+void info_errorstats(InfoContext& ctx, std::string& out) {
     out.append("# Errorstats\r\n");
     for (const auto& [prefix, count] : ctx.server.stats.error_stats()) {
         out.append("errorstat_").append(prefix);
@@ -482,12 +486,12 @@ void info_errorstats(Context& ctx, std::string& out) {
 }
 
 // redis-py's RedisCluster reads cluster_enabled before trusting CLUSTER SLOTS.
-void info_cluster(Context& ctx, std::string& out) {
+void info_cluster(InfoContext& ctx, std::string& out) {
     out.append("# Cluster\r\n");
     line(out, "cluster_enabled", ctx.config.cluster_enabled ? 1 : 0);
 }
 
-void info_keyspace(Context& ctx, std::string& out) {
+void info_keyspace(InfoContext& ctx, std::string& out) {
     const store::Keyspace::Counts counts = ctx.keyspace.counts();
     out.append("# Keyspace\r\n");
     if (counts.keys > 0) {
@@ -499,7 +503,7 @@ void info_keyspace(Context& ctx, std::string& out) {
 
 // Redis 7's commandstats: every command (subcommands as "container|sub") that
 // ran or was refused since start or CONFIG RESETSTAT.
-void info_commandstats(Context& ctx, std::string& out) {
+void info_commandstats(InfoContext& ctx, std::string& out) {
     const std::vector<core::CommandTotals> totals = ctx.server.stats.command_stats();
     const auto& by_id = ctx.registry.by_id();
     out.append("# Commandstats\r\n");
@@ -525,7 +529,7 @@ void info_commandstats(Context& ctx, std::string& out) {
 // percentiles "50 99 99.9"): each the upper bound of the histogram bucket it
 // falls in (core/command_stats.hpp: at most 6.25 % above the true value), in
 // microseconds with Redis's three decimals.
-void info_latencystats(Context& ctx, std::string& out) {
+void info_latencystats(InfoContext& ctx, std::string& out) {
     static constexpr std::pair<std::string_view, double> kPercentiles[] = {
         {"p50", 50.0}, {"p99", 99.0}, {"p99.9", 99.9}};
     const std::vector<core::CommandTotals> totals = ctx.server.stats.command_stats();
@@ -551,7 +555,7 @@ void info_latencystats(Context& ctx, std::string& out) {
 
 struct InfoSection {
     std::string_view name;
-    void (*render)(Context&, std::string&);
+    void (*render)(InfoContext&, std::string&);
     bool in_default;  // in INFO and INFO default; every section is in INFO all / everything
 };
 
@@ -572,7 +576,7 @@ constexpr InfoSection kInfoSections[] = {
     {"keyspace", info_keyspace, true},
 };
 
-void cmd_info(Context& ctx, Args argv) {
+void cmd_info(InfoContext& ctx, Args argv) {
     std::string out;
     bool defaults = argv.size() == 1;
     bool all = false;
@@ -594,7 +598,7 @@ void cmd_info(Context& ctx, Args argv) {
 }  // namespace
 
 void register_info_commands(Registry& registry) {
-    registry.register_handler("info", cmd_info);
+    registry.register_handler<cmd_info>("info");
 }
 
 }  // namespace bloomery::command

@@ -256,15 +256,15 @@ void cmd_module_help(Context& ctx, Args) {
 }  // namespace
 
 void register_introspection_commands(Registry& registry) {
-    registry.register_handler("command", cmd_command);
-    registry.register_handler("command|count", cmd_command_count);
-    registry.register_handler("command|info", cmd_command_info);
-    registry.register_handler("command|docs", cmd_command_docs);
-    registry.register_handler("command|list", cmd_command_list);
-    registry.register_handler("command|getkeys", cmd_command_getkeys);
-    registry.register_handler("command|help", cmd_command_help);
-    registry.register_handler("module|list", cmd_module_list);
-    registry.register_handler("module|help", cmd_module_help);
+    registry.register_handler<cmd_command>("command");
+    registry.register_handler<cmd_command_count>("command|count");
+    registry.register_handler<cmd_command_info>("command|info");
+    registry.register_handler<cmd_command_docs>("command|docs");
+    registry.register_handler<cmd_command_list>("command|list");
+    registry.register_handler<cmd_command_getkeys>("command|getkeys");
+    registry.register_handler<cmd_command_help>("command|help");
+    registry.register_handler<cmd_module_list>("module|list");
+    registry.register_handler<cmd_module_help>("module|help");
 }
 
 }  // namespace bloomery::command

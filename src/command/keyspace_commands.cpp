@@ -377,29 +377,29 @@ void cmd_flushall(Context& ctx, Args argv) {
 }  // namespace
 
 void register_keyspace_commands(Registry& registry) {
-    registry.register_handler("del", cmd_del);
-    registry.register_handler("unlink", cmd_del);
-    registry.register_handler("exists", cmd_exists);
-    registry.register_handler("type", cmd_type);
-    registry.register_handler("dbsize", cmd_dbsize);
-    registry.register_handler("keys", cmd_keys);
-    registry.register_handler("scan", cmd_scan);
-    registry.register_handler("rename", cmd_rename);
-    registry.register_handler("renamenx", cmd_renamenx);
-    registry.register_handler("copy", cmd_copy);
-    registry.register_handler("touch", cmd_touch);
-    registry.register_handler("randomkey", cmd_randomkey);
-    registry.register_handler("expire", cmd_expire);
-    registry.register_handler("pexpire", cmd_pexpire);
-    registry.register_handler("expireat", cmd_expireat);
-    registry.register_handler("pexpireat", cmd_pexpireat);
-    registry.register_handler("ttl", cmd_ttl);
-    registry.register_handler("pttl", cmd_pttl);
-    registry.register_handler("expiretime", cmd_expiretime);
-    registry.register_handler("pexpiretime", cmd_pexpiretime);
-    registry.register_handler("persist", cmd_persist);
-    registry.register_handler("flushall", cmd_flushall);
-    registry.register_handler("flushdb", cmd_flushall);
+    registry.register_handler<cmd_del>("del");
+    registry.register_handler<cmd_del>("unlink");
+    registry.register_handler<cmd_exists>("exists");
+    registry.register_handler<cmd_type>("type");
+    registry.register_handler<cmd_dbsize>("dbsize");
+    registry.register_handler<cmd_keys>("keys");
+    registry.register_handler<cmd_scan>("scan");
+    registry.register_handler<cmd_rename>("rename");
+    registry.register_handler<cmd_renamenx>("renamenx");
+    registry.register_handler<cmd_copy>("copy");
+    registry.register_handler<cmd_touch>("touch");
+    registry.register_handler<cmd_randomkey>("randomkey");
+    registry.register_handler<cmd_expire>("expire");
+    registry.register_handler<cmd_pexpire>("pexpire");
+    registry.register_handler<cmd_expireat>("expireat");
+    registry.register_handler<cmd_pexpireat>("pexpireat");
+    registry.register_handler<cmd_ttl>("ttl");
+    registry.register_handler<cmd_pttl>("pttl");
+    registry.register_handler<cmd_expiretime>("expiretime");
+    registry.register_handler<cmd_pexpiretime>("pexpiretime");
+    registry.register_handler<cmd_persist>("persist");
+    registry.register_handler<cmd_flushall>("flushall");
+    registry.register_handler<cmd_flushall>("flushdb");
 }
 
 }  // namespace bloomery::command

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,11 +42,12 @@ void cmd_latency_latest(Context& ctx, Args) {
 
 // LATENCY HISTORY event: its samples, oldest first; empty for an unknown one.
 void cmd_latency_history(Context& ctx, Args argv) {
-    core::LatencyEvent event;
-    if (!core::latency_event(argv[2], event)) {
+    const std::optional<core::LatencyEvent> found = core::latency_event(argv[2]);
+    if (!found) {
         ctx.out.array(0);
         return;
     }
+    const core::LatencyEvent& event = *found;
     ctx.out.array(event.samples.size());
     for (const core::LatencySample& sample : event.samples) {
         ctx.out.array(2);
@@ -129,14 +131,15 @@ void append_sparkline(std::string& out, const std::vector<std::uint32_t>& values
 }
 
 void cmd_latency_graph(Context& ctx, Args argv) {
-    core::LatencyEvent event;
-    if (!core::latency_event(argv[2], event) || event.samples.empty()) {
+    const std::optional<core::LatencyEvent> found = core::latency_event(argv[2]);
+    if (!found || found->samples.empty()) {
         std::string message(errors::kNoLatencySamples);
         core::append_printable(message, argv[2]);
         message += "'";
         ctx.out.error(message);
         return;
     }
+    const core::LatencyEvent& event = *found;
     std::vector<std::uint32_t> values;
     std::vector<std::string> labels;
     const std::int64_t now = unix_now();
@@ -306,7 +309,7 @@ void write_histogram(Context& ctx, const core::CommandTotals& totals) {
     }
 }
 
-void cmd_latency_histogram(Context& ctx, Args argv) {
+void cmd_latency_histogram(With<uses::Stats>& ctx, Args argv) {
     const std::vector<core::CommandTotals> totals = ctx.server.stats.command_stats();
     const auto& by_id = ctx.registry.by_id();
     std::vector<const CommandSpec*> wanted;
@@ -357,13 +360,13 @@ void cmd_latency_help(Context& ctx, Args) {
 }  // namespace
 
 void register_latency_commands(Registry& registry) {
-    registry.register_handler("latency|latest", cmd_latency_latest);
-    registry.register_handler("latency|history", cmd_latency_history);
-    registry.register_handler("latency|reset", cmd_latency_reset);
-    registry.register_handler("latency|graph", cmd_latency_graph);
-    registry.register_handler("latency|doctor", cmd_latency_doctor);
-    registry.register_handler("latency|histogram", cmd_latency_histogram);
-    registry.register_handler("latency|help", cmd_latency_help);
+    registry.register_handler<cmd_latency_latest>("latency|latest");
+    registry.register_handler<cmd_latency_history>("latency|history");
+    registry.register_handler<cmd_latency_reset>("latency|reset");
+    registry.register_handler<cmd_latency_graph>("latency|graph");
+    registry.register_handler<cmd_latency_doctor>("latency|doctor");
+    registry.register_handler<cmd_latency_histogram>("latency|histogram");
+    registry.register_handler<cmd_latency_help>("latency|help");
 }
 
 }  // namespace bloomery::command

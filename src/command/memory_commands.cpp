@@ -21,6 +21,9 @@
 namespace bloomery::command {
 namespace {
 
+// MEMORY STATS and DOCTOR count what clients, persistence and replication hold.
+using MemoryContext = With<uses::Clients, uses::Persistence, uses::Replication>;
+
 // ---- MEMORY ----
 
 // MEMORY USAGE key [SAMPLES count]: options first (Redis's order), then the
@@ -70,7 +73,7 @@ struct MemoryOverview {
     std::uint64_t rss = 0;
 };
 
-MemoryOverview memory_overview(Context& ctx) {
+MemoryOverview memory_overview(MemoryContext& ctx) {
     using core::MemoryUse;
     MemoryOverview m;
     m.total = core::memory_used_total();
@@ -120,7 +123,7 @@ void field_real(Context& ctx, std::string_view name, double value) {
 // Redis has and bloomery does not hold in memory are 0: the replication
 // backlog (the journal, on disk), cluster links (no cluster bus), Lua and
 // function caches (no scripting).
-void cmd_memory_stats(Context& ctx, Args) {
+void cmd_memory_stats(MemoryContext& ctx, Args) {
     const MemoryOverview m = memory_overview(ctx);
     const std::uint64_t net = m.total - m.startup;
     // Redis lists only the databases that hold keys.
@@ -166,7 +169,7 @@ void cmd_memory_stats(Context& ctx, Args) {
 
 // Redis's checks (object.c: getMemoryDoctorReport), reported in bloomery's
 // words with bloomery's remedies.
-void cmd_memory_doctor(Context& ctx, Args) {
+void cmd_memory_doctor(MemoryContext& ctx, Args) {
     const MemoryOverview m = memory_overview(ctx);
     constexpr std::uint64_t kTenMb = 10 << 20;
     std::string report;
@@ -313,17 +316,17 @@ void cmd_object_help(Context& ctx, Args) {
 }  // namespace
 
 void register_memory_commands(Registry& registry) {
-    registry.register_handler("memory|usage", cmd_memory_usage);
-    registry.register_handler("memory|stats", cmd_memory_stats);
-    registry.register_handler("memory|doctor", cmd_memory_doctor);
-    registry.register_handler("memory|malloc-stats", cmd_memory_malloc_stats);
-    registry.register_handler("memory|purge", cmd_memory_purge);
-    registry.register_handler("memory|help", cmd_memory_help);
-    registry.register_handler("object|encoding", cmd_object_encoding);
-    registry.register_handler("object|refcount", cmd_object_refcount);
-    registry.register_handler("object|idletime", cmd_object_idletime);
-    registry.register_handler("object|freq", cmd_object_freq);
-    registry.register_handler("object|help", cmd_object_help);
+    registry.register_handler<cmd_memory_usage>("memory|usage");
+    registry.register_handler<cmd_memory_stats>("memory|stats");
+    registry.register_handler<cmd_memory_doctor>("memory|doctor");
+    registry.register_handler<cmd_memory_malloc_stats>("memory|malloc-stats");
+    registry.register_handler<cmd_memory_purge>("memory|purge");
+    registry.register_handler<cmd_memory_help>("memory|help");
+    registry.register_handler<cmd_object_encoding>("object|encoding");
+    registry.register_handler<cmd_object_refcount>("object|refcount");
+    registry.register_handler<cmd_object_idletime>("object|idletime");
+    registry.register_handler<cmd_object_freq>("object|freq");
+    registry.register_handler<cmd_object_help>("object|help");
 }
 
 }  // namespace bloomery::command

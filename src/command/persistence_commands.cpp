@@ -22,7 +22,7 @@ void reply_save_error(resp::Writer& out, const persist::SaveResult& result) {
 
 // The snapshot is written on the persistence thread; this client waits for
 // the reply (sent once the file is durable) while the worker serves others.
-void cmd_save(Context& ctx, Args) {
+void cmd_save(With<uses::Persistence>& ctx, Args) {
     const DeferredReply reply = ctx.defer_reply();
     if (!reply) {
         ctx.out.error(errors::kCannotWait);
@@ -39,7 +39,7 @@ void cmd_save(Context& ctx, Args) {
     });
 }
 
-void cmd_bgsave(Context& ctx, Args argv) {
+void cmd_bgsave(With<uses::Persistence>& ctx, Args argv) {
     if (argv.size() > 2 || (argv.size() == 2 && !iequals(argv[1], "SCHEDULE"))) {
         ctx.out.error(errors::kSyntax);
         return;
@@ -54,7 +54,7 @@ void cmd_bgsave(Context& ctx, Args argv) {
 
 // The journal is compacted by a snapshot: once it is durable, the segments
 // it covers are dropped. So a rewrite is a BGSAVE, with Redis's reply.
-void cmd_bgrewriteaof(Context& ctx, Args) {
+void cmd_bgrewriteaof(With<uses::Persistence>& ctx, Args) {
     const persist::SaveResult result = ctx.server.persistence.bgsave();
     if (result.ok()) {
         ctx.out.simple("Background append only file rewriting started");
@@ -67,7 +67,7 @@ void cmd_bgrewriteaof(Context& ctx, Args) {
     }
 }
 
-void cmd_lastsave(Context& ctx, Args) {
+void cmd_lastsave(With<uses::Persistence>& ctx, Args) {
     ctx.out.integer(ctx.server.persistence.persistence().last_save_time);
 }
 
@@ -76,7 +76,7 @@ void cmd_lastsave(Context& ctx, Args) {
 // clients meanwhile; this client waits. Like Redis, a SHUTDOWN that stops the
 // server closes the connection without a reply; one that fails, or that
 // ABORT cancels, answers an error and the server carries on.
-void cmd_shutdown(Context& ctx, Args argv) {
+void cmd_shutdown(With<uses::Shutdown>& ctx, Args argv) {
     command::ShutdownOptions options;
     bool save = false, nosave = false, abort = false;
     for (std::size_t i = 1; i < argv.size(); ++i) {
@@ -128,11 +128,11 @@ void cmd_shutdown(Context& ctx, Args argv) {
 }  // namespace
 
 void register_persistence_commands(Registry& registry) {
-    registry.register_handler("save", cmd_save);
-    registry.register_handler("bgsave", cmd_bgsave);
-    registry.register_handler("bgrewriteaof", cmd_bgrewriteaof);
-    registry.register_handler("lastsave", cmd_lastsave);
-    registry.register_handler("shutdown", cmd_shutdown);
+    registry.register_handler<cmd_save>("save");
+    registry.register_handler<cmd_bgsave>("bgsave");
+    registry.register_handler<cmd_bgrewriteaof>("bgrewriteaof");
+    registry.register_handler<cmd_lastsave>("lastsave");
+    registry.register_handler<cmd_shutdown>("shutdown");
 }
 
 }  // namespace bloomery::command

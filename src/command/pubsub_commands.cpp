@@ -38,6 +38,9 @@ void SubscriptionState::publish() {
 
 namespace {
 
+// The Pub/Sub commands use the server's channels and nothing else of it.
+using PubSubContext = With<uses::PubSub>;
+
 // One confirmation: [kind, name (null when there was none), count].
 void confirm(Context& ctx, std::string_view kind, const std::string_view* name) {
     ctx.out.push(3);
@@ -75,7 +78,7 @@ bool within_bounds(Context& ctx, Args names) {
     return true;
 }
 
-void subscribe(Context& ctx, Args argv, bool patterns) {
+void subscribe(PubSubContext& ctx, Args argv, bool patterns) {
     const Args names = argv.subspan(1);
     if (!channels_allowed(ctx, names, patterns) || !within_bounds(ctx, names)) return;
     SubscriptionState& state = ctx.client.subscriptions;
@@ -93,7 +96,7 @@ void subscribe(Context& ctx, Args argv, bool patterns) {
     state.publish();
 }
 
-void unsubscribe(Context& ctx, Args argv, bool patterns) {
+void unsubscribe(PubSubContext& ctx, Args argv, bool patterns) {
     SubscriptionState& state = ctx.client.subscriptions;
     std::unordered_set<std::string>& held = patterns ? state.patterns : state.channels;
     const std::string_view kind = patterns ? "punsubscribe" : "unsubscribe";
@@ -123,35 +126,35 @@ void unsubscribe(Context& ctx, Args argv, bool patterns) {
     state.publish();
 }
 
-void cmd_subscribe(Context& ctx, Args argv) {
+void cmd_subscribe(PubSubContext& ctx, Args argv) {
     subscribe(ctx, argv, false);
 }
 
-void cmd_psubscribe(Context& ctx, Args argv) {
+void cmd_psubscribe(PubSubContext& ctx, Args argv) {
     subscribe(ctx, argv, true);
 }
 
-void cmd_unsubscribe(Context& ctx, Args argv) {
+void cmd_unsubscribe(PubSubContext& ctx, Args argv) {
     unsubscribe(ctx, argv, false);
 }
 
-void cmd_punsubscribe(Context& ctx, Args argv) {
+void cmd_punsubscribe(PubSubContext& ctx, Args argv) {
     unsubscribe(ctx, argv, true);
 }
 
-void cmd_publish(Context& ctx, Args argv) {
+void cmd_publish(PubSubContext& ctx, Args argv) {
     if (!channels_allowed(ctx, argv.subspan(1, 1), false)) return;
     ctx.out.integer(static_cast<std::int64_t>(ctx.server.pubsub.publish(argv[1], argv[2])));
 }
 
-void cmd_pubsub_channels(Context& ctx, Args argv) {
+void cmd_pubsub_channels(PubSubContext& ctx, Args argv) {
     const std::vector<std::string> channels =
         ctx.server.pubsub.channels(argv.size() > 2 ? argv[2] : std::string_view("*"));
     ctx.out.array(channels.size());
     for (const std::string& channel : channels) ctx.out.bulk(channel);
 }
 
-void cmd_pubsub_numsub(Context& ctx, Args argv) {
+void cmd_pubsub_numsub(PubSubContext& ctx, Args argv) {
     // [channel, count, ...]: a map in RESP3, as Redis.
     ctx.out.map(argv.size() - 2);
     for (std::string_view channel : argv.subspan(2)) {
@@ -160,7 +163,7 @@ void cmd_pubsub_numsub(Context& ctx, Args argv) {
     }
 }
 
-void cmd_pubsub_numpat(Context& ctx, Args) {
+void cmd_pubsub_numpat(PubSubContext& ctx, Args) {
     ctx.out.integer(static_cast<std::int64_t>(ctx.server.pubsub.patterns()));
 }
 
@@ -178,15 +181,15 @@ void cmd_pubsub_help(Context& ctx, Args) {
 }  // namespace
 
 void register_pubsub_commands(Registry& registry) {
-    registry.register_handler("subscribe", cmd_subscribe);
-    registry.register_handler("unsubscribe", cmd_unsubscribe);
-    registry.register_handler("psubscribe", cmd_psubscribe);
-    registry.register_handler("punsubscribe", cmd_punsubscribe);
-    registry.register_handler("publish", cmd_publish);
-    registry.register_handler("pubsub|channels", cmd_pubsub_channels);
-    registry.register_handler("pubsub|numsub", cmd_pubsub_numsub);
-    registry.register_handler("pubsub|numpat", cmd_pubsub_numpat);
-    registry.register_handler("pubsub|help", cmd_pubsub_help);
+    registry.register_handler<cmd_subscribe>("subscribe");
+    registry.register_handler<cmd_unsubscribe>("unsubscribe");
+    registry.register_handler<cmd_psubscribe>("psubscribe");
+    registry.register_handler<cmd_punsubscribe>("punsubscribe");
+    registry.register_handler<cmd_publish>("publish");
+    registry.register_handler<cmd_pubsub_channels>("pubsub|channels");
+    registry.register_handler<cmd_pubsub_numsub>("pubsub|numsub");
+    registry.register_handler<cmd_pubsub_numpat>("pubsub|numpat");
+    registry.register_handler<cmd_pubsub_help>("pubsub|help");
 }
 
 }  // namespace bloomery::command

@@ -22,15 +22,11 @@ extern const std::string_view kCommandsJson;
 
 namespace {
 
-std::string lower(std::string_view s) {
-    return core::ascii_lower(s);
-}
-
 bool parse_spec(const nlohmann::json& entry, const std::vector<std::string>& categories,
                 CommandSpec& spec, std::string& error) {
     std::vector<std::string> spec_categories;
     try {
-        spec.name = lower(entry.at("name").get<std::string>());
+        spec.name = core::ascii_lower(entry.at("name").get<std::string>());
         spec.arity = entry.at("arity").get<int>();
         spec.flags = entry.at("flags").get<std::vector<std::string>>();
         spec.first_key = entry.at("first_key").get<int>();
@@ -67,7 +63,7 @@ bool parse_spec(const nlohmann::json& entry, const std::vector<std::string>& cat
         const auto it = category.empty() || category[0] != '@'
                             ? categories.end()
                             : std::find(categories.begin(), categories.end(),
-                                        lower(std::string_view(category).substr(1)));
+                                        core::ascii_lower(std::string_view(category).substr(1)));
         if (it == categories.end()) {
             error = "command '" + spec.name + "' has ACL category '" + category +
                     "', which is not in the top-level \"acl_categories\"";
@@ -102,7 +98,7 @@ bool read_categories(const nlohmann::json& root, std::vector<std::string>& categ
         for (const auto& category : root.value("acl_categories", nlohmann::json::array())) {
             const std::string name = category.get<std::string>();
             if (name.size() < 2 || name[0] != '@') throw std::invalid_argument(name);
-            categories.push_back(lower(std::string_view(name).substr(1)));
+            categories.push_back(core::ascii_lower(std::string_view(name).substr(1)));
         }
     } catch (const std::exception& e) {
         error = std::string("proto/commands.json needs \"acl_categories\": [\"@name\", ...]: ") +
@@ -129,12 +125,12 @@ const CommandSpec* CommandSpec::find_subcommand(std::string_view sub) const {
     return nullptr;
 }
 
-void Registry::register_handler(std::string_view name, Handler handler) {
-    handlers_[lower(name)] = handler;
+void Registry::register_dispatch(std::string_view name, Handler handler) {
+    handlers_[core::ascii_lower(name)] = handler;
 }
 
 void Registry::register_key_finder(std::string_view name, KeyFinder finder) {
-    key_finders_[lower(name)] = finder;
+    key_finders_[core::ascii_lower(name)] = finder;
 }
 
 bool Registry::build_from_embedded(std::string& error) {
@@ -374,7 +370,7 @@ struct Effects {
     bool keys;
 };
 
-Effects effects_of(const Context& ctx, const CommandSpec& spec) {
+Effects effects_of(const DispatchContext& ctx, const CommandSpec& spec) {
     const TransactionState& transaction = ctx.client.transaction;
     if (spec.is_exec && transaction.active) {
         return {transaction.any_write, transaction.any_denyoom, transaction.any_keys};
@@ -388,7 +384,7 @@ Effects effects_of(const Context& ctx, const CommandSpec& spec) {
 // through here); while it loads a primary's snapshot, commands on keys wait
 // for the data. One relaxed load when neither applies. Returns whether it
 // refuses, the reason in `reason` (no string is built on the common path).
-bool replica_refusal(const Context& ctx, const Effects& effects, std::string& reason) {
+bool replica_refusal(const DispatchContext& ctx, const Effects& effects, std::string& reason) {
     const std::uint8_t replication =
         ctx.server.gate.replication_flags.load(std::memory_order_relaxed);
     if (replication == 0) return false;
@@ -407,7 +403,7 @@ bool replica_refusal(const Context& ctx, const Effects& effects, std::string& re
 
 // Redis's order: memory first, then the disk error. Reads and deletes (no
 // denyoom flag) keep working past maxmemory.
-bool resource_refusal(const Context& ctx, const Effects& effects, std::string& reason) {
+bool resource_refusal(const DispatchContext& ctx, const Effects& effects, std::string& reason) {
     if (effects.denyoom && core::memory_would_exceed(ctx.config.maxmemory)) {
         reason = errors::kOom;
         return true;
@@ -444,7 +440,8 @@ void refuse(Context& ctx, const CommandSpec& spec, std::string_view reason) {
 // Looks the command up and runs every check before its handler, writing the
 // error of a refusal. `spec` is set for rejected and run (the subcommand for
 // a container).
-Admission admit(const Registry& registry, Context& ctx, Args argv, const CommandSpec*& spec) {
+Admission admit(const Registry& registry, DispatchContext& ctx, Args argv,
+                const CommandSpec*& spec) {
     if (const Admission found = find_command(registry, ctx, argv, spec); found != Admission::run) {
         return found;
     }
@@ -496,7 +493,7 @@ Admission admit(const Registry& registry, Context& ctx, Args argv, const Command
 
 // Runs a handler; an allocation failure answers -OOM in place of whatever
 // the command had written.
-void run_handler(const CommandSpec& spec, Context& ctx, Args argv) {
+void run_handler(const CommandSpec& spec, DispatchContext& ctx, Args argv) {
     const std::size_t reply_mark = ctx.out.buffer().size();
     try {
         spec.handler(ctx, argv);
@@ -558,7 +555,9 @@ void record(Context& ctx, const CommandSpec* spec, Admission admission, Args arg
             ctx.stats.command_stats.record_rejected(spec->id);
             break;
         case Admission::run:
-            ctx.stats.command_stats.record_call(spec->id, nanoseconds, failed);
+            ctx.stats.command_stats.record_call(
+                spec->id, nanoseconds,
+                failed ? core::CallOutcome::failed : core::CallOutcome::succeeded);
             if (ctx.slowlog != nullptr && ctx.slowlog->is_slow(nanoseconds)) {
                 ctx.slowlog->record(spec, argv, nanoseconds, ctx.client);
             }
@@ -572,7 +571,8 @@ void record(Context& ctx, const CommandSpec* spec, Admission admission, Args arg
 
 }  // namespace
 
-void dispatch(const Registry& registry, Context& ctx, Args argv, std::uint64_t& clock_mark) {
+void dispatch(const Registry& registry, DispatchContext& ctx, Args argv,
+              std::uint64_t& clock_mark) {
     WorkerStats::bump(ctx.stats.commands);
     // Every error reply is counted here, whichever handler or check wrote it
     // (INFO's total_error_replies).
@@ -608,7 +608,8 @@ void dispatch(const Registry& registry, Context& ctx, Args argv, std::uint64_t& 
     if (errors != 0) WorkerStats::bump(ctx.stats.error_replies, errors);
 }
 
-void run_queued(const Registry& registry, Context& ctx, const CommandSpec& spec, Args argv) {
+void run_queued(const Registry& registry, DispatchContext& ctx, const CommandSpec& spec,
+                Args argv) {
     WorkerStats::bump(ctx.stats.commands);
     const std::uint64_t errors_before = ctx.out.errors_written();
     const core::CommandClock& clock = core::CommandClock::get();
@@ -636,7 +637,7 @@ void run_queued(const Registry& registry, Context& ctx, const CommandSpec& spec,
     if (errors != 0) WorkerStats::bump(ctx.stats.error_replies, errors);
 }
 
-void dispatch(const Registry& registry, Context& ctx, Args argv) {
+void dispatch(const Registry& registry, DispatchContext& ctx, Args argv) {
     std::uint64_t clock_mark = core::CommandClock::get().now();
     dispatch(registry, ctx, argv, clock_mark);
 }

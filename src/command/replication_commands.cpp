@@ -18,7 +18,7 @@ namespace {
 // REPLICAOF host port | NO ONE. The network layer never waits for the link
 // it replaces to stop on this thread (a snapshot load can take seconds); for
 // NO ONE the reply comes once writes are taken.
-void cmd_replicaof(Context& ctx, Args argv) {
+void cmd_replicaof(With<uses::Replication>& ctx, Args argv) {
     // A node's role comes from the slot map: following another primary would
     // drop the slots this node serves (Redis refuses it likewise).
     if (ctx.config.cluster_enabled) {
@@ -92,7 +92,7 @@ void cmd_replconf(Context& ctx, Args argv) {
 // PSYNC replid offset: the connection becomes this replica's feed after the
 // batch of replies it is in; the network layer answers +FULLRESYNC or
 // +CONTINUE and streams (proto/replication.md). "?" -1 asks for a full one.
-void cmd_psync(Context& ctx, Args argv) {
+void cmd_psync(With<uses::Gate, uses::Persistence>& ctx, Args argv) {
     if (ctx.server.persistence.journal() == nullptr) {
         ctx.out.error(errors::kReplicationNeedsJournal);
         return;
@@ -118,7 +118,7 @@ void cmd_psync(Context& ctx, Args argv) {
 
 // WAIT numreplicas timeout: how many replicas acknowledged every write made
 // before it, waiting up to timeout ms (0: no limit) for `numreplicas`.
-void cmd_wait(Context& ctx, Args argv) {
+void cmd_wait(With<uses::Gate, uses::Replication>& ctx, Args argv) {
     std::int64_t count = 0, timeout = 0;
     if (!parse_int64(argv[1], count) || !parse_int64(argv[2], timeout)) {
         ctx.out.error(errors::kNotInteger);
@@ -152,7 +152,7 @@ void cmd_wait(Context& ctx, Args argv) {
 
 // ROLE: ["master", offset, [[ip, port, offset], ...]] or
 // ["slave", host, port, state, offset], as Redis.
-void cmd_role(Context& ctx, Args) {
+void cmd_role(With<uses::Replication>& ctx, Args) {
     const command::ReplicationInfo info = ctx.server.replication.replication();
     if (!info.replica) {
         ctx.out.array(3);
@@ -178,12 +178,12 @@ void cmd_role(Context& ctx, Args) {
 }  // namespace
 
 void register_replication_commands(Registry& registry) {
-    registry.register_handler("replicaof", cmd_replicaof);
-    registry.register_handler("slaveof", cmd_replicaof);
-    registry.register_handler("replconf", cmd_replconf);
-    registry.register_handler("psync", cmd_psync);
-    registry.register_handler("wait", cmd_wait);
-    registry.register_handler("role", cmd_role);
+    registry.register_handler<cmd_replicaof>("replicaof");
+    registry.register_handler<cmd_replicaof>("slaveof");
+    registry.register_handler<cmd_replconf>("replconf");
+    registry.register_handler<cmd_psync>("psync");
+    registry.register_handler<cmd_wait>("wait");
+    registry.register_handler<cmd_role>("role");
 }
 
 }  // namespace bloomery::command

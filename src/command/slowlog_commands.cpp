@@ -69,10 +69,10 @@ void cmd_slowlog_help(Context& ctx, Args) {
 }  // namespace
 
 void register_slowlog_commands(Registry& registry) {
-    registry.register_handler("slowlog|get", cmd_slowlog_get);
-    registry.register_handler("slowlog|len", cmd_slowlog_len);
-    registry.register_handler("slowlog|reset", cmd_slowlog_reset);
-    registry.register_handler("slowlog|help", cmd_slowlog_help);
+    registry.register_handler<cmd_slowlog_get>("slowlog|get");
+    registry.register_handler<cmd_slowlog_len>("slowlog|len");
+    registry.register_handler<cmd_slowlog_reset>("slowlog|reset");
+    registry.register_handler<cmd_slowlog_help>("slowlog|help");
 }
 
 }  // namespace bloomery::command

@@ -237,7 +237,7 @@ void keys_to_hold(const TransactionState& transaction,
     }
 }
 
-void cmd_exec(Context& ctx, Args) {
+void cmd_exec(DispatchContext& ctx, Args) {
     TransactionState& transaction = ctx.client.transaction;
     if (!transaction.active) {
         ctx.out.error(errors::kExecWithoutMulti);
@@ -296,16 +296,16 @@ void cmd_exec(Context& ctx, Args) {
         const TransactionState::Queued& queued = transaction.commands[i];
         suspender.set_current(i);
         if (over_limit) dropping.set_protocol(ctx.out.protocol());
-        Context inner{ctx.registry,
-                      ctx.keyspace,
-                      ctx.config,
-                      ctx.server,
-                      ctx.client,
-                      ctx.stats,
-                      over_limit ? dropping : ctx.out,
-                      ctx.suspender != nullptr ? &suspender : nullptr,
-                      ctx.slowlog,
-                      /*deny_blocking=*/true};
+        DispatchContext inner{ctx.registry,
+                              ctx.keyspace,
+                              ctx.config,
+                              ctx.server,
+                              ctx.client,
+                              ctx.stats,
+                              over_limit ? dropping : ctx.out,
+                              ctx.suspender != nullptr ? &suspender : nullptr,
+                              ctx.slowlog};
+        inner.deny_blocking = true;
         run_queued(ctx.registry, inner, *queued.spec,
                    Args(arguments.data() + queued.first_argument, queued.argument_count));
         dropped.clear();
@@ -332,11 +332,11 @@ void cmd_exec(Context& ctx, Args) {
 }  // namespace
 
 void register_transaction_commands(Registry& registry) {
-    registry.register_handler("multi", cmd_multi);
-    registry.register_handler("exec", cmd_exec);
-    registry.register_handler("discard", cmd_discard);
-    registry.register_handler("watch", cmd_watch);
-    registry.register_handler("unwatch", cmd_unwatch);
+    registry.register_handler<cmd_multi>("multi");
+    registry.register_handler<cmd_exec>("exec");
+    registry.register_handler<cmd_discard>("discard");
+    registry.register_handler<cmd_watch>("watch");
+    registry.register_handler<cmd_unwatch>("unwatch");
 }
 
 }  // namespace bloomery::command

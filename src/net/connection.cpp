@@ -312,21 +312,21 @@ void Connection::on_deferred_reply(command::ReplyWriter write_reply) {
     if (!writing_) advance();
 }
 
-command::Context Connection::context(command::ClientSuspender* suspender,
-                                     command::Slowlog* slowlog) {
-    return command::Context{server_.registry(),
-                            server_.keyspace(),
-                            server_.config(),
-                            server_,
-                            client_,
-                            worker_.stats,
-                            writer_,
-                            suspender,
-                            slowlog};
+command::DispatchContext Connection::context(command::ClientSuspender* suspender,
+                                             command::Slowlog* slowlog) {
+    return command::DispatchContext{server_.registry(),
+                                    server_.keyspace(),
+                                    server_.config(),
+                                    server_,
+                                    client_,
+                                    worker_.stats,
+                                    writer_,
+                                    suspender,
+                                    slowlog};
 }
 
 void Connection::process() {
-    command::Context ctx = context(this, &server_.slowlog());
+    command::DispatchContext ctx = context(this, &server_.slowlog());
     worker_.clear_appended();
     // Commands are timed from here, each from the end of the one before
     // (command::dispatch).
@@ -335,9 +335,8 @@ void Connection::process() {
     // replica's feed once the replies so far are written (advance()).
     while (!closing_ && !blocked_ && !client_.psync_requested && in_start_ < in_end_ &&
            out_.size() < kWriteHighWater) {
-        std::size_t consumed = 0;
         const std::string_view input(in_.get() + in_start_, in_end_ - in_start_);
-        const resp::ParseStatus status = parser_.parse(input, argv_, consumed);
+        const auto [status, consumed] = parser_.parse(input, argv_);
         if (status == resp::ParseStatus::incomplete) {
             need_more_ = true;
             break;

@@ -140,7 +140,8 @@ private:
     void process();
     // The command context of this connection: commands that may suspend it
     // (deferred replies) get `suspender`, the slow log `slowlog`.
-    command::Context context(command::ClientSuspender* suspender, command::Slowlog* slowlog);
+    command::DispatchContext context(command::ClientSuspender* suspender,
+                                     command::Slowlog* slowlog);
     void write();
     // Sends the replies once the journal is durable up to `offset` of
     // history `history` (or once it moved on to another history).

@@ -61,12 +61,11 @@ void ReplicaFeed::on_input() {
     // and no reply goes out. Any other command after PSYNC is dropped unrun:
     // its reply would land in the stream, a deferred one (WAIT, SAVE) later
     // and between two writes of it.
-    command::Context ctx = conn_.context(nullptr, nullptr);
+    command::DispatchContext ctx = conn_.context(nullptr, nullptr);
     while (!conn_.closing_ && conn_.in_start_ < conn_.in_end_) {
-        std::size_t consumed = 0;
         const std::string_view input(conn_.in_.get() + conn_.in_start_,
                                      conn_.in_end_ - conn_.in_start_);
-        const resp::ParseStatus status = conn_.parser_.parse(input, conn_.argv_, consumed);
+        const auto [status, consumed] = conn_.parser_.parse(input, conn_.argv_);
         if (status == resp::ParseStatus::incomplete) break;
         if (status == resp::ParseStatus::error) {
             command::WorkerStats::bump(conn_.worker_.stats.protocol_errors);

@@ -47,10 +47,9 @@ core::Status Applier::apply_transaction(const std::vector<std::pair<Record, Deco
 }
 
 core::Status Applier::create(const Decoded& d) {
-    bloom::DumpHeader header;
-    std::string error;
-    if (!bloom::parse_header(d.data, header, error)) return core::Error{"CREATE record: " + error};
-    bloom::FilterRef filter = bloom::build_filter(header);
+    const core::Result<bloom::DumpHeader> header = bloom::parse_header(d.data);
+    if (!header) return core::Error{"CREATE record: " + header.error()};
+    bloom::FilterRef filter = bloom::build_filter(*header);
     filter->set_id(d.filter_id);
     max_id_ = std::max(max_id_, d.filter_id);
     // A replica promoted later names its new filters past every id it holds.

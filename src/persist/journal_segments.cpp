@@ -98,7 +98,9 @@ core::Result<JournalSegments::Created> JournalSegments::create(std::uint64_t sta
     if (::fdatasync(fd) != 0) {
         return give_up("cannot fsync journal '" + path + "': " + errno_text(errno));
     }
-    if (std::string error; !core::fsync_directory(dir_, error)) return give_up(error);
+    if (const core::Status synced = core::fsync_directory(dir_); !synced) {
+        return give_up(synced.error());
+    }
     add(start, path, header.size());
     return Created{fd, path};
 }
@@ -127,8 +129,9 @@ void JournalSegments::drop_covered(std::uint64_t offset) {
         }
     }
     if (!doomed.empty()) {
-        std::string error;
-        if (!core::fsync_directory(dir_, error)) spdlog::warn("journal: {}", error);
+        if (const core::Status synced = core::fsync_directory(dir_); !synced) {
+            spdlog::warn("journal: {}", synced.error());
+        }
         shrank(std::min(freed, file_bytes()));
         spdlog::info("journal: removed {} segment(s) covered by the snapshot", doomed.size());
     }

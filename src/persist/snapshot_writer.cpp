@@ -251,10 +251,7 @@ core::Status make_durable(TemporaryFile& temporary, const std::string& path) {
                            "': " + format::errno_text(errno)};
     }
     temporary.release();
-    if (std::string error; !core::fsync_directory(directory_of(path), error)) {
-        return core::Error{error};
-    }
-    return {};
+    return core::fsync_directory(directory_of(path));
 }
 
 }  // namespace
@@ -273,8 +270,9 @@ core::Result<SaveStats> save_snapshot(const store::Keyspace& keyspace, const std
             SnapshotFileWriter out(temporary.fd(), temporary.path());
             records = write_snapshot(keyspace, out, stats, nullptr);
         }
-        if (core::Status durable = make_durable(temporary, path); !durable)
+        if (core::Status durable = make_durable(temporary, path); !durable) {
             return durable.failure();
+        }
         stats.keys = records;
         stats.seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -373,7 +373,7 @@ struct Server {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
         const bool resp3_before = writer->protocol() == 3;
-        command::Context ctx{registry, keyspace, config, hooks, client, stats, *writer};
+        command::DispatchContext ctx{registry, keyspace, config, hooks, client, stats, *writer};
         command::dispatch(registry, ctx, argv);
         const bool resp3 = resp3_before || writer->protocol() == 3;
         ReplyReader reader(out, resp3);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -110,15 +111,16 @@ TEST_F(LatencyMonitor, OneSamplePerSecondKeepsItsWorstAndTheMaxEver) {
     latency_add_sample(kLatencyFastCommand, 5);
     latency_add_sample(kLatencyFastCommand, 50);
     latency_add_sample(kLatencyFastCommand, 7);
-    LatencyEvent event;
-    ASSERT_TRUE(latency_event("fast-command", event));
+    const std::optional<LatencyEvent> found = latency_event("fast-command");
+    ASSERT_TRUE(found);
+    const LatencyEvent& event = *found;
     // All three within one or two seconds: at most two samples, the worst kept.
     ASSERT_LE(event.samples.size(), 2u);
     EXPECT_EQ(event.max_ms, 50u);
     std::uint32_t worst = 0;
     for (const LatencySample& sample : event.samples) worst = std::max(worst, sample.latency_ms);
     EXPECT_EQ(worst, 50u);
-    EXPECT_FALSE(latency_event("FAST-COMMAND", event));  // names are exact
+    EXPECT_FALSE(latency_event("FAST-COMMAND"));  // names are exact
 }
 
 TEST_F(LatencyMonitor, ResetByNameIgnoresCaseAndCountsWhatItForgot) {

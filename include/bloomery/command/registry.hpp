@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -20,7 +21,19 @@
 namespace bloomery::command {
 
 class Acl;
-using Handler = void (*)(Context&, Args);
+// How dispatch calls a command: with everything (register_handler makes one
+// for each handler, giving it only the view its signature names).
+using Handler = void (*)(DispatchContext&, Args);
+
+// A handler's first parameter: Context& (no service of the server),
+// With<uses::...>& (the services it names) or, for EXEC alone, which
+// dispatches its queue, DispatchContext&.
+template <class Fn>
+struct HandlerView;
+template <class View>
+struct HandlerView<void (*)(View&, Args)> {
+    using type = View;
+};
 
 // The argument positions of one call's keys: first, first + step, ... up to
 // last (a position below the call's argument count). None when first > last.
@@ -77,7 +90,12 @@ struct CommandSpec {
 
 class Registry {
 public:
-    void register_handler(std::string_view name, Handler handler);
+    // Registers `Fn` (void(View&, Args), View as HandlerView says) for the
+    // command or subcommand ("parent|sub") `name`.
+    template <auto Fn>
+    void register_handler(std::string_view name) {
+        register_dispatch(name, &call_handler<Fn>);
+    }
     // The key finder of a command flagged "movablekeys" in the table;
     // build() refuses one without the other.
     void register_key_finder(std::string_view name, KeyFinder finder);
@@ -108,6 +126,18 @@ public:
     void set_acl(std::shared_ptr<const Acl> acl) { acl_ = std::move(acl); }
 
 private:
+    template <auto Fn>
+    static void call_handler(DispatchContext& ctx, Args argv) {
+        using View = typename HandlerView<decltype(Fn)>::type;
+        if constexpr (std::is_same_v<View, DispatchContext> || std::is_same_v<View, Context>) {
+            Fn(ctx, argv);
+        } else {
+            View view(ctx);
+            Fn(view, argv);
+        }
+    }
+    void register_dispatch(std::string_view name, Handler handler);
+
     struct StringHash {
         using is_transparent = void;
         std::size_t operator()(std::string_view s) const noexcept {
@@ -153,13 +183,13 @@ void reply_wrong_arity(Context& ctx, std::string_view command_name);
 // the command before it in that batch. The command's time runs from there to
 // the end of its handler, its parsing and checks included, and dispatch moves
 // the mark to that end: one clock read per command.
-void dispatch(const Registry& registry, Context& ctx, Args argv, std::uint64_t& clock_mark);
+void dispatch(const Registry& registry, DispatchContext& ctx, Args argv, std::uint64_t& clock_mark);
 // The same, timing from now (two clock reads).
-void dispatch(const Registry& registry, Context& ctx, Args argv);
+void dispatch(const Registry& registry, DispatchContext& ctx, Args argv);
 
 // Runs one command EXEC took from its client's queue (checked when it was
 // queued): its ACL is checked again, since rules may have changed, then its
 // handler runs, counted and logged as dispatch() does.
-void run_queued(const Registry& registry, Context& ctx, const CommandSpec& spec, Args argv);
+void run_queued(const Registry& registry, DispatchContext& ctx, const CommandSpec& spec, Args argv);
 
 }  // namespace bloomery::command

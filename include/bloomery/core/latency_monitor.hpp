@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -76,8 +77,8 @@ struct LatencyEvent {
 // Every event recorded since start (or its last reset), in the order they
 // were first recorded.
 std::vector<LatencyEvent> latency_events();
-// One event by its exact name; false if it has no history.
-bool latency_event(std::string_view name, LatencyEvent& out);
+// One event by its exact name; nothing if it has no history.
+std::optional<LatencyEvent> latency_event(std::string_view name);
 // Forgets the events named (case-insensitively, as Redis), or every event if
 // `names` is empty; returns how many it forgot.
 std::size_t latency_reset(std::span<const std::string_view> names);
