@@ -12,7 +12,7 @@
 #include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/core/printable.hpp"
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_health.hpp"
 #include "cluster_routing.hpp"
 #include "families.hpp"
 
@@ -415,7 +415,7 @@ bool resource_refusal(const DispatchContext& ctx, const Effects& effects, std::s
     }
     // Unlike snapshots, a journal that cannot write always stops writes:
     // what it cannot record would be lost silently at the next crash.
-    if (persist::Journal* journal = ctx.server.persistence.journal();
+    if (const persist::JournalHealth* journal = ctx.server.persistence.journal();
         journal && journal->failing()) {
         reason = errors::kMisconfJournal;
         core::append_printable(reason, journal->failure(), 400);

@@ -32,7 +32,8 @@ protected:
         ASSERT_TRUE(build_default_registry(registry, error)) << error;
         dir = fs::temp_directory_path() / ("write_path_test." + std::to_string(::getpid()));
         fs::create_directories(dir);
-        ASSERT_TRUE(journal.open(7, 0, "", error)) << error;
+        const core::Status opened = journal.open(7, 0, "");
+        ASSERT_TRUE(opened.ok()) << opened.error();
         keyspace.set_mutation_log(&failing);
     }
     void TearDown() override {
