@@ -12,7 +12,7 @@ ARGS ?=
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps test-deps configure build run serve test asan tsan fuzz format bench clean
+.PHONY: all deps test-deps configure build run serve test asan tsan fuzz format format-check tidy bench clean
 
 all: build
 
@@ -106,8 +106,30 @@ bench:
 	cmake --build build/bench -j $(JOBS) --target bloom_bench bloomery
 	build/bench/tests/bench/bloom_bench --benchmark_min_time=$(BENCH_MIN_TIME) $(BENCH_ARGS)
 
+# clang-format and clang-tidy from Debian (the .clang-format and .clang-tidy
+# at the top say what they check).
+LINT_PACKAGES := clang-format clang-tidy
+
 format:
+	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(LINT_PACKAGES)"
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+
+# Fails, naming the files, if any source is not as clang-format writes it.
+format-check:
+	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(LINT_PACKAGES)"
+	clang-format --dry-run --Werror $$(git ls-files '*.cpp' '*.hpp')
+
+# clang-tidy over every file under src/ (and the headers they include);
+# any finding fails. build/tidy holds only the compile commands: nothing is
+# built there.
+tidy:
+	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(LINT_PACKAGES)"
+	cmake -S . -B build/tidy -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+	      -DBLOOMERY_BUILD_TESTS=OFF >/dev/null
+	run-clang-tidy -p build/tidy -j $(JOBS) -quiet '$(CURDIR)/src/' >build/tidy/report.txt 2>&1 || \
+	  { grep -E 'warning:|error:' build/tidy/report.txt | sort -u; \
+	    echo "tidy: FAILED (build/tidy/report.txt)"; exit 1; }
+	@echo "tidy: clean"
 
 clean:
 	rm -rf build

@@ -1,10 +1,10 @@
 // bloomery: parse the configuration, set up logging, load the snapshot, serve.
 
-#include <signal.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <csignal>
 
 #include <algorithm>
 #include <cstdio>

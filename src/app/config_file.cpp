@@ -468,7 +468,12 @@ void FileReading::set(const std::string& name, const std::string& value, Lines l
         if (set_name != name) continue;
         // `save ""` clears the points before it, as in redis.conf.
         const bool add = lines == Lines::add_up && !value.empty() && !set_value.empty();
-        set_value = add ? set_value + " " + value : value;
+        if (add) {
+            set_value += ' ';
+            set_value += value;
+        } else {
+            set_value = value;
+        }
         return;
     }
     settings_.emplace_back(name, value);

@@ -319,7 +319,7 @@ std::string layer_bytes(const BloomLayer& layer, std::uint64_t offset, std::uint
     std::vector<std::uint64_t> buffer(last_word - first_word);
     layer.copy_words(first_word, buffer.size(), buffer.data());
     for (std::uint64_t& w : buffer) w = to_le(w);
-    return std::string(reinterpret_cast<const char*>(buffer.data()) + offset % 8, length);
+    return {reinterpret_cast<const char*>(buffer.data()) + offset % 8, length};
 }
 
 DumpChunk redisbloom_chunk(const ScalableFilter& filter, std::int64_t iter,
@@ -340,7 +340,7 @@ DumpChunk redisbloom_chunk(const ScalableFilter& filter, std::int64_t iter,
 core::Result<ChunkTarget> check_redisbloom_chunk(const ScalableFilter& filter, std::int64_t iter,
                                                  std::string_view chunk) {
     if (iter <= 0 || static_cast<std::uint64_t>(iter) < chunk.size()) return core::Error{kBadData};
-    const std::uint64_t end = static_cast<std::uint64_t>(iter);
+    const auto end = static_cast<std::uint64_t>(iter);
     if (end - chunk.size() < 1) return core::Error{kNoLink};
     const std::optional<Location> loc = locate(filter, end - chunk.size() - 1);
     if (!loc) return core::Error{kNoLink};

@@ -314,6 +314,7 @@ public:
     // they first appear; returns where each endpoint went.
     static Index place_nodes(Topology& topology, const std::map<std::string, NodeFacts>& facts) {
         std::vector<const NodeFacts*> ordered;
+        ordered.reserve(facts.size());
         for (const auto& [key, node] : facts) ordered.push_back(&node);
         std::sort(ordered.begin(), ordered.end(), [](const NodeFacts* a, const NodeFacts* b) {
             const bool a_primary = a->primary_entry.has_value();

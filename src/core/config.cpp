@@ -84,7 +84,7 @@ Result<std::uint64_t> parse_memory_limit(std::string_view spec) {
 
 namespace {
 
-constexpr std::uint64_t kMiB = 1024 * 1024;
+constexpr std::uint64_t kMiB = std::uint64_t{1024} * 1024;
 // Redis's defaults (config.c), but for normal's hard limit (config.hpp).
 constexpr OutputBufferLimit kDefaultOutputLimits[kClientClasses] = {
     {1024 * kMiB, 0, 0},          // normal
@@ -111,7 +111,7 @@ std::optional<std::uint64_t> memory_to_bytes(std::string_view text) {
     } else if (unit == "kb") {
         multiplier = 1024;
     } else if (unit == "m") {
-        multiplier = 1000 * 1000;
+        multiplier = std::uint64_t{1000} * 1000;
     } else if (unit == "mb") {
         multiplier = kMiB;
     } else if (unit == "g") {

@@ -20,15 +20,15 @@ namespace {
 
 // Read size: 16 KiB like Redis's PROTO_IOBUF_LEN; the buffer grows beyond it
 // only for commands larger than that.
-constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::size_t kReadChunk = std::size_t{16} * 1024;
 // Most bytes one read asks for, however large the buffer has grown: a worker
 // moves on to its other connections after at most this much from one client.
-constexpr std::size_t kMaxReadSize = 1024 * 1024;
+constexpr std::size_t kMaxReadSize = std::size_t{1024} * 1024;
 // An empty buffer larger than this is given back after its command ran.
 constexpr std::size_t kShrinkAbove = 4 * kReadChunk;
 // Replies buffered before the connection stops running commands and writes:
 // keeps one pipelined burst from building an unbounded output buffer.
-constexpr std::size_t kWriteHighWater = 256 * 1024;
+constexpr std::size_t kWriteHighWater = std::size_t{256} * 1024;
 // argv capacity kept between reads (4 KiB): commands of more arguments
 // allocate theirs and give it back, so 10,000 idle connections hold at most
 // 40 MB of it. A million empty arguments once left 16 MB behind each.

@@ -175,7 +175,7 @@ void Connection::on_write(const error_code& error, std::size_t bytes) {
     command::WorkerStats::bump(worker_.stats.net_output_bytes, bytes);
     // Keep the buffer's capacity for the next batch, unless one huge reply
     // (a SCANDUMP chunk) made it large.
-    if (out_.capacity() > 1024 * 1024) {
+    if (out_.capacity() > std::size_t{1024} * 1024) {
         std::string().swap(out_);
     } else {
         out_.clear();

@@ -42,7 +42,7 @@ public:
     static constexpr std::chrono::seconds kIdleClose{10};
     // The longest reply line taken from a target (an error text); longer
     // is a read error.
-    static constexpr std::size_t kMaxReplyLine = 64 * 1024;
+    static constexpr std::size_t kMaxReplyLine = std::size_t{64} * 1024;
 
     Migrator() = default;
     // Closes every connection and stops the thread; exchanges not finished

@@ -82,7 +82,7 @@ public:
     static std::string number(double value) {
         char text[64];
         const auto result = std::to_chars(text, text + sizeof text, value);
-        return std::string(text, result.ptr);
+        return {text, result.ptr};
     }
     // label="value" with the format's escapes (\\, \", \n).
     static std::string label(std::string_view name, std::string_view value) {

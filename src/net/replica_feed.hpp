@@ -162,7 +162,7 @@ private:
     JournalFileReader reader_;
     std::string out_;      // the next piece
     std::string sending_;  // the piece being written
-    std::vector<char> chunk_ = std::vector<char>(256 * 1024);
+    std::vector<char> chunk_ = std::vector<char>(std::size_t{256} * 1024);
     // Its buffers in used_memory (the queued snapshot is the pipe's).
     core::MemoryCharge charge_{core::MemoryUse::replica_buffers};
     std::atomic<bool> waiting_{false};         // wake() posts a pump

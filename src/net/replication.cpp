@@ -67,7 +67,7 @@ std::int64_t JournalFileReader::read(persist::Journal& journal, std::uint64_t of
         if (fd_ < 0 || offset < start_ || offset >= end_) {
             if (!open_for(journal, offset)) return -1;
         }
-        const std::uint64_t want = std::min<std::uint64_t>({max, written - offset, end_ - offset});
+        const auto want = std::min<std::uint64_t>({max, written - offset, end_ - offset});
         const ssize_t n =
             ::pread(fd_, out, want,
                     static_cast<off_t>(persist::kJournalSegmentHeaderBytes + (offset - start_)));
@@ -182,7 +182,7 @@ bool ReplicationSource::can_continue(const std::string& replid, std::int64_t off
     bool ok = false;
     if (journal != nullptr && offset >= 0 && replid == this->replid()) {
         const auto segments = journal->segment_files();
-        const std::uint64_t at = static_cast<std::uint64_t>(offset);
+        const auto at = static_cast<std::uint64_t>(offset);
         ok = !segments.empty() && segments.front().start <= at && at <= journal->appended();
     }
     // "?" asks for a full synchronization: not a failed partial one.

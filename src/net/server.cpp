@@ -86,16 +86,17 @@ Server::Server(const core::Config& config, core::RuntimeSettings& settings,
                              .gate = replication_->gate(),
                              .channels = pubsub_,
                              .migration = *migrator_};
-    environment_.reset(new ConnectionEnvironment{.config = config,
-                                                 .settings = settings,
-                                                 .keyspace = keyspace,
-                                                 .registry = registry,
-                                                 .slowlog = slowlog_,
-                                                 .services = command::Services(parts),
-                                                 .clients = *clients_,
-                                                 .pool = *pool_,
-                                                 .persistence = persistence,
-                                                 .replication = replication});
+    environment_ = std::make_unique<ConnectionEnvironment>(
+        ConnectionEnvironment{.config = config,
+                              .settings = settings,
+                              .keyspace = keyspace,
+                              .registry = registry,
+                              .slowlog = slowlog_,
+                              .services = command::Services(parts),
+                              .clients = *clients_,
+                              .pool = *pool_,
+                              .persistence = persistence,
+                              .replication = replication});
     acceptor_ = std::make_unique<Acceptor>(*environment_, main_context_);
 }
 

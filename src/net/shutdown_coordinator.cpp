@@ -2,8 +2,8 @@
 
 #include "shutdown_coordinator.hpp"
 
-#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <csignal>
 
 #include <chrono>
 #include <memory>

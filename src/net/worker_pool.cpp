@@ -51,7 +51,8 @@ Worker& WorkerPool::next_worker() {
     return worker;
 }
 
-WorkerPool::Position WorkerPool::track(Worker& worker, std::shared_ptr<Connection> connection) {
+WorkerPool::Position WorkerPool::track(Worker& worker,
+                                       const std::shared_ptr<Connection>& connection) {
     open_connections_.fetch_add(1);
     std::lock_guard lock(worker.connections_mutex);
     worker.connections.push_front(connection);

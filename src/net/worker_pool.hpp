@@ -77,7 +77,7 @@ public:
 
     // A connection is listed from when it starts serving until it closes.
     // Worker thread of the connection.
-    Position track(Worker& worker, std::shared_ptr<Connection> connection);
+    Position track(Worker& worker, const std::shared_ptr<Connection>& connection);
     void untrack(Worker& worker, Position position);
     // Connections tracked and not yet closed. Any thread.
     std::size_t open_connections() const { return open_connections_.load(); }

@@ -212,7 +212,7 @@ Scan scan_transaction(const unsigned char* base, std::size_t size, std::size_t p
             Record record{};
             const Scan scan = next_record(base, size, at, record, why);
             if (scan != Scan::ok) {
-                if (scan == Scan::corrupt) why = "inside a transaction: " + why;
+                if (scan == Scan::corrupt) why.insert(0, "inside a transaction: ");
                 return scan;
             }
             at += jf::kRecordOverhead + record.body_size;
@@ -227,7 +227,7 @@ Scan scan_transaction(const unsigned char* base, std::size_t size, std::size_t p
         // Within the span only: a record may not run past it.
         const Scan scan = next_record(base, span_end, at, record, why);
         if (scan != Scan::ok) {
-            why = "inside a transaction: " + why;
+            why.insert(0, "inside a transaction: ");
             return Scan::corrupt;
         }
         core::Result<Decoded> decoded = decode(record);

@@ -61,7 +61,7 @@ core::Status JournalWriter::start(std::uint64_t id, std::uint64_t offset,
     // Every older segment of this journal is still on disk until a snapshot
     // covers it; list them so drop_covered() can remove them.
     segments_.scan(existing);
-    const core::Status opened = existing.empty() ? open_segment(offset) : adopt_segment(existing);
+    core::Status opened = existing.empty() ? open_segment(offset) : adopt_segment(existing);
     if (!opened) return opened;
     segments_.mark_base();
     last_sync_ms_ = steady_ms();

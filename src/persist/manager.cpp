@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 
 #include "bloomery/core/latency_monitor.hpp"
@@ -259,7 +260,7 @@ void Manager::record(const core::Result<SaveStats>& saved, std::uint64_t changes
     std::lock_guard lock(mutex_);
     last_ok_ = ok;
     last_failed_.store(!ok, std::memory_order_relaxed);
-    last_duration_sec_ = static_cast<std::int64_t>(seconds + 0.5);
+    last_duration_sec_ = std::llround(seconds);
     last_duration_seconds_ = seconds;
     last_attempt_ms_ = store::now_ms();
     if (ok) {

@@ -85,7 +85,7 @@ RdbImportReport import_rdb(const std::string& rdb_path, const core::Config& conf
     }
     store::Keyspace keyspace(config.keyspace_shards);
     std::string warnings;
-    const RdbFilterSink on_filter = [&](std::string key, bloom::FilterRef filter,
+    const RdbFilterSink on_filter = [&](const std::string& key, bloom::FilterRef filter,
                                         std::int64_t deadline) {
         keyspace.put(key, std::move(filter), deadline);
     };

@@ -25,7 +25,7 @@ using snapshot_parse::Record;
 namespace {
 
 std::string format_time_ms(std::int64_t ms) {
-    const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+    const auto seconds = static_cast<std::time_t>(ms / 1000);
     std::tm utc{};
     if (!::gmtime_r(&seconds, &utc)) return std::to_string(ms) + " ms";
     char text[64];
