@@ -245,7 +245,7 @@ void cmd_config_get(ConfigContext& ctx, Args argv) {
     std::vector<const std::pair<std::string, std::string>*> matched;
     for (const auto& entry : table) {
         for (std::size_t i = 2; i < argv.size(); ++i) {
-            if (glob_match(argv[i], entry.first, true)) {
+            if (glob_match(argv[i], entry.first, GlobCase::insensitive)) {
                 matched.push_back(&entry);
                 break;
             }
