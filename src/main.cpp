@@ -224,8 +224,8 @@ bool build_registry(bloomery::command::Registry& registry, const bloomery::core:
         spdlog::critical("command table: {}", error);
         return false;
     }
-    if (!bloomery::command::configure_access_control(registry, config, error)) {
-        spdlog::critical("refusing to start: {}", error);
+    if (const auto acl = bloomery::command::configure_access_control(registry, config); !acl) {
+        spdlog::critical("refusing to start: {}", acl.error());
         return false;
     }
     log_access_control(config, registry.acl());

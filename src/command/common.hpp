@@ -30,11 +30,6 @@ bool valid_client_name(std::string_view name);
 // A HELP reply: one simple string per line.
 void reply_help(Context& ctx, std::initializer_list<std::string_view> lines);
 
-// AUTH's check, shared with HELLO ... AUTH (acl_commands.cpp): on success the
-// client runs as that user from its next command and true is returned; on
-// failure WRONGPASS is written and the client keeps its user.
-bool authenticate_client(Context& ctx, std::string_view username, std::string_view password);
-
 // RESTORE and COPY: a new filter of these layers checked against
 // --max-filter-bytes (all layers) and --maxmemory before anything is
 // allocated, as BF.LOADCHUNK checks its header; false with the error to

@@ -132,7 +132,9 @@ void check_access_control(const core::Config& c, Problems& problems) {
         problems.push_back("command table: " + error);
         return;
     }
-    if (!command::configure_access_control(registry, c, error)) problems.push_back(error);
+    if (const core::Status acl = command::configure_access_control(registry, c); !acl) {
+        problems.push_back(acl.error());
+    }
 }
 
 // Builds the TLS context as the start does: files readable, certificate and

@@ -51,16 +51,15 @@ const CommandSpec& spec(std::string_view name) {
 }
 
 std::shared_ptr<const Acl> build(std::string_view text, std::string_view requirepass = "") {
-    std::string error;
-    auto acl = Acl::build(table(), requirepass, "users.acl", text, error);
-    EXPECT_TRUE(acl) << error;
-    return acl;
+    auto acl = Acl::build(table(), requirepass, "users.acl", text);
+    EXPECT_TRUE(acl) << acl.error();
+    return acl ? *acl : nullptr;
 }
 
 std::string build_error(std::string_view text, std::string_view requirepass = "") {
-    std::string error;
-    EXPECT_FALSE(Acl::build(table(), requirepass, "users.acl", text, error));
-    return error;
+    auto acl = Acl::build(table(), requirepass, "users.acl", text);
+    EXPECT_FALSE(acl);
+    return acl ? std::string() : acl.error();
 }
 
 constexpr std::string_view kUsers =
@@ -357,12 +356,14 @@ TEST(Acl, ConfigureReadsTheFileAndRefusesAMissingOne) {
     core::Config config;
     config.aclfile = ::testing::TempDir() + "bloomery_acl_test_missing.acl";
     std::remove(config.aclfile.c_str());
-    EXPECT_FALSE(configure_access_control(registry, config, error));
-    EXPECT_NE(error.find(config.aclfile), std::string::npos) << error;
+    const core::Status missing = configure_access_control(registry, config);
+    EXPECT_FALSE(missing);
+    EXPECT_NE(missing.error().find(config.aclfile), std::string::npos) << missing.error();
 
     config.aclfile = ::testing::TempDir() + "bloomery_acl_test.acl";
     std::ofstream(config.aclfile) << "user default off\nuser x on >pw ~* +@all\n";
-    ASSERT_TRUE(configure_access_control(registry, config, error)) << error;
+    const core::Status configured = configure_access_control(registry, config);
+    ASSERT_TRUE(configured) << configured.error();
     EXPECT_TRUE(registry.acl().auth_required());
     EXPECT_TRUE(registry.acl().authenticate("x", "pw"));
     std::remove(config.aclfile.c_str());
@@ -379,11 +380,9 @@ protected:
         ASSERT_TRUE(build_default_registry(registry, error)) << error;
     }
     void configure(std::string_view users, std::string_view requirepass) {
-        std::string error;
-        auto acl =
-            Acl::build(registry, requirepass, users.empty() ? "" : "users.acl", users, error);
-        ASSERT_TRUE(acl) << error;
-        registry.set_acl(acl);
+        auto acl = Acl::build(registry, requirepass, users.empty() ? "" : "users.acl", users);
+        ASSERT_TRUE(acl) << acl.error();
+        registry.set_acl(*acl);
     }
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());

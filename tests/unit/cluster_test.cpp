@@ -445,10 +445,9 @@ TEST_F(ClusterCommands, AskingLetsExactlyTheNextCommandThrough) {
 }
 
 TEST_F(ClusterCommands, AuthComesBeforeRedirectsAndRedirectsBeforeMemory) {
-    std::string error;
-    auto acl = Acl::build(registry, "secret", "", "", error);
-    ASSERT_TRUE(acl) << error;
-    registry.set_acl(acl);
+    auto acl = Acl::build(registry, "secret", "", "");
+    ASSERT_TRUE(acl) << acl.error();
+    registry.set_acl(*acl);
     EXPECT_EQ(run({"BF.ADD", "foo", "x"}), "-NOAUTH Authentication required.\r\n");
     EXPECT_EQ(run({"AUTH", "secret"}), "+OK\r\n");
     config.maxmemory = 1;  // exceeded: a write here would answer -OOM

@@ -938,11 +938,9 @@ TEST(MigrateKeys, AreTheKeyArgumentOrThoseAfterKeys) {
 }
 
 TEST(MigrateKeys, AccessControlChecksTheKeysAfterKeys) {
-    std::string error;
-    auto acl =
-        command::Acl::build(table(), "", "users.acl", "user app on nopass ~app:* +@all\n", error);
-    ASSERT_TRUE(acl) << error;
-    const command::AclUser& app = *acl->find("app");
+    auto acl = command::Acl::build(table(), "", "users.acl", "user app on nopass ~app:* +@all\n");
+    ASSERT_TRUE(acl) << acl.error();
+    const command::AclUser& app = *(*acl)->find("app");
     const auto may = [&](std::vector<std::string_view> argv) {
         return app.may_access_keys(*table().find(argv[0]), command::Args(argv));
     };

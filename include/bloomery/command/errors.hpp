@@ -24,6 +24,17 @@ inline constexpr std::string_view kClientIdNotPositive = "ERR client-id should b
 inline constexpr std::string_view kUnknownClientType = "ERR Unknown client type '";
 inline constexpr std::string_view kNoSuchUser = "ERR No such user '";
 inline constexpr std::string_view kProtocolVersion = "NOPROTO unsupported protocol version";
+// HELLO, CLIENT SETNAME, SETINFO and LIST (Redis 7.2's texts). The option
+// follows the texts ending in "'", then "'".
+inline constexpr std::string_view kProtocolNotInteger =
+    "ERR Protocol version is not an integer or out of range";
+inline constexpr std::string_view kHelloSyntax = "ERR Syntax error in HELLO option '";
+inline constexpr std::string_view kClientNameInvalid =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+inline constexpr std::string_view kClientLibraryInvalid =
+    "ERR lib-name and lib-ver cannot contain spaces, newlines or special characters.";
+inline constexpr std::string_view kUnrecognizedOption = "ERR Unrecognized option '";
+inline constexpr std::string_view kInvalidClientId = "ERR Invalid client ID";
 inline constexpr std::string_view kBgsaveInProgress = "ERR Background save already in progress";
 // SHUTDOWN that failed (its save) or was cancelled (SHUTDOWN ABORT), and an
 // ABORT with nothing to cancel (Redis 7's texts).
@@ -57,6 +68,8 @@ inline constexpr std::string_view kHelloNoAuth =
     "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP "
     "protocol version at the same time";
 inline constexpr std::string_view kNoPermKey = "NOPERM No permissions to access a key";
+// ACL CAT of a category that does not exist: its name follows, then "'".
+inline constexpr std::string_view kUnknownCategory = "ERR Unknown category '";
 // Sent raw by the network layer to a non-loopback client in protected mode,
 // then the connection is closed: Redis's text, naming bloomery's remedies.
 inline constexpr std::string_view kProtectedModeDenied =
