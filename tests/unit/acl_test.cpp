@@ -33,8 +33,9 @@ constexpr std::string_view kSha256OfEmpty =
 const Registry& table() {
     static const Registry registry = [] {
         Registry r;
-        std::string error;
-        if (!build_default_registry(r, error)) throw std::runtime_error(error);
+        if (const auto built = build_default_registry(r); !built) {
+            throw std::runtime_error(built.error());
+        }
         return r;
     }();
     return registry;
@@ -84,23 +85,23 @@ TEST(PasswordDigest, IsSha256AndComparesEveryByte) {
 TEST(Registry, CommandCategoriesMustBeListedOnce) {
     Registry registry;
     registry.register_handler<ignore_command>("ping");
-    std::string error;
     const std::string entry =
         R"({"name":"ping","arity":-1,"flags":["no_auth"],"first_key":0,"last_key":0,"step":0,)";
-    EXPECT_TRUE(registry.build(R"({"acl_categories":["@fast","@connection"],"commands":[)" + entry +
-                                   R"("acl_categories":["@connection"]}]})",
-                               error))
-        << error;
+    const core::Status built =
+        registry.build(R"({"acl_categories":["@fast","@connection"],"commands":[)" + entry +
+                       R"("acl_categories":["@connection"]}]})");
+    EXPECT_TRUE(built) << built.error();
     EXPECT_EQ(registry.categories(), (std::vector<std::string>{"fast", "connection"}));
     EXPECT_EQ(registry.find("ping")->categories, 2u);
     EXPECT_TRUE(registry.find("ping")->no_auth);
     for (std::string_view bad : {R"("@slow")", R"("")", R"("connection")"}) {
-        EXPECT_FALSE(registry.build(R"({"acl_categories":["@fast","@connection"],"commands":[)" +
-                                        entry + R"("acl_categories":[)" + std::string(bad) + "]}]}",
-                                    error))
-            << bad;
-        EXPECT_NE(error.find("not in the top-level \"acl_categories\""), std::string::npos)
-            << error;
+        const core::Status refused =
+            registry.build(R"({"acl_categories":["@fast","@connection"],"commands":[)" + entry +
+                           R"("acl_categories":[)" + std::string(bad) + "]}]}");
+        EXPECT_FALSE(refused) << bad;
+        EXPECT_NE(refused.error().find("not in the top-level \"acl_categories\""),
+                  std::string::npos)
+            << refused.error();
     }
 }
 
@@ -351,8 +352,8 @@ TEST(Acl, AuthHashesThePasswordForOnOffNopassAndMissingUsers) {
 
 TEST(Acl, ConfigureReadsTheFileAndRefusesAMissingOne) {
     Registry registry;
-    std::string error;
-    ASSERT_TRUE(build_default_registry(registry, error)) << error;
+    const auto built = build_default_registry(registry);
+    ASSERT_TRUE(built) << built.error();
     core::Config config;
     config.aclfile = ::testing::TempDir() + "bloomery_acl_test_missing.acl";
     std::remove(config.aclfile.c_str());
@@ -376,8 +377,8 @@ using testing::FakeHooks;
 class AccessControl : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(build_default_registry(registry, error)) << error;
+        const auto built = build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
     }
     void configure(std::string_view users, std::string_view requirepass) {
         auto acl = Acl::build(registry, requirepass, users.empty() ? "" : "users.acl", users);

@@ -335,8 +335,8 @@ using testing::FakeHooks;
 class ClusterCommands : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(build_default_registry(registry, error)) << error;
+        const auto built = build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
         use_map(kThree, "b:6379");
         keyspace.enable_slot_counts();
     }

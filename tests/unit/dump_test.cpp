@@ -635,8 +635,8 @@ private:
 class KeyCommands : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(command::build_default_registry(registry, error)) << error;
+        const auto built = command::build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
     }
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
@@ -898,8 +898,9 @@ TEST_F(KeyCommands, MigrateInClusterModeSendsRestoreAsking) {
 const command::Registry& table() {
     static const command::Registry registry = [] {
         command::Registry r;
-        std::string error;
-        if (!command::build_default_registry(r, error)) throw std::runtime_error(error);
+        if (const auto built = command::build_default_registry(r); !built) {
+            throw std::runtime_error(built.error());
+        }
         return r;
     }();
     return registry;
@@ -978,9 +979,10 @@ TEST(MigrateKeys, TheSlowLogHidesItsPasswords) {
 class ClusterMigrate : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(command::build_default_registry(registry, error)) << error;
+        const auto built = command::build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
         // This node is a, serving slots 0-8191.
+        std::string error;
         auto topology = cluster::parse_topology("0-8191=a:1,8192-16383=b:2", "a:1", "", error);
         ASSERT_TRUE(topology) << error;
         config.cluster_enabled = true;

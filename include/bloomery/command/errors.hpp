@@ -7,6 +7,17 @@
 namespace bloomery::command::errors {
 
 inline constexpr std::string_view kSyntax = "ERR syntax error";
+// Dispatch's refusals (Redis's texts). The command's name follows the first
+// one, then "' command"; the name and the start of the arguments follow the
+// second; the subcommand follows the third, then "'. Try CONTAINER HELP.".
+inline constexpr std::string_view kWrongArity = "ERR wrong number of arguments for '";
+inline constexpr std::string_view kUnknownCommand = "ERR unknown command '";
+inline constexpr std::string_view kUnknownSubcommand = "ERR unknown subcommand '";
+// A subscribed RESP2 client's other commands: the command's name goes
+// between the two.
+inline constexpr std::string_view kCannotExecute = "ERR Can't execute '";
+inline constexpr std::string_view kOnlySubscriptionCommands =
+    "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context";
 inline constexpr std::string_view kNotInteger = "ERR value is not an integer or out of range";
 inline constexpr std::string_view kNoSuchKey = "ERR no such key";
 inline constexpr std::string_view kDbIndexOutOfRange = "ERR DB index is out of range";
@@ -55,8 +66,10 @@ inline constexpr std::string_view kMisconf =
 inline constexpr std::string_view kNoReply = "ERR command finished without a reply";
 inline constexpr std::string_view kCannotWait = "ERR this command cannot wait for its reply here";
 
-// Access control (Redis 7.2's texts; NOPERM for a command is built in
-// dispatch: "NOPERM User NAME has no permissions to run the 'CMD' command").
+// Access control (Redis 7.2's texts). NOPERM for a command is built in
+// dispatch from the first: "NOPERM User NAME has no permissions to run the
+// 'CMD' command".
+inline constexpr std::string_view kNoPermUser = "NOPERM User ";
 inline constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
 inline constexpr std::string_view kWrongPass =
     "WRONGPASS invalid username-password pair or user is disabled.";
@@ -222,10 +235,16 @@ inline constexpr std::string_view kExecAbort =
 // EXEC refused by a check before it ran; the refusal follows.
 inline constexpr std::string_view kExecAbortBecause =
     "EXECABORT Transaction discarded because of: ";
-// A queued command whose ACL no longer allows it at EXEC; the reason follows.
-inline constexpr std::string_view kNoPermChanged =
+// A queued command whose ACL no longer allows it at EXEC: the command, or
+// the keys it names.
+inline constexpr std::string_view kNoPermChangedCommand =
     "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC "
-    "call. This command is no longer allowed for the following reason: ";
+    "call. This command is no longer allowed for the following reason: no permission to execute "
+    "the command or subcommand";
+inline constexpr std::string_view kNoPermChangedKeys =
+    "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC "
+    "call. This command is no longer allowed for the following reason: no permission to touch "
+    "the specified keys";
 inline constexpr std::string_view kTransactionTooLarge =
     "ERR the transaction's queue would exceed client-query-buffer-limit";
 inline constexpr std::string_view kWatchTooLarge =
