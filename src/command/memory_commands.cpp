@@ -30,24 +30,15 @@ using MemoryContext = With<uses::Clients, uses::Persistence, uses::Replication>;
 // key. SAMPLES is taken and checked as Redis does; a filter is sized exactly,
 // so it changes nothing.
 void cmd_memory_usage(Context& ctx, Args argv) {
-    for (std::size_t i = 3; i < argv.size(); ++i) {
-        if (iequals(argv[i], "SAMPLES") && i + 1 < argv.size()) {
-            std::int64_t samples = 0;
-            if (!parse_int64(argv[i + 1], samples)) {
-                ctx.out.error(errors::kNotInteger);
-                return;
-            }
-            if (samples < 0) {
-                ctx.out.error(errors::kSyntax);
-                return;
-            }
-            ++i;
-        } else {
-            ctx.out.error(errors::kSyntax);
-            return;
-        }
+    ArgCursor args(argv, 2);
+    const std::string_view name = args.next();
+    while (args.has_next()) {
+        if (args.remaining() < 2 || !args.eat("SAMPLES")) return ctx.out.error(errors::kSyntax);
+        const std::optional<std::int64_t> samples = args.next_int();
+        if (!samples) return ctx.out.error(errors::kNotInteger);
+        if (*samples < 0) return ctx.out.error(errors::kSyntax);
     }
-    const std::optional<store::KeyDetails> key = ctx.keyspace.inspect(argv[2]);
+    const std::optional<store::KeyDetails> key = ctx.keyspace.inspect(name);
     if (!key) {
         ctx.out.null();
         return;

@@ -47,6 +47,9 @@ inline constexpr std::string_view kClientLibraryInvalid =
 inline constexpr std::string_view kUnrecognizedOption = "ERR Unrecognized option '";
 inline constexpr std::string_view kInvalidClientId = "ERR Invalid client ID";
 inline constexpr std::string_view kBgsaveInProgress = "ERR Background save already in progress";
+// BGREWRITEAOF while a snapshot is written (the journal's rewrite is one).
+inline constexpr std::string_view kRewriteInProgress =
+    "ERR Background append only file rewriting already in progress (a snapshot is being written)";
 // SHUTDOWN that failed (its save) or was cancelled (SHUTDOWN ABORT), and an
 // ABORT with nothing to cancel (Redis 7's texts).
 inline constexpr std::string_view kShutdownFailed = "ERR Errors trying to SHUTDOWN. Check logs.";
@@ -191,6 +194,8 @@ inline constexpr std::string_view kWaitOnReplica =
     "local and are not propagated.";
 inline constexpr std::string_view kTimeoutNegative = "ERR timeout is negative";
 inline constexpr std::string_view kInvalidMasterPort = "ERR Invalid master port";
+// REPLCONF with an option it does not know: the option follows.
+inline constexpr std::string_view kUnknownReplconfOption = "ERR Unrecognized REPLCONF option: ";
 // In a cluster the slot map says who replicates whom (--cluster-slots).
 inline constexpr std::string_view kReplicaofInCluster =
     "ERR REPLICAOF not allowed in cluster mode.";
