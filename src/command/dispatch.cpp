@@ -2,8 +2,8 @@
 // checks before it (arity, access control, transactions, Pub/Sub, cluster
 // slot, replica state, memory and disk), queueing inside MULTI, its handler,
 // and its statistics. A command that is served allocates nothing here
-// (tests/unit/hot_path_alloc_test.cpp): the checks answer a core::Status
-// whose text is built only for a refusal.
+// (tests/unit/hot_path_alloc_test.cpp): the checks answer a Refusal, whose
+// text is built only when there is one.
 
 #include <algorithm>
 #include <cctype>
@@ -121,36 +121,50 @@ Admitted find_command(const Registry& registry, Context& ctx, Args argv) {
     return {Admission::run, spec};
 }
 
+// Why a check before a command refused it, or none. The checks answer one
+// of these, not a core::Status: they run before every command, and a byte
+// costs nothing where a Status would build and destroy its (empty) text
+// four times per command. word_refusal() gives each its text, on the
+// refusal path only.
+enum class Refusal : std::uint8_t {
+    none,
+    no_auth,                // not authenticated (NOAUTH)
+    command_not_permitted,  // the user may not run it (NOPERM)
+    key_not_permitted,      // the user may not name one of its keys (NOPERM)
+    not_in_transaction,     // a no_multi command inside MULTI
+    subscribed,             // a subscribed RESP2 client's other commands
+    // The replica's and the resources' checks from here on: refuse() ends an
+    // EXEC's transaction for these.
+    read_only_replica,  // a write on a replica (READONLY)
+    loading,            // keys while a replica loads its primary's data
+    primary_unsynced,   // keys before a replica's first copy (MASTERDOWN)
+    primary_down,       // keys while the link is down, no stale data (MASTERDOWN)
+    out_of_memory,      // a denyoom command past maxmemory (OOM)
+    snapshot_failing,   // a write while snapshots fail (MISCONF)
+    journal_failing,    // a write while the journal cannot write (MISCONF)
+};
+
 // Access control, in Redis's order: after the name and arity checks, NOAUTH
 // before any user's permissions. Allowed commands cost a flag test and a bit
 // test.
-core::Status access_allowed(const Acl& acl, const Context& ctx, const CommandSpec& spec,
-                            Args argv) {
-    if (!acl.is_authenticated(ctx.client) && !spec.no_auth) {
-        return core::Error{std::string(errors::kNoAuth)};
-    }
+Refusal check_access(const Acl& acl, const Context& ctx, const CommandSpec& spec, Args argv) {
+    if (!acl.is_authenticated(ctx.client) && !spec.no_auth) return Refusal::no_auth;
     const AclUser& user = acl.user_of(ctx.client);
-    if (!user.may_run(spec)) {
-        return core::Error{std::string(errors::kNoPermUser) + user.name() +
-                           " has no permissions to run the '" + spec.name + "' command"};
-    }
-    if (!user.may_access_keys(spec, argv)) return core::Error{std::string(errors::kNoPermKey)};
-    return {};
+    if (!user.may_run(spec)) return Refusal::command_not_permitted;
+    if (!user.may_access_keys(spec, argv)) return Refusal::key_not_permitted;
+    return Refusal::none;
 }
 
 // What the client's state allows: no MULTI inside MULTI (no_multi flag),
 // and for a subscribed RESP2 client, which reads messages on this
 // connection, only what keeps it subscribed (RESP3 pushes mix with replies).
-core::Status session_allows(const Context& ctx, const CommandSpec& spec) {
-    if (spec.no_multi && ctx.client.transaction.active) {
-        return core::Error{std::string(errors::kNotInTransaction)};
-    }
+Refusal check_session(const Context& ctx, const CommandSpec& spec) {
+    if (spec.no_multi && ctx.client.transaction.active) return Refusal::not_in_transaction;
     if (!spec.allowed_while_subscribed && ctx.client.subscriptions.count() != 0 &&
         ctx.out.protocol() == 2) {
-        return core::Error{std::string(errors::kCannotExecute) + spec.name +
-                           std::string(errors::kOnlySubscriptionCommands)};
+        return Refusal::subscribed;
     }
-    return {};
+    return Refusal::none;
 }
 
 // What the checks before a command look at: its own flags, or for EXEC
@@ -174,56 +188,94 @@ Effects effects_of(const DispatchContext& ctx, const CommandSpec& spec) {
 // A replica takes writes only from its primary (whose stream does not come
 // through here); while it loads a primary's snapshot, commands on keys wait
 // for the data. One relaxed load when neither applies.
-core::Status replica_allows(const DispatchContext& ctx, const Effects& effects) {
+Refusal check_replica(const DispatchContext& ctx, const Effects& effects) {
     const std::uint8_t replication =
         ctx.server.gate.replication_flags.load(std::memory_order_relaxed);
-    if (replication == 0) return {};
-    std::string_view reason;
+    if (replication == 0) return Refusal::none;
     if ((replication & kReplicationReplica) != 0 && effects.write) {
-        reason = errors::kReadOnlyReplica;
-    } else if ((replication & kReplicationLoading) != 0 && effects.keys) {
-        reason = errors::kLoading;
-    } else if ((replication & kReplicationUnsynced) != 0 && effects.keys) {
-        reason = errors::kMasterDownUnsynced;
-    } else if ((replication & kReplicationStale) != 0 && effects.keys &&
-               !ctx.config.replica_serve_stale_data) {
-        reason = errors::kMasterDownStale;
+        return Refusal::read_only_replica;
     }
-    if (reason.empty()) return {};
-    return core::Error{std::string(reason)};
+    if ((replication & kReplicationLoading) != 0 && effects.keys) return Refusal::loading;
+    if ((replication & kReplicationUnsynced) != 0 && effects.keys) {
+        return Refusal::primary_unsynced;
+    }
+    if ((replication & kReplicationStale) != 0 && effects.keys &&
+        !ctx.config.replica_serve_stale_data) {
+        return Refusal::primary_down;
+    }
+    return Refusal::none;
 }
 
 // Redis's order: memory first, then the disk error. Reads and deletes (no
 // denyoom flag) keep working past maxmemory.
-core::Status resources_allow(const DispatchContext& ctx, const Effects& effects) {
+Refusal check_resources(const DispatchContext& ctx, const Effects& effects) {
     if (effects.denyoom && core::memory_would_exceed(ctx.config.maxmemory)) {
-        return core::Error{std::string(errors::kOom)};
+        return Refusal::out_of_memory;
     }
-    if (!effects.write) return {};
+    if (!effects.write) return Refusal::none;
     if (ctx.config.stop_writes_on_bgsave_error && ctx.server.persistence.snapshot_failing()) {
-        return core::Error{std::string(errors::kMisconf)};
+        return Refusal::snapshot_failing;
     }
     // Unlike snapshots, a journal that cannot write always stops writes:
     // what it cannot record would be lost silently at the next crash.
     if (persist::Journal* journal = ctx.server.persistence.journal();
         journal && journal->failing()) {
-        std::string reason(errors::kMisconfJournal);
-        core::append_printable(reason, journal->failure(), 400);
-        return core::Error{std::move(reason)};
+        return Refusal::journal_failing;
+    }
+    return Refusal::none;
+}
+
+// The error reply of a refusal, in Redis's words.
+std::string word_refusal(const DispatchContext& ctx, const CommandSpec& spec, Refusal refusal) {
+    switch (refusal) {
+        case Refusal::none:
+            break;
+        case Refusal::no_auth:
+            return std::string(errors::kNoAuth);
+        case Refusal::command_not_permitted:
+            return std::string(errors::kNoPermUser) +
+                   ctx.registry.acl().user_of(ctx.client).name() +
+                   " has no permissions to run the '" + spec.name + "' command";
+        case Refusal::key_not_permitted:
+            return std::string(errors::kNoPermKey);
+        case Refusal::not_in_transaction:
+            return std::string(errors::kNotInTransaction);
+        case Refusal::subscribed:
+            return std::string(errors::kCannotExecute) + spec.name +
+                   std::string(errors::kOnlySubscriptionCommands);
+        case Refusal::read_only_replica:
+            return std::string(errors::kReadOnlyReplica);
+        case Refusal::loading:
+            return std::string(errors::kLoading);
+        case Refusal::primary_unsynced:
+            return std::string(errors::kMasterDownUnsynced);
+        case Refusal::primary_down:
+            return std::string(errors::kMasterDownStale);
+        case Refusal::out_of_memory:
+            return std::string(errors::kOom);
+        case Refusal::snapshot_failing:
+            return std::string(errors::kMisconf);
+        case Refusal::journal_failing: {
+            std::string reason(errors::kMisconfJournal);
+            if (persist::Journal* journal = ctx.server.persistence.journal()) {
+                core::append_printable(reason, journal->failure(), 400);
+            }
+            return reason;
+        }
     }
     return {};
 }
 
-// Writes a refusal of the replica or resource checks. EXEC refused ends its
+// Writes a refusal. EXEC refused by the replica or resource checks ends its
 // transaction, with the reason ("EXECABORT Transaction discarded because
-// of: ..."), as Redis does.
-void refuse(Context& ctx, const CommandSpec& spec, std::string_view reason) {
-    if (spec.is_exec && ctx.client.transaction.active) {
-        std::string message(errors::kExecAbortBecause);
-        message += reason;
+// of: ..."), as Redis does; a refusal before those leaves the transaction
+// to answer EXECABORT at the next EXEC.
+void refuse(DispatchContext& ctx, const CommandSpec& spec, Refusal refusal) {
+    std::string reason = word_refusal(ctx, spec, refusal);
+    const bool ends_transaction = refusal >= Refusal::read_only_replica;
+    if (ends_transaction && spec.is_exec && ctx.client.transaction.active) {
         ctx.client.transaction.discard();
-        ctx.out.error(message);
-        return;
+        reason.insert(0, errors::kExecAbortBecause);
     }
     ctx.out.error(reason);
 }
@@ -254,24 +306,20 @@ Admitted admit(const Registry& registry, DispatchContext& ctx, Args argv) {
         reply_wrong_arity(ctx, spec.name);
         return rejected;
     }
-    if (const core::Status allowed = access_allowed(registry.acl(), ctx, spec, argv); !allowed) {
-        ctx.out.error(allowed.error());
-        return rejected;
-    }
-    if (const core::Status allowed = session_allows(ctx, spec); !allowed) {
-        ctx.out.error(allowed.error());
+    Refusal refusal = check_access(registry.acl(), ctx, spec, argv);
+    if (refusal == Refusal::none) refusal = check_session(ctx, spec);
+    if (refusal != Refusal::none) {
+        refuse(ctx, spec, refusal);
         return rejected;
     }
     // Without cluster mode this is one test of a flag fixed at start, always
     // predicted; the checks are out of line so they add nothing else here.
     if (ctx.config.cluster_enabled && !cluster_serves(ctx, spec, argv)) return rejected;
     const Effects effects = effects_of(ctx, spec);
-    if (const core::Status allowed = replica_allows(ctx, effects); !allowed) {
-        refuse(ctx, spec, allowed.error());
-        return rejected;
-    }
-    if (const core::Status allowed = resources_allow(ctx, effects); !allowed) {
-        refuse(ctx, spec, allowed.error());
+    refusal = check_replica(ctx, effects);
+    if (refusal == Refusal::none) refusal = check_resources(ctx, effects);
+    if (refusal != Refusal::none) {
+        refuse(ctx, spec, refusal);
         return rejected;
     }
     return found;
