@@ -14,7 +14,7 @@ namespace bloomery::command {
 // The Redis version we announce in HELLO and INFO: clients gate features on
 // it (redis-py, go-redis and redis-cli expect 6+ for HELLO/RESP3 and 7 for
 // COMMAND DOCS). bloomery's own version is reported beside it.
-inline constexpr std::string_view kRedisCompatVersion = "7.2.0";
+inline constexpr std::string_view kRedisCompatVersion = "7.0.15";
 
 // The RedisBloom version whose BF.* replies bloomery follows (2.4.23), as
 // MODULE LIST, HELLO and INFO modules show the "bf" module.
