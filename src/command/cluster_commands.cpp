@@ -45,7 +45,8 @@ void reply_moved(Context& ctx, std::uint16_t slot, std::string_view address) {
 }
 
 // CLUSTER's subcommands, READONLY, READWRITE and ASKING are registered
-// through this: outside cluster mode it answers for them, as Redis does.
+// through this: outside cluster mode they answer that cluster support is
+// disabled, as Redis's do, and their handlers do not run.
 template <void (*Handler)(Context&, Args)>
 void cluster_only(Context& ctx, Args argv) {
     if (!ctx.config.cluster_enabled) return ctx.out.error(errors::kClusterDisabled);

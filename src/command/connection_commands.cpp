@@ -33,7 +33,7 @@ void cmd_ping(Context& ctx, Args argv) {
 }
 
 void cmd_echo(Context& ctx, Args argv) {
-    ctx.out.bulk(argv[1]);
+    ctx.out.bulk(ArgCursor(argv).next());
 }
 
 void cmd_quit(Context& ctx, Args) {

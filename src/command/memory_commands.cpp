@@ -236,29 +236,30 @@ void cmd_memory_help(Context& ctx, Args) {
 
 // ---- OBJECT ----
 
-// OBJECT's subcommands on a missing key answer a null, as Redis's.
-std::optional<store::KeyDetails> object_lookup(Context& ctx, std::string_view key) {
-    std::optional<store::KeyDetails> details = ctx.keyspace.inspect(key);
+// The key OBJECT's subcommand names. On a missing key they answer a null, as
+// Redis's: written here.
+std::optional<store::KeyDetails> object_lookup(Context& ctx, Args argv) {
+    std::optional<store::KeyDetails> details = ctx.keyspace.inspect(ArgCursor(argv, 2).next());
     if (!details) ctx.out.null();
     return details;
 }
 
 // A Bloom filter is a module value in Redis, whose encoding is "raw".
 void cmd_object_encoding(Context& ctx, Args argv) {
-    if (object_lookup(ctx, argv[2])) ctx.out.bulk("raw");
+    if (object_lookup(ctx, argv)) ctx.out.bulk("raw");
 }
 
 // The key's filter's holders: 1, more while a snapshot or a replica's full
 // copy is being written from it.
 void cmd_object_refcount(Context& ctx, Args argv) {
-    if (const auto key = object_lookup(ctx, argv[2])) ctx.out.integer(key->references);
+    if (const auto key = object_lookup(ctx, argv)) ctx.out.integer(key->references);
 }
 
 // Seconds since a command last used the key. Redis answers it under every
 // maxmemory-policy that is not LFU; bloomery evicts nothing and keeps both
 // the clock and the counter (store/key_access.hpp), so both answer.
 void cmd_object_idletime(Context& ctx, Args argv) {
-    if (const auto key = object_lookup(ctx, argv[2])) {
+    if (const auto key = object_lookup(ctx, argv)) {
         ctx.out.integer(store::idle_seconds(key->accessed));
     }
 }
@@ -266,7 +267,7 @@ void cmd_object_idletime(Context& ctx, Args argv) {
 // The key's logarithmic use counter, decayed to now, as Redis's LFU keeps
 // it (lfu-log-factor, lfu-decay-time): what `redis-cli --hotkeys` ranks by.
 void cmd_object_freq(Context& ctx, Args argv) {
-    if (const auto key = object_lookup(ctx, argv[2])) {
+    if (const auto key = object_lookup(ctx, argv)) {
         ctx.out.integer(store::access_frequency(key->accessed));
     }
 }

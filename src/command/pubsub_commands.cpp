@@ -153,13 +153,14 @@ void cmd_punsubscribe(PubSubContext& ctx, Args argv) {
 }
 
 void cmd_publish(PubSubContext& ctx, Args argv) {
-    const std::string_view channel = argv[1];
-    if (const core::Status allowed =
-            channels_allowed(ctx, argv.subspan(1, 1), ChannelKind::channel);
+    ArgCursor args(argv);
+    const std::string_view channel = args.next();
+    const std::string_view message = args.next();
+    if (const core::Status allowed = channels_allowed(ctx, Args(&channel, 1), ChannelKind::channel);
         !allowed) {
         return ctx.out.error(allowed.error());
     }
-    ctx.out.integer(static_cast<std::int64_t>(ctx.server.pubsub.publish(channel, argv[2])));
+    ctx.out.integer(static_cast<std::int64_t>(ctx.server.pubsub.publish(channel, message)));
 }
 
 // PUBSUB CHANNELS [pattern]: every channel without one.
