@@ -12,7 +12,7 @@ ARGS ?=
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps test-deps configure build run test asan tsan fuzz format bench clean
+.PHONY: all deps test-deps configure build run serve test asan tsan fuzz format bench clean
 
 all: build
 
@@ -36,8 +36,19 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# `make run` serves on 127.0.0.1:6379 with data in ./data. Those defaults go
+# in as BLOOMERY_* environment variables, so ARGS overrides any of them
+# (make run ARGS="--port 6380"), and so does a --config file it names: flags
+# win over the file, which wins over the environment.
+SERVE_DEFAULTS := BLOOMERY_BIND=127.0.0.1 BLOOMERY_PORT=6379 BLOOMERY_DIR=./data
+
 run: build
-	$(BUILD_DIR)/bloomery --bind 127.0.0.1 --port 6379 --dir ./data $(ARGS)
+	@$(MAKE) --no-print-directory serve
+
+# What `make run` runs once the build is done: the server of $(BUILD_DIR) as
+# it is, nothing installed or built.
+serve:
+	$(SERVE_DEFAULTS) $(BUILD_DIR)/bloomery $(ARGS)
 
 test: test-deps
 	cmake --preset $(PRESET) >/dev/null

@@ -22,6 +22,7 @@
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/core/runtime_settings.hpp"
 #include "bloomery/net/health_check.hpp"
 #include "bloomery/net/replication.hpp"
 #include "bloomery/net/server.hpp"
@@ -123,11 +124,15 @@ int run_tool(const bloomery::app::CommandLine& command_line) {
     using namespace bloomery;
     const core::Config& config = command_line.config;
     if (!command_line.health_check.empty()) {
-        const net::HealthCheckResult result =
-            net::health_check(command_line.health_check, config, command_line.health_check_tls,
-                              command_line.health_check_timeout_seconds);
-        (result.ok ? std::cout : std::cerr) << "bloomery: " << result.message << '\n';
-        return result.ok ? 0 : 1;
+        net::HealthCheckOptions options;
+        if (command_line.health_check_tls)
+            options.transport = net::HealthCheckOptions::Transport::tls;
+        options.timeout_seconds = command_line.health_check_timeout_seconds;
+        const core::Result<std::string> result =
+            net::health_check(command_line.health_check, config, options);
+        (result ? std::cout : std::cerr)
+            << "bloomery: " << (result ? *result : result.error()) << '\n';
+        return result ? 0 : 1;
     }
     if (command_line.test_config) {
         // Like nginx -t: the same checks as a start, nothing bound or loaded.
@@ -180,6 +185,27 @@ int run_tool(const bloomery::app::CommandLine& command_line) {
     return -1;
 }
 
+spdlog::level::level_enum spdlog_level(bloomery::core::LogLevel level) {
+    using bloomery::core::LogLevel;
+    switch (level) {
+        case LogLevel::trace:
+            return spdlog::level::trace;
+        case LogLevel::debug:
+            return spdlog::level::debug;
+        case LogLevel::info:
+            break;
+        case LogLevel::warn:
+            return spdlog::level::warn;
+        case LogLevel::error:
+            return spdlog::level::err;
+        case LogLevel::critical:
+            return spdlog::level::critical;
+        case LogLevel::off:
+            return spdlog::level::off;
+    }
+    return spdlog::level::info;
+}
+
 // The log goes to --logfile or stderr at --loglevel. False (said on stderr)
 // if the file cannot be opened.
 bool set_up_logging(const bloomery::core::Config& config) {
@@ -193,7 +219,7 @@ bool set_up_logging(const bloomery::core::Config& config) {
         std::cerr << "bloomery: cannot open log file: " << e.what() << '\n';
         return false;
     }
-    spdlog::set_level(spdlog::level::from_str(config.log_level));
+    spdlog::set_level(spdlog_level(config.log_level));
     spdlog::flush_on(spdlog::level::info);
     return true;
 }
@@ -234,7 +260,10 @@ bool build_registry(bloomery::command::Registry& registry, const bloomery::core:
 // Loads the data and serves until stopped; the exit code.
 int serve(const bloomery::core::Config& config, const bloomery::command::Registry& registry) {
     using namespace bloomery;
-    store::Keyspace keyspace(config.keyspace_shards);
+    // What CONFIG SET changes from here on; the keyspace's use counters
+    // follow its LFU settings.
+    core::RuntimeSettings settings(config);
+    store::Keyspace keyspace(config.keyspace_shards, settings.lfu());
     // Before the snapshot loads, so loaded keys are counted per slot too.
     if (config.cluster_enabled) {
         keyspace.enable_slot_counts();
@@ -255,10 +284,10 @@ int serve(const bloomery::core::Config& config, const bloomery::command::Registr
     } stop_server_first{server};
     // Built before loading so that the monitoring listener answers while a
     // large snapshot loads (/healthz 200, /readyz 503).
-    server = std::make_unique<net::Server>(config, keyspace, registry, persistence, replication);
-    core::set_latency_threshold_ms(config.latency_monitor_threshold_ms);
-    store::set_lfu_log_factor(config.lfu_log_factor);
-    store::set_lfu_decay_time(config.lfu_decay_time_minutes);
+    server = std::make_unique<net::Server>(config, settings, keyspace, registry, persistence,
+                                           replication);
+    // The latency monitor is process-wide (every layer records into it).
+    core::set_latency_threshold_ms(settings.latency_monitor_threshold_ms());
     core::memory_mark_startup();
     std::string error;
     try {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -431,9 +432,10 @@ bool ScalableFilter::redo_layers(std::size_t layer_index) {
     if (layer_index >= kMaxLayers) return false;
     if ((flags_ & kNonscaling) != 0 && layer_index > 0) return false;
     while (num_layers() <= layer_index) {
-        LayerGeometry next;
-        if (!next_layer(options(), layer(num_layers() - 1).geometry(), next)) return false;
-        append_layer_for_load(next);
+        const std::optional<LayerGeometry> next =
+            next_layer(options(), layer(num_layers() - 1).geometry());
+        if (!next) return false;
+        append_layer_for_load(*next);
     }
     return true;
 }
@@ -453,8 +455,9 @@ AddResult ScalableFilter::grow(std::size_t seen_layers, const GrowthLimits& limi
     // layer per "full" event, never two.
     if (n != seen_layers) return AddResult::added;
     if (n >= kMaxLayers) return AddResult::too_many_layers;
-    LayerGeometry next;
-    if (!next_layer(options(), layer(n - 1).geometry(), next)) return AddResult::too_many_layers;
+    const std::optional<LayerGeometry> grown = next_layer(options(), layer(n - 1).geometry());
+    if (!grown) return AddResult::too_many_layers;
+    const LayerGeometry& next = *grown;
     if (limits.max_filter_bytes != 0 && bits_size() + next.bits / 8 > limits.max_filter_bytes) {
         return AddResult::too_large;
     }

@@ -23,10 +23,6 @@ namespace {
 
 using core::iequals;
 
-std::string lower(std::string_view s) {
-    return core::ascii_lower(s);
-}
-
 // Names and key patterns go into space-separated rule lines (ACL LIST, the
 // ACL file) and CLIENT LIST, so they are printable ASCII without spaces.
 bool printable_word(std::string_view word) {
@@ -319,7 +315,7 @@ core::Status AclUser::apply_rule(std::string_view rule, const Registry& registry
         command_rules_.assign({"-@all"});
     } else if ((first == '+' || first == '-') && rule.size() > 1) {
         applied = apply_command_rule(rule, registry);
-        if (applied) command_rules_.push_back(lower(rule));
+        if (applied) command_rules_.push_back(core::ascii_lower(rule));
     } else if (first == '(' || iequals(rule, "clearselectors")) {
         return core::Error{"selectors " + quoted_rule(rule) + " are not supported"};
     } else {

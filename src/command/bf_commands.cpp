@@ -31,9 +31,17 @@ FilterOptions default_options(const Context& ctx) {
     options.error_rate = ctx.config.default_error_rate;
     options.capacity = ctx.config.default_capacity;
     options.expansion = ctx.config.default_expansion;
-    options.layout = ctx.config.default_layout == "classic"   ? bloom::Layout::classic
-                     : ctx.config.default_layout == "blocked" ? bloom::Layout::blocked
-                                                              : bloom::Layout::automatic;
+    switch (ctx.config.default_layout) {
+        case core::DefaultLayout::automatic:
+            options.layout = bloom::Layout::automatic;
+            break;
+        case core::DefaultLayout::blocked:
+            options.layout = bloom::Layout::blocked;
+            break;
+        case core::DefaultLayout::classic:
+            options.layout = bloom::Layout::classic;
+            break;
+    }
     return options;
 }
 
@@ -597,20 +605,20 @@ void cmd_loadchunk(Context& ctx, Args argv) {
         ctx.out.error(errors::kBadChunkData);
         return;
     }
-    bloom::DumpHeader header;
-    if (!bloom::parse_header(data, header, error)) {
-        ctx.out.error("ERR " + error);
+    const core::Result<bloom::DumpHeader> header = bloom::parse_header(data);
+    if (!header) {
+        ctx.out.error("ERR " + header.error());
         return;
     }
     // The whole filter, every layer, is checked before anything is allocated.
     std::string_view limit_error;
-    if (!within_limits(ctx, header.layers, limit_error)) {
+    if (!within_limits(ctx, header->layers, limit_error)) {
         ctx.out.error(limit_error);
         return;
     }
     FilterRef filter;
     try {
-        filter = bloom::build_filter(header, ctx.config.maxmemory);
+        filter = bloom::build_filter(*header, ctx.config.maxmemory);
     } catch (const std::bad_alloc&) {
         ctx.out.error(errors::kOutOfMemory);
         return;

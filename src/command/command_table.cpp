@@ -18,10 +18,6 @@ extern const std::string_view kCommandsJson;
 
 namespace {
 
-std::string lower(std::string_view s) {
-    return core::ascii_lower(s);
-}
-
 bool has_flag(const CommandSpec& spec, std::string_view flag) {
     return std::find(spec.flags.begin(), spec.flags.end(), flag) != spec.flags.end();
 }
@@ -57,7 +53,7 @@ core::Status set_categories(CommandSpec& spec, const std::vector<std::string>& s
         const auto it = category.empty() || category[0] != '@'
                             ? categories.end()
                             : std::find(categories.begin(), categories.end(),
-                                        lower(std::string_view(category).substr(1)));
+                                        core::ascii_lower(std::string_view(category).substr(1)));
         if (it == categories.end()) {
             return core::Error{"command '" + spec.name + "' has ACL category '" + category +
                                "', which is not in the top-level \"acl_categories\""};
@@ -73,7 +69,7 @@ core::Result<std::unique_ptr<CommandSpec>> parse_spec(const nlohmann::json& entr
     auto spec = std::make_unique<CommandSpec>();
     std::vector<std::string> spec_categories;
     try {
-        spec->name = lower(entry.at("name").get<std::string>());
+        spec->name = core::ascii_lower(entry.at("name").get<std::string>());
         spec->arity = entry.at("arity").get<int>();
         spec->flags = entry.at("flags").get<std::vector<std::string>>();
         spec->first_key = entry.at("first_key").get<int>();
@@ -115,7 +111,7 @@ core::Result<std::vector<std::string>> read_categories(const nlohmann::json& roo
         for (const auto& category : root.value("acl_categories", nlohmann::json::array())) {
             const std::string name = category.get<std::string>();
             if (name.size() < 2 || name[0] != '@') throw std::invalid_argument(name);
-            categories.push_back(lower(std::string_view(name).substr(1)));
+            categories.push_back(core::ascii_lower(std::string_view(name).substr(1)));
         }
     } catch (const std::exception& e) {
         return core::Error{

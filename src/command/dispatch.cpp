@@ -384,13 +384,10 @@ bool count_error_replies(Context& ctx, std::uint64_t errors_before) {
     return true;
 }
 
-// How a command that ran ended, for its statistics (failed_calls).
-enum class Outcome { replied, failed };
-
 // Counts a command that ran (calls, time, whether it failed, the slow log)
 // or was refused; `nanoseconds` is its time.
 void record(Context& ctx, const Admitted& admitted, Args argv, std::uint64_t nanoseconds,
-            Outcome outcome) {
+            core::CallOutcome outcome) {
     const CommandSpec* spec = admitted.spec;
     switch (admitted.admission) {
         case Admission::unknown:
@@ -399,7 +396,7 @@ void record(Context& ctx, const Admitted& admitted, Args argv, std::uint64_t nan
             ctx.stats.command_stats.record_rejected(spec->id);
             break;
         case Admission::run:
-            ctx.stats.command_stats.record_call(spec->id, nanoseconds, outcome == Outcome::failed);
+            ctx.stats.command_stats.record_call(spec->id, nanoseconds, outcome);
             if (ctx.slowlog != nullptr && ctx.slowlog->is_slow(nanoseconds)) {
                 ctx.slowlog->record(spec, argv, nanoseconds, ctx.client);
             }
@@ -442,8 +439,9 @@ void dispatch(const Registry& registry, DispatchContext& ctx, Args argv,
     const std::uint64_t now = clock.now();
     const std::uint64_t nanoseconds = clock.nanoseconds(now - clock_mark);
     clock_mark = now;
-    const Outcome outcome =
-        count_error_replies(ctx, errors_before) ? Outcome::failed : Outcome::replied;
+    const core::CallOutcome outcome = count_error_replies(ctx, errors_before)
+                                          ? core::CallOutcome::failed
+                                          : core::CallOutcome::succeeded;
     if (!queued) record(ctx, admitted, argv, nanoseconds, outcome);
 }
 
@@ -469,8 +467,9 @@ void run_queued(const Registry& registry, DispatchContext& ctx, const CommandSpe
         run_handler(spec, ctx, argv);
     }
     const std::uint64_t nanoseconds = clock.nanoseconds(clock.now() - began);
-    const Outcome outcome =
-        count_error_replies(ctx, errors_before) ? Outcome::failed : Outcome::replied;
+    const core::CallOutcome outcome = count_error_replies(ctx, errors_before)
+                                          ? core::CallOutcome::failed
+                                          : core::CallOutcome::succeeded;
     record(ctx, admitted, argv, nanoseconds, outcome);
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,11 +42,12 @@ void cmd_latency_latest(Context& ctx, Args) {
 
 // LATENCY HISTORY event: its samples, oldest first; empty for an unknown one.
 void cmd_latency_history(Context& ctx, Args argv) {
-    core::LatencyEvent event;
-    if (!core::latency_event(ArgCursor(argv, 2).next(), event)) {
+    const std::optional<core::LatencyEvent> found = core::latency_event(ArgCursor(argv, 2).next());
+    if (!found) {
         ctx.out.array(0);
         return;
     }
+    const core::LatencyEvent& event = *found;
     ctx.out.array(event.samples.size());
     for (const core::LatencySample& sample : event.samples) {
         ctx.out.array(2);
@@ -131,14 +133,15 @@ void append_sparkline(std::string& out, const std::vector<std::uint32_t>& values
 
 void cmd_latency_graph(Context& ctx, Args argv) {
     const std::string_view name = ArgCursor(argv, 2).next();
-    core::LatencyEvent event;
-    if (!core::latency_event(name, event) || event.samples.empty()) {
+    const std::optional<core::LatencyEvent> found = core::latency_event(name);
+    if (!found || found->samples.empty()) {
         std::string message(errors::kNoLatencySamples);
         core::append_printable(message, name);
         message += "'";
         ctx.out.error(message);
         return;
     }
+    const core::LatencyEvent& event = *found;
     std::vector<std::uint32_t> values;
     std::vector<std::string> labels;
     const std::int64_t now = unix_now();
@@ -248,7 +251,7 @@ std::string advice_report(const EventKinds& kinds, const core::Config& config) {
         report +=
             "- fsync was slow: use a local disk (an SSD if you can), keep other disk-heavy "
             "processes away from the data directory" +
-            std::string(config.appendfsync == "always"
+            std::string(config.appendfsync == core::AppendFsync::always
                             ? ", and consider --appendfsync everysec: with always, every "
                               "write waits for its fsync"
                             : "") +

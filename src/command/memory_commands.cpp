@@ -268,7 +268,7 @@ void cmd_object_idletime(Context& ctx, Args argv) {
 // it (lfu-log-factor, lfu-decay-time): what `redis-cli --hotkeys` ranks by.
 void cmd_object_freq(Context& ctx, Args argv) {
     if (const auto key = object_lookup(ctx, argv)) {
-        ctx.out.integer(store::access_frequency(key->accessed));
+        ctx.out.integer(store::access_frequency(key->accessed, ctx.settings.lfu().decay_minutes()));
     }
 }
 

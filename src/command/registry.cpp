@@ -10,20 +10,12 @@
 
 namespace bloomery::command {
 
-namespace {
-
-std::string lower(std::string_view s) {
-    return core::ascii_lower(s);
-}
-
-}  // namespace
-
 void Registry::register_dispatch(std::string_view name, Handler handler) {
-    handlers_[lower(name)] = handler;
+    handlers_[core::ascii_lower(name)] = handler;
 }
 
 void Registry::register_key_finder(std::string_view name, KeyFinder finder) {
-    key_finders_[lower(name)] = finder;
+    key_finders_[core::ascii_lower(name)] = finder;
 }
 
 int Registry::category_index(std::string_view name) const {

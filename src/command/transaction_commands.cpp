@@ -271,7 +271,7 @@ QueueReplies run_queue(DispatchContext& ctx, const std::vector<std::string_view>
     resp::Writer dropping(dropped);
     bool over_limit = false;
     const std::uint64_t hard_limit =
-        ctx.config.client_output_buffer_limits.get(core::ClientClass::normal).hard_bytes;
+        ctx.settings.client_output_buffer_limits().get(core::ClientClass::normal).hard_bytes;
     for (std::size_t i = 0; i < transaction.commands.size(); ++i) {
         const TransactionState::Queued& queued = transaction.commands[i];
         suspender.set_current(i);
@@ -279,6 +279,7 @@ QueueReplies run_queue(DispatchContext& ctx, const std::vector<std::string_view>
         DispatchContext inner{ctx.registry,
                               ctx.keyspace,
                               ctx.config,
+                              ctx.settings,
                               ctx.server,
                               ctx.client,
                               ctx.stats,

@@ -10,13 +10,13 @@ namespace bloomery::net {
 
 MetricsSnapshot collect_metrics(const command::Services& server, const command::Registry& registry,
                                 const store::Keyspace& keyspace, const core::Config& config,
-                                const command::Slowlog* slowlog, bool ready) {
+                                const command::Slowlog* slowlog, Readiness readiness) {
     MetricsSnapshot s;
     s.version = BLOOMERY_VERSION;
     s.now_ms = store::now_ms();
     s.start_time_ms = server.stats.start_time_ms();
     s.worker_threads = server.stats.worker_threads();
-    s.ready = ready;
+    s.ready = readiness == Readiness::ready;
     s.max_clients = config.max_clients;
     s.connected_clients = server.clients.connected_clients();
     s.stats = server.stats.stats();

@@ -178,7 +178,8 @@ void ReplicaLink::fail(std::string why) {
     writing_ = false;
     ack_pending_ = false;
     sync_file_.reset();
-    decoder_.start(false, false);  // gives back what it held
+    // Gives back what it held.
+    decoder_.start(Handshake::replconf_first, SyncRequest::full_copy);
     buffer_charge_.set(0);
     {
         std::lock_guard lock(info_mutex_);
@@ -232,13 +233,14 @@ void ReplicaLink::write_next() {
 void ReplicaLink::begin_session() {
     if (stopping_.load()) return;
     ++session_;
-    bool resume = false;
+    SyncRequest request = SyncRequest::full_copy;
     {
         std::lock_guard lock(info_mutex_);
         // Only a replica holding a copy of this primary's history can resume.
-        resume = applier_ != nullptr && !replid_.empty();
+        if (applier_ != nullptr && !replid_.empty()) request = SyncRequest::resume;
     }
-    decoder_.start(!config_.masterauth.empty(), resume);
+    decoder_.start(config_.masterauth.empty() ? Handshake::replconf_first : Handshake::auth_first,
+                   request);
     socket_ = asio::ip::tcp::socket(io_);
     arm_watchdog();
     resolver_.async_resolve(

@@ -259,8 +259,14 @@ bool Journal::open_segment(std::uint64_t start, std::string& error) {
         ::unlink(path.c_str());
         return false;
     }
-    if (::fdatasync(fd) != 0 || !core::fsync_directory(dir_, error)) {
-        if (error.empty()) error = "cannot fsync journal '" + path + "': " + errno_text(errno);
+    core::Status synced;
+    if (::fdatasync(fd) != 0) {
+        synced = core::Error{"cannot fsync journal '" + path + "': " + errno_text(errno)};
+    } else {
+        synced = core::fsync_directory(dir_);
+    }
+    if (!synced) {
+        error = synced.error();
         ::close(fd);
         ::unlink(path.c_str());
         return false;
@@ -440,8 +446,9 @@ void Journal::drop_covered(std::uint64_t offset) {
         }
     }
     if (!doomed.empty()) {
-        std::string error;
-        if (!core::fsync_directory(dir_, error)) spdlog::warn("journal: {}", error);
+        if (const core::Status synced = core::fsync_directory(dir_); !synced) {
+            spdlog::warn("journal: {}", synced.error());
+        }
         file_bytes_.fetch_sub(std::min(freed, file_bytes_.load()), std::memory_order_relaxed);
         spdlog::info("journal: removed {} segment(s) covered by the snapshot", doomed.size());
     }

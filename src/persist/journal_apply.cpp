@@ -45,13 +45,12 @@ bool Applier::apply_transaction(const std::vector<std::pair<Record, Decoded>>& r
 }
 
 bool Applier::create(const Decoded& d, std::string& why) {
-    bloom::DumpHeader header;
-    std::string error;
-    if (!bloom::parse_header(d.data, header, error)) {
-        why = "CREATE record: " + error;
+    const core::Result<bloom::DumpHeader> header = bloom::parse_header(d.data);
+    if (!header) {
+        why = "CREATE record: " + header.error();
         return false;
     }
-    bloom::FilterRef filter = bloom::build_filter(header);
+    bloom::FilterRef filter = bloom::build_filter(*header);
     filter->set_id(d.filter_id);
     max_id_ = std::max(max_id_, d.filter_id);
     // A replica promoted later names its new filters past every id it holds.

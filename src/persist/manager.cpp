@@ -15,6 +15,18 @@ namespace {
 std::int64_t now_seconds() {
     return store::now_ms() / 1000;
 }
+
+FsyncPolicy fsync_policy(core::AppendFsync setting) {
+    switch (setting) {
+        case core::AppendFsync::always:
+            return FsyncPolicy::always;
+        case core::AppendFsync::no:
+            return FsyncPolicy::no;
+        case core::AppendFsync::everysec:
+            break;
+    }
+    return FsyncPolicy::everysec;
+}
 }  // namespace
 
 Manager::Manager(const core::Config& config, store::Keyspace& keyspace,
@@ -45,8 +57,7 @@ void Manager::set_journal_listener(std::function<void(std::uint64_t)> listener) 
 
 bool Manager::open_journal(std::uint64_t id, std::uint64_t offset, const std::string& existing,
                            std::string& error) {
-    FsyncPolicy policy = FsyncPolicy::everysec;
-    parse_fsync_policy(config_.appendfsync, policy);
+    const FsyncPolicy policy = fsync_policy(config_.appendfsync);
     if (!journal_object_) {
         journal_object_ = std::make_unique<Journal>(config_.dir, config_.appendfilename, policy,
                                                     config_.journal_buffer_limit);
@@ -180,7 +191,7 @@ bool Manager::load(std::string& error) {
         load_seconds_ += replay.seconds;
     }
     spdlog::info("journal on (appendfsync {}), id {:016x}, appending at offset {}",
-                 config_.appendfsync, id, replay.end);
+                 fsync_policy_name(fsync_policy(config_.appendfsync)), id, replay.end);
     return true;
 }
 

@@ -262,10 +262,11 @@ bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, Sav
         }
         temporary.release();
         stats.keys = records;
-        const bool durable = core::fsync_directory(directory_of(path), error);
+        const core::Status durable = core::fsync_directory(directory_of(path));
         stats.seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        return durable;
+        if (!durable) error = durable.error();
+        return durable.ok();
     } catch (const WriteFailure& failure) {
         error = failure.message;
     } catch (const std::bad_alloc&) {

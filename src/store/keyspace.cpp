@@ -14,6 +14,7 @@
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/core/key_slot.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/core/runtime_settings.hpp"
 #include "keyspace_table.hpp"
 
 namespace bloomery::store {
@@ -42,19 +43,6 @@ void tick_access_clock() {
     }
 }
 
-void set_lfu_log_factor(std::int64_t factor) {
-    key_access::g_log_factor.store(factor, std::memory_order_relaxed);
-}
-void set_lfu_decay_time(std::int64_t minutes) {
-    key_access::g_decay_minutes.store(minutes, std::memory_order_relaxed);
-}
-std::int64_t lfu_log_factor() {
-    return key_access::g_log_factor.load(std::memory_order_relaxed);
-}
-std::int64_t lfu_decay_time() {
-    return key_access::g_decay_minutes.load(std::memory_order_relaxed);
-}
-
 std::uint32_t access_word(std::int64_t idle_seconds, std::uint32_t counter) {
     const std::int64_t idle = std::clamp<std::int64_t>(idle_seconds, 0, key_access::kClockMask);
     return key_access::make_word(access_clock() - static_cast<std::uint32_t>(idle),
@@ -67,11 +55,14 @@ std::int64_t idle_seconds(std::uint32_t word) {
     return key_access::elapsed(word, access_clock());
 }
 
-std::uint32_t access_frequency(std::uint32_t word) {
-    return key_access::decayed(word, access_clock(), lfu_decay_time());
+std::uint32_t access_frequency(std::uint32_t word, std::int64_t decay_minutes) {
+    return key_access::decayed(word, access_clock(), decay_minutes);
 }
 
-Keyspace::Keyspace(std::size_t num_shards) : shards_(num_shards == 0 ? 1 : num_shards) {}
+Keyspace::Keyspace(std::size_t num_shards) : Keyspace(num_shards, core::LfuSettings::defaults()) {}
+
+Keyspace::Keyspace(std::size_t num_shards, const core::LfuSettings& lfu)
+    : shards_(num_shards == 0 ? 1 : num_shards), lfu_(lfu) {}
 
 Keyspace::~Keyspace() {
     if (slot_counts_) {
@@ -232,7 +223,7 @@ Keyspace::Probe Keyspace::probe_unlocked(const Shard& shard, std::string_view ke
     }
     // The node stays readable (and writable: its clock) while our epoch
     // guard is held, even if a writer unlinks it now.
-    node->touch();
+    node->touch(lfu_);
     return Probe::found;
 }
 
@@ -377,7 +368,7 @@ bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
         }
         return nullptr;
     }
-    if (touch) node->touch();
+    if (touch) node->touch(lfu_);
     return node->filter.get();
 }
 

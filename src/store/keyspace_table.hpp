@@ -10,6 +10,7 @@
 #include <shared_mutex>
 #include <string_view>
 
+#include "bloomery/core/runtime_settings.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace bloomery::store {
@@ -37,7 +38,7 @@ struct Keyspace::Node {
     }
     // The home slot of this key in a table of mask + 1 slots.
     std::size_t home(std::size_t mask) const { return hash_key(key()) & mask; }
-    void touch() const {
+    void touch(const core::LfuSettings& lfu) const {
         const std::uint32_t word = accessed.load(std::memory_order_relaxed);
         const std::uint32_t clock = access_clock();
         // Not compare-and-swaps: a use lost to a racing one only makes the
@@ -47,17 +48,14 @@ struct Keyspace::Node {
             // may go up (rarely once past a few uses, never past 255).
             const std::uint32_t counter = key_access::counter_of(word);
             if (counter < key_access::kCounterMax &&
-                key_access::counts(counter, key_access::next_random(),
-                                   key_access::g_log_factor.load(std::memory_order_relaxed))) {
+                key_access::counts(counter, key_access::next_random(), lfu.log_factor())) {
                 accessed.store(word + 1, std::memory_order_relaxed);
             }
             return;
         }
-        accessed.store(
-            key_access::used(word, clock, key_access::next_random(),
-                             key_access::g_log_factor.load(std::memory_order_relaxed),
-                             key_access::g_decay_minutes.load(std::memory_order_relaxed)),
-            std::memory_order_relaxed);
+        accessed.store(key_access::used(word, clock, key_access::next_random(), lfu.log_factor(),
+                                        lfu.decay_minutes()),
+                       std::memory_order_relaxed);
     }
     std::int64_t deadline() const { return expire_at_ms.load(std::memory_order_relaxed); }
     bool expired(std::int64_t now) const {

@@ -195,20 +195,21 @@ Keyspace::ChunkStatus Keyspace::load_chunk(std::string_view key, std::int64_t it
                                            std::string_view data, std::string& error) {
     ChunkStatus status = ChunkStatus::loaded;
     const bool found = with_filter(key, [&](bloom::ScalableFilter& filter) {
-        bloom::ChunkTarget target;
         // Checked first: a refused chunk is not recorded (nor sent to
         // replicas), however large it was.
-        if (!bloom::check_chunk(filter, iter, data, target, error)) {
+        const core::Result<bloom::ChunkTarget> target = bloom::check_chunk(filter, iter, data);
+        if (!target) {
+            error = target.error();
             status = ChunkStatus::refused;
             return;
         }
         MutationLog* log = mutation_log();
         if (log == nullptr) {
-            bloom::apply_chunk(filter, target);
+            bloom::apply_chunk(filter, *target);
         } else {
             log->begin_chunk(filter, iter, data);
             DataScope close(log);
-            bloom::apply_chunk(filter, target);
+            bloom::apply_chunk(filter, *target);
         }
         chunks_loaded_.fetch_add(1, std::memory_order_relaxed);
     });
@@ -244,15 +245,18 @@ bool Keyspace::redo_adds(bloom::ScalableFilter& filter, std::span<const Recorded
 
 bool Keyspace::redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter, std::string_view data,
                           std::string& error) {
-    bloom::ChunkTarget target;
-    if (!bloom::check_chunk(filter, iter, data, target, error)) return false;
+    const core::Result<bloom::ChunkTarget> target = bloom::check_chunk(filter, iter, data);
+    if (!target) {
+        error = target.error();
+        return false;
+    }
     MutationLog* log = mutation_log();
     if (log == nullptr) {
-        bloom::apply_chunk(filter, target);
+        bloom::apply_chunk(filter, *target);
     } else {
         log->begin_chunk(filter, iter, data);
         DataScope close(log);
-        bloom::apply_chunk(filter, target);
+        bloom::apply_chunk(filter, *target);
     }
     chunks_loaded_.fetch_add(1, std::memory_order_relaxed);
     return true;

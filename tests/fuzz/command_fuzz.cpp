@@ -372,7 +372,8 @@ struct Server {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
         const bool resp3_before = writer->protocol() == 3;
-        command::DispatchContext ctx{registry, keyspace, config, hooks, client, stats, *writer};
+        command::DispatchContext ctx{registry, keyspace, config, settings,
+                                     hooks,    client,   stats,  *writer};
         command::dispatch(registry, ctx, argv);
         const bool resp3 = resp3_before || writer->protocol() == 3;
         ReplyReader reader(out, resp3);
@@ -407,6 +408,7 @@ struct Server {
     command::Registry registry;
     store::Keyspace keyspace{4};
     core::Config config;
+    core::RuntimeSettings settings{config};
     FakeHooks hooks;
     command::ClientState client;
     command::WorkerStats stats;

@@ -36,16 +36,16 @@ void require(bool condition, const char* what) {
 void check_filter(const bloomery::bloom::ScalableFilter& filter) {
     require(filter.scheme() == bloomery::bloom::HashScheme::redisbloom, "not RedisBloom's scheme");
     const std::string header = bloomery::bloom::encode_header(filter);
-    std::string error;
-    bloomery::bloom::FilterRef copy = bloomery::bloom::decode_header(header, 0, error);
-    require(copy != nullptr, "an imported filter's header does not decode");
+    auto decoded = bloomery::bloom::decode_header(header, 0);
+    require(decoded.ok(), "an imported filter's header does not decode");
+    bloomery::bloom::FilterRef copy = *decoded;
     require(bloomery::bloom::encode_header(*copy) == header, "header round trip changed it");
     std::int64_t iter = 1;
     std::string original, copied;
     for (;;) {
         const bloomery::bloom::DumpChunk chunk = bloomery::bloom::dump_chunk(filter, iter);
         if (chunk.next_iter == 0) break;
-        require(bloomery::bloom::load_chunk(*copy, chunk.next_iter, chunk.data, error),
+        require(bloomery::bloom::load_chunk(*copy, chunk.next_iter, chunk.data).ok(),
                 "a chunk of an imported filter does not load");
         original += chunk.data;
         iter = chunk.next_iter;

@@ -47,7 +47,10 @@ void check(bool condition) {
 class Replica {
 public:
     Replica(bool auth, bool resume) : auth_(auth) {
-        decoder_.start(auth, resume);
+        decoder_.start(auth ? PrimaryStreamDecoder::Handshake::auth_first
+                            : PrimaryStreamDecoder::Handshake::replconf_first,
+                       resume ? PrimaryStreamDecoder::SyncRequest::resume
+                              : PrimaryStreamDecoder::SyncRequest::full_copy);
         if (resume) applier_ = make_applier(keyspace_);
     }
     ~Replica() {

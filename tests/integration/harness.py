@@ -1,7 +1,8 @@
 """Starts and stops the real bloomery binary for integration tests.
 
 Every server listens on 127.0.0.1 on a free port, keeps its data in its own
-temporary directory, is waited for with a bounded loop, and is stopped by pid.
+temporary directory, is waited for with wait_until (the suite's one bounded
+wait for a state to hold), and is stopped by pid.
 The binary comes from $BLOOMERY_BIN (set by ctest), else the release build.
 """
 
@@ -95,13 +96,16 @@ class Server:
                                             stdin=subprocess.DEVNULL, env=environment,
                                             preexec_fn=self.preexec_fn)
             log.close()
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
+            def ready():
                 if self.process.poll() is not None:
-                    break
-                if self.ping():
-                    return self
-                time.sleep(0.02)
+                    return "exited"
+                return "answering" if self.ping() else None
+            try:
+                state = wait_until(ready, timeout, "bloomery to answer PING")
+            except WaitTimeout:
+                state = None
+            if state == "answering":
+                return self
             if expect_failure and self.process.poll() is not None:
                 return self
             if self.process.poll() is None:
@@ -199,19 +203,30 @@ class SharedServerTestCase(unittest.TestCase):
         cls.server.cleanup()
 
 
-def wait_until(predicate, timeout=30.0, what="condition"):
-    """Polls `predicate` (connection errors and error replies count as not
-    yet) until it holds, for at most `timeout` seconds."""
+class WaitTimeout(AssertionError):
+    """What wait_until raises: the test fails (it is an AssertionError)."""
+
+
+def wait_until(predicate, timeout=30.0, what="condition", interval=0.02):
+    """The one way a test waits for a state: calls `predicate` every
+    `interval` seconds until it returns a true value, and returns that value.
+    redis-py's connection errors and error replies count as "not yet"; any
+    other exception stops the wait. After `timeout` seconds it raises
+    WaitTimeout, "timed out waiting for <what>"; `what` may be a function,
+    called then, to say what the state was."""
     import redis  # Debian's python3-redis
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         try:
-            if predicate():
-                return
+            value = predicate()
+            if value:
+                return value
         except (redis.ConnectionError, redis.ResponseError):
             pass
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting for " + what)
+        if time.monotonic() >= deadline:
+            raise WaitTimeout("timed out after %g s waiting for %s" %
+                              (timeout, what() if callable(what) else what))
+        time.sleep(interval)
 
 
 def journal_end(client):

@@ -13,13 +13,12 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import time
 import unittest
 
 import redis
 
 from formats import build_dump_header
-from harness import Server, check_snapshot, rss_bytes, scandump
+from harness import Server, check_snapshot, rss_bytes, scandump, wait_until
 from test_protocol import Err, RespConnection, encode
 
 MAX_LAYERS = 64
@@ -488,10 +487,8 @@ class Maxmemory(LimitsTestCase):
         # The journal's buffer (records not yet fsynced, at most about a
         # second's worth with everysec) is counted too; measure once it is
         # on disk.
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and int(r.info("persistence")["aof_buffer_length"]) > 0:
-            time.sleep(0.1)
-        self.assertEqual(int(r.info("persistence")["aof_buffer_length"]), 0)
+        wait_until(lambda: int(r.info("persistence")["aof_buffer_length"]) == 0, 60,
+                   "the journal's buffer to be on disk", interval=0.1)
         used = int(r.info("memory")["used_memory"]) - used_start
         per_key_used = used / n
         print("\n[ measured ] %d keys: used_memory %.1f B/key, RSS %.1f B/key (%s)" % (
@@ -503,22 +500,16 @@ class Maxmemory(LimitsTestCase):
             # jemalloc (sanitizer builds replace malloc with their own). The
             # pages the load's buffers used go back to the kernel over
             # jemalloc's decay time (10 s): wait for that state, bounded.
-            deadline = time.monotonic() + 30
-            while (time.monotonic() < deadline and
-                   (rss_bytes(s.process.pid) - rss_start) / n > 320):
-                time.sleep(0.2)
-            self.assertLessEqual((rss_bytes(s.process.pid) - rss_start) / n, 320)
+            wait_until(lambda: (rss_bytes(s.process.pid) - rss_start) / n <= 320, 30,
+                       lambda: "RSS of at most 320 B/key (it is %.1f)" %
+                       ((rss_bytes(s.process.pid) - rss_start) / n), interval=0.2)
         r.flushall()
         memory = r.info("memory")
         self.assertEqual(int(memory["used_memory_keyspace"]), 0)
         self.assertEqual(int(memory["used_memory_filters"]), 0)
         if allocator.startswith("jemalloc"):
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                if rss_bytes(s.process.pid) < rss_start + 16 * 1024 * 1024:
-                    break
-                time.sleep(0.2)
-            self.assertLess(rss_bytes(s.process.pid), rss_start + 16 * 1024 * 1024)
+            wait_until(lambda: rss_bytes(s.process.pid) < rss_start + 16 * 1024 * 1024, 60,
+                       "RSS to come back within 16 MB of the start", interval=0.2)
 
 
 # ---------------------------------------------------------------------------
@@ -533,12 +524,8 @@ class Misconf(LimitsTestCase):
         os.makedirs(os.path.join(d, "dump.bloomery", "blocker"))
 
     def wait_status(self, client, status, timeout=20):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if client.info("persistence")["rdb_last_bgsave_status"] == status:
-                return
-            time.sleep(0.05)
-        self.fail("rdb_last_bgsave_status never became %s" % status)
+        wait_until(lambda: client.info("persistence")["rdb_last_bgsave_status"] == status,
+                   timeout, "rdb_last_bgsave_status to become " + status, interval=0.05)
 
     def test_writes_are_refused_until_a_save_succeeds_and_reads_go_on(self):
         d = self.make_dir()
@@ -633,10 +620,8 @@ class SnapshotConsistency(LimitsTestCase):
                     r.execute_command("SAVE")
                 else:
                     r.bgsave()
-                    deadline = time.monotonic() + 60
-                    while r.info("persistence")["rdb_bgsave_in_progress"] == 1:
-                        self.assertLess(time.monotonic(), deadline)
-                        time.sleep(0.01)
+                    wait_until(lambda: r.info("persistence")["rdb_bgsave_in_progress"] != 1, 60,
+                               "the background save to finish", interval=0.01)
                 keys = snapshot_keys(path)
                 if ("a" in keys) == ("b" in keys):
                     problems.append("round %d: a=%s b=%s" % (round_, "a" in keys, "b" in keys))
@@ -664,10 +649,8 @@ class SnapshotConsistency(LimitsTestCase):
             r.bgsave()
             r.flushall()
             r.execute_command("BF.RESERVE", "big", 0.01, 17000000, "NONSCALING")
-            deadline = time.monotonic() + 60
-            while r.info("persistence")["rdb_bgsave_in_progress"] == 1:
-                self.assertLess(time.monotonic(), deadline)
-                time.sleep(0.01)
+            wait_until(lambda: r.info("persistence")["rdb_bgsave_in_progress"] != 1, 60,
+                       "the background save to finish", interval=0.01)
             keys = snapshot_keys(path)
             mine = [k for k in keys if k.startswith("f%d:" % round_)]
             self.assertIn(len(mine), (0, 100), "round %d: %d of 100 keys" % (round_, len(mine)))

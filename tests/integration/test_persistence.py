@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import redis
 
 from formats import build_snapshot, parse_snapshot
-from harness import Server, check_snapshot, raw_connection, scandump
+from harness import Server, check_snapshot, raw_connection, scandump, wait_until
 
 DUMP = "dump.bloomery"
 
@@ -38,16 +38,6 @@ def bgsave(client):
     """BGSAVE's raw status reply (redis-py would turn it into True)."""
     client.response_callbacks.pop("BGSAVE", None)
     return client.execute_command("BGSAVE")
-
-
-def wait_for(predicate, timeout, interval=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return predicate()
 
 
 def read_bytes(path):
@@ -390,8 +380,8 @@ class ShutdownOffTheWorker(TempDirCase):
         return server
 
     def wait_for_log(self, server, text, timeout=30):
-        self.assertTrue(wait_for(lambda: text in server.log(), timeout, 0.01),
-                        "%r not in the log:\n%s" % (text, server.log()[-2000:]))
+        wait_until(lambda: text in server.log(), timeout,
+                   lambda: "%r in the log:\n%s" % (text, server.log()[-2000:]), interval=0.01)
 
     def test_the_worker_serves_its_other_clients_while_shutdown_saves(self):
         d = self.make_dir()
@@ -493,7 +483,8 @@ class BackgroundSave(TempDirCase):
             time.sleep(0.05)
         reply = bgsave(r)
         self.assertEqual(reply, b"Background saving started")
-        self.assertTrue(wait_for(lambda: persistence_info(r)["rdb_bgsave_in_progress"] == 0, 20))
+        wait_until(lambda: persistence_info(r)["rdb_bgsave_in_progress"] == 0, 20,
+                   "the background save to finish", interval=0.05)
         info = persistence_info(r)
         self.assertEqual(info["rdb_last_bgsave_status"], "ok")
         self.assertEqual(info["rdb_saves"], saves0 + 1)
@@ -531,7 +522,8 @@ class BackgroundSave(TempDirCase):
         for start in range(0, 3000, 500):
             r.execute_command("BF.MADD", "k", *items[start:start + 500])
         self.assertEqual(bgsave(r), b"Background saving started")
-        self.assertTrue(wait_for(lambda: persistence_info(r)["rdb_bgsave_in_progress"] == 0, 20))
+        wait_until(lambda: persistence_info(r)["rdb_bgsave_in_progress"] == 0, 20,
+                   "the background save to finish", interval=0.05)
         self.assertEqual(s.kill(), -signal.SIGKILL)
         s2 = self.server(d)
         self.assertEqual(s2.client().execute_command("BF.MEXISTS", "k", *items), [1] * 3000)
@@ -554,7 +546,8 @@ class BackgroundSave(TempDirCase):
             self.assertIsInstance(reply, redis.ResponseError, replies)
             # redis-py strips the leading "ERR "; the rest must be Redis's text.
             self.assertEqual(str(reply), "Background save already in progress", replies)
-        self.assertTrue(wait_for(lambda: persistence_info(r)["rdb_bgsave_in_progress"] == 0, 30))
+        wait_until(lambda: persistence_info(r)["rdb_bgsave_in_progress"] == 0, 30,
+                   "the background save to finish", interval=0.05)
         self.assertEqual(persistence_info(r)["rdb_last_bgsave_status"], "ok")
 
     def test_save_point_triggers_a_snapshot_without_any_command(self):
@@ -565,9 +558,10 @@ class BackgroundSave(TempDirCase):
         time.sleep(1.2)
         self.assertFalse(os.path.exists(path), "saved with no change")
         r.execute_command("BF.MADD", "auto", "a", "b")
-        self.assertTrue(wait_for(lambda: os.path.exists(path), 10), "no snapshot within 10 s")
-        self.assertTrue(wait_for(lambda: persistence_info(r)["rdb_saves"] >= 1
-                                 and persistence_info(r)["rdb_bgsave_in_progress"] == 0, 10))
+        wait_until(lambda: os.path.exists(path), 10, "a snapshot", interval=0.05)
+        wait_until(lambda: persistence_info(r)["rdb_saves"] >= 1 and
+                   persistence_info(r)["rdb_bgsave_in_progress"] == 0, 10,
+                   "the save to be counted and finished", interval=0.05)
         self.assertEqual(persistence_info(r)["rdb_changes_since_last_save"], 0)
         code, report = check_snapshot(path)
         self.assertEqual(code, 0, report)
@@ -604,7 +598,8 @@ class SaveFailures(TempDirCase):
         self.assertGreater(info["rdb_changes_since_last_save"], 0)
         # BGSAVE fails the same way, reported through INFO.
         self.assertEqual(bgsave(r), b"Background saving started")
-        self.assertTrue(wait_for(lambda: persistence_info(r)["rdb_bgsave_in_progress"] == 0, 20))
+        wait_until(lambda: persistence_info(r)["rdb_bgsave_in_progress"] == 0, 20,
+                   "the background save to finish", interval=0.05)
         self.assertEqual(persistence_info(r)["rdb_last_bgsave_status"], "err")
         # The server keeps serving.
         self.assertTrue(r.ping())
@@ -648,7 +643,8 @@ class SaveFailures(TempDirCase):
                       if isinstance(info["rdb_last_error"], str) else "")
         # BGSAVE fails the same way and also leaves no temporary file.
         self.assertEqual(bgsave(r), b"Background saving started")
-        self.assertTrue(wait_for(lambda: persistence_info(r)["rdb_bgsave_in_progress"] == 0, 20))
+        wait_until(lambda: persistence_info(r)["rdb_bgsave_in_progress"] == 0, 20,
+                   "the background save to finish", interval=0.05)
         self.assertEqual(persistence_info(r)["rdb_last_bgsave_status"], "err")
         self.assertEqual(read_bytes(path), before)
         self.assertEqual(temp_files(d), [])

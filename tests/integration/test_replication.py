@@ -632,15 +632,18 @@ class ReplicationTest(unittest.TestCase):
             else:
                 # Until it has a copy of the other primary, what the link
                 # replaced loaded is never served.
-                deadline = time.monotonic() + 300
-                while not link_up(replica):
-                    self.assertLess(time.monotonic(), deadline, "the link to the other primary")
+                def linked_and_never_served():
+                    if link_up(replica):
+                        return True
                     try:
                         self.assertEqual(r.execute_command("BF.EXISTS", "big", "x"), 0)
                     except redis.BusyLoadingError:
                         pass  # -LOADING: the other primary's copy is loading
                     except redis.ResponseError as refused:
                         self.assertRegex(str(refused), "^MASTERDOWN ")
+                    return False
+                wait_until(linked_and_never_served, 300, "the link to the other primary",
+                           interval=0)
                 self.assertEqual(r.exists("big"), 0)
 
     def test_shutdown_waits_for_replicas_to_acknowledge_every_write(self):

@@ -208,10 +208,10 @@ TEST(Journal, ReplayRebuildsEveryKindOfChange) {
     ASSERT_TRUE(live.keyspace.set_expiry("cleared-before", store::now_ms() - 1));  // deletes
     // A LOADCHUNK restore of "grows" under another name.
     bloom::FilterRef grows = live.keyspace.get("grows")->filter;
-    std::string decode_error;
-    bloom::FilterRef copy = bloom::decode_header(bloom::encode_header(*grows), 0, decode_error);
-    ASSERT_TRUE(copy) << decode_error;
-    ASSERT_TRUE(live.keyspace.insert_new("restored", copy));
+    const core::Result<bloom::FilterRef> copy =
+        bloom::decode_header(bloom::encode_header(*grows), 0);
+    ASSERT_TRUE(copy) << copy.error();
+    ASSERT_TRUE(live.keyspace.insert_new("restored", *copy));
     for (std::int64_t iter = 1;;) {
         const bloom::DumpChunk chunk = bloom::dump_chunk(*grows, iter);
         if (chunk.next_iter == 0) break;

@@ -91,10 +91,8 @@ TEST(KeyAccess, NewWordsStartNowOrIdleAndClampTheCounter) {
     EXPECT_EQ(idle_seconds(access_word(std::int64_t{1} << 40, 0)), std::int64_t{kClockMask});
     EXPECT_EQ(idle_seconds(access_word(-5, 0)), 0);
     EXPECT_EQ(counter_of(access_word(0, 1000)), kCounterMax);
-    set_lfu_decay_time(0);
-    EXPECT_EQ(access_frequency(access_word(600, 100)), 100u);
-    set_lfu_decay_time(1);
-    EXPECT_EQ(access_frequency(access_word(600, 100)), 90u);  // ten whole minutes
+    EXPECT_EQ(access_frequency(access_word(600, 100), 0), 100u);  // lfu-decay-time 0: never
+    EXPECT_EQ(access_frequency(access_word(600, 100), 1), 90u);   // ten whole minutes
 }
 
 }  // namespace

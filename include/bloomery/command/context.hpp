@@ -21,6 +21,7 @@
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/error_stats.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/core/runtime_settings.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -275,6 +276,9 @@ struct Context {
     const Registry& registry;
     store::Keyspace& keyspace;
     const core::Config& config;
+    // What CONFIG SET changes while the server runs (the rest of `config`
+    // is fixed at start).
+    core::RuntimeSettings& settings;
     ClientState& client;
     WorkerStats& stats;
     resp::Writer& out;
@@ -298,10 +302,11 @@ struct Context {
 // whole; handlers get a Context or a With<...>.
 struct DispatchContext : Context {
     DispatchContext(const Registry& registry_, store::Keyspace& keyspace_,
-                    const core::Config& config_, Services server_, ClientState& client_,
-                    WorkerStats& stats_, resp::Writer& out_, ClientSuspender* suspender_ = nullptr,
-                    Slowlog* slowlog_ = nullptr)
-        : Context{registry_, keyspace_, config_, client_, stats_, out_, suspender_, slowlog_},
+                    const core::Config& config_, core::RuntimeSettings& settings_, Services server_,
+                    ClientState& client_, WorkerStats& stats_, resp::Writer& out_,
+                    ClientSuspender* suspender_ = nullptr, Slowlog* slowlog_ = nullptr)
+        : Context{registry_, keyspace_, config_,    settings_, client_,
+                  stats_,    out_,      suspender_, slowlog_},
           server(server_) {}
 
     Services server;

@@ -210,13 +210,13 @@ inline constexpr std::string_view kNoLatencySamples = "ERR No samples available 
 // SLOWLOG GET's count (Redis's text, for a non-integer too).
 inline constexpr std::string_view kSlowlogCount = "ERR count should be greater than or equal to -1";
 // CONFIG SET of a parameter bloomery can change at run time (Redis 7's
-// texts): the prefix, then the parameter's name, then one of the reasons.
+// texts): the prefix, then the parameter's name, then one of the reasons:
+// kConfigSetReason and the reason the option spec gives for the value
+// (core/options.hpp, in Redis's words: "argument couldn't be parsed into an
+// integer", "argument must be between MIN and MAX inclusive", ...).
 inline constexpr std::string_view kConfigSetFailed =
     "ERR CONFIG SET failed (possibly related to argument '";
-inline constexpr std::string_view kConfigSetNotInteger =
-    "') - argument couldn't be parsed into an integer";
-// ...then core::describe_range's "between MIN and MAX inclusive".
-inline constexpr std::string_view kConfigSetOutOfRange = "') - argument must be ";
+inline constexpr std::string_view kConfigSetReason = "') - ";
 inline constexpr std::string_view kConfigSetDuplicate = "') - duplicate parameter";
 
 // CONFIG REWRITE of a server started without --config (Redis's text).

@@ -5,9 +5,9 @@
 // one or the other, by its maxmemory-policy; bloomery evicts nothing and
 // keeps both: the access clock's low 24 bits (seconds, Redis's LRU clock,
 // which wraps after 194 days) above an 8-bit logarithmic counter that
-// counts and decays as Redis's LFU does (lfu-log-factor, lfu-decay-time).
+// counts and decays as Redis's LFU does (lfu-log-factor, lfu-decay-time:
+// the core::LfuSettings each keyspace is given, which CONFIG SET changes).
 
-#include <atomic>
 #include <cstdint>
 
 namespace bloomery::store {
@@ -19,14 +19,6 @@ std::uint32_t access_clock();
 // Moves the clock to now; the server's cron calls it every 100 ms.
 void tick_access_clock();
 
-// lfu-log-factor: the counter's logarithm base (Redis's default 10: about
-// a million uses reach 255); lfu-decay-time: minutes for the counter to
-// lose one while the key is not used (0: never). Both CONFIG SET-able.
-void set_lfu_log_factor(std::int64_t factor);
-void set_lfu_decay_time(std::int64_t minutes);
-std::int64_t lfu_log_factor();
-std::int64_t lfu_decay_time();
-
 namespace key_access {
 inline constexpr unsigned kCounterBits = 8;
 inline constexpr std::uint32_t kCounterMax = 255;
@@ -34,9 +26,6 @@ inline constexpr std::uint32_t kClockMask = (std::uint32_t{1} << 24) - 1;
 // A new key's counter (Redis's LFU_INIT_VAL): new keys are not the first
 // to look cold.
 inline constexpr std::uint32_t kInitialCount = 5;
-// The two settings, read (relaxed) by every lookup.
-inline std::atomic<std::int64_t> g_log_factor{10};
-inline std::atomic<std::int64_t> g_decay_minutes{1};
 
 inline std::uint32_t stamp_of(std::uint32_t word) {
     return word >> kCounterBits;
@@ -97,8 +86,9 @@ inline std::uint32_t next_random() {
 std::uint32_t access_word(std::int64_t idle_seconds, std::uint32_t counter);
 // Seconds since the key was last used (OBJECT IDLETIME).
 std::int64_t idle_seconds(std::uint32_t word);
-// The counter as of now, its decay applied (OBJECT FREQ; reading it is no
-// use of the key).
-std::uint32_t access_frequency(std::uint32_t word);
+// The counter as of now, its decay of one per `decay_minutes` (the
+// keyspace's lfu-decay-time) applied (OBJECT FREQ; reading it is no use of
+// the key).
+std::uint32_t access_frequency(std::uint32_t word, std::int64_t decay_minutes);
 
 }  // namespace bloomery::store

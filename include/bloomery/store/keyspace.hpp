@@ -67,6 +67,10 @@
 #include "bloomery/store/mutation_log.hpp"
 #include "bloomery/store/snapshot_counts.hpp"
 
+namespace bloomery::core {
+class LfuSettings;  // core/runtime_settings.hpp
+}
+
 namespace bloomery::store {
 
 using bloom::FilterRef;
@@ -90,7 +94,10 @@ enum class Deadlines {
 
 class Keyspace {
 public:
+    // Keys' use counters follow `lfu` (which must outlive the keyspace), or
+    // Redis's defaults, never changed, without it.
     explicit Keyspace(std::size_t num_shards = 64);
+    Keyspace(std::size_t num_shards, const core::LfuSettings& lfu);
     ~Keyspace();
     Keyspace(const Keyspace&) = delete;
     Keyspace& operator=(const Keyspace&) = delete;
@@ -565,6 +572,7 @@ private:
     std::pair<std::size_t, std::size_t> expire_sample(Shard& shard);
 
     mutable std::vector<Shard> shards_;  // mutable: lookups reap expired keys
+    const core::LfuSettings& lfu_;       // read (relaxed) by every lookup that uses a key
     // Keys per cluster slot (enable_slot_counts), null when off. Several
     // shards hold keys of one slot, so the counters are atomic; they change
     // only when a key is linked or unlinked, under its shard's lock.
