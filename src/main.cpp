@@ -27,7 +27,7 @@
 #include "bloomery/net/replication.hpp"
 #include "bloomery/net/server.hpp"
 #include "bloomery/net/startup_checks.hpp"
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/persist/rdb_import.hpp"
 #include "bloomery/persist/snapshot.hpp"
@@ -152,34 +152,35 @@ int run_tool(const bloomery::app::CommandLine& command_line) {
         return 0;
     }
     if (!command_line.check_journal.empty()) {
-        std::string report, error;
-        const persist::JournalCheck found = persist::check_journal(
-            command_line.check_journal, command_line.fix_journal, report, error);
-        std::cout << report;
-        if (found == persist::JournalCheck::valid) return 0;
-        std::cerr << "bloomery: " << error << '\n';
+        const persist::JournalCheckReport checked =
+            persist::check_journal(command_line.check_journal,
+                                   command_line.fix_journal ? persist::JournalRepair::cut_bad_tail
+                                                            : persist::JournalRepair::none);
+        std::cout << checked.report;
+        if (checked.verdict == persist::JournalCheck::valid) return 0;
+        std::cerr << "bloomery: " << checked.problem << '\n';
         // 2: only what a crash leaves, which a start cuts off by itself.
-        return found == persist::JournalCheck::torn_tail ? 2 : 1;
+        return checked.verdict == persist::JournalCheck::torn_tail ? 2 : 1;
     }
     if (!command_line.check_snapshot.empty()) {
-        std::string report, error;
-        if (!persist::check_snapshot(command_line.check_snapshot, report, error)) {
-            std::cerr << "bloomery: " << error << '\n';
+        const persist::SnapshotCheck checked = persist::check_snapshot(command_line.check_snapshot);
+        if (!checked.verdict) {
+            std::cerr << "bloomery: " << checked.verdict.error() << '\n';
             return 1;
         }
-        std::cout << report;
+        std::cout << checked.report;
         return 0;
     }
     if (!command_line.import_rdb.empty()) {
         // A one-shot conversion into the data directory, as the check modes
         // run: the server then loads the snapshot like any other at start.
-        std::string report, error;
-        if (!persist::import_rdb(command_line.import_rdb, config, report, error)) {
-            std::cout << report;
-            std::cerr << "bloomery: " << error << '\n';
+        const persist::RdbImportReport imported =
+            persist::import_rdb(command_line.import_rdb, config);
+        std::cout << imported.report;
+        if (!imported.status) {
+            std::cerr << "bloomery: " << imported.status.error() << '\n';
             return 1;
         }
-        std::cout << report;
         return 0;
     }
     return -1;
@@ -289,10 +290,11 @@ int serve(const bloomery::core::Config& config, const bloomery::command::Registr
     // The latency monitor is process-wide (every layer records into it).
     core::set_latency_threshold_ms(settings.latency_monitor_threshold_ms());
     core::memory_mark_startup();
-    std::string error;
     try {
         server->start_metrics();
-        if (!persistence.load(error)) throw std::runtime_error(error);
+        if (const core::Status loaded = persistence.load(); !loaded) {
+            throw std::runtime_error(loaded.error());
+        }
         // A replica goes on following deadlines (its primary's DEL records
         // decide); a primary decides them from here on.
         const bool replica = !config.replicaof_host.empty() && !core::replicaof_names_self(config);

@@ -18,7 +18,7 @@
 #include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/core/memory.hpp"
 #include "bloomery/core/printable.hpp"
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_health.hpp"
 #include "cluster_routing.hpp"
 
 namespace bloomery::command {
@@ -218,7 +218,7 @@ Refusal check_resources(const DispatchContext& ctx, const Effects& effects) {
     }
     // Unlike snapshots, a journal that cannot write always stops writes:
     // what it cannot record would be lost silently at the next crash.
-    if (persist::Journal* journal = ctx.server.persistence.journal();
+    if (const persist::JournalHealth* journal = ctx.server.persistence.journal();
         journal && journal->failing()) {
         return Refusal::journal_failing;
     }
@@ -257,7 +257,7 @@ std::string word_refusal(const DispatchContext& ctx, const CommandSpec& spec, Re
             return std::string(errors::kMisconf);
         case Refusal::journal_failing: {
             std::string reason(errors::kMisconfJournal);
-            if (persist::Journal* journal = ctx.server.persistence.journal()) {
+            if (const persist::JournalHealth* journal = ctx.server.persistence.journal()) {
                 core::append_printable(reason, journal->failure(), 400);
             }
             return reason;

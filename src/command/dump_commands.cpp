@@ -121,12 +121,12 @@ void cmd_restore(Context& ctx, Args argv) {
         ctx.out.error(errors::kBadDumpPayload);
         return;
     }
-    persist::DumpValue value;
-    std::string why;
-    if (!persist::parse_dump_value(payload, value, why)) {
+    const core::Result<persist::DumpValue> parsed = persist::parse_dump_value(payload);
+    if (!parsed) {
         ctx.out.error(errors::kBadDataFormat);
         return;
     }
+    const persist::DumpValue& value = *parsed;
     std::string_view limit_error;
     if (!new_filter_fits(ctx, value.layers, limit_error)) {
         ctx.out.error(limit_error);

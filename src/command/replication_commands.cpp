@@ -11,7 +11,6 @@
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/printable.hpp"
-#include "bloomery/persist/journal.hpp"
 #include "families.hpp"
 
 namespace bloomery::command {

@@ -325,7 +325,7 @@ command::DispatchContext Connection::context(command::ClientSuspender* suspender
 
 void Connection::process() {
     command::DispatchContext ctx = context(this, &env_.slowlog);
-    persist::Journal::reset_thread_mark();
+    worker_.clear_appended();
     // Commands are timed from here, each from the end of the one before
     // (command::dispatch).
     std::uint64_t clock_mark = core::CommandClock::get().now();
@@ -366,7 +366,7 @@ void Connection::process() {
         }
         in_start_ += consumed;
     }
-    journal_wrote_ = journal_wrote_ || persist::Journal::thread_mark();
+    journal_wrote_ = journal_wrote_ || worker_.appended();
     if (in_start_ == in_end_) {
         in_start_ = in_end_ = 0;
         need_more_ = true;

@@ -132,17 +132,15 @@ void ReplicaFeed::begin_full_copy() {
                  replica_.psync_replid, replica_.psync_offset);
     snapshotter_ = std::thread([pipe = pipe_, &keyspace = sources_.keyspace,
                                 name = "replica " + replica_.address] {
-        persist::SaveStats stats;
-        std::string error;
-        const bool ok = persist::stream_snapshot(
+        const core::Result<persist::SaveStats> sent = persist::stream_snapshot(
             keyspace,
             [&pipe](const unsigned char* data, std::size_t size) { return pipe->push(data, size); },
-            [&pipe](std::uint64_t offset) { pipe->set_position(offset); }, name, stats, error);
-        if (ok) {
-            spdlog::info("{}: snapshot of {} filters, {} bytes, sent in {:.3f} s", name, stats.keys,
-                         stats.bytes, stats.seconds);
+            [&pipe](std::uint64_t offset) { pipe->set_position(offset); }, name);
+        if (sent) {
+            spdlog::info("{}: snapshot of {} filters, {} bytes, sent in {:.3f} s", name, sent->keys,
+                         sent->bytes, sent->seconds);
         }
-        pipe->finish(ok ? core::Status() : core::Error{std::move(error)});
+        pipe->finish(sent ? core::Status() : sent.failure());
     });
 }
 

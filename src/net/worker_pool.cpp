@@ -31,10 +31,9 @@ void WorkerPool::start() {
             auto guard = asio::make_work_guard(w->context);
             // Records this worker appends are written at the end of its
             // turn, before the replies that wait for them.
-            persist::Journal::set_thread_turn(
-                [](void* arg) { post_journal_turn(*static_cast<Worker*>(arg)); }, w);
+            persist::Journal::set_thread_turn(w);
             w->context.run();
-            persist::Journal::set_thread_turn(nullptr, nullptr);
+            persist::Journal::set_thread_turn(nullptr);
         });
     }
 }
@@ -76,6 +75,10 @@ std::vector<std::shared_ptr<Connection>> WorkerPool::live_connections() {
         }
     }
     return live;
+}
+
+void Worker::schedule_write_through() {
+    WorkerPool::post_journal_turn(*this);
 }
 
 void WorkerPool::post_journal_turn(Worker& worker) {

@@ -17,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "bloomery/command/context.hpp"
+#include "bloomery/persist/journal_turn.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "client_slot.hpp"
 
@@ -24,9 +25,12 @@ namespace bloomery::net {
 
 class Connection;
 
-// One worker thread and what its connections share.
-struct Worker {
+// One worker thread and what its connections share. Its thread ends each
+// turn with the journal's write-through (persist/journal_turn.hpp).
+struct Worker final : persist::JournalTurn {
     explicit Worker(persist::Manager& records) : persistence(records) {}
+
+    void schedule_write_through() override;
 
     boost::asio::io_context context{1};
     command::WorkerStats stats;

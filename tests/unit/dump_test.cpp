@@ -22,6 +22,7 @@
 #include "bloomery/core/crc64.hpp"
 #include "bloomery/persist/dump_payload.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "dump_test_support.hpp"
 
@@ -103,10 +104,7 @@ std::string value_of(const std::string& payload) {
 }
 
 bool parses(const std::string& payload) {
-    persist::DumpValue value;
-    std::string error;
-    return persist::verify_dump_payload(payload) &&
-           persist::parse_dump_value(payload, value, error);
+    return persist::verify_dump_payload(payload) && persist::parse_dump_value(payload).ok();
 }
 
 // ---- CRC64 ----
@@ -139,10 +137,9 @@ TEST(DumpPayload, RoundTripGivesBackEveryKindOfFilterBitForBit) {
         const std::string payload = payload_of(*source);
         EXPECT_EQ(payload.size(), persist::dump_payload_bytes(*source, source->num_layers()));
         ASSERT_TRUE(persist::verify_dump_payload(payload));
-        persist::DumpValue value;
-        std::string error;
-        ASSERT_TRUE(persist::parse_dump_value(payload, value, error)) << error;
-        const FilterRef restored = persist::build_dump_filter(value);
+        const core::Result<persist::DumpValue> value = persist::parse_dump_value(payload);
+        ASSERT_TRUE(value.ok()) << value.error();
+        const FilterRef restored = persist::build_dump_filter(*value);
         ASSERT_TRUE(restored);
         EXPECT_NE(restored->id(), source->id());  // a new filter
         EXPECT_EQ(restored->items(), source->items());
@@ -166,9 +163,8 @@ TEST(DumpPayload, HoldsTheFilterExactlyAsASnapshotRecordDoes) {
         const FilterRef filter = keyspace.get(name)->filter;
         one.put(name, filter);
         const std::string path = dir.str() + "/" + name + ".bloomery";
-        persist::SaveStats stats;
-        std::string error;
-        ASSERT_TRUE(persist::save_snapshot(one, path, stats, error)) << error;
+        const core::Result<persist::SaveStats> saved = persist::save_snapshot(one, path);
+        ASSERT_TRUE(saved.ok()) << saved.error();
         std::ifstream in(path, std::ios::binary);
         const std::string file((std::istreambuf_iterator<char>(in)), {});
         // header (36), type, key length, key, deadline, id | fields | record
@@ -303,8 +299,8 @@ TEST(DumpPayload, MalformedValuesAreRefusedEvenWithAGoodFooter) {
 struct Journaled {
     explicit Journaled(const TempDir& dir)
         : journal(dir.str(), "journal", persist::FsyncPolicy::no, 256ull << 20) {
-        std::string error;
-        EXPECT_TRUE(journal.open(7, 0, "", error)) << error;
+        const core::Status opened = journal.open(7, 0, "");
+        EXPECT_TRUE(opened.ok()) << opened.error();
         keyspace.set_mutation_log(&journal);
     }
     ~Journaled() { close(); }
@@ -317,10 +313,9 @@ struct Journaled {
 };
 
 void replay(const TempDir& dir, Keyspace& into) {
-    persist::ReplayStats stats;
-    std::string error;
-    ASSERT_TRUE(persist::replay_journal(dir.str(), "journal", false, 0, 0, into, stats, error))
-        << error;
+    const core::Result<persist::ReplayStats> replayed =
+        persist::replay_journal(dir.str(), "journal", std::nullopt, into);
+    ASSERT_TRUE(replayed.ok()) << replayed.error();
 }
 
 void expect_same_filter(const ScalableFilter& a, const ScalableFilter& b) {

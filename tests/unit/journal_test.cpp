@@ -1,4 +1,5 @@
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -84,8 +85,8 @@ struct Journaled {
     Journaled(const TempDir& dir, FsyncPolicy policy, std::uint64_t id = 42,
               std::uint64_t offset = 0, const std::string& existing = "")
         : journal(dir.str(), "journal", policy, 64ull << 20) {
-        std::string error;
-        EXPECT_TRUE(journal.open(id, offset, existing, error)) << error;
+        const core::Status opened = journal.open(id, offset, existing);
+        EXPECT_TRUE(opened.ok()) << opened.error();
         keyspace.set_mutation_log(&journal);
     }
     ~Journaled() { close(); }
@@ -163,10 +164,10 @@ void expect_exact_replay(const Keyspace& live, const Keyspace& replayed) {
 // Replays `dir` into a fresh keyspace expecting a refusal; returns why.
 std::string refused_replay(const TempDir& dir) {
     Keyspace refused(8);
-    ReplayStats ignored;
-    std::string error;
-    EXPECT_FALSE(replay_journal(dir.str(), "journal", false, 0, 0, refused, ignored, error));
-    return error;
+    const core::Result<ReplayStats> replayed =
+        replay_journal(dir.str(), "journal", std::nullopt, refused);
+    EXPECT_FALSE(replayed.ok());
+    return replayed.ok() ? std::string() : replayed.error();
 }
 
 // A closed journal in `dir` of `count` adds to "k" (items "0", "1", ...);
@@ -179,14 +180,14 @@ std::string journal_of_adds(const TempDir& dir, FsyncPolicy policy, int count) {
     return dir.segments().front();
 }
 
-ReplayStats replay_into(const TempDir& dir, Keyspace& keyspace, bool have_snapshot = false,
-                        std::uint64_t id = 0, std::uint64_t position = 0) {
-    ReplayStats stats;
-    std::string error;
-    EXPECT_TRUE(
-        replay_journal(dir.str(), "journal", have_snapshot, id, position, keyspace, stats, error))
-        << error;
-    return stats;
+// Replays `dir` into `keyspace`, loaded from a snapshot covering `snapshot`
+// (none: nothing loaded), expecting it to succeed.
+ReplayStats replay_into(const TempDir& dir, Keyspace& keyspace,
+                        const std::optional<JournalCoverage>& snapshot = std::nullopt) {
+    const core::Result<ReplayStats> replayed =
+        replay_journal(dir.str(), "journal", snapshot, keyspace);
+    EXPECT_TRUE(replayed.ok()) << replayed.error();
+    return replayed.ok() ? *replayed : ReplayStats{};
 }
 
 TEST(Journal, ReplayRebuildsEveryKindOfChange) {
@@ -270,9 +271,9 @@ TEST(Journal, SnapshotPositionSkipsCoveredRecordsAndDropsCoveredSegments) {
     Journaled live(dir, FsyncPolicy::everysec);
     for (int i = 0; i < 100; ++i) live.add("k" + std::to_string(i % 7), std::to_string(i));
     live.journal.rotate();
-    SaveStats saved;
-    std::string error;
-    ASSERT_TRUE(save_snapshot(live.keyspace, dump, saved, error)) << error;
+    const core::Result<SaveStats> save = save_snapshot(live.keyspace, dump);
+    ASSERT_TRUE(save.ok()) << save.error();
+    const SaveStats& saved = *save;
     EXPECT_EQ(saved.journal_id, 42u);
     EXPECT_EQ(saved.journal_offset, live.journal.appended());
     const std::size_t before = dir.segments().size();
@@ -283,12 +284,13 @@ TEST(Journal, SnapshotPositionSkipsCoveredRecordsAndDropsCoveredSegments) {
     live.close();
 
     Keyspace restarted(8);
-    LoadStats loaded;
-    ASSERT_TRUE(load_snapshot(dump, restarted, loaded, error)) << error;
+    const core::Result<LoadStats> load = load_snapshot(dump, restarted);
+    ASSERT_TRUE(load.ok()) << load.error();
+    const LoadStats& loaded = *load;
     EXPECT_EQ(loaded.journal_id, 42u);
     EXPECT_EQ(loaded.journal_offset, saved.journal_offset);
     const ReplayStats stats =
-        replay_into(dir, restarted, true, loaded.journal_id, loaded.journal_offset);
+        replay_into(dir, restarted, JournalCoverage{loaded.journal_id, loaded.journal_offset});
     EXPECT_GT(stats.records, 0u);
     expect_same_keyspace(live.keyspace, restarted);
 }
@@ -303,9 +305,9 @@ TEST(Journal, TornTailIsCutAndACorruptMiddleRefusesWithTheOffset) {
     }
     {
         // --check-journal tells it apart from corruption (exit code 2).
-        std::string report, error;
-        EXPECT_EQ(check_journal(path, false, report, error), JournalCheck::torn_tail);
-        EXPECT_NE(error.find("torn"), std::string::npos) << error;
+        const JournalCheckReport checked = check_journal(path, JournalRepair::none);
+        EXPECT_EQ(checked.verdict, JournalCheck::torn_tail);
+        EXPECT_NE(checked.problem.find("torn"), std::string::npos) << checked.problem;
         EXPECT_EQ(fs::file_size(path), good_size + 12);
     }
     Keyspace replayed(8);
@@ -326,8 +328,8 @@ TEST(Journal, TornTailIsCutAndACorruptMiddleRefusesWithTheOffset) {
         std::string error = refused_replay(dir);
         EXPECT_NE(error.find("checksum"), std::string::npos) << error;
         EXPECT_EQ(fs::file_size(path), good_size + 4096);
-        std::string report;
-        EXPECT_EQ(check_journal(path, true, report, error), JournalCheck::valid) << error;
+        const JournalCheckReport fixed = check_journal(path, JournalRepair::cut_bad_tail);
+        EXPECT_EQ(fixed.verdict, JournalCheck::valid) << fixed.problem;
         EXPECT_EQ(fs::file_size(path), good_size);
     }
 
@@ -342,15 +344,15 @@ TEST(Journal, TornTailIsCutAndACorruptMiddleRefusesWithTheOffset) {
     EXPECT_NE(error.find("offset"), std::string::npos) << error;
     EXPECT_NE(error.find("checksum"), std::string::npos) << error;
 
-    std::string report;
-    EXPECT_EQ(check_journal(path, false, report, error), JournalCheck::corrupt);
-    EXPECT_NE(error.find("--fix"), std::string::npos) << error;
-    report.clear();
-    EXPECT_EQ(check_journal(path, true, report, error), JournalCheck::valid) << error;
-    EXPECT_NE(report.find("fixed"), std::string::npos) << report;
-    report.clear();
-    EXPECT_EQ(check_journal(path, false, report, error), JournalCheck::valid) << error;
-    EXPECT_NE(report.find("OK"), std::string::npos) << report;
+    const JournalCheckReport corrupt = check_journal(path, JournalRepair::none);
+    EXPECT_EQ(corrupt.verdict, JournalCheck::corrupt);
+    EXPECT_NE(corrupt.problem.find("--fix"), std::string::npos) << corrupt.problem;
+    const JournalCheckReport fixed = check_journal(path, JournalRepair::cut_bad_tail);
+    EXPECT_EQ(fixed.verdict, JournalCheck::valid) << fixed.problem;
+    EXPECT_NE(fixed.report.find("fixed"), std::string::npos) << fixed.report;
+    const JournalCheckReport valid = check_journal(path, JournalRepair::none);
+    EXPECT_EQ(valid.verdict, JournalCheck::valid) << valid.problem;
+    EXPECT_NE(valid.report.find("OK"), std::string::npos) << valid.report;
 }
 
 TEST(Journal, SegmentsOfAnotherJournalAreSetAsideNotReplayed) {
@@ -361,7 +363,7 @@ TEST(Journal, SegmentsOfAnotherJournalAreSetAsideNotReplayed) {
     }
     Keyspace keyspace(8);
     // A snapshot of journal 9 (or of none) must not take journal 7's records.
-    const ReplayStats stats = replay_into(dir, keyspace, true, 9, 0);
+    const ReplayStats stats = replay_into(dir, keyspace, JournalCoverage{9, 0});
     EXPECT_EQ(stats.records, 0u);
     EXPECT_FALSE(keyspace.contains("stale"));
     EXPECT_TRUE(dir.segments().empty());
@@ -508,21 +510,30 @@ TEST(Journal, WriteThroughLeavesEveryThreadsRecordsInTheFileBeforeItReturns) {
     }
 }
 
+// A worker's turn that counts the write-throughs it was asked for.
+class CountingTurn final : public JournalTurn {
+public:
+    void schedule_write_through() override { ++scheduled; }
+    int scheduled = 0;
+};
+
 TEST(Journal, AThreadWithATurnSchedulesItsWriteAndTheWriterSyncsIt) {
     TempDir dir;
     Journaled live(dir, FsyncPolicy::everysec);
-    int scheduled = 0;
     std::uint64_t written = 0;
     std::thread([&] {
-        Journal::set_thread_turn([](void* count) { ++*static_cast<int*>(count); }, &scheduled);
+        CountingTurn turn;
+        Journal::set_thread_turn(&turn);
+        EXPECT_FALSE(turn.appended());
         live.add("k", "a");  // a CREATE (to the stream) and an ADD (to the buffer)
         live.add("k", "b");
-        EXPECT_GE(scheduled, 3);
+        EXPECT_GE(turn.scheduled, 3);
+        EXPECT_TRUE(turn.appended());
         // What the turn's end does.
         live.journal.write_through();
         EXPECT_FALSE(live.journal.holds_unwritten());
         written = live.journal.written();
-        Journal::set_thread_turn(nullptr, nullptr);
+        Journal::set_thread_turn(nullptr);
     }).join();
     EXPECT_EQ(written, live.journal.appended());
     expect_a_kill_now_replays_exactly(dir, live.keyspace);
@@ -535,13 +546,15 @@ TEST(Journal, AThreadWithATurnSchedulesItsWriteAndTheWriterSyncsIt) {
 TEST(Journal, UnderAlwaysATurnIsNotScheduledAndTheWriterGroupCommits) {
     TempDir dir;
     Journaled live(dir, FsyncPolicy::always);
-    int scheduled = 0;
+    CountingTurn turn;
     std::thread([&] {
-        Journal::set_thread_turn([](void* count) { ++*static_cast<int*>(count); }, &scheduled);
+        Journal::set_thread_turn(&turn);
         live.add("k", "a");
-        Journal::set_thread_turn(nullptr, nullptr);
+        Journal::set_thread_turn(nullptr);
     }).join();
-    EXPECT_EQ(scheduled, 0);
+    EXPECT_EQ(turn.scheduled, 0);
+    // The batch is still known to have written (its reply waits for durability).
+    EXPECT_TRUE(turn.appended());
     const std::uint64_t position = live.journal.position();
     EXPECT_TRUE(eventually([&] { return live.journal.durable() >= position; }));
 }
@@ -691,10 +704,9 @@ TEST(Journal, AStreamAppliedInAnyPiecesRebuildsTheKeyspace) {
         std::string pending;
         for (std::size_t at = 0; at < stream.size(); at += piece) {
             pending.append(stream, at, piece);
-            std::size_t consumed = 0;
-            std::string error;
-            ASSERT_TRUE(applier.apply(pending, consumed, error)) << error;
-            pending.erase(0, consumed);
+            const StreamApplier::Applied applied = applier.apply(pending);
+            ASSERT_TRUE(applied.status.ok()) << applied.status.error();
+            pending.erase(0, applied.consumed);
         }
         EXPECT_TRUE(pending.empty());
         expect_same_keyspace(live.keyspace, replica);
@@ -703,10 +715,10 @@ TEST(Journal, AStreamAppliedInAnyPiecesRebuildsTheKeyspace) {
     corrupt[corrupt.size() / 2] ^= 0x40;
     Keyspace replica(8);
     StreamApplier applier(replica);
-    std::size_t consumed = 0;
-    std::string error;
-    EXPECT_FALSE(applier.apply(corrupt, consumed, error));
-    EXPECT_LT(consumed, corrupt.size());
+    const StreamApplier::Applied applied = applier.apply(corrupt);
+    EXPECT_FALSE(applied.status.ok());
+    EXPECT_LT(applied.consumed, corrupt.size());
+    const std::string error = applied.status.ok() ? std::string() : applied.status.error();
     EXPECT_NE(error.find("replication stream"), std::string::npos) << error;
 }
 
@@ -734,21 +746,19 @@ TEST(Journal, ConcurrentAddersAndSnapshotsRestartExactly) {
         });
     }
     go = true;
-    SaveStats saved;
     for (int round = 0; round < 5; ++round) {
         live.journal.rotate();
-        std::string error;
-        ASSERT_TRUE(save_snapshot(live.keyspace, dump, saved, error)) << error;
-        live.journal.drop_covered(saved.journal_offset);
+        const core::Result<SaveStats> saved = save_snapshot(live.keyspace, dump);
+        ASSERT_TRUE(saved.ok()) << saved.error();
+        live.journal.drop_covered(saved->journal_offset);
     }
     for (auto& thread : adders) thread.join();
     live.close();
 
     Keyspace restarted(8);
-    LoadStats loaded;
-    std::string error;
-    ASSERT_TRUE(load_snapshot(dump, restarted, loaded, error)) << error;
-    replay_into(dir, restarted, true, loaded.journal_id, loaded.journal_offset);
+    const core::Result<LoadStats> loaded = load_snapshot(dump, restarted);
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    replay_into(dir, restarted, JournalCoverage{loaded->journal_id, loaded->journal_offset});
     expect_exact_replay(live.keyspace, restarted);
     int missing = 0;
     for (int t = 0; t < kThreads; ++t) {
@@ -849,9 +859,9 @@ TEST(Journal, CorruptLengthInTheMiddleRefusesAndChangesNothingOnDisk) {
     EXPECT_NE(error.find(path), std::string::npos) << error;
     EXPECT_NE(error.find("offset 0"), std::string::npos) << error;
     EXPECT_EQ(fs::file_size(path), size);
-    std::string report;
-    EXPECT_EQ(check_journal(path, false, report, error), JournalCheck::corrupt);
-    EXPECT_EQ(error.find("torn"), std::string::npos) << error;
+    const JournalCheckReport checked = check_journal(path, JournalRepair::none);
+    EXPECT_EQ(checked.verdict, JournalCheck::corrupt);
+    EXPECT_EQ(checked.problem.find("torn"), std::string::npos) << checked.problem;
     EXPECT_EQ(fs::file_size(path), size);
 }
 
@@ -863,8 +873,8 @@ TEST(Journal, ASegmentNameBeyondSixtyFourBitsIsIgnored) {
     replay_into(dir, replayed);
     EXPECT_TRUE(replayed.get("k")->filter->contains(std::string("0")));
     Journal journal(dir.str(), "journal", FsyncPolicy::no, 1 << 20);
-    std::string error;
-    EXPECT_TRUE(journal.open(42, 1 << 20, "", error)) << error;
+    const core::Status opened = journal.open(42, 1 << 20, "");
+    EXPECT_TRUE(opened.ok()) << opened.error();
     journal.close();
 }
 
@@ -875,8 +885,8 @@ TEST(Journal, AReopenedJournalStartsANewHistoryInTheSameObject) {
     const std::uint64_t old_id = live.journal.log_id();
     const std::uint64_t old_end = live.journal.position();
     live.journal.close();
-    std::string error;
-    ASSERT_TRUE(live.journal.open(old_id + 1, 0, "", error)) << error;
+    const core::Status reopened = live.journal.open(old_id + 1, 0, "");
+    ASSERT_TRUE(reopened.ok()) << reopened.error();
     // A reply waiting on the old history is not held by the new one.
     bool called = false;
     live.journal.when_durable(old_id, old_end + 1000, [&] { called = true; });
@@ -914,11 +924,10 @@ TEST(JournalTransactions, ATransactionReplaysAsTheLiveKeyspace) {
     for (int round = 0; round < 5; ++round) transaction_of_changes(live, round);
     live.add("after", "y");
     live.close();
-    std::string report, error;
-    ASSERT_EQ(check_journal(dir.segments().front(), false, report, error), JournalCheck::valid)
-        << error;
-    EXPECT_NE(report.find("MULTI records: 5"), std::string::npos) << report;
-    EXPECT_NE(report.find("EXEC records: 5"), std::string::npos) << report;
+    const JournalCheckReport checked = check_journal(dir.segments().front(), JournalRepair::none);
+    ASSERT_EQ(checked.verdict, JournalCheck::valid) << checked.problem;
+    EXPECT_NE(checked.report.find("MULTI records: 5"), std::string::npos) << checked.report;
+    EXPECT_NE(checked.report.find("EXEC records: 5"), std::string::npos) << checked.report;
     Keyspace replayed(8);
     const ReplayStats stats = replay_into(dir, replayed);
     EXPECT_EQ(stats.truncated_bytes, 0u);
@@ -1000,8 +1009,7 @@ TEST(JournalTransactions, ACorruptRecordInsideATransactionRefusesTheStart) {
     }
     const std::string error = refused_replay(dir);
     EXPECT_NE(error.find("inside a transaction"), std::string::npos) << error;
-    std::string report, check_error;
-    EXPECT_EQ(check_journal(path, false, report, check_error), JournalCheck::corrupt);
+    EXPECT_EQ(check_journal(path, JournalRepair::none).verdict, JournalCheck::corrupt);
 }
 
 TEST(JournalTransactions, AReplicaAppliesAUnitOnlyWhenAllOfItArrived) {
@@ -1019,10 +1027,9 @@ TEST(JournalTransactions, AReplicaAppliesAUnitOnlyWhenAllOfItArrived) {
     bool saw_partial = false;
     for (std::size_t at = 0; at < stream.size(); at += 5) {
         pending.append(stream, at, 5);
-        std::size_t consumed = 0;
-        std::string error;
-        ASSERT_TRUE(applier.apply(pending, consumed, error)) << error;
-        pending.erase(0, consumed);
+        const StreamApplier::Applied applied = applier.apply(pending);
+        ASSERT_TRUE(applied.status.ok()) << applied.status.error();
+        pending.erase(0, applied.consumed);
         // Until the EXEC has arrived nothing of the unit is applied.
         if (!replica.contains("t0")) {
             EXPECT_FALSE(replica.contains("v0"));

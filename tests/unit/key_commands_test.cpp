@@ -97,13 +97,14 @@ public:
             } else if (!replace && keyspace.contains(argv[1])) {
                 error = "BUSYKEY Target key name already exists.";
             } else {
-                persist::DumpValue value;
-                std::string why;
                 EXPECT_TRUE(persist::verify_dump_payload(argv[3]));
-                EXPECT_TRUE(persist::parse_dump_value(argv[3], value, why)) << why;
+                const core::Result<persist::DumpValue> value = persist::parse_dump_value(argv[3]);
+                EXPECT_TRUE(value.ok()) << value.error();
                 const std::int64_t ttl = std::stoll(argv[2]);
-                keyspace.restore(argv[1], persist::build_dump_filter(value),
-                                 ttl == 0 ? 0 : store::now_ms() + ttl, replace);
+                if (value) {
+                    keyspace.restore(argv[1], persist::build_dump_filter(*value),
+                                     ttl == 0 ? 0 : store::now_ms() + ttl, replace);
+                }
             }
             if (error.empty()) {
                 result.accepted.push_back(i);

@@ -27,6 +27,7 @@
 #include "bloomery/bloom/redisbloom.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -501,15 +502,15 @@ TEST(RedisBloomPersistence, ASnapshotKeepsEveryFilterBitForBit) {
     }
     live.put("own", ScalableFilter::create(bloom::FilterOptions{}));
     const std::string path = dir.str() + "/dump.bloomery";
-    persist::SaveStats saved;
-    std::string error;
-    ASSERT_TRUE(persist::save_snapshot(live, path, saved, error)) << error;
+    const core::Result<persist::SaveStats> saved = persist::save_snapshot(live, path);
+    ASSERT_TRUE(saved.ok()) << saved.error();
     store::Keyspace loaded(8);
-    persist::LoadStats stats;
-    ASSERT_TRUE(persist::load_snapshot(path, loaded, stats, error)) << error;
+    const core::Result<persist::LoadStats> stats = persist::load_snapshot(path, loaded);
+    ASSERT_TRUE(stats.ok()) << stats.error();
     expect_same_filters(live, loaded);
-    std::string report;
-    ASSERT_TRUE(persist::check_snapshot(path, report, error)) << error;
+    const persist::SnapshotCheck checked = persist::check_snapshot(path);
+    ASSERT_TRUE(checked.verdict.ok()) << checked.verdict.error();
+    const std::string& report = checked.report;
     EXPECT_NE(report.find("scheme redisbloom (options 5)"), std::string::npos);
     EXPECT_NE(report.find("scheme redisbloom (options 0)"), std::string::npos);  // 1.x, 32-bit
     EXPECT_NE(report.find(", n2 14"), std::string::npos);  // its power-of-two sub-filter
@@ -521,8 +522,8 @@ TEST(RedisBloomPersistence, JournalReplayRedoesLoadsAndAddsExactly) {
     store::Keyspace live(8);
     {
         persist::Journal journal(dir.str(), "journal", persist::FsyncPolicy::everysec, 64ull << 20);
-        std::string open_error;
-        ASSERT_TRUE(journal.open(7, 0, "", open_error)) << open_error;
+        const core::Status opened = journal.open(7, 0, "");
+        ASSERT_TRUE(opened.ok()) << opened.error();
         live.set_mutation_log(&journal);
         for (const json& f : fixtures("filters.json")["filters"]) {
             const std::string key = f["key"];
@@ -549,10 +550,9 @@ TEST(RedisBloomPersistence, JournalReplayRedoesLoadsAndAddsExactly) {
         live.set_mutation_log(nullptr);
     }
     store::Keyspace replayed(8);
-    persist::ReplayStats stats;
-    std::string error;
-    ASSERT_TRUE(persist::replay_journal(dir.str(), "journal", false, 0, 0, replayed, stats, error))
-        << error;
+    const core::Result<persist::ReplayStats> replay =
+        persist::replay_journal(dir.str(), "journal", std::nullopt, replayed);
+    ASSERT_TRUE(replay.ok()) << replay.error();
     expect_same_filters(live, replayed);
     for (const json& f : fixtures("filters.json")["filters"]) {
         const FilterRef filter = replayed.get(f["key"].get<std::string>())->filter;

@@ -135,25 +135,24 @@ void expect_same_filter(const ScalableFilter& expected, const ScalableFilter& ac
 }
 
 bool save(const Keyspace& keyspace, const std::string& path, std::string* error_out = nullptr) {
-    SaveStats stats;
-    std::string error;
-    const bool ok = save_snapshot(keyspace, path, stats, error);
-    if (error_out) *error_out = error;
-    EXPECT_TRUE(ok || !error.empty());
-    return ok;
+    const core::Result<SaveStats> saved = save_snapshot(keyspace, path);
+    if (error_out) *error_out = saved.ok() ? std::string() : saved.error();
+    EXPECT_TRUE(saved.ok() || !saved.error().empty());
+    return saved.ok();
 }
 
 // Saves `keyspace`, loads it into a fresh keyspace and returns that.
 std::unique_ptr<Keyspace> round_trip(const Keyspace& keyspace, const TempDir& dir) {
     const std::string path = dir.file("dump.bloomery");
-    std::string error;
-    SaveStats save_stats;
-    EXPECT_TRUE(save_snapshot(keyspace, path, save_stats, error)) << error;
+    const core::Result<SaveStats> saved = save_snapshot(keyspace, path);
+    EXPECT_TRUE(saved.ok()) << saved.error();
+    const SaveStats save_stats = saved.ok() ? *saved : SaveStats{};
     EXPECT_EQ(save_stats.keys, keyspace.size());
     EXPECT_EQ(save_stats.bytes, fs::file_size(path));
     auto loaded = std::make_unique<Keyspace>(16);
-    LoadStats load_stats;
-    EXPECT_TRUE(load_snapshot(path, *loaded, load_stats, error)) << error;
+    const core::Result<LoadStats> read = load_snapshot(path, *loaded);
+    EXPECT_TRUE(read.ok()) << read.error();
+    const LoadStats load_stats = read.ok() ? *read : LoadStats{};
     EXPECT_EQ(load_stats.keys, keyspace.size());
     EXPECT_EQ(load_stats.bytes, save_stats.bytes);
     EXPECT_EQ(load_stats.past_deadline, 0u);
@@ -188,9 +187,9 @@ std::string load_error(const TempDir& dir, const std::string& bytes) {
     const std::string path = dir.file("candidate.bloomery");
     write_bytes(path, bytes);
     Keyspace keyspace(4);
-    LoadStats stats;
-    std::string error;
-    if (load_snapshot(path, keyspace, stats, error)) return "";
+    const core::Result<LoadStats> loaded = load_snapshot(path, keyspace);
+    if (loaded) return "";
+    const std::string& error = loaded.error();
     EXPECT_EQ(keyspace.size(), 0u) << "a failed load inserted keys";
     EXPECT_FALSE(error.empty());
     EXPECT_NE(error.find(path), std::string::npos) << error;
@@ -203,21 +202,19 @@ TEST(SnapshotStream, SendsWhatASaveWritesAndStopsWhenTheReceiverGoes) {
     keyspace.put("crawler", make_filter({0.01, 100, 2, false}, "url-", 2000));
     keyspace.put("small", make_filter({0.001, 50, 2, false}, "s-", 10));
     std::string streamed;
-    SaveStats stats;
     std::uint64_t position_calls = 0;
-    std::string error;
-    ASSERT_TRUE(stream_snapshot(
+    const core::Result<SaveStats> sent = stream_snapshot(
         keyspace,
         [&](const unsigned char* data, std::size_t size) {
             EXPECT_EQ(position_calls, 1u);  // the position comes before any byte
             streamed.append(reinterpret_cast<const char*>(data), size);
             return true;
         },
-        [&](std::uint64_t) { ++position_calls; }, "test", stats, error))
-        << error;
+        [&](std::uint64_t) { ++position_calls; }, "test");
+    ASSERT_TRUE(sent.ok()) << sent.error();
     EXPECT_EQ(position_calls, 1u);
-    EXPECT_EQ(stats.keys, 2u);
-    EXPECT_EQ(stats.bytes, streamed.size());
+    EXPECT_EQ(sent->keys, 2u);
+    EXPECT_EQ(sent->bytes, streamed.size());
     ASSERT_TRUE(save(keyspace, dir.file("saved")));
     // The same file but for the creation time in the header.
     const std::string saved = read_bytes(dir.file("saved"));
@@ -225,16 +222,17 @@ TEST(SnapshotStream, SendsWhatASaveWritesAndStopsWhenTheReceiverGoes) {
     EXPECT_EQ(saved.substr(20, saved.size() - 28), streamed.substr(20, streamed.size() - 28));
     write_bytes(dir.file("streamed"), streamed);
     Keyspace loaded(8);
-    LoadStats load_stats;
-    ASSERT_TRUE(load_snapshot(dir.file("streamed"), loaded, load_stats, error)) << error;
+    const core::Result<LoadStats> read = load_snapshot(dir.file("streamed"), loaded);
+    ASSERT_TRUE(read.ok()) << read.error();
     expect_same_filter(*keyspace.get("crawler")->filter, *loaded.get("crawler")->filter, "url-",
                        2000);
 
     std::size_t accepted = 0;
-    EXPECT_FALSE(stream_snapshot(
+    const core::Result<SaveStats> cut = stream_snapshot(
         keyspace, [&](const unsigned char*, std::size_t) { return accepted++ == 0; }, nullptr,
-        "replica x", stats, error));
-    EXPECT_NE(error.find("replica x"), std::string::npos) << error;
+        "replica x");
+    ASSERT_FALSE(cut.ok());
+    EXPECT_NE(cut.error().find("replica x"), std::string::npos) << cut.error();
 }
 
 TEST(SnapshotRoundTrip, ScalableFilterWithSeveralLayersKeepsWordsAndAnswers) {
@@ -359,11 +357,10 @@ TEST(SnapshotLoad, KeepsKeysWhoseDeadlinePassedUntilTheServerDecidesAndCountsThe
     // the journal after the snapshot may remove its deadline, and is hidden.
     Keyspace loaded(8);
     loaded.set_deadlines(store::Deadlines::follow);
-    LoadStats stats;
-    std::string error;
-    ASSERT_TRUE(load_snapshot(path, loaded, stats, error)) << error;
-    EXPECT_EQ(stats.keys, 3u);
-    EXPECT_EQ(stats.past_deadline, 1u);
+    const core::Result<LoadStats> stats = load_snapshot(path, loaded);
+    ASSERT_TRUE(stats.ok()) << stats.error();
+    EXPECT_EQ(stats->keys, 3u);
+    EXPECT_EQ(stats->past_deadline, 1u);
     EXPECT_TRUE(loaded.linked("short").has_value());
     EXPECT_FALSE(loaded.contains("short"));
     EXPECT_TRUE(loaded.contains("long"));
@@ -499,9 +496,9 @@ TEST(SnapshotReader, InsertsNothingWhenOnlyTheFileChecksumIsWrong) {
 TEST(SnapshotReader, ReportsMissingFile) {
     TempDir dir;
     Keyspace keyspace(4);
-    LoadStats stats;
-    std::string error;
-    EXPECT_FALSE(load_snapshot(dir.file("absent.bloomery"), keyspace, stats, error));
+    const core::Result<LoadStats> loaded = load_snapshot(dir.file("absent.bloomery"), keyspace);
+    ASSERT_FALSE(loaded.ok());
+    const std::string& error = loaded.error();
     EXPECT_NE(error.find("absent.bloomery"), std::string::npos) << error;
     EXPECT_NE(error.find("No such file or directory"), std::string::npos) << error;
 }
@@ -510,9 +507,9 @@ TEST(SnapshotCheck, DescribesEveryKeyAndRejectsCorruption) {
     TempDir dir;
     const std::string bytes = varied_small_file(dir);
     const std::string path = dir.file("varied.bloomery");
-    std::string report;
-    std::string error;
-    ASSERT_TRUE(check_snapshot(path, report, error)) << error;
+    const SnapshotCheck checked = check_snapshot(path);
+    ASSERT_TRUE(checked.verdict.ok()) << checked.verdict.error();
+    const std::string& report = checked.report;
     EXPECT_NE(report.find("format version: 4"), std::string::npos) << report;
     EXPECT_NE(report.find("key 'grown': layers 2"), std::string::npos) << report;
     EXPECT_NE(report.find("key 'fixed': layers 1"), std::string::npos) << report;
@@ -524,9 +521,10 @@ TEST(SnapshotCheck, DescribesEveryKeyAndRejectsCorruption) {
     std::string corrupt = bytes;
     corrupt[corrupt.size() / 2] = static_cast<char>(corrupt[corrupt.size() / 2] ^ 4);
     write_bytes(path, corrupt);
-    EXPECT_FALSE(check_snapshot(path, report, error));
-    EXPECT_NE(error.find(path), std::string::npos) << error;
-    EXPECT_NE(report.find("error: "), std::string::npos) << report;
+    const SnapshotCheck corrupted = check_snapshot(path);
+    ASSERT_FALSE(corrupted.verdict.ok());
+    EXPECT_NE(corrupted.verdict.error().find(path), std::string::npos) << corrupted.verdict.error();
+    EXPECT_NE(corrupted.report.find("error: "), std::string::npos) << corrupted.report;
 }
 
 TEST(SnapshotSave, FailsIntoMissingDirectoryWithoutLeavingFiles) {
@@ -580,11 +578,10 @@ TEST(SnapshotSave, FileSizeLimitKeepsOldSnapshotByteIdentical) {
         ::signal(SIGXFSZ, SIG_IGN);
         const rlimit limit{4096, 4096};
         if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(10);
-        SaveStats stats;
-        std::string error;
-        if (save_snapshot(big, path, stats, error)) ::_exit(11);
-        if (error.find("File too large") == std::string::npos) ::_exit(12);
-        if (error.find(path + ".tmp-") == std::string::npos) ::_exit(13);
+        const core::Result<SaveStats> saved = save_snapshot(big, path);
+        if (saved) ::_exit(11);
+        if (saved.error().find("File too large") == std::string::npos) ::_exit(12);
+        if (saved.error().find(path + ".tmp-") == std::string::npos) ::_exit(13);
         ::_exit(0);
     }
     int status = 0;
@@ -633,9 +630,8 @@ TEST(SnapshotSave, ConcurrentAddsKeepEveryItemAcknowledgedBeforeTheSave) {
     ASSERT_TRUE(saved);
 
     Keyspace loaded(8);
-    LoadStats stats;
-    std::string error;
-    ASSERT_TRUE(load_snapshot(path, loaded, stats, error)) << error;
+    const core::Result<LoadStats> stats = load_snapshot(path, loaded);
+    ASSERT_TRUE(stats.ok()) << stats.error();
     auto loaded_busy = loaded.get("busy");
     auto loaded_before = loaded.get("before");
     ASSERT_TRUE(loaded_busy && loaded_before);

@@ -32,8 +32,8 @@ protected:
         ASSERT_TRUE(built) << built.error();
         dir = fs::temp_directory_path() / ("write_path_test." + std::to_string(::getpid()));
         fs::create_directories(dir);
-        std::string error;
-        ASSERT_TRUE(journal.open(7, 0, "", error)) << error;
+        const core::Status opened = journal.open(7, 0, "");
+        ASSERT_TRUE(opened.ok()) << opened.error();
         keyspace.set_mutation_log(&failing);
     }
     void TearDown() override {

@@ -41,6 +41,7 @@
 #include "bloomery/core/memory.hpp"
 #include "bloomery/core/result.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
 
