@@ -246,13 +246,12 @@ bool prepare_process(const bloomery::core::Config& config) {
 // The command table and who may run what. False (logged) on a bad table or
 // users file.
 bool build_registry(bloomery::command::Registry& registry, const bloomery::core::Config& config) {
-    std::string error;
-    if (!bloomery::command::build_default_registry(registry, error)) {
-        spdlog::critical("command table: {}", error);
+    if (const auto built = bloomery::command::build_default_registry(registry); !built) {
+        spdlog::critical("command table: {}", built.error());
         return false;
     }
-    if (!bloomery::command::configure_access_control(registry, config, error)) {
-        spdlog::critical("refusing to start: {}", error);
+    if (const auto acl = bloomery::command::configure_access_control(registry, config); !acl) {
+        spdlog::critical("refusing to start: {}", acl.error());
         return false;
     }
     log_access_control(config, registry.acl());

@@ -14,7 +14,7 @@ namespace bloomery::command {
 // The Redis version we announce in HELLO and INFO: clients gate features on
 // it (redis-py, go-redis and redis-cli expect 6+ for HELLO/RESP3 and 7 for
 // COMMAND DOCS). bloomery's own version is reported beside it.
-inline constexpr std::string_view kRedisCompatVersion = "7.2.0";
+inline constexpr std::string_view kRedisCompatVersion = "7.0.15";
 
 // The RedisBloom version whose BF.* replies bloomery follows (2.4.23), as
 // MODULE LIST, HELLO and INFO modules show the "bf" module.
@@ -29,11 +29,6 @@ bool valid_client_name(std::string_view name);
 
 // A HELP reply: one simple string per line.
 void reply_help(Context& ctx, std::initializer_list<std::string_view> lines);
-
-// AUTH's check, shared with HELLO ... AUTH (acl_commands.cpp): on success the
-// client runs as that user from its next command and true is returned; on
-// failure WRONGPASS is written and the client keeps its user.
-bool authenticate_client(Context& ctx, std::string_view username, std::string_view password);
 
 // RESTORE and COPY: a new filter of these layers checked against
 // --max-filter-bytes (all layers) and --maxmemory before anything is

@@ -55,7 +55,7 @@ void cmd_config_get(ConfigContext& ctx, Args argv) {
     const auto wanted = [&](std::string_view name) {
         if (name.empty()) return false;
         for (std::size_t i = 2; i < argv.size(); ++i) {
-            if (glob_match(argv[i], name, true)) return true;
+            if (glob_match(argv[i], name, GlobCase::insensitive)) return true;
         }
         return false;
     };

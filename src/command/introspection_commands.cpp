@@ -189,7 +189,7 @@ void cmd_command_list(Context& ctx, Args argv) {
     std::vector<std::string_view> names;
     auto consider = [&](const CommandSpec& spec) {
         if (module_filter) return;  // no modules: every command is built in
-        if (!pattern.empty() && !glob_match(pattern, spec.name, true)) return;
+        if (!pattern.empty() && !glob_match(pattern, spec.name, GlobCase::insensitive)) return;
         if (!category.empty()) {
             bool in = false;
             for (const auto& cat : spec.doc.value("acl_categories", nlohmann::json::array())) {

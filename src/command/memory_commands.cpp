@@ -17,6 +17,7 @@
 #include "bloomery/core/memory.hpp"
 #include "common.hpp"
 #include "families.hpp"
+#include "memory_account.hpp"
 
 namespace bloomery::command {
 namespace {
@@ -30,24 +31,15 @@ using MemoryContext = With<uses::Clients, uses::Persistence, uses::Replication>;
 // key. SAMPLES is taken and checked as Redis does; a filter is sized exactly,
 // so it changes nothing.
 void cmd_memory_usage(Context& ctx, Args argv) {
-    for (std::size_t i = 3; i < argv.size(); ++i) {
-        if (iequals(argv[i], "SAMPLES") && i + 1 < argv.size()) {
-            std::int64_t samples = 0;
-            if (!parse_int64(argv[i + 1], samples)) {
-                ctx.out.error(errors::kNotInteger);
-                return;
-            }
-            if (samples < 0) {
-                ctx.out.error(errors::kSyntax);
-                return;
-            }
-            ++i;
-        } else {
-            ctx.out.error(errors::kSyntax);
-            return;
-        }
+    ArgCursor args(argv, 2);
+    const std::string_view name = args.next();
+    while (args.has_next()) {
+        if (args.remaining() < 2 || !args.eat("SAMPLES")) return ctx.out.error(errors::kSyntax);
+        const std::optional<std::int64_t> samples = args.next_int();
+        if (!samples) return ctx.out.error(errors::kNotInteger);
+        if (*samples < 0) return ctx.out.error(errors::kSyntax);
     }
-    const std::optional<store::KeyDetails> key = ctx.keyspace.inspect(argv[2]);
+    const std::optional<store::KeyDetails> key = ctx.keyspace.inspect(name);
     if (!key) {
         ctx.out.null();
         return;
@@ -57,52 +49,28 @@ void cmd_memory_usage(Context& ctx, Args argv) {
 
 // The figures MEMORY STATS and MEMORY DOCTOR share, Redis's names for them.
 struct MemoryOverview {
-    std::uint64_t peak = 0;
-    std::uint64_t total = 0;
-    std::uint64_t startup = 0;
-    std::uint64_t replica_buffers = 0;
-    std::uint64_t client_buffers = 0;
-    std::uint64_t journal_buffer = 0;
+    MemoryAccount account;
     store::Keyspace::Overhead keyspace;
     std::uint64_t overhead = 0;
     std::uint64_t dataset = 0;
     std::size_t keys = 0;
     std::size_t clients = 0;
     std::size_t replicas = 0;
-    core::AllocatorStats allocator;
-    std::uint64_t rss = 0;
 };
 
 MemoryOverview memory_overview(MemoryContext& ctx) {
-    using core::MemoryUse;
     MemoryOverview m;
-    m.total = core::memory_used_total();
-    m.peak = std::max(core::memory_peak(), m.total);
-    m.startup = std::min(core::memory_startup(), m.total);
-    m.replica_buffers = core::memory_used(MemoryUse::replica_buffers);
-    m.client_buffers =
-        core::memory_used(MemoryUse::query_buffers) + core::memory_used(MemoryUse::output_buffers);
-    const persist::PersistenceInfo persistence = ctx.server.persistence.persistence();
-    m.journal_buffer = persistence.journal.enabled ? persistence.journal.buffer_length : 0;
+    m.account = memory_account(ctx.server.persistence.persistence());
+    const MemoryAccount& a = m.account;
     m.keyspace = ctx.keyspace.overhead();
-    m.overhead = m.startup + m.replica_buffers + m.client_buffers + m.journal_buffer +
+    m.overhead = a.startup + a.replica_buffers + a.client_buffers + a.journal_buffer +
                  m.keyspace.main + m.keyspace.expires + m.keyspace.slot_to_keys;
-    m.dataset = m.total > m.overhead ? m.total - m.overhead : 0;
+    m.dataset = a.used > m.overhead ? a.used - m.overhead : 0;
     m.keys = ctx.keyspace.counts().keys;
     m.replicas = ctx.server.replication.replication().replicas.size();
     const std::size_t connected = ctx.server.clients.connected_clients();
     m.clients = connected > m.replicas ? connected - m.replicas : 0;
-    m.allocator = core::allocator_stats();
-    m.rss = core::resident_bytes();
     return m;
-}
-
-double share(std::uint64_t part, std::uint64_t whole) {
-    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
-}
-
-std::int64_t difference(std::uint64_t a, std::uint64_t b) {
-    return static_cast<std::int64_t>(a) - static_cast<std::int64_t>(b);
 }
 
 void field(Context& ctx, std::string_view name, std::int64_t value) {
@@ -125,17 +93,18 @@ void field_real(Context& ctx, std::string_view name, double value) {
 // function caches (no scripting).
 void cmd_memory_stats(MemoryContext& ctx, Args) {
     const MemoryOverview m = memory_overview(ctx);
-    const std::uint64_t net = m.total - m.startup;
+    const MemoryAccount& a = m.account;
+    const std::uint64_t net = a.used - a.startup;
     // Redis lists only the databases that hold keys.
     ctx.out.map(m.keys > 0 ? 28 : 27);
-    field(ctx, "peak.allocated", m.peak);
-    field(ctx, "total.allocated", m.total);
-    field(ctx, "startup.allocated", m.startup);
+    field(ctx, "peak.allocated", a.peak);
+    field(ctx, "total.allocated", a.used);
+    field(ctx, "startup.allocated", a.startup);
     field(ctx, "replication.backlog", std::uint64_t{0});
-    field(ctx, "clients.slaves", m.replica_buffers);
-    field(ctx, "clients.normal", m.client_buffers);
+    field(ctx, "clients.slaves", a.replica_buffers);
+    field(ctx, "clients.normal", a.client_buffers);
     field(ctx, "cluster.links", std::uint64_t{0});
-    field(ctx, "aof.buffer", m.journal_buffer);
+    field(ctx, "aof.buffer", a.journal_buffer);
     field(ctx, "lua.caches", std::uint64_t{0});
     field(ctx, "functions.caches", std::uint64_t{0});
     if (m.keys > 0) {
@@ -150,30 +119,31 @@ void cmd_memory_stats(MemoryContext& ctx, Args) {
     field(ctx, "keys.bytes-per-key", m.keys == 0 ? std::uint64_t{0} : net / m.keys);
     field(ctx, "dataset.bytes", m.dataset);
     field_real(ctx, "dataset.percentage", share(m.dataset, net) * 100.0);
-    field_real(ctx, "peak.percentage", share(m.total, m.peak) * 100.0);
-    field(ctx, "allocator.allocated", m.allocator.allocated);
-    field(ctx, "allocator.active", m.allocator.active);
-    field(ctx, "allocator.resident", m.allocator.resident);
+    field_real(ctx, "peak.percentage", share(a.used, a.peak) * 100.0);
+    field(ctx, "allocator.allocated", a.allocator.allocated);
+    field(ctx, "allocator.active", a.allocator.active);
+    field(ctx, "allocator.resident", a.allocator.resident);
     field_real(ctx, "allocator-fragmentation.ratio",
-               share(m.allocator.active, m.allocator.allocated));
+               share(a.allocator.active, a.allocator.allocated));
     field(ctx, "allocator-fragmentation.bytes",
-          difference(m.allocator.active, m.allocator.allocated));
-    field_real(ctx, "allocator-rss.ratio", share(m.allocator.resident, m.allocator.active));
-    field(ctx, "allocator-rss.bytes", difference(m.allocator.resident, m.allocator.active));
-    field_real(ctx, "rss-overhead.ratio", share(m.rss, m.allocator.resident));
-    field(ctx, "rss-overhead.bytes", difference(m.rss, m.allocator.resident));
+          difference(a.allocator.active, a.allocator.allocated));
+    field_real(ctx, "allocator-rss.ratio", share(a.allocator.resident, a.allocator.active));
+    field(ctx, "allocator-rss.bytes", difference(a.allocator.resident, a.allocator.active));
+    field_real(ctx, "rss-overhead.ratio", share(a.rss, a.allocator.resident));
+    field(ctx, "rss-overhead.bytes", difference(a.rss, a.allocator.resident));
     // The whole process against what the server accounts for.
-    field_real(ctx, "fragmentation", share(m.rss, m.total));
-    field(ctx, "fragmentation.bytes", difference(m.rss, m.total));
+    field_real(ctx, "fragmentation", share(a.rss, a.used));
+    field(ctx, "fragmentation.bytes", difference(a.rss, a.used));
 }
 
 // Redis's checks (object.c: getMemoryDoctorReport), reported in bloomery's
 // words with bloomery's remedies.
 void cmd_memory_doctor(MemoryContext& ctx, Args) {
     const MemoryOverview m = memory_overview(ctx);
+    const MemoryAccount& a = m.account;
     constexpr std::uint64_t kTenMb = 10 << 20;
     std::string report;
-    if (m.total < 5 * 1024 * 1024) {
+    if (a.used < 5 * 1024 * 1024) {
         report =
             "This server holds less than 5 MB (used_memory): too little for the memory doctor "
             "to judge. Ask again once it holds some filters.\n";
@@ -181,47 +151,47 @@ void cmd_memory_doctor(MemoryContext& ctx, Args) {
         return;
     }
     std::vector<std::string> issues;
-    if (share(m.peak, m.total) > 1.5) {
+    if (share(a.peak, a.used) > 1.5) {
         issues.push_back(
             "Peak memory: this server once held more than 150% of what it holds now "
             "(used_memory_peak). The allocator keeps some of the pages a peak used, so the "
             "process's RSS may stay above used_memory; MEMORY PURGE hands free pages back to "
             "the kernel now.");
     }
-    if (share(m.rss, m.total) > 1.4 && m.rss > m.total + kTenMb) {
+    if (share(a.rss, a.used) > 1.4 && a.rss > a.used + kTenMb) {
         issues.push_back(
             "High total RSS: the process's resident memory is more than 1.4 times what the "
             "server accounts for (mem_fragmentation_ratio). After a peak this is harmless; "
             "otherwise check that the allocator is jemalloc (mem_allocator: " +
             core::allocator_name() + ").");
     }
-    if (share(m.allocator.active, m.allocator.allocated) > 1.1 &&
-        m.allocator.active > m.allocator.allocated + kTenMb) {
+    if (share(a.allocator.active, a.allocator.allocated) > 1.1 &&
+        a.allocator.active > a.allocator.allocated + kTenMb) {
         issues.push_back(
             "High allocator fragmentation: the pages in use hold more than 1.1 times the bytes "
             "allocated in them (allocator_frag_ratio), usually after many filters of different "
             "sizes were deleted.");
     }
-    if (share(m.allocator.resident, m.allocator.active) > 1.1 &&
-        m.allocator.resident > m.allocator.active + kTenMb) {
+    if (share(a.allocator.resident, a.allocator.active) > 1.1 &&
+        a.allocator.resident > a.allocator.active + kTenMb) {
         issues.push_back(
             "High allocator RSS overhead: the allocator keeps more than 1.1 times the pages in "
             "use (allocator_rss_ratio); MEMORY PURGE hands the free ones back to the kernel.");
     }
-    if (share(m.rss, m.allocator.resident) > 1.1 && m.rss > m.allocator.resident + kTenMb) {
+    if (share(a.rss, a.allocator.resident) > 1.1 && a.rss > a.allocator.resident + kTenMb) {
         issues.push_back(
             "High process RSS overhead: the process holds more than 1.1 times what the "
             "allocator keeps resident (rss_overhead_ratio): large filters are mapped outside "
             "the allocator, and thread stacks and code count here too.");
     }
-    if (m.clients > 0 && m.client_buffers / m.clients > 200 * 1024) {
+    if (m.clients > 0 && a.client_buffers / m.clients > 200 * 1024) {
         issues.push_back(
             "Big client buffers: clients hold more than 200 KB of buffers each on average "
             "(mem_clients_normal): large pipelines, large replies (KEYS, BF.SCANDUMP) or "
             "clients that read slowly. CLIENT LIST shows each client's qbuf, obl and omem; "
             "client-output-buffer-limit bounds them.");
     }
-    if (m.replicas > 0 && m.replica_buffers / m.replicas > kTenMb) {
+    if (m.replicas > 0 && a.replica_buffers / m.replicas > kTenMb) {
         issues.push_back(
             "Big replica buffers: replicas' feeds hold more than 10 MB each on average "
             "(mem_clients_slaves): a replica reads its snapshot or stream slowly. INFO "
@@ -266,29 +236,30 @@ void cmd_memory_help(Context& ctx, Args) {
 
 // ---- OBJECT ----
 
-// OBJECT's subcommands on a missing key answer a null, as Redis's.
-std::optional<store::KeyDetails> object_lookup(Context& ctx, std::string_view key) {
-    std::optional<store::KeyDetails> details = ctx.keyspace.inspect(key);
+// The key OBJECT's subcommand names. On a missing key they answer a null, as
+// Redis's: written here.
+std::optional<store::KeyDetails> object_lookup(Context& ctx, Args argv) {
+    std::optional<store::KeyDetails> details = ctx.keyspace.inspect(ArgCursor(argv, 2).next());
     if (!details) ctx.out.null();
     return details;
 }
 
 // A Bloom filter is a module value in Redis, whose encoding is "raw".
 void cmd_object_encoding(Context& ctx, Args argv) {
-    if (object_lookup(ctx, argv[2])) ctx.out.bulk("raw");
+    if (object_lookup(ctx, argv)) ctx.out.bulk("raw");
 }
 
 // The key's filter's holders: 1, more while a snapshot or a replica's full
 // copy is being written from it.
 void cmd_object_refcount(Context& ctx, Args argv) {
-    if (const auto key = object_lookup(ctx, argv[2])) ctx.out.integer(key->references);
+    if (const auto key = object_lookup(ctx, argv)) ctx.out.integer(key->references);
 }
 
 // Seconds since a command last used the key. Redis answers it under every
 // maxmemory-policy that is not LFU; bloomery evicts nothing and keeps both
 // the clock and the counter (store/key_access.hpp), so both answer.
 void cmd_object_idletime(Context& ctx, Args argv) {
-    if (const auto key = object_lookup(ctx, argv[2])) {
+    if (const auto key = object_lookup(ctx, argv)) {
         ctx.out.integer(store::idle_seconds(key->accessed));
     }
 }
@@ -296,7 +267,7 @@ void cmd_object_idletime(Context& ctx, Args argv) {
 // The key's logarithmic use counter, decayed to now, as Redis's LFU keeps
 // it (lfu-log-factor, lfu-decay-time): what `redis-cli --hotkeys` ranks by.
 void cmd_object_freq(Context& ctx, Args argv) {
-    if (const auto key = object_lookup(ctx, argv[2])) {
+    if (const auto key = object_lookup(ctx, argv)) {
         ctx.out.integer(store::access_frequency(key->accessed, ctx.settings.lfu().decay_minutes()));
     }
 }

@@ -34,11 +34,7 @@ std::size_t Slowlog::redact_from(const CommandSpec* spec, Args argv) {
     // user on.
     if (spec->name == "hello") {
         for (std::size_t i = 1; i < argv.size(); ++i) {
-            const std::string_view word = argv[i];
-            if (word.size() == 4 && (word[0] | 0x20) == 'a' && (word[1] | 0x20) == 'u' &&
-                (word[2] | 0x20) == 't' && (word[3] | 0x20) == 'h') {
-                return i + 1;
-            }
+            if (core::iequals(argv[i], "AUTH")) return i + 1;
         }
     }
     // MIGRATE ... [AUTH password] [AUTH2 username password] ...: from the

@@ -139,12 +139,13 @@ void check_addresses(const core::Config& c, Problems& problems) {
 // --requirepass and --aclfile (errors name the file and line).
 void check_access_control(const core::Config& c, Problems& problems) {
     command::Registry registry;
-    std::string error;
-    if (!command::build_default_registry(registry, error)) {
-        problems.push_back("command table: " + error);
+    if (const core::Status built = command::build_default_registry(registry); !built) {
+        problems.push_back("command table: " + built.error());
         return;
     }
-    if (!command::configure_access_control(registry, c, error)) problems.push_back(error);
+    if (const core::Status acl = command::configure_access_control(registry, c); !acl) {
+        problems.push_back(acl.error());
+    }
 }
 
 // Builds the TLS context as the start does: files readable, certificate and

@@ -352,8 +352,7 @@ private:
 
 struct Server {
     Server() {
-        std::string error;
-        require(command::build_default_registry(registry, error), "registry did not build");
+        require(command::build_default_registry(registry).ok(), "registry did not build");
         config.max_filter_bytes = kMaxFilterBytes;
         client.id = 1;
         client.address = "127.0.0.1:1";

@@ -404,6 +404,16 @@ class InfoSectionsTest(harness.SharedServerTestCase):
         self.assertGreater(info["total_reads_processed"], 0)
         self.assertEqual(info["maxmemory_policy"], "noeviction")
 
+    def test_info_hello_and_readme_name_one_redis_version(self):
+        # Clients read the version from either; README says which it is.
+        c = RespConnection(self.server.port)
+        self.addCleanup(c.close)
+        hello = c.call("HELLO", "2")
+        version = dict(zip(hello[::2], hello[1::2]))[b"version"].decode()
+        self.assertEqual(str(self.r.info("server")["redis_version"]), version)
+        with open(os.path.join(harness.ROOT, "README.md")) as readme:
+            self.assertIn("`redis_version:%s`" % version, readme.read())
+
     def test_hello_and_module_list_show_redisbloom(self):
         c = RespConnection(self.server.port)
         self.addCleanup(c.close)

@@ -41,15 +41,13 @@ using testing::FakeHooks;
 class AccessControl : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(build_default_registry(registry, error)) << error;
+        const auto built = build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
     }
     void configure(std::string_view users, std::string_view requirepass) {
-        std::string error;
-        auto acl =
-            Acl::build(registry, requirepass, users.empty() ? "" : "users.acl", users, error);
-        ASSERT_TRUE(acl) << error;
-        registry.set_acl(acl);
+        auto acl = Acl::build(registry, requirepass, users.empty() ? "" : "users.acl", users);
+        ASSERT_TRUE(acl) << acl.error();
+        registry.set_acl(*acl);
     }
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());

@@ -31,8 +31,9 @@ constexpr std::string_view kSha256OfEmpty =
 const Registry& table() {
     static const Registry registry = [] {
         Registry r;
-        std::string error;
-        if (!build_default_registry(r, error)) throw std::runtime_error(error);
+        if (const auto built = build_default_registry(r); !built) {
+            throw std::runtime_error(built.error());
+        }
         return r;
     }();
     return registry;
@@ -49,16 +50,15 @@ const CommandSpec& spec(std::string_view name) {
 }
 
 std::shared_ptr<const Acl> build(std::string_view text, std::string_view requirepass = "") {
-    std::string error;
-    auto acl = Acl::build(table(), requirepass, "users.acl", text, error);
-    EXPECT_TRUE(acl) << error;
-    return acl;
+    auto acl = Acl::build(table(), requirepass, "users.acl", text);
+    EXPECT_TRUE(acl) << acl.error();
+    return acl ? *acl : nullptr;
 }
 
 std::string build_error(std::string_view text, std::string_view requirepass = "") {
-    std::string error;
-    EXPECT_FALSE(Acl::build(table(), requirepass, "users.acl", text, error));
-    return error;
+    auto acl = Acl::build(table(), requirepass, "users.acl", text);
+    EXPECT_FALSE(acl);
+    return acl ? std::string() : acl.error();
 }
 
 constexpr std::string_view kUsers =
@@ -83,23 +83,23 @@ TEST(PasswordDigest, IsSha256AndComparesEveryByte) {
 TEST(Registry, CommandCategoriesMustBeListedOnce) {
     Registry registry;
     registry.register_handler<ignore_command>("ping");
-    std::string error;
     const std::string entry =
         R"({"name":"ping","arity":-1,"flags":["no_auth"],"first_key":0,"last_key":0,"step":0,)";
-    EXPECT_TRUE(registry.build(R"({"acl_categories":["@fast","@connection"],"commands":[)" + entry +
-                                   R"("acl_categories":["@connection"]}]})",
-                               error))
-        << error;
+    const core::Status built =
+        registry.build(R"({"acl_categories":["@fast","@connection"],"commands":[)" + entry +
+                       R"("acl_categories":["@connection"]}]})");
+    EXPECT_TRUE(built) << built.error();
     EXPECT_EQ(registry.categories(), (std::vector<std::string>{"fast", "connection"}));
     EXPECT_EQ(registry.find("ping")->categories, 2u);
     EXPECT_TRUE(registry.find("ping")->no_auth);
     for (std::string_view bad : {R"("@slow")", R"("")", R"("connection")"}) {
-        EXPECT_FALSE(registry.build(R"({"acl_categories":["@fast","@connection"],"commands":[)" +
-                                        entry + R"("acl_categories":[)" + std::string(bad) + "]}]}",
-                                    error))
-            << bad;
-        EXPECT_NE(error.find("not in the top-level \"acl_categories\""), std::string::npos)
-            << error;
+        const core::Status refused =
+            registry.build(R"({"acl_categories":["@fast","@connection"],"commands":[)" + entry +
+                           R"("acl_categories":[)" + std::string(bad) + "]}]}");
+        EXPECT_FALSE(refused) << bad;
+        EXPECT_NE(refused.error().find("not in the top-level \"acl_categories\""),
+                  std::string::npos)
+            << refused.error();
     }
 }
 
@@ -355,17 +355,19 @@ TEST(Acl, AuthHashesThePasswordForOnOffNopassAndMissingUsers) {
 
 TEST(Acl, ConfigureReadsTheFileAndRefusesAMissingOne) {
     Registry registry;
-    std::string error;
-    ASSERT_TRUE(build_default_registry(registry, error)) << error;
+    const auto built = build_default_registry(registry);
+    ASSERT_TRUE(built) << built.error();
     core::Config config;
     config.aclfile = ::testing::TempDir() + "bloomery_acl_test_missing.acl";
     std::remove(config.aclfile.c_str());
-    EXPECT_FALSE(configure_access_control(registry, config, error));
-    EXPECT_NE(error.find(config.aclfile), std::string::npos) << error;
+    const core::Status missing = configure_access_control(registry, config);
+    EXPECT_FALSE(missing);
+    EXPECT_NE(missing.error().find(config.aclfile), std::string::npos) << missing.error();
 
     config.aclfile = ::testing::TempDir() + "bloomery_acl_test.acl";
     std::ofstream(config.aclfile) << "user default off\nuser x on >pw ~* +@all\n";
-    ASSERT_TRUE(configure_access_control(registry, config, error)) << error;
+    const core::Status configured = configure_access_control(registry, config);
+    ASSERT_TRUE(configured) << configured.error();
     EXPECT_TRUE(registry.acl().auth_required());
     EXPECT_TRUE(registry.acl().authenticate("x", "pw"));
     std::remove(config.aclfile.c_str());

@@ -344,8 +344,8 @@ using ::testing::StartsWith;
 class ClusterCommands : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(build_default_registry(registry, error)) << error;
+        const auto built = build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
         use_map(kThree, "b:6379");
         keyspace.enable_slot_counts();
     }
@@ -458,10 +458,9 @@ TEST_F(ClusterCommands, AskingLetsExactlyTheNextCommandThrough) {
 }
 
 TEST_F(ClusterCommands, AuthComesBeforeRedirectsAndRedirectsBeforeMemory) {
-    std::string error;
-    auto acl = Acl::build(registry, "secret", "", "", error);
-    ASSERT_TRUE(acl) << error;
-    registry.set_acl(acl);
+    auto acl = Acl::build(registry, "secret", "", "");
+    ASSERT_TRUE(acl) << acl.error();
+    registry.set_acl(*acl);
     EXPECT_THAT(run({"BF.ADD", "foo", "x"}), IsError("NOAUTH Authentication required."));
     EXPECT_THAT(run({"AUTH", "secret"}), IsOk());
     config.maxmemory = 1;  // exceeded: a write here would answer -OOM

@@ -46,8 +46,8 @@ public:
 class Commands : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(build_default_registry(registry, error)) << error;
+        const auto built = build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
     }
 
     // Runs one command and returns its raw reply.

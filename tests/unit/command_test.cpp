@@ -416,19 +416,18 @@ TEST_F(Commands, ModuleListReportsTheBloomModule) {
 
 TEST(Registry, RefusesJsonWithoutHandlerOrHandlerWithoutJson) {
     Registry registry;
-    std::string error;
     registry.register_handler<ignore_command>("ping");
-    EXPECT_FALSE(registry.build(R"({"commands":[]})", error));
-    EXPECT_NE(error.find("ping"), std::string::npos) << error;
-    EXPECT_FALSE(registry.build(
+    const core::Status no_entry = registry.build(R"({"commands":[]})");
+    EXPECT_FALSE(no_entry);
+    EXPECT_NE(no_entry.error().find("ping"), std::string::npos) << no_entry.error();
+    const core::Status no_handler = registry.build(
         R"({"commands":[{"name":"ping","arity":-1,"flags":[],"first_key":0,"last_key":0,"step":0},
-                        {"name":"echo","arity":2,"flags":[],"first_key":0,"last_key":0,"step":0}]})",
-        error));
-    EXPECT_NE(error.find("echo"), std::string::npos) << error;
-    EXPECT_TRUE(registry.build(
-        R"({"commands":[{"name":"ping","arity":-1,"flags":[],"first_key":0,"last_key":0,"step":0}]})",
-        error))
-        << error;
+                        {"name":"echo","arity":2,"flags":[],"first_key":0,"last_key":0,"step":0}]})");
+    EXPECT_FALSE(no_handler);
+    EXPECT_NE(no_handler.error().find("echo"), std::string::npos) << no_handler.error();
+    const core::Status matching = registry.build(
+        R"({"commands":[{"name":"ping","arity":-1,"flags":[],"first_key":0,"last_key":0,"step":0}]})");
+    EXPECT_TRUE(matching) << matching.error();
 }
 
 // Redis's string2ll, the one rule for every integer a client writes: what it

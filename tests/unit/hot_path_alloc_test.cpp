@@ -135,8 +135,8 @@ constexpr int kRounds = 50;
 class HotPathAllocations : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(build_default_registry(registry, error)) << error;
+        const auto built = build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
         // Large enough that the adds below never grow it: growth allocates a
         // layer, which is the filter's memory, not per-command overhead.
         ASSERT_EQ(run_words({"BF.RESERVE", "hot", "0.01", "1000000"}), "+OK\r\n");

@@ -164,8 +164,8 @@ private:
 class KeyCommands : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(command::build_default_registry(registry, error)) << error;
+        const auto built = command::build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
     }
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
@@ -430,8 +430,9 @@ TEST_F(KeyCommands, MigrateInClusterModeSendsRestoreAsking) {
 const command::Registry& table() {
     static const command::Registry registry = [] {
         command::Registry r;
-        std::string error;
-        if (!command::build_default_registry(r, error)) throw std::runtime_error(error);
+        if (const auto built = command::build_default_registry(r); !built) {
+            throw std::runtime_error(built.error());
+        }
         return r;
     }();
     return registry;
@@ -470,11 +471,9 @@ TEST(MigrateKeys, AreTheKeyArgumentOrThoseAfterKeys) {
 }
 
 TEST(MigrateKeys, AccessControlChecksTheKeysAfterKeys) {
-    std::string error;
-    auto acl =
-        command::Acl::build(table(), "", "users.acl", "user app on nopass ~app:* +@all\n", error);
-    ASSERT_TRUE(acl) << error;
-    const command::AclUser& app = *acl->find("app");
+    auto acl = command::Acl::build(table(), "", "users.acl", "user app on nopass ~app:* +@all\n");
+    ASSERT_TRUE(acl) << acl.error();
+    const command::AclUser& app = *(*acl)->find("app");
     const auto may = [&](std::vector<std::string_view> argv) {
         return app.may_access_keys(*table().find(argv[0]), command::Args(argv));
     };
@@ -516,8 +515,8 @@ TEST(MigrateKeys, TheSlowLogHidesItsPasswords) {
 class ClusterMigrate : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(command::build_default_registry(registry, error)) << error;
+        const auto built = command::build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
         // This node is a, serving slots 0-8191.
         auto topology = cluster::parse_topology("0-8191=a:1,8192-16383=b:2", "a:1", "");
         ASSERT_TRUE(topology) << topology.error();

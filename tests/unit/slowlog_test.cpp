@@ -56,8 +56,8 @@ TEST(SlowlogCapture, CutsLongArgumentsAt128BytesWithRedisMarker) {
 
 TEST(SlowlogCapture, RedactsCredentials) {
     Registry registry;
-    std::string error;
-    ASSERT_TRUE(build_default_registry(registry, error)) << error;
+    const auto built = build_default_registry(registry);
+    ASSERT_TRUE(built) << built.error();
     auto redacted = [&](const std::vector<std::string>& words) {
         const std::vector<std::string_view> argv(words.begin(), words.end());
         return Slowlog::capture(argv, Slowlog::redact_from(registry.find(argv[0]), argv));
@@ -122,8 +122,8 @@ TEST(Slowlog, KeepsTheNewestMaxLenEntriesNewestFirst) {
 class SlowlogCommands : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(build_default_registry(registry, error)) << error;
+        const auto built = build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
         client.address = "10.0.0.1:4242";
     }
     std::string run(std::vector<std::string> words) {

@@ -28,8 +28,8 @@ using namespace resp::testing;  // the reply matchers
 class WritePath : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(build_default_registry(registry, error)) << error;
+        const auto built = build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
         dir = fs::temp_directory_path() / ("write_path_test." + std::to_string(::getpid()));
         fs::create_directories(dir);
         const core::Status opened = journal.open(7, 0, "");

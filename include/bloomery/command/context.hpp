@@ -109,8 +109,8 @@ struct TransactionState {
     // Republishes the counts and the charge after a change.
     void publish();
     // Ends the transaction, if any (DISCARD, EXEC, RESET, a closed
-    // connection): the queue goes; with `unwatch` the watched keys too.
-    void discard(bool unwatch = true);
+    // connection): the queue and the watched keys go.
+    void discard();
 };
 
 class Subscriber;

@@ -12,11 +12,13 @@
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "bloomery/command/context.hpp"
+#include "bloomery/core/result.hpp"
 
 namespace bloomery::command {
 
@@ -99,10 +101,10 @@ public:
     // The key finder of a command flagged "movablekeys" in the table;
     // build() refuses one without the other.
     void register_key_finder(std::string_view name, KeyFinder finder);
-    // Joins the handlers with `commands_json`; returns false with a message on
-    // any mismatch or malformed entry.
-    bool build(std::string_view commands_json, std::string& error);
-    bool build_from_embedded(std::string& error);
+    // Joins the handlers with `commands_json`; fails, saying which entry or
+    // handler, on any mismatch or malformed entry.
+    core::Status build(std::string_view commands_json);
+    core::Status build_from_embedded();
 
     // Case-insensitive lookup of a top-level command; nullptr if unknown.
     const CommandSpec* find(std::string_view name) const;
@@ -138,6 +140,19 @@ private:
     }
     void register_dispatch(std::string_view name, Handler handler);
 
+    // build()'s steps (command_table.cpp). Whether an entry must have a
+    // handler: a container without one dispatches to its subcommands.
+    enum class HandlerNeed { required, optional };
+    core::Status attach_handler(CommandSpec& spec, HandlerNeed need,
+                                std::unordered_set<std::string>& used) const;
+    // One entry and its subcommands, with their handlers (their names go
+    // into `used`).
+    core::Result<std::unique_ptr<CommandSpec>> make_command(
+        const nlohmann::json& entry, std::unordered_set<std::string>& used) const;
+    void add_command(std::unique_ptr<CommandSpec> spec);
+    // Every handler and key finder registered has its entry.
+    core::Status check_registrations_used(const std::unordered_set<std::string>& used) const;
+
     struct StringHash {
         using is_transparent = void;
         std::size_t operator()(std::string_view s) const noexcept {
@@ -167,7 +182,7 @@ inline KeyRange key_range(const CommandSpec& spec, Args argv) {
 
 // Registers every family's handlers (each *_commands.cpp has its
 // registrations at the bottom) and builds from the embedded proto/commands.json.
-bool build_default_registry(Registry& registry, std::string& error);
+core::Status build_default_registry(Registry& registry);
 
 // Replies "ERR wrong number of arguments for 'NAME' command", for handlers
 // whose commands have an upper bound the arity in the table cannot express.
