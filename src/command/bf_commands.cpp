@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <new>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -15,8 +16,9 @@
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
-#include "bloomery/core/memory.hpp"
+#include "common.hpp"
 #include "families.hpp"
+#include "new_filter.hpp"
 
 namespace bloomery::command {
 namespace {
@@ -49,42 +51,16 @@ bloom::GrowthLimits growth_limits(const Context& ctx) {
     return bloom::GrowthLimits{ctx.config.max_filter_bytes, ctx.config.maxmemory};
 }
 
-// Checks a new filter of these layers against --max-filter-bytes (all layers)
-// and --maxmemory before anything is allocated; on refusal sets `error`.
-bool within_limits(const Context& ctx, std::span<const bloom::LayerGeometry> layers,
-                   std::string_view& error) {
-    const std::uint64_t max_bytes = ctx.config.max_filter_bytes;
-    if (max_bytes != 0 && bloom::filter_bytes(layers) > max_bytes) {
-        error = errors::kFilterTooLarge;
-        return false;
-    }
-    if (core::memory_would_exceed(ctx.config.maxmemory, ScalableFilter::allocation_bytes(layers))) {
-        error = errors::kOom;
-        return false;
-    }
-    return true;
-}
-
-// Allocates a filter within the bounds and the configured limits; on refusal
-// sets `error`. `options` passed check_options() (the parsers check each
-// field; the defaults are checked at start). The bytes are reserved against
-// --maxmemory before they are allocated, so concurrent creators never
-// together pass it.
-FilterRef make_filter(const Context& ctx, const FilterOptions& options, std::string_view& error) {
+// A new filter with `options`, which passed check_options() (the parsers
+// check each field; the defaults are checked at start), within the bounds
+// and the configured limits (new_filter.hpp).
+core::Result<FilterRef> make_filter(const Context& ctx, const FilterOptions& options) {
     const bloom::LayerGeometry first = bloom::first_layer(options);
     if (bloom::check_layer(first, 0) != bloom::BoundsError::none) {
-        error = errors::kFilterTooLarge;  // more bits than any layer may have
-        return {};
+        return refuse(errors::kFilterTooLarge);  // more bits than any layer may have
     }
-    if (!within_limits(ctx, std::span(&first, 1), error)) return {};
-    try {
-        FilterRef filter = ScalableFilter::create(options, ctx.config.maxmemory);
-        if (!filter) error = errors::kOom;
-        return filter;
-    } catch (const std::bad_alloc&) {
-        error = errors::kOutOfMemory;
-        return {};
-    }
+    return build_new_filter(ctx, std::span(&first, 1),
+                            [&] { return ScalableFilter::create(options, ctx.config.maxmemory); });
 }
 
 std::string_view add_error(AddResult result) {
@@ -100,10 +76,6 @@ std::string_view add_error(AddResult result) {
         default:
             return {};
     }
-}
-
-void note_change(Context& ctx, std::uint64_t n = 1) {
-    if (n) WorkerStats::bump(ctx.stats.changes, n);
 }
 
 // One add's or lookup's answer: an integer under RESP2 (RedisBloom 2.4), a
@@ -123,7 +95,7 @@ void reply_flag(Context& ctx, bool value) {
 // out only when the key has to be created, not on every add.
 void add_items(Context& ctx, std::string_view key, Args items, const FilterOptions* options,
                bool create, bool multi) {
-    std::string_view create_error;
+    std::optional<core::Error> refused;  // why make() did not create the key
     // Results are gathered first because the array length is only known once
     // a full NONSCALING filter stops the loop.
     thread_local std::vector<AddResult> results;
@@ -132,21 +104,24 @@ void add_items(Context& ctx, std::string_view key, Args items, const FilterOptio
     struct Creation {
         const Context& ctx;
         const FilterOptions* options;
-        std::string_view& error;
-    } creation{ctx, options, create_error};
-    const std::function<FilterRef()> make = [c = &creation] {
-        return make_filter(c->ctx, c->options ? *c->options : default_options(c->ctx), c->error);
+        std::optional<core::Error>& refused;
+    } creation{ctx, options, refused};
+    const std::function<FilterRef()> make = [c = &creation]() -> FilterRef {
+        core::Result<FilterRef> filter =
+            make_filter(c->ctx, c->options ? *c->options : default_options(c->ctx));
+        if (filter) return std::move(*filter);
+        c->refused = std::move(filter).failure();
+        return {};
     };
     const bool found =
         ctx.keyspace.add_items(key, items, growth_limits(ctx), create ? &make : nullptr, results);
-    if (!found && create_error.empty()) create_error = errors::kNotFound;
     if (!found) {
-        ctx.out.error(create_error);
+        ctx.out.error(refused ? refused->text : errors::kNotFound);
         return;
     }
     std::uint64_t added = 0;
     for (AddResult result : results) added += result == AddResult::added ? 1 : 0;
-    note_change(ctx, added);
+    note_changes(ctx, added);
     if (multi) ctx.out.array(results.size());
     for (AddResult result : results) {
         if (result == AddResult::added || result == AddResult::exists) {
@@ -302,17 +277,16 @@ void cmd_reserve(Context& ctx, Args argv) {
         ctx.out.error(errors::kItemExists);
         return;
     }
-    std::string_view error;
-    FilterRef filter = make_filter(ctx, options, error);
+    core::Result<FilterRef> filter = make_filter(ctx, options);
     if (!filter) {
-        ctx.out.error(error);
+        ctx.out.error(filter.error());
         return;
     }
-    if (!ctx.keyspace.insert_new(argv[1], std::move(filter))) {
+    if (!ctx.keyspace.insert_new(argv[1], std::move(*filter))) {
         ctx.out.error(errors::kItemExists);  // another client created it meanwhile
         return;
     }
-    note_change(ctx);
+    note_changes(ctx);
     ctx.out.ok();
 }
 
@@ -594,7 +568,7 @@ void cmd_loadchunk(Context& ctx, Args argv) {
         } else if (status == store::Keyspace::ChunkStatus::refused) {
             ctx.out.error("ERR " + error);
         } else {
-            note_change(ctx);
+            note_changes(ctx);
             ctx.out.ok();
         }
         return;
@@ -611,27 +585,17 @@ void cmd_loadchunk(Context& ctx, Args argv) {
         return;
     }
     // The whole filter, every layer, is checked before anything is allocated.
-    std::string_view limit_error;
-    if (!within_limits(ctx, header->layers, limit_error)) {
-        ctx.out.error(limit_error);
-        return;
-    }
-    FilterRef filter;
-    try {
-        filter = bloom::build_filter(*header, ctx.config.maxmemory);
-    } catch (const std::bad_alloc&) {
-        ctx.out.error(errors::kOutOfMemory);
-        return;
-    }
+    core::Result<FilterRef> filter = build_new_filter(
+        ctx, header->layers, [&] { return bloom::build_filter(*header, ctx.config.maxmemory); });
     if (!filter) {
-        ctx.out.error(errors::kOom);
+        ctx.out.error(filter.error());
         return;
     }
-    if (!ctx.keyspace.insert_new(argv[1], std::move(filter))) {
+    if (!ctx.keyspace.insert_new(argv[1], std::move(*filter))) {
         ctx.out.error(errors::kItemExists);
         return;
     }
-    note_change(ctx);
+    note_changes(ctx);
     ctx.out.ok();
 }
 

@@ -1,13 +1,13 @@
 #pragma once
 // Private helpers shared by several command families.
 
+#include <cstdint>
 #include <initializer_list>
-#include <span>
+#include <string>
 #include <string_view>
 
-#include "bloomery/bloom/bounds.hpp"
-
 #include "bloomery/command/context.hpp"
+#include "bloomery/core/result.hpp"
 
 namespace bloomery::command {
 
@@ -35,11 +35,16 @@ void reply_help(Context& ctx, std::initializer_list<std::string_view> lines);
 // failure WRONGPASS is written and the client keeps its user.
 bool authenticate_client(Context& ctx, std::string_view username, std::string_view password);
 
-// RESTORE and COPY: a new filter of these layers checked against
-// --max-filter-bytes (all layers) and --maxmemory before anything is
-// allocated, as BF.LOADCHUNK checks its header; false with the error to
-// reply.
-bool new_filter_fits(const Context& ctx, std::span<const bloom::LayerGeometry> layers,
-                     std::string_view& error);
+// A refusal whose reply is `text` (an errors.hpp constant): what the helpers
+// of a command return when they refuse, leaving the reply to the handler.
+inline core::Error refuse(std::string_view text) {
+    return core::Error{std::string(text)};
+}
+
+// Counts `changes` writes that changed data (INFO's changes since the last
+// save, the save points).
+inline void note_changes(Context& ctx, std::uint64_t changes = 1) {
+    if (changes != 0) WorkerStats::bump(ctx.stats.changes, changes);
+}
 
 }  // namespace bloomery::command

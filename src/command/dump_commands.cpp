@@ -20,6 +20,7 @@
 #include "bloomery/persist/dump_payload.hpp"
 #include "common.hpp"
 #include "families.hpp"
+#include "new_filter.hpp"
 
 namespace bloomery::command {
 namespace {
@@ -127,20 +128,10 @@ void cmd_restore(Context& ctx, Args argv) {
         return;
     }
     const persist::DumpValue& value = *parsed;
-    std::string_view limit_error;
-    if (!new_filter_fits(ctx, value.layers, limit_error)) {
-        ctx.out.error(limit_error);
-        return;
-    }
-    bloom::FilterRef filter;
-    try {
-        filter = persist::build_dump_filter(value, ctx.config.maxmemory);
-    } catch (const std::bad_alloc&) {
-        ctx.out.error(errors::kOutOfMemory);
-        return;
-    }
+    core::Result<bloom::FilterRef> filter = build_new_filter(
+        ctx, value.layers, [&] { return persist::build_dump_filter(value, ctx.config.maxmemory); });
     if (!filter) {
-        ctx.out.error(errors::kOom);
+        ctx.out.error(filter.error());
         return;
     }
     const std::int64_t now = store::now_ms();
@@ -159,7 +150,7 @@ void cmd_restore(Context& ctx, Args argv) {
     }
     // IDLETIME sets the access clock back (OBJECT IDLETIME), FREQ the use
     // counter (OBJECT FREQ); without them, as a new key's.
-    if (!ctx.keyspace.restore(key, std::move(filter), deadline, replace,
+    if (!ctx.keyspace.restore(key, std::move(*filter), deadline, replace,
                               std::max<std::int64_t>(idle_seconds, 0),
                               frequency >= 0 ? static_cast<std::uint32_t>(frequency)
                                              : store::key_access::kInitialCount)) {

@@ -17,6 +17,7 @@
 #include "bloomery/core/printable.hpp"
 #include "common.hpp"
 #include "families.hpp"
+#include "new_filter.hpp"
 
 namespace bloomery::command {
 namespace {
@@ -194,23 +195,14 @@ void cmd_copy(Context& ctx, Args argv) {
     const std::size_t layers = filter.num_layers();
     std::vector<bloom::LayerGeometry> geometry(layers);
     for (std::size_t i = 0; i < layers; ++i) geometry[i] = filter.layer(i).geometry();
-    std::string_view limit_error;
-    if (!new_filter_fits(ctx, geometry, limit_error)) {
-        ctx.out.error(limit_error);
-        return;
-    }
-    bloom::FilterRef copy;
-    try {
-        copy = bloom::ScalableFilter::copy_of(filter, layers, ctx.config.maxmemory);
-    } catch (const std::bad_alloc&) {
-        ctx.out.error(errors::kOutOfMemory);
-        return;
-    }
+    core::Result<bloom::FilterRef> copy = build_new_filter(ctx, geometry, [&] {
+        return bloom::ScalableFilter::copy_of(filter, layers, ctx.config.maxmemory);
+    });
     if (!copy) {
-        ctx.out.error(errors::kOom);
+        ctx.out.error(copy.error());
         return;
     }
-    if (!ctx.keyspace.restore(argv[2], std::move(copy), source->expire_at_ms, replace)) {
+    if (!ctx.keyspace.restore(argv[2], std::move(*copy), source->expire_at_ms, replace)) {
         ctx.out.integer(0);  // created by another client meanwhile
         return;
     }
