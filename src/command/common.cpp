@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include <utility>
+
 #include "bloomery/command/errors.hpp"
 
 namespace bloomery::command {
@@ -26,6 +28,13 @@ void write_module_entry(Context& ctx) {
 void reply_help(Context& ctx, std::initializer_list<std::string_view> lines) {
     ctx.out.array(lines.size());
     for (std::string_view line : lines) ctx.out.simple(line);
+}
+
+core::Error wrong_arity(std::string_view command_name) {
+    std::string message(errors::kWrongArity);
+    message += command_name;
+    message += "' command";
+    return core::Error{std::move(message)};
 }
 
 }  // namespace bloomery::command

@@ -41,6 +41,11 @@ inline core::Error refuse(std::string_view text) {
     return core::Error{std::string(text)};
 }
 
+// The refusal "ERR wrong number of arguments for 'NAME' command", for
+// parsers that find the count wrong only as they read (BF.INSERT's options);
+// reply_wrong_arity (registry.hpp) answers the same text.
+core::Error wrong_arity(std::string_view command_name);
+
 // Counts `changes` writes that changed data (INFO's changes since the last
 // save, the save points).
 inline void note_changes(Context& ctx, std::uint64_t changes = 1) {

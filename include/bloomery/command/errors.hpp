@@ -7,6 +7,8 @@
 namespace bloomery::command::errors {
 
 inline constexpr std::string_view kSyntax = "ERR syntax error";
+// The command's name follows, then "' command".
+inline constexpr std::string_view kWrongArity = "ERR wrong number of arguments for '";
 inline constexpr std::string_view kNotInteger = "ERR value is not an integer or out of range";
 inline constexpr std::string_view kNoSuchKey = "ERR no such key";
 inline constexpr std::string_view kDbIndexOutOfRange = "ERR DB index is out of range";
