@@ -35,6 +35,15 @@ void reply_help(Context& ctx, std::initializer_list<std::string_view> lines);
 // failure WRONGPASS is written and the client keeps its user.
 bool authenticate_client(Context& ctx, std::string_view username, std::string_view password);
 
+// Whether a command that writes a key (COPY, RESTORE, MIGRATE's target)
+// replaces one that exists: REPLACE, or keeps it and does nothing.
+enum class IfExists { keep, replace };
+
+// How a command gives a time (EXPIRE and PEXPIRE against EXPIREAT and
+// PEXPIREAT, TTL against EXPIRETIME, RESTORE without and with ABSTTL): as an
+// amount from now, or as a Unix time.
+enum class TimeBase { from_now, unix_time };
+
 // A refusal whose reply is `text` (an errors.hpp constant): what the helpers
 // of a command return when they refuse, leaving the reply to the handler.
 inline core::Error refuse(std::string_view text) {
