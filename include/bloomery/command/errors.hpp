@@ -82,6 +82,12 @@ inline constexpr std::string_view kCrossSlot =
 inline constexpr std::string_view kInvalidSlot = "ERR Invalid slot";
 inline constexpr std::string_view kInvalidSlotOrCount = "ERR Invalid slot or number of keys";
 
+// COMMAND GETKEYS (Redis 7's texts).
+inline constexpr std::string_view kGetkeysUnknownCommand = "ERR Invalid command specified";
+inline constexpr std::string_view kGetkeysWrongArity =
+    "ERR Invalid number of arguments specified for command";
+inline constexpr std::string_view kGetkeysNoKeys = "ERR The command has no key arguments";
+
 // DUMP, RESTORE, MIGRATE, COPY (Redis 7's texts, bloomery's last three).
 inline constexpr std::string_view kBusyKey = "BUSYKEY Target key name already exists.";
 inline constexpr std::string_view kBadDumpPayload =
