@@ -44,12 +44,15 @@ void cmd_scandump(Context& ctx, Args argv) {
     if (!found) ctx.out.error(errors::kNotFound);
 }
 
-// BF.LOADCHUNK key 1 header: creates the key with the filter the header
-// describes, all bits clear.
+// BF.LOADCHUNK key 1 header, `key` missing: creates it with the filter the
+// header describes, all bits clear. A payload that is no header of either
+// format is refused as RedisBloom refuses it; a header of either format with
+// the check it fails (bloom::parse_header: RedisBloom's texts for
+// RedisBloom's format, bloomery's own checks for its own).
 core::Status load_header(Context& ctx, std::string_view key, std::string_view header_bytes) {
-    // Iterator 1 is always a header, which creates the key; RedisBloom reads
-    // it as data for a filter that exists, and refuses it so.
-    if (ctx.keyspace.contains(key)) return refuse(errors::kBadChunkData);
+    if (bloom::header_format(header_bytes) == bloom::HeaderFormat::unknown) {
+        return refuse(errors::kBadChunkData);
+    }
     const core::Result<bloom::DumpHeader> header = bloom::parse_header(header_bytes);
     if (!header) return core::Error{"ERR " + header.error()};
     // The whole filter, every layer, is checked before anything is allocated.
@@ -61,7 +64,7 @@ core::Status load_header(Context& ctx, std::string_view key, std::string_view he
 }
 
 // BF.LOADCHUNK key iter chunk (iter > 1): the chunk's bits, into the filter
-// its header created.
+// its header created, checked in the format of its scheme.
 core::Status load_data_chunk(Context& ctx, std::string_view key, std::int64_t iter,
                              std::string_view chunk) {
     std::string error;
@@ -84,22 +87,27 @@ core::Status load_data_chunk(Context& ctx, std::string_view key, std::int64_t it
     return {};
 }
 
+// Where BF.LOADCHUNK's payload goes, decided as RedisBloom decides it: the
+// filter first. Into a filter that exists, iterator 1 (a header's) and those
+// below it are data RedisBloom refuses (below the chunk's length; it also
+// refuses a one-byte chunk at 1 as "no link" and takes an empty one, neither
+// of which carries a bit). A missing filter is created by a header alone.
+core::Status load_payload(Context& ctx, std::string_view key, std::int64_t iter,
+                          std::string_view payload) {
+    if (iter > 1) return load_data_chunk(ctx, key, iter, payload);
+    if (ctx.keyspace.contains(key)) return refuse(errors::kBadChunkData);
+    if (iter < 1) return refuse(errors::kNotFound);
+    return load_header(ctx, key, payload);
+}
+
 void cmd_loadchunk(Context& ctx, Args argv) {
-    const std::string_view key = argv[1];
     ArgCursor args(argv, 2);
     const std::optional<std::int64_t> iter = args.next_int();
     if (!iter) {
         ctx.out.error(errors::kLoadchunkIterator);
         return;
     }
-    if (*iter < 1) {
-        // RedisBloom looks for the filter first.
-        ctx.out.error(ctx.keyspace.contains(key) ? errors::kInvalidIterator : errors::kNotFound);
-        return;
-    }
-    const std::string_view data = args.next();
-    const core::Status loaded =
-        *iter == 1 ? load_header(ctx, key, data) : load_data_chunk(ctx, key, *iter, data);
+    const core::Status loaded = load_payload(ctx, argv[1], *iter, args.next());
     if (!loaded) {
         ctx.out.error(loaded.error());
         return;

@@ -134,8 +134,9 @@ inline constexpr std::string_view kInsertBadErrorRate = "Bad error rate";
 inline constexpr std::string_view kInsertBadCapacity = "Bad capacity";
 inline constexpr std::string_view kInsertBadExpansion = "Bad expansion";
 inline constexpr std::string_view kInsertBadArgument = "Bad argument received";
-// BF.SCANDUMP's and BF.LOADCHUNK's iterator, and a chunk for a filter that
-// has its header already.
+// BF.SCANDUMP's and BF.LOADCHUNK's iterator; then BF.LOADCHUNK's payload
+// that is no header of either format, or data at an iterator of 1 or less
+// for a filter that exists.
 inline constexpr std::string_view kScandumpIterator = "Second argument must be numeric";
 inline constexpr std::string_view kLoadchunkIterator = "ERR Second argument must be numeric";
 inline constexpr std::string_view kBadChunkData = "ERR received bad data";
@@ -146,7 +147,6 @@ inline constexpr std::string_view kErrorRateTooSmall = "ERR error rate should be
 inline constexpr std::string_view kCapacityTooLarge =
     "ERR capacity should be at most 281474976710656 (2^48)";
 inline constexpr std::string_view kExpansionTooLarge = "ERR expansion should be at most 32768";
-inline constexpr std::string_view kInvalidIterator = "ERR invalid iterator";
 // bloomery's LAYOUT option (BF.RESERVE, BF.INSERT).
 inline constexpr std::string_view kBadLayout = "ERR LAYOUT must be AUTO, CLASSIC or BLOCKED";
 inline constexpr std::string_view kMaxLayers = "ERR maximum number of sub-filters reached";
