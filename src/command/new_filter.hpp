@@ -22,7 +22,9 @@ namespace bloomery::command {
 core::Status new_filter_fits(const Context& ctx, std::span<const bloom::LayerGeometry> layers);
 
 // The filter `build()` makes (a bloom::FilterRef, empty when reserving its
-// bytes against --maxmemory failed), built only once new_filter_fits agrees;
+// bytes against --maxmemory failed: they are reserved before they are
+// allocated, so clients creating filters at once never together pass the
+// limit), built only once new_filter_fits agrees;
 // or the error to reply: new_filter_fits's, errors::kOom for an empty
 // reference, errors::kOutOfMemory when the allocation throws std::bad_alloc.
 // Nothing stays allocated on a refusal.
