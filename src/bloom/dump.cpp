@@ -464,6 +464,13 @@ std::string encode_header(const ScalableFilter& filter) {
     return out;
 }
 
+HeaderFormat header_format(std::string_view bytes) {
+    if (bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0) {
+        return HeaderFormat::bloomery;
+    }
+    return looks_like_redisbloom_header(bytes) ? HeaderFormat::redisbloom : HeaderFormat::unknown;
+}
+
 core::Result<DumpHeader> parse_header(std::string_view bytes) {
     if (looks_like_redisbloom_header(bytes)) return parse_redisbloom_header(bytes);
     return parse_bloomery_header(bytes);

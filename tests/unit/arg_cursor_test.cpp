@@ -68,6 +68,23 @@ TEST(ArgCursor, EatOneOfRestAndUnread) {
     EXPECT_TRUE(args.rest().empty());
 }
 
+TEST(ArgCursor, FindsAWordAnywhereAfterItWithoutMoving) {
+    const std::vector<std::string_view> argv = {"BF.RESERVE", "expansion", "0.01", "100",
+                                                "x",          "Expansion", "4"};
+    const ArgCursor options(argv, 4);
+    const auto expansion = options.find("EXPANSION");
+    ASSERT_TRUE(expansion.has_value());
+    EXPECT_EQ(expansion->position(), 6u);  // just past the word, at its value
+    EXPECT_EQ(options.position(), 4u);     // the searching cursor stays
+    EXPECT_FALSE(options.find("NONSCALING").has_value());
+    // The search starts at the cursor's own argument.
+    EXPECT_EQ(ArgCursor(argv, 1).find("expansion")->position(), 2u);
+    // A word that ends the arguments: found, with nothing after it.
+    const auto last = ArgCursor(argv, 6).find("4");
+    ASSERT_TRUE(last.has_value());
+    EXPECT_FALSE(last->has_next());
+}
+
 TEST(ParseDouble, FollowsRedisRules) {
     double value = 0;
     EXPECT_TRUE(parse_double("inf", value));

@@ -407,6 +407,31 @@ TEST(RedisBloomDump, HeadersOfEitherFormatAreToldApartAndMalformedOnesRefused) {
     refused(odd_bits, "RedisBloom sub-filter 0");
 }
 
+TEST(RedisBloomDump, HeaderFormatIsToldByShapeAlone) {
+    const json& f = fixtures("filters.json")["filters"][3];  // rb:scaling, several layers
+    const std::string header = chunks_of(f["chunks"]).front().second;
+    EXPECT_EQ(bloom::header_format(header), bloom::HeaderFormat::redisbloom);
+    const FilterRef own = ScalableFilter::create(bloom::FilterOptions{});
+    const std::string own_header = bloom::encode_header(*own);
+    EXPECT_EQ(bloom::header_format(own_header), bloom::HeaderFormat::bloomery);
+    // Damaged past its magic, bloomery's header is still bloomery's (its
+    // checks then refuse it); with its magic damaged, or cut to less than
+    // its magic, it is no header.
+    std::string damaged = own_header;
+    damaged[20] = static_cast<char>(damaged[20] ^ 1);
+    EXPECT_EQ(bloom::header_format(damaged), bloom::HeaderFormat::bloomery);
+    damaged = own_header;
+    damaged[5] = static_cast<char>(damaged[5] ^ 1);
+    EXPECT_EQ(bloom::header_format(damaged), bloom::HeaderFormat::unknown);
+    EXPECT_EQ(bloom::header_format(own_header.substr(0, 7)), bloom::HeaderFormat::unknown);
+    // RedisBloom's is told by its length alone: one byte off is no header.
+    EXPECT_EQ(bloom::header_format(header.substr(0, header.size() - 1)),
+              bloom::HeaderFormat::unknown);
+    EXPECT_EQ(bloom::header_format(header + "x"), bloom::HeaderFormat::unknown);
+    EXPECT_EQ(bloom::header_format(""), bloom::HeaderFormat::unknown);
+    EXPECT_EQ(bloom::header_format("garbage"), bloom::HeaderFormat::unknown);
+}
+
 TEST(RedisBloomDump, ChunksLoadFromAnyByteOffsetAndBadOnesChangeNothing) {
     const Chunks chunks = chunks_of(fixtures("filters.json")["filters"][3]["chunks"]);
     const core::Result<FilterRef> decoded = bloom::decode_header(chunks.front().second, 0);

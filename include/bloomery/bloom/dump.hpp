@@ -44,6 +44,13 @@ struct DumpHeader {
     std::vector<std::uint64_t> items;  // per layer
 };
 
+// Which format a payload offered as a header is in, by its shape alone
+// (nothing else in it is checked): bloomery's (it starts with the BLMDUMP1
+// magic), RedisBloom's (no magic, and exactly as long as the sub-filter
+// count at its bytes 8..11 says), or neither: no header at all.
+enum class HeaderFormat { bloomery, redisbloom, unknown };
+HeaderFormat header_format(std::string_view bytes);
+
 // Parses and validates a header: bloomery's (checksum first, then every
 // field against the bounds every other path uses), or RedisBloom's (a
 // payload without bloomery's magic whose length is 20 + 53 · the sub-filter

@@ -93,6 +93,17 @@ public:
         return std::nullopt;
     }
 
+    // A cursor just past the first argument from here on that is `word`
+    // (case ignored), wherever it stands; nullopt if there is none. This
+    // cursor does not move. For options found by search rather than read in
+    // order, as RedisBloom's RMUtil_ArgIndex finds BF.RESERVE's.
+    std::optional<ArgCursor> find(std::string_view word) const {
+        for (std::size_t i = at_; i < argv_.size(); ++i) {
+            if (core::iequals(argv_[i], word)) return ArgCursor(argv_, i + 1);
+        }
+        return std::nullopt;
+    }
+
     // Takes the next argument if it is an integer (string2ll's rules);
     // nullopt, nothing taken, if it is missing or is not one.
     std::optional<std::int64_t> next_int() {
