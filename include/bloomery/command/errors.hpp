@@ -109,6 +109,12 @@ inline constexpr std::string_view kCrossSlot =
 inline constexpr std::string_view kInvalidSlot = "ERR Invalid slot";
 inline constexpr std::string_view kInvalidSlotOrCount = "ERR Invalid slot or number of keys";
 
+// COMMAND GETKEYS (Redis 7's texts).
+inline constexpr std::string_view kGetkeysUnknownCommand = "ERR Invalid command specified";
+inline constexpr std::string_view kGetkeysWrongArity =
+    "ERR Invalid number of arguments specified for command";
+inline constexpr std::string_view kGetkeysNoKeys = "ERR The command has no key arguments";
+
 // DUMP, RESTORE, MIGRATE, COPY (Redis 7's texts, bloomery's last three).
 inline constexpr std::string_view kBusyKey = "BUSYKEY Target key name already exists.";
 inline constexpr std::string_view kBadDumpPayload =
@@ -155,8 +161,9 @@ inline constexpr std::string_view kInsertBadErrorRate = "Bad error rate";
 inline constexpr std::string_view kInsertBadCapacity = "Bad capacity";
 inline constexpr std::string_view kInsertBadExpansion = "Bad expansion";
 inline constexpr std::string_view kInsertBadArgument = "Bad argument received";
-// BF.SCANDUMP's and BF.LOADCHUNK's iterator, and a chunk for a filter that
-// has its header already.
+// BF.SCANDUMP's and BF.LOADCHUNK's iterator; then BF.LOADCHUNK's payload
+// that is no header of either format, or data at an iterator of 1 or less
+// for a filter that exists.
 inline constexpr std::string_view kScandumpIterator = "Second argument must be numeric";
 inline constexpr std::string_view kLoadchunkIterator = "ERR Second argument must be numeric";
 inline constexpr std::string_view kBadChunkData = "ERR received bad data";
@@ -167,7 +174,6 @@ inline constexpr std::string_view kErrorRateTooSmall = "ERR error rate should be
 inline constexpr std::string_view kCapacityTooLarge =
     "ERR capacity should be at most 281474976710656 (2^48)";
 inline constexpr std::string_view kExpansionTooLarge = "ERR expansion should be at most 32768";
-inline constexpr std::string_view kInvalidIterator = "ERR invalid iterator";
 // bloomery's LAYOUT option (BF.RESERVE, BF.INSERT).
 inline constexpr std::string_view kBadLayout = "ERR LAYOUT must be AUTO, CLASSIC or BLOCKED";
 inline constexpr std::string_view kMaxLayers = "ERR maximum number of sub-filters reached";
