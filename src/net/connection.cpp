@@ -218,6 +218,13 @@ void Connection::make_room() {
 
 void Connection::read() {
     if (closing_) return;
+    // Evicted for maxmemory-clients from another thread: its close is on
+    // its way, and until then it reads nothing more, so its query buffer
+    // does not grow past what the eviction counted.
+    if (client_.evicted.load(std::memory_order_relaxed)) {
+        close();
+        return;
+    }
     make_room();
     reading_ = true;
     start_read(asio::buffer(in_.get() + in_end_, std::min(in_capacity_ - in_end_, kMaxReadSize)));
@@ -225,7 +232,7 @@ void Connection::read() {
 
 void Connection::on_read(const error_code& error, std::size_t bytes) {
     reading_ = false;
-    if (error) {
+    if (error || client_.evicted.load(std::memory_order_relaxed)) {
         close();
         return;
     }
