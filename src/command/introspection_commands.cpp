@@ -220,7 +220,9 @@ void cmd_command_list(Context& ctx, Args argv) {
                 if (!filter->value.empty() && !in_category(spec, filter->value)) return;
                 break;
             case CommandListFilter::By::pattern:
-                if (!filter->value.empty() && !glob_match(filter->value, spec.name, GlobCase::insensitive)) return;
+                if (!filter->value.empty() &&
+                    !glob_match(filter->value, spec.name, GlobCase::insensitive))
+                    return;
                 break;
             case CommandListFilter::By::nothing:
                 break;
