@@ -37,7 +37,7 @@ void reply_moved(Context& ctx, std::uint16_t slot, std::string_view address) {
     at += kPrefix.size();
     at = std::to_chars(at, buffer.data() + 16, slot).ptr;
     *at++ = ' ';
-    const std::size_t room = static_cast<std::size_t>(buffer.data() + buffer.size() - at);
+    const auto room = static_cast<std::size_t>(buffer.data() + buffer.size() - at);
     const std::size_t length = std::min(address.size(), room);
     std::memcpy(at, address.data(), length);
     at += length;

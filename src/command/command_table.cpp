@@ -115,7 +115,7 @@ core::Result<std::vector<std::string>> read_categories(const nlohmann::json& roo
         }
     } catch (const std::exception& e) {
         return core::Error{
-            std::string("proto/commands.json needs \"acl_categories\": [\"@name\", ...]: ") +
+            std::string(R"(proto/commands.json needs "acl_categories": ["@name", ...]: )") +
             e.what()};
     }
     if (categories.size() > 64) {

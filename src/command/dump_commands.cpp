@@ -187,14 +187,14 @@ KeyRange migrate_keys(Args argv) {
             if (!argv[3].empty()) return {};
             return {static_cast<long>(args.position()), static_cast<long>(argv.size()) - 1, 1};
         }
-        if (args.eat("AUTH")) {
-            args.next();
-        } else if (args.eat("AUTH2")) {
-            args.next();
+        // AUTH is followed by a password, AUTH2 by a username and a
+        // password; any other option stands alone.
+        if (args.eat("AUTH2")) {
             args.next();
         } else {
-            args.next();
+            args.eat("AUTH");
         }
+        args.next();
     }
     return {3, 3, 1};
 }
@@ -416,7 +416,7 @@ void cmd_migrate(With<uses::Migration>& ctx, Args argv) {
     };
     WorkerStats* stats = &ctx.stats;
     ctx.server.migration.migrate(
-        std::move(request), [migration, reply, stats](MigrateResult result) {
+        std::move(request), [migration, reply, stats](const MigrateResult& result) {
             const Migration::Deletion deletion = migration->delete_accepted(result);
             // The client's connection runs this on its worker thread, the only
             // writer of `stats`.

@@ -98,7 +98,7 @@ GlobPattern::GlobPattern(std::string_view p, GlobCase letters) {
             current.sets.push_back(class_set(p, i, letters));
             current.is_literal = false;
         } else {
-            unsigned char literal = static_cast<unsigned char>(c);
+            auto literal = static_cast<unsigned char>(c);
             if (c == '\\' && i + 1 < p.size()) literal = static_cast<unsigned char>(p[++i]);
             ++i;
             current.sets.push_back(literal_set(literal, letters));

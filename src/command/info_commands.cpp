@@ -34,7 +34,7 @@ void text_line(std::string& out, std::string_view field, std::string_view text) 
 
 std::string human_bytes(std::uint64_t bytes) {
     const char* units[] = {"B", "K", "M", "G", "T"};
-    double value = static_cast<double>(bytes);
+    auto value = static_cast<double>(bytes);
     int unit = 0;
     while (value >= 1024 && unit < 4) {
         value /= 1024;

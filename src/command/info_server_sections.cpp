@@ -71,7 +71,7 @@ std::optional<CpuTimes> main_thread_times() {
                     &stime) != 2) {
         return std::nullopt;
     }
-    const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+    const auto ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
     return CpuTimes{static_cast<double>(utime) / ticks, static_cast<double>(stime) / ticks};
 }
 

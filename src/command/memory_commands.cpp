@@ -143,7 +143,7 @@ void cmd_memory_doctor(MemoryContext& ctx, Args) {
     const MemoryAccount& a = m.account;
     constexpr std::uint64_t kTenMb = 10 << 20;
     std::string report;
-    if (a.used < 5 * 1024 * 1024) {
+    if (a.used < (std::uint64_t{5} << 20)) {
         report =
             "This server holds less than 5 MB (used_memory): too little for the memory doctor "
             "to judge. Ask again once it holds some filters.\n";
@@ -152,14 +152,14 @@ void cmd_memory_doctor(MemoryContext& ctx, Args) {
     }
     std::vector<std::string> issues;
     if (share(a.peak, a.used) > 1.5) {
-        issues.push_back(
+        issues.emplace_back(
             "Peak memory: this server once held more than 150% of what it holds now "
             "(used_memory_peak). The allocator keeps some of the pages a peak used, so the "
             "process's RSS may stay above used_memory; MEMORY PURGE hands free pages back to "
             "the kernel now.");
     }
     if (share(a.rss, a.used) > 1.4 && a.rss > a.used + kTenMb) {
-        issues.push_back(
+        issues.emplace_back(
             "High total RSS: the process's resident memory is more than 1.4 times what the "
             "server accounts for (mem_fragmentation_ratio). After a peak this is harmless; "
             "otherwise check that the allocator is jemalloc (mem_allocator: " +
@@ -167,32 +167,32 @@ void cmd_memory_doctor(MemoryContext& ctx, Args) {
     }
     if (share(a.allocator.active, a.allocator.allocated) > 1.1 &&
         a.allocator.active > a.allocator.allocated + kTenMb) {
-        issues.push_back(
+        issues.emplace_back(
             "High allocator fragmentation: the pages in use hold more than 1.1 times the bytes "
             "allocated in them (allocator_frag_ratio), usually after many filters of different "
             "sizes were deleted.");
     }
     if (share(a.allocator.resident, a.allocator.active) > 1.1 &&
         a.allocator.resident > a.allocator.active + kTenMb) {
-        issues.push_back(
+        issues.emplace_back(
             "High allocator RSS overhead: the allocator keeps more than 1.1 times the pages in "
             "use (allocator_rss_ratio); MEMORY PURGE hands the free ones back to the kernel.");
     }
     if (share(a.rss, a.allocator.resident) > 1.1 && a.rss > a.allocator.resident + kTenMb) {
-        issues.push_back(
+        issues.emplace_back(
             "High process RSS overhead: the process holds more than 1.1 times what the "
             "allocator keeps resident (rss_overhead_ratio): large filters are mapped outside "
             "the allocator, and thread stacks and code count here too.");
     }
-    if (m.clients > 0 && a.client_buffers / m.clients > 200 * 1024) {
-        issues.push_back(
+    if (m.clients > 0 && a.client_buffers / m.clients > std::uint64_t{200} * 1024) {
+        issues.emplace_back(
             "Big client buffers: clients hold more than 200 KB of buffers each on average "
             "(mem_clients_normal): large pipelines, large replies (KEYS, BF.SCANDUMP) or "
             "clients that read slowly. CLIENT LIST shows each client's qbuf, obl and omem; "
             "client-output-buffer-limit bounds them.");
     }
     if (m.replicas > 0 && a.replica_buffers / m.replicas > kTenMb) {
-        issues.push_back(
+        issues.emplace_back(
             "Big replica buffers: replicas' feeds hold more than 10 MB each on average "
             "(mem_clients_slaves): a replica reads its snapshot or stream slowly. INFO "
             "replication shows each replica's offset and lag.");

@@ -111,7 +111,7 @@ bool PubSub::psubscribe(std::string_view pattern, std::int64_t id, std::weak_ptr
                            [&](const auto& p) { return p->text == pattern; });
     if (it == patterns_.end()) {
         patterns_.push_back(
-            std::unique_ptr<Pattern>(new Pattern{std::string(pattern), GlobPattern(pattern), {}}));
+            std::make_unique<Pattern>(Pattern{std::string(pattern), GlobPattern(pattern), {}}));
         it = patterns_.end() - 1;
     }
     std::vector<Listener>& listeners = (*it)->listeners;

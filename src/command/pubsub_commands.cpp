@@ -190,9 +190,8 @@ void cmd_pubsub_help(Context& ctx, Args) {
     reply_help(
         ctx,
         {"PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "CHANNELS [<pattern>]",
-         "    Return the currently active channels matching a <pattern> (default: "
-         "'*').",
-         "NUMPAT", "    Return number of subscriptions to patterns.", "NUMSUB [<channel> ...]",
+         "    Return the currently active channels matching a <pattern> (default: '*').", "NUMPAT",
+         "    Return number of subscriptions to patterns.", "NUMSUB [<channel> ...]",
          "    Return the number of subscribers for the specified channels, excluding",
          "    pattern subscriptions(default: no channels).", "HELP", "    Print this help."});
 }

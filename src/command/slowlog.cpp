@@ -105,7 +105,7 @@ void Slowlog::trim_locked() {
 std::vector<SlowlogEntry> Slowlog::newest(std::size_t count) const {
     std::lock_guard lock(mutex_);
     const std::size_t n = std::min(count, entries_.size());
-    return std::vector<SlowlogEntry>(entries_.begin(), entries_.begin() + static_cast<long>(n));
+    return {entries_.begin(), entries_.begin() + static_cast<long>(n)};
 }
 
 std::size_t Slowlog::length() const {
