@@ -254,12 +254,32 @@ core::Status make_durable(TemporaryFile& temporary, const std::string& path) {
     return core::fsync_directory(directory_of(path));
 }
 
+double seconds_since(std::chrono::steady_clock::time_point started) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+// Runs one snapshot write; what it throws becomes the error a save or a
+// replica's copy reports: a write that failed says which file and why, and
+// anything else is told after `what` ("cannot save 'PATH'", ...).
+template <typename Write>
+core::Result<SaveStats> reporting_failures(const std::string& what, Write&& write) {
+    try {
+        return write();
+    } catch (const WriteFailure& failure) {
+        return core::Error{failure.message};
+    } catch (const std::bad_alloc&) {
+        return core::Error{what + ": out of memory"};
+    } catch (const std::exception& exception) {
+        return core::Error{what + ": " + exception.what()};
+    }
+}
+
 }  // namespace
 
 core::Result<SaveStats> save_snapshot(const store::Keyspace& keyspace, const std::string& path) {
     const auto started = std::chrono::steady_clock::now();
-    SaveStats stats;
-    try {
+    return reporting_failures("cannot save '" + path + "'", [&]() -> core::Result<SaveStats> {
+        SaveStats stats;
         TemporaryFile temporary(temporary_path_for(path));
         if (!temporary.open()) {
             return core::Error{"cannot create '" + temporary.path() +
@@ -274,36 +294,23 @@ core::Result<SaveStats> save_snapshot(const store::Keyspace& keyspace, const std
             return durable.failure();
         }
         stats.keys = records;
-        stats.seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        stats.seconds = seconds_since(started);
         return stats;
-    } catch (const WriteFailure& failure) {
-        return core::Error{failure.message};
-    } catch (const std::bad_alloc&) {
-        return core::Error{"cannot save '" + path + "': out of memory"};
-    } catch (const std::exception& exception) {
-        return core::Error{"cannot save '" + path + "': " + exception.what()};
-    }
+    });
 }
 
 core::Result<SaveStats> stream_snapshot(const store::Keyspace& keyspace, const SnapshotSink& sink,
                                         const SnapshotPositionListener& on_position,
                                         const std::string& name) {
     const auto started = std::chrono::steady_clock::now();
-    try {
-        SaveStats stats;
-        SnapshotFileWriter out(sink, name);
-        stats.keys = write_snapshot(keyspace, out, stats, on_position);
-        stats.seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        return stats;
-    } catch (const WriteFailure& failure) {
-        return core::Error{failure.message};
-    } catch (const std::bad_alloc&) {
-        return core::Error{"cannot send the snapshot to " + name + ": out of memory"};
-    } catch (const std::exception& exception) {
-        return core::Error{"cannot send the snapshot to " + name + ": " + exception.what()};
-    }
+    return reporting_failures("cannot send the snapshot to " + name,
+                              [&]() -> core::Result<SaveStats> {
+                                  SaveStats stats;
+                                  SnapshotFileWriter out(sink, name);
+                                  stats.keys = write_snapshot(keyspace, out, stats, on_position);
+                                  stats.seconds = seconds_since(started);
+                                  return stats;
+                              });
 }
 
 }  // namespace bloomery::persist
