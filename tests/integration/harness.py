@@ -280,3 +280,51 @@ def scandump(client, key):
             return chunks
         chunks.append((cursor, data))
     raise AssertionError("BF.SCANDUMP did not finish")
+
+
+# ---------------------------------------------------------------------------
+# Snapshot files in a data directory (proto/snapshot.md).
+
+DUMP = "dump.bloomery"
+
+
+def persistence_info(client):
+    return client.info("persistence")
+
+
+def bgsave(client):
+    """BGSAVE's raw status reply (redis-py would turn it into True)."""
+    client.response_callbacks.pop("BGSAVE", None)
+    return client.execute_command("BGSAVE")
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write_bytes(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def temp_files(directory):
+    return sorted(name for name in os.listdir(directory) if ".tmp" in name)
+
+
+class TempDirCase(unittest.TestCase):
+    """A TestCase whose servers keep their data in directories it makes and
+    removes."""
+
+    def make_dir(self):
+        tmp = tempfile.TemporaryDirectory(prefix="bloomery-persist-")
+        self.addCleanup(tmp.cleanup)
+        return tmp.name
+
+    def server(self, data_dir, *extra, save='""', start=True):
+        server = Server(*extra, data_dir=data_dir, save=save)
+        self.addCleanup(server.cleanup)
+        if start:
+            server.start()
+        return server
+
