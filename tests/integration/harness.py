@@ -328,3 +328,44 @@ class TempDirCase(unittest.TestCase):
             server.start()
         return server
 
+
+# ---------------------------------------------------------------------------
+# Replication (proto/replication.md).
+
+class ServersTestCase(unittest.TestCase):
+    """A TestCase whose tests start servers of their own with start(); every
+    one is stopped after the test."""
+
+    def setUp(self):
+        self.servers = []
+
+    def tearDown(self):
+        for server in self.servers:
+            server.cleanup()
+
+    def start(self, server):
+        self.servers.append(server)
+        return server.start()
+
+
+def replication_info(client, section="replication"):
+    return client.info(section)
+
+
+def replica_of(primary, *extra, **kwargs):
+    return Server("--replicaof", "127.0.0.1 %d" % primary.port, *extra, **kwargs)
+
+
+def link_up(server):
+    return replication_info(server.client())["master_link_status"] == "up"
+
+
+def add_range(client, key, first, last, batch=1000):
+    """BF.MADD of the items first..last-1 (decimal strings), `batch` a
+    command, pipelined."""
+    pipe = client.pipeline(transaction=False)
+    for start in range(first, last, batch):
+        pipe.execute_command("BF.MADD", key, *range(start, min(start + batch, last)))
+        if len(pipe) == 50:
+            pipe.execute()
+    pipe.execute()
