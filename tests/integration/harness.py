@@ -280,3 +280,92 @@ def scandump(client, key):
             return chunks
         chunks.append((cursor, data))
     raise AssertionError("BF.SCANDUMP did not finish")
+
+
+# ---------------------------------------------------------------------------
+# Snapshot files in a data directory (proto/snapshot.md).
+
+DUMP = "dump.bloomery"
+
+
+def persistence_info(client):
+    return client.info("persistence")
+
+
+def bgsave(client):
+    """BGSAVE's raw status reply (redis-py would turn it into True)."""
+    client.response_callbacks.pop("BGSAVE", None)
+    return client.execute_command("BGSAVE")
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write_bytes(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def temp_files(directory):
+    return sorted(name for name in os.listdir(directory) if ".tmp" in name)
+
+
+class TempDirCase(unittest.TestCase):
+    """A TestCase whose servers keep their data in directories it makes and
+    removes."""
+
+    def make_dir(self):
+        tmp = tempfile.TemporaryDirectory(prefix="bloomery-persist-")
+        self.addCleanup(tmp.cleanup)
+        return tmp.name
+
+    def server(self, data_dir, *extra, save='""', start=True):
+        server = Server(*extra, data_dir=data_dir, save=save)
+        self.addCleanup(server.cleanup)
+        if start:
+            server.start()
+        return server
+
+
+# ---------------------------------------------------------------------------
+# Replication (proto/replication.md).
+
+class ServersTestCase(unittest.TestCase):
+    """A TestCase whose tests start servers of their own with start(); every
+    one is stopped after the test."""
+
+    def setUp(self):
+        self.servers = []
+
+    def tearDown(self):
+        for server in self.servers:
+            server.cleanup()
+
+    def start(self, server):
+        self.servers.append(server)
+        return server.start()
+
+
+def replication_info(client, section="replication"):
+    return client.info(section)
+
+
+def replica_of(primary, *extra, **kwargs):
+    return Server("--replicaof", "127.0.0.1 %d" % primary.port, *extra, **kwargs)
+
+
+def link_up(server):
+    return replication_info(server.client())["master_link_status"] == "up"
+
+
+def add_range(client, key, first, last, batch=1000):
+    """BF.MADD of the items first..last-1 (decimal strings), `batch` a
+    command, pipelined."""
+    pipe = client.pipeline(transaction=False)
+    for start in range(first, last, batch):
+        pipe.execute_command("BF.MADD", key, *range(start, min(start + batch, last)))
+        if len(pipe) == 50:
+            pipe.execute()
+    pipe.execute()
