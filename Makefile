@@ -12,7 +12,7 @@ ARGS ?=
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps test-deps configure build run test asan tsan fuzz format bench clean
+.PHONY: all deps test-deps configure build run serve test asan tsan fuzz format format-check tidy bench clean
 
 all: build
 
@@ -36,8 +36,19 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# `make run` serves on 127.0.0.1:6379 with data in ./data. Those defaults go
+# in as BLOOMERY_* environment variables, so ARGS overrides any of them
+# (make run ARGS="--port 6380"), and so does a --config file it names: flags
+# win over the file, which wins over the environment.
+SERVE_DEFAULTS := BLOOMERY_BIND=127.0.0.1 BLOOMERY_PORT=6379 BLOOMERY_DIR=./data
+
 run: build
-	$(BUILD_DIR)/bloomery --bind 127.0.0.1 --port 6379 --dir ./data $(ARGS)
+	@$(MAKE) --no-print-directory serve
+
+# What `make run` runs once the build is done: the server of $(BUILD_DIR) as
+# it is, nothing installed or built.
+serve:
+	$(SERVE_DEFAULTS) $(BUILD_DIR)/bloomery $(ARGS)
 
 test: test-deps
 	cmake --preset $(PRESET) >/dev/null
@@ -95,8 +106,30 @@ bench:
 	cmake --build build/bench -j $(JOBS) --target bloom_bench bloomery
 	build/bench/tests/bench/bloom_bench --benchmark_min_time=$(BENCH_MIN_TIME) $(BENCH_ARGS)
 
+# clang-format and clang-tidy from Debian (the .clang-format and .clang-tidy
+# at the top say what they check).
+LINT_PACKAGES := clang-format clang-tidy
+
 format:
+	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(LINT_PACKAGES)"
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+
+# Fails, naming the files, if any source is not as clang-format writes it.
+format-check:
+	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(LINT_PACKAGES)"
+	clang-format --dry-run --Werror $$(git ls-files '*.cpp' '*.hpp')
+
+# clang-tidy over every file under src/ (and the headers they include);
+# any finding fails. build/tidy holds only the compile commands: nothing is
+# built there.
+tidy:
+	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(LINT_PACKAGES)"
+	cmake -S . -B build/tidy -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+	      -DBLOOMERY_BUILD_TESTS=OFF >/dev/null
+	run-clang-tidy -p build/tidy -j $(JOBS) -quiet '$(CURDIR)/src/' >build/tidy/report.txt 2>&1 || \
+	  { grep -E 'warning:|error:' build/tidy/report.txt | sort -u; \
+	    echo "tidy: FAILED (build/tidy/report.txt)"; exit 1; }
+	@echo "tidy: clean"
 
 clean:
 	rm -rf build

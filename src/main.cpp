@@ -1,10 +1,10 @@
 // bloomery: parse the configuration, set up logging, load the snapshot, serve.
 
-#include <signal.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <csignal>
 
 #include <algorithm>
 #include <cstdio>
@@ -22,11 +22,12 @@
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/core/runtime_settings.hpp"
 #include "bloomery/net/health_check.hpp"
 #include "bloomery/net/replication.hpp"
 #include "bloomery/net/server.hpp"
 #include "bloomery/net/startup_checks.hpp"
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/persist/rdb_import.hpp"
 #include "bloomery/persist/snapshot.hpp"
@@ -123,11 +124,15 @@ int run_tool(const bloomery::app::CommandLine& command_line) {
     using namespace bloomery;
     const core::Config& config = command_line.config;
     if (!command_line.health_check.empty()) {
-        const net::HealthCheckResult result =
-            net::health_check(command_line.health_check, config, command_line.health_check_tls,
-                              command_line.health_check_timeout_seconds);
-        (result.ok ? std::cout : std::cerr) << "bloomery: " << result.message << '\n';
-        return result.ok ? 0 : 1;
+        net::HealthCheckOptions options;
+        if (command_line.health_check_tls)
+            options.transport = net::HealthCheckOptions::Transport::tls;
+        options.timeout_seconds = command_line.health_check_timeout_seconds;
+        const core::Result<std::string> result =
+            net::health_check(command_line.health_check, config, options);
+        (result ? std::cout : std::cerr)
+            << "bloomery: " << (result ? *result : result.error()) << '\n';
+        return result ? 0 : 1;
     }
     if (command_line.test_config) {
         // Like nginx -t: the same checks as a start, nothing bound or loaded.
@@ -147,37 +152,59 @@ int run_tool(const bloomery::app::CommandLine& command_line) {
         return 0;
     }
     if (!command_line.check_journal.empty()) {
-        std::string report, error;
-        const persist::JournalCheck found = persist::check_journal(
-            command_line.check_journal, command_line.fix_journal, report, error);
-        std::cout << report;
-        if (found == persist::JournalCheck::valid) return 0;
-        std::cerr << "bloomery: " << error << '\n';
+        const persist::JournalCheckReport checked =
+            persist::check_journal(command_line.check_journal,
+                                   command_line.fix_journal ? persist::JournalRepair::cut_bad_tail
+                                                            : persist::JournalRepair::none);
+        std::cout << checked.report;
+        if (checked.verdict == persist::JournalCheck::valid) return 0;
+        std::cerr << "bloomery: " << checked.problem << '\n';
         // 2: only what a crash leaves, which a start cuts off by itself.
-        return found == persist::JournalCheck::torn_tail ? 2 : 1;
+        return checked.verdict == persist::JournalCheck::torn_tail ? 2 : 1;
     }
     if (!command_line.check_snapshot.empty()) {
-        std::string report, error;
-        if (!persist::check_snapshot(command_line.check_snapshot, report, error)) {
-            std::cerr << "bloomery: " << error << '\n';
+        const persist::SnapshotCheck checked = persist::check_snapshot(command_line.check_snapshot);
+        if (!checked.verdict) {
+            std::cerr << "bloomery: " << checked.verdict.error() << '\n';
             return 1;
         }
-        std::cout << report;
+        std::cout << checked.report;
         return 0;
     }
     if (!command_line.import_rdb.empty()) {
         // A one-shot conversion into the data directory, as the check modes
         // run: the server then loads the snapshot like any other at start.
-        std::string report, error;
-        if (!persist::import_rdb(command_line.import_rdb, config, report, error)) {
-            std::cout << report;
-            std::cerr << "bloomery: " << error << '\n';
+        const persist::RdbImportReport imported =
+            persist::import_rdb(command_line.import_rdb, config);
+        std::cout << imported.report;
+        if (!imported.status) {
+            std::cerr << "bloomery: " << imported.status.error() << '\n';
             return 1;
         }
-        std::cout << report;
         return 0;
     }
     return -1;
+}
+
+spdlog::level::level_enum spdlog_level(bloomery::core::LogLevel level) {
+    using bloomery::core::LogLevel;
+    switch (level) {
+        case LogLevel::trace:
+            return spdlog::level::trace;
+        case LogLevel::debug:
+            return spdlog::level::debug;
+        case LogLevel::info:
+            break;
+        case LogLevel::warn:
+            return spdlog::level::warn;
+        case LogLevel::error:
+            return spdlog::level::err;
+        case LogLevel::critical:
+            return spdlog::level::critical;
+        case LogLevel::off:
+            return spdlog::level::off;
+    }
+    return spdlog::level::info;
 }
 
 // The log goes to --logfile or stderr at --loglevel. False (said on stderr)
@@ -193,7 +220,7 @@ bool set_up_logging(const bloomery::core::Config& config) {
         std::cerr << "bloomery: cannot open log file: " << e.what() << '\n';
         return false;
     }
-    spdlog::set_level(spdlog::level::from_str(config.log_level));
+    spdlog::set_level(spdlog_level(config.log_level));
     spdlog::flush_on(spdlog::level::info);
     return true;
 }
@@ -219,13 +246,12 @@ bool prepare_process(const bloomery::core::Config& config) {
 // The command table and who may run what. False (logged) on a bad table or
 // users file.
 bool build_registry(bloomery::command::Registry& registry, const bloomery::core::Config& config) {
-    std::string error;
-    if (!bloomery::command::build_default_registry(registry, error)) {
-        spdlog::critical("command table: {}", error);
+    if (const auto built = bloomery::command::build_default_registry(registry); !built) {
+        spdlog::critical("command table: {}", built.error());
         return false;
     }
-    if (!bloomery::command::configure_access_control(registry, config, error)) {
-        spdlog::critical("refusing to start: {}", error);
+    if (const auto acl = bloomery::command::configure_access_control(registry, config); !acl) {
+        spdlog::critical("refusing to start: {}", acl.error());
         return false;
     }
     log_access_control(config, registry.acl());
@@ -235,7 +261,10 @@ bool build_registry(bloomery::command::Registry& registry, const bloomery::core:
 // Loads the data and serves until stopped; the exit code.
 int serve(const bloomery::core::Config& config, const bloomery::command::Registry& registry) {
     using namespace bloomery;
-    store::Keyspace keyspace(config.keyspace_shards);
+    // What CONFIG SET changes from here on; the keyspace's use counters
+    // follow its LFU settings.
+    core::RuntimeSettings settings(config);
+    store::Keyspace keyspace(config.keyspace_shards, settings.lfu());
     // Before the snapshot loads, so loaded keys are counted per slot too.
     if (config.cluster_enabled) {
         keyspace.enable_slot_counts();
@@ -256,15 +285,16 @@ int serve(const bloomery::core::Config& config, const bloomery::command::Registr
     } stop_server_first{server};
     // Built before loading so that the monitoring listener answers while a
     // large snapshot loads (/healthz 200, /readyz 503).
-    server = std::make_unique<net::Server>(config, keyspace, registry, persistence, replication);
-    core::set_latency_threshold_ms(config.latency_monitor_threshold_ms);
-    store::set_lfu_log_factor(config.lfu_log_factor);
-    store::set_lfu_decay_time(config.lfu_decay_time_minutes);
+    server = std::make_unique<net::Server>(config, settings, keyspace, registry, persistence,
+                                           replication);
+    // The latency monitor is process-wide (every layer records into it).
+    core::set_latency_threshold_ms(settings.latency_monitor_threshold_ms());
     core::memory_mark_startup();
-    std::string error;
     try {
         server->start_metrics();
-        if (!persistence.load(error)) throw std::runtime_error(error);
+        if (const core::Status loaded = persistence.load(); !loaded) {
+            throw std::runtime_error(loaded.error());
+        }
         // A replica goes on following deadlines (its primary's DEL records
         // decide); a primary decides them from here on.
         const bool replica = !config.replicaof_host.empty() && !core::replicaof_names_self(config);

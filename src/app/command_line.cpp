@@ -1,6 +1,7 @@
-// The command line: flags, the config file and the environment parsed
-// through the option table (option_set.hpp), what CLI11 cannot convert
-// converted, and the table printed as docs/options.md.
+// The command line: flags, the config file and the environment gathered by
+// CLI11 and read through the option spec (option_set.hpp), then what the
+// spec cannot read alone: the tools' own options, password files, the
+// cluster map, and the checks between options.
 
 #include "bloomery/app/command_line.hpp"
 
@@ -14,59 +15,123 @@
 #include <iterator>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string_view>
 #include <thread>
 #include <utility>
 
 #include "bloomery/cluster/topology.hpp"
+#include "bloomery/core/options.hpp"
 #include "config_file.hpp"
 #include "option_set.hpp"
+#include "options_markdown.hpp"
 
 namespace bloomery::app {
 
-using core::check_config_values;
-using core::check_option_value;
 using core::Config;
-using core::find_option_range;
-using core::format_real;
-using core::host_name;
-using core::OptionKind;
-using core::OptionRange;
-using core::parse_memory_limit;
-using core::parse_output_buffer_limits;
-using core::parse_replicaof;
-using core::parse_save_spec;
-using core::range_problem;
-using core::size_without_suffix;
-using core::TlsAuthClients;
 
 namespace {
+
+using Problems = std::vector<std::string>;
+
+constexpr const char* kDescription =
+    "bloomery: a Bloom filter server speaking the Redis protocol (RedisBloom BF.* commands)";
 
 // --requirepass-file: the whole file is the password, less one trailing
 // newline ("\n" or "\r\n"), so `echo pw > file` and a Kubernetes Secret made
 // from such a file both work. An empty password is refused: an unfilled
 // secret must not silently leave the server without one.
-std::string read_password_file(const std::string& path, const char* flag = "--requirepass-file") {
+core::Result<std::string> read_password_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw CLI::ValidationError(flag, "cannot read " + path + ": " + std::strerror(errno));
-    }
+    if (!in) return core::Error{"cannot read " + path + ": " + std::strerror(errno)};
     std::string password((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) {
-        throw CLI::ValidationError(flag, "cannot read " + path + ": " + std::strerror(errno));
-    }
+    if (in.bad()) return core::Error{"cannot read " + path + ": " + std::strerror(errno)};
     if (!password.empty() && password.back() == '\n') {
         password.pop_back();
         if (!password.empty() && password.back() == '\r') password.pop_back();
     }
-    if (password.empty()) throw CLI::ValidationError(flag, path + " is empty");
+    if (password.empty()) return core::Error{path + " is empty"};
     return password;
+}
+
+// A password given once: by its option (or environment variable), or by
+// the file its "-file" option names. `who` says whose password in the
+// problem of both given.
+void read_password(const OptionSet& options, std::string_view name, std::string_view who,
+                   std::string& password, Problems& problems) {
+    const std::string option(name);
+    const std::string file_option = option + "-file";
+    const std::string flag = "--" + file_option;
+    if (options.given(option) && options.given(file_option)) {
+        problems.push_back(flag + ": give " + std::string(who) + " once: --" + option + " (or " +
+                           core::environment_variable(*core::find_option(option)) + ") or " + flag +
+                           ", not both");
+        return;
+    }
+    const std::string path = options.text(file_option);
+    if (path.empty()) return;
+    core::Result<std::string> read = read_password_file(path);
+    if (!read) {
+        problems.push_back(flag + ": " + read.error());
+        return;
+    }
+    password = std::move(*read);
+}
+
+// The options of the modes that answer and exit instead of serving.
+void read_tools(const OptionSet& options, CommandLine& result, Problems& problems) {
+    result.check_snapshot = options.text("check-snapshot");
+    result.check_journal = options.text("check-journal");
+    result.import_rdb = options.text("import-rdb");
+    result.fix_journal = options.flag("fix");
+    result.test_config = options.flag("test-config");
+    result.health_check = options.text("health-check");
+    result.health_check_tls = options.flag("health-check-tls");
+    const core::OptionSpec& timeout = *core::find_option("health-check-timeout");
+    const std::string text = options.given(timeout.name) ? options.text(timeout.name)
+                                                         : std::string(timeout.default_text);
+    if (const core::Result<double> seconds = core::read_real_number(timeout, text); seconds) {
+        result.health_check_timeout_seconds = *seconds;
+    } else {
+        problems.push_back("--health-check-timeout: " + seconds.error());
+    }
+}
+
+// --cluster-slots parsed with this node resolved; a replica in the map
+// follows its primary unless --replicaof says otherwise (checked later).
+void resolve_cluster(const OptionSet& options, Config& c, Problems& problems) {
+    if (!c.cluster_enabled) {
+        // A map without cluster mode would be silently ignored: every key
+        // served here, nothing redirected. Say so instead.
+        if (options.given("cluster-slots") || options.given("cluster-self")) {
+            problems.push_back(
+                "--cluster-slots: --cluster-slots and --cluster-self need --cluster-enabled yes");
+        }
+        return;
+    }
+    if (c.cluster_slots.empty()) {
+        problems.push_back("--cluster-slots: --cluster-enabled yes needs the slot map");
+        return;
+    }
+    auto topology = cluster::parse_topology(c.cluster_slots, c.cluster_self, core::host_name());
+    if (!topology) {
+        problems.push_back("--cluster-slots: " + topology.error());
+        return;
+    }
+    c.cluster = std::make_shared<const cluster::Topology>(std::move(topology).value());
+    // CONFIG GET shows the map as it describes itself, and this node's address.
+    c.cluster_slots = c.cluster->describe();
+    c.cluster_self = c.cluster->self().address;
+    const cluster::Node& self = c.cluster->self();
+    if (!self.primary && c.replicaof_host.empty()) {
+        const cluster::Node& primary = c.cluster->nodes()[self.primary_index];
+        c.replicaof_host = primary.host;
+        c.replicaof_port = primary.port;
+    }
 }
 
 // In a cluster the map says who replicates whom (a replica's --replicaof
 // defaults to its primary there).
-void check_cluster_replicaof(const Config& c, std::vector<std::string>& problems) {
+void check_cluster_replicaof(const Config& c, Problems& problems) {
     if (!c.cluster_enabled || !c.cluster) return;
     const cluster::Node& self = c.cluster->self();
     const std::string named = c.replicaof_host + ":" + std::to_string(c.replicaof_port);
@@ -80,192 +145,56 @@ void check_cluster_replicaof(const Config& c, std::vector<std::string>& problems
     }
 }
 
-}  // namespace
-
-void OptionSet::convert(std::vector<std::string>& problems) {
-    convert_words(problems);
-    read_passwords(problems);
-    convert_replication(problems);
-    resolve_cluster(problems);
+// Every problem of the values gathered: the config file's first (a wrong
+// key may explain a problem found later, a value left at its default), then
+// each option's, then those between options.
+Problems read_values(const OptionSet& options, CommandLine& result) {
+    Config& c = result.config;
+    Problems problems = options.file_problems();
+    options.read(c, problems);
+    read_tools(options, result, problems);
+    read_password(options, "requirepass", "the password", c.requirepass, problems);
+    read_password(options, "masterauth", "the primary's password", c.masterauth, problems);
+    resolve_cluster(options, c, problems);
+    for (std::string& problem : core::check_config_values(c))
+        problems.push_back(std::move(problem));
+    check_cluster_replicaof(c, problems);
+    return problems;
 }
 
-void OptionSet::convert_words(std::vector<std::string>& problems) {
-    std::string error;
-    if (!parse_save_spec(save_spec, c.save_points, error)) problems.push_back("--save: " + error);
-    std::string maxmemory_error;
-    if (!parse_memory_limit(maxmemory_spec, c.maxmemory, maxmemory_error)) {
-        problems.push_back("--maxmemory: " + maxmemory_error);
-    }
-    std::string clients_error;
-    if (!c.maxmemory_clients.parse(maxmemory_clients_spec, clients_error)) {
-        problems.push_back("--maxmemory-clients: " +
-                           range_problem(*find_option_range("maxmemory-clients"),
-                                         maxmemory_clients_spec,
-                                         ", or a percentage of --maxmemory from 0% to 100%"));
-    }
-    std::string limits_error;
-    if (!parse_output_buffer_limits(output_limits_spec, c.client_output_buffer_limits,
-                                    limits_error)) {
-        problems.push_back("--client-output-buffer-limit: " + limits_error);
-    }
-    c.stop_writes_on_bgsave_error = stop_writes == "yes";
-    c.appendonly = appendonly == "yes";
-    c.tls_auth_clients = tls_auth_clients == "no"         ? TlsAuthClients::no
-                         : tls_auth_clients == "optional" ? TlsAuthClients::optional
-                                                          : TlsAuthClients::yes;
-}
+// What the command line is for: a start, or --test-config, under which
+// every problem is reported and the exit code is 1. The flag is looked for
+// in argv itself, as a parse error may come before CLI11 has set it.
+enum class Purpose { start, test_config };
 
-void OptionSet::read_passwords(std::vector<std::string>& problems) {
-    if (requirepass_option->count() > 0 && requirepass_file_option->count() > 0) {
-        problems.push_back(
-            "--requirepass-file: give the password once: --requirepass (or "
-            "BLOOMERY_REQUIREPASS) or --requirepass-file, not both");
-    } else if (!requirepass_file.empty()) {
-        try {
-            c.requirepass = read_password_file(requirepass_file);
-        } catch (const CLI::ValidationError& e) {
-            problems.push_back(e.what());
-        }
-    }
-    if (masterauth_option->count() > 0 && masterauth_file_option->count() > 0) {
-        problems.push_back(
-            "--masterauth-file: give the primary's password once: --masterauth (or "
-            "BLOOMERY_MASTERAUTH) or --masterauth-file, not both");
-    } else if (!masterauth_file.empty()) {
-        try {
-            c.masterauth = read_password_file(masterauth_file, "--masterauth-file");
-        } catch (const CLI::ValidationError& e) {
-            problems.push_back(e.what());
-        }
-    }
-}
-
-void OptionSet::convert_replication(std::vector<std::string>& problems) {
-    c.replica_serve_stale_data = serve_stale == "yes";
-    std::string error;
-    std::string spec;
-    for (const std::string& word : replicaof) spec += (spec.empty() ? "" : " ") + word;
-    if (!spec.empty() && !parse_replicaof(spec, c.replicaof_host, c.replicaof_port, error)) {
-        problems.push_back("--replicaof: " + error);
-    }
-    c.protected_mode = protected_mode == "yes";
-}
-
-void OptionSet::resolve_cluster(std::vector<std::string>& problems) {
-    c.cluster_enabled = cluster_enabled == "yes";
-    if (c.cluster_enabled) {
-        std::string cluster_error;
-        auto topology = cluster_slots.empty() ? std::nullopt
-                                              : cluster::parse_topology(cluster_slots, cluster_self,
-                                                                        host_name(), cluster_error);
-        if (cluster_slots.empty()) {
-            problems.push_back("--cluster-slots: --cluster-enabled yes needs the slot map");
-        } else if (!topology) {
-            problems.push_back("--cluster-slots: " + cluster_error);
-        } else {
-            c.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
-            // A replica in the map copies its primary: --replicaof comes
-            // from the map unless given (check_cluster_replicaof compares
-            // them).
-            const cluster::Node& self = c.cluster->self();
-            if (!self.primary && c.replicaof_host.empty()) {
-                const cluster::Node& primary = c.cluster->nodes()[self.primary_index];
-                c.replicaof_host = primary.host;
-                c.replicaof_port = primary.port;
-            }
-        }
-    } else if (cluster_slots_option->count() > 0 || cluster_self_option->count() > 0) {
-        // A map without cluster mode would be silently ignored: every key
-        // served here, nothing redirected. Say so instead.
-        problems.push_back(
-            "--cluster-slots: --cluster-slots and --cluster-self need --cluster-enabled yes");
-    }
-}
-
-namespace {
-
-constexpr const char* kDescription =
-    "bloomery: a Bloom filter server speaking the Redis protocol (RedisBloom BF.* commands)";
-
-// With --test-config every problem is reported and the exit code is 1; the
-// flag is looked for in argv itself, as a parse error may come before CLI11
-// has set it.
-bool wants_test_config(int argc, char** argv) {
+Purpose purpose_of(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
-        if (std::string_view(argv[i]) == "--test-config") return true;
+        if (std::string_view(argv[i]) == "--test-config") return Purpose::test_config;
     }
-    return false;
+    return Purpose::start;
 }
 
-// A table cell: pipes escaped, so a description may contain them.
-std::string cell(std::string_view text) {
-    std::string out;
-    for (const char ch : text) {
-        if (ch == '|') out += '\\';
-        out += ch;
+// What CLI11 itself refused (an unknown flag, a missing value or file):
+// said with the config file's problems, or as CLI11 says it.
+int report_parse_error(const CLI::App& app, const OptionSet& options, const CLI::ParseError& e,
+                       Purpose purpose) {
+    const Problems& file_problems = options.file_problems();
+    if (e.get_exit_code() != 0 && (purpose == Purpose::test_config || !file_problems.empty())) {
+        std::cerr << "bloomery: configuration invalid:\n";
+        for (const std::string& problem : file_problems) std::cerr << "  " << problem << '\n';
+        std::cerr << "  " << e.what() << '\n';
+        return 1;
     }
-    return out;
-}
-
-// docs/options.md: every option of `app` but the hidden ones, group by group
-// in --help's order, with its environment variable, default and range.
-std::string options_markdown(const CLI::App& app) {
-    std::string out =
-        "# Options\n\n"
-        "Generated by `bloomery --print-options-markdown` from the server's option table; a "
-        "test fails when this page and the table differ. Every option can be given as a flag, "
-        "as a key of the `--config` file (the long name without `--`) or through its "
-        "environment variable: flags win over the file, which wins over the environment. "
-        "Sizes take the suffixes kb, mb and gb.\n\n"
-        "The file takes `key = value` lines (`port = 6380`) and redis.conf's `key value` lines "
-        "(`port 6380`, `save 900 1`), mixed, and `include FILE` (relative to the including "
-        "file). A key that is not an option below refuses the start, naming file, line and the "
-        "nearest key; README \"Configuration\" has the rules.\n";
-    std::vector<std::string> groups;
-    const auto options = app.get_options();
-    for (const CLI::Option* option : options) {
-        const std::string& group = option->get_group();
-        if (!group.empty() && std::find(groups.begin(), groups.end(), group) == groups.end()) {
-            groups.push_back(group);
-        }
-    }
-    for (const std::string& group : groups) {
-        out += "\n## " + group + "\n\n| option | environment | default | description |\n";
-        out += "|---|---|---|---|\n";
-        for (const CLI::Option* option : options) {
-            if (option->get_group() != group) continue;
-            std::string names;
-            for (const std::string& name : option->get_snames()) {
-                names += (names.empty() ? "`-" : ", `-") + name + "`";
-            }
-            for (const std::string& name : option->get_lnames()) {
-                names += (names.empty() ? "`--" : ", `--") + name + "`";
-            }
-            const std::string env = option->get_envname();
-            const std::string fallback = option->get_default_str();
-            std::string description = option->get_description();
-            if (const OptionRange* range = option->get_lnames().empty()
-                                               ? nullptr
-                                               : find_option_range(option->get_lnames().front())) {
-                description += " (" + core::describe_range(*range) + ")";
-            }
-            out += "| " + cell(names) + " | " + (env.empty() ? "" : "`" + cell(env) + "`") + " | " +
-                   (fallback.empty() ? "" : "`" + cell(fallback) + "`") + " | " +
-                   cell(description) + " |\n";
-        }
-    }
-    return out;
+    return app.exit(e);
 }
 
 }  // namespace
 
 CommandLine parse_command_line(int argc, char** argv) {
     CommandLine result;
-    Config& c = result.config;
     CLI::App app{kDescription};
-    OptionSet options(app, result);
-    options.declare();
-    // docs/options.md is this table printed (a test compares them); the
+    const OptionSet options(app);
+    // docs/options.md is the option spec printed (a test compares them); the
     // flag is not an option, so --help does not list it.
     if (argc == 2 && std::string_view(argv[1]) == "--print-options-markdown") {
         std::cout << options_markdown(app);
@@ -279,31 +208,17 @@ CommandLine parse_command_line(int argc, char** argv) {
     if (const char* file = std::getenv("BLOOMERY_CONFIG"); file != nullptr && *file != '\0') {
         app.get_config_ptr()->default_str(file)->required();
     }
-    const bool testing = wants_test_config(argc, argv);
-    // The config file's problems come first: a wrong key may explain a
-    // problem found later (a value left at its default).
-    std::vector<std::string> problems;
+    const Purpose purpose = purpose_of(argc, argv);
     try {
         app.parse(argc, argv);
-        problems = options.config_reader->problems();
-        options.convert(problems);
     } catch (const CLI::ParseError& e) {
-        const std::vector<std::string>& file_problems = options.config_reader->problems();
-        if (e.get_exit_code() != 0 && (testing || !file_problems.empty())) {
-            std::cerr << "bloomery: configuration invalid:\n";
-            for (const std::string& problem : file_problems) std::cerr << "  " << problem << '\n';
-            std::cerr << "  " << e.what() << '\n';
-            result.exit_code = 1;
-            return result;
-        }
-        result.exit_code = app.exit(e);
+        result.exit_code = report_parse_error(app, options, e, purpose);
         return result;
     }
+    Problems problems = read_values(options, result);
     result.warnings = misspelled_environment(app);
-    for (std::string& problem : check_config_values(c)) problems.push_back(std::move(problem));
-    check_cluster_replicaof(c, problems);
     if (!problems.empty()) {
-        if (testing) {
+        if (purpose == Purpose::test_config) {
             result.problems = std::move(problems);  // main adds the start-up checks' and prints
         } else {
             for (const std::string& problem : problems) std::cerr << problem << '\n';
@@ -313,17 +228,16 @@ CommandLine parse_command_line(int argc, char** argv) {
         }
     }
     if (auto* config_option = app.get_config_ptr(); config_option && config_option->count() > 0) {
-        c.config_file = config_option->as<std::string>();
+        result.config.config_file = config_option->as<std::string>();
     }
+    Config& c = result.config;
     if (c.threads == 0) c.threads = std::max(1u, std::thread::hardware_concurrency());
     return result;
 }
 
 std::vector<std::string> option_names() {
-    CommandLine result;
     CLI::App app{kDescription};
-    OptionSet options(app, result);
-    options.declare();
+    const OptionSet options(app);
     std::vector<std::string> names;
     for (const CLI::Option* option : app.get_options()) {
         for (const std::string& name : option->get_lnames()) names.push_back(name);

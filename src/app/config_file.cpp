@@ -89,19 +89,6 @@ constexpr Hint kHints[] = {
      "bloomery evicts nothing: past 'maxmemory' commands that allocate answer -OOM"},
 };
 
-// Keys whose value is a list of words, which redis.conf writes unquoted
-// (`save 900 1 300 10`); every other key takes one word.
-constexpr std::string_view kWordListKeys[] = {"save", "client-output-buffer-limit", "replicaof"};
-
-// Of those, the ones redis.conf spreads over lines that add up (`save 900 1`
-// then `save 300 10`; a client-output-buffer-limit line per client class).
-constexpr std::string_view kAddingUpKeys[] = {"save", "client-output-buffer-limit"};
-
-template <std::size_t N>
-bool listed(const std::string_view (&names)[N], std::string_view name) {
-    return std::find(std::begin(names), std::end(names), name) != std::end(names);
-}
-
 // Whether `name` is one of the space-separated `words`.
 bool listed(std::string_view words, std::string_view name) {
     for (std::size_t start = 0; start < words.size();) {
@@ -132,83 +119,89 @@ int hex_digit(char c) {
 // The escape after a backslash in double quotes (text[i] is the character
 // after the backslash; i ends on the escape's last character). Redis's and
 // TOML's common ones; anything else is refused rather than guessed at.
-bool read_escape(std::string_view text, std::size_t& i, std::string& word, std::string& error) {
+core::Status read_escape(std::string_view text, std::size_t& i, std::string& word) {
     switch (text[i]) {
         case 'n':
             word += '\n';
-            return true;
+            return {};
         case 'r':
             word += '\r';
-            return true;
+            return {};
         case 't':
             word += '\t';
-            return true;
+            return {};
         case 'b':
             word += '\b';
-            return true;
+            return {};
         case 'a':
             word += '\a';
-            return true;
+            return {};
         case 'f':
             word += '\f';
-            return true;
+            return {};
         case '\\':
         case '"':
         case '\'':
             word += text[i];
-            return true;
+            return {};
         case 'x':
             if (i + 2 < text.size() && hex_digit(text[i + 1]) >= 0 && hex_digit(text[i + 2]) >= 0) {
                 word += static_cast<char>(hex_digit(text[i + 1]) * 16 + hex_digit(text[i + 2]));
                 i += 2;
-                return true;
+                return {};
             }
             break;
         default:
             break;
     }
     // Not naming the character: the value may be a password.
-    error = "unknown escape (a backslash takes n, r, t, b, a, f, \\, \", ' or xHH)";
-    return false;
+    return core::Error{"unknown escape (a backslash takes n, r, t, b, a, f, \\, \", ' or xHH)"};
 }
 
 // A quoted word starting at text[i] (its opening quote); i ends past the
 // closing quote. Double quotes take escapes; single quotes only \' (both as
 // Redis's sdssplitargs).
-bool read_quoted(std::string_view text, std::size_t& i, std::string& word, std::string& error) {
+core::Status read_quoted(std::string_view text, std::size_t& i, std::string& word) {
     const char quote = text[i++];
     for (; i < text.size(); ++i) {
         if (text[i] == quote) {
             ++i;
-            return true;
+            return {};
         }
         if (text[i] != '\\' || i + 1 == text.size()) {
             word += text[i];
         } else if (quote == '\'') {
             if (text[i + 1] == '\'') ++i;
             word += text[i];
-        } else if (!read_escape(text, ++i, word, error)) {
-            return false;
+        } else if (core::Status escape = read_escape(text, ++i, word); !escape) {
+            return escape;
         }
     }
-    error = "unbalanced quotes";
-    return false;
+    return core::Error{"unbalanced quotes"};
 }
+
+// The two forms of a line.
+enum class LineForm {
+    toml,   // `key = value`, what bloomery has always read
+    redis,  // `key value`, as redis.conf
+};
+
+using Words = std::vector<std::string>;
 
 // The words of a value. In the `key = value` form a word starting with '#'
 // begins a comment, as after a TOML value; in the `key value` form it is a
 // word, as Redis reads it (`requirepass #secret` is that password).
-bool split_words(std::string_view text, bool toml, std::vector<std::string>& words,
-                 std::string& error) {
+core::Result<Words> split_words(std::string_view text, LineForm form) {
+    const bool toml = form == LineForm::toml;
+    Words words;
     for (std::size_t i = 0;;) {
         while (i < text.size() && is_blank(text[i])) ++i;
-        if (i == text.size() || (toml && text[i] == '#')) return true;
+        if (i == text.size() || (toml && text[i] == '#')) return words;
         std::string word;
         if (text[i] == '"' || text[i] == '\'') {
-            if (!read_quoted(text, i, word, error)) return false;
+            if (core::Status quoted = read_quoted(text, i, word); !quoted) return quoted.failure();
             if (i < text.size() && !is_blank(text[i]) && !(toml && text[i] == '#')) {
-                error = "closing quote must be followed by a space";
-                return false;
+                return core::Error{"closing quote must be followed by a space"};
             }
         } else {
             while (i < text.size() && !is_blank(text[i])) word += text[i++];
@@ -219,14 +212,15 @@ bool split_words(std::string_view text, bool toml, std::vector<std::string>& wor
 
 // A TOML array on one line, `["900 1", "300 10"]` or `[900, 1]`: its
 // elements are the words.
-bool read_array(std::string_view text, std::vector<std::string>& words, std::string& error) {
+core::Result<Words> read_array(std::string_view text) {
+    Words words;
     std::size_t i = 1;  // past '['
     for (bool first = true;; first = false) {
         while (i < text.size() && is_blank(text[i])) ++i;
         if (i < text.size() && text[i] == ']' && first) break;
         std::string word;
         if (i < text.size() && (text[i] == '"' || text[i] == '\'')) {
-            if (!read_quoted(text, i, word, error)) return false;
+            if (core::Status quoted = read_quoted(text, i, word); !quoted) return quoted.failure();
         } else {
             while (i < text.size() && !is_blank(text[i]) && text[i] != ',' && text[i] != ']') {
                 word += text[i++];
@@ -236,17 +230,15 @@ bool read_array(std::string_view text, std::vector<std::string>& words, std::str
         while (i < text.size() && is_blank(text[i])) ++i;
         if (i < text.size() && text[i] == ']') break;
         if (i == text.size() || text[i] != ',') {
-            error = "an array must be '[a, b, ...]' on one line";
-            return false;
+            return core::Error{"an array must be '[a, b, ...]' on one line"};
         }
         ++i;
     }
     const std::string_view after = trim(text.substr(i + 1));
     if (!after.empty() && after.front() != '#') {
-        error = "unexpected text after the array";
-        return false;
+        return core::Error{"unexpected text after the array"};
     }
-    return true;
+    return words;
 }
 
 // Levenshtein distance with adjacent transpositions counted as one edit
@@ -289,7 +281,7 @@ namespace {
 
 // One reading of a config file and the files it includes: the settings in
 // the order first set (a later line for the same key replaces the value, or
-// adds to it for kAddingUpKeys in redis.conf's form) and the problems found.
+// adds to it, in redis.conf's form, for lists that add up) and the problems found.
 class FileReading {
 public:
     FileReading(const std::vector<ConfigFileReader::Key>& keys, std::vector<std::string>& problems)
@@ -317,7 +309,9 @@ private:
     void include(const std::vector<std::string>& words, const std::string& path,
                  const std::string& where, std::vector<std::string>& chain);
     const ConfigFileReader::Key* find_key(const std::string& key, const std::string& where);
-    void set(const std::string& name, const std::string& value, bool adding_up);
+    // What a later line of a key does to the value set before.
+    enum class Lines { replace, add_up };
+    void set(const std::string& name, const std::string& value, Lines lines);
 
     const std::vector<ConfigFileReader::Key>& keys_;
     std::vector<std::string> names_;
@@ -362,13 +356,14 @@ void FileReading::read_line(std::string_view line, const std::string& path,
     std::string_view rest = trim(line.substr(end));
     const bool toml = !rest.empty() && rest.front() == '=';
     if (toml) rest = trim(rest.substr(1));
-    std::vector<std::string> words;
-    std::string error;
-    if (!(toml && !rest.empty() && rest.front() == '[' ? read_array(rest, words, error)
-                                                       : split_words(rest, toml, words, error))) {
-        problems_.push_back(where + error + " in the value of '" + written + "'");
+    core::Result<Words> read = toml && !rest.empty() && rest.front() == '['
+                                   ? read_array(rest)
+                                   : split_words(rest, toml ? LineForm::toml : LineForm::redis);
+    if (!read) {
+        problems_.push_back(where + read.error() + " in the value of '" + written + "'");
         return;
     }
+    Words& words = *read;
     const std::string key = core::ascii_lower(written);
     if (key == "include") {
         include(words, path, where, chain);
@@ -377,7 +372,8 @@ void FileReading::read_line(std::string_view line, const std::string& path,
     const ConfigFileReader::Key* known = find_key(written, where);
     if (known == nullptr) return;
     if (words.empty()) {
-        if (!known->flag) {
+        // A bare `key` line sets a flag.
+        if (known->spec->kind != core::OptionKind::flag) {
             problems_.push_back(where + "'" + written + "' needs a value");
             return;
         }
@@ -393,7 +389,9 @@ void FileReading::read_line(std::string_view line, const std::string& path,
                             "in Redis: put the comment on a line of its own");
         return;
     }
-    if (words.size() > 1 && !listed(kWordListKeys, known->name)) {
+    // A list of words, which redis.conf writes unquoted (`save 900 1 300
+    // 10`), is one value; every other key takes one word.
+    if (words.size() > 1 && known->spec->kind != core::OptionKind::words) {
         problems_.push_back(where + "'" + written + "' takes one value, got " +
                             std::to_string(words.size()) +
                             " words (quote a value that holds spaces)");
@@ -401,7 +399,10 @@ void FileReading::read_line(std::string_view line, const std::string& path,
     }
     std::string value;
     for (const std::string& word : words) value += (value.empty() ? "" : " ") + word;
-    set(known->name, value, !toml && listed(kAddingUpKeys, known->name));
+    // redis.conf spreads some lists over lines that add up (`save 900 1`
+    // then `save 300 10`; a client-output-buffer-limit line per class).
+    set(known->name, value,
+        !toml && has(known->spec->use, core::OptionUse::adds_up) ? Lines::add_up : Lines::replace);
 }
 
 // Redis's `include FILE`, relative to the including file's directory (so a
@@ -462,12 +463,17 @@ const ConfigFileReader::Key* FileReading::find_key(const std::string& key,
     return nullptr;
 }
 
-void FileReading::set(const std::string& name, const std::string& value, bool adding_up) {
+void FileReading::set(const std::string& name, const std::string& value, Lines lines) {
     for (auto& [set_name, set_value] : settings_) {
         if (set_name != name) continue;
         // `save ""` clears the points before it, as in redis.conf.
-        const bool add = adding_up && !value.empty() && !set_value.empty();
-        set_value = add ? set_value + " " + value : value;
+        const bool add = lines == Lines::add_up && !value.empty() && !set_value.empty();
+        if (add) {
+            set_value += ' ';
+            set_value += value;
+        } else {
+            set_value = value;
+        }
         return;
     }
     settings_.emplace_back(name, value);
@@ -476,12 +482,9 @@ void FileReading::set(const std::string& name, const std::string& value, bool ad
 }  // namespace
 
 ConfigFileReader::ConfigFileReader(const CLI::App& app) : file_option_(app.get_config_ptr()) {
-    for (const CLI::Option* option : app.get_options()) {
-        if (option->get_lnames().empty() || !option->get_configurable() ||
-            option == app.get_help_ptr() || option->get_lnames().front() == "version") {
-            continue;
-        }
-        keys_.push_back({option->get_lnames().front(), option->get_expected_min() == 0});
+    for (const core::OptionSpec& spec : core::option_specs()) {
+        if (has(spec.use, core::OptionUse::command_line))
+            keys_.push_back({std::string(spec.name), &spec});
     }
 }
 

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "bloomery/core/options.hpp"
+
 namespace bloomery::app {
 
 // CLI11's reader of the --config file (App::config_formatter), in place of its
@@ -19,9 +21,9 @@ namespace bloomery::app {
 // ("FILE:LINE: what is wrong"), and any problem refuses the start.
 class ConfigFileReader : public CLI::Config {
 public:
-    // `app` with every option declared: its long names are the keys a file
-    // may set, and its --config option names the file CLI11 hands over as a
-    // stream. The app must outlive the reader (it owns it).
+    // The keys a file may set are the command line's options of the option
+    // spec (core/options.hpp); `app`'s --config option names the file CLI11
+    // hands over as a stream. The app must outlive the reader (it owns it).
     explicit ConfigFileReader(const CLI::App& app);
 
     std::vector<CLI::ConfigItem> from_config(std::istream& input) const override;
@@ -34,10 +36,10 @@ public:
     // was fine or none was read.
     const std::vector<std::string>& problems() const { return problems_; }
 
-    // A key a file may set: an option's long name.
+    // A key a file may set: an option's long name, and its entry.
     struct Key {
         std::string name;
-        bool flag;  // takes no value: a bare `key` line means true
+        const core::OptionSpec* spec;
     };
 
 private:

@@ -1,74 +1,61 @@
 #pragma once
-// The command line's option table (option_set.cpp declares the options,
-// command_line.cpp converts what CLI11 cannot and parses).
+// The command line's options: the option spec (core/options.hpp) declared on
+// a CLI::App, one CLI11 option per entry. CLI11 only gathers each option's
+// text, from a flag, the --config file or the environment (in that order of
+// precedence); the spec then reads the texts into a Config, so that every
+// bad value is reported, not only the first.
 
 #include <CLI/CLI.hpp>
+#include <deque>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "bloomery/app/command_line.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/core/options.hpp"
 #include "config_file.hpp"
 
 namespace bloomery::app {
 
-// Every option of the command line, declared on a CLI::App and bound to a
-// CommandLine: most straight into its Config, the rest (words, sizes with a
-// percentage form, password files, the cluster map) into text fields here
-// that convert() turns into Config values once CLI11 has parsed. The one
-// table of options: --help, parsing and docs/options.md all read it.
-struct OptionSet {
-    OptionSet(CLI::App& app_, CommandLine& result_)
-        : app(app_), result(result_), c(result_.config) {}
+class OptionSet {
+public:
+    // Declares --version, --config and every option of the spec on `app`,
+    // group by group in --help's order. `app` must outlive this.
+    explicit OptionSet(CLI::App& app);
+    OptionSet(const OptionSet&) = delete;
+    OptionSet& operator=(const OptionSet&) = delete;
 
-    // Declares the options, group by group, in --help's order.
-    void declare();
-    // Conversions CLI11 cannot do, after it parsed: each failure is one more
-    // problem ("--option: what is wrong").
-    void convert(std::vector<std::string>& problems);
+    // Reads every option that was given and has a reader into `config`;
+    // each value refused is one more problem ("--option: what is wrong").
+    void read(core::Config& config, std::vector<std::string>& problems) const;
 
-    void add_network();
-    void add_tls();
-    void add_limits();
-    void add_security();
-    void add_filters();
-    void add_memory();
-    void add_persistence();
-    void add_replication();
-    void add_cluster();
-    void add_monitoring();
-    void add_logging();
-    void convert_words(std::vector<std::string>& problems);
-    void read_passwords(std::vector<std::string>& problems);
-    void convert_replication(std::vector<std::string>& problems);
-    void resolve_cluster(std::vector<std::string>& problems);
+    // Whether the option `name` was given (flag, file or environment). The
+    // name must be an option of the spec.
+    bool given(std::string_view name) const;
+    // The text given for `name` (its words joined by a space), "" if none.
+    std::string text(std::string_view name) const;
+    // Whether the flag `name` is on (given, and not `name = false` in the
+    // config file).
+    bool flag(std::string_view name) const;
 
-    CLI::App& app;
-    CommandLine& result;
-    core::Config& c;
-    std::shared_ptr<ConfigFileReader> config_reader;  // the --config file's problems
-    std::string tls_auth_clients;
-    CLI::Option* requirepass_option = nullptr;
-    std::string requirepass_file;
-    CLI::Option* requirepass_file_option = nullptr;
-    std::string protected_mode;
-    std::string maxmemory_spec;
-    std::string maxmemory_clients_spec;
-    std::string output_limits_spec;
-    std::string save_spec;
-    std::string stop_writes;
-    std::string appendonly;
-    std::vector<std::string> replicaof;  // "HOST PORT" as one word or two
-    std::string masterauth_file;
-    CLI::Option* masterauth_option = nullptr;
-    CLI::Option* masterauth_file_option = nullptr;
-    std::string serve_stale;
-    std::string cluster_enabled;
-    std::string cluster_slots;
-    CLI::Option* cluster_slots_option = nullptr;
-    std::string cluster_self;
-    CLI::Option* cluster_self_option = nullptr;
+    // The --config file's problems, in file order.
+    const std::vector<std::string>& file_problems() const { return config_reader_->problems(); }
+
+private:
+    struct Declared {
+        const core::OptionSpec* spec = nullptr;
+        CLI::Option* option = nullptr;
+        std::string text;                // one value
+        std::vector<std::string> words;  // OptionUse::two_words
+        bool flag = false;               // OptionKind::flag
+    };
+    void declare(CLI::App& app, const core::OptionSpec& spec);
+    const Declared& declared(std::string_view name) const;
+    static std::string text_of(const Declared& declared);
+
+    std::deque<Declared> declared_;  // a deque: CLI11 holds their addresses
+    std::shared_ptr<ConfigFileReader> config_reader_;
 };
 
 }  // namespace bloomery::app

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "bloomery/bloom/filter.hpp"
 #include "bloomery/bloom/params.hpp"
@@ -166,10 +167,10 @@ namespace {
 // At most kMaxAutoOverhead times the bits of RedisBloom's own sub-filter for
 // this capacity and rate (bloom_init with the options BF.RESERVE gives it).
 bool within_budget(const LayerGeometry& layer, std::uint64_t capacity, double error_rate) {
-    LayerGeometry reference;
-    return redisbloom_layer(capacity, error_rate, kRedisBloomDefaultOptions, reference) &&
-           static_cast<double>(layer.bits) <=
-               kMaxAutoOverhead * static_cast<double>(reference.bits);
+    const std::optional<LayerGeometry> reference =
+        redisbloom_layer(capacity, error_rate, kRedisBloomDefaultOptions);
+    return reference && static_cast<double>(layer.bits) <=
+                            kMaxAutoOverhead * static_cast<double>(reference->bits);
 }
 
 LayerGeometry sized(std::uint64_t capacity, double error_rate, Layout requested) {
@@ -224,35 +225,36 @@ LayerGeometry first_layer(const FilterOptions& options) {
     const double error_rate =
         options.nonscaling ? options.error_rate : options.error_rate * kTighteningRatio;
     if (options.scheme == HashScheme::redisbloom) {
-        LayerGeometry first;
         // Within check_options() bloom_init cannot fail; if it did, the
         // zero geometry fails check_layer() like any oversized layer.
-        if (!redisbloom_layer(options.capacity, error_rate, options.redisbloom_options, first)) {
-            return LayerGeometry{};
-        }
-        return first;
+        return redisbloom_layer(options.capacity, error_rate, options.redisbloom_options)
+            .value_or(LayerGeometry{});
     }
     if (options.layout == Layout::automatic)
         return sized_automatically(options.capacity, error_rate);
     return sized(options.capacity, error_rate, options.layout);
 }
 
-bool next_layer(const FilterOptions& options, const LayerGeometry& last, LayerGeometry& next) {
+std::optional<LayerGeometry> next_layer(const FilterOptions& options, const LayerGeometry& last) {
     const std::uint64_t expansion = options.expansion;
-    if (last.capacity > kMaxLayerCapacity / expansion) return false;
+    if (last.capacity > kMaxLayerCapacity / expansion) return std::nullopt;
     if (options.scheme == HashScheme::redisbloom) {
         // RedisBloom's rule: the last sub-filter's entries (which a 1.x chain's
         // power-of-two rounding may have raised) times the expansion, its error
         // halved, sized by bloom_init with the chain's options.
-        return redisbloom_layer(last.capacity * expansion, last.error_rate * kTighteningRatio,
-                                options.redisbloom_options, next) &&
-               check_layer(next, 0) == BoundsError::none;
+        std::optional<LayerGeometry> next =
+            redisbloom_layer(last.capacity * expansion, last.error_rate * kTighteningRatio,
+                             options.redisbloom_options);
+        if (!next || check_layer(*next, 0) != BoundsError::none) return std::nullopt;
+        return next;
     }
     const std::uint64_t capacity = last.capacity * expansion;
     const double error_rate = last.error_rate * kTighteningRatio;
-    next = options.layout == Layout::automatic ? sized_automatically(capacity, error_rate)
-                                               : sized(capacity, error_rate, options.layout);
-    return next.bits <= kMaxLayerBits && next.hashes <= kMaxHashes;
+    const LayerGeometry next = options.layout == Layout::automatic
+                                   ? sized_automatically(capacity, error_rate)
+                                   : sized(capacity, error_rate, options.layout);
+    if (next.bits > kMaxLayerBits || next.hashes > kMaxHashes) return std::nullopt;
+    return next;
 }
 
 std::uint64_t filter_bytes(std::span<const LayerGeometry> layers) {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <vector>
 
 #include "bloomery/bloom/params.hpp"
@@ -126,19 +127,17 @@ struct Location {
     std::uint64_t layer_bytes;
 };
 
-// Finds the layer holding byte `offset` of the concatenated bit arrays.
-bool locate(const ScalableFilter& filter, std::uint64_t offset, Location& loc) {
+// Finds the layer holding byte `offset` of the concatenated bit arrays;
+// nothing if the offset lies past the last layer.
+std::optional<Location> locate(const ScalableFilter& filter, std::uint64_t offset) {
     const std::size_t n = filter.num_layers();
     std::uint64_t start = 0;
     for (std::size_t i = 0; i < n; ++i) {
         const std::uint64_t size = filter.layer(i).byte_size();
-        if (offset - start < size) {
-            loc = Location{i, offset - start, size};
-            return true;
-        }
+        if (offset - start < size) return Location{i, offset - start, size};
         start += size;
     }
-    return false;
+    return std::nullopt;
 }
 
 // ---- RedisBloom's format ----
@@ -194,92 +193,123 @@ std::string encode_redisbloom_header(const ScalableFilter& filter) {
     return out;
 }
 
-// RedisBloom's checks of a header (SB_NewChainFromHeader,
-// bloom_validate_integrity, SB_ValidateIntegrity), then bloomery's bounds,
-// all before anything is allocated.
-bool parse_redisbloom_header(std::string_view bytes, DumpHeader& out, std::string& error) {
-    Reader in(bytes);
-    const std::uint64_t size = in.u64();
-    const std::uint32_t nfilters = in.u32();
-    const std::uint32_t chain_options = in.u32();
-    const std::uint32_t growth = in.u32();
-    if (nfilters > kMaxLayers) {
-        error = "RedisBloom filter of " + std::to_string(nfilters) +
-                " sub-filters, more than the " + std::to_string(kMaxLayers) + " bloomery keeps";
-        return false;
+// The chain's own fields, before its sub-filters.
+struct RedisBloomChain {
+    std::uint64_t size = 0;  // items in all sub-filters
+    std::uint32_t nfilters = 0;
+    std::uint32_t options = 0;
+    std::uint32_t growth = 0;
+};
+
+// SB_NewChainFromHeader's checks of the chain's fields and a sub-filter
+// count bloomery keeps; then a header with the options they give, its
+// sub-filters still to read and its requested rate and capacity still to
+// derive from them.
+core::Result<DumpHeader> redisbloom_chain_header(const RedisBloomChain& chain) {
+    if (chain.nfilters > kMaxLayers) {
+        return core::Error{"RedisBloom filter of " + std::to_string(chain.nfilters) +
+                           " sub-filters, more than the " + std::to_string(kMaxLayers) +
+                           " bloomery keeps"};
     }
     constexpr std::uint32_t kRedisBloomKnown =
         kRedisBloomNoRound | kRedisBloomEntsIsBits | kRedisBloomForce64 | kRedisBloomNoScaling;
-    if ((chain_options & ~kRedisBloomKnown) != 0) {
-        error = kBadData;
-        return false;
-    }
-    if ((chain_options & kRedisBloomEntsIsBits) != 0) {
-        error = "unsupported RedisBloom filter options " + std::to_string(chain_options) +
-                " (ENTS_IS_BITS)";
-        return false;
+    if ((chain.options & ~kRedisBloomKnown) != 0) return core::Error{kBadData};
+    if ((chain.options & kRedisBloomEntsIsBits) != 0) {
+        return core::Error{"unsupported RedisBloom filter options " +
+                           std::to_string(chain.options) + " (ENTS_IS_BITS)"};
     }
     DumpHeader header;
     header.options.scheme = HashScheme::redisbloom;
-    header.options.redisbloom_options = chain_options;
-    header.options.nonscaling = (chain_options & kRedisBloomNoScaling) != 0;
-    header.options.expansion = growth;
+    header.options.redisbloom_options = chain.options;
+    header.options.nonscaling = (chain.options & kRedisBloomNoScaling) != 0;
+    header.options.expansion = chain.growth;
     header.options.layout = Layout::classic;
-    header.layers.resize(nfilters);
-    header.items.resize(nfilters);
-    std::uint64_t total = 0;
-    for (std::uint32_t i = 0; i < nfilters; ++i) {
-        const std::uint64_t link_bytes = in.u64();
-        LayerGeometry& layer = header.layers[i];
-        layer.bits = in.u64();
-        header.items[i] = in.u64();
-        layer.error_rate = in.f64();
-        layer.redisbloom_bpe = in.f64();
-        layer.hashes = in.u32();
-        layer.capacity = in.u64();
-        layer.redisbloom_n2 = in.u8();
-        layer.scheme = HashScheme::redisbloom;
-        layer.layout = Layout::classic;
-        // bloom_validate_integrity.
-        const bool integral =
-            layer.error_rate > 0 && layer.error_rate < 1.0 && layer.redisbloom_n2 <= 63 &&
-            (layer.redisbloom_n2 == 0 || layer.bits >= (std::uint64_t{1} << layer.redisbloom_n2)) &&
-            layer.bits != 0 && link_bytes <= std::numeric_limits<std::uint64_t>::max() / 8 &&
-            layer.bits == link_bytes * 8 && std::isfinite(layer.redisbloom_bpe) &&
-            redisbloom_hashes(layer.redisbloom_bpe) == layer.hashes;
-        if (!integral || header.items[i] > std::numeric_limits<std::uint64_t>::max() - total) {
-            error = kBadData;
-            return false;
-        }
-        total += header.items[i];
-        if (const BoundsError e = check_layer(layer, header.items[i]); e != BoundsError::none) {
-            error = "RedisBloom sub-filter " + std::to_string(i) +
-                    " is outside what bloomery keeps: " + describe(e);
-            return false;
-        }
+    header.layers.resize(chain.nfilters);
+    header.items.resize(chain.nfilters);
+    return header;
+}
+
+// bloom_validate_integrity of a sub-filter whose link says it takes
+// `link_bytes` of bit array.
+bool redisbloom_link_is_sound(const LayerGeometry& layer, std::uint64_t link_bytes) {
+    return layer.error_rate > 0 && layer.error_rate < 1.0 && layer.redisbloom_n2 <= 63 &&
+           (layer.redisbloom_n2 == 0 || layer.bits >= (std::uint64_t{1} << layer.redisbloom_n2)) &&
+           layer.bits != 0 && link_bytes <= std::numeric_limits<std::uint64_t>::max() / 8 &&
+           layer.bits == link_bytes * 8 && std::isfinite(layer.redisbloom_bpe) &&
+           redisbloom_hashes(layer.redisbloom_bpe) == layer.hashes;
+}
+
+// Sub-filter `index` (53 bytes) into the header: RedisBloom's integrity
+// check, a chain size that still fits 64 bits after the `items_before` of
+// the sub-filters before it, then bloomery's bounds.
+core::Status read_redisbloom_link(Reader& in, std::uint32_t index, std::uint64_t items_before,
+                                  DumpHeader& header) {
+    const std::uint64_t link_bytes = in.u64();
+    LayerGeometry& layer = header.layers[index];
+    std::uint64_t& items = header.items[index];
+    layer.bits = in.u64();
+    items = in.u64();
+    layer.error_rate = in.f64();
+    layer.redisbloom_bpe = in.f64();
+    layer.hashes = in.u32();
+    layer.capacity = in.u64();
+    layer.redisbloom_n2 = in.u8();
+    layer.scheme = HashScheme::redisbloom;
+    layer.layout = Layout::classic;
+    if (!redisbloom_link_is_sound(layer, link_bytes) ||
+        items > std::numeric_limits<std::uint64_t>::max() - items_before) {
+        return core::Error{kBadData};
     }
-    if (total != size) {  // SB_ValidateIntegrity
-        error = kBadData;
-        return false;
+    if (const BoundsError e = check_layer(layer, items); e != BoundsError::none) {
+        return core::Error{"RedisBloom sub-filter " + std::to_string(index) +
+                           " is outside what bloomery keeps: " + describe(e)};
     }
-    // RedisBloom keeps no requested rate or capacity: the first sub-filter's
-    // say what they were (its error is the requested one halved on a
-    // scaling chain).
+    return {};
+}
+
+// RedisBloom keeps no requested rate or capacity: the first sub-filter's
+// say what they were (its error is the requested one halved on a scaling
+// chain). Then the bounds of a stored filter's options.
+core::Status derive_redisbloom_options(DumpHeader& header) {
     const LayerGeometry& first = header.layers.front();
     header.options.capacity = first.capacity;
     header.options.error_rate =
         header.options.nonscaling ? first.error_rate : first.error_rate / 0.5;
     if (const BoundsError e = check_stored_options(header.options); e != BoundsError::none) {
-        error = "RedisBloom filter is outside what bloomery keeps: " + describe(e);
-        return false;
+        return core::Error{"RedisBloom filter is outside what bloomery keeps: " + describe(e)};
     }
-    if (header.options.nonscaling && nfilters != 1) {
-        error = "RedisBloom filter is outside what bloomery keeps: " +
-                describe(BoundsError::nonscaling_layers);
-        return false;
+    if (header.options.nonscaling && header.layers.size() != 1) {
+        return core::Error{"RedisBloom filter is outside what bloomery keeps: " +
+                           describe(BoundsError::nonscaling_layers)};
     }
-    out = std::move(header);
-    return true;
+    return {};
+}
+
+// RedisBloom's checks of a header (SB_NewChainFromHeader,
+// bloom_validate_integrity, SB_ValidateIntegrity), then bloomery's bounds,
+// all before anything is allocated. The caller has checked the length
+// (looks_like_redisbloom_header): at least one sub-filter, all present.
+core::Result<DumpHeader> parse_redisbloom_header(std::string_view bytes) {
+    Reader in(bytes);
+    RedisBloomChain chain;
+    chain.size = in.u64();
+    chain.nfilters = in.u32();
+    chain.options = in.u32();
+    chain.growth = in.u32();
+    core::Result<DumpHeader> header = redisbloom_chain_header(chain);
+    if (!header) return header;
+    std::uint64_t total = 0;
+    for (std::uint32_t i = 0; i < chain.nfilters; ++i) {
+        if (core::Status link = read_redisbloom_link(in, i, total, *header); !link) {
+            return link.failure();
+        }
+        total += header->items[i];
+    }
+    if (total != chain.size) return core::Error{kBadData};  // SB_ValidateIntegrity
+    if (core::Status options = derive_redisbloom_options(*header); !options) {
+        return options.failure();
+    }
+    return header;
 }
 
 // The bytes [offset, offset + length) of a layer, little-endian.
@@ -289,42 +319,119 @@ std::string layer_bytes(const BloomLayer& layer, std::uint64_t offset, std::uint
     std::vector<std::uint64_t> buffer(last_word - first_word);
     layer.copy_words(first_word, buffer.size(), buffer.data());
     for (std::uint64_t& w : buffer) w = to_le(w);
-    return std::string(reinterpret_cast<const char*>(buffer.data()) + offset % 8, length);
+    return {reinterpret_cast<const char*>(buffer.data()) + offset % 8, length};
 }
 
 DumpChunk redisbloom_chunk(const ScalableFilter& filter, std::int64_t iter,
                            std::size_t max_chunk_bytes) {
     if (iter < 1) return DumpChunk{0, {}};
-    Location loc;
-    if (!locate(filter, static_cast<std::uint64_t>(iter - 1), loc)) return DumpChunk{0, {}};
+    const std::optional<Location> loc = locate(filter, static_cast<std::uint64_t>(iter - 1));
+    if (!loc) return DumpChunk{0, {}};
     const std::uint64_t limit = std::max<std::uint64_t>(1, max_chunk_bytes);
-    const std::uint64_t length = std::min(limit, loc.layer_bytes - loc.layer_offset);
+    const std::uint64_t length = std::min(limit, loc->layer_bytes - loc->layer_offset);
     DumpChunk chunk;
-    chunk.data = layer_bytes(filter.layer(loc.layer), loc.layer_offset, length);
+    chunk.data = layer_bytes(filter.layer(loc->layer), loc->layer_offset, length);
     chunk.next_iter = iter + static_cast<std::int64_t>(length);
     return chunk;
 }
 
 // SBChain_LoadEncodedChunk's checks: the chunk ends at byte iter - 1 and
 // lies within one sub-filter.
-bool check_redisbloom_chunk(const ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
-                            ChunkTarget& target, std::string& error) {
-    if (iter <= 0 || static_cast<std::uint64_t>(iter) < chunk.size()) {
-        error = kBadData;
-        return false;
+core::Result<ChunkTarget> check_redisbloom_chunk(const ScalableFilter& filter, std::int64_t iter,
+                                                 std::string_view chunk) {
+    if (iter <= 0 || static_cast<std::uint64_t>(iter) < chunk.size()) return core::Error{kBadData};
+    const auto end = static_cast<std::uint64_t>(iter);
+    if (end - chunk.size() < 1) return core::Error{kNoLink};
+    const std::optional<Location> loc = locate(filter, end - chunk.size() - 1);
+    if (!loc) return core::Error{kNoLink};
+    if (chunk.size() > loc->layer_bytes - loc->layer_offset) return core::Error{kTooBig};
+    return ChunkTarget{loc->layer, loc->layer_offset, chunk};
+}
+
+// ---- bloomery's format ----
+
+constexpr const char* kInvalidHeader = "invalid dump header";
+
+// The fields after the version: the options, their flags and the layer
+// count. The same bounds every other path uses (bounds.hpp): a dump this
+// server could not have written is refused, so a restored filter can always
+// be saved and loaded again. The count must also agree with the header's
+// length, so the layers can then be read without a bounds check.
+core::Result<DumpHeader> read_bloomery_options(Reader& in, std::uint32_t version,
+                                               std::size_t body_bytes) {
+    const std::size_t layer_bytes = version == 1 ? kLayerBytesV1 : kLayerBytes;
+    const std::uint32_t known_flags =
+        version == 1 ? kFlagNonscaling : kFlagNonscaling | kFlagBlocked | kFlagAutomatic;
+    DumpHeader header;
+    header.options.error_rate = in.f64();
+    header.options.capacity = in.u64();
+    header.options.expansion = in.u32();
+    const std::uint32_t flags = in.u32();
+    header.options.nonscaling = (flags & kFlagNonscaling) != 0;
+    header.options.layout = (flags & kFlagBlocked) != 0     ? Layout::blocked
+                            : (flags & kFlagAutomatic) != 0 ? Layout::automatic
+                                                            : Layout::classic;
+    const std::uint32_t layers = in.u32();
+    if (check_stored_options(header.options) != BoundsError::none || (flags & ~known_flags) != 0 ||
+        (flags & (kFlagBlocked | kFlagAutomatic)) == (kFlagBlocked | kFlagAutomatic) ||
+        layers < 1 || layers > kMaxLayers || (header.options.nonscaling && layers != 1) ||
+        body_bytes != kFixedHeaderBytes + layers * layer_bytes) {
+        return core::Error{kInvalidHeader};
     }
-    const std::uint64_t end = static_cast<std::uint64_t>(iter);
-    Location loc;
-    if (end - chunk.size() < 1 || !locate(filter, end - chunk.size() - 1, loc)) {
-        error = kNoLink;
-        return false;
+    header.layers.resize(layers);
+    header.items.resize(layers);
+    return header;
+}
+
+// Layer `index` into the header (its layout from version 2 on), within the
+// bounds of a stored layer.
+core::Status read_bloomery_layer(Reader& in, std::uint32_t version, std::uint32_t index,
+                                 DumpHeader& header) {
+    LayerGeometry& layer = header.layers[index];
+    layer.capacity = in.u64();
+    layer.error_rate = in.f64();
+    layer.bits = in.u64();
+    layer.hashes = in.u32();
+    if (version != 1) {
+        const std::uint32_t layout = in.u32();
+        if (layout > static_cast<std::uint32_t>(Layout::blocked))
+            return core::Error{kInvalidHeader};
+        layer.layout = static_cast<Layout>(layout);
     }
-    if (chunk.size() > loc.layer_bytes - loc.layer_offset) {
-        error = kTooBig;
-        return false;
+    header.items[index] = in.u64();
+    if (check_layer(layer, header.items[index]) != BoundsError::none) {
+        return core::Error{kInvalidHeader};
     }
-    target = ChunkTarget{loc.layer, loc.layer_offset, chunk};
-    return true;
+    return {};
+}
+
+// bloomery's own header (its layout at the top of this file).
+core::Result<DumpHeader> parse_bloomery_header(std::string_view bytes) {
+    if (bytes.size() < kFixedHeaderBytes + kLayerBytesV1 + kChecksumBytes) {
+        return core::Error{kInvalidHeader};
+    }
+    // The checksum is always the last 8 bytes, so it can be verified before
+    // trusting any field (a flipped bit in the layer count reads as a
+    // checksum mismatch, not as a confusing length error).
+    const std::string_view body = bytes.substr(0, bytes.size() - kChecksumBytes);
+    Reader trailer(bytes.substr(body.size()));
+    if (trailer.u64() != XXH64(body.data(), body.size(), kChecksumSeed)) {
+        return core::Error{"dump header checksum mismatch"};
+    }
+    if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) return core::Error{kInvalidHeader};
+    Reader in(body);
+    in.skip(sizeof kMagic);
+    const std::uint32_t version = in.u32();
+    if (version != 1 && version != kVersion) return core::Error{"unsupported dump version"};
+    core::Result<DumpHeader> header = read_bloomery_options(in, version, body.size());
+    if (!header) return header;
+    const auto layers = static_cast<std::uint32_t>(header->layers.size());
+    for (std::uint32_t i = 0; i < layers; ++i) {
+        if (core::Status layer = read_bloomery_layer(in, version, i, *header); !layer) {
+            return layer.failure();
+        }
+    }
+    return header;
 }
 
 }  // namespace
@@ -357,79 +464,16 @@ std::string encode_header(const ScalableFilter& filter) {
     return out;
 }
 
-bool parse_header(std::string_view bytes, DumpHeader& out, std::string& error) {
-    if (looks_like_redisbloom_header(bytes)) return parse_redisbloom_header(bytes, out, error);
-    if (bytes.size() < kFixedHeaderBytes + kLayerBytesV1 + kChecksumBytes) {
-        error = "invalid dump header";
-        return false;
+HeaderFormat header_format(std::string_view bytes) {
+    if (bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0) {
+        return HeaderFormat::bloomery;
     }
-    // The checksum is always the last 8 bytes, so it can be verified before
-    // trusting any field (a flipped bit in the layer count reads as a
-    // checksum mismatch, not as a confusing length error).
-    const std::string_view body = bytes.substr(0, bytes.size() - kChecksumBytes);
-    Reader trailer(bytes.substr(body.size()));
-    if (trailer.u64() != XXH64(body.data(), body.size(), kChecksumSeed)) {
-        error = "dump header checksum mismatch";
-        return false;
-    }
-    if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
-        error = "invalid dump header";
-        return false;
-    }
-    Reader in(body);
-    in.skip(sizeof kMagic);
-    const std::uint32_t version = in.u32();
-    if (version != 1 && version != kVersion) {
-        error = "unsupported dump version";
-        return false;
-    }
-    const std::size_t layer_bytes = version == 1 ? kLayerBytesV1 : kLayerBytes;
-    const std::uint32_t known_flags =
-        version == 1 ? kFlagNonscaling : kFlagNonscaling | kFlagBlocked | kFlagAutomatic;
-    DumpHeader header;
-    header.options.error_rate = in.f64();
-    header.options.capacity = in.u64();
-    header.options.expansion = in.u32();
-    const std::uint32_t flags = in.u32();
-    header.options.nonscaling = (flags & kFlagNonscaling) != 0;
-    header.options.layout = (flags & kFlagBlocked) != 0     ? Layout::blocked
-                            : (flags & kFlagAutomatic) != 0 ? Layout::automatic
-                                                            : Layout::classic;
-    const std::uint32_t layers = in.u32();
-    // The same bounds every other path uses (bounds.hpp): a dump this server
-    // could not have written is refused, so a restored filter can always be
-    // saved and loaded again.
-    if (check_stored_options(header.options) != BoundsError::none || (flags & ~known_flags) != 0 ||
-        (flags & (kFlagBlocked | kFlagAutomatic)) == (kFlagBlocked | kFlagAutomatic) ||
-        layers < 1 || layers > kMaxLayers || (header.options.nonscaling && layers != 1) ||
-        body.size() != kFixedHeaderBytes + layers * layer_bytes) {
-        error = "invalid dump header";
-        return false;
-    }
-    header.layers.resize(layers);
-    header.items.resize(layers);
-    for (std::uint32_t i = 0; i < layers; ++i) {
-        LayerGeometry& layer = header.layers[i];
-        layer.capacity = in.u64();
-        layer.error_rate = in.f64();
-        layer.bits = in.u64();
-        layer.hashes = in.u32();
-        if (version != 1) {
-            const std::uint32_t layout = in.u32();
-            if (layout > static_cast<std::uint32_t>(Layout::blocked)) {
-                error = "invalid dump header";
-                return false;
-            }
-            layer.layout = static_cast<Layout>(layout);
-        }
-        header.items[i] = in.u64();
-        if (check_layer(layer, header.items[i]) != BoundsError::none) {
-            error = "invalid dump header";
-            return false;
-        }
-    }
-    out = std::move(header);
-    return true;
+    return looks_like_redisbloom_header(bytes) ? HeaderFormat::redisbloom : HeaderFormat::unknown;
+}
+
+core::Result<DumpHeader> parse_header(std::string_view bytes) {
+    if (looks_like_redisbloom_header(bytes)) return parse_redisbloom_header(bytes);
+    return parse_bloomery_header(bytes);
 }
 
 FilterRef build_filter(const DumpHeader& header, std::uint64_t maxmemory) {
@@ -440,19 +484,16 @@ FilterRef build_filter(const DumpHeader& header, std::uint64_t maxmemory) {
     return filter;
 }
 
-FilterRef decode_header(std::string_view bytes, std::uint64_t max_filter_bytes,
-                        std::string& error) {
-    DumpHeader header;
-    if (!parse_header(bytes, header, error)) return {};
-    if (max_filter_bytes != 0 && filter_bytes(header.layers) > max_filter_bytes) {
-        error = "dump exceeds max filter size";
-        return {};
+core::Result<FilterRef> decode_header(std::string_view bytes, std::uint64_t max_filter_bytes) {
+    const core::Result<DumpHeader> header = parse_header(bytes);
+    if (!header) return header.failure();
+    if (max_filter_bytes != 0 && filter_bytes(header->layers) > max_filter_bytes) {
+        return core::Error{"dump exceeds max filter size"};
     }
     try {
-        return build_filter(header);
+        return build_filter(*header);
     } catch (const std::bad_alloc&) {
-        error = "not enough memory to load dump";
-        return {};
+        return core::Error{"not enough memory to load dump"};
     }
 }
 
@@ -463,14 +504,15 @@ DumpChunk dump_chunk(const ScalableFilter& filter, std::int64_t iter, std::size_
     }
     if (iter < 0) return DumpChunk{0, {}};
     const auto offset = static_cast<std::uint64_t>(iter - 1);
-    Location loc;
-    if (offset % 8 != 0 || !locate(filter, offset, loc)) return DumpChunk{0, {}};
+    if (offset % 8 != 0) return DumpChunk{0, {}};
+    const std::optional<Location> loc = locate(filter, offset);
+    if (!loc) return DumpChunk{0, {}};
 
     const std::uint64_t limit = std::max<std::uint64_t>(8, max_chunk_bytes & ~std::size_t{7});
-    const std::uint64_t length = std::min(limit, loc.layer_bytes - loc.layer_offset);
+    const std::uint64_t length = std::min(limit, loc->layer_bytes - loc->layer_offset);
     const std::uint64_t words = length / 8;
     std::vector<std::uint64_t> buffer(words);
-    filter.layer(loc.layer).copy_words(loc.layer_offset / 8, words, buffer.data());
+    filter.layer(loc->layer).copy_words(loc->layer_offset / 8, words, buffer.data());
     for (std::uint64_t& w : buffer) w = to_le(w);
 
     DumpChunk chunk;
@@ -487,39 +529,28 @@ std::string_view chunk_bits(const ScalableFilter& filter, std::string_view chunk
     return chunk.substr(0, chunk.size() - kChecksumBytes);
 }
 
-bool check_chunk(const ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
-                 ChunkTarget& target, std::string& error) {
-    if (filter.scheme() == HashScheme::redisbloom) {
-        return check_redisbloom_chunk(filter, iter, chunk, target, error);
-    }
-    if (iter < 1) {
-        error = "invalid chunk iterator";
-        return false;
-    }
+core::Result<ChunkTarget> check_chunk(const ScalableFilter& filter, std::int64_t iter,
+                                      std::string_view chunk) {
+    if (filter.scheme() == HashScheme::redisbloom)
+        return check_redisbloom_chunk(filter, iter, chunk);
+    if (iter < 1) return core::Error{"invalid chunk iterator"};
     if (chunk.size() < 8 + kChecksumBytes || chunk.size() % 8 != 0) {
-        error = "invalid chunk length";
-        return false;
+        return core::Error{"invalid chunk length"};
     }
     const std::uint64_t length = chunk.size() - kChecksumBytes;
     const auto end = static_cast<std::uint64_t>(iter - 1);
-    if (end < length || end % 8 != 0) {
-        error = "invalid chunk iterator";
-        return false;
-    }
+    if (end < length || end % 8 != 0) return core::Error{"invalid chunk iterator"};
     const std::uint64_t offset = end - length;
-    Location loc;
-    if (!locate(filter, offset, loc) || length > loc.layer_bytes - loc.layer_offset) {
-        error = "chunk out of range";
-        return false;
+    const std::optional<Location> loc = locate(filter, offset);
+    if (!loc || length > loc->layer_bytes - loc->layer_offset) {
+        return core::Error{"chunk out of range"};
     }
     const std::string_view payload = chunk.substr(0, length);
     Reader trailer(chunk.substr(length));
     if (trailer.u64() != chunk_checksum(offset, payload)) {
-        error = "chunk checksum mismatch";
-        return false;
+        return core::Error{"chunk checksum mismatch"};
     }
-    target = ChunkTarget{loc.layer, loc.layer_offset, payload};
-    return true;
+    return ChunkTarget{loc->layer, loc->layer_offset, payload};
 }
 
 void apply_chunk(ScalableFilter& filter, const ChunkTarget& target) {
@@ -555,12 +586,11 @@ void apply_chunk(ScalableFilter& filter, const ChunkTarget& target) {
     }
 }
 
-bool load_chunk(ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
-                std::string& error) {
-    ChunkTarget target;
-    if (!check_chunk(filter, iter, chunk, target, error)) return false;
-    apply_chunk(filter, target);
-    return true;
+core::Status load_chunk(ScalableFilter& filter, std::int64_t iter, std::string_view chunk) {
+    const core::Result<ChunkTarget> target = check_chunk(filter, iter, chunk);
+    if (!target) return target.failure();
+    apply_chunk(filter, *target);
+    return {};
 }
 
 }  // namespace bloomery::bloom

@@ -22,9 +22,9 @@ static_assert(WordRef::required_alignment <= alignof(std::uint64_t),
 // workers never share a line; more threads share slots, which stays correct.
 constexpr std::size_t kCounterSlots = 16;
 constexpr std::size_t kPageBytes = 4096;
-constexpr std::uint64_t kHugePageBytes = 2 * 1024 * 1024;
+constexpr std::uint64_t kHugePageBytes = std::uint64_t{2} * 1024 * 1024;
 // Layers with counters from this many bytes up get their own mapping.
-constexpr std::uint64_t kOwnMappingBytes = 1024 * 1024;
+constexpr std::uint64_t kOwnMappingBytes = std::uint64_t{1024} * 1024;
 
 std::size_t thread_slot() {
     static std::atomic<std::size_t> next{0};

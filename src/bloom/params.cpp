@@ -66,7 +66,7 @@ double estimate_items(std::uint64_t bits, std::uint32_t hashes, std::uint64_t ze
     // (about 1.3 million for m = 1 Mbit, k = 7 vs 100k items at capacity).
     std::uint64_t m0 = zero_bits == 0 ? 1 : zero_bits;
     if (m0 > bits) m0 = bits;
-    const double m = static_cast<double>(bits);
+    const auto m = static_cast<double>(bits);
     return (m / k) * std::log(m / static_cast<double>(m0));
 }
 
@@ -108,7 +108,7 @@ ClassicSizing classic_sizing(double error_rate) {
 }
 
 double blocked_false_positive_rate(double bits_per_item, std::uint32_t hashes) {
-    const double block = static_cast<double>(kBlockBits);
+    const auto block = static_cast<double>(kBlockBits);
     const double lambda = block / bits_per_item;
     const double k = hashes;
     // log(1 - 1/B): each of the i·k bits set in a block misses a given bit

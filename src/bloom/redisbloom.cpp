@@ -100,15 +100,15 @@ std::uint32_t redisbloom_hashes(double bpe) {
     return hashes < 0 ? 0 : static_cast<std::uint32_t>(hashes);
 }
 
-bool redisbloom_layer(std::uint64_t entries, double error_rate, std::uint32_t options,
-                      LayerGeometry& out) {
-    if (entries < 1 || !(error_rate > 0) || !(error_rate < 1.0)) return false;
-    if ((options & kRedisBloomEntsIsBits) != 0) return false;
+std::optional<LayerGeometry> redisbloom_layer(std::uint64_t entries, double error_rate,
+                                              std::uint32_t options) {
+    if (entries < 1 || !(error_rate > 0) || !(error_rate < 1.0)) return std::nullopt;
+    if ((options & kRedisBloomEntsIsBits) != 0) return std::nullopt;
     const double bpe = redisbloom_bpe(error_rate);
     const double wanted = static_cast<double>(entries) * bpe;
     // Conversions of doubles at or past 2^64 are undefined; no layer that
     // large is within the bounds anyway.
-    if (!(wanted < 9.2e18)) return false;
+    if (!(wanted < 9.2e18)) return std::nullopt;
     std::uint64_t bits = 0;
     std::uint8_t n2 = 0;
     if ((options & kRedisBloomNoRound) != 0) {
@@ -118,7 +118,7 @@ bool redisbloom_layer(std::uint64_t entries, double error_rate, std::uint32_t op
         const double exponent = std::logb(wanted);
         // logb of 0.5 <= x < 1 is -1: n2 = 0, one bit, as bloom_init; below
         // that RedisBloom's n2 would wrap.
-        if (!(exponent >= -1.0) || exponent > 62.0) return false;
+        if (!(exponent >= -1.0) || exponent > 62.0) return std::nullopt;
         n2 = static_cast<std::uint8_t>(exponent + 1);
         bits = std::uint64_t{1} << n2;
         const auto spare_bits = static_cast<std::uint64_t>(static_cast<double>(bits) - wanted);
@@ -126,7 +126,7 @@ bool redisbloom_layer(std::uint64_t entries, double error_rate, std::uint32_t op
         entries += spare_items;
     }
     const std::uint64_t bytes = bits % 64 != 0 ? (bits / 64 + 1) * 8 : bits / 8;
-    out = LayerGeometry{};
+    LayerGeometry out;
     out.capacity = entries;
     out.error_rate = error_rate;
     out.bits = bytes * 8;
@@ -135,7 +135,7 @@ bool redisbloom_layer(std::uint64_t entries, double error_rate, std::uint32_t op
     out.scheme = HashScheme::redisbloom;
     out.redisbloom_bpe = bpe;
     out.redisbloom_n2 = n2;
-    return true;
+    return out;
 }
 
 }  // namespace bloomery::bloom

@@ -6,6 +6,7 @@
 #include <limits>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -217,7 +218,9 @@ std::uint64_t ScalableFilter::allocation_bytes(std::span<const LayerGeometry> la
     std::uint64_t total = header_bytes(layers.front());
     total += layer_allocation_bytes(layers.front()) - sizeof(BloomLayer) -
              BloomLayer::inline_bytes(layers.front());  // its mapping, if any
-    if (layers.size() > 1) total += kMoreLayers * sizeof(BloomLayer*);
+    if (layers.size() > 1)
+        total += kMoreLayers *
+                 sizeof(BloomLayer*);  // NOLINT(bugprone-sizeof-expression): a pointer per layer
     for (std::size_t i = 1; i < layers.size(); ++i) total += layer_allocation_bytes(layers[i]);
     return total;
 }
@@ -236,7 +239,8 @@ void ScalableFilter::append_layer(LayerPtr layer, MemoryReservation* reserved) {
     std::uint64_t charged = layer_allocation_bytes(layer->geometry());
     if (more == nullptr) {
         more = new BloomLayer*[kMoreLayers]();
-        charged += kMoreLayers * sizeof(BloomLayer*);
+        charged += kMoreLayers *
+                   sizeof(BloomLayer*);  // NOLINT(bugprone-sizeof-expression): a pointer per layer
         more_layers_.store(more, std::memory_order_release);
     }
     more[n - 1] = layer.release();
@@ -431,9 +435,10 @@ bool ScalableFilter::redo_layers(std::size_t layer_index) {
     if (layer_index >= kMaxLayers) return false;
     if ((flags_ & kNonscaling) != 0 && layer_index > 0) return false;
     while (num_layers() <= layer_index) {
-        LayerGeometry next;
-        if (!next_layer(options(), layer(num_layers() - 1).geometry(), next)) return false;
-        append_layer_for_load(next);
+        const std::optional<LayerGeometry> next =
+            next_layer(options(), layer(num_layers() - 1).geometry());
+        if (!next) return false;
+        append_layer_for_load(*next);
     }
     return true;
 }
@@ -453,14 +458,16 @@ AddResult ScalableFilter::grow(std::size_t seen_layers, const GrowthLimits& limi
     // layer per "full" event, never two.
     if (n != seen_layers) return AddResult::added;
     if (n >= kMaxLayers) return AddResult::too_many_layers;
-    LayerGeometry next;
-    if (!next_layer(options(), layer(n - 1).geometry(), next)) return AddResult::too_many_layers;
+    const std::optional<LayerGeometry> grown = next_layer(options(), layer(n - 1).geometry());
+    if (!grown) return AddResult::too_many_layers;
+    const LayerGeometry& next = *grown;
     if (limits.max_filter_bytes != 0 && bits_size() + next.bits / 8 > limits.max_filter_bytes) {
         return AddResult::too_large;
     }
     std::uint64_t cost = layer_allocation_bytes(next);
     if (more_layers_.load(std::memory_order_relaxed) == nullptr) {
-        cost += kMoreLayers * sizeof(BloomLayer*);
+        cost += kMoreLayers *
+                sizeof(BloomLayer*);  // NOLINT(bugprone-sizeof-expression): a pointer per layer
     }
     MemoryReservation reserved(cost, limits.maxmemory);
     if (!reserved.held()) return AddResult::out_of_memory;
@@ -497,7 +504,9 @@ std::uint64_t ScalableFilter::bits_size() const {
 std::uint64_t ScalableFilter::allocated_bytes() const {
     const std::size_t n = num_layers();
     std::uint64_t total = header_bytes(first_.geometry()) + first_.mapped_bytes();
-    if (n > 1) total += kMoreLayers * sizeof(BloomLayer*);
+    if (n > 1)
+        total += kMoreLayers *
+                 sizeof(BloomLayer*);  // NOLINT(bugprone-sizeof-expression): a pointer per layer
     for (std::size_t i = 1; i < n; ++i) total += layer_allocation_bytes(layer(i).geometry());
     return total;
 }

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -26,16 +27,11 @@ std::string_view trim(std::string_view text) {
     return text;
 }
 
-std::string lower(std::string_view text) {
-    return core::ascii_lower(text);
-}
-
 // Only digits, no sign, no spaces: "0x10" or "+5" in a map is a typo.
-bool parse_number(std::string_view text, std::uint32_t& out) {
+std::optional<std::uint32_t> parse_number(std::string_view text) {
     std::uint64_t value = 0;
-    if (!core::parse_digits(text, 5, value)) return false;
-    out = static_cast<std::uint32_t>(value);
-    return true;
+    if (!core::parse_digits(text, 5, value)) return std::nullopt;
+    return static_cast<std::uint32_t>(value);
 }
 
 std::string slots_text(std::uint32_t first, std::uint32_t last) {
@@ -46,7 +42,7 @@ std::string slots_text(std::uint32_t first, std::uint32_t last) {
 struct Endpoint {
     std::string host;  // as written, unbracketed
     std::uint16_t port = 0;
-    std::string key() const { return lower(host) + ":" + std::to_string(port); }
+    std::string key() const { return core::ascii_lower(host) + ":" + std::to_string(port); }
     std::string text() const {
         const bool v6 = host.find(':') != std::string::npos;
         return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
@@ -56,50 +52,45 @@ struct Endpoint {
 // host:port or [v6]:port. Host names and addresses: letters, digits, '.',
 // '-', '_' (and ':' inside brackets); at most 253 bytes, DNS's limit, which
 // also bounds a MOVED reply.
-bool parse_endpoint(std::string_view text, Endpoint& out, std::string& error) {
+core::Result<Endpoint> parse_endpoint(std::string_view text) {
+    // Built piece by piece: GCC 12 reports a false -Wrestrict on
+    // "literal" + std::string once inlined (GCC bug 105329).
+    std::string quoted = "'";
+    quoted += text;
+    quoted += '\'';
     std::string_view host, port;
     if (!text.empty() && text.front() == '[') {
         const std::size_t close = text.find(']');
         if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-            error = "'" + std::string(text) + "' is not [ipv6-address]:port";
-            return false;
+            return core::Error{quoted + " is not [ipv6-address]:port"};
         }
         host = text.substr(1, close - 1);
         port = text.substr(close + 2);
     } else {
         const std::size_t colon = text.rfind(':');
-        if (colon == std::string_view::npos) {
-            error = "'" + std::string(text) + "' is not host:port";
-            return false;
-        }
+        if (colon == std::string_view::npos) return core::Error{quoted + " is not host:port"};
         host = text.substr(0, colon);
         port = text.substr(colon + 1);
         if (host.find(':') != std::string_view::npos) {
-            error = "'" + std::string(text) + "': write an IPv6 address in brackets, [addr]:port";
-            return false;
+            return core::Error{quoted + ": write an IPv6 address in brackets, [addr]:port"};
         }
     }
     if (host.empty() || host.size() > 253) {
-        error = "'" + std::string(text) + "' needs a host of 1 to 253 characters";
-        return false;
+        return core::Error{quoted + " needs a host of 1 to 253 characters"};
     }
     for (const char c : host) {
         const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ||
                         c == '_' || c == ':';
         if (!ok) {
-            error = "'" + std::string(text) + "' has a host with a character other than letters, " +
-                    "digits, '.', '-', '_'";
-            return false;
+            return core::Error{quoted + " has a host with a character other than letters, " +
+                               "digits, '.', '-', '_'"};
         }
     }
-    std::uint32_t number = 0;
-    if (!parse_number(port, number) || number == 0 || number > 65535) {
-        error = "'" + std::string(text) + "' needs a port from 1 to 65535";
-        return false;
+    const std::optional<std::uint32_t> number = parse_number(port);
+    if (!number || *number == 0 || *number > 65535) {
+        return core::Error{quoted + " needs a port from 1 to 65535"};
     }
-    out.host = std::string(host);
-    out.port = static_cast<std::uint16_t>(number);
-    return true;
+    return Endpoint{std::string(host), static_cast<std::uint16_t>(*number)};
 }
 
 struct Entry {
@@ -108,50 +99,44 @@ struct Entry {
     std::vector<Endpoint> nodes;  // [0]: primary
 };
 
-bool parse_entry(std::string_view text, Entry& entry, std::string& error) {
+core::Result<Entry> parse_entry(std::string_view text) {
+    Entry entry;
     entry.text = std::string(text);
+    const std::string named = "entry '" + entry.text + "'";
     const std::size_t equals = text.find('=');
-    if (equals == std::string_view::npos) {
-        error = "entry '" + entry.text + "' is not RANGE=host:port";
-        return false;
-    }
+    if (equals == std::string_view::npos) return core::Error{named + " is not RANGE=host:port"};
     const std::string_view range = trim(text.substr(0, equals));
     const std::size_t dash = range.find('-');
-    const std::string_view first = trim(range.substr(0, dash));
-    const std::string_view last =
-        dash == std::string_view::npos ? first : trim(range.substr(dash + 1));
-    if (!parse_number(first, entry.first) || !parse_number(last, entry.last)) {
-        error = "entry '" + entry.text + "': '" + std::string(range) +
-                "' is not a slot or FIRST-LAST range";
-        return false;
+    const std::string_view first_text = trim(range.substr(0, dash));
+    const std::optional<std::uint32_t> first = parse_number(first_text);
+    const std::optional<std::uint32_t> last =
+        dash == std::string_view::npos ? first : parse_number(trim(range.substr(dash + 1)));
+    if (!first || !last) {
+        return core::Error{named + ": '" + std::string(range) +
+                           "' is not a slot or FIRST-LAST range"};
     }
+    entry.first = *first;
+    entry.last = *last;
     if (entry.first >= kSlotCount || entry.last >= kSlotCount) {
-        error = "entry '" + entry.text + "': slots go from 0 to 16383";
-        return false;
+        return core::Error{named + ": slots go from 0 to 16383"};
     }
     if (entry.first > entry.last) {
-        error = "entry '" + entry.text + "': range " + std::string(range) + " is backwards";
-        return false;
+        return core::Error{named + ": range " + std::string(range) + " is backwards"};
     }
     std::string_view nodes = text.substr(equals + 1);
     std::set<std::string> seen;
     for (;;) {
         const std::size_t bar = nodes.find('|');
-        const std::string_view one = trim(nodes.substr(0, bar));
-        Endpoint endpoint;
-        if (!parse_endpoint(one, endpoint, error)) {
-            error = "entry '" + entry.text + "': " + error;
-            return false;
+        core::Result<Endpoint> endpoint = parse_endpoint(trim(nodes.substr(0, bar)));
+        if (!endpoint) return core::Error{named + ": " + endpoint.error()};
+        if (!seen.insert(endpoint->key()).second) {
+            return core::Error{named + " lists " + endpoint->text() + " twice"};
         }
-        if (!seen.insert(endpoint.key()).second) {
-            error = "entry '" + entry.text + "' lists " + endpoint.text() + " twice";
-            return false;
-        }
-        entry.nodes.push_back(std::move(endpoint));
+        entry.nodes.push_back(std::move(endpoint).value());
         if (bar == std::string_view::npos) break;
         nodes.remove_prefix(bar + 1);
     }
-    return true;
+    return entry;
 }
 
 // What the map says of one node while it is being read.
@@ -166,22 +151,21 @@ struct NodeFacts {
 };
 
 // The first label of a host name ("bloomery-2" of "bloomery-2.bloomery.ns"),
-// then the digits after its last '-'.
-bool hostname_ordinal(std::string_view hostname, std::size_t& ordinal) {
+// then the digits after its last '-'; nothing if it has none.
+std::optional<std::size_t> hostname_ordinal(std::string_view hostname) {
     const std::string_view label = hostname.substr(0, hostname.find('.'));
     const std::size_t dash = label.rfind('-');
-    if (dash == std::string_view::npos) return false;
+    if (dash == std::string_view::npos) return std::nullopt;
     const std::string_view digits = label.substr(dash + 1);
     std::uint64_t value = 0;
-    if (!core::parse_digits(digits, 6, value)) return false;
-    ordinal = static_cast<std::size_t>(value);
-    return true;
+    if (!core::parse_digits(digits, 6, value)) return std::nullopt;
+    return static_cast<std::size_t>(value);
 }
 
 }  // namespace
 
 std::string node_id(std::string_view host, std::uint16_t port) {
-    const std::string text = lower(host) + ":" + std::to_string(port);
+    const std::string text = core::ascii_lower(host) + ":" + std::to_string(port);
     std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
     unsigned int length = 0;
     EVP_Digest(text.data(), text.size(), digest.data(), &length, EVP_sha256(), nullptr);
@@ -224,36 +208,34 @@ namespace {
 
 // The map's entries, in the order written. Empty entries (a trailing comma, a
 // line break in a config file) are skipped rather than refused.
-bool read_entries(std::string_view slots_spec, std::vector<Entry>& entries, std::string& error) {
+core::Result<std::vector<Entry>> read_entries(std::string_view slots_spec) {
+    std::vector<Entry> entries;
     std::string_view rest = slots_spec;
     for (;;) {
         const std::size_t comma = rest.find(',');
         if (const std::string_view text = trim(rest.substr(0, comma)); !text.empty()) {
-            Entry entry;
-            if (!parse_entry(text, entry, error)) return false;
-            entries.push_back(std::move(entry));
+            core::Result<Entry> entry = parse_entry(text);
+            if (!entry) return entry.failure();
+            entries.push_back(std::move(entry).value());
         }
         if (comma == std::string_view::npos) break;
         rest.remove_prefix(comma + 1);
     }
     if (entries.empty()) {
-        error = "the map is empty: give RANGE=host:port entries covering slots 0-16383";
-        return false;
+        return core::Error{"the map is empty: give RANGE=host:port entries covering slots 0-16383"};
     }
-    return true;
+    return entries;
 }
 
-// Every slot exactly once: `entry_of_slot` gets the entry of each slot.
-bool assign_slots(const std::vector<Entry>& entries, std::vector<int>& entry_of_slot,
-                  std::string& error) {
-    entry_of_slot.assign(kSlotCount, -1);
+// Every slot exactly once: the entry of each slot.
+core::Result<std::vector<int>> assign_slots(const std::vector<Entry>& entries) {
+    std::vector<int> entry_of_slot(kSlotCount, -1);
     for (std::size_t e = 0; e < entries.size(); ++e) {
         for (std::uint32_t slot = entries[e].first; slot <= entries[e].last; ++slot) {
             if (entry_of_slot[slot] >= 0) {
-                error = "slot " + std::to_string(slot) + " is assigned twice ('" +
-                        entries[static_cast<std::size_t>(entry_of_slot[slot])].text + "' and '" +
-                        entries[e].text + "')";
-                return false;
+                return core::Error{"slot " + std::to_string(slot) + " is assigned twice ('" +
+                                   entries[static_cast<std::size_t>(entry_of_slot[slot])].text +
+                                   "' and '" + entries[e].text + "')"};
             }
             entry_of_slot[slot] = static_cast<int>(e);
         }
@@ -262,17 +244,16 @@ bool assign_slots(const std::vector<Entry>& entries, std::vector<int>& entry_of_
         if (entry_of_slot[slot] >= 0) continue;
         std::uint32_t last = slot;
         while (last + 1 < kSlotCount && entry_of_slot[last + 1] < 0) ++last;
-        error = "slots " + slots_text(slot, last) +
-                " are not assigned (every slot 0-16383 needs exactly one entry)";
-        return false;
+        return core::Error{"slots " + slots_text(slot, last) +
+                           " are not assigned (every slot 0-16383 needs exactly one entry)"};
     }
-    return true;
+    return entry_of_slot;
 }
 
 // Roles: a node is a primary or the replica of one primary; a primary's
 // replicas are the same in each of its entries.
-bool learn_roles(const std::vector<Entry>& entries, std::map<std::string, NodeFacts>& facts,
-                 std::string& error) {
+core::Result<std::map<std::string, NodeFacts>> learn_roles(const std::vector<Entry>& entries) {
+    std::map<std::string, NodeFacts> facts;
     std::size_t order = 0;
     auto fact = [&](const Endpoint& endpoint) -> NodeFacts& {
         auto [it, fresh] = facts.try_emplace(endpoint.key());
@@ -290,10 +271,10 @@ bool learn_roles(const std::vector<Entry>& entries, std::map<std::string, NodeFa
             replicas.push_back(entry.nodes[r].key());
         if (primary.primary_entry) {
             if (primary.replicas != replicas) {
-                error = "primary " + entry.nodes[0].text() + " has different replicas in '" +
-                        entries[*primary.primary_entry].text + "' and '" + entry.text +
-                        "': list the same replicas in each of its ranges";
-                return false;
+                return core::Error{"primary " + entry.nodes[0].text() +
+                                   " has different replicas in '" +
+                                   entries[*primary.primary_entry].text + "' and '" + entry.text +
+                                   "': list the same replicas in each of its ranges"};
             }
         } else {
             primary.primary_entry = e;
@@ -303,9 +284,9 @@ bool learn_roles(const std::vector<Entry>& entries, std::map<std::string, NodeFa
         for (std::size_t r = 1; r < entry.nodes.size(); ++r) {
             NodeFacts& replica = fact(entry.nodes[r]);
             if (replica.replica_entry && replica.primary_of_replica != entry.nodes[0].key()) {
-                error = "replica " + entry.nodes[r].text() + " is listed under two primaries ('" +
-                        entries[*replica.replica_entry].text + "' and '" + entry.text + "')";
-                return false;
+                return core::Error{
+                    "replica " + entry.nodes[r].text() + " is listed under two primaries ('" +
+                    entries[*replica.replica_entry].text + "' and '" + entry.text + "')"};
             }
             replica.replica_entry = e;
             replica.primary_of_replica = entry.nodes[0].key();
@@ -313,17 +294,13 @@ bool learn_roles(const std::vector<Entry>& entries, std::map<std::string, NodeFa
     }
     for (const auto& [key, node] : facts) {
         if (node.primary_entry && node.replica_entry) {
-            error = node.endpoint.text() + " is a primary in '" +
-                    entries[*node.primary_entry].text + "' and a replica in '" +
-                    entries[*node.replica_entry].text + "': a node is one or the other";
-            return false;
+            return core::Error{node.endpoint.text() + " is a primary in '" +
+                               entries[*node.primary_entry].text + "' and a replica in '" +
+                               entries[*node.replica_entry].text + "': a node is one or the other"};
         }
     }
-    if (facts.size() > 65535) {
-        error = "more than 65535 nodes";
-        return false;
-    }
-    return true;
+    if (facts.size() > 65535) return core::Error{"more than 65535 nodes"};
+    return facts;
 }
 
 }  // namespace
@@ -337,6 +314,7 @@ public:
     // they first appear; returns where each endpoint went.
     static Index place_nodes(Topology& topology, const std::map<std::string, NodeFacts>& facts) {
         std::vector<const NodeFacts*> ordered;
+        ordered.reserve(facts.size());
         for (const auto& [key, node] : facts) ordered.push_back(&node);
         std::sort(ordered.begin(), ordered.end(), [](const NodeFacts* a, const NodeFacts* b) {
             const bool a_primary = a->primary_entry.has_value();
@@ -391,68 +369,61 @@ public:
     }
 
     // This node: "host:port" in the map, or "auto" (the ordinal of the host name).
-    static bool find_self(Topology& topology, std::string_view self_spec, std::string_view hostname,
-                          const Index& index_of, std::string& error) {
+    static core::Status find_self(Topology& topology, std::string_view self_spec,
+                                  std::string_view hostname, const Index& index_of) {
         const std::string_view self = trim(self_spec);
         if (self.empty()) {
-            error = "--cluster-self is needed: this node's host:port in the map, or auto";
-            return false;
+            return core::Error{
+                "--cluster-self is needed: this node's host:port in the map, or auto"};
         }
-        if (self == "auto") return find_self_by_ordinal(topology, hostname, error);
-        Endpoint endpoint;
-        if (!parse_endpoint(self, endpoint, error)) {
-            error = "--cluster-self: " + error;
-            return false;
-        }
-        const auto it = index_of.find(endpoint.key());
+        if (self == "auto") return find_self_by_ordinal(topology, hostname);
+        const core::Result<Endpoint> endpoint = parse_endpoint(self);
+        if (!endpoint) return core::Error{"--cluster-self: " + endpoint.error()};
+        const auto it = index_of.find(endpoint->key());
         if (it == index_of.end()) {
             std::string known;
             for (const Node& node : topology.nodes_) {
                 known += (known.empty() ? "" : ", ") + node.address;
             }
-            error = "--cluster-self " + endpoint.text() +
-                    " is not in the map (its nodes: " + known + ")";
-            return false;
+            return core::Error{"--cluster-self " + endpoint->text() +
+                               " is not in the map (its nodes: " + known + ")"};
         }
         topology.self_ = it->second;
-        return true;
+        return {};
     }
 
 private:
-    static bool find_self_by_ordinal(Topology& topology, std::string_view hostname,
-                                     std::string& error) {
-        std::size_t ordinal = 0;
-        if (!hostname_ordinal(hostname, ordinal)) {
-            error = "--cluster-self auto: the host name '" + std::string(hostname) +
-                    "' does not end in -N (a StatefulSet pod such as bloomery-2)";
-            return false;
+    static core::Status find_self_by_ordinal(Topology& topology, std::string_view hostname) {
+        const std::optional<std::size_t> ordinal = hostname_ordinal(hostname);
+        if (!ordinal) {
+            return core::Error{"--cluster-self auto: the host name '" + std::string(hostname) +
+                               "' does not end in -N (a StatefulSet pod such as bloomery-2)"};
         }
-        if (ordinal >= topology.nodes_.size()) {
-            error = "--cluster-self auto: host name '" + std::string(hostname) + "' is ordinal " +
-                    std::to_string(ordinal) + " but the map has " +
-                    std::to_string(topology.nodes_.size()) + " nodes (0-" +
-                    std::to_string(topology.nodes_.size() - 1) + ")";
-            return false;
+        if (*ordinal >= topology.nodes_.size()) {
+            return core::Error{"--cluster-self auto: host name '" + std::string(hostname) +
+                               "' is ordinal " + std::to_string(*ordinal) + " but the map has " +
+                               std::to_string(topology.nodes_.size()) + " nodes (0-" +
+                               std::to_string(topology.nodes_.size() - 1) + ")"};
         }
-        topology.self_ = ordinal;
-        return true;
+        topology.self_ = *ordinal;
+        return {};
     }
 };
 
-std::optional<Topology> parse_topology(std::string_view slots_spec, std::string_view self_spec,
-                                       std::string_view hostname, std::string& error) {
-    std::vector<Entry> entries;
-    std::vector<int> entry_of_slot;
-    std::map<std::string, NodeFacts> facts;
-    if (!read_entries(slots_spec, entries, error) || !assign_slots(entries, entry_of_slot, error) ||
-        !learn_roles(entries, facts, error)) {
-        return std::nullopt;
-    }
+core::Result<Topology> parse_topology(std::string_view slots_spec, std::string_view self_spec,
+                                      std::string_view hostname) {
+    const core::Result<std::vector<Entry>> entries = read_entries(slots_spec);
+    if (!entries) return entries.failure();
+    const core::Result<std::vector<int>> entry_of_slot = assign_slots(*entries);
+    if (!entry_of_slot) return entry_of_slot.failure();
+    const core::Result<std::map<std::string, NodeFacts>> facts = learn_roles(*entries);
+    if (!facts) return facts.failure();
     Topology topology;
-    TopologyBuilder::Index index_of = TopologyBuilder::place_nodes(topology, facts);
-    TopologyBuilder::assign_owners(topology, entries, entry_of_slot, index_of);
-    if (!TopologyBuilder::find_self(topology, self_spec, hostname, index_of, error)) {
-        return std::nullopt;
+    TopologyBuilder::Index index_of = TopologyBuilder::place_nodes(topology, *facts);
+    TopologyBuilder::assign_owners(topology, *entries, *entry_of_slot, index_of);
+    if (core::Status self = TopologyBuilder::find_self(topology, self_spec, hostname, index_of);
+        !self) {
+        return self.failure();
     }
     return topology;
 }

@@ -14,35 +14,24 @@
 
 namespace bloomery::command {
 
-bool authenticate_client(Context& ctx, std::string_view username, std::string_view password) {
-    const AclUser* user = ctx.registry.acl().authenticate(username, password);
-    if (user == nullptr) {
-        // One reply for an unknown user, a disabled one and a wrong
-        // password, so the reply does not tell which names exist.
-        ctx.out.error(errors::kWrongPass);
-        return false;
-    }
-    ctx.client.user.store(user, std::memory_order_relaxed);
-    ctx.client.authenticated = true;
-    return true;
-}
-
 namespace {
 
 // AUTH [username] password. As Redis 7: the one-argument form checks the
 // default user's password and is an error while it has none; a failure keeps
 // whatever user the connection already had.
 void cmd_auth(Context& ctx, Args argv) {
-    if (argv.size() > 3) {
-        ctx.out.error(errors::kSyntax);
-        return;
+    ArgCursor args(argv);
+    if (args.remaining() > 2) return ctx.out.error(errors::kSyntax);
+    const Acl& acl = ctx.registry.acl();
+    if (args.remaining() == 1 && acl.default_user().nopass()) {
+        return ctx.out.error(errors::kAuthWithoutPassword);
     }
-    if (argv.size() == 2 && ctx.registry.acl().default_user().nopass()) {
-        ctx.out.error(errors::kAuthWithoutPassword);
-        return;
+    const std::string_view username = args.remaining() == 2 ? args.next() : kDefaultUserName;
+    const std::string_view password = args.next();
+    if (const core::Status auth = authenticate_client(acl, ctx.client, username, password); !auth) {
+        return ctx.out.error(auth.error());
     }
-    const std::string_view username = argv.size() == 3 ? argv[1] : kDefaultUserName;
-    if (authenticate_client(ctx, username, argv.back())) ctx.out.ok();
+    ctx.out.ok();
 }
 
 void cmd_acl_whoami(Context& ctx, Args) {
@@ -64,22 +53,20 @@ void cmd_acl_list(Context& ctx, Args) {
 // ACL CAT: the categories; ACL CAT name: every command and subcommand in it
 // (full names, "client|list"), from the same table the rules use.
 void cmd_acl_cat(Context& ctx, Args argv) {
-    if (argv.size() > 3) {
-        reply_wrong_arity(ctx, "acl|cat");
-        return;
-    }
+    ArgCursor args(argv, 2);
+    if (args.remaining() > 1) return reply_wrong_arity(ctx, "acl|cat");
     const Registry& registry = ctx.registry;
-    if (argv.size() == 2) {
+    if (!args.has_next()) {
         ctx.out.array(registry.categories().size());
         for (const std::string& category : registry.categories()) ctx.out.bulk(category);
         return;
     }
-    const int category = registry.category_index(argv[2]);
+    const std::string_view category_name = args.next();
+    const int category = registry.category_index(category_name);
     if (category < 0) {
-        std::string message = "ERR Unknown category '";
-        core::append_printable(message, argv[2], 128);
-        ctx.out.error(message + "'");
-        return;
+        std::string message(errors::kUnknownCategory);
+        core::append_printable(message, category_name, 128);
+        return ctx.out.error(message + "'");
     }
     std::vector<std::string_view> names;
     for (const CommandSpec* spec : registry.by_id()) {
@@ -102,12 +89,12 @@ void cmd_acl_help(Context& ctx, Args) {
 }  // namespace
 
 void register_acl_commands(Registry& registry) {
-    registry.register_handler("auth", cmd_auth);
-    registry.register_handler("acl|cat", cmd_acl_cat);
-    registry.register_handler("acl|help", cmd_acl_help);
-    registry.register_handler("acl|list", cmd_acl_list);
-    registry.register_handler("acl|users", cmd_acl_users);
-    registry.register_handler("acl|whoami", cmd_acl_whoami);
+    registry.register_handler<cmd_auth>("auth");
+    registry.register_handler<cmd_acl_cat>("acl|cat");
+    registry.register_handler<cmd_acl_help>("acl|help");
+    registry.register_handler<cmd_acl_list>("acl|list");
+    registry.register_handler<cmd_acl_users>("acl|users");
+    registry.register_handler<cmd_acl_whoami>("acl|whoami");
 }
 
 }  // namespace bloomery::command

@@ -1,22 +1,24 @@
-// BF.* commands, with RedisBloom's semantics and reply shapes. Parsing and
-// replying live here; the filter math lives in bloom/, the map in store/.
+// BF.* commands that create filters, add and look up, with RedisBloom's
+// semantics and reply shapes (the family's other files: bf_family.hpp).
+// Parsing and replying live here; the filter math lives in bloom/, the map
+// in store/.
 
-#include <cstdio>
 #include <functional>
-#include <new>
+#include <optional>
 #include <span>
-#include <stdexcept>
-#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
-#include "args.hpp"
+#include "bf_family.hpp"
+#include "bf_options.hpp"
 #include "bloomery/bloom/bounds.hpp"
-#include "bloomery/bloom/dump.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
-#include "bloomery/core/memory.hpp"
+#include "common.hpp"
 #include "families.hpp"
+#include "new_filter.hpp"
 
 namespace bloomery::command {
 namespace {
@@ -26,57 +28,64 @@ using bloom::FilterOptions;
 using bloom::FilterRef;
 using bloom::ScalableFilter;
 
-FilterOptions default_options(const Context& ctx) {
-    FilterOptions options;
-    options.error_rate = ctx.config.default_error_rate;
-    options.capacity = ctx.config.default_capacity;
-    options.expansion = ctx.config.default_expansion;
-    options.layout = ctx.config.default_layout == "classic"   ? bloom::Layout::classic
-                     : ctx.config.default_layout == "blocked" ? bloom::Layout::blocked
-                                                              : bloom::Layout::automatic;
-    return options;
-}
-
 bloom::GrowthLimits growth_limits(const Context& ctx) {
     return bloom::GrowthLimits{ctx.config.max_filter_bytes, ctx.config.maxmemory};
 }
 
-// Checks a new filter of these layers against --max-filter-bytes (all layers)
-// and --maxmemory before anything is allocated; on refusal sets `error`.
-bool within_limits(const Context& ctx, std::span<const bloom::LayerGeometry> layers,
-                   std::string_view& error) {
-    const std::uint64_t max_bytes = ctx.config.max_filter_bytes;
-    if (max_bytes != 0 && bloom::filter_bytes(layers) > max_bytes) {
-        error = errors::kFilterTooLarge;
-        return false;
-    }
-    if (core::memory_would_exceed(ctx.config.maxmemory, ScalableFilter::allocation_bytes(layers))) {
-        error = errors::kOom;
-        return false;
-    }
-    return true;
-}
-
-// Allocates a filter within the bounds and the configured limits; on refusal
-// sets `error`. `options` passed check_options() (the parsers check each
-// field; the defaults are checked at start). The bytes are reserved against
-// --maxmemory before they are allocated, so concurrent creators never
-// together pass it.
-FilterRef make_filter(const Context& ctx, const FilterOptions& options, std::string_view& error) {
+// A new filter with `options`, which passed check_options() (the parsers
+// check each field; the defaults are checked at start), within the bounds
+// and the configured limits (new_filter.hpp).
+core::Result<FilterRef> make_filter(const Context& ctx, const FilterOptions& options) {
     const bloom::LayerGeometry first = bloom::first_layer(options);
     if (bloom::check_layer(first, 0) != bloom::BoundsError::none) {
-        error = errors::kFilterTooLarge;  // more bits than any layer may have
-        return {};
+        return refuse(errors::kFilterTooLarge);  // more bits than any layer may have
     }
-    if (!within_limits(ctx, std::span(&first, 1), error)) return {};
-    try {
-        FilterRef filter = ScalableFilter::create(options, ctx.config.maxmemory);
-        if (!filter) error = errors::kOom;
-        return filter;
-    } catch (const std::bad_alloc&) {
-        error = errors::kOutOfMemory;
+    return build_new_filter(ctx, std::span(&first, 1),
+                            [&] { return ScalableFilter::create(options, ctx.config.maxmemory); });
+}
+
+// What an add does with a missing key: creates it with `options` (null: the
+// configured defaults, worked out only when the key has to be created, not
+// on every BF.ADD), unless `if_missing` says to refuse.
+struct NewKey {
+    const FilterOptions* options = nullptr;
+    IfMissing if_missing = IfMissing::create;
+};
+
+// Adds `items` to the filter at `key`. What happened: each item's result,
+// stopping after the first that failed, as RedisBloom does (a view of this
+// thread's buffer, valid until its next add); or why nothing was added: the
+// key is missing and `new_key` refused to create it (errors::kNotFound), or
+// creating it was refused (make_filter's error).
+core::Result<std::span<const AddResult>> add_items(Context& ctx, std::string_view key, Args items,
+                                                   const NewKey& new_key) {
+    // Gathered first because an array reply's length is only known once a
+    // full NONSCALING filter stops the loop.
+    thread_local std::vector<AddResult> results;
+    std::optional<core::Error> refused;  // why make() did not create the key
+    // One pointer captured, so the std::function keeps it inline (no
+    // allocation per BF.ADD).
+    struct Creation {
+        const Context& ctx;
+        const NewKey& new_key;
+        std::optional<core::Error>& refused;
+    } creation{ctx, new_key, refused};
+    const std::function<FilterRef()> make = [c = &creation]() -> FilterRef {
+        core::Result<FilterRef> filter = make_filter(
+            c->ctx, c->new_key.options != nullptr ? *c->new_key.options
+                                                  : default_filter_options(c->ctx.config));
+        if (filter) return std::move(*filter);
+        c->refused = std::move(filter).failure();
         return {};
-    }
+    };
+    const bool found =
+        ctx.keyspace.add_items(key, items, growth_limits(ctx),
+                               new_key.if_missing == IfMissing::create ? &make : nullptr, results);
+    if (!found) return refused ? std::move(*refused) : refuse(errors::kNotFound);
+    std::uint64_t added = 0;
+    for (AddResult result : results) added += result == AddResult::added ? 1 : 0;
+    note_changes(ctx, added);
+    return std::span<const AddResult>(results);
 }
 
 std::string_view add_error(AddResult result) {
@@ -94,10 +103,6 @@ std::string_view add_error(AddResult result) {
     }
 }
 
-void note_change(Context& ctx, std::uint64_t n = 1) {
-    if (n) WorkerStats::bump(ctx.stats.changes, n);
-}
-
 // One add's or lookup's answer: an integer under RESP2 (RedisBloom 2.4), a
 // boolean under RESP3 (RedisBloom 2.8, Redis 8).
 void reply_flag(Context& ctx, bool value) {
@@ -108,39 +113,19 @@ void reply_flag(Context& ctx, bool value) {
     }
 }
 
-// Adds `items` to the filter at `key`, creating it with `options` unless
-// `create` is false. Replies one integer (single) or an array that stops at
-// the first failing item, as RedisBloom does.
-// `options` is null for BF.ADD / BF.MADD: the configured defaults, worked
-// out only when the key has to be created, not on every add.
-void add_items(Context& ctx, std::string_view key, Args items, const FilterOptions* options,
-               bool create, bool multi) {
-    std::string_view create_error;
-    // Results are gathered first because the array length is only known once
-    // a full NONSCALING filter stops the loop.
-    thread_local std::vector<AddResult> results;
-    // One pointer captured, so the std::function keeps it inline (no
-    // allocation per BF.ADD).
-    struct Creation {
-        const Context& ctx;
-        const FilterOptions* options;
-        std::string_view& error;
-    } creation{ctx, options, create_error};
-    const std::function<FilterRef()> make = [c = &creation] {
-        return make_filter(c->ctx, c->options ? *c->options : default_options(c->ctx), c->error);
-    };
-    const bool found =
-        ctx.keyspace.add_items(key, items, growth_limits(ctx), create ? &make : nullptr, results);
-    if (!found && create_error.empty()) create_error = errors::kNotFound;
-    if (!found) {
-        ctx.out.error(create_error);
+// How many answers an add gives: one (BF.ADD) or an array of one per item
+// it tried (BF.MADD, BF.INSERT).
+enum class Answers { one, array };
+
+// Replies what add_items did: its refusal, or each item's flag or error.
+void reply_adds(Context& ctx, const core::Result<std::span<const AddResult>>& adds,
+                Answers answers) {
+    if (!adds) {
+        ctx.out.error(adds.error());
         return;
     }
-    std::uint64_t added = 0;
-    for (AddResult result : results) added += result == AddResult::added ? 1 : 0;
-    note_change(ctx, added);
-    if (multi) ctx.out.array(results.size());
-    for (AddResult result : results) {
+    if (answers == Answers::array) ctx.out.array(adds->size());
+    for (const AddResult result : *adds) {
         if (result == AddResult::added || result == AddResult::exists) {
             reply_flag(ctx, result == AddResult::added);
         } else {
@@ -150,252 +135,51 @@ void add_items(Context& ctx, std::string_view key, Args items, const FilterOptio
 }
 
 void cmd_add(Context& ctx, Args argv) {
-    add_items(ctx, argv[1], argv.subspan(2), nullptr, true, false);
+    reply_adds(ctx, add_items(ctx, argv[1], argv.subspan(2), NewKey{}), Answers::one);
 }
 
 void cmd_madd(Context& ctx, Args argv) {
-    add_items(ctx, argv[1], argv.subspan(2), nullptr, true, true);
+    reply_adds(ctx, add_items(ctx, argv[1], argv.subspan(2), NewKey{}), Answers::array);
 }
 
-// bloomery's bounds beyond RedisBloom's (bloom/bounds.hpp), for a value that
-// passed RedisBloom's own checks; their error, or empty.
-std::string_view error_rate_bound(double error_rate) {
-    return bloom::check_error_rate(error_rate) == bloom::BoundsError::error_rate_too_small
-               ? errors::kErrorRateTooSmall
-               : std::string_view{};
-}
-
-std::string_view capacity_bound(std::int64_t capacity) {
-    return static_cast<std::uint64_t>(capacity) > bloom::kMaxLayerCapacity
-               ? errors::kCapacityTooLarge
-               : std::string_view{};
-}
-
-std::string_view expansion_bound(std::int64_t expansion) {
-    return expansion > bloom::kMaxExpansion ? errors::kExpansionTooLarge : std::string_view{};
-}
-
-// BF.INFO LAYOUT: the layout the filter asked for; under auto, followed by
-// the layouts its sub-filters have, "auto (classic)", "auto (blocked)" or
-// "auto (blocked, classic)".
-std::string layout_reply(const ScalableFilter& filter) {
-    const bloom::Layout policy = filter.options().layout;
-    std::string reply(bloom::layout_name(policy));
-    if (policy != bloom::Layout::automatic) return reply;
-    bool blocked = false;
-    bool classic = false;
-    for (std::size_t i = 0; i < filter.num_layers(); ++i) {
-        (filter.layer(i).layout() == bloom::Layout::blocked ? blocked : classic) = true;
+// BF.INSERT: options as bf_options.hpp reads them, then an add that answers
+// an array.
+void cmd_insert(Context& ctx, Args argv) {
+    const core::Result<InsertRequest> request = parse_insert(ctx.config, argv);
+    if (!request) {
+        ctx.out.error(request.error());
+        return;
     }
-    reply += blocked && classic ? " (blocked, classic)" : blocked ? " (blocked)" : " (classic)";
-    return reply;
+    const NewKey new_key{&request->options, request->if_missing};
+    reply_adds(ctx, add_items(ctx, argv[1], request->items, new_key), Answers::array);
 }
 
-bool parse_layout(Context& ctx, std::string_view text, bloom::Layout& out) {
-    if (iequals(text, "AUTO")) {
-        out = bloom::Layout::automatic;
-    } else if (iequals(text, "BLOCKED")) {
-        out = bloom::Layout::blocked;
-    } else if (iequals(text, "CLASSIC")) {
-        out = bloom::Layout::classic;
-    } else {
-        ctx.out.error(errors::kBadLayout);
-        return false;
-    }
-    return true;
-}
-
-// The first argument from `from` on that is `token` (any case), as
-// RedisBloom's RMUtil_ArgIndex finds its options; npos if none.
-std::size_t find_token(Args argv, std::size_t from, std::string_view token) {
-    for (std::size_t i = from; i < argv.size(); ++i) {
-        if (iequals(argv[i], token)) return i;
-    }
-    return std::string_view::npos;
-}
-
-// BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING], read as
-// RedisBloom 2.4 reads it: at most 7 arguments, the rate and capacity
-// checked first, NONSCALING and EXPANSION found wherever they are after the
-// capacity (other words are ignored), and the key looked at last. bloomery
-// adds LAYOUT AUTO|CLASSIC|BLOCKED, whose two words do not count toward the 7.
-// Unlike RedisBloom, options are looked for after the capacity only (it also
-// finds them in the key and the numbers) and an expansion must be 1 to 32768.
+// BF.RESERVE: options as bf_options.hpp reads them; the key is looked at
+// last, as RedisBloom does.
 void cmd_reserve(Context& ctx, Args argv) {
-    const std::size_t layout_at = find_token(argv, 4, "LAYOUT");
-    const std::size_t counted =
-        argv.size() - (layout_at != std::string_view::npos && layout_at + 1 < argv.size() ? 2 : 0);
-    if (counted > 7) {
-        reply_wrong_arity(ctx, "bf.reserve");
+    const core::Result<FilterOptions> options = parse_reserve(ctx.config, argv);
+    if (!options) {
+        ctx.out.error(options.error());
         return;
     }
-    FilterOptions options = default_options(ctx);
-    if (!parse_double(argv[2], options.error_rate)) {
-        ctx.out.error(errors::kErrorRateNotNumber);
-        return;
-    }
-    if (!(options.error_rate > 0 && options.error_rate < 1)) {
-        ctx.out.error(errors::kBadErrorRate);
-        return;
-    }
-    std::int64_t capacity = 0;
-    if (!parse_int64(argv[3], capacity)) {
-        ctx.out.error(errors::kCapacityNotNumber);
-        return;
-    }
-    if (capacity <= 0) {
-        ctx.out.error(errors::kBadCapacity);
-        return;
-    }
-    options.nonscaling = find_token(argv, 4, "NONSCALING") != std::string_view::npos;
-    const std::size_t expansion_at = find_token(argv, 4, "EXPANSION");
-    if (expansion_at != std::string_view::npos) {
-        if (expansion_at + 1 == argv.size()) {
-            ctx.out.error(errors::kNoExpansion);
-            return;
-        }
-        if (options.nonscaling) {
-            ctx.out.error(errors::kNonScalingExpansion);
-            return;
-        }
-        std::int64_t expansion = 0;
-        if (!parse_int64(argv[expansion_at + 1], expansion)) {
-            ctx.out.error(errors::kExpansionNotNumber);
-            return;
-        }
-        if (expansion < bloom::kMinExpansion) {
-            ctx.out.error(errors::kBadExpansion);
-            return;
-        }
-        if (const std::string_view bound = expansion_bound(expansion); !bound.empty()) {
-            ctx.out.error(bound);
-            return;
-        }
-        options.expansion = static_cast<std::uint32_t>(expansion);
-    }
-    if (layout_at != std::string_view::npos) {
-        if (layout_at + 1 == argv.size()) {
-            ctx.out.error(errors::kBadLayout);
-            return;
-        }
-        if (!parse_layout(ctx, argv[layout_at + 1], options.layout)) return;
-    }
-    for (const std::string_view bound :
-         {error_rate_bound(options.error_rate), capacity_bound(capacity)}) {
-        if (!bound.empty()) {
-            ctx.out.error(bound);
-            return;
-        }
-    }
-    options.capacity = static_cast<std::uint64_t>(capacity);
+    const std::string_view key = argv[1];
     // Checked first so an existing key costs no allocation; insert_new below
     // still settles a race with another creator.
-    if (ctx.keyspace.contains(argv[1])) {
+    if (ctx.keyspace.contains(key)) {
         ctx.out.error(errors::kItemExists);
         return;
     }
-    std::string_view error;
-    FilterRef filter = make_filter(ctx, options, error);
+    core::Result<FilterRef> filter = make_filter(ctx, *options);
     if (!filter) {
-        ctx.out.error(error);
+        ctx.out.error(filter.error());
         return;
     }
-    if (!ctx.keyspace.insert_new(argv[1], std::move(filter))) {
+    if (!ctx.keyspace.insert_new(key, std::move(*filter))) {
         ctx.out.error(errors::kItemExists);  // another client created it meanwhile
         return;
     }
-    note_change(ctx);
+    note_changes(ctx);
     ctx.out.ok();
-}
-
-// BF.INSERT key [CAPACITY n] [ERROR rate] [EXPANSION n] [NOCREATE]
-// [NONSCALING] ITEMS item..., read as RedisBloom 2.4 reads it: a word is
-// known by its first letter (i: ITEMS; c: CAPACITY; e: ERROR if its second
-// letter is r, else EXPANSION; n: NOCREATE if its third letter is c, else
-// NONSCALING), a value a word lacks is a wrong number of arguments, the
-// values are checked together once ITEMS is found, and an EXPANSION beside
-// NONSCALING is taken. bloomery adds LAYOUT AUTO|CLASSIC|BLOCKED (the whole word).
-void cmd_insert(Context& ctx, Args argv) {
-    FilterOptions options = default_options(ctx);
-    bool create = true;
-    double error_rate = options.error_rate;
-    std::int64_t capacity = static_cast<std::int64_t>(options.capacity);
-    std::int64_t expansion = options.expansion;
-    std::size_t items_at = 0;
-    auto letter = [](std::string_view word, std::size_t i) {
-        return i < word.size() ? core::ascii_lower(word[i]) : '\0';
-    };
-    for (std::size_t i = 2; i < argv.size() && items_at == 0;) {
-        const std::string_view word = argv[i];
-        if (iequals(word, "LAYOUT")) {
-            if (++i == argv.size()) {
-                reply_wrong_arity(ctx, "bf.insert");
-                return;
-            }
-            if (!parse_layout(ctx, argv[i++], options.layout)) return;
-            continue;
-        }
-        switch (letter(word, 0)) {
-            case 'i':
-                items_at = ++i;
-                break;
-            case 'e':
-                if (++i == argv.size()) {
-                    reply_wrong_arity(ctx, "bf.insert");
-                    return;
-                }
-                if (letter(word, 1) == 'r') {
-                    if (!parse_double(argv[i++], error_rate)) {
-                        ctx.out.error(errors::kInsertBadErrorRate);
-                        return;
-                    }
-                } else if (!parse_int64(argv[i++], expansion)) {
-                    ctx.out.error(errors::kInsertBadExpansion);
-                    return;
-                }
-                break;
-            case 'c':
-                if (++i == argv.size()) {
-                    reply_wrong_arity(ctx, "bf.insert");
-                    return;
-                }
-                if (!parse_int64(argv[i++], capacity)) {
-                    ctx.out.error(errors::kInsertBadCapacity);
-                    return;
-                }
-                break;
-            case 'n':
-                if (letter(word, 2) == 'c') {
-                    create = false;
-                } else {
-                    options.nonscaling = true;
-                }
-                ++i;
-                break;
-            default:
-                ctx.out.error(errors::kInsertUnknownOption);
-                return;
-        }
-    }
-    if (items_at == 0 || items_at >= argv.size()) {
-        reply_wrong_arity(ctx, "bf.insert");
-        return;
-    }
-    if (!(error_rate > 0 && error_rate < 1) || capacity < 1 || expansion < 1) {
-        ctx.out.error(errors::kInsertBadArgument);
-        return;
-    }
-    for (const std::string_view bound :
-         {error_rate_bound(error_rate), capacity_bound(capacity), expansion_bound(expansion)}) {
-        if (!bound.empty()) {
-            ctx.out.error(bound);
-            return;
-        }
-    }
-    options.error_rate = error_rate;
-    options.capacity = static_cast<std::uint64_t>(capacity);
-    options.expansion = static_cast<std::uint32_t>(expansion);
-    add_items(ctx, argv[1], argv.subspan(items_at), &options, create, true);
 }
 
 void cmd_exists(Context& ctx, Args argv) {
@@ -417,230 +201,17 @@ void cmd_mexists(Context& ctx, Args argv) {
     WorkerStats::bump(found ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
 }
 
-// BF.INFO key [field]: RedisBloom's fields, as a flat array under RESP2 and
-// a map under RESP3 (RedisBloom 2.8: one field alone is a map of one).
-void cmd_info(Context& ctx, Args argv) {
-    if (argv.size() > 3) {
-        reply_wrong_arity(ctx, "bf.info");
-        return;
-    }
-    std::string_view error;
-    const bool found = ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
-        const bool nonscaling = filter.options().nonscaling;
-        auto expansion = [&] {
-            if (nonscaling) {
-                ctx.out.null();
-            } else {
-                ctx.out.integer(filter.options().expansion);
-            }
-        };
-        // One field: an array of its value (RESP2), or a map of its name
-        // and value (RESP3).
-        auto one = [&](std::string_view name) {
-            if (ctx.out.protocol() >= 3) {
-                ctx.out.map(1);
-                ctx.out.simple(name);
-            } else {
-                ctx.out.array(1);
-            }
-        };
-        if (argv.size() == 3) {
-            const std::string_view field = argv[2];
-            if (iequals(field, "CAPACITY")) {
-                one("Capacity");
-                ctx.out.integer(static_cast<std::int64_t>(filter.capacity()));
-            } else if (iequals(field, "SIZE")) {
-                one("Size");
-                ctx.out.integer(static_cast<std::int64_t>(filter.info_size()));
-            } else if (iequals(field, "FILTERS")) {
-                one("Number of filters");
-                ctx.out.integer(static_cast<std::int64_t>(filter.num_layers()));
-            } else if (iequals(field, "ITEMS")) {
-                one("Number of items inserted");
-                ctx.out.integer(static_cast<std::int64_t>(filter.items()));
-            } else if (iequals(field, "EXPANSION")) {
-                one("Expansion rate");
-                expansion();
-            } else if (iequals(field, "LAYOUT")) {
-                // bloomery's: the layout new layers use (a layer whose error
-                // rate is too low to block stays classic; see bounds.hpp);
-                // for auto, also what its layers are.
-                one("Layout");
-                ctx.out.bulk(layout_reply(filter));
-            } else if (iequals(field, "SCHEME")) {
-                // bloomery's: how items are hashed and placed (bounds.hpp:
-                // HashScheme), "redisbloom" for filters migrated from it.
-                one("Scheme");
-                ctx.out.bulk(bloom::scheme_name(filter.scheme()));
-            } else if (iequals(field, "BITSPERITEM")) {
-                // bloomery's: bits of all layers per item of capacity.
-                one("Bits per item");
-                ctx.out.real(static_cast<double>(filter.bits_size()) * 8.0 /
-                             static_cast<double>(filter.capacity()));
-            } else {
-                error = errors::kInvalidInfoField;
-            }
-            return;
-        }
-        ctx.out.map(5);
-        ctx.out.simple("Capacity");
-        ctx.out.integer(static_cast<std::int64_t>(filter.capacity()));
-        ctx.out.simple("Size");
-        ctx.out.integer(static_cast<std::int64_t>(filter.info_size()));
-        ctx.out.simple("Number of filters");
-        ctx.out.integer(static_cast<std::int64_t>(filter.num_layers()));
-        ctx.out.simple("Number of items inserted");
-        ctx.out.integer(static_cast<std::int64_t>(filter.items()));
-        ctx.out.simple("Expansion rate");
-        expansion();
-    });
-    if (!found) error = errors::kNotFound;
-    if (!error.empty()) ctx.out.error(error);
-}
-
-// BF.DEBUG key: RedisBloom's report, "size:<items>" and one line per layer.
-// The numbers are this filter's own: its bit arrays' bytes and bits, its
-// hash functions, 64-bit hashing (the two 64-bit halves of MurmurHash3 x64
-// 128), each layer's capacity, items and error rate.
-void cmd_debug(Context& ctx, Args argv) {
-    const bool found = ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
-        const std::size_t layers = filter.num_layers();
-        ctx.out.array(1 + layers);
-        ctx.out.bulk("size:" + std::to_string(filter.items()));
-        char text[256];
-        for (std::size_t i = 0; i < layers; ++i) {
-            const bloom::BloomLayer& layer = filter.layer(i);
-            std::snprintf(text, sizeof text,
-                          "bytes:%llu bits:%llu hashes:%u hashwidth:64 capacity:%llu size:%llu "
-                          "ratio:%g",
-                          static_cast<unsigned long long>(layer.byte_size()),
-                          static_cast<unsigned long long>(layer.bits()), layer.hashes(),
-                          static_cast<unsigned long long>(layer.capacity()),
-                          static_cast<unsigned long long>(layer.items()), layer.error_rate());
-            ctx.out.bulk(text);
-        }
-    });
-    if (!found) ctx.out.error(errors::kNotFound);
-}
-
-void cmd_card(Context& ctx, Args argv) {
-    std::uint64_t estimate = 0;
-    ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
-        // A RedisBloom-scheme filter answers as RedisBloom does: the items
-        // inserted. bloomery's own estimate from the bits set otherwise.
-        estimate = filter.scheme() == bloom::HashScheme::redisbloom ? filter.items()
-                                                                    : filter.estimate_cardinality();
-    });
-    ctx.out.integer(static_cast<std::int64_t>(estimate));
-}
-
-// BF.SCANDUMP key iter: the key first, then the iterator (RedisBloom's
-// order and text); an iterator past the end, or below 0, gives (0, "").
-void cmd_scandump(Context& ctx, Args argv) {
-    const bool found = ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
-        std::int64_t iter;
-        if (!parse_int64(argv[2], iter)) {
-            ctx.out.error(errors::kScandumpIterator);
-            return;
-        }
-        ctx.out.array(2);
-        if (iter < 0) {
-            ctx.out.integer(0);
-            ctx.out.bulk("");
-            return;
-        }
-        bloom::DumpChunk chunk = bloom::dump_chunk(filter, iter);
-        ctx.out.integer(chunk.next_iter);
-        ctx.out.bulk(chunk.data);
-    });
-    if (!found) ctx.out.error(errors::kNotFound);
-}
-
-void cmd_loadchunk(Context& ctx, Args argv) {
-    std::int64_t iter;
-    if (!parse_int64(argv[2], iter)) {
-        ctx.out.error(errors::kLoadchunkIterator);
-        return;
-    }
-    if (iter < 1) {
-        // RedisBloom looks for the filter first.
-        ctx.out.error(ctx.keyspace.contains(argv[1]) ? errors::kInvalidIterator
-                                                     : errors::kNotFound);
-        return;
-    }
-    const std::string_view data = argv[3];
-    std::string error;
-    if (iter != 1) {  // a data chunk, into the filter its header created
-        core::Result<store::Keyspace::ChunkStatus> loaded = store::Keyspace::ChunkStatus::missing;
-        try {
-            loaded = ctx.keyspace.load_chunk(argv[1], iter, data);
-        } catch (const std::bad_alloc&) {
-            ctx.out.error(errors::kNoMemory);  // nothing was recorded or applied
-            return;
-        } catch (const std::length_error&) {
-            ctx.out.error(errors::kNoMemory);
-            return;
-        }
-        if (!loaded) {
-            ctx.out.error("ERR " + loaded.error());
-        } else if (*loaded == store::Keyspace::ChunkStatus::missing) {
-            ctx.out.error(errors::kNotFound);
-        } else {
-            note_change(ctx);
-            ctx.out.ok();
-        }
-        return;
-    }
-    // Iterator 1 is always a header, which creates the key; RedisBloom reads
-    // it as data for a filter that exists, and refuses it so.
-    if (ctx.keyspace.contains(argv[1])) {
-        ctx.out.error(errors::kBadChunkData);
-        return;
-    }
-    bloom::DumpHeader header;
-    if (!bloom::parse_header(data, header, error)) {
-        ctx.out.error("ERR " + error);
-        return;
-    }
-    // The whole filter, every layer, is checked before anything is allocated.
-    std::string_view limit_error;
-    if (!within_limits(ctx, header.layers, limit_error)) {
-        ctx.out.error(limit_error);
-        return;
-    }
-    FilterRef filter;
-    try {
-        filter = bloom::build_filter(header, ctx.config.maxmemory);
-    } catch (const std::bad_alloc&) {
-        ctx.out.error(errors::kOutOfMemory);
-        return;
-    }
-    if (!filter) {
-        ctx.out.error(errors::kOom);
-        return;
-    }
-    if (!ctx.keyspace.insert_new(argv[1], std::move(filter))) {
-        ctx.out.error(errors::kItemExists);
-        return;
-    }
-    note_change(ctx);
-    ctx.out.ok();
-}
-
 }  // namespace
 
 void register_bf_commands(Registry& registry) {
-    registry.register_handler("bf.reserve", cmd_reserve);
-    registry.register_handler("bf.add", cmd_add);
-    registry.register_handler("bf.madd", cmd_madd);
-    registry.register_handler("bf.insert", cmd_insert);
-    registry.register_handler("bf.exists", cmd_exists);
-    registry.register_handler("bf.mexists", cmd_mexists);
-    registry.register_handler("bf.info", cmd_info);
-    registry.register_handler("bf.card", cmd_card);
-    registry.register_handler("bf.debug", cmd_debug);
-    registry.register_handler("bf.scandump", cmd_scandump);
-    registry.register_handler("bf.loadchunk", cmd_loadchunk);
+    registry.register_handler<cmd_reserve>("bf.reserve");
+    registry.register_handler<cmd_add>("bf.add");
+    registry.register_handler<cmd_madd>("bf.madd");
+    registry.register_handler<cmd_insert>("bf.insert");
+    registry.register_handler<cmd_exists>("bf.exists");
+    registry.register_handler<cmd_mexists>("bf.mexists");
+    register_bf_info_commands(registry);
+    register_bf_chunk_commands(registry);
 }
 
 }  // namespace bloomery::command

@@ -92,11 +92,9 @@ void cmd_client_id(Context& ctx, Args) {
 }
 
 void cmd_client_setname(Context& ctx, Args argv) {
-    if (!valid_client_name(argv[2])) {
-        ctx.out.error("ERR Client names cannot contain spaces, newlines or special characters.");
-        return;
-    }
-    ctx.client.set_name(argv[2]);
+    const std::string_view name = ArgCursor(argv, 2).next();
+    if (!valid_client_name(name)) return ctx.out.error(errors::kClientNameInvalid);
+    ctx.client.set_name(name);
     ctx.out.ok();
 }
 
@@ -113,21 +111,28 @@ void cmd_client_info(Context& ctx, Args) {
     ctx.out.verbatim(format_client_line(ctx.client, store::now_ms()) + "\n");
 }
 
+// An error that names what it was given: `prefix`, the name (printable,
+// bounded), "'".
+std::string error_naming(std::string_view prefix, std::string_view name) {
+    std::string message(prefix);
+    core::append_printable(message, name);
+    message += "'";
+    return message;
+}
+
+// CLIENT SETINFO LIB-NAME|LIB-VER value: the value is checked first, as
+// Redis does.
 void cmd_client_setinfo(Context& ctx, Args argv) {
-    if (!valid_client_name(argv[3])) {
-        ctx.out.error(
-            "ERR lib-name and lib-ver cannot contain spaces, newlines or special characters.");
-        return;
-    }
-    if (iequals(argv[2], "LIB-NAME")) {
-        ctx.client.set_library(argv[3], {});
-    } else if (iequals(argv[2], "LIB-VER")) {
-        ctx.client.set_library({}, argv[3]);
+    ArgCursor args(argv, 2);
+    const std::string_view attribute = args.next();
+    const std::string_view value = args.next();
+    if (!valid_client_name(value)) return ctx.out.error(errors::kClientLibraryInvalid);
+    if (iequals(attribute, "LIB-NAME")) {
+        ctx.client.set_library(value, {});
+    } else if (iequals(attribute, "LIB-VER")) {
+        ctx.client.set_library({}, value);
     } else {
-        std::string message = "ERR Unrecognized option '";
-        core::append_printable(message, argv[2]);
-        ctx.out.error(message + "'");
-        return;
+        return ctx.out.error(error_naming(errors::kUnrecognizedOption, attribute));
     }
     ctx.out.ok();
 }
@@ -150,24 +155,28 @@ std::string_view client_field(std::string_view line, std::string_view key) {
     return {};
 }
 
+// Calls `visit` with each line of a CLIENT LIST text, without its '\n'.
+template <class Visit>
+void for_each_client_line(std::string_view list, Visit&& visit) {
+    for (std::size_t start = 0; start < list.size();) {
+        std::size_t end = list.find('\n', start);
+        if (end == std::string_view::npos) end = list.size();
+        visit(list.substr(start, end - start));
+        start = end + 1;
+    }
+}
+
 // Redis's client types as CLIENT KILL TYPE names them. Every bloomery
 // client is normal but a replica's feed (flag S); this server's own link to
 // its primary is not a client, so no client is of type master or pubsub.
 enum class ClientType { any, normal, replica, master, pubsub };
 
-bool parse_client_type(std::string_view name, ClientType& type) {
-    if (iequals(name, "normal")) {
-        type = ClientType::normal;
-    } else if (iequals(name, "replica") || iequals(name, "slave")) {
-        type = ClientType::replica;
-    } else if (iequals(name, "master")) {
-        type = ClientType::master;
-    } else if (iequals(name, "pubsub")) {
-        type = ClientType::pubsub;
-    } else {
-        return false;
-    }
-    return true;
+std::optional<ClientType> parse_client_type(std::string_view name) {
+    if (iequals(name, "normal")) return ClientType::normal;
+    if (iequals(name, "replica") || iequals(name, "slave")) return ClientType::replica;
+    if (iequals(name, "master")) return ClientType::master;
+    if (iequals(name, "pubsub")) return ClientType::pubsub;
+    return std::nullopt;
 }
 
 // Redis's getClientType, from a CLIENT LIST line's flags: a replica's feed,
@@ -179,6 +188,11 @@ ClientType client_type_of(std::string_view flags) {
     return ClientType::normal;
 }
 
+// Who CLIENT KILL may close besides the clients it names: Redis's new form
+// skips the caller unless SKIPME no; the old form (CLIENT KILL ip:port) may
+// close it.
+enum class Caller { skipped, included };
+
 // What CLIENT KILL's filters ask for; a client is killed when it matches
 // every filter given (Redis ANDs them).
 struct KillFilter {
@@ -187,9 +201,7 @@ struct KillFilter {
     std::optional<std::string_view> local_address;
     std::optional<std::string_view> user;
     ClientType type = ClientType::any;
-    // Redis's new form skips the caller unless SKIPME no; the old form
-    // (CLIENT KILL ip:port) may kill it.
-    bool skip_me = true;
+    Caller caller = Caller::skipped;
     std::int64_t max_age = 0;  // seconds; 0: any age (MAXAGE kills only older clients)
 
     bool matches(std::string_view line) const {
@@ -207,98 +219,87 @@ struct KillFilter {
     }
 };
 
-void reply_with_name(Context& ctx, std::string_view prefix, std::string_view name) {
-    std::string message(prefix);
-    core::append_printable(message, name);
-    message += "'";
-    ctx.out.error(message);
+// One "FILTER value" pair of the new form into `filter`.
+core::Status parse_kill_filter(const Acl& acl, ArgCursor& args, KillFilter& filter) {
+    if (args.eat("ID")) {
+        const std::optional<std::int64_t> id = args.next_int();
+        if (!id || *id < 1) return core::Error{std::string(errors::kClientIdNotPositive)};
+        filter.id = *id;
+    } else if (args.eat("TYPE")) {
+        const std::string_view name = args.next();
+        const std::optional<ClientType> type = parse_client_type(name);
+        if (!type) return core::Error{error_naming(errors::kUnknownClientType, name)};
+        filter.type = *type;
+    } else if (args.eat("ADDR")) {
+        filter.address = args.next();
+    } else if (args.eat("LADDR")) {
+        filter.local_address = args.next();
+    } else if (args.eat("USER")) {
+        const std::string_view name = args.next();
+        if (acl.find(name) == nullptr) return core::Error{error_naming(errors::kNoSuchUser, name)};
+        filter.user = name;
+    } else if (args.eat("MAXAGE")) {
+        const std::optional<std::int64_t> age = args.next_int();
+        if (!age || *age < 0) return core::Error{std::string(errors::kNotInteger)};
+        filter.max_age = *age;
+    } else if (args.eat("SKIPME")) {
+        const std::optional<std::size_t> skip = args.eat_one_of({"yes", "no"});
+        if (!skip) return core::Error{std::string(errors::kSyntax)};
+        filter.caller = *skip == 0 ? Caller::skipped : Caller::included;
+    } else {
+        return core::Error{std::string(errors::kSyntax)};
+    }
+    return {};
 }
 
-// Parses the new form's "FILTER value" pairs; false once it has answered
-// an error.
-bool parse_kill_filters(Context& ctx, Args argv, KillFilter& filter) {
-    for (std::size_t i = 2; i + 1 < argv.size(); i += 2) {
-        const std::string_view value = argv[i + 1];
-        if (iequals(argv[i], "ID")) {
-            if (!parse_int64(value, filter.id) || filter.id < 1) {
-                ctx.out.error(errors::kClientIdNotPositive);
-                return false;
-            }
-        } else if (iequals(argv[i], "TYPE")) {
-            if (!parse_client_type(value, filter.type)) {
-                reply_with_name(ctx, errors::kUnknownClientType, value);
-                return false;
-            }
-        } else if (iequals(argv[i], "ADDR")) {
-            filter.address = value;
-        } else if (iequals(argv[i], "LADDR")) {
-            filter.local_address = value;
-        } else if (iequals(argv[i], "USER")) {
-            if (ctx.registry.acl().find(value) == nullptr) {
-                reply_with_name(ctx, errors::kNoSuchUser, value);
-                return false;
-            }
-            filter.user = value;
-        } else if (iequals(argv[i], "MAXAGE")) {
-            if (!parse_int64(value, filter.max_age) || filter.max_age < 0) {
-                ctx.out.error(errors::kNotInteger);
-                return false;
-            }
-        } else if (iequals(argv[i], "SKIPME")) {
-            if (iequals(value, "yes")) {
-                filter.skip_me = true;
-            } else if (iequals(value, "no")) {
-                filter.skip_me = false;
-            } else {
-                ctx.out.error(errors::kSyntax);
-                return false;
-            }
-        } else {
-            ctx.out.error(errors::kSyntax);
-            return false;
+// CLIENT KILL's arguments: ip:port (the old form), or "FILTER value" pairs.
+core::Result<KillFilter> parse_kill(const Acl& acl, Args argv) {
+    ArgCursor args(argv, 2);
+    KillFilter filter;
+    if (args.remaining() == 1) {
+        filter.address = args.next();
+        filter.caller = Caller::included;
+        return filter;
+    }
+    if (args.remaining() < 2 || args.remaining() % 2 != 0) {
+        return core::Error{std::string(errors::kSyntax)};
+    }
+    while (args.has_next()) {
+        if (core::Status parsed = parse_kill_filter(acl, args, filter); !parsed) {
+            return parsed.failure();
         }
     }
-    return true;
+    return filter;
 }
 
 // CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...].
-void cmd_client_list(Context& ctx, Args argv) {
-    if (argv.size() > 2) {
-        if (iequals(argv[2], "TYPE") && argv.size() == 4) {
-            ClientType type = ClientType::any;
-            if (!parse_client_type(argv[3], type)) {
-                reply_with_name(ctx, errors::kUnknownClientType, argv[3]);
-                return;
-            }
-            const std::string list = ctx.server.clients.client_list({});
-            std::string kept;
-            for (std::size_t start = 0; start < list.size();) {
-                std::size_t end = list.find('\n', start);
-                if (end == std::string::npos) end = list.size();
-                const std::string_view line = std::string_view(list).substr(start, end - start);
-                start = end + 1;
-                if (client_type_of(client_field(line, "flags")) != type) continue;
-                kept.append(line);
-                kept += '\n';
-            }
-            ctx.out.verbatim(kept);
-            return;
-        }
-        if (iequals(argv[2], "ID") && argv.size() >= 4) {
-            std::vector<std::int64_t> ids(argv.size() - 3);
-            for (std::size_t i = 3; i < argv.size(); ++i) {
-                if (!parse_int64(argv[i], ids[i - 3])) {
-                    ctx.out.error("ERR Invalid client ID");
-                    return;
-                }
-            }
-            ctx.out.verbatim(ctx.server.clients.client_list(ids));
-            return;
-        }
-        ctx.out.error(errors::kSyntax);
-        return;
+void cmd_client_list(With<uses::Clients>& ctx, Args argv) {
+    ArgCursor args(argv, 2);
+    if (!args.has_next()) return ctx.out.verbatim(ctx.server.clients.client_list({}));
+    if (args.remaining() == 2 && args.eat("TYPE")) {
+        const std::string_view name = args.next();
+        const std::optional<ClientType> type = parse_client_type(name);
+        if (!type) return ctx.out.error(error_naming(errors::kUnknownClientType, name));
+        const std::string list = ctx.server.clients.client_list({});
+        std::string kept;
+        for_each_client_line(list, [&](std::string_view line) {
+            if (client_type_of(client_field(line, "flags")) != *type) return;
+            kept.append(line);
+            kept += '\n';
+        });
+        return ctx.out.verbatim(kept);
     }
-    ctx.out.verbatim(ctx.server.clients.client_list({}));
+    if (args.remaining() >= 2 && args.eat("ID")) {
+        std::vector<std::int64_t> ids;
+        ids.reserve(args.remaining());
+        while (args.has_next()) {
+            const std::optional<std::int64_t> id = args.next_int();
+            if (!id) return ctx.out.error(errors::kInvalidClientId);
+            ids.push_back(*id);
+        }
+        return ctx.out.verbatim(ctx.server.clients.client_list(ids));
+    }
+    ctx.out.error(errors::kSyntax);
 }
 
 // CLIENT KILL ip:port (old form: +OK, or an error if none matched) and
@@ -306,39 +307,28 @@ void cmd_client_list(Context& ctx, Args argv) {
 // 7.0. The filters are matched against the clients' CLIENT LIST lines, the
 // fields Redis matches. The caller, when it is killed, is closed after this
 // reply.
-void cmd_client_kill(Context& ctx, Args argv) {
+void cmd_client_kill(With<uses::Clients>& ctx, Args argv) {
     const bool old_form = argv.size() == 3;
-    KillFilter filter;
-    if (old_form) {
-        filter.address = argv[2];
-        filter.skip_me = false;
-    } else if (argv.size() < 4 || argv.size() % 2 != 0) {
-        ctx.out.error(errors::kSyntax);
-        return;
-    } else if (!parse_kill_filters(ctx, argv, filter)) {
-        return;
-    }
+    const core::Result<KillFilter> parsed = parse_kill(ctx.registry.acl(), argv);
+    if (!parsed) return ctx.out.error(parsed.error());
+    const KillFilter& filter = *parsed;
     std::vector<std::int64_t> only;
     if (filter.id != 0) only.push_back(filter.id);
     const std::string list = ctx.server.clients.client_list(only);
     std::int64_t killed = 0;
     bool kill_me = false;
-    for (std::size_t start = 0; start < list.size();) {
-        std::size_t end = list.find('\n', start);
-        if (end == std::string::npos) end = list.size();
-        const std::string_view line = std::string_view(list).substr(start, end - start);
-        start = end + 1;
+    for_each_client_line(list, [&](std::string_view line) {
         std::int64_t id = 0;
-        if (!parse_int64(client_field(line, "id"), id)) continue;
-        if ((filter.id != 0 && id != filter.id) || !filter.matches(line)) continue;
+        if (!parse_int64(client_field(line, "id"), id)) return;
+        if ((filter.id != 0 && id != filter.id) || !filter.matches(line)) return;
         if (id == ctx.client.id) {
-            if (filter.skip_me) continue;
+            if (filter.caller == Caller::skipped) return;
             kill_me = true;
             ++killed;
         } else if (ctx.server.clients.kill_client(id)) {
             ++killed;
         }
-    }
+    });
     if (!old_form) {
         ctx.out.integer(killed);
     } else if (killed == 0) {
@@ -352,14 +342,10 @@ void cmd_client_kill(Context& ctx, Args argv) {
 // CLIENT NO-EVICT ON|OFF (Redis 7): whether maxmemory-clients may close
 // this client.
 void cmd_client_no_evict(Context& ctx, Args argv) {
-    if (iequals(argv[2], "ON")) {
-        ctx.client.no_evict.store(true, std::memory_order_relaxed);
-    } else if (iequals(argv[2], "OFF")) {
-        ctx.client.no_evict.store(false, std::memory_order_relaxed);
-    } else {
-        ctx.out.error(errors::kSyntax);
-        return;
-    }
+    ArgCursor args(argv, 2);
+    const std::optional<std::size_t> setting = args.eat_one_of({"ON", "OFF"});
+    if (!setting) return ctx.out.error(errors::kSyntax);
+    ctx.client.no_evict.store(*setting == 0, std::memory_order_relaxed);
     ctx.out.ok();
 }
 
@@ -392,15 +378,15 @@ void cmd_client_help(Context& ctx, Args) {
 }  // namespace
 
 void register_client_commands(Registry& registry) {
-    registry.register_handler("client|id", cmd_client_id);
-    registry.register_handler("client|setname", cmd_client_setname);
-    registry.register_handler("client|getname", cmd_client_getname);
-    registry.register_handler("client|list", cmd_client_list);
-    registry.register_handler("client|info", cmd_client_info);
-    registry.register_handler("client|setinfo", cmd_client_setinfo);
-    registry.register_handler("client|kill", cmd_client_kill);
-    registry.register_handler("client|no-evict", cmd_client_no_evict);
-    registry.register_handler("client|help", cmd_client_help);
+    registry.register_handler<cmd_client_id>("client|id");
+    registry.register_handler<cmd_client_setname>("client|setname");
+    registry.register_handler<cmd_client_getname>("client|getname");
+    registry.register_handler<cmd_client_list>("client|list");
+    registry.register_handler<cmd_client_info>("client|info");
+    registry.register_handler<cmd_client_setinfo>("client|setinfo");
+    registry.register_handler<cmd_client_kill>("client|kill");
+    registry.register_handler<cmd_client_no_evict>("client|no-evict");
+    registry.register_handler<cmd_client_help>("client|help");
 }
 
 }  // namespace bloomery::command

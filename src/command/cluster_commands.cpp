@@ -9,6 +9,7 @@
 #include <array>
 #include <charconv>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -36,17 +37,20 @@ void reply_moved(Context& ctx, std::uint16_t slot, std::string_view address) {
     at += kPrefix.size();
     at = std::to_chars(at, buffer.data() + 16, slot).ptr;
     *at++ = ' ';
-    const std::size_t room = static_cast<std::size_t>(buffer.data() + buffer.size() - at);
+    const auto room = static_cast<std::size_t>(buffer.data() + buffer.size() - at);
     const std::size_t length = std::min(address.size(), room);
     std::memcpy(at, address.data(), length);
     at += length;
     ctx.out.error(std::string_view(buffer.data(), static_cast<std::size_t>(at - buffer.data())));
 }
 
-bool cluster_on(Context& ctx) {
-    if (ctx.config.cluster_enabled) return true;
-    ctx.out.error(errors::kClusterDisabled);
-    return false;
+// CLUSTER's subcommands, READONLY, READWRITE and ASKING are registered
+// through this: outside cluster mode they answer that cluster support is
+// disabled, as Redis's do, and their handlers do not run.
+template <void (*Handler)(Context&, Args)>
+void cluster_only(Context& ctx, Args argv) {
+    if (!ctx.config.cluster_enabled) return ctx.out.error(errors::kClusterDisabled);
+    Handler(ctx, argv);
 }
 
 const cluster::Topology& topology(const Context& ctx) {
@@ -78,7 +82,6 @@ void reply_slots_node(Context& ctx, const cluster::Node& node) {
 }
 
 void cmd_cluster_slots(Context& ctx, Args) {
-    if (!cluster_on(ctx)) return;
     const cluster::Topology& map = topology(ctx);
     ctx.out.array(map.ranges().size());
     for (const cluster::SlotRange& range : map.ranges()) {
@@ -119,7 +122,6 @@ void reply_shard_node(Context& ctx, const cluster::Node& node) {
 }
 
 void cmd_cluster_shards(Context& ctx, Args) {
-    if (!cluster_on(ctx)) return;
     const cluster::Topology& map = topology(ctx);
     // Primaries come first in nodes(), ordered by their lowest slot.
     ctx.out.array(map.primary_count());
@@ -149,7 +151,6 @@ void cmd_cluster_shards(Context& ctx, Args) {
 // <id> <ip:port@cport> <flags> <primary id or -> <ping sent> <pong received>
 // <config epoch> <link state> <slot ranges...>
 void cmd_cluster_nodes(Context& ctx, Args) {
-    if (!cluster_on(ctx)) return;
     const cluster::Topology& map = topology(ctx);
     const std::string now = std::to_string(store::now_ms());
     std::string text;
@@ -192,7 +193,6 @@ void cmd_cluster_nodes(Context& ctx, Args) {
 }
 
 void cmd_cluster_info(Context& ctx, Args) {
-    if (!cluster_on(ctx)) return;
     const cluster::Topology& map = topology(ctx);
     const std::string slots = std::to_string(cluster::kSlotCount);
     std::string text;
@@ -220,49 +220,39 @@ void cmd_cluster_info(Context& ctx, Args) {
 }
 
 void cmd_cluster_keyslot(Context& ctx, Args argv) {
-    if (!cluster_on(ctx)) return;
-    ctx.out.integer(cluster::key_slot(argv[2]));
+    ctx.out.integer(cluster::key_slot(ArgCursor(argv, 2).next()));
 }
 
 void cmd_cluster_myid(Context& ctx, Args) {
-    if (!cluster_on(ctx)) return;
     ctx.out.bulk(topology(ctx).self().id);
 }
 
 void cmd_cluster_countkeysinslot(Context& ctx, Args argv) {
-    if (!cluster_on(ctx)) return;
-    std::int64_t slot;
-    if (!parse_int64(argv[2], slot)) {
-        ctx.out.error(errors::kNotInteger);
-    } else if (slot < 0 || slot >= cluster::kSlotCount) {
-        ctx.out.error(errors::kInvalidSlot);
-    } else {
-        ctx.out.integer(static_cast<std::int64_t>(
-            ctx.keyspace.count_keys_in_slot(static_cast<std::uint16_t>(slot))));
-    }
+    ArgCursor args(argv, 2);
+    const core::Result<std::int64_t> slot = args.take_int(errors::kNotInteger);
+    if (!slot) return ctx.out.error(slot.error());
+    if (*slot < 0 || *slot >= cluster::kSlotCount) return ctx.out.error(errors::kInvalidSlot);
+    ctx.out.integer(static_cast<std::int64_t>(
+        ctx.keyspace.count_keys_in_slot(static_cast<std::uint16_t>(*slot))));
 }
 
 // At most `count` keys, as Redis; the walk behind it is bounded by the
 // keyspace (store/keyspace.hpp, keys_in_slot), the reply by `count`.
 void cmd_cluster_getkeysinslot(Context& ctx, Args argv) {
-    if (!cluster_on(ctx)) return;
-    std::int64_t slot, count;
-    if (!parse_int64(argv[2], slot) || !parse_int64(argv[3], count)) {
-        ctx.out.error(errors::kNotInteger);
-        return;
-    }
-    if (slot < 0 || slot >= cluster::kSlotCount || count < 0) {
-        ctx.out.error(errors::kInvalidSlotOrCount);
-        return;
+    ArgCursor args(argv, 2);
+    const std::optional<std::int64_t> slot = args.next_int();
+    const std::optional<std::int64_t> count = args.next_int();
+    if (!slot || !count) return ctx.out.error(errors::kNotInteger);
+    if (*slot < 0 || *slot >= cluster::kSlotCount || *count < 0) {
+        return ctx.out.error(errors::kInvalidSlotOrCount);
     }
     const std::vector<std::string> keys = ctx.keyspace.keys_in_slot(
-        static_cast<std::uint16_t>(slot), static_cast<std::size_t>(count));
+        static_cast<std::uint16_t>(*slot), static_cast<std::size_t>(*count));
     ctx.out.array(keys.size());
     for (const std::string& key : keys) ctx.out.bulk(key);
 }
 
 void cmd_cluster_help(Context& ctx, Args) {
-    if (!cluster_on(ctx)) return;
     reply_help(
         ctx,
         {"CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -289,13 +279,11 @@ void cmd_cluster_help(Context& ctx, Args) {
 }
 
 void cmd_readonly(Context& ctx, Args) {
-    if (!cluster_on(ctx)) return;
     ctx.client.cluster_readonly = true;
     ctx.out.ok();
 }
 
 void cmd_readwrite(Context& ctx, Args) {
-    if (!cluster_on(ctx)) return;
     ctx.client.cluster_readonly = false;
     ctx.out.ok();
 }
@@ -306,9 +294,49 @@ void cmd_readwrite(Context& ctx, Args) {
 // will own the slot once the map changes. Clients never send it unasked (no
 // node answers -ASK).
 void cmd_asking(Context& ctx, Args) {
-    if (!cluster_on(ctx)) return;
     ctx.client.cluster_asking = true;
     ctx.out.ok();
+}
+
+}  // namespace
+
+namespace {
+
+// The one slot of the keys seen so far (-1 before the first); add() is
+// false for a key of another slot (Redis refuses keys of two slots even
+// when one node owns both).
+class CommonSlot {
+public:
+    bool add(std::string_view key) {
+        const int slot = cluster::key_slot(key);
+        if (slot_ < 0) slot_ = slot;
+        return slot == slot_;
+    }
+    int slot() const { return slot_; }
+
+private:
+    int slot_ = -1;
+};
+
+// What a command, or a transaction's commands together, may do with the
+// keys of the slot they name.
+enum class SlotUse { read, write };
+
+// Whether this node serves `slot` for the client: it owns it, or it is a
+// replica of its owner and the client reads after READONLY (Redis's rule:
+// anything not flagged write; writes always go to the primary). Writes
+// -MOVED otherwise.
+bool node_serves(Context& ctx, std::uint16_t slot, SlotUse use) {
+    const cluster::Topology& map = *ctx.config.cluster;
+    const std::size_t owner = map.owner(slot);
+    if (owner == map.self_index()) return true;
+    const cluster::Node& self = map.self();
+    if (ctx.client.cluster_readonly && use == SlotUse::read && !self.primary &&
+        self.primary_index == owner) {
+        return true;
+    }
+    reply_moved(ctx, slot, map.nodes()[owner].address);
+    return false;
 }
 
 }  // namespace
@@ -322,37 +350,23 @@ bool cluster_admits(const CommandSpec& spec, Context& ctx, Args argv) {
     // included), walked without building its vector; each key hashed once.
     // A call without keys is never redirected.
     const KeyRange range = key_range(spec, argv);
-    int slot = -1;
+    CommonSlot common;
     for (long position = range.first; position <= range.last; position += range.step) {
-        const int key_slot = cluster::key_slot(argv[static_cast<std::size_t>(position)]);
-        if (slot < 0) {
-            slot = key_slot;
-        } else if (key_slot != slot) {
-            // Redis refuses keys of two slots even when one node owns both.
+        if (!common.add(argv[static_cast<std::size_t>(position)])) {
             ctx.out.error(errors::kCrossSlot);
             return false;
         }
     }
-    if (slot < 0) return true;
-    const cluster::Topology& map = *ctx.config.cluster;
-    const std::size_t owner = map.owner(static_cast<std::uint16_t>(slot));
-    if (owner == map.self_index() || asking) return true;
-    // Redis's rule for replicas: reads (anything not flagged write) of the
-    // primary's slots after READONLY; writes always go to the primary.
-    const cluster::Node& self = map.self();
-    if (ctx.client.cluster_readonly && !spec.write && !self.primary &&
-        self.primary_index == owner) {
-        return true;
-    }
-    reply_moved(ctx, static_cast<std::uint16_t>(slot), map.nodes()[owner].address);
-    return false;
+    if (common.slot() < 0 || asking) return true;
+    return node_serves(ctx, static_cast<std::uint16_t>(common.slot()),
+                       spec.write ? SlotUse::write : SlotUse::read);
 }
 
 bool cluster_admits_transaction(Context& ctx) {
     const bool asking = std::exchange(ctx.client.cluster_asking, false);
     const TransactionState& transaction = ctx.client.transaction;
-    int slot = -1;
-    bool any_write = false;
+    CommonSlot common;
+    SlotUse use = SlotUse::read;
     for (const TransactionState::Queued& queued : transaction.commands) {
         const CommandSpec& spec = *queued.spec;
         std::vector<std::string_view> argv;
@@ -362,41 +376,30 @@ bool cluster_admits_transaction(Context& ctx) {
             argv.emplace_back(transaction.argument_bytes.data() + offset, size);
         }
         for (std::size_t position : Registry::key_positions(spec, argv)) {
-            const int key_slot = cluster::key_slot(argv[position]);
-            if (slot < 0) {
-                slot = key_slot;
-            } else if (key_slot != slot) {
+            if (!common.add(argv[position])) {
                 ctx.out.error(errors::kCrossSlot);
                 return false;
             }
-            any_write = any_write || spec.write;
+            if (spec.write) use = SlotUse::write;
         }
     }
-    if (slot < 0) return true;
-    const cluster::Topology& map = *ctx.config.cluster;
-    const std::size_t owner = map.owner(static_cast<std::uint16_t>(slot));
-    if (owner == map.self_index() || asking) return true;
-    const cluster::Node& self = map.self();
-    if (ctx.client.cluster_readonly && !any_write && !self.primary && self.primary_index == owner) {
-        return true;
-    }
-    reply_moved(ctx, static_cast<std::uint16_t>(slot), map.nodes()[owner].address);
-    return false;
+    if (common.slot() < 0 || asking) return true;
+    return node_serves(ctx, static_cast<std::uint16_t>(common.slot()), use);
 }
 
 void register_cluster_commands(Registry& registry) {
-    registry.register_handler("cluster|slots", cmd_cluster_slots);
-    registry.register_handler("cluster|shards", cmd_cluster_shards);
-    registry.register_handler("cluster|nodes", cmd_cluster_nodes);
-    registry.register_handler("cluster|info", cmd_cluster_info);
-    registry.register_handler("cluster|keyslot", cmd_cluster_keyslot);
-    registry.register_handler("cluster|myid", cmd_cluster_myid);
-    registry.register_handler("cluster|countkeysinslot", cmd_cluster_countkeysinslot);
-    registry.register_handler("cluster|getkeysinslot", cmd_cluster_getkeysinslot);
-    registry.register_handler("cluster|help", cmd_cluster_help);
-    registry.register_handler("readonly", cmd_readonly);
-    registry.register_handler("readwrite", cmd_readwrite);
-    registry.register_handler("asking", cmd_asking);
+    registry.register_handler<cluster_only<cmd_cluster_slots>>("cluster|slots");
+    registry.register_handler<cluster_only<cmd_cluster_shards>>("cluster|shards");
+    registry.register_handler<cluster_only<cmd_cluster_nodes>>("cluster|nodes");
+    registry.register_handler<cluster_only<cmd_cluster_info>>("cluster|info");
+    registry.register_handler<cluster_only<cmd_cluster_keyslot>>("cluster|keyslot");
+    registry.register_handler<cluster_only<cmd_cluster_myid>>("cluster|myid");
+    registry.register_handler<cluster_only<cmd_cluster_countkeysinslot>>("cluster|countkeysinslot");
+    registry.register_handler<cluster_only<cmd_cluster_getkeysinslot>>("cluster|getkeysinslot");
+    registry.register_handler<cluster_only<cmd_cluster_help>>("cluster|help");
+    registry.register_handler<cluster_only<cmd_readonly>>("readonly");
+    registry.register_handler<cluster_only<cmd_readwrite>>("readwrite");
+    registry.register_handler<cluster_only<cmd_asking>>("asking");
 }
 
 }  // namespace bloomery::command

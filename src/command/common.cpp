@@ -1,8 +1,8 @@
 #include "common.hpp"
 
-#include "bloomery/bloom/scalable_filter.hpp"
+#include <utility>
+
 #include "bloomery/command/errors.hpp"
-#include "bloomery/core/memory.hpp"
 
 namespace bloomery::command {
 
@@ -30,19 +30,11 @@ void reply_help(Context& ctx, std::initializer_list<std::string_view> lines) {
     for (std::string_view line : lines) ctx.out.simple(line);
 }
 
-bool new_filter_fits(const Context& ctx, std::span<const bloom::LayerGeometry> layers,
-                     std::string_view& error) {
-    const std::uint64_t max_bytes = ctx.config.max_filter_bytes;
-    if (max_bytes != 0 && bloom::filter_bytes(layers) > max_bytes) {
-        error = errors::kFilterTooLarge;
-        return false;
-    }
-    if (core::memory_would_exceed(ctx.config.maxmemory,
-                                  bloom::ScalableFilter::allocation_bytes(layers))) {
-        error = errors::kOom;
-        return false;
-    }
-    return true;
+core::Error wrong_arity(std::string_view command_name) {
+    std::string message(errors::kWrongArity);
+    message += command_name;
+    message += "' command";
+    return core::Error{std::move(message)};
 }
 
 }  // namespace bloomery::command

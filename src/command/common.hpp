@@ -1,20 +1,20 @@
 #pragma once
 // Private helpers shared by several command families.
 
+#include <cstdint>
 #include <initializer_list>
-#include <span>
+#include <string>
 #include <string_view>
 
-#include "bloomery/bloom/bounds.hpp"
-
 #include "bloomery/command/context.hpp"
+#include "bloomery/core/result.hpp"
 
 namespace bloomery::command {
 
 // The Redis version we announce in HELLO and INFO: clients gate features on
 // it (redis-py, go-redis and redis-cli expect 6+ for HELLO/RESP3 and 7 for
 // COMMAND DOCS). bloomery's own version is reported beside it.
-inline constexpr std::string_view kRedisCompatVersion = "7.2.0";
+inline constexpr std::string_view kRedisCompatVersion = "7.0.15";
 
 // The RedisBloom version whose BF.* replies bloomery follows (2.4.23), as
 // MODULE LIST, HELLO and INFO modules show the "bf" module.
@@ -30,16 +30,30 @@ bool valid_client_name(std::string_view name);
 // A HELP reply: one simple string per line.
 void reply_help(Context& ctx, std::initializer_list<std::string_view> lines);
 
-// AUTH's check, shared with HELLO ... AUTH (acl_commands.cpp): on success the
-// client runs as that user from its next command and true is returned; on
-// failure WRONGPASS is written and the client keeps its user.
-bool authenticate_client(Context& ctx, std::string_view username, std::string_view password);
+// Whether a command that writes a key (COPY, RESTORE, MIGRATE's target)
+// replaces one that exists: REPLACE, or keeps it and does nothing.
+enum class IfExists { keep, replace };
 
-// RESTORE and COPY: a new filter of these layers checked against
-// --max-filter-bytes (all layers) and --maxmemory before anything is
-// allocated, as BF.LOADCHUNK checks its header; false with the error to
-// reply.
-bool new_filter_fits(const Context& ctx, std::span<const bloom::LayerGeometry> layers,
-                     std::string_view& error);
+// How a command gives a time (EXPIRE and PEXPIRE against EXPIREAT and
+// PEXPIREAT, TTL against EXPIRETIME, RESTORE without and with ABSTTL): as an
+// amount from now, or as a Unix time.
+enum class TimeBase { from_now, unix_time };
+
+// A refusal whose reply is `text` (an errors.hpp constant): what the helpers
+// of a command return when they refuse, leaving the reply to the handler.
+inline core::Error refuse(std::string_view text) {
+    return core::Error{std::string(text)};
+}
+
+// The refusal "ERR wrong number of arguments for 'NAME' command", for
+// parsers that find the count wrong only as they read (BF.INSERT's options);
+// reply_wrong_arity (registry.hpp) answers the same text.
+core::Error wrong_arity(std::string_view command_name);
+
+// Counts `changes` writes that changed data (INFO's changes since the last
+// save, the save points).
+inline void note_changes(Context& ctx, std::uint64_t changes = 1) {
+    if (changes != 0) WorkerStats::bump(ctx.stats.changes, changes);
+}
 
 }  // namespace bloomery::command

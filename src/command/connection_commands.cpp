@@ -1,6 +1,7 @@
 // Connection commands: PING, ECHO, QUIT, RESET, HELLO, SELECT, TIME.
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "args.hpp"
@@ -16,22 +17,23 @@ namespace bloomery::command {
 namespace {
 
 void cmd_ping(Context& ctx, Args argv) {
-    if (argv.size() > 2) {
-        reply_wrong_arity(ctx, "ping");
-    } else if (ctx.client.subscriptions.count() != 0 && ctx.out.protocol() == 2) {
+    ArgCursor args(argv);
+    if (args.remaining() > 1) return reply_wrong_arity(ctx, "ping");
+    const std::string_view message = args.next();  // "" when there is none
+    if (ctx.client.subscriptions.count() != 0 && ctx.out.protocol() == 2) {
         // A subscribed RESP2 client reads arrays: ["pong", the argument or ""].
         ctx.out.array(2);
         ctx.out.bulk("pong");
-        ctx.out.bulk(argv.size() == 2 ? argv[1] : std::string_view());
+        ctx.out.bulk(message);
     } else if (argv.size() == 2) {
-        ctx.out.bulk(argv[1]);
+        ctx.out.bulk(message);
     } else {
         ctx.out.simple("PONG");
     }
 }
 
 void cmd_echo(Context& ctx, Args argv) {
-    ctx.out.bulk(argv[1]);
+    ctx.out.bulk(ArgCursor(argv).next());
 }
 
 void cmd_quit(Context& ctx, Args) {
@@ -40,69 +42,68 @@ void cmd_quit(Context& ctx, Args) {
 }
 
 void cmd_select(Context& ctx, Args argv) {
-    std::int64_t index;
-    if (!parse_int64(argv[1], index)) {
-        ctx.out.error(errors::kNotInteger);
-    } else if (index != 0) {
-        ctx.out.error(errors::kDbIndexOutOfRange);
-    } else {
-        ctx.out.ok();
-    }
+    ArgCursor args(argv);
+    const core::Result<std::int64_t> index = args.take_int(errors::kNotInteger);
+    if (!index) return ctx.out.error(index.error());
+    if (*index != 0) return ctx.out.error(errors::kDbIndexOutOfRange);
+    ctx.out.ok();
 }
 
+// What HELLO asks for: HELLO [protover [AUTH username password] [SETNAME
+// name]]. Without a version, the protocol stays.
+struct HelloRequest {
+    struct Credentials {
+        std::string_view username;
+        std::string_view password;
+    };
+    int protocol;
+    std::optional<Credentials> auth;
+    std::optional<std::string_view> name;
+};
+
 // Names may not contain spaces or control characters (CLIENT LIST is
-// space-separated), as in Redis. AUTH is checked after the options parse and
-// before anything changes; an unauthenticated client may only HELLO with AUTH.
-void cmd_hello(Context& ctx, Args argv) {
-    std::size_t i = 1;
-    std::string_view new_name;
-    bool set_name = false;
-    int version = ctx.out.protocol();
-    if (argv.size() >= 2) {
-        std::int64_t parsed_version;
-        if (!parse_int64(argv[1], parsed_version)) {
-            ctx.out.error("ERR Protocol version is not an integer or out of range");
-            return;
-        }
-        if (parsed_version != 2 && parsed_version != 3) {
-            ctx.out.error(errors::kProtocolVersion);
-            return;
-        }
-        version = static_cast<int>(parsed_version);
-        i = 2;
-        std::string_view username, password;
-        bool auth = false;
-        for (; i < argv.size(); ++i) {
-            if (iequals(argv[i], "AUTH") && i + 2 < argv.size()) {
-                username = argv[i + 1];
-                password = argv[i + 2];
-                auth = true;
-                i += 2;
-            } else if (iequals(argv[i], "SETNAME") && i + 1 < argv.size()) {
-                new_name = argv[++i];
-                set_name = true;
-                if (!valid_client_name(new_name)) {
-                    ctx.out.error(
-                        "ERR Client names cannot contain spaces, newlines or special characters.");
-                    return;
-                }
-            } else {
-                std::string message = "ERR Syntax error in HELLO option '";
-                core::append_printable(message, argv[i]);
-                message += "'";
-                ctx.out.error(message);
-                return;
+// space-separated), as in Redis.
+core::Result<HelloRequest> parse_hello(Args argv, int protocol) {
+    HelloRequest request{protocol, std::nullopt, std::nullopt};
+    ArgCursor args(argv);
+    if (!args.has_next()) return request;
+    const core::Result<std::int64_t> version = args.take_int(errors::kProtocolNotInteger);
+    if (!version) return version.failure();
+    if (*version != 2 && *version != 3) return core::Error{std::string(errors::kProtocolVersion)};
+    request.protocol = static_cast<int>(*version);
+    while (args.has_next()) {
+        if (args.remaining() >= 3 && args.eat("AUTH")) {
+            const std::string_view username = args.next();
+            request.auth = HelloRequest::Credentials{username, args.next()};
+        } else if (args.remaining() >= 2 && args.eat("SETNAME")) {
+            request.name = args.next();
+            if (!valid_client_name(*request.name)) {
+                return core::Error{std::string(errors::kClientNameInvalid)};
             }
+        } else {
+            std::string message(errors::kHelloSyntax);
+            core::append_printable(message, args.next());
+            return core::Error{message + "'"};
         }
-        if (auth && !authenticate_client(ctx, username, password)) return;
     }
-    if (!ctx.registry.acl().is_authenticated(ctx.client)) {
-        ctx.out.error(errors::kHelloNoAuth);
-        return;
+    return request;
+}
+
+// AUTH is checked after the options parse and before anything changes; an
+// unauthenticated client may only HELLO with AUTH.
+void cmd_hello(With<uses::Gate>& ctx, Args argv) {
+    const core::Result<HelloRequest> request = parse_hello(argv, ctx.out.protocol());
+    if (!request) return ctx.out.error(request.error());
+    const Acl& acl = ctx.registry.acl();
+    if (request->auth) {
+        const core::Status auth =
+            authenticate_client(acl, ctx.client, request->auth->username, request->auth->password);
+        if (!auth) return ctx.out.error(auth.error());
     }
-    if (set_name) ctx.client.set_name(new_name);
-    ctx.client.protocol.store(version, std::memory_order_relaxed);
-    ctx.out.set_protocol(version);
+    if (!acl.is_authenticated(ctx.client)) return ctx.out.error(errors::kHelloNoAuth);
+    if (request->name) ctx.client.set_name(*request->name);
+    ctx.client.protocol.store(request->protocol, std::memory_order_relaxed);
+    ctx.out.set_protocol(request->protocol);
     ctx.out.map(7);
     ctx.out.bulk("server");
     ctx.out.bulk("redis");
@@ -127,7 +128,7 @@ void cmd_hello(Context& ctx, Args argv) {
 // RESET: the connection as it was when it was accepted, as Redis's RESET:
 // no transaction or watched keys, no subscriptions, protocol 2, no name, the
 // default user (authenticated only if it needs no password), READWRITE.
-void cmd_reset(Context& ctx, Args) {
+void cmd_reset(With<uses::PubSub>& ctx, Args) {
     ctx.client.transaction.discard();
     SubscriptionState& subscriptions = ctx.client.subscriptions;
     for (const std::string& channel : subscriptions.channels) {
@@ -160,13 +161,13 @@ void cmd_time(Context& ctx, Args) {
 }  // namespace
 
 void register_connection_commands(Registry& registry) {
-    registry.register_handler("ping", cmd_ping);
-    registry.register_handler("echo", cmd_echo);
-    registry.register_handler("quit", cmd_quit);
-    registry.register_handler("reset", cmd_reset);
-    registry.register_handler("hello", cmd_hello);
-    registry.register_handler("select", cmd_select);
-    registry.register_handler("time", cmd_time);
+    registry.register_handler<cmd_ping>("ping");
+    registry.register_handler<cmd_echo>("echo");
+    registry.register_handler<cmd_quit>("quit");
+    registry.register_handler<cmd_reset>("reset");
+    registry.register_handler<cmd_hello>("hello");
+    registry.register_handler<cmd_select>("select");
+    registry.register_handler<cmd_time>("time");
 }
 
 }  // namespace bloomery::command

@@ -8,8 +8,11 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "args.hpp"
@@ -20,6 +23,7 @@
 #include "bloomery/persist/dump_payload.hpp"
 #include "common.hpp"
 #include "families.hpp"
+#include "new_filter.hpp"
 
 namespace bloomery::command {
 namespace {
@@ -62,114 +66,113 @@ void cmd_dump(Context& ctx, Args argv) {
     out += "\r\n";
 }
 
-// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds]
-// [FREQ frequency], checked in Redis's order: options, BUSYKEY, the TTL, the
-// payload's version and checksum, its content; then bloomery's bounds on
-// the filter it describes (as BF.LOADCHUNK's header).
-void cmd_restore(Context& ctx, Args argv) {
-    bool replace = false;
-    bool absolute_ttl = false;
-    std::int64_t idle_seconds = -1;
-    std::int64_t frequency = -1;
-    for (std::size_t j = 4; j < argv.size(); ++j) {
-        const bool has_value = j + 1 < argv.size();
-        if (iequals(argv[j], "REPLACE")) {
-            replace = true;
-        } else if (iequals(argv[j], "ABSTTL")) {
-            absolute_ttl = true;
-        } else if (iequals(argv[j], "IDLETIME") && has_value && frequency == -1) {
-            if (!parse_int64(argv[j + 1], idle_seconds)) {
-                ctx.out.error(errors::kNotInteger);
-                return;
-            }
-            if (idle_seconds < 0) {
-                ctx.out.error(errors::kInvalidIdletime);
-                return;
-            }
-            ++j;
-        } else if (iequals(argv[j], "FREQ") && has_value && idle_seconds == -1) {
-            if (!parse_int64(argv[j + 1], frequency)) {
-                ctx.out.error(errors::kNotInteger);
-                return;
-            }
-            if (frequency < 0 || frequency > 255) {
-                ctx.out.error(errors::kInvalidFreq);
-                return;
-            }
-            ++j;
+// RESTORE's options after the payload, as Redis 7 reads them: REPLACE,
+// ABSTTL, and one of IDLETIME seconds and FREQ frequency.
+struct RestoreOptions {
+    IfExists if_exists = IfExists::keep;
+    TimeBase ttl_base = TimeBase::from_now;  // ABSTTL: the TTL is a Unix time in ms
+    std::int64_t idle_seconds = -1;          // IDLETIME; -1: not given
+    std::int64_t frequency = -1;             // FREQ; -1: not given
+};
+
+core::Result<RestoreOptions> parse_restore_options(Args argv) {
+    RestoreOptions options;
+    ArgCursor args(argv, 4);
+    while (args.has_next()) {
+        const bool has_value = args.remaining() >= 2;
+        if (args.eat("REPLACE")) {
+            options.if_exists = IfExists::replace;
+        } else if (args.eat("ABSTTL")) {
+            options.ttl_base = TimeBase::unix_time;
+        } else if (has_value && options.frequency == -1 && args.eat("IDLETIME")) {
+            const core::Result<std::int64_t> idle = args.take_int(errors::kNotInteger);
+            if (!idle) return idle.failure();
+            if (*idle < 0) return refuse(errors::kInvalidIdletime);
+            options.idle_seconds = *idle;
+        } else if (has_value && options.idle_seconds == -1 && args.eat("FREQ")) {
+            const core::Result<std::int64_t> frequency = args.take_int(errors::kNotInteger);
+            if (!frequency) return frequency.failure();
+            if (*frequency < 0 || *frequency > 255) return refuse(errors::kInvalidFreq);
+            options.frequency = *frequency;
         } else {
-            ctx.out.error(errors::kSyntax);
-            return;
+            return refuse(errors::kSyntax);
         }
     }
+    return options;
+}
+
+// The filter a DUMP payload holds, checked in Redis's order (its version and
+// checksum, then its content), then against bloomery's bounds on new
+// filters (as BF.LOADCHUNK's header); or the error to reply.
+core::Result<bloom::FilterRef> filter_of_payload(const Context& ctx, std::string_view payload) {
+    if (!persist::verify_dump_payload(payload)) return refuse(errors::kBadDumpPayload);
+    const core::Result<persist::DumpValue> value = persist::parse_dump_value(payload);
+    if (!value) return refuse(errors::kBadDataFormat);
+    return build_new_filter(ctx, value->layers, [&] {
+        return persist::build_dump_filter(*value, ctx.config.maxmemory);
+    });
+}
+
+// RESTORE's deadline (Unix time in ms, 0: none) for a TTL that passed its
+// checks: from now, saturating, unless ABSTTL made it one already.
+std::int64_t restore_deadline(std::int64_t ttl, TimeBase base, std::int64_t now) {
+    if (ttl == 0 || base == TimeBase::unix_time) return ttl;
+    return ttl > std::numeric_limits<std::int64_t>::max() - now
+               ? std::numeric_limits<std::int64_t>::max()
+               : ttl + now;
+}
+
+// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds]
+// [FREQ frequency], checked in Redis's order: options, BUSYKEY, the TTL, the
+// payload (filter_of_payload).
+void cmd_restore(Context& ctx, Args argv) {
+    const core::Result<RestoreOptions> options = parse_restore_options(argv);
+    if (!options) {
+        ctx.out.error(options.error());
+        return;
+    }
     const std::string_view key = argv[1];
+    const bool replace = options->if_exists == IfExists::replace;
     if (!replace && ctx.keyspace.contains(key)) {
         ctx.out.error(errors::kBusyKey);
         return;
     }
-    std::int64_t ttl;
-    if (!parse_int64(argv[2], ttl)) {
+    const std::optional<std::int64_t> ttl = ArgCursor(argv, 2).next_int();
+    if (!ttl) {
         ctx.out.error(errors::kNotInteger);
         return;
     }
-    if (ttl < 0) {
+    if (*ttl < 0) {
         ctx.out.error(errors::kInvalidTtl);
         return;
     }
-    const std::string_view payload = argv[3];
-    if (!persist::verify_dump_payload(payload)) {
-        ctx.out.error(errors::kBadDumpPayload);
-        return;
-    }
-    persist::DumpValue value;
-    std::string why;
-    if (!persist::parse_dump_value(payload, value, why)) {
-        ctx.out.error(errors::kBadDataFormat);
-        return;
-    }
-    std::string_view limit_error;
-    if (!new_filter_fits(ctx, value.layers, limit_error)) {
-        ctx.out.error(limit_error);
-        return;
-    }
-    bloom::FilterRef filter;
-    try {
-        filter = persist::build_dump_filter(value, ctx.config.maxmemory);
-    } catch (const std::bad_alloc&) {
-        ctx.out.error(errors::kOutOfMemory);
-        return;
-    }
+    core::Result<bloom::FilterRef> filter = filter_of_payload(ctx, argv[3]);
     if (!filter) {
-        ctx.out.error(errors::kOom);
+        ctx.out.error(filter.error());
         return;
     }
     const std::int64_t now = store::now_ms();
-    std::int64_t deadline = ttl;
-    if (ttl != 0 && !absolute_ttl) {
-        deadline = ttl > std::numeric_limits<std::int64_t>::max() - now
-                       ? std::numeric_limits<std::int64_t>::max()
-                       : ttl + now;
-    }
+    const std::int64_t deadline = restore_deadline(*ttl, options->ttl_base, now);
     if (deadline != 0 && deadline <= now) {
         // Already expired: nothing is created, and REPLACE deletes what
         // was there (Redis: a DEL).
-        if (replace && ctx.keyspace.erase(key)) WorkerStats::bump(ctx.stats.changes);
+        if (replace && ctx.keyspace.erase(key)) note_changes(ctx);
         ctx.out.ok();
         return;
     }
     // IDLETIME sets the access clock back (OBJECT IDLETIME), FREQ the use
     // counter (OBJECT FREQ); without them, as a new key's.
-    const store::RestoreOptions options{
+    const store::RestoreOptions restore{
         .expire_at_ms = deadline,
         .if_live = replace ? store::IfLive::replace : store::IfLive::keep,
-        .idle_seconds = std::max<std::int64_t>(idle_seconds, 0),
-        .frequency = frequency >= 0 ? static_cast<std::uint32_t>(frequency)
-                                    : store::key_access::kInitialCount};
-    if (!ctx.keyspace.restore(key, std::move(filter), options)) {
+        .idle_seconds = std::max<std::int64_t>(options->idle_seconds, 0),
+        .frequency = options->frequency >= 0 ? static_cast<std::uint32_t>(options->frequency)
+                                             : store::key_access::kInitialCount};
+    if (!ctx.keyspace.restore(key, std::move(*filter), restore)) {
         ctx.out.error(errors::kBusyKey);  // created by another client meanwhile
         return;
     }
-    WorkerStats::bump(ctx.stats.changes);
+    note_changes(ctx);
     ctx.out.ok();
 }
 
@@ -180,30 +183,72 @@ void cmd_restore(Context& ctx, Args argv) {
 // syntax error the command reports). Options before KEYS are skipped with
 // their values, so a password that reads "KEYS" is not taken for it.
 KeyRange migrate_keys(Args argv) {
-    const long argc = static_cast<long>(argv.size());
-    for (long i = 6; i < argc; ++i) {
-        const std::string_view word = argv[static_cast<std::size_t>(i)];
-        if (iequals(word, "KEYS")) {
+    ArgCursor args(argv, 6);
+    while (args.has_next()) {
+        if (args.eat("KEYS")) {
             if (!argv[3].empty()) return {};
-            return {i + 1, argc - 1, 1};
+            return {static_cast<long>(args.position()), static_cast<long>(argv.size()) - 1, 1};
         }
-        if (iequals(word, "AUTH")) {
-            i += 1;
-        } else if (iequals(word, "AUTH2")) {
-            i += 2;
+        // AUTH is followed by a password, AUTH2 by a username and a
+        // password; any other option stands alone.
+        if (args.eat("AUTH2")) {
+            args.next();
+        } else {
+            args.eat("AUTH");
         }
+        args.next();
     }
     return {3, 3, 1};
+}
+
+// Whether MIGRATE deletes the keys the target took (the default) or, with
+// COPY, keeps them here too.
+enum class Transfer { move, copy };
+
+// MIGRATE's options after the timeout, as Redis 7 reads them.
+struct MigrateOptions {
+    Transfer transfer = Transfer::move;   // COPY
+    IfExists if_exists = IfExists::keep;  // REPLACE: the target's keys are replaced
+    MigrateRequest request;               // AUTH / AUTH2 filled in, the rest not yet
+    Args keys;                            // argument 3, or those after KEYS
+};
+
+core::Result<MigrateOptions> parse_migrate_options(Args argv) {
+    MigrateOptions options;
+    options.keys = argv.subspan(3, 1);
+    ArgCursor args(argv, 6);
+    while (args.has_next()) {
+        if (args.eat("COPY")) {
+            options.transfer = Transfer::copy;
+        } else if (args.eat("REPLACE")) {
+            options.if_exists = IfExists::replace;
+        } else if (args.eat("AUTH")) {
+            if (!args.has_next()) return refuse(errors::kSyntax);
+            options.request.auth = true;
+            options.request.password.assign(args.next());
+        } else if (args.eat("AUTH2")) {
+            if (args.remaining() < 2) return refuse(errors::kSyntax);
+            options.request.auth = true;
+            options.request.username.assign(args.next());
+            options.request.password.assign(args.next());
+        } else if (args.eat("KEYS")) {
+            if (!argv[3].empty()) return refuse(errors::kMigrateKeysWithKey);
+            options.keys = args.rest();
+        } else {
+            return refuse(errors::kSyntax);
+        }
+    }
+    return options;
 }
 
 // What one MIGRATE knows while its exchange runs (on the network layer's
 // thread: restore_command and then the completion, one after the other).
 struct Migration {
-    store::Keyspace* keyspace;
-    bool copy;
-    bool replace;
-    bool cluster;
-    std::uint64_t max_payload;
+    store::Keyspace* keyspace = nullptr;
+    Transfer transfer = Transfer::move;
+    IfExists if_exists = IfExists::keep;
+    std::string_view restore_name;  // RESTORE, or RESTORE-ASKING in a cluster
+    std::uint64_t max_payload = 0;
     std::vector<std::string> keys;
     // What was sent for each key: the filter (held, so its address names
     // it until the end), its item count and layer count then.
@@ -248,8 +293,9 @@ struct Migration {
             too_large = true;
             return false;
         }
+        const bool replace = if_exists == IfExists::replace;
         append_length_line(command, '*', replace ? 5 : 4);
-        append_bulk(command, cluster ? "RESTORE-ASKING" : "RESTORE");
+        append_bulk(command, restore_name);
         append_bulk(command, keys[index]);
         append_bulk(command, std::to_string(ttl));
         append_length_line(command, '$', bytes);
@@ -259,6 +305,55 @@ struct Migration {
         sent[index] = std::move(record);
         return true;
     }
+
+    // Once the exchange is over: deletes the keys the target took, unless
+    // COPY, each only if it is unchanged since it was sent (one that took
+    // adds meanwhile is kept rather than lose them). How many were deleted,
+    // and whether one was kept for a change.
+    struct Deletion {
+        std::uint64_t deleted = 0;
+        bool kept_changed = false;
+    };
+    Deletion delete_accepted(const MigrateResult& result) {
+        Deletion deletion;
+        if (transfer == Transfer::copy) return deletion;
+        for (const std::size_t index : result.accepted) {
+            switch (keyspace->erase_if_unchanged(keys[index], sent[index].filter.get(),
+                                                 sent[index].items, sent[index].layers)) {
+                case store::Keyspace::EraseIf::erased:
+                    ++deletion.deleted;
+                    break;
+                case store::Keyspace::EraseIf::gone:
+                    break;
+                case store::Keyspace::EraseIf::changed:
+                    deletion.kept_changed = true;
+                    break;
+            }
+        }
+        return deletion;
+    }
+
+    // MIGRATE's error reply, empty if none, in Redis's precedence: the
+    // target's error, then an I/O error; then bloomery's own.
+    std::string reply_error(const MigrateResult& result, const Deletion& deletion) const {
+        if (!result.target_error.empty()) {
+            return std::string(errors::kMigrateTargetError) + result.target_error;
+        }
+        switch (result.failure) {
+            case MigrateResult::Failure::connect:
+                return std::string(errors::kMigrateConnect);
+            case MigrateResult::Failure::write:
+                return std::string(errors::kMigrateWrite);
+            case MigrateResult::Failure::read:
+                return std::string(errors::kMigrateRead);
+            case MigrateResult::Failure::none:
+                break;
+        }
+        if (too_large) return std::string(errors::kDumpTooLarge);
+        if (out_of_memory) return std::string(errors::kNoMemory);
+        if (deletion.kept_changed) return std::string(errors::kMigrateKeyChanged);
+        return {};
+    }
 };
 
 // MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]
@@ -267,67 +362,31 @@ struct Migration {
 // on the network layer's thread (command/server.hpp: Migration) while this
 // client waits (a deferred reply) and the worker serves the others. Each
 // key's payload is made when it is about to be sent, so one MIGRATE holds
-// one payload at a time. Keys the target took are deleted here unless COPY,
-// each only if it is unchanged since it was sent: a key that took adds
-// meanwhile is kept (and the reply says so) rather than lose them.
-void cmd_migrate(Context& ctx, Args argv) {
-    bool copy = false;
-    bool replace = false;
-    MigrateRequest request;
-    std::size_t first_key = 3;
-    std::size_t num_keys = 1;
-    for (std::size_t j = 6; j < argv.size(); ++j) {
-        const std::size_t more = argv.size() - 1 - j;
-        if (iequals(argv[j], "COPY")) {
-            copy = true;
-        } else if (iequals(argv[j], "REPLACE")) {
-            replace = true;
-        } else if (iequals(argv[j], "AUTH")) {
-            if (more < 1) {
-                ctx.out.error(errors::kSyntax);
-                return;
-            }
-            request.auth = true;
-            request.password.assign(argv[++j]);
-        } else if (iequals(argv[j], "AUTH2")) {
-            if (more < 2) {
-                ctx.out.error(errors::kSyntax);
-                return;
-            }
-            request.auth = true;
-            request.username.assign(argv[++j]);
-            request.password.assign(argv[++j]);
-        } else if (iequals(argv[j], "KEYS")) {
-            if (!argv[3].empty()) {
-                ctx.out.error(errors::kMigrateKeysWithKey);
-                return;
-            }
-            first_key = j + 1;
-            num_keys = argv.size() - j - 1;
-            break;
-        } else {
-            ctx.out.error(errors::kSyntax);
-            return;
-        }
+// one payload at a time. Keys the target took are then deleted here
+// (Migration::delete_accepted) and the client answered.
+void cmd_migrate(With<uses::Migration>& ctx, Args argv) {
+    core::Result<MigrateOptions> options = parse_migrate_options(argv);
+    if (!options) {
+        ctx.out.error(options.error());
+        return;
     }
-    std::int64_t timeout_ms;
-    std::int64_t db;
-    if (!parse_int64(argv[5], timeout_ms) || !parse_int64(argv[4], db)) {
+    const std::optional<std::int64_t> db = ArgCursor(argv, 4).next_int();
+    std::optional<std::int64_t> timeout_ms = ArgCursor(argv, 5).next_int();
+    if (!timeout_ms || !db) {
         ctx.out.error(errors::kNotInteger);
         return;
     }
-    if (timeout_ms <= 0) timeout_ms = 1000;
+    if (*timeout_ms <= 0) timeout_ms = 1000;
 
     auto migration = std::make_shared<Migration>();
     migration->keyspace = &ctx.keyspace;
-    migration->copy = copy;
-    migration->replace = replace;
-    migration->cluster = ctx.config.cluster_enabled;
+    migration->transfer = options->transfer;
+    migration->if_exists = options->if_exists;
+    migration->restore_name = ctx.config.cluster_enabled ? "RESTORE-ASKING" : "RESTORE";
     migration->max_payload = ctx.config.proto_max_bulk_len;
     // Keys missing now are not sent; if all are, there is nothing to do
     // (Redis answers NOKEY: often a key that just expired, not an error).
-    for (std::size_t i = 0; i < num_keys; ++i) {
-        const std::string_view key = argv[first_key + i];
+    for (const std::string_view key : options->keys) {
         if (ctx.keyspace.contains(key)) migration->keys.emplace_back(key);
     }
     if (migration->keys.empty()) {
@@ -338,8 +397,8 @@ void cmd_migrate(Context& ctx, Args argv) {
 
     // A port that is no port is a target that cannot be reached, as Redis
     // (atoi) finds it.
-    std::int64_t port = 0;
-    if (!parse_int64(argv[2], port) || port < 1 || port > 65535) {
+    const std::optional<std::int64_t> port = ArgCursor(argv, 2).next_int();
+    if (!port || *port < 1 || *port > 65535) {
         ctx.out.error(errors::kMigrateConnect);
         return;
     }
@@ -348,56 +407,23 @@ void cmd_migrate(Context& ctx, Args argv) {
         ctx.out.error(errors::kCannotWait);
         return;
     }
+    MigrateRequest& request = options->request;
     request.host.assign(argv[1]);
-    request.port = static_cast<std::uint16_t>(port);
-    request.timeout_ms = timeout_ms;
-    request.db = db;
+    request.port = static_cast<std::uint16_t>(*port);
+    request.timeout_ms = *timeout_ms;
+    request.db = *db;
     request.keys = migration->keys.size();
     request.restore_command = [migration](std::size_t index, std::string& command) {
         return migration->restore_command(index, command);
     };
     WorkerStats* stats = &ctx.stats;
     ctx.server.migration.migrate(
-        std::move(request), [migration, reply, stats](MigrateResult result) {
-            std::uint64_t deleted = 0;
-            bool changed = false;
-            if (!migration->copy) {
-                for (const std::size_t index : result.accepted) {
-                    const Migration::Sent& sent = migration->sent[index];
-                    switch (migration->keyspace->erase_if_unchanged(
-                        migration->keys[index], sent.filter.get(), sent.items, sent.layers)) {
-                        case store::Keyspace::EraseIf::erased:
-                            ++deleted;
-                            break;
-                        case store::Keyspace::EraseIf::gone:
-                            break;
-                        case store::Keyspace::EraseIf::changed:
-                            changed = true;
-                            break;
-                    }
-                }
-            }
-            // Redis's precedence: the target's error, then an I/O error; then
-            // bloomery's own.
-            std::string error;
-            if (!result.target_error.empty()) {
-                error = std::string(errors::kMigrateTargetError) + result.target_error;
-            } else if (result.failure == MigrateResult::Failure::connect) {
-                error = errors::kMigrateConnect;
-            } else if (result.failure == MigrateResult::Failure::write) {
-                error = errors::kMigrateWrite;
-            } else if (result.failure == MigrateResult::Failure::read) {
-                error = errors::kMigrateRead;
-            } else if (migration->too_large) {
-                error = errors::kDumpTooLarge;
-            } else if (migration->out_of_memory) {
-                error = errors::kNoMemory;
-            } else if (changed) {
-                error = errors::kMigrateKeyChanged;
-            }
+        std::move(request), [migration, reply, stats](const MigrateResult& result) {
+            const Migration::Deletion deletion = migration->delete_accepted(result);
             // The client's connection runs this on its worker thread, the only
             // writer of `stats`.
-            reply.complete([error = std::move(error), deleted, stats](resp::Writer& out) {
+            reply.complete([error = migration->reply_error(result, deletion),
+                            deleted = deletion.deleted, stats](resp::Writer& out) {
                 if (deleted != 0) WorkerStats::bump(stats->changes, deleted);
                 if (error.empty()) {
                     out.ok();
@@ -411,10 +437,10 @@ void cmd_migrate(Context& ctx, Args argv) {
 }  // namespace
 
 void register_dump_commands(Registry& registry) {
-    registry.register_handler("dump", cmd_dump);
-    registry.register_handler("restore", cmd_restore);
-    registry.register_handler("restore-asking", cmd_restore);
-    registry.register_handler("migrate", cmd_migrate);
+    registry.register_handler<cmd_dump>("dump");
+    registry.register_handler<cmd_restore>("restore");
+    registry.register_handler<cmd_restore>("restore-asking");
+    registry.register_handler<cmd_migrate>("migrate");
     registry.register_key_finder("migrate", migrate_keys);
 }
 

@@ -6,8 +6,8 @@
 namespace bloomery::command {
 namespace {
 
-unsigned char fold(unsigned char c, bool nocase) {
-    return nocase ? static_cast<unsigned char>(std::tolower(c)) : c;
+unsigned char fold(unsigned char c, GlobCase letters) {
+    return letters == GlobCase::insensitive ? static_cast<unsigned char>(std::tolower(c)) : c;
 }
 
 using CharSet = std::array<std::uint64_t, 4>;
@@ -19,11 +19,11 @@ bool has_bit(const CharSet& set, unsigned char c) {
     return (set[c >> 6] >> (c & 63)) & 1;
 }
 
-// Every byte equal to `c` (both cases with nocase).
-CharSet literal_set(unsigned char c, bool nocase) {
+// Every byte equal to `c` (both cases when case is ignored).
+CharSet literal_set(unsigned char c, GlobCase letters) {
     CharSet set{};
     set_bit(set, c);
-    if (nocase) {
+    if (letters == GlobCase::insensitive) {
         set_bit(set, static_cast<unsigned char>(std::tolower(c)));
         set_bit(set, static_cast<unsigned char>(std::toupper(c)));
     }
@@ -33,7 +33,7 @@ CharSet literal_set(unsigned char c, bool nocase) {
 // The class starting after '[' at p[i]; leaves i past its ']' (an
 // unterminated class ends the pattern). Ranges may be written high to low;
 // '\' escapes the next character.
-CharSet class_set(std::string_view p, std::size_t& i, bool nocase) {
+CharSet class_set(std::string_view p, std::size_t& i, GlobCase letters) {
     bool negate = false;
     if (i < p.size() && p[i] == '^') {
         negate = true;
@@ -41,11 +41,11 @@ CharSet class_set(std::string_view p, std::size_t& i, bool nocase) {
     }
     CharSet set{};
     const auto add_range = [&](unsigned char lo, unsigned char hi) {
-        lo = fold(lo, nocase);
-        hi = fold(hi, nocase);
+        lo = fold(lo, letters);
+        hi = fold(hi, letters);
         if (lo > hi) std::swap(lo, hi);
         for (unsigned c = 0; c < 256; ++c) {
-            const unsigned char x = fold(static_cast<unsigned char>(c), nocase);
+            const unsigned char x = fold(static_cast<unsigned char>(c), letters);
             if (x >= lo && x <= hi) set_bit(set, static_cast<unsigned char>(c));
         }
     };
@@ -70,7 +70,7 @@ CharSet class_set(std::string_view p, std::size_t& i, bool nocase) {
 
 }  // namespace
 
-GlobPattern::GlobPattern(std::string_view p, bool nocase) {
+GlobPattern::GlobPattern(std::string_view p, GlobCase letters) {
     Run current;
     bool any_set = false;
     const auto close_run = [&] {
@@ -95,14 +95,14 @@ GlobPattern::GlobPattern(std::string_view p, bool nocase) {
             ++i;
         } else if (c == '[') {
             ++i;
-            current.sets.push_back(class_set(p, i, nocase));
+            current.sets.push_back(class_set(p, i, letters));
             current.is_literal = false;
         } else {
-            unsigned char literal = static_cast<unsigned char>(c);
+            auto literal = static_cast<unsigned char>(c);
             if (c == '\\' && i + 1 < p.size()) literal = static_cast<unsigned char>(p[++i]);
             ++i;
-            current.sets.push_back(literal_set(literal, nocase));
-            if (nocase && std::tolower(literal) != std::toupper(literal))
+            current.sets.push_back(literal_set(literal, letters));
+            if (letters == GlobCase::insensitive && std::tolower(literal) != std::toupper(literal))
                 current.is_literal = false;
             current.literal.push_back(static_cast<char>(literal));
         }
@@ -186,8 +186,8 @@ bool GlobPattern::match(std::string_view text) const {
     return true;
 }
 
-bool glob_match(std::string_view pattern, std::string_view text, bool nocase) {
-    return GlobPattern(pattern, nocase).match(text);
+bool glob_match(std::string_view pattern, std::string_view text, GlobCase letters) {
+    return GlobPattern(pattern, letters).match(text);
 }
 
 }  // namespace bloomery::command

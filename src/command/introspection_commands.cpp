@@ -1,7 +1,9 @@
 // COMMAND (COUNT, INFO, DOCS, LIST, GETKEYS) answered from proto/commands.json,
 // and MODULE LIST for tools that look for RedisBloom.
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "args.hpp"
@@ -17,6 +19,17 @@ namespace {
 void write_string_set(Context& ctx, const nlohmann::json& values) {
     ctx.out.set(values.size());
     for (const auto& v : values) ctx.out.simple(v.get<std::string>());
+}
+
+// One step of a key spec: {"type": type, "spec": {<fields> pairs follow}}.
+void begin_key_spec_step(Context& ctx, std::string_view step, std::string_view type,
+                         std::size_t fields) {
+    ctx.out.bulk(step);
+    ctx.out.map(2);
+    ctx.out.bulk("type");
+    ctx.out.bulk(type);
+    ctx.out.bulk("spec");
+    ctx.out.map(fields);
 }
 
 void write_command_info(Context& ctx, const CommandSpec& spec) {
@@ -37,20 +50,10 @@ void write_command_info(Context& ctx, const CommandSpec& spec) {
         ctx.out.bulk("flags");
         ctx.out.set(1);
         ctx.out.simple(spec.write ? "RW" : "RO");
-        ctx.out.bulk("begin_search");
-        ctx.out.map(2);
-        ctx.out.bulk("type");
-        ctx.out.bulk("index");
-        ctx.out.bulk("spec");
-        ctx.out.map(1);
+        begin_key_spec_step(ctx, "begin_search", "index", 1);
         ctx.out.bulk("index");
         ctx.out.integer(spec.first_key);
-        ctx.out.bulk("find_keys");
-        ctx.out.map(2);
-        ctx.out.bulk("type");
-        ctx.out.bulk("range");
-        ctx.out.bulk("spec");
-        ctx.out.map(3);
+        begin_key_spec_step(ctx, "find_keys", "range", 3);
         ctx.out.bulk("lastkey");
         ctx.out.integer(spec.last_key < 0 ? spec.last_key : spec.last_key - spec.first_key);
         ctx.out.bulk("keystep");
@@ -66,18 +69,23 @@ void write_command_info(Context& ctx, const CommandSpec& spec) {
     for (const auto& sub : spec.subcommands) write_command_info(ctx, *sub);
 }
 
+// A text of proto/commands.json as COMMAND DOCS shows it: `label`, then the
+// text under `field` ("" if absent).
+void write_doc_text(Context& ctx, std::string_view label, const nlohmann::json& doc,
+                    const char* field) {
+    ctx.out.bulk(label);
+    ctx.out.bulk(doc.value(field, ""));
+}
+
 void write_doc_arguments(Context& ctx, const nlohmann::json& arguments) {
     ctx.out.array(arguments.size());
     for (const auto& arg : arguments) {
         std::size_t fields = 2;
         for (const char* key : {"token", "flags", "arguments"}) fields += arg.contains(key) ? 1 : 0;
         ctx.out.map(fields + 1);
-        ctx.out.bulk("name");
-        ctx.out.bulk(arg.value("name", ""));
-        ctx.out.bulk("type");
-        ctx.out.bulk(arg.value("type", ""));
-        ctx.out.bulk("display_text");
-        ctx.out.bulk(arg.value("name", ""));
+        write_doc_text(ctx, "name", arg, "name");
+        write_doc_text(ctx, "type", arg, "type");
+        write_doc_text(ctx, "display_text", arg, "name");
         if (arg.contains("token")) {
             ctx.out.bulk("token");
             ctx.out.bulk(arg["token"].get<std::string>());
@@ -98,14 +106,9 @@ void write_command_docs(Context& ctx, const CommandSpec& spec) {
     const bool has_args = doc.contains("arguments") && !doc["arguments"].empty();
     const bool has_subs = !spec.subcommands.empty();
     ctx.out.map(4 + (has_args ? 1 : 0) + (has_subs ? 1 : 0));
-    ctx.out.bulk("summary");
-    ctx.out.bulk(doc.value("summary", ""));
-    ctx.out.bulk("since");
-    ctx.out.bulk(doc.value("since", ""));
-    ctx.out.bulk("group");
-    ctx.out.bulk(doc.value("group", ""));
-    ctx.out.bulk("complexity");
-    ctx.out.bulk(doc.value("complexity", ""));
+    for (const char* field : {"summary", "since", "group", "complexity"}) {
+        write_doc_text(ctx, field, doc, field);
+    }
     if (has_args) {
         ctx.out.bulk("arguments");
         write_doc_arguments(ctx, doc["arguments"]);
@@ -139,13 +142,14 @@ const CommandSpec* lookup_full(const Registry& registry, std::string_view name) 
 }
 
 void cmd_command_info(Context& ctx, Args argv) {
-    if (argv.size() == 2) {
+    const Args names = ArgCursor(argv, 2).rest();
+    if (names.empty()) {
         cmd_command(ctx, argv);
         return;
     }
-    ctx.out.array(argv.size() - 2);
-    for (std::size_t i = 2; i < argv.size(); ++i) {
-        const CommandSpec* spec = lookup_full(ctx.registry, argv[i]);
+    ctx.out.array(names.size());
+    for (const std::string_view name : names) {
+        const CommandSpec* spec = lookup_full(ctx.registry, name);
         if (spec) {
             write_command_info(ctx, *spec);
         } else {
@@ -155,12 +159,13 @@ void cmd_command_info(Context& ctx, Args argv) {
 }
 
 void cmd_command_docs(Context& ctx, Args argv) {
+    const Args names = ArgCursor(argv, 2).rest();
     std::vector<const CommandSpec*> specs;
-    if (argv.size() == 2) {
+    if (names.empty()) {
         specs = ctx.registry.all();
     } else {
-        for (std::size_t i = 2; i < argv.size(); ++i) {
-            if (const CommandSpec* spec = lookup_full(ctx.registry, argv[i])) specs.push_back(spec);
+        for (const std::string_view name : names) {
+            if (const CommandSpec* spec = lookup_full(ctx.registry, name)) specs.push_back(spec);
         }
     }
     ctx.out.map(specs.size());
@@ -170,33 +175,57 @@ void cmd_command_docs(Context& ctx, Args argv) {
     }
 }
 
+// COMMAND LIST's filter: none, or FILTERBY MODULE name (no command is a
+// module's here), ACLCAT category or PATTERN glob (an empty category or
+// glob filters nothing).
+struct CommandListFilter {
+    enum class By { nothing, module, category, pattern };
+    By by = By::nothing;
+    std::string_view value;
+};
+
+core::Result<CommandListFilter> parse_command_list_filter(Args argv) {
+    ArgCursor args(argv, 2);
+    if (!args.has_next()) return CommandListFilter{};
+    if (args.remaining() != 3 || !args.eat("FILTERBY")) return refuse(errors::kSyntax);
+    constexpr CommandListFilter::By kBy[] = {CommandListFilter::By::module,
+                                             CommandListFilter::By::category,
+                                             CommandListFilter::By::pattern};
+    const std::optional<std::size_t> by = args.eat_one_of({"MODULE", "ACLCAT", "PATTERN"});
+    if (!by) return refuse(errors::kSyntax);
+    return CommandListFilter{kBy[*by], args.next()};
+}
+
+// Whether `spec` is in ACL category `category` (named without its '@').
+bool in_category(const CommandSpec& spec, std::string_view category) {
+    for (const auto& cat : spec.doc.value("acl_categories", nlohmann::json::array())) {
+        const std::string c = cat.get<std::string>();
+        if (iequals(std::string_view(c).substr(c.empty() ? 0 : 1), category)) return true;
+    }
+    return false;
+}
+
 void cmd_command_list(Context& ctx, Args argv) {
-    std::string_view pattern, category;
-    if (argv.size() == 5 && iequals(argv[2], "FILTERBY")) {
-        if (iequals(argv[3], "PATTERN")) {
-            pattern = argv[4];
-        } else if (iequals(argv[3], "ACLCAT")) {
-            category = argv[4];
-        } else if (!iequals(argv[3], "MODULE")) {
-            ctx.out.error(errors::kSyntax);
-            return;
-        }
-    } else if (argv.size() != 2) {
-        ctx.out.error(errors::kSyntax);
+    const core::Result<CommandListFilter> filter = parse_command_list_filter(argv);
+    if (!filter) {
+        ctx.out.error(filter.error());
         return;
     }
-    const bool module_filter = argv.size() == 5 && iequals(argv[3], "MODULE");
     std::vector<std::string_view> names;
     auto consider = [&](const CommandSpec& spec) {
-        if (module_filter) return;  // no modules: every command is built in
-        if (!pattern.empty() && !glob_match(pattern, spec.name, true)) return;
-        if (!category.empty()) {
-            bool in = false;
-            for (const auto& cat : spec.doc.value("acl_categories", nlohmann::json::array())) {
-                const std::string c = cat.get<std::string>();
-                in = in || iequals(std::string_view(c).substr(c.empty() ? 0 : 1), category);
-            }
-            if (!in) return;
+        switch (filter->by) {
+            case CommandListFilter::By::module:
+                return;  // no modules: every command is built in
+            case CommandListFilter::By::category:
+                if (!filter->value.empty() && !in_category(spec, filter->value)) return;
+                break;
+            case CommandListFilter::By::pattern:
+                if (!filter->value.empty() &&
+                    !glob_match(filter->value, spec.name, GlobCase::insensitive))
+                    return;
+                break;
+            case CommandListFilter::By::nothing:
+                break;
         }
         names.push_back(spec.name);
     };
@@ -212,16 +241,16 @@ void cmd_command_getkeys(Context& ctx, Args argv) {
     const Args target = argv.subspan(2);
     const CommandSpec* spec = ctx.registry.find(target[0]);
     if (spec == nullptr) {
-        ctx.out.error("ERR Invalid command specified");
+        ctx.out.error(errors::kGetkeysUnknownCommand);
         return;
     }
     if (!spec->arity_ok(target.size())) {
-        ctx.out.error("ERR Invalid number of arguments specified for command");
+        ctx.out.error(errors::kGetkeysWrongArity);
         return;
     }
     const auto keys = Registry::key_positions(*spec, target);
     if (keys.empty()) {
-        ctx.out.error("ERR The command has no key arguments");
+        ctx.out.error(errors::kGetkeysNoKeys);
         return;
     }
     ctx.out.array(keys.size());
@@ -256,15 +285,15 @@ void cmd_module_help(Context& ctx, Args) {
 }  // namespace
 
 void register_introspection_commands(Registry& registry) {
-    registry.register_handler("command", cmd_command);
-    registry.register_handler("command|count", cmd_command_count);
-    registry.register_handler("command|info", cmd_command_info);
-    registry.register_handler("command|docs", cmd_command_docs);
-    registry.register_handler("command|list", cmd_command_list);
-    registry.register_handler("command|getkeys", cmd_command_getkeys);
-    registry.register_handler("command|help", cmd_command_help);
-    registry.register_handler("module|list", cmd_module_list);
-    registry.register_handler("module|help", cmd_module_help);
+    registry.register_handler<cmd_command>("command");
+    registry.register_handler<cmd_command_count>("command|count");
+    registry.register_handler<cmd_command_info>("command|info");
+    registry.register_handler<cmd_command_docs>("command|docs");
+    registry.register_handler<cmd_command_list>("command|list");
+    registry.register_handler<cmd_command_getkeys>("command|getkeys");
+    registry.register_handler<cmd_command_help>("command|help");
+    registry.register_handler<cmd_module_list>("module|list");
+    registry.register_handler<cmd_module_help>("module|help");
 }
 
 }  // namespace bloomery::command

@@ -6,6 +6,8 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "args.hpp"
@@ -17,6 +19,7 @@
 #include "bloomery/core/printable.hpp"
 #include "common.hpp"
 #include "families.hpp"
+#include "new_filter.hpp"
 
 namespace bloomery::command {
 namespace {
@@ -27,7 +30,7 @@ constexpr std::string_view kBloomTypeName = "MBbloom--";
 void cmd_del(Context& ctx, Args argv) {
     std::int64_t removed = 0;
     for (std::size_t i = 1; i < argv.size(); ++i) removed += ctx.keyspace.erase(argv[i]) ? 1 : 0;
-    if (removed) WorkerStats::bump(ctx.stats.changes, static_cast<std::uint64_t>(removed));
+    note_changes(ctx, static_cast<std::uint64_t>(removed));
     ctx.out.integer(removed);
 }
 
@@ -61,23 +64,52 @@ void cmd_keys(Context& ctx, Args argv) {
 // A cursor as Redis reads it (strtoul, then nothing may follow): leading
 // zeros and a sign are fine ("-1" wraps, as in Redis), an empty one is 0,
 // spaces, other characters and values past 2^64 - 1 are not.
-bool parse_scan_cursor(std::string_view text, std::uint64_t& out) {
+std::optional<std::uint64_t> parse_scan_cursor(std::string_view text) {
     std::size_t i = 0;
     bool negative = false;
     if (!text.empty() && (text[0] == '+' || text[0] == '-')) {
         negative = text[0] == '-';
         i = 1;
-        if (text.size() == 1) return false;
+        if (text.size() == 1) return std::nullopt;
     }
     std::uint64_t value = 0;
     for (; i < text.size(); ++i) {
         const unsigned digit = static_cast<unsigned char>(text[i]) - unsigned{'0'};
-        if (digit > 9) return false;
-        if (value > (UINT64_MAX - digit) / 10) return false;
+        if (digit > 9) return std::nullopt;
+        if (value > (UINT64_MAX - digit) / 10) return std::nullopt;
         value = value * 10 + digit;
     }
-    out = negative ? 0 - value : value;
-    return true;
+    return negative ? 0 - value : value;
+}
+
+// SCAN's options, each a word and its value, as Redis 7 reads them (the
+// last of a repeated one counts).
+struct ScanOptions {
+    std::string_view pattern;  // MATCH; empty: every key
+    std::int64_t count = 10;   // COUNT: about how many buckets to look at
+    // TYPE named a type other than a filter's: no key is answered.
+    bool other_type = false;
+};
+
+core::Result<ScanOptions> parse_scan_options(Args argv) {
+    ScanOptions options;
+    ArgCursor args(argv, 2);
+    while (args.has_next()) {
+        if (args.remaining() < 2) return refuse(errors::kSyntax);
+        if (args.eat("MATCH")) {
+            options.pattern = args.next();
+        } else if (args.eat("COUNT")) {
+            const core::Result<std::int64_t> count = args.take_int(errors::kNotInteger);
+            if (!count) return count.failure();
+            if (*count < 1) return refuse(errors::kSyntax);
+            options.count = *count;
+        } else if (args.eat("TYPE")) {
+            options.other_type = !iequals(args.next(), kBloomTypeName);
+        } else {
+            return refuse(errors::kSyntax);
+        }
+    }
+    return options;
 }
 
 // The cursor is the keyspace's (store::Keyspace::scan): each call looks at
@@ -85,43 +117,23 @@ bool parse_scan_cursor(std::string_view text, std::uint64_t& out) {
 // may return no key with a cursor that is not 0. MATCH and TYPE filter what
 // those buckets held, as Redis filters after it gathers.
 void cmd_scan(Context& ctx, Args argv) {
-    std::uint64_t cursor;
-    if (!parse_scan_cursor(argv[1], cursor)) {
+    const std::optional<std::uint64_t> cursor = parse_scan_cursor(argv[1]);
+    if (!cursor) {
         ctx.out.error(errors::kInvalidCursor);
         return;
     }
-    std::string_view pattern;
-    std::int64_t count = 10;
-    bool type_mismatch = false;
-    for (std::size_t i = 2; i < argv.size(); i += 2) {
-        if (i + 1 >= argv.size()) {
-            ctx.out.error(errors::kSyntax);
-            return;
-        }
-        if (iequals(argv[i], "MATCH")) {
-            pattern = argv[i + 1];
-        } else if (iequals(argv[i], "COUNT")) {
-            if (!parse_int64(argv[i + 1], count)) {
-                ctx.out.error(errors::kNotInteger);
-                return;
-            }
-            if (count < 1) {
-                ctx.out.error(errors::kSyntax);
-                return;
-            }
-        } else if (iequals(argv[i], "TYPE")) {
-            type_mismatch = !iequals(argv[i + 1], kBloomTypeName);
-        } else {
-            ctx.out.error(errors::kSyntax);
-            return;
-        }
+    const core::Result<ScanOptions> options = parse_scan_options(argv);
+    if (!options) {
+        ctx.out.error(options.error());
+        return;
     }
     std::vector<std::string> keys;
-    const std::uint64_t next = ctx.keyspace.scan(cursor, static_cast<std::size_t>(count), keys);
-    if (type_mismatch) {
+    const std::uint64_t next =
+        ctx.keyspace.scan(*cursor, static_cast<std::size_t>(options->count), keys);
+    if (options->other_type) {
         keys.clear();
-    } else if (!pattern.empty()) {
-        const GlobPattern compiled(pattern);
+    } else if (!options->pattern.empty()) {
+        const GlobPattern compiled(options->pattern);
         if (!compiled.matches_everything()) {
             std::erase_if(keys, [&](const std::string& key) { return !compiled.match(key); });
         }
@@ -137,7 +149,7 @@ void cmd_rename(Context& ctx, Args argv) {
         ctx.out.error(errors::kNoSuchKey);
         return;
     }
-    WorkerStats::bump(ctx.stats.changes);
+    note_changes(ctx);
     ctx.out.ok();
 }
 
@@ -148,39 +160,45 @@ void cmd_renamenx(Context& ctx, Args argv) {
         ctx.out.error(errors::kNoSuchKey);
         return;
     }
-    if (*renamed) WorkerStats::bump(ctx.stats.changes);
+    if (*renamed) note_changes(ctx);
     ctx.out.integer(*renamed ? 1 : 0);
+}
+
+// COPY's options after the two keys: REPLACE, DB destination-db. bloomery
+// has one database: DB 0 is this one, any other is out of range.
+core::Result<IfExists> parse_copy_options(Args argv) {
+    IfExists if_exists = IfExists::keep;
+    ArgCursor args(argv, 3);
+    while (args.has_next()) {
+        if (args.eat("REPLACE")) {
+            if_exists = IfExists::replace;
+        } else if (args.remaining() >= 2 && args.eat("DB")) {
+            const std::optional<std::int64_t> db = args.next_int();
+            // Redis reads it as an int.
+            if (!db || *db < std::numeric_limits<int>::min() ||
+                *db > std::numeric_limits<int>::max()) {
+                return refuse(errors::kNotInteger);
+            }
+            if (*db != 0) return refuse(errors::kDbIndexOutOfRange);
+        } else {
+            return refuse(errors::kSyntax);
+        }
+    }
+    return if_exists;
 }
 
 // COPY source destination [DB destination-db] [REPLACE], as Redis 7: 1 if
 // copied (with the source's deadline), 0 if the source is missing or the
 // destination exists without REPLACE. The copy is a new filter with the
 // source's bits and counts, journaled with its bits (Keyspace::restore), so
-// neither replay nor a replica needs the source as it was. bloomery has one
-// database: DB 0 is this one, any other is out of range.
+// neither replay nor a replica needs the source as it was.
 void cmd_copy(Context& ctx, Args argv) {
-    bool replace = false;
-    for (std::size_t j = 3; j < argv.size(); ++j) {
-        if (iequals(argv[j], "REPLACE")) {
-            replace = true;
-        } else if (iequals(argv[j], "DB") && j + 1 < argv.size()) {
-            std::int64_t db;
-            // Redis reads it as an int.
-            if (!parse_int64(argv[j + 1], db) || db < std::numeric_limits<int>::min() ||
-                db > std::numeric_limits<int>::max()) {
-                ctx.out.error(errors::kNotInteger);
-                return;
-            }
-            if (db != 0) {
-                ctx.out.error(errors::kDbIndexOutOfRange);
-                return;
-            }
-            ++j;
-        } else {
-            ctx.out.error(errors::kSyntax);
-            return;
-        }
+    const core::Result<IfExists> if_exists = parse_copy_options(argv);
+    if (!if_exists) {
+        ctx.out.error(if_exists.error());
+        return;
     }
+    const bool replace = *if_exists == IfExists::replace;
     if (argv[1] == argv[2]) {
         ctx.out.error(errors::kSameObject);
         return;
@@ -194,30 +212,21 @@ void cmd_copy(Context& ctx, Args argv) {
     const std::size_t layers = filter.num_layers();
     std::vector<bloom::LayerGeometry> geometry(layers);
     for (std::size_t i = 0; i < layers; ++i) geometry[i] = filter.layer(i).geometry();
-    std::string_view limit_error;
-    if (!new_filter_fits(ctx, geometry, limit_error)) {
-        ctx.out.error(limit_error);
-        return;
-    }
-    bloom::FilterRef copy;
-    try {
-        copy = bloom::ScalableFilter::copy_of(filter, layers, ctx.config.maxmemory);
-    } catch (const std::bad_alloc&) {
-        ctx.out.error(errors::kOutOfMemory);
-        return;
-    }
+    core::Result<bloom::FilterRef> copy = build_new_filter(ctx, geometry, [&] {
+        return bloom::ScalableFilter::copy_of(filter, layers, ctx.config.maxmemory);
+    });
     if (!copy) {
-        ctx.out.error(errors::kOom);
+        ctx.out.error(copy.error());
         return;
     }
     if (!ctx.keyspace.restore(
-            argv[2], std::move(copy),
+            argv[2], std::move(*copy),
             {.expire_at_ms = source->expire_at_ms,
              .if_live = replace ? store::IfLive::replace : store::IfLive::keep})) {
         ctx.out.integer(0);  // created by another client meanwhile
         return;
     }
-    WorkerStats::bump(ctx.stats.changes);
+    note_changes(ctx);
     ctx.out.integer(1);
 }
 
@@ -242,86 +251,121 @@ void cmd_randomkey(Context& ctx, Args) {
     }
 }
 
-// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT with NX / XX / GT / LT, as Redis 7.0's
-// expireGenericCommand: options first, then the amount; seconds are refused
-// where multiplying by 1000 overflows, any amount where adding the base time
-// does. A deadline at or before now (negative ones too) deletes the key.
-void expire_generic(Context& ctx, Args argv, bool seconds, bool absolute, std::string_view name) {
-    bool nx = false, xx = false, gt = false, lt = false;
-    for (std::size_t i = 3; i < argv.size(); ++i) {
-        if (iequals(argv[i], "NX")) {
-            nx = true;
-        } else if (iequals(argv[i], "XX")) {
-            xx = true;
-        } else if (iequals(argv[i], "GT")) {
-            gt = true;
-        } else if (iequals(argv[i], "LT")) {
-            lt = true;
+// The unit of a time a command takes or answers.
+enum class TimeUnit { seconds, milliseconds };
+
+// What each command of the EXPIRE and TTL families takes or answers.
+struct TimeForm {
+    TimeUnit unit;
+    TimeBase base;
+};
+
+// EXPIRE's conditions, NX / XX / GT / LT, as Redis 7.0 reads them: any order,
+// repeats allowed, then the incompatible pairs refused.
+struct ExpireConditions {
+    bool nx = false;  // only a key without a deadline
+    bool xx = false;  // only a key with one
+    bool gt = false;  // only a later deadline (none counts as infinite)
+    bool lt = false;  // only an earlier one
+
+    // Whether a key whose deadline is `current` (0: none) takes `deadline`.
+    bool allow(std::int64_t current, std::int64_t deadline) const {
+        // No expiry counts as an infinite TTL for GT and LT, as in Redis.
+        const bool has_ttl = current != 0;
+        return !((nx && has_ttl) || (xx && !has_ttl) || (gt && (!has_ttl || deadline <= current)) ||
+                 (lt && has_ttl && deadline >= current));
+    }
+};
+
+core::Result<ExpireConditions> parse_expire_conditions(Args argv) {
+    ExpireConditions when;
+    ArgCursor args(argv, 3);
+    while (args.has_next()) {
+        if (args.eat("NX")) {
+            when.nx = true;
+        } else if (args.eat("XX")) {
+            when.xx = true;
+        } else if (args.eat("GT")) {
+            when.gt = true;
+        } else if (args.eat("LT")) {
+            when.lt = true;
         } else {
             std::string message(errors::kUnsupportedOption);
-            core::append_printable(message, argv[i]);
-            ctx.out.error(message);
-            return;
+            core::append_printable(message, args.peek());
+            return core::Error{std::move(message)};
         }
     }
-    if (nx && (xx || gt || lt)) {
-        ctx.out.error(errors::kNxXxGtLt);
+    if (when.nx && (when.xx || when.gt || when.lt)) return refuse(errors::kNxXxGtLt);
+    if (when.gt && when.lt) return refuse(errors::kGtLtNx);
+    return when;
+}
+
+// The deadline (Unix time in ms) an EXPIRE-family `amount` names; nullopt
+// where Redis refuses it: seconds where multiplying by 1000 overflows, any
+// amount where adding the base time does. A deadline at or before now
+// (negative ones too) is 1, which deletes the key.
+std::optional<std::int64_t> expire_deadline(std::int64_t amount, TimeForm form) {
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+    const bool seconds = form.unit == TimeUnit::seconds;
+    const std::int64_t base = form.base == TimeBase::unix_time ? 0 : store::now_ms();
+    // C++ division truncates toward zero, as C's does in Redis's check.
+    if ((seconds && (amount > kMax / 1000 || amount < kMin / 1000)) ||
+        (seconds ? amount * 1000 : amount) > kMax - base) {
+        return std::nullopt;
+    }
+    const std::int64_t deadline = (seconds ? amount * 1000 : amount) + base;
+    return deadline <= 0 ? 1 : deadline;  // 0 would mean "no expiry"
+}
+
+// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT with NX / XX / GT / LT, as Redis 7.0's
+// expireGenericCommand: options first, then the amount.
+void expire_generic(Context& ctx, Args argv, TimeForm form, std::string_view name) {
+    const core::Result<ExpireConditions> when = parse_expire_conditions(argv);
+    if (!when) {
+        ctx.out.error(when.error());
         return;
     }
-    if (gt && lt) {
-        ctx.out.error(errors::kGtLtNx);
-        return;
-    }
-    std::int64_t deadline;
-    if (!parse_int64(argv[2], deadline)) {
+    const std::optional<std::int64_t> amount = ArgCursor(argv, 2).next_int();
+    if (!amount) {
         ctx.out.error(errors::kNotInteger);
         return;
     }
-    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-    constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
-    const std::int64_t base = absolute ? 0 : store::now_ms();
-    // C++ division truncates toward zero, as C's does in Redis's check.
-    const bool overflows = (seconds && (deadline > kMax / 1000 || deadline < kMin / 1000)) ||
-                           (seconds ? deadline * 1000 : deadline) > kMax - base;
-    if (overflows) {
+    const std::optional<std::int64_t> deadline = expire_deadline(*amount, form);
+    if (!deadline) {
         std::string message(errors::kInvalidExpireTime);
         message += name;
         message += "' command";
         ctx.out.error(message);
         return;
     }
-    if (seconds) deadline *= 1000;
-    deadline += base;
-    if (deadline <= 0) deadline = 1;  // in the past: delete now (0 would mean "no expiry")
     const std::optional<bool> changed = ctx.keyspace.update_expiry(
         argv[1], [&](std::int64_t current) -> std::optional<std::int64_t> {
-            // No expiry counts as an infinite TTL for GT and LT, as in Redis.
-            const bool has_ttl = current != 0;
-            if ((nx && has_ttl) || (xx && !has_ttl) || (gt && (!has_ttl || deadline <= current)) ||
-                (lt && has_ttl && deadline >= current)) {
-                return std::nullopt;
-            }
-            return deadline;
+            if (!when->allow(current, *deadline)) return std::nullopt;
+            return *deadline;
         });
     const bool done = changed.value_or(false);
-    if (done) WorkerStats::bump(ctx.stats.changes);
+    if (done) note_changes(ctx);
     ctx.out.integer(done ? 1 : 0);
 }
 
 void cmd_expire(Context& ctx, Args argv) {
-    expire_generic(ctx, argv, true, false, "expire");
+    expire_generic(ctx, argv, {TimeUnit::seconds, TimeBase::from_now}, "expire");
 }
 void cmd_pexpire(Context& ctx, Args argv) {
-    expire_generic(ctx, argv, false, false, "pexpire");
+    expire_generic(ctx, argv, {TimeUnit::milliseconds, TimeBase::from_now}, "pexpire");
 }
 void cmd_expireat(Context& ctx, Args argv) {
-    expire_generic(ctx, argv, true, true, "expireat");
+    expire_generic(ctx, argv, {TimeUnit::seconds, TimeBase::unix_time}, "expireat");
 }
 void cmd_pexpireat(Context& ctx, Args argv) {
-    expire_generic(ctx, argv, false, true, "pexpireat");
+    expire_generic(ctx, argv, {TimeUnit::milliseconds, TimeBase::unix_time}, "pexpireat");
 }
 
-void ttl_generic(Context& ctx, Args argv, bool millis, bool absolute) {
+// TTL, PTTL (what is left, rounded to the nearest second for TTL) and
+// EXPIRETIME, PEXPIRETIME (the deadline): -2 for a missing key, -1 for one
+// without a deadline.
+void ttl_generic(Context& ctx, Args argv, TimeForm form) {
     const std::optional<std::int64_t> deadline = ctx.keyspace.expiry(argv[1]);
     if (!deadline) {
         ctx.out.integer(-2);
@@ -331,7 +375,8 @@ void ttl_generic(Context& ctx, Args argv, bool millis, bool absolute) {
         ctx.out.integer(-1);
         return;
     }
-    if (absolute) {
+    const bool millis = form.unit == TimeUnit::milliseconds;
+    if (form.base == TimeBase::unix_time) {
         ctx.out.integer(millis ? *deadline : *deadline / 1000);
         return;
     }
@@ -340,16 +385,16 @@ void ttl_generic(Context& ctx, Args argv, bool millis, bool absolute) {
 }
 
 void cmd_ttl(Context& ctx, Args argv) {
-    ttl_generic(ctx, argv, false, false);
+    ttl_generic(ctx, argv, {TimeUnit::seconds, TimeBase::from_now});
 }
 void cmd_pttl(Context& ctx, Args argv) {
-    ttl_generic(ctx, argv, true, false);
+    ttl_generic(ctx, argv, {TimeUnit::milliseconds, TimeBase::from_now});
 }
 void cmd_expiretime(Context& ctx, Args argv) {
-    ttl_generic(ctx, argv, false, true);
+    ttl_generic(ctx, argv, {TimeUnit::seconds, TimeBase::unix_time});
 }
 void cmd_pexpiretime(Context& ctx, Args argv) {
-    ttl_generic(ctx, argv, true, true);
+    ttl_generic(ctx, argv, {TimeUnit::milliseconds, TimeBase::unix_time});
 }
 
 void cmd_persist(Context& ctx, Args argv) {
@@ -359,13 +404,15 @@ void cmd_persist(Context& ctx, Args argv) {
             return 0;
         });
     const bool done = changed.value_or(false);
-    if (done) WorkerStats::bump(ctx.stats.changes);
+    if (done) note_changes(ctx);
     ctx.out.integer(done ? 1 : 0);
 }
 
+// FLUSHALL / FLUSHDB [ASYNC | SYNC]: either way the keys go at once.
 void cmd_flushall(Context& ctx, Args argv) {
-    if (argv.size() > 2 ||
-        (argv.size() == 2 && !iequals(argv[1], "ASYNC") && !iequals(argv[1], "SYNC"))) {
+    ArgCursor args(argv);
+    args.eat_one_of({"ASYNC", "SYNC"});
+    if (args.has_next()) {
         ctx.out.error(errors::kSyntax);
         return;
     }
@@ -373,36 +420,36 @@ void cmd_flushall(Context& ctx, Args argv) {
     // Give the freed pages back now (as Redis does after a FLUSHALL) rather
     // than after the allocator's decay time.
     core::allocator_release_free_memory();
-    WorkerStats::bump(ctx.stats.changes, std::max<std::size_t>(keys, 1));
+    note_changes(ctx, std::max<std::size_t>(keys, 1));
     ctx.out.ok();
 }
 
 }  // namespace
 
 void register_keyspace_commands(Registry& registry) {
-    registry.register_handler("del", cmd_del);
-    registry.register_handler("unlink", cmd_del);
-    registry.register_handler("exists", cmd_exists);
-    registry.register_handler("type", cmd_type);
-    registry.register_handler("dbsize", cmd_dbsize);
-    registry.register_handler("keys", cmd_keys);
-    registry.register_handler("scan", cmd_scan);
-    registry.register_handler("rename", cmd_rename);
-    registry.register_handler("renamenx", cmd_renamenx);
-    registry.register_handler("copy", cmd_copy);
-    registry.register_handler("touch", cmd_touch);
-    registry.register_handler("randomkey", cmd_randomkey);
-    registry.register_handler("expire", cmd_expire);
-    registry.register_handler("pexpire", cmd_pexpire);
-    registry.register_handler("expireat", cmd_expireat);
-    registry.register_handler("pexpireat", cmd_pexpireat);
-    registry.register_handler("ttl", cmd_ttl);
-    registry.register_handler("pttl", cmd_pttl);
-    registry.register_handler("expiretime", cmd_expiretime);
-    registry.register_handler("pexpiretime", cmd_pexpiretime);
-    registry.register_handler("persist", cmd_persist);
-    registry.register_handler("flushall", cmd_flushall);
-    registry.register_handler("flushdb", cmd_flushall);
+    registry.register_handler<cmd_del>("del");
+    registry.register_handler<cmd_del>("unlink");
+    registry.register_handler<cmd_exists>("exists");
+    registry.register_handler<cmd_type>("type");
+    registry.register_handler<cmd_dbsize>("dbsize");
+    registry.register_handler<cmd_keys>("keys");
+    registry.register_handler<cmd_scan>("scan");
+    registry.register_handler<cmd_rename>("rename");
+    registry.register_handler<cmd_renamenx>("renamenx");
+    registry.register_handler<cmd_copy>("copy");
+    registry.register_handler<cmd_touch>("touch");
+    registry.register_handler<cmd_randomkey>("randomkey");
+    registry.register_handler<cmd_expire>("expire");
+    registry.register_handler<cmd_pexpire>("pexpire");
+    registry.register_handler<cmd_expireat>("expireat");
+    registry.register_handler<cmd_pexpireat>("pexpireat");
+    registry.register_handler<cmd_ttl>("ttl");
+    registry.register_handler<cmd_pttl>("pttl");
+    registry.register_handler<cmd_expiretime>("expiretime");
+    registry.register_handler<cmd_pexpiretime>("pexpiretime");
+    registry.register_handler<cmd_persist>("persist");
+    registry.register_handler<cmd_flushall>("flushall");
+    registry.register_handler<cmd_flushall>("flushdb");
 }
 
 }  // namespace bloomery::command

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,11 +42,12 @@ void cmd_latency_latest(Context& ctx, Args) {
 
 // LATENCY HISTORY event: its samples, oldest first; empty for an unknown one.
 void cmd_latency_history(Context& ctx, Args argv) {
-    core::LatencyEvent event;
-    if (!core::latency_event(argv[2], event)) {
+    const std::optional<core::LatencyEvent> found = core::latency_event(ArgCursor(argv, 2).next());
+    if (!found) {
         ctx.out.array(0);
         return;
     }
+    const core::LatencyEvent& event = *found;
     ctx.out.array(event.samples.size());
     for (const core::LatencySample& sample : event.samples) {
         ctx.out.array(2);
@@ -55,7 +57,8 @@ void cmd_latency_history(Context& ctx, Args argv) {
 }
 
 void cmd_latency_reset(Context& ctx, Args argv) {
-    const std::vector<std::string_view> names(argv.begin() + 2, argv.end());
+    const Args events = ArgCursor(argv, 2).rest();
+    const std::vector<std::string_view> names(events.begin(), events.end());
     ctx.out.integer(static_cast<std::int64_t>(core::latency_reset(names)));
 }
 
@@ -129,14 +132,16 @@ void append_sparkline(std::string& out, const std::vector<std::uint32_t>& values
 }
 
 void cmd_latency_graph(Context& ctx, Args argv) {
-    core::LatencyEvent event;
-    if (!core::latency_event(argv[2], event) || event.samples.empty()) {
+    const std::string_view name = ArgCursor(argv, 2).next();
+    const std::optional<core::LatencyEvent> found = core::latency_event(name);
+    if (!found || found->samples.empty()) {
         std::string message(errors::kNoLatencySamples);
-        core::append_printable(message, argv[2]);
+        core::append_printable(message, name);
         message += "'";
         ctx.out.error(message);
         return;
     }
+    const core::LatencyEvent& event = *found;
     std::vector<std::uint32_t> values;
     std::vector<std::string> labels;
     const std::int64_t now = unix_now();
@@ -183,32 +188,27 @@ EventSummary summarize(const core::LatencyEvent& event) {
     return s;
 }
 
-// Redis's report (latency.c: createLatencyReport): each event's spikes, then
-// advice for the kinds of events seen, in bloomery's words and for
-// bloomery's events.
-void cmd_latency_doctor(Context& ctx, Args) {
-    const std::vector<core::LatencyEvent> events = core::latency_events();
-    std::string report;
-    if (events.empty() && core::latency_threshold_ms() == 0) {
-        report =
-            "Latency monitoring is off: no event has been recorded. Turn it on with "
-            "\"CONFIG SET latency-monitor-threshold <milliseconds>\" (or "
-            "--latency-monitor-threshold) and events that take at least that long are "
-            "recorded.\n";
-        ctx.out.verbatim(report);
-        return;
+// The kinds of events a report saw, each with its advice.
+struct EventKinds {
+    bool commands = false;
+    bool fast_commands = false;
+    bool expiry = false;
+    bool disk = false;
+    bool snapshots = false;
+
+    void add(const std::string& name) {
+        commands = commands || name == core::kLatencyCommand;
+        fast_commands = fast_commands || name == core::kLatencyFastCommand;
+        expiry = expiry || name == core::kLatencyExpireCycle;
+        disk = disk || name == core::kLatencyJournalFsync || name == core::kLatencySnapshotFsync;
+        snapshots = snapshots || name == core::kLatencySnapshot;
     }
-    if (events.empty()) {
-        report = "No latency spike has been recorded: nothing took " +
-                 std::to_string(core::latency_threshold_ms()) +
-                 " ms or more (latency-monitor-threshold) since the monitor was turned on or "
-                 "last reset.\n";
-        ctx.out.verbatim(report);
-        return;
-    }
-    bool commands = false, fast_commands = false, expiry = false, disk = false, snapshots = false;
-    report = "Latency spikes recorded (latency-monitor-threshold " +
-             std::to_string(core::latency_threshold_ms()) + " ms):\n\n";
+};
+
+// The report's first part: one line per event with its spikes.
+std::string spikes_report(const std::vector<core::LatencyEvent>& events, EventKinds& kinds) {
+    std::string report = "Latency spikes recorded (latency-monitor-threshold " +
+                         std::to_string(core::latency_threshold_ms()) + " ms):\n\n";
     int number = 0;
     for (const core::LatencyEvent& event : events) {
         const EventSummary s = summarize(event);
@@ -221,54 +221,73 @@ void cmd_latency_doctor(Context& ctx, Args) {
             s.samples == 0 ? 0.0 : static_cast<double>(s.period) / static_cast<double>(s.samples),
             event.max_ms);
         report += text;
-        commands = commands || event.name == core::kLatencyCommand;
-        fast_commands = fast_commands || event.name == core::kLatencyFastCommand;
-        expiry = expiry || event.name == core::kLatencyExpireCycle;
-        disk = disk || event.name == core::kLatencyJournalFsync ||
-               event.name == core::kLatencySnapshotFsync;
-        snapshots = snapshots || event.name == core::kLatencySnapshot;
+        kinds.add(event.name);
     }
-    report += "\nAdvice:\n\n";
-    bool advised = false;
-    if (commands) {
+    return report;
+}
+
+// The report's second part: what to look at for the kinds of events seen.
+std::string advice_report(const EventKinds& kinds, const core::Config& config) {
+    std::string report = "\nAdvice:\n\n";
+    const std::size_t before = report.size();
+    if (kinds.commands) {
         report +=
             "- Slow commands: SLOWLOG GET lists them with their arguments. KEYS, "
             "BF.SCANDUMP of large filters, BF.RESERVE or BF.LOADCHUNK of very large filters "
             "and DEL of very large filters take time in proportion to their size.\n";
-        advised = true;
     }
-    if (fast_commands) {
+    if (kinds.fast_commands) {
         report +=
             "- Fast commands (BF.ADD, BF.EXISTS, ...) took milliseconds: the machine did not "
             "give the server's threads CPU time. Check the load, noisy neighbours, and that "
             "--threads does not exceed the cores the server may use.\n";
-        advised = true;
     }
-    if (expiry) {
+    if (kinds.expiry) {
         report +=
             "- Active expiry: a round erases expired filters for up to 25 ms; freeing very "
             "large filters takes time. Many filters expiring at once show here.\n";
-        advised = true;
     }
-    if (disk) {
+    if (kinds.disk) {
         report +=
             "- fsync was slow: use a local disk (an SSD if you can), keep other disk-heavy "
             "processes away from the data directory" +
-            std::string(ctx.config.appendfsync == "always"
+            std::string(config.appendfsync == core::AppendFsync::always
                             ? ", and consider --appendfsync everysec: with always, every "
                               "write waits for its fsync"
                             : "") +
             ".\n";
-        advised = true;
     }
-    if (snapshots) {
+    if (kinds.snapshots) {
         report +=
             "- Snapshots took long: they are written by a thread of their own and do not stop "
             "clients, but they compete for the disk with the journal; raise the save points "
             "(--save) if they run too often.\n";
-        advised = true;
     }
-    if (!advised) report += "- No advice for these events.\n";
+    if (report.size() == before) report += "- No advice for these events.\n";
+    return report;
+}
+
+// Redis's report (latency.c: createLatencyReport): each event's spikes, then
+// advice for the kinds of events seen, in bloomery's words and for
+// bloomery's events.
+void cmd_latency_doctor(Context& ctx, Args) {
+    const std::vector<core::LatencyEvent> events = core::latency_events();
+    if (events.empty() && core::latency_threshold_ms() == 0) {
+        return ctx.out.verbatim(
+            "Latency monitoring is off: no event has been recorded. Turn it on with "
+            "\"CONFIG SET latency-monitor-threshold <milliseconds>\" (or "
+            "--latency-monitor-threshold) and events that take at least that long are "
+            "recorded.\n");
+    }
+    if (events.empty()) {
+        return ctx.out.verbatim("No latency spike has been recorded: nothing took " +
+                                std::to_string(core::latency_threshold_ms()) +
+                                " ms or more (latency-monitor-threshold) since the monitor was "
+                                "turned on or last reset.\n");
+    }
+    EventKinds kinds;
+    std::string report = spikes_report(events, kinds);
+    report += advice_report(kinds, ctx.config);
     ctx.out.verbatim(report);
 }
 
@@ -306,7 +325,7 @@ void write_histogram(Context& ctx, const core::CommandTotals& totals) {
     }
 }
 
-void cmd_latency_histogram(Context& ctx, Args argv) {
+void cmd_latency_histogram(With<uses::Stats>& ctx, Args argv) {
     const std::vector<core::CommandTotals> totals = ctx.server.stats.command_stats();
     const auto& by_id = ctx.registry.by_id();
     std::vector<const CommandSpec*> wanted;
@@ -316,13 +335,13 @@ void cmd_latency_histogram(Context& ctx, Args argv) {
             wanted.push_back(&spec);
         }
     };
-    if (argv.size() == 2) {
+    const Args names = ArgCursor(argv, 2).rest();
+    if (names.empty()) {
         for (const CommandSpec* spec : by_id) consider(*spec);
     } else {
         // As Redis: unknown names are left out; a container brings its
         // subcommands.
-        for (std::size_t i = 2; i < argv.size(); ++i) {
-            const std::string_view name = argv[i];
+        for (const std::string_view name : names) {
             const std::size_t bar = name.find('|');
             const CommandSpec* spec = ctx.registry.find(name.substr(0, bar));
             if (spec != nullptr && bar != std::string_view::npos) {
@@ -357,13 +376,13 @@ void cmd_latency_help(Context& ctx, Args) {
 }  // namespace
 
 void register_latency_commands(Registry& registry) {
-    registry.register_handler("latency|latest", cmd_latency_latest);
-    registry.register_handler("latency|history", cmd_latency_history);
-    registry.register_handler("latency|reset", cmd_latency_reset);
-    registry.register_handler("latency|graph", cmd_latency_graph);
-    registry.register_handler("latency|doctor", cmd_latency_doctor);
-    registry.register_handler("latency|histogram", cmd_latency_histogram);
-    registry.register_handler("latency|help", cmd_latency_help);
+    registry.register_handler<cmd_latency_latest>("latency|latest");
+    registry.register_handler<cmd_latency_history>("latency|history");
+    registry.register_handler<cmd_latency_reset>("latency|reset");
+    registry.register_handler<cmd_latency_graph>("latency|graph");
+    registry.register_handler<cmd_latency_doctor>("latency|doctor");
+    registry.register_handler<cmd_latency_histogram>("latency|histogram");
+    registry.register_handler<cmd_latency_help>("latency|help");
 }
 
 }  // namespace bloomery::command

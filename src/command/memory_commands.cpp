@@ -17,9 +17,13 @@
 #include "bloomery/core/memory.hpp"
 #include "common.hpp"
 #include "families.hpp"
+#include "memory_account.hpp"
 
 namespace bloomery::command {
 namespace {
+
+// MEMORY STATS and DOCTOR count what clients, persistence and replication hold.
+using MemoryContext = With<uses::Clients, uses::Persistence, uses::Replication>;
 
 // ---- MEMORY ----
 
@@ -27,24 +31,15 @@ namespace {
 // key. SAMPLES is taken and checked as Redis does; a filter is sized exactly,
 // so it changes nothing.
 void cmd_memory_usage(Context& ctx, Args argv) {
-    for (std::size_t i = 3; i < argv.size(); ++i) {
-        if (iequals(argv[i], "SAMPLES") && i + 1 < argv.size()) {
-            std::int64_t samples = 0;
-            if (!parse_int64(argv[i + 1], samples)) {
-                ctx.out.error(errors::kNotInteger);
-                return;
-            }
-            if (samples < 0) {
-                ctx.out.error(errors::kSyntax);
-                return;
-            }
-            ++i;
-        } else {
-            ctx.out.error(errors::kSyntax);
-            return;
-        }
+    ArgCursor args(argv, 2);
+    const std::string_view name = args.next();
+    while (args.has_next()) {
+        if (args.remaining() < 2 || !args.eat("SAMPLES")) return ctx.out.error(errors::kSyntax);
+        const std::optional<std::int64_t> samples = args.next_int();
+        if (!samples) return ctx.out.error(errors::kNotInteger);
+        if (*samples < 0) return ctx.out.error(errors::kSyntax);
     }
-    const std::optional<store::KeyDetails> key = ctx.keyspace.inspect(argv[2]);
+    const std::optional<store::KeyDetails> key = ctx.keyspace.inspect(name);
     if (!key) {
         ctx.out.null();
         return;
@@ -54,52 +49,28 @@ void cmd_memory_usage(Context& ctx, Args argv) {
 
 // The figures MEMORY STATS and MEMORY DOCTOR share, Redis's names for them.
 struct MemoryOverview {
-    std::uint64_t peak = 0;
-    std::uint64_t total = 0;
-    std::uint64_t startup = 0;
-    std::uint64_t replica_buffers = 0;
-    std::uint64_t client_buffers = 0;
-    std::uint64_t journal_buffer = 0;
+    MemoryAccount account;
     store::Keyspace::Overhead keyspace;
     std::uint64_t overhead = 0;
     std::uint64_t dataset = 0;
     std::size_t keys = 0;
     std::size_t clients = 0;
     std::size_t replicas = 0;
-    core::AllocatorStats allocator;
-    std::uint64_t rss = 0;
 };
 
-MemoryOverview memory_overview(Context& ctx) {
-    using core::MemoryUse;
+MemoryOverview memory_overview(MemoryContext& ctx) {
     MemoryOverview m;
-    m.total = core::memory_used_total();
-    m.peak = std::max(core::memory_peak(), m.total);
-    m.startup = std::min(core::memory_startup(), m.total);
-    m.replica_buffers = core::memory_used(MemoryUse::replica_buffers);
-    m.client_buffers =
-        core::memory_used(MemoryUse::query_buffers) + core::memory_used(MemoryUse::output_buffers);
-    const persist::PersistenceInfo persistence = ctx.server.persistence.persistence();
-    m.journal_buffer = persistence.journal.enabled ? persistence.journal.buffer_length : 0;
+    m.account = memory_account(ctx.server.persistence.persistence());
+    const MemoryAccount& a = m.account;
     m.keyspace = ctx.keyspace.overhead();
-    m.overhead = m.startup + m.replica_buffers + m.client_buffers + m.journal_buffer +
+    m.overhead = a.startup + a.replica_buffers + a.client_buffers + a.journal_buffer +
                  m.keyspace.main + m.keyspace.expires + m.keyspace.slot_to_keys;
-    m.dataset = m.total > m.overhead ? m.total - m.overhead : 0;
+    m.dataset = a.used > m.overhead ? a.used - m.overhead : 0;
     m.keys = ctx.keyspace.counts().keys;
     m.replicas = ctx.server.replication.replication().replicas.size();
     const std::size_t connected = ctx.server.clients.connected_clients();
     m.clients = connected > m.replicas ? connected - m.replicas : 0;
-    m.allocator = core::allocator_stats();
-    m.rss = core::resident_bytes();
     return m;
-}
-
-double share(std::uint64_t part, std::uint64_t whole) {
-    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
-}
-
-std::int64_t difference(std::uint64_t a, std::uint64_t b) {
-    return static_cast<std::int64_t>(a) - static_cast<std::int64_t>(b);
 }
 
 void field(Context& ctx, std::string_view name, std::int64_t value) {
@@ -120,19 +91,20 @@ void field_real(Context& ctx, std::string_view name, double value) {
 // Redis has and bloomery does not hold in memory are 0: the replication
 // backlog (the journal, on disk), cluster links (no cluster bus), Lua and
 // function caches (no scripting).
-void cmd_memory_stats(Context& ctx, Args) {
+void cmd_memory_stats(MemoryContext& ctx, Args) {
     const MemoryOverview m = memory_overview(ctx);
-    const std::uint64_t net = m.total - m.startup;
+    const MemoryAccount& a = m.account;
+    const std::uint64_t net = a.used - a.startup;
     // Redis lists only the databases that hold keys.
     ctx.out.map(m.keys > 0 ? 28 : 27);
-    field(ctx, "peak.allocated", m.peak);
-    field(ctx, "total.allocated", m.total);
-    field(ctx, "startup.allocated", m.startup);
+    field(ctx, "peak.allocated", a.peak);
+    field(ctx, "total.allocated", a.used);
+    field(ctx, "startup.allocated", a.startup);
     field(ctx, "replication.backlog", std::uint64_t{0});
-    field(ctx, "clients.slaves", m.replica_buffers);
-    field(ctx, "clients.normal", m.client_buffers);
+    field(ctx, "clients.slaves", a.replica_buffers);
+    field(ctx, "clients.normal", a.client_buffers);
     field(ctx, "cluster.links", std::uint64_t{0});
-    field(ctx, "aof.buffer", m.journal_buffer);
+    field(ctx, "aof.buffer", a.journal_buffer);
     field(ctx, "lua.caches", std::uint64_t{0});
     field(ctx, "functions.caches", std::uint64_t{0});
     if (m.keys > 0) {
@@ -147,30 +119,31 @@ void cmd_memory_stats(Context& ctx, Args) {
     field(ctx, "keys.bytes-per-key", m.keys == 0 ? std::uint64_t{0} : net / m.keys);
     field(ctx, "dataset.bytes", m.dataset);
     field_real(ctx, "dataset.percentage", share(m.dataset, net) * 100.0);
-    field_real(ctx, "peak.percentage", share(m.total, m.peak) * 100.0);
-    field(ctx, "allocator.allocated", m.allocator.allocated);
-    field(ctx, "allocator.active", m.allocator.active);
-    field(ctx, "allocator.resident", m.allocator.resident);
+    field_real(ctx, "peak.percentage", share(a.used, a.peak) * 100.0);
+    field(ctx, "allocator.allocated", a.allocator.allocated);
+    field(ctx, "allocator.active", a.allocator.active);
+    field(ctx, "allocator.resident", a.allocator.resident);
     field_real(ctx, "allocator-fragmentation.ratio",
-               share(m.allocator.active, m.allocator.allocated));
+               share(a.allocator.active, a.allocator.allocated));
     field(ctx, "allocator-fragmentation.bytes",
-          difference(m.allocator.active, m.allocator.allocated));
-    field_real(ctx, "allocator-rss.ratio", share(m.allocator.resident, m.allocator.active));
-    field(ctx, "allocator-rss.bytes", difference(m.allocator.resident, m.allocator.active));
-    field_real(ctx, "rss-overhead.ratio", share(m.rss, m.allocator.resident));
-    field(ctx, "rss-overhead.bytes", difference(m.rss, m.allocator.resident));
+          difference(a.allocator.active, a.allocator.allocated));
+    field_real(ctx, "allocator-rss.ratio", share(a.allocator.resident, a.allocator.active));
+    field(ctx, "allocator-rss.bytes", difference(a.allocator.resident, a.allocator.active));
+    field_real(ctx, "rss-overhead.ratio", share(a.rss, a.allocator.resident));
+    field(ctx, "rss-overhead.bytes", difference(a.rss, a.allocator.resident));
     // The whole process against what the server accounts for.
-    field_real(ctx, "fragmentation", share(m.rss, m.total));
-    field(ctx, "fragmentation.bytes", difference(m.rss, m.total));
+    field_real(ctx, "fragmentation", share(a.rss, a.used));
+    field(ctx, "fragmentation.bytes", difference(a.rss, a.used));
 }
 
 // Redis's checks (object.c: getMemoryDoctorReport), reported in bloomery's
 // words with bloomery's remedies.
-void cmd_memory_doctor(Context& ctx, Args) {
+void cmd_memory_doctor(MemoryContext& ctx, Args) {
     const MemoryOverview m = memory_overview(ctx);
+    const MemoryAccount& a = m.account;
     constexpr std::uint64_t kTenMb = 10 << 20;
     std::string report;
-    if (m.total < 5 * 1024 * 1024) {
+    if (a.used < (std::uint64_t{5} << 20)) {
         report =
             "This server holds less than 5 MB (used_memory): too little for the memory doctor "
             "to judge. Ask again once it holds some filters.\n";
@@ -178,48 +151,48 @@ void cmd_memory_doctor(Context& ctx, Args) {
         return;
     }
     std::vector<std::string> issues;
-    if (share(m.peak, m.total) > 1.5) {
-        issues.push_back(
+    if (share(a.peak, a.used) > 1.5) {
+        issues.emplace_back(
             "Peak memory: this server once held more than 150% of what it holds now "
             "(used_memory_peak). The allocator keeps some of the pages a peak used, so the "
             "process's RSS may stay above used_memory; MEMORY PURGE hands free pages back to "
             "the kernel now.");
     }
-    if (share(m.rss, m.total) > 1.4 && m.rss > m.total + kTenMb) {
-        issues.push_back(
+    if (share(a.rss, a.used) > 1.4 && a.rss > a.used + kTenMb) {
+        issues.emplace_back(
             "High total RSS: the process's resident memory is more than 1.4 times what the "
             "server accounts for (mem_fragmentation_ratio). After a peak this is harmless; "
             "otherwise check that the allocator is jemalloc (mem_allocator: " +
             core::allocator_name() + ").");
     }
-    if (share(m.allocator.active, m.allocator.allocated) > 1.1 &&
-        m.allocator.active > m.allocator.allocated + kTenMb) {
-        issues.push_back(
+    if (share(a.allocator.active, a.allocator.allocated) > 1.1 &&
+        a.allocator.active > a.allocator.allocated + kTenMb) {
+        issues.emplace_back(
             "High allocator fragmentation: the pages in use hold more than 1.1 times the bytes "
             "allocated in them (allocator_frag_ratio), usually after many filters of different "
             "sizes were deleted.");
     }
-    if (share(m.allocator.resident, m.allocator.active) > 1.1 &&
-        m.allocator.resident > m.allocator.active + kTenMb) {
-        issues.push_back(
+    if (share(a.allocator.resident, a.allocator.active) > 1.1 &&
+        a.allocator.resident > a.allocator.active + kTenMb) {
+        issues.emplace_back(
             "High allocator RSS overhead: the allocator keeps more than 1.1 times the pages in "
             "use (allocator_rss_ratio); MEMORY PURGE hands the free ones back to the kernel.");
     }
-    if (share(m.rss, m.allocator.resident) > 1.1 && m.rss > m.allocator.resident + kTenMb) {
-        issues.push_back(
+    if (share(a.rss, a.allocator.resident) > 1.1 && a.rss > a.allocator.resident + kTenMb) {
+        issues.emplace_back(
             "High process RSS overhead: the process holds more than 1.1 times what the "
             "allocator keeps resident (rss_overhead_ratio): large filters are mapped outside "
             "the allocator, and thread stacks and code count here too.");
     }
-    if (m.clients > 0 && m.client_buffers / m.clients > 200 * 1024) {
-        issues.push_back(
+    if (m.clients > 0 && a.client_buffers / m.clients > std::uint64_t{200} * 1024) {
+        issues.emplace_back(
             "Big client buffers: clients hold more than 200 KB of buffers each on average "
             "(mem_clients_normal): large pipelines, large replies (KEYS, BF.SCANDUMP) or "
             "clients that read slowly. CLIENT LIST shows each client's qbuf, obl and omem; "
             "client-output-buffer-limit bounds them.");
     }
-    if (m.replicas > 0 && m.replica_buffers / m.replicas > kTenMb) {
-        issues.push_back(
+    if (m.replicas > 0 && a.replica_buffers / m.replicas > kTenMb) {
+        issues.emplace_back(
             "Big replica buffers: replicas' feeds hold more than 10 MB each on average "
             "(mem_clients_slaves): a replica reads its snapshot or stream slowly. INFO "
             "replication shows each replica's offset and lag.");
@@ -263,29 +236,30 @@ void cmd_memory_help(Context& ctx, Args) {
 
 // ---- OBJECT ----
 
-// OBJECT's subcommands on a missing key answer a null, as Redis's.
-std::optional<store::KeyDetails> object_lookup(Context& ctx, std::string_view key) {
-    std::optional<store::KeyDetails> details = ctx.keyspace.inspect(key);
+// The key OBJECT's subcommand names. On a missing key they answer a null, as
+// Redis's: written here.
+std::optional<store::KeyDetails> object_lookup(Context& ctx, Args argv) {
+    std::optional<store::KeyDetails> details = ctx.keyspace.inspect(ArgCursor(argv, 2).next());
     if (!details) ctx.out.null();
     return details;
 }
 
 // A Bloom filter is a module value in Redis, whose encoding is "raw".
 void cmd_object_encoding(Context& ctx, Args argv) {
-    if (object_lookup(ctx, argv[2])) ctx.out.bulk("raw");
+    if (object_lookup(ctx, argv)) ctx.out.bulk("raw");
 }
 
 // The key's filter's holders: 1, more while a snapshot or a replica's full
 // copy is being written from it.
 void cmd_object_refcount(Context& ctx, Args argv) {
-    if (const auto key = object_lookup(ctx, argv[2])) ctx.out.integer(key->references);
+    if (const auto key = object_lookup(ctx, argv)) ctx.out.integer(key->references);
 }
 
 // Seconds since a command last used the key. Redis answers it under every
 // maxmemory-policy that is not LFU; bloomery evicts nothing and keeps both
 // the clock and the counter (store/key_access.hpp), so both answer.
 void cmd_object_idletime(Context& ctx, Args argv) {
-    if (const auto key = object_lookup(ctx, argv[2])) {
+    if (const auto key = object_lookup(ctx, argv)) {
         ctx.out.integer(store::idle_seconds(key->accessed));
     }
 }
@@ -293,8 +267,8 @@ void cmd_object_idletime(Context& ctx, Args argv) {
 // The key's logarithmic use counter, decayed to now, as Redis's LFU keeps
 // it (lfu-log-factor, lfu-decay-time): what `redis-cli --hotkeys` ranks by.
 void cmd_object_freq(Context& ctx, Args argv) {
-    if (const auto key = object_lookup(ctx, argv[2])) {
-        ctx.out.integer(store::access_frequency(key->accessed));
+    if (const auto key = object_lookup(ctx, argv)) {
+        ctx.out.integer(store::access_frequency(key->accessed, ctx.settings.lfu().decay_minutes()));
     }
 }
 
@@ -313,17 +287,17 @@ void cmd_object_help(Context& ctx, Args) {
 }  // namespace
 
 void register_memory_commands(Registry& registry) {
-    registry.register_handler("memory|usage", cmd_memory_usage);
-    registry.register_handler("memory|stats", cmd_memory_stats);
-    registry.register_handler("memory|doctor", cmd_memory_doctor);
-    registry.register_handler("memory|malloc-stats", cmd_memory_malloc_stats);
-    registry.register_handler("memory|purge", cmd_memory_purge);
-    registry.register_handler("memory|help", cmd_memory_help);
-    registry.register_handler("object|encoding", cmd_object_encoding);
-    registry.register_handler("object|refcount", cmd_object_refcount);
-    registry.register_handler("object|idletime", cmd_object_idletime);
-    registry.register_handler("object|freq", cmd_object_freq);
-    registry.register_handler("object|help", cmd_object_help);
+    registry.register_handler<cmd_memory_usage>("memory|usage");
+    registry.register_handler<cmd_memory_stats>("memory|stats");
+    registry.register_handler<cmd_memory_doctor>("memory|doctor");
+    registry.register_handler<cmd_memory_malloc_stats>("memory|malloc-stats");
+    registry.register_handler<cmd_memory_purge>("memory|purge");
+    registry.register_handler<cmd_memory_help>("memory|help");
+    registry.register_handler<cmd_object_encoding>("object|encoding");
+    registry.register_handler<cmd_object_refcount>("object|refcount");
+    registry.register_handler<cmd_object_idletime>("object|idletime");
+    registry.register_handler<cmd_object_freq>("object|freq");
+    registry.register_handler<cmd_object_help>("object|help");
 }
 
 }  // namespace bloomery::command

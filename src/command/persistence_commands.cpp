@@ -22,7 +22,7 @@ void reply_save_error(resp::Writer& out, const persist::SaveResult& result) {
 
 // The snapshot is written on the persistence thread; this client waits for
 // the reply (sent once the file is durable) while the worker serves others.
-void cmd_save(Context& ctx, Args) {
+void cmd_save(With<uses::Persistence>& ctx, Args) {
     const DeferredReply reply = ctx.defer_reply();
     if (!reply) {
         ctx.out.error(errors::kCannotWait);
@@ -39,11 +39,12 @@ void cmd_save(Context& ctx, Args) {
     });
 }
 
-void cmd_bgsave(Context& ctx, Args argv) {
-    if (argv.size() > 2 || (argv.size() == 2 && !iequals(argv[1], "SCHEDULE"))) {
-        ctx.out.error(errors::kSyntax);
-        return;
-    }
+// BGSAVE [SCHEDULE]: a snapshot already running is an error either way
+// (SCHEDULE is accepted, not queued).
+void cmd_bgsave(With<uses::Persistence>& ctx, Args argv) {
+    ArgCursor args(argv);
+    args.eat("SCHEDULE");
+    if (args.has_next()) return ctx.out.error(errors::kSyntax);
     const persist::SaveResult result = ctx.server.persistence.bgsave();
     if (result.ok()) {
         ctx.out.simple("Background saving started");
@@ -54,61 +55,71 @@ void cmd_bgsave(Context& ctx, Args argv) {
 
 // The journal is compacted by a snapshot: once it is durable, the segments
 // it covers are dropped. So a rewrite is a BGSAVE, with Redis's reply.
-void cmd_bgrewriteaof(Context& ctx, Args) {
+void cmd_bgrewriteaof(With<uses::Persistence>& ctx, Args) {
     const persist::SaveResult result = ctx.server.persistence.bgsave();
     if (result.ok()) {
         ctx.out.simple("Background append only file rewriting started");
     } else if (result.status == persist::SaveStatus::in_progress) {
-        ctx.out.error(
-            "ERR Background append only file rewriting already in progress (a snapshot is being "
-            "written)");
+        ctx.out.error(errors::kRewriteInProgress);
     } else {
         reply_save_error(ctx.out, result);
     }
 }
 
-void cmd_lastsave(Context& ctx, Args) {
+void cmd_lastsave(With<uses::Persistence>& ctx, Args) {
     ctx.out.integer(ctx.server.persistence.persistence().last_save_time);
 }
 
-// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. The final save and the wait
-// for replicas run off the worker (net::Server), which serves its other
-// clients meanwhile; this client waits. Like Redis, a SHUTDOWN that stops the
-// server closes the connection without a reply; one that fails, or that
-// ABORT cancels, answers an error and the server carries on.
-void cmd_shutdown(Context& ctx, Args argv) {
+// What SHUTDOWN asks for: to stop (with these options), or to cancel a
+// shutdown under way (ABORT).
+struct ShutdownRequest {
+    enum class Action { stop, abort };
+    Action action = Action::stop;
     command::ShutdownOptions options;
-    bool save = false, nosave = false, abort = false;
-    for (std::size_t i = 1; i < argv.size(); ++i) {
-        if (iequals(argv[i], "NOSAVE")) {
+};
+
+// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. Redis: SAVE and NOSAVE
+// exclude each other, ABORT takes no other option.
+core::Result<ShutdownRequest> parse_shutdown(Args argv) {
+    ShutdownRequest request;
+    bool save = false, nosave = false;
+    ArgCursor args(argv);
+    while (args.has_next()) {
+        if (args.eat("NOSAVE")) {
             nosave = true;
-        } else if (iequals(argv[i], "SAVE")) {
+        } else if (args.eat("SAVE")) {
             save = true;
-        } else if (iequals(argv[i], "NOW")) {
-            options.now = true;
-        } else if (iequals(argv[i], "FORCE")) {
-            options.force = true;
-        } else if (iequals(argv[i], "ABORT")) {
-            abort = true;
+        } else if (args.eat("NOW")) {
+            request.options.now = true;
+        } else if (args.eat("FORCE")) {
+            request.options.force = true;
+        } else if (args.eat("ABORT")) {
+            request.action = ShutdownRequest::Action::abort;
         } else {
-            ctx.out.error(errors::kSyntax);
-            return;
+            return core::Error{std::string(errors::kSyntax)};
         }
     }
-    // Redis: SAVE and NOSAVE exclude each other, ABORT takes no other option.
+    const bool abort = request.action == ShutdownRequest::Action::abort;
     if ((save && nosave) || (abort && argv.size() > 2)) {
-        ctx.out.error(errors::kSyntax);
-        return;
+        return core::Error{std::string(errors::kSyntax)};
     }
-    options.mode = nosave ? command::ShutdownMode::nosave
-                   : save ? command::ShutdownMode::save
-                          : command::ShutdownMode::default_save;
+    request.options.mode = nosave ? command::ShutdownMode::nosave
+                           : save ? command::ShutdownMode::save
+                                  : command::ShutdownMode::default_save;
+    return request;
+}
+
+// The final save and the wait for replicas run off the worker
+// (net::Server), which serves its other clients meanwhile; this client
+// waits. Like Redis, a SHUTDOWN that stops the server closes the connection
+// without a reply; one that fails, or that ABORT cancels, answers an error
+// and the server carries on.
+void cmd_shutdown(With<uses::Shutdown>& ctx, Args argv) {
+    const core::Result<ShutdownRequest> request = parse_shutdown(argv);
+    if (!request) return ctx.out.error(request.error());
     const DeferredReply reply = ctx.defer_reply();
-    if (!reply) {
-        ctx.out.error(errors::kCannotWait);
-        return;
-    }
-    if (abort) {
+    if (!reply) return ctx.out.error(errors::kCannotWait);
+    if (request->action == ShutdownRequest::Action::abort) {
         ctx.server.shutdown.abort_shutdown([reply](bool cancelled) {
             reply.complete([cancelled](resp::Writer& out) {
                 if (cancelled) {
@@ -120,7 +131,7 @@ void cmd_shutdown(Context& ctx, Args argv) {
         });
         return;
     }
-    ctx.server.shutdown.begin_shutdown(options, [reply] {
+    ctx.server.shutdown.begin_shutdown(request->options, [reply] {
         reply.complete([](resp::Writer& out) { out.error(errors::kShutdownFailed); });
     });
 }
@@ -128,11 +139,11 @@ void cmd_shutdown(Context& ctx, Args argv) {
 }  // namespace
 
 void register_persistence_commands(Registry& registry) {
-    registry.register_handler("save", cmd_save);
-    registry.register_handler("bgsave", cmd_bgsave);
-    registry.register_handler("bgrewriteaof", cmd_bgrewriteaof);
-    registry.register_handler("lastsave", cmd_lastsave);
-    registry.register_handler("shutdown", cmd_shutdown);
+    registry.register_handler<cmd_save>("save");
+    registry.register_handler<cmd_bgsave>("bgsave");
+    registry.register_handler<cmd_bgrewriteaof>("bgrewriteaof");
+    registry.register_handler<cmd_lastsave>("lastsave");
+    registry.register_handler<cmd_shutdown>("shutdown");
 }
 
 }  // namespace bloomery::command

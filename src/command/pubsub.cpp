@@ -1,6 +1,7 @@
 #include "bloomery/command/pubsub.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace bloomery::command {
 
@@ -18,12 +19,13 @@ void append_bulk(std::string& out, std::string_view bytes) {
 
 namespace {
 
-std::string encode(int protocol, const std::string_view* pattern, std::string_view channel,
+// A message, or a pattern's message when `pattern` is given.
+std::string encode(int protocol, std::optional<std::string_view> pattern, std::string_view channel,
                    std::string_view payload) {
     std::string out;
     out.reserve(40 + (pattern ? pattern->size() : 0) + channel.size() + payload.size());
     out += protocol >= 3 ? '>' : '*';
-    if (pattern == nullptr) {
+    if (!pattern) {
         out += "3\r\n";
         append_bulk(out, "message");
     } else {
@@ -39,12 +41,12 @@ std::string encode(int protocol, const std::string_view* pattern, std::string_vi
 }  // namespace
 
 std::string encode_message(int protocol, std::string_view channel, std::string_view payload) {
-    return encode(protocol, nullptr, channel, payload);
+    return encode(protocol, std::nullopt, channel, payload);
 }
 
 std::string encode_pmessage(int protocol, std::string_view pattern, std::string_view channel,
                             std::string_view payload) {
-    return encode(protocol, &pattern, channel, payload);
+    return encode(protocol, pattern, channel, payload);
 }
 
 void PubSub::account_locked() {
@@ -109,7 +111,7 @@ bool PubSub::psubscribe(std::string_view pattern, std::int64_t id, std::weak_ptr
                            [&](const auto& p) { return p->text == pattern; });
     if (it == patterns_.end()) {
         patterns_.push_back(
-            std::unique_ptr<Pattern>(new Pattern{std::string(pattern), GlobPattern(pattern), {}}));
+            std::make_unique<Pattern>(Pattern{std::string(pattern), GlobPattern(pattern), {}}));
         it = patterns_.end() - 1;
     }
     std::vector<Listener>& listeners = (*it)->listeners;

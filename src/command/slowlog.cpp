@@ -1,7 +1,6 @@
 #include "bloomery/command/slowlog.hpp"
 
 #include <algorithm>
-#include <limits>
 
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/ascii.hpp"
@@ -10,12 +9,6 @@
 namespace bloomery::command {
 
 namespace {
-
-std::int64_t to_threshold_ns(std::int64_t microseconds) {
-    if (microseconds < 0) return -1;
-    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max() / 1000;
-    return std::min(microseconds, kMax) * 1000;
-}
 
 // Roughly what an entry holds on the heap, for used_memory: the strings'
 // bytes plus their and the entry's bookkeeping.
@@ -28,21 +21,8 @@ std::size_t entry_bytes(const SlowlogEntry& entry) {
 
 }  // namespace
 
-Slowlog::Slowlog(std::int64_t log_slower_than_us, std::size_t max_len)
-    : threshold_ns_(to_threshold_ns(log_slower_than_us)), max_len_(max_len) {}
-
-std::int64_t Slowlog::log_slower_than_us() const {
-    const std::int64_t threshold = threshold_ns_.load(std::memory_order_relaxed);
-    return threshold < 0 ? -1 : threshold / 1000;
-}
-
-void Slowlog::set_log_slower_than_us(std::int64_t microseconds) {
-    threshold_ns_.store(to_threshold_ns(microseconds), std::memory_order_relaxed);
-}
-
-void Slowlog::set_max_len(std::size_t max_len) {
+void Slowlog::trim() {
     std::lock_guard lock(mutex_);
-    max_len_.store(max_len, std::memory_order_relaxed);
     trim_locked();
 }
 
@@ -54,11 +34,7 @@ std::size_t Slowlog::redact_from(const CommandSpec* spec, Args argv) {
     // user on.
     if (spec->name == "hello") {
         for (std::size_t i = 1; i < argv.size(); ++i) {
-            const std::string_view word = argv[i];
-            if (word.size() == 4 && (word[0] | 0x20) == 'a' && (word[1] | 0x20) == 'u' &&
-                (word[2] | 0x20) == 't' && (word[3] | 0x20) == 'h') {
-                return i + 1;
-            }
+            if (core::iequals(argv[i], "AUTH")) return i + 1;
         }
     }
     // MIGRATE ... [AUTH password] [AUTH2 username password] ...: from the
@@ -103,7 +79,7 @@ void Slowlog::record(const CommandSpec* spec, Args argv, std::uint64_t nanosecon
     entry.client_name = client.name();
     const std::size_t bytes = entry_bytes(entry);
     std::lock_guard lock(mutex_);
-    if (max_len_.load(std::memory_order_relaxed) == 0) {
+    if (settings_.slowlog_max_len() == 0) {
         ++next_id_;  // Redis counts it, and keeps nothing
         return;
     }
@@ -114,7 +90,7 @@ void Slowlog::record(const CommandSpec* spec, Args argv, std::uint64_t nanosecon
 }
 
 void Slowlog::trim_locked() {
-    const std::size_t limit = max_len_.load(std::memory_order_relaxed);
+    const std::size_t limit = settings_.slowlog_max_len();
     while (entries_.size() > limit) {
         bytes_ -= std::min(bytes_, entry_bytes(entries_.back()));
         entries_.pop_back();
@@ -129,7 +105,7 @@ void Slowlog::trim_locked() {
 std::vector<SlowlogEntry> Slowlog::newest(std::size_t count) const {
     std::lock_guard lock(mutex_);
     const std::size_t n = std::min(count, entries_.size());
-    return std::vector<SlowlogEntry>(entries_.begin(), entries_.begin() + static_cast<long>(n));
+    return {entries_.begin(), entries_.begin() + static_cast<long>(n)};
 }
 
 std::size_t Slowlog::length() const {

@@ -2,6 +2,7 @@
 // is bloomery/command/slowlog.hpp; dispatch() records into it.
 
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "args.hpp"
@@ -17,20 +18,17 @@ namespace {
 // Redis's default for SLOWLOG GET without a count.
 constexpr std::int64_t kDefaultGetCount = 10;
 
+// SLOWLOG GET [count]: how many entries, -1 for all.
 void cmd_slowlog_get(Context& ctx, Args argv) {
+    ArgCursor args(argv, 2);
+    if (args.remaining() > 1) return reply_wrong_arity(ctx, "slowlog|get");
     std::int64_t count = kDefaultGetCount;
-    if (argv.size() > 3) {
-        reply_wrong_arity(ctx, "slowlog|get");
-        return;
+    if (args.has_next()) {
+        const std::optional<std::int64_t> given = args.next_int();
+        if (!given || *given < -1) return ctx.out.error(errors::kSlowlogCount);
+        count = *given;
     }
-    if (argv.size() == 3 && (!parse_int64(argv[2], count) || count < -1)) {
-        ctx.out.error(errors::kSlowlogCount);
-        return;
-    }
-    if (ctx.slowlog == nullptr) {
-        ctx.out.array(0);
-        return;
-    }
+    if (ctx.slowlog == nullptr) return ctx.out.array(0);
     const std::size_t wanted =
         count < 0 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(count);
     const std::vector<SlowlogEntry> entries = ctx.slowlog->newest(wanted);
@@ -69,10 +67,10 @@ void cmd_slowlog_help(Context& ctx, Args) {
 }  // namespace
 
 void register_slowlog_commands(Registry& registry) {
-    registry.register_handler("slowlog|get", cmd_slowlog_get);
-    registry.register_handler("slowlog|len", cmd_slowlog_len);
-    registry.register_handler("slowlog|reset", cmd_slowlog_reset);
-    registry.register_handler("slowlog|help", cmd_slowlog_help);
+    registry.register_handler<cmd_slowlog_get>("slowlog|get");
+    registry.register_handler<cmd_slowlog_len>("slowlog|len");
+    registry.register_handler<cmd_slowlog_reset>("slowlog|reset");
+    registry.register_handler<cmd_slowlog_help>("slowlog|help");
 }
 
 }  // namespace bloomery::command

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "args.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
 #include "families.hpp"
@@ -53,7 +54,7 @@ void TransactionState::publish() {
     listed_bytes.store(charge.bytes(), std::memory_order_relaxed);
 }
 
-void TransactionState::discard(bool unwatch) {
+void TransactionState::discard() {
     active = false;
     aborted = false;
     any_write = any_denyoom = any_keys = false;
@@ -61,7 +62,7 @@ void TransactionState::discard(bool unwatch) {
     std::vector<Queued>().swap(commands);
     std::string().swap(argument_bytes);
     std::vector<std::pair<std::size_t, std::size_t>>().swap(arguments);
-    if (unwatch) std::vector<Watched>().swap(watched);
+    std::vector<Watched>().swap(watched);
     publish();
 }
 
@@ -185,22 +186,15 @@ void cmd_discard(Context& ctx, Args) {
 
 void cmd_watch(Context& ctx, Args argv) {
     TransactionState& transaction = ctx.client.transaction;
-    if (transaction.active) {
-        ctx.out.error(errors::kWatchInsideMulti);
-        return;
-    }
+    if (transaction.active) return ctx.out.error(errors::kWatchInsideMulti);
+    const Args keys = ArgCursor(argv).rest();
     const std::size_t limit =
         std::min<std::size_t>(ctx.config.client_query_buffer_limit, kMaxTransactionQueueBytes);
     std::size_t adding = 0;
-    for (std::size_t i = 1; i < argv.size(); ++i) {
-        adding += argv[i].size() + sizeof(TransactionState::Watched);
-    }
-    if (transaction.bytes() + adding > limit) {
-        ctx.out.error(errors::kWatchTooLarge);
-        return;
-    }
-    for (std::size_t i = 1; i < argv.size(); ++i) {
-        const std::string_view key = argv[i];
+    for (const std::string_view key : keys)
+        adding += key.size() + sizeof(TransactionState::Watched);
+    if (transaction.bytes() + adding > limit) return ctx.out.error(errors::kWatchTooLarge);
+    for (const std::string_view key : keys) {
         const bool known =
             std::any_of(transaction.watched.begin(), transaction.watched.end(),
                         [&](const TransactionState::Watched& w) { return w.key == key; });
@@ -218,100 +212,85 @@ void cmd_unwatch(Context& ctx, Args) {
     ctx.out.ok();
 }
 
-// The keys EXEC must hold: those its commands name and the watched ones;
-// `every_shard` when a command touches keys it does not name.
-void keys_to_hold(const TransactionState& transaction,
-                  const std::vector<std::string_view>& arguments,
-                  std::vector<std::string_view>& keys, bool& every_shard) {
-    every_shard = false;
-    for (const TransactionState::Queued& queued : transaction.commands) {
-        const CommandSpec& spec = *queued.spec;
-        if (spec.keyspace_wide) every_shard = true;
-        const Args argv(arguments.data() + queued.first_argument, queued.argument_count);
-        for (std::size_t position : Registry::key_positions(spec, argv)) {
-            keys.push_back(argv[position]);
-        }
-    }
-    for (const TransactionState::Watched& watched : transaction.watched) {
-        keys.push_back(watched.key);
-    }
-}
-
-void cmd_exec(Context& ctx, Args) {
-    TransactionState& transaction = ctx.client.transaction;
-    if (!transaction.active) {
-        ctx.out.error(errors::kExecWithoutMulti);
-        return;
-    }
-    if (transaction.aborted) {
-        transaction.discard();
-        ctx.out.error(errors::kExecAbort);
-        return;
-    }
+// The queued commands' arguments, as views into the bytes the queue holds.
+std::vector<std::string_view> queued_arguments(const TransactionState& transaction) {
     std::vector<std::string_view> arguments;
     arguments.reserve(transaction.arguments.size());
     for (const auto& [offset, size] : transaction.arguments) {
         arguments.emplace_back(transaction.argument_bytes.data() + offset, size);
     }
+    return arguments;
+}
+
+// The keys EXEC must hold: those its commands name and the watched ones;
+// with Shards::every when a command touches keys it does not name.
+struct KeysToHold {
+    enum class Shards { named, every };
     std::vector<std::string_view> keys;
-    bool every_shard = false;
-    keys_to_hold(transaction, arguments, keys, every_shard);
-    store::Keyspace::Transaction held;
-    const store::TransactionScope scope =
-        every_shard ? store::TransactionScope::every_shard : store::TransactionScope::keys;
-    try {
-        if (every_shard || !keys.empty()) held = ctx.keyspace.begin_transaction(keys, scope);
-    } catch (const std::bad_alloc&) {
-        // Nothing ran: the transaction ends as if refused.
-        transaction.discard();
-        ctx.out.error(std::string(errors::kExecAbortBecause) + std::string(errors::kNoMemory));
-        return;
-    }
-    for (const TransactionState::Watched& watched : transaction.watched) {
-        if (ctx.keyspace.watch_stamp(watched.key) != watched.stamp) {
-            held.end();
-            transaction.discard();
-            ctx.out.null_array();
-            return;
+    Shards shards = Shards::named;
+};
+
+KeysToHold keys_to_hold(const TransactionState& transaction,
+                        const std::vector<std::string_view>& arguments) {
+    KeysToHold hold;
+    for (const TransactionState::Queued& queued : transaction.commands) {
+        const CommandSpec& spec = *queued.spec;
+        if (spec.keyspace_wide) hold.shards = KeysToHold::Shards::every;
+        const Args argv(arguments.data() + queued.first_argument, queued.argument_count);
+        for (std::size_t position : Registry::key_positions(spec, argv)) {
+            hold.keys.push_back(argv[position]);
         }
     }
+    for (const TransactionState::Watched& watched : transaction.watched) {
+        hold.keys.push_back(watched.key);
+    }
+    return hold;
+}
 
-    const std::size_t count = transaction.commands.size();
-    auto replies = std::make_shared<ExecReplies>(count);
-    ExecSuspender suspender(replies);
-    std::string& out = ctx.out.buffer();
-    const std::size_t start = out.size();
-    ctx.out.array(count);
+// What running the queue left in the output: where each reply ends, or
+// nothing at all when the replies passed the limit.
+struct QueueReplies {
+    enum class Kept { all, none };
     std::vector<std::size_t> ends;
-    ends.reserve(count);
-    // Replies past client-output-buffer-limit are dropped and the client
-    // closed (as Redis does once its output passes the hard limit), but
-    // every command still runs: the transaction is all or nothing.
+    Kept kept = Kept::all;
+};
+
+// Runs the queue, each command's reply in the array already opened in
+// ctx.out (from `start`). Replies past client-output-buffer-limit are
+// dropped and the client closed (as Redis does once its output passes the
+// hard limit), but every command still runs: the transaction is all or
+// nothing. The hard limit is the normal class's: the array is rendered
+// whole before any of it is written.
+QueueReplies run_queue(DispatchContext& ctx, const std::vector<std::string_view>& arguments,
+                       ExecSuspender& suspender, std::size_t start) {
+    const TransactionState& transaction = ctx.client.transaction;
+    std::string& out = ctx.out.buffer();
+    QueueReplies replies;
+    replies.ends.reserve(transaction.commands.size());
     std::string dropped;
     resp::Writer dropping(dropped);
     bool over_limit = false;
-    // The hard limit of the normal class: the array is rendered whole before
-    // any of it is written.
     const std::uint64_t hard_limit =
-        ctx.config.client_output_buffer_limits.get(core::ClientClass::normal).hard_bytes;
-    for (std::size_t i = 0; i < count; ++i) {
+        ctx.settings.client_output_buffer_limits().get(core::ClientClass::normal).hard_bytes;
+    for (std::size_t i = 0; i < transaction.commands.size(); ++i) {
         const TransactionState::Queued& queued = transaction.commands[i];
         suspender.set_current(i);
         if (over_limit) dropping.set_protocol(ctx.out.protocol());
-        Context inner{ctx.registry,
-                      ctx.keyspace,
-                      ctx.config,
-                      ctx.server,
-                      ctx.client,
-                      ctx.stats,
-                      over_limit ? dropping : ctx.out,
-                      ctx.suspender != nullptr ? &suspender : nullptr,
-                      ctx.slowlog,
-                      /*deny_blocking=*/true};
+        DispatchContext inner{ctx.registry,
+                              ctx.keyspace,
+                              ctx.config,
+                              ctx.settings,
+                              ctx.server,
+                              ctx.client,
+                              ctx.stats,
+                              over_limit ? dropping : ctx.out,
+                              ctx.suspender != nullptr ? &suspender : nullptr,
+                              ctx.slowlog};
+        inner.deny_blocking = true;
         run_queued(ctx.registry, inner, *queued.spec,
                    Args(arguments.data() + queued.first_argument, queued.argument_count));
         dropped.clear();
-        ends.push_back(out.size());
+        replies.ends.push_back(out.size());
         if (!over_limit && hard_limit != 0 && out.size() - start > hard_limit) {
             spdlog::warn(
                 "closing client id={} addr={}: EXEC's reply passed client-output-buffer-limit",
@@ -319,26 +298,66 @@ void cmd_exec(Context& ctx, Args) {
             over_limit = true;
             out.resize(start);
             ctx.client.close_after_reply = true;
+            replies.kept = QueueReplies::Kept::none;
         }
     }
+    return replies;
+}
+
+void cmd_exec(DispatchContext& ctx, Args) {
+    TransactionState& transaction = ctx.client.transaction;
+    if (!transaction.active) return ctx.out.error(errors::kExecWithoutMulti);
+    if (transaction.aborted) {
+        transaction.discard();
+        return ctx.out.error(errors::kExecAbort);
+    }
+    const std::vector<std::string_view> arguments = queued_arguments(transaction);
+    const KeysToHold hold = keys_to_hold(transaction, arguments);
+    const store::TransactionScope scope = hold.shards == KeysToHold::Shards::every
+                                              ? store::TransactionScope::every_shard
+                                              : store::TransactionScope::keys;
+    store::Keyspace::Transaction held;
+    try {
+        if (scope == store::TransactionScope::every_shard || !hold.keys.empty()) {
+            held = ctx.keyspace.begin_transaction(hold.keys, scope);
+        }
+    } catch (const std::bad_alloc&) {
+        // Nothing ran: the transaction ends as if refused.
+        transaction.discard();
+        return ctx.out.error(std::string(errors::kExecAbortBecause) +
+                             std::string(errors::kNoMemory));
+    }
+    for (const TransactionState::Watched& watched : transaction.watched) {
+        if (ctx.keyspace.watch_stamp(watched.key) != watched.stamp) {
+            held.end();
+            transaction.discard();
+            return ctx.out.null_array();
+        }
+    }
+    auto replies = std::make_shared<ExecReplies>(transaction.commands.size());
+    ExecSuspender suspender(replies);
+    std::string& out = ctx.out.buffer();
+    const std::size_t start = out.size();
+    ctx.out.array(transaction.commands.size());
+    QueueReplies written = run_queue(ctx, arguments, suspender, start);
     held.end();
     transaction.discard();
-    if (over_limit || !suspender.any()) return;
+    if (written.kept == QueueReplies::Kept::none || !suspender.any()) return;
     // Some command deferred its reply: the array waits for it.
     std::string rendered = out.substr(start);
-    for (std::size_t& end : ends) end -= start;
+    for (std::size_t& end : written.ends) end -= start;
     out.resize(start);
-    replies->finish(std::move(rendered), std::move(ends), ctx.defer_reply());
+    replies->finish(std::move(rendered), std::move(written.ends), ctx.defer_reply());
 }
 
 }  // namespace
 
 void register_transaction_commands(Registry& registry) {
-    registry.register_handler("multi", cmd_multi);
-    registry.register_handler("exec", cmd_exec);
-    registry.register_handler("discard", cmd_discard);
-    registry.register_handler("watch", cmd_watch);
-    registry.register_handler("unwatch", cmd_unwatch);
+    registry.register_handler<cmd_multi>("multi");
+    registry.register_handler<cmd_exec>("exec");
+    registry.register_handler<cmd_discard>("discard");
+    registry.register_handler<cmd_watch>("watch");
+    registry.register_handler<cmd_unwatch>("unwatch");
 }
 
 }  // namespace bloomery::command

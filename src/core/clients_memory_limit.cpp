@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "bloomery/core/config.hpp"
+#include "bloomery/core/options.hpp"
 #include "bloomery/core/parse_int64.hpp"
 
 namespace bloomery::core {
@@ -17,34 +18,26 @@ constexpr std::string_view kPercentTooLarge = "percentage argument must be less 
 
 }  // namespace
 
-bool ClientsMemoryLimit::parse(std::string_view text, std::string& error) const {
+Status ClientsMemoryLimit::parse(std::string_view text) {
     std::int64_t setting = 0;
     if (!text.empty() && text.back() == '%') {
         std::int64_t percent = 0;
         if (!parse_int64(text.substr(0, text.size() - 1), percent) || percent < 0) {
-            error = kNotMemoryOrPercent;
-            return false;
+            return Error{std::string(kNotMemoryOrPercent)};
         }
-        if (percent > 100) {
-            error = kPercentTooLarge;
-            return false;
-        }
+        if (percent > 100) return Error{std::string(kPercentTooLarge)};
         setting = -percent;
     } else {
-        std::uint64_t bytes = 0;
-        if (!memory_to_bytes(text, bytes)) {
-            error = kNotMemoryOrPercent;
-            return false;
+        const std::optional<std::uint64_t> bytes = memory_to_bytes(text);
+        if (!bytes) return Error{std::string(kNotMemoryOrPercent)};
+        const OptionSpec& option = *find_option("maxmemory-clients");
+        if (*bytes > static_cast<std::uint64_t>(option.max)) {
+            return Error{"argument must be " + describe_range(option)};
         }
-        const OptionRange& range = *find_option_range("maxmemory-clients");
-        if (bytes > static_cast<std::uint64_t>(range.max)) {
-            error = "argument must be " + describe_range(range);
-            return false;
-        }
-        setting = static_cast<std::int64_t>(bytes);
+        setting = static_cast<std::int64_t>(*bytes);
     }
     setting_.store(setting, std::memory_order_relaxed);
-    return true;
+    return {};
 }
 
 std::uint64_t ClientsMemoryLimit::bytes(std::uint64_t maxmemory) const {

@@ -2,203 +2,42 @@
 
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
-#include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <climits>
-#include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
-#include <iostream>
-#include <iterator>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
-#include <thread>
 
 #include "bloomery/core/ascii.hpp"
+#include "bloomery/core/options.hpp"
 #include "bloomery/core/parse_int64.hpp"
-#include "bloomery/core/printable.hpp"
 
 namespace bloomery::core {
 
-// ---- Ranges of the numeric options ----
-
-namespace {
-
-// Redis's bounds (config.c) where Redis has the option, so a value Redis
-// takes is taken here and one it refuses is refused; bloomery's own options
-// say why theirs.
-constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();  // Redis's int options
-constexpr std::int64_t kLongMax = std::numeric_limits<std::int64_t>::max();
-constexpr std::int64_t kKb = 1024;
-constexpr std::int64_t kMb = 1024 * kKb;
-
-constexpr OptionRange integer(std::string_view name, std::int64_t min, std::int64_t max) {
-    return {name, OptionKind::integer, min, max};
-}
-constexpr OptionRange bytes(std::string_view name, std::int64_t min, std::int64_t max) {
-    return {name, OptionKind::bytes, min, max};
-}
-constexpr OptionRange real(std::string_view name, double min, double max) {
-    return {name, OptionKind::real, 0, 0, min, max};
-}
-
-constexpr OptionRange kOptionRanges[] = {
-    integer("port", 0, 65535),
-    integer("threads", 0, 256),  // 0: one per core
-    integer("maxclients", 1, std::numeric_limits<unsigned>::max()),
-    integer("timeout", 0, kIntMax),
-    integer("tls-port", 0, 65535),
-    real("tls-handshake-timeout", 0.001, 3600),
-    // Redis's lower bound. The upper one is bloomery's: a journal record
-    // holds up to two keys (RENAME's) and must stay under 2^31 bytes.
-    bytes("proto-max-bulk-len", kMb, 512 * kMb),
-    // An inline command is at most one line of arguments: the bulk bound.
-    bytes("proto-max-inline-len", kKb, 512 * kMb),
-    integer("proto-max-multibulk-len", 1, kIntMax),  // Redis refuses more than INT_MAX
-    bytes("client-query-buffer-limit", kMb, kLongMax),
-    // AUTH needs its three arguments (AUTH user password).
-    integer("unauthenticated-max-multibulk-len", 3, 1 << 20),
-    // Room for a user name or a password; at most what an authenticated
-    // client may send.
-    bytes("unauthenticated-max-bulk-len", kKb, 512 * kMb),
-    // At least one argument of the default unauthenticated-max-bulk-len.
-    bytes("unauthenticated-query-buffer-limit", 16 * kKb, kLongMax),
-    real("bf-error-rate", 1e-15, 0.999999),  // bloom/bounds.hpp's, as BF.RESERVE's
-    integer("bf-initial-size", 1, std::int64_t{1} << 40),
-    integer("bf-expansion-factor", 1, 32768),  // RedisBloom's bound
-    bytes("max-filter-bytes", 0, kLongMax),    // 0: no limit
-    integer("keyspace-shards", 1, 65536),
-    integer("lfu-log-factor", 0, kIntMax),  // Redis's bounds
-    integer("lfu-decay-time", 0, kIntMax),
-    // Redis takes up to 2^64 - 1; 2^63 - 1 (8 EiB) keeps every size a signed
-    // 64-bit number.
-    bytes("maxmemory", 0, kLongMax),
-    // Redis's bounds for the size form (its percentage form: 0% to 100%).
-    bytes("maxmemory-clients", 0, kLongMax),
-    integer("auto-aof-rewrite-percentage", 0, kIntMax),
-    bytes("auto-aof-rewrite-min-size", 0, kLongMax),
-    // A disk slower than the clients holds at most this much in memory.
-    bytes("journal-buffer-limit", kMb, std::int64_t{1} << 40),
-    bytes("repl-backlog-size", 1, kLongMax),
-    // Redis takes up to LONG_MAX; the TTL is compared in milliseconds here.
-    integer("repl-backlog-ttl", 0, kLongMax / 1000),
-    integer("repl-timeout", 1, kIntMax),
-    integer("repl-ping-replica-period", 1, kIntMax),
-    integer("shutdown-timeout", 0, kIntMax),  // Redis's bounds
-    integer("metrics-port", 0, 65535),
-    // A hostile HTTP client holds at most one slot and this many bytes.
-    integer("metrics-max-connections", 1, 1024),
-    integer("metrics-max-connections-per-client", 1, 1024),
-    bytes("metrics-max-request-bytes", 512, kMb),
-    real("metrics-request-timeout", 0.01, 3600),
-    integer("latency-monitor-threshold", 0, kLongMax),  // Redis's bounds
-    integer("slowlog-log-slower-than", -1, kLongMax),   // -1: off, as Redis 7
-    // Bounded for memory (see kSlowlogMaxLenLimit); Redis takes up to LONG_MAX.
-    integer("slowlog-max-len", 0, static_cast<std::int64_t>(kSlowlogMaxLenLimit)),
-    real("health-check-timeout", 0.01, 3600),
-};
-
-}  // namespace
-
-std::string range_problem(const OptionRange& range, std::string_view shown,
-                          std::string_view alternative) {
-    std::string problem = range.kind == OptionKind::integer ? "must be an integer "
-                          : range.kind == OptionKind::bytes
-                              ? "must be a size in bytes (suffixes kb, mb, gb) "
-                              : "must be a number ";
-    problem += describe_range(range);
-    problem += alternative;
-    problem += ", got '";
-    append_printable(problem, shown);
-    problem += "'";
-    return problem;
-}
-
-bool size_without_suffix(std::string_view text, std::string& decimal) {
-    decimal = text;
-    try {
-        return CLI::AsSizeValue(false)(decimal).empty();
-    } catch (const CLI::Error&) {
-        return false;
-    }
-}
-
-std::string format_real(double value) {
-    char text[32];  // the longest shortest form, "-2.2250738585072014e-308", takes 24
-    const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
-    return ec == std::errc() ? std::string(text, end) : std::to_string(value);
-}
-
-std::span<const OptionRange> option_ranges() {
-    return kOptionRanges;
-}
-
-const OptionRange* find_option_range(std::string_view name) {
-    for (const OptionRange& range : kOptionRanges) {
-        if (range.name == name) return &range;
-    }
-    return nullptr;
-}
-
-std::string describe_range(const OptionRange& range) {
-    if (range.kind == OptionKind::real) {
-        return "between " + format_real(range.min_real) + " and " + format_real(range.max_real) +
-               " inclusive";
-    }
-    return "between " + std::to_string(range.min) + " and " + std::to_string(range.max) +
-           " inclusive";
-}
-
-std::string check_option_value(const OptionRange& range, std::string_view text) {
-    if (range.kind == OptionKind::real) {
-        // strtod needs a terminator; whitespace, NaN and trailing bytes are refused.
-        const std::string copy(text);
-        char* end = nullptr;
-        const double value = copy.empty() || std::isspace(static_cast<unsigned char>(copy[0]))
-                                 ? std::nan("")
-                                 : std::strtod(copy.c_str(), &end);
-        if (end != copy.c_str() + copy.size() || !(value >= range.min_real) ||
-            !(value <= range.max_real)) {
-            return range_problem(range, text);
-        }
-        return {};
-    }
-    std::int64_t value = 0;
-    if (!parse_int64(text, value) || value < range.min || value > range.max) {
-        return range_problem(range, text);
-    }
-    return {};
-}
-
-bool parse_save_spec(const std::string& spec, std::vector<SavePoint>& out, std::string& error) {
-    out.clear();
-    std::istringstream words(spec);
+Result<std::vector<SavePoint>> parse_save_spec(std::string_view spec) {
+    std::istringstream words{std::string(spec)};
     std::vector<std::string> tokens;
     for (std::string word; words >> word;) tokens.push_back(word);
     if (tokens.size() == 1 && tokens[0] == "\"\"") tokens.clear();
     if (tokens.size() % 2 != 0) {
-        error = "save needs pairs of 'SECONDS CHANGES', got '" + spec + "'";
-        return false;
+        return Error{"save needs pairs of 'SECONDS CHANGES', got '" + std::string(spec) + "'"};
     }
+    std::vector<SavePoint> points;
     for (std::size_t i = 0; i < tokens.size(); i += 2) {
         // Redis's rule: at least one second, any number of changes.
         std::int64_t seconds = 0, changes = 0;
         if (!parse_int64(tokens[i], seconds) || !parse_int64(tokens[i + 1], changes) ||
             seconds < 1 || changes < 0) {
-            error = "invalid save point '" + tokens[i] + " " + tokens[i + 1] +
-                    "': SECONDS must be an integer between 1 and 9223372036854775807 inclusive, "
-                    "CHANGES one between 0 and 9223372036854775807 inclusive";
-            return false;
+            return Error{"invalid save point '" + tokens[i] + " " + tokens[i + 1] +
+                         "': SECONDS must be an integer between 1 and 9223372036854775807 "
+                         "inclusive, CHANGES one between 0 and 9223372036854775807 inclusive"};
         }
-        out.push_back({seconds, changes});
+        points.push_back({seconds, changes});
     }
-    return true;
+    return points;
 }
 
 // The cgroup limit: v2 memory.max, else v1 memory.limit_in_bytes.
@@ -219,9 +58,9 @@ std::uint64_t memory_available() {
            static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-bool parse_memory_limit(const std::string& spec, std::uint64_t& bytes, std::string& error) {
+Result<std::uint64_t> parse_memory_limit(std::string_view spec) {
     if (!spec.empty() && spec.back() == '%') {
-        const std::string number = spec.substr(0, spec.size() - 1);
+        const std::string number(spec.substr(0, spec.size() - 1));
         double percent = 0;
         std::size_t used = 0;
         try {
@@ -230,30 +69,22 @@ bool parse_memory_limit(const std::string& spec, std::uint64_t& bytes, std::stri
             used = 0;
         }
         if (number.empty() || used != number.size() || !(percent > 0 && percent <= 100)) {
-            error = "a percentage must be in (0, 100], got '" + spec + "'";
-            return false;
+            return Error{"a percentage must be in (0, 100], got '" + std::string(spec) + "'"};
         }
-        bytes = static_cast<std::uint64_t>(static_cast<double>(memory_available()) * percent / 100);
-        return true;
+        return static_cast<std::uint64_t>(static_cast<double>(memory_available()) * percent / 100);
     }
-    // A size, within the range kOptionRanges gives maxmemory.
-    const OptionRange& range = *find_option_range("maxmemory");
-    std::string decimal;
-    std::int64_t value = 0;
-    if (!size_without_suffix(spec, decimal) || !check_option_value(range, decimal).empty() ||
-        !parse_int64(decimal, value)) {
-        error = range_problem(range, spec, ", or a percentage such as 75%");
-        return false;
-    }
-    bytes = static_cast<std::uint64_t>(value);
-    return true;
+    // A size, within the range the option spec gives maxmemory.
+    const OptionSpec& option = *find_option("maxmemory");
+    const Result<std::int64_t> bytes = read_whole_number(option, spec);
+    if (!bytes) return Error{range_problem(option, spec, ", or a percentage such as 75%")};
+    return static_cast<std::uint64_t>(*bytes);
 }
 
 // ---- client-output-buffer-limit ----
 
 namespace {
 
-constexpr std::uint64_t kMiB = 1024 * 1024;
+constexpr std::uint64_t kMiB = std::uint64_t{1024} * 1024;
 // Redis's defaults (config.c), but for normal's hard limit (config.hpp).
 constexpr OutputBufferLimit kDefaultOutputLimits[kClientClasses] = {
     {1024 * kMiB, 0, 0},          // normal
@@ -264,13 +95,13 @@ constexpr std::string_view kClassNames[kClientClasses] = {"normal", "slave", "pu
 
 }  // namespace
 
-bool memory_to_bytes(std::string_view text, std::uint64_t& out) {
+std::optional<std::uint64_t> memory_to_bytes(std::string_view text) {
     std::size_t digits = 0;
     while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-    if (digits == 0) return false;
+    if (digits == 0) return std::nullopt;
     std::uint64_t number = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, number);
-    if (ec != std::errc() || end != text.data() + digits) return false;
+    if (ec != std::errc() || end != text.data() + digits) return std::nullopt;
     const std::string unit = ascii_lower(text.substr(digits));
     std::uint64_t multiplier = 0;
     if (unit.empty() || unit == "b") {
@@ -280,7 +111,7 @@ bool memory_to_bytes(std::string_view text, std::uint64_t& out) {
     } else if (unit == "kb") {
         multiplier = 1024;
     } else if (unit == "m") {
-        multiplier = 1000 * 1000;
+        multiplier = std::uint64_t{1000} * 1000;
     } else if (unit == "mb") {
         multiplier = kMiB;
     } else if (unit == "g") {
@@ -288,26 +119,19 @@ bool memory_to_bytes(std::string_view text, std::uint64_t& out) {
     } else if (unit == "gb") {
         multiplier = 1024 * kMiB;
     } else {
-        return false;
+        return std::nullopt;
     }
-    if (number > std::numeric_limits<std::uint64_t>::max() / multiplier) return false;
-    out = number * multiplier;
-    return true;
+    if (number > std::numeric_limits<std::uint64_t>::max() / multiplier) return std::nullopt;
+    return number * multiplier;
 }
 
 namespace {
 
-bool client_class_named(std::string_view name, ClientClass& out) {
-    if (iequals(name, "normal")) {
-        out = ClientClass::normal;
-    } else if (iequals(name, "replica") || iequals(name, "slave")) {
-        out = ClientClass::replica;
-    } else if (iequals(name, "pubsub")) {
-        out = ClientClass::pubsub;
-    } else {
-        return false;
-    }
-    return true;
+std::optional<ClientClass> client_class_named(std::string_view name) {
+    if (iequals(name, "normal")) return ClientClass::normal;
+    if (iequals(name, "replica") || iequals(name, "slave")) return ClientClass::replica;
+    if (iequals(name, "pubsub")) return ClientClass::pubsub;
+    return std::nullopt;
 }
 
 }  // namespace
@@ -332,15 +156,17 @@ OutputBufferLimit OutputBufferLimits::get(ClientClass client_class) const {
             seconds_[i].load(std::memory_order_relaxed)};
 }
 
-void OutputBufferLimits::set(ClientClass client_class, const OutputBufferLimit& limit) const {
+void OutputBufferLimits::set(ClientClass client_class, const OutputBufferLimit& limit) {
     const auto i = static_cast<unsigned>(client_class);
     hard_[i].store(limit.hard_bytes, std::memory_order_relaxed);
     soft_[i].store(limit.soft_bytes, std::memory_order_relaxed);
     seconds_[i].store(limit.soft_seconds, std::memory_order_relaxed);
 }
 
-bool parse_output_buffer_limits(std::string_view spec, const OutputBufferLimits& limits,
-                                std::string& error) {
+Status parse_output_buffer_limits(std::string_view spec, OutputBufferLimits& limits) {
+    // Redis's texts (config.c: updateClientOutputBufferLimit).
+    constexpr std::string_view kBadNumbers =
+        "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
     std::vector<std::string_view> words;
     for (std::size_t i = 0; i < spec.size();) {
         while (i < spec.size() && (spec[i] == ' ' || spec[i] == '\t')) ++i;
@@ -350,41 +176,32 @@ bool parse_output_buffer_limits(std::string_view spec, const OutputBufferLimits&
     }
     if (words.size() == 1) {
         // bloomery's earlier form: the normal class's hard limit alone.
-        std::uint64_t hard = 0;
-        if (!memory_to_bytes(words[0], hard)) {
-            error = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
-            return false;
-        }
+        const std::optional<std::uint64_t> hard = memory_to_bytes(words[0]);
+        if (!hard) return Error{std::string(kBadNumbers)};
         OutputBufferLimit normal = limits.get(ClientClass::normal);
-        normal.hard_bytes = hard;
+        normal.hard_bytes = *hard;
         limits.set(ClientClass::normal, normal);
-        return true;
+        return {};
     }
-    // Redis's checks and texts (config.c: updateClientOutputBufferLimit).
     if (words.size() % 4 != 0) {
-        error = "Wrong number of arguments in buffer limit configuration.";
-        return false;
+        return Error{"Wrong number of arguments in buffer limit configuration."};
     }
     std::vector<std::pair<ClientClass, OutputBufferLimit>> parsed;
     for (std::size_t i = 0; i < words.size(); i += 4) {
-        ClientClass client_class{};
-        if (!client_class_named(words[i], client_class)) {
-            error = "Invalid client class specified in buffer limit configuration.";
-            return false;
+        const std::optional<ClientClass> client_class = client_class_named(words[i]);
+        if (!client_class) {
+            return Error{"Invalid client class specified in buffer limit configuration."};
         }
-        OutputBufferLimit limit;
+        const std::optional<std::uint64_t> hard = memory_to_bytes(words[i + 1]);
+        const std::optional<std::uint64_t> soft = memory_to_bytes(words[i + 2]);
         std::int64_t seconds = 0;
-        if (!memory_to_bytes(words[i + 1], limit.hard_bytes) ||
-            !memory_to_bytes(words[i + 2], limit.soft_bytes) ||
-            !parse_int64(words[i + 3], seconds) || seconds < 0) {
-            error = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
-            return false;
+        if (!hard || !soft || !parse_int64(words[i + 3], seconds) || seconds < 0) {
+            return Error{std::string(kBadNumbers)};
         }
-        limit.soft_seconds = seconds;
-        parsed.emplace_back(client_class, limit);
+        parsed.emplace_back(*client_class, OutputBufferLimit{*hard, *soft, seconds});
     }
     for (const auto& [client_class, limit] : parsed) limits.set(client_class, limit);
-    return true;
+    return {};
 }
 
 std::string format_output_buffer_limits(const OutputBufferLimits& limits) {
@@ -408,32 +225,23 @@ std::string format_save_points(const std::vector<SavePoint>& points) {
     return spec;
 }
 
-bool parse_replicaof(const std::string& spec, std::string& host, std::uint16_t& port,
-                     std::string& error) {
+Result<PrimaryAddress> parse_replicaof(std::string_view spec) {
     // "HOST PORT" as Redis's replicaof directive; "HOST:PORT" is accepted too.
-    std::string text = spec;
+    const std::string text(spec);
+    const Error malformed{"expected \"HOST PORT\", got '" + text + "'"};
     const auto space = text.find_last_of(' ');
     const auto colon = text.find_last_of(':');
     std::size_t split = space != std::string::npos ? space : colon;
-    if (split == std::string::npos || split == 0 || split + 1 >= text.size()) {
-        error = "expected \"HOST PORT\", got '" + spec + "'";
-        return false;
-    }
+    if (split == std::string::npos || split == 0 || split + 1 >= text.size()) return malformed;
     std::string name = text.substr(0, split);
     while (!name.empty() && name.back() == ' ') name.pop_back();
     const std::string digits = text.substr(split + 1);
     std::uint64_t value = 0;
     if (!parse_digits(digits, 5, value) || value == 0 || value > 65535) {
-        error = "port must be 1 to 65535, got '" + digits + "'";
-        return false;
+        return Error{"port must be 1 to 65535, got '" + digits + "'"};
     }
-    if (name.empty()) {
-        error = "expected \"HOST PORT\", got '" + spec + "'";
-        return false;
-    }
-    host = name;
-    port = static_cast<std::uint16_t>(value);
-    return true;
+    if (name.empty()) return malformed;
+    return PrimaryAddress{std::move(name), static_cast<std::uint16_t>(value)};
 }
 
 std::string host_name() {

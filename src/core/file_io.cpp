@@ -25,12 +25,11 @@ int write_all(int fd, const void* data, std::size_t size) {
     return 0;
 }
 
-bool fsync_directory(const std::string& directory, std::string& error) {
+Status fsync_directory(const std::string& directory) {
     const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
-        error =
-            "cannot open directory '" + directory + "': " + std::generic_category().message(errno);
-        return false;
+        return Error{"cannot open directory '" + directory +
+                     "': " + std::generic_category().message(errno)};
     }
     int result;
     do {
@@ -39,11 +38,10 @@ bool fsync_directory(const std::string& directory, std::string& error) {
     const int fsync_errno = errno;
     ::close(fd);
     if (result != 0) {
-        error = "cannot fsync directory '" + directory +
-                "': " + std::generic_category().message(fsync_errno);
-        return false;
+        return Error{"cannot fsync directory '" + directory +
+                     "': " + std::generic_category().message(fsync_errno)};
     }
-    return true;
+    return {};
 }
 
 }  // namespace bloomery::core

@@ -108,16 +108,13 @@ std::vector<LatencyEvent> latency_events() {
     return out;
 }
 
-bool latency_event(std::string_view name, LatencyEvent& out) {
+std::optional<LatencyEvent> latency_event(std::string_view name) {
     Monitor& m = monitor();
     std::lock_guard lock(m.mutex);
     for (const auto& series : m.events) {
-        if (series->name == name) {
-            out = copy_of(*series);
-            return true;
-        }
+        if (series->name == name) return copy_of(*series);
     }
-    return false;
+    return std::nullopt;
 }
 
 std::size_t latency_reset(std::span<const std::string_view> names) {

@@ -75,8 +75,8 @@ bool memory_try_add(MemoryUse use, std::uint64_t bytes, std::uint64_t limit) {
     std::atomic<std::int64_t>& counter = counters[static_cast<unsigned>(use)].bytes;
     counter.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_seq_cst);
     std::uint64_t total = 0;
-    for (unsigned i = 0; i < kMemoryUses; ++i) {
-        const std::int64_t held = counters[i].bytes.load(std::memory_order_seq_cst);
+    for (const Counter& each : counters) {
+        const std::int64_t held = each.bytes.load(std::memory_order_seq_cst);
         total += held < 0 ? 0 : static_cast<std::uint64_t>(held);
     }
     if (total > limit) {

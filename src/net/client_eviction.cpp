@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "bloomery/core/memory.hpp"
-#include "bloomery/net/server.hpp"
+#include "client_book.hpp"
 #include "connection.hpp"
 
 namespace bloomery::net {
@@ -57,7 +57,7 @@ void Connection::publish_memory() {
     const std::uint64_t published = client_.memory_bytes.load(std::memory_order_relaxed);
     if (bytes == published) return;
     client_.memory_bytes.store(bytes, std::memory_order_relaxed);
-    if (bytes > published) server_.client_memory_grew();
+    if (bytes > published) env_.clients.client_memory_grew();
 }
 
 void Connection::evict() {
@@ -67,22 +67,22 @@ void Connection::evict() {
     asio::post(executor_, [self = shared_from_this()] { self->close(); });
 }
 
-void Server::client_memory_grew() {
-    const std::uint64_t limit = config_.maxmemory_clients.bytes(config_.maxmemory);
+void ClientBook::client_memory_grew() {
+    const std::uint64_t limit = settings_.maxmemory_clients().bytes(config_.maxmemory);
     if (limit == 0) return;
     const std::uint64_t held = client_buffers_counted();
     if (held < limit || held < eviction_recheck_at_.load(std::memory_order_relaxed)) return;
     evict_clients(limit, held);
 }
 
-void Server::evict_clients_over_limit() {
-    const std::uint64_t limit = config_.maxmemory_clients.bytes(config_.maxmemory);
+void ClientBook::evict_clients_over_limit() {
+    const std::uint64_t limit = settings_.maxmemory_clients().bytes(config_.maxmemory);
     if (limit == 0) return;
     const std::uint64_t held = client_buffers_counted();
     if (held >= limit) evict_clients(limit, held);
 }
 
-void Server::evict_clients(std::uint64_t limit, std::uint64_t held) {
+void ClientBook::evict_clients(std::uint64_t limit, std::uint64_t held) {
     // One walk at a time. A thread that finds one under way leaves it the
     // work, and says so first: the walker, once done, walks again if anyone
     // did (that walk may have read this client before it grew), so growth
@@ -102,14 +102,8 @@ void Server::evict_clients(std::uint64_t limit, std::uint64_t held) {
     }
 }
 
-void Server::evict_largest_clients(std::uint64_t limit, std::uint64_t held) {
-    std::vector<std::shared_ptr<Connection>> live;
-    for (auto& worker : workers_) {
-        std::lock_guard lock(worker->connections_mutex);
-        for (auto& weak : worker->connections) {
-            if (auto connection = weak.lock()) live.push_back(std::move(connection));
-        }
-    }
+void ClientBook::evict_largest_clients(std::uint64_t limit, std::uint64_t held) {
+    const std::vector<std::shared_ptr<Connection>> live = pool_.live_connections();
     std::uint64_t total = 0;
     bool closing = false;  // clients chosen before, still counted until they are gone
     std::vector<std::pair<std::uint64_t, Connection*>> candidates;
@@ -146,12 +140,12 @@ void Server::evict_largest_clients(std::uint64_t limit, std::uint64_t held) {
                                std::memory_order_relaxed);
 }
 
-std::uint64_t Server::evicted_clients() {
+std::uint64_t ClientBook::evicted_clients() {
     return evicted_clients_.load(std::memory_order_relaxed) -
            evicted_clients_base_.load(std::memory_order_relaxed);
 }
 
-void Server::reset_evicted_clients() {
+void ClientBook::reset_evicted_clients() {
     evicted_clients_base_.store(evicted_clients_.load(std::memory_order_relaxed),
                                 std::memory_order_relaxed);
 }

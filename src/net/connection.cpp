@@ -9,6 +9,7 @@
 #include "bloomery/net/replication.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "bloomery/persist/snapshot.hpp"
+#include "client_book.hpp"
 
 namespace bloomery::net {
 
@@ -19,15 +20,15 @@ namespace {
 
 // Read size: 16 KiB like Redis's PROTO_IOBUF_LEN; the buffer grows beyond it
 // only for commands larger than that.
-constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::size_t kReadChunk = std::size_t{16} * 1024;
 // Most bytes one read asks for, however large the buffer has grown: a worker
 // moves on to its other connections after at most this much from one client.
-constexpr std::size_t kMaxReadSize = 1024 * 1024;
+constexpr std::size_t kMaxReadSize = std::size_t{1024} * 1024;
 // An empty buffer larger than this is given back after its command ran.
 constexpr std::size_t kShrinkAbove = 4 * kReadChunk;
 // Replies buffered before the connection stops running commands and writes:
 // keeps one pipelined burst from building an unbounded output buffer.
-constexpr std::size_t kWriteHighWater = 256 * 1024;
+constexpr std::size_t kWriteHighWater = std::size_t{256} * 1024;
 // argv capacity kept between reads (4 KiB): commands of more arguments
 // allocate theirs and give it back, so 10,000 idle connections hold at most
 // 40 MB of it. A million empty arguments once left 16 MB behind each.
@@ -70,12 +71,13 @@ private:
 // its argument count is capped at the limit / 16 (65,536 for the smallest
 // limit, 1 MiB; 1,024 for a 16 KiB limit before AUTH) as well as by the
 // multibulk-length settings.
-resp::ParserLimits parser_limits(const core::Config& config, bool unauthenticated) {
+enum class ClientAuth { authenticated, unauthenticated };
+resp::ParserLimits parser_limits(const core::Config& config, ClientAuth auth) {
     resp::ParserLimits limits{
         config.proto_max_bulk_len, config.proto_max_inline_len,
         std::min(config.proto_max_multibulk_len,
                  config.client_query_buffer_limit / resp::kArgumentViewBytes)};
-    limits.unauthenticated = unauthenticated;
+    limits.unauthenticated = auth == ClientAuth::unauthenticated;
     limits.unauthenticated_max_multibulk_length =
         std::min(config.unauthenticated_max_multibulk_len,
                  config.unauthenticated_query_buffer_limit / resp::kArgumentViewBytes);
@@ -85,12 +87,14 @@ resp::ParserLimits parser_limits(const core::Config& config, bool unauthenticate
 
 }  // namespace
 
-Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::socket& socket,
-                       std::int64_t id, ClientSlot slot)
-    : server_(server),
+Connection::Connection(const ConnectionEnvironment& environment, Worker& worker,
+                       asio::ip::tcp::socket& socket, std::int64_t id, ClientSlot slot)
+    : env_(environment),
       worker_(worker),
       executor_(socket.get_executor()),
-      parser_(parser_limits(server.config(), server.registry().acl().auth_required())),
+      parser_(parser_limits(environment.config, environment.registry.acl().auth_required()
+                                                    ? ClientAuth::unauthenticated
+                                                    : ClientAuth::authenticated)),
       writer_(out_),
       slot_(std::move(slot)) {
     reallocate_input(kReadChunk);
@@ -107,8 +111,8 @@ Connection::Connection(Server& server, Server::Worker& worker, asio::ip::tcp::so
 }
 
 void Connection::track() {
-    tracked_ = server_.track(worker_, shared_from_this());
-    tracked_by_server_ = true;
+    position_ = env_.pool.track(worker_, shared_from_this());
+    tracked_ = true;
     client_.subscriptions.self = std::weak_ptr<command::Subscriber>(shared_from_this());
 }
 
@@ -207,13 +211,20 @@ void Connection::make_room() {
     const std::size_t expected = parser_.bytes_expected();  // from the command start
     if (expected > held) capacity = std::min(capacity, std::max(expected, held + kReadChunk));
     // Just past client-query-buffer-limit is enough to see that it was exceeded.
-    const std::size_t limit = server_.config().client_query_buffer_limit;
+    const std::size_t limit = env_.config.client_query_buffer_limit;
     capacity = std::min(capacity, std::max(limit, held) + kReadChunk);
     if (capacity > in_capacity_) reallocate_input(capacity);
 }
 
 void Connection::read() {
     if (closing_) return;
+    // Evicted for maxmemory-clients from another thread: its close is on
+    // its way, and until then it reads nothing more, so its query buffer
+    // does not grow past what the eviction counted.
+    if (client_.evicted.load(std::memory_order_relaxed)) {
+        close();
+        return;
+    }
     make_room();
     reading_ = true;
     start_read(asio::buffer(in_.get() + in_end_, std::min(in_capacity_ - in_end_, kMaxReadSize)));
@@ -221,7 +232,7 @@ void Connection::read() {
 
 void Connection::on_read(const error_code& error, std::size_t bytes) {
     reading_ = false;
-    if (error) {
+    if (error || client_.evicted.load(std::memory_order_relaxed)) {
         close();
         return;
     }
@@ -236,8 +247,8 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
     // Until a client that must authenticate has done so, the tighter
     // unauthenticated limit applies.
     const bool unauthenticated = parser_.limits().unauthenticated;
-    if (pending > (unauthenticated ? server_.config().unauthenticated_query_buffer_limit
-                                   : server_.config().client_query_buffer_limit)) {
+    if (pending > (unauthenticated ? env_.config.unauthenticated_query_buffer_limit
+                                   : env_.config.client_query_buffer_limit)) {
         command::WorkerStats::bump(worker_.stats.query_buffer_limit_disconnections);
         spdlog::warn(
             "closing client id={} addr={}: query buffer {} bytes exceeds {}", client_.id,
@@ -248,7 +259,7 @@ void Connection::on_read(const error_code& error, std::size_t bytes) {
     }
     need_more_ = false;
     if (feed_) {
-        feed_->on_input();
+        read_replica_input();
         return;
     }
     advance();
@@ -259,7 +270,7 @@ void Connection::advance() {
     if (blocked_ && deferred_arrived_) {
         blocked_ = deferred_arrived_ = false;
         client_.blocked.store(false, std::memory_order_relaxed);
-        server_.client_blocked(-1);
+        env_.clients.client_blocked(-1);
         client_.last_interaction_ms.store(store::now_ms(), std::memory_order_relaxed);
         // Counted like a reply written in dispatch (total_error_replies).
         const std::uint64_t errors_before = writer_.errors_written();
@@ -274,8 +285,7 @@ void Connection::advance() {
     if (!blocked_ && !closing_ && !need_more_ && in_start_ < in_end_) process();
     // PSYNC ran and every reply before it is written: become the feed.
     if (client_.psync_requested && out_.empty() && !closing_) {
-        feed_ = std::make_unique<ReplicaFeed>(*this);
-        feed_->start();
+        become_feed();
         return;
     }
     if (!pushes_.empty() && !writing_) {
@@ -301,7 +311,7 @@ void Connection::advance() {
 std::shared_ptr<command::ReplySink> Connection::suspend() {
     blocked_ = true;
     client_.blocked.store(true, std::memory_order_relaxed);
-    server_.client_blocked(1);
+    env_.clients.client_blocked(1);
     return std::make_shared<PendingReply>(shared_from_this());
 }
 
@@ -313,22 +323,16 @@ void Connection::on_deferred_reply(command::ReplyWriter write_reply) {
     if (!writing_) advance();
 }
 
-command::Context Connection::context(command::ClientSuspender* suspender,
-                                     command::Slowlog* slowlog) {
-    return command::Context{server_.registry(),
-                            server_.keyspace(),
-                            server_.config(),
-                            server_,
-                            client_,
-                            worker_.stats,
-                            writer_,
-                            suspender,
-                            slowlog};
+command::DispatchContext Connection::context(command::ClientSuspender* suspender,
+                                             command::Slowlog* slowlog) {
+    return command::DispatchContext{env_.registry, env_.keyspace, env_.config,   env_.settings,
+                                    env_.services, client_,       worker_.stats, writer_,
+                                    suspender,     slowlog};
 }
 
 void Connection::process() {
-    command::Context ctx = context(this, &server_.slowlog());
-    persist::Journal::reset_thread_mark();
+    command::DispatchContext ctx = context(this, &env_.slowlog);
+    worker_.clear_appended();
     // Commands are timed from here, each from the end of the one before
     // (command::dispatch).
     std::uint64_t clock_mark = core::CommandClock::get().now();
@@ -336,9 +340,8 @@ void Connection::process() {
     // replica's feed once the replies so far are written (advance()).
     while (!closing_ && !blocked_ && !client_.psync_requested && in_start_ < in_end_ &&
            out_.size() < kWriteHighWater) {
-        std::size_t consumed = 0;
         const std::string_view input(in_.get() + in_start_, in_end_ - in_start_);
-        const resp::ParseStatus status = parser_.parse(input, argv_, consumed);
+        const auto [status, consumed] = parser_.parse(input, argv_);
         if (status == resp::ParseStatus::incomplete) {
             need_more_ = true;
             break;
@@ -362,15 +365,15 @@ void Connection::process() {
                 closing_ = true;
                 break;
             }
-            command::dispatch(server_.registry(), ctx, argv_, clock_mark);
+            command::dispatch(env_.registry, ctx, argv_, clock_mark);
             if (client_.close_after_reply) closing_ = true;
             if (client_.authenticated && parser_.limits().unauthenticated) {
-                parser_.set_limits(parser_limits(server_.config(), false));
+                parser_.set_limits(parser_limits(env_.config, ClientAuth::authenticated));
             }
         }
         in_start_ += consumed;
     }
-    journal_wrote_ = journal_wrote_ || persist::Journal::thread_mark();
+    journal_wrote_ = journal_wrote_ || worker_.appended();
     if (in_start_ == in_end_) {
         in_start_ = in_end_ = 0;
         need_more_ = true;
@@ -390,142 +393,23 @@ void Connection::close() {
     if (blocked_) {  // killed or disconnected while waiting: no longer blocked
         blocked_ = false;
         client_.blocked.store(false, std::memory_order_relaxed);
-        server_.client_blocked(-1);
+        env_.clients.client_blocked(-1);
     }
     close_transport();
-    if (feed_) feed_->end();
+    if (feed_) feed_->on_close();
     // Its channels and patterns forget it (a message published meanwhile
     // finds it closed and is dropped).
     command::SubscriptionState& subscriptions = client_.subscriptions;
     for (const std::string& channel : subscriptions.channels) {
-        server_.pubsub().unsubscribe(channel, client_.id);
+        env_.services.pubsub.unsubscribe(channel, client_.id);
     }
     for (const std::string& pattern : subscriptions.patterns) {
-        server_.pubsub().punsubscribe(pattern, client_.id);
+        env_.services.pubsub.punsubscribe(pattern, client_.id);
     }
     subscriptions.channels.clear();
     subscriptions.patterns.clear();
     subscriptions.publish();
-    if (tracked_by_server_) server_.untrack(worker_, tracked_);
-}
-
-namespace {
-
-// Shuts a TCP socket down both ways and closes it; pending operations on it
-// complete with operation_aborted.
-void close_socket(asio::ip::tcp::socket& socket) {
-    error_code ignored;
-    socket.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-    socket.close(ignored);
-}
-
-class PlainConnection final : public Connection {
-public:
-    PlainConnection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
-                    std::int64_t id, ClientSlot slot)
-        : Connection(server, worker, socket, id, std::move(slot)), socket_(std::move(socket)) {}
-
-    void start() override {
-        track();
-        serve();
-    }
-
-private:
-    void start_read(asio::mutable_buffer buffer) override {
-        socket_.async_read_some(
-            buffer, [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                on_read(error, bytes);
-            });
-    }
-    void start_write(asio::const_buffer buffer) override {
-        asio::async_write(
-            socket_, buffer,
-            [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                on_write(error, bytes);
-            });
-    }
-    void close_transport() override { close_socket(socket_); }
-
-    asio::ip::tcp::socket socket_;
-};
-
-class TlsConnection final : public Connection {
-public:
-    TlsConnection(Server& server, Server::Worker& worker, asio::ip::tcp::socket socket,
-                  std::int64_t id, asio::ssl::context& tls_context, ClientSlot slot)
-        : Connection(server, worker, socket, id, std::move(slot)),
-          stream_(std::move(socket), tls_context),
-          handshake_deadline_(executor()) {}
-
-    void start() override {
-        // Tracked from the start: a client still in its handshake counts
-        // toward maxclients, shows in CLIENT LIST and is closed at shutdown.
-        track();
-        handshake_deadline_.expires_after(std::chrono::duration_cast<asio::steady_timer::duration>(
-            std::chrono::duration<double>(server_.config().tls_handshake_timeout_seconds)));
-        handshake_deadline_.async_wait([this, self = shared_from_this()](const error_code& error) {
-            if (error || closed()) return;  // cancelled: the handshake ended first
-            spdlog::debug("closing client id={} addr={}: TLS handshake not finished in time",
-                          client_.id, client_.address);
-            close();
-        });
-        stream_.async_handshake(asio::ssl::stream_base::server, [this, self = shared_from_this()](
-                                                                    const error_code& error) {
-            handshake_deadline_.cancel();
-            if (closed()) return;
-            if (error) {
-                // A plaintext client on the TLS port, an old protocol version,
-                // a missing or untrusted client certificate: only this
-                // connection ends. Debug level: anyone can cause it.
-                spdlog::debug("TLS handshake failed for client id={} addr={}: {}", client_.id,
-                              client_.address, error.message());
-                close();
-                return;
-            }
-            serve();
-        });
-    }
-
-private:
-    void start_read(asio::mutable_buffer buffer) override {
-        stream_.async_read_some(
-            buffer, [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                on_read(error, bytes);
-            });
-    }
-    void start_write(asio::const_buffer buffer) override {
-        asio::async_write(
-            stream_, buffer,
-            [this, self = shared_from_this()](const error_code& error, std::size_t bytes) {
-                on_write(error, bytes);
-            });
-    }
-    // No TLS close_notify: sending it could wait on a peer that does not
-    // read, and every command's reply is complete on its own. Closing the
-    // socket ends the handshake, read or write in flight.
-    void close_transport() override {
-        handshake_deadline_.cancel();
-        close_socket(stream_.next_layer());
-    }
-
-    asio::ssl::stream<asio::ip::tcp::socket> stream_;
-    asio::steady_timer handshake_deadline_;
-};
-
-}  // namespace
-
-std::shared_ptr<Connection> make_plain_connection(Server& server, Server::Worker& worker,
-                                                  asio::ip::tcp::socket socket, std::int64_t id,
-                                                  ClientSlot slot) {
-    return std::make_shared<PlainConnection>(server, worker, std::move(socket), id,
-                                             std::move(slot));
-}
-
-std::shared_ptr<Connection> make_tls_connection(Server& server, Server::Worker& worker,
-                                                asio::ip::tcp::socket socket, std::int64_t id,
-                                                asio::ssl::context& tls_context, ClientSlot slot) {
-    return std::make_shared<TlsConnection>(server, worker, std::move(socket), id, tls_context,
-                                           std::move(slot));
+    if (tracked_) env_.pool.untrack(worker_, position_);
 }
 
 }  // namespace bloomery::net

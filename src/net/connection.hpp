@@ -24,6 +24,10 @@
 // command/context.hpp). The connection then runs none of its later commands
 // and reads nothing more until the reply arrives, posted to this connection's
 // thread; the pending reply's sink keeps the connection alive meanwhile.
+//
+// Replicas: once PSYNC is answered the connection lends its socket to a
+// ReplicaFeed (replica_feed.hpp) as its FeedTransport, and hands it every
+// command the replica sends and every completed write (connection_feed.cpp).
 
 #include <atomic>
 #include <cstdint>
@@ -39,10 +43,12 @@
 #include "bloomery/command/context.hpp"
 #include "bloomery/command/pubsub.hpp"
 #include "bloomery/core/memory.hpp"
-#include "bloomery/net/server.hpp"
 #include "bloomery/resp/parser.hpp"
 #include "bloomery/resp/writer.hpp"
+#include "client_slot.hpp"
+#include "connection_environment.hpp"
 #include "replica_feed.hpp"
+#include "worker_pool.hpp"
 
 namespace bloomery::net {
 
@@ -53,14 +59,15 @@ namespace bloomery::net {
 // virtual call per read or write initiated, none per command.
 class Connection : public std::enable_shared_from_this<Connection>,
                    public command::ClientSuspender,
-                   public command::Subscriber {
+                   public command::Subscriber,
+                   private FeedTransport {
 public:
     ~Connection() override = default;
     // Registers with the server and starts serving (after the handshake, for
     // TLS). Call once, on the connection's worker thread.
     virtual void start() = 0;
     // Thread-safe: closes the connection from its own worker thread.
-    void request_close();
+    void request_close() override;
     // Thread-safe description for CLIENT LIST.
     std::string describe() const;
     // Thread-safe, for the server's cron: checks the client-output-buffer-
@@ -88,24 +95,15 @@ public:
     // The posted end of a worker's turn (--appendfsync everysec and no):
     // writes the journal through once, then sends the replies of every
     // connection of `worker` that waited for it. Worker thread.
-    static void end_journal_turn(Server::Worker& worker);
+    static void end_journal_turn(Worker& worker);
     // The worker's executor; fixed at construction, safe from any thread.
     const boost::asio::any_io_executor& executor() const { return executor_; }
-
-    // After PSYNC the connection is a replica's feed (replica_feed.hpp),
-    // set once on its thread before the replication source learns of it.
-    // Thread-safe, for the replication source: wakes a feed waiting for data.
-    void feed_wake() { feed_->wake(); }
-    // Past the snapshot: WAIT counts its acknowledgements.
-    bool feed_online() const { return feed_->online(); }
-    // The oldest stream offset it may still ask for (kept on disk for it).
-    std::uint64_t feed_floor() const { return feed_->floor(); }
 
 protected:
     // Reads the endpoints from `socket`, which the derived class then moves
     // into its stream. `slot` is held until the connection is destroyed.
-    Connection(Server& server, Server::Worker& worker, boost::asio::ip::tcp::socket& socket,
-               std::int64_t id, ClientSlot slot);
+    Connection(const ConnectionEnvironment& environment, Worker& worker,
+               boost::asio::ip::tcp::socket& socket, std::int64_t id, ClientSlot slot);
     // Counts and lists the connection (connected_clients, CLIENT LIST,
     // CLIENT KILL, shutdown).
     void track();
@@ -113,7 +111,7 @@ protected:
     void serve() { advance(); }
     void on_read(const boost::system::error_code& error, std::size_t bytes);
     void on_write(const boost::system::error_code& error, std::size_t bytes);
-    void close();
+    void close() override;
     bool closed() const { return closed_; }
 
     // The transport. start_read completes into on_read, start_write (all of
@@ -122,14 +120,28 @@ protected:
     virtual void start_write(boost::asio::const_buffer buffer) = 0;
     virtual void close_transport() = 0;
 
-    Server& server_;
-    Server::Worker& worker_;
+    const ConnectionEnvironment& env_;
+    Worker& worker_;
     command::ClientState client_;
 
 private:
-    // The feed drives the socket and reads the query buffer once PSYNC is
-    // answered.
-    friend class ReplicaFeed;
+    // FeedTransport (connection_feed.cpp): what the replica's feed uses of
+    // this connection once it is one.
+    command::ClientState& replica() override { return client_; }
+    std::shared_ptr<void> keep_alive() override { return shared_from_this(); }
+    void post(std::function<void()> work) override;
+    bool sending() const override { return writing_; }
+    void send(boost::asio::const_buffer bytes) override;
+    void keep_reading() override;
+    void run_command(command::Args argv) override;
+    void close_if_over_output_limit(const core::OutputBufferLimit& limit,
+                                    std::uint64_t pending) override;
+    bool closing() const override { return closing_; }
+    void mark_closing() override { closing_ = true; }
+    // PSYNC ran and every reply before it is written: the feed takes over.
+    void become_feed();
+    // The replica's bytes read: each complete command goes to the feed.
+    void read_replica_input();
 
     // Decides the next step when no read or write is in flight: run buffered
     // commands, write replies, close, wait for a deferred reply, or read.
@@ -140,7 +152,8 @@ private:
     void process();
     // The command context of this connection: commands that may suspend it
     // (deferred replies) get `suspender`, the slow log `slowlog`.
-    command::Context context(command::ClientSuspender* suspender, command::Slowlog* slowlog);
+    command::DispatchContext context(command::ClientSuspender* suspender,
+                                     command::Slowlog* slowlog);
     void write();
     // Sends the replies once the journal is durable up to `offset` of
     // history `history` (or once it moved on to another history).
@@ -153,9 +166,13 @@ private:
     // kept in client_.output_soft_limit_since_ms, started or stopped here).
     core::ClientClass output_class() const;
     bool output_limit_reached(const core::OutputBufferLimit& limit, std::uint64_t pending);
-    // Closes now for the output buffer limit: logged as Redis logs it, counted
-    // in INFO's client_output_buffer_limit_disconnections.
-    void close_for_output_limit(std::uint64_t pending);
+    // Drops the replies of a client past its output buffer limit (`pending`
+    // bytes) and closes it `when` said: now (a client that stopped reading:
+    // the write in flight is cancelled), or once the write in flight is
+    // done. Logged as Redis logs it, counted in INFO's
+    // client_output_buffer_limit_disconnections.
+    enum class OutputLimitClose { now, after_write };
+    void close_for_output_limit(std::uint64_t pending, OutputLimitClose when);
     void make_room();
     // Moves the unconsumed bytes into a new buffer of `capacity` bytes.
     void reallocate_input(std::size_t capacity);
@@ -186,7 +203,7 @@ private:
     bool closing_ = false;
     bool writing_ = false;
     bool closed_ = false;
-    bool tracked_by_server_ = false;
+    bool tracked_ = false;           // listed by the pool (at position_)
     bool blocked_ = false;           // a command waits for its deferred reply
     bool deferred_arrived_ = false;  // ...and it has come (applied by advance())
     command::ReplyWriter deferred_reply_;
@@ -194,7 +211,7 @@ private:
     bool reading_ = false;        // a read is in flight
     std::unique_ptr<ReplicaFeed> feed_;  // set once this is a replica's feed
     std::vector<std::string_view> argv_;
-    std::list<std::weak_ptr<Connection>>::iterator tracked_;
+    WorkerPool::Position position_;
     core::MemoryCharge query_charge_{core::MemoryUse::query_buffers};
     core::MemoryCharge output_charge_{core::MemoryUse::output_buffers};
     // argv_ and the parser's storage: bookkeeping of the query.
@@ -203,14 +220,15 @@ private:
 };
 
 // A connection over plain TCP.
-std::shared_ptr<Connection> make_plain_connection(Server& server, Server::Worker& worker,
+std::shared_ptr<Connection> make_plain_connection(const ConnectionEnvironment& environment,
+                                                  Worker& worker,
                                                   boost::asio::ip::tcp::socket socket,
                                                   std::int64_t id, ClientSlot slot);
 // A connection over TLS: start() runs the server handshake on the worker and
 // closes the connection if it fails or does not finish within
 // --tls-handshake-timeout; only then are commands read.
-std::shared_ptr<Connection> make_tls_connection(Server& server, Server::Worker& worker,
-                                                boost::asio::ip::tcp::socket socket,
+std::shared_ptr<Connection> make_tls_connection(const ConnectionEnvironment& environment,
+                                                Worker& worker, boost::asio::ip::tcp::socket socket,
                                                 std::int64_t id,
                                                 boost::asio::ssl::context& tls_context,
                                                 ClientSlot slot);

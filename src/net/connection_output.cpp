@@ -37,35 +37,32 @@ bool Connection::output_limit_reached(const core::OutputBufferLimit& limit, std:
     return false;
 }
 
-void Connection::close_for_output_limit(std::uint64_t pending) {
+void Connection::close_for_output_limit(std::uint64_t pending, OutputLimitClose when) {
     spdlog::warn(
-        "Client {} closed for overcoming of output buffer limits ({} bytes waiting, "
+        "Client {} {} for overcoming of output buffer limits ({} bytes waiting, "
         "client-output-buffer-limit {})",
-        describe(), pending,
-        core::format_output_buffer_limits(server_.config().client_output_buffer_limits));
+        describe(), when == OutputLimitClose::now ? "closed" : "scheduled to be closed", pending,
+        core::format_output_buffer_limits(env_.settings.client_output_buffer_limits()));
     command::WorkerStats::bump(worker_.stats.output_buffer_limit_disconnections);
     client_.output_soft_limit_since_ms.store(0, std::memory_order_relaxed);
-    if (!writing_) out_.clear();  // a write in flight still reads it until cancelled
+    // The bytes a write in flight is sending stay until it completes (or the
+    // close cancels it).
+    if (!writing_) out_.clear();
     pushes_.clear();
-    close();
+    if (when == OutputLimitClose::now) {
+        close();
+    } else {
+        closing_ = true;
+    }
 }
 
 void Connection::enforce_output_limit() {
     const core::OutputBufferLimit limit =
-        server_.config().client_output_buffer_limits.get(output_class());
+        env_.settings.client_output_buffer_limits().get(output_class());
     const std::uint64_t held = out_.size() + pushes_.size();
-    if (!output_limit_reached(limit, held)) return;
-    spdlog::warn(
-        "Client {} scheduled to be closed for overcoming of output buffer limits ({} bytes "
-        "waiting, client-output-buffer-limit {})",
-        describe(), held,
-        core::format_output_buffer_limits(server_.config().client_output_buffer_limits));
-    command::WorkerStats::bump(worker_.stats.output_buffer_limit_disconnections);
-    client_.output_soft_limit_since_ms.store(0, std::memory_order_relaxed);
-    // The bytes a write in flight is sending stay until it completes.
-    if (!writing_) out_.clear();
-    pushes_.clear();
-    closing_ = true;
+    if (output_limit_reached(limit, held)) {
+        close_for_output_limit(held, OutputLimitClose::after_write);
+    }
 }
 
 void Connection::check_output_limit() {
@@ -76,10 +73,12 @@ void Connection::check_output_limit() {
             return;
         }
         const core::OutputBufferLimit limit =
-            self->server_.config().client_output_buffer_limits.get(self->output_class());
+            self->env_.settings.client_output_buffer_limits().get(self->output_class());
         // While a write is in flight out_ is what the client has not read.
         const std::uint64_t pending = self->out_.size() + self->pushes_.size();
-        if (self->output_limit_reached(limit, pending)) self->close_for_output_limit(pending);
+        if (self->output_limit_reached(limit, pending)) {
+            self->close_for_output_limit(pending, OutputLimitClose::now);
+        }
     });
 }
 
@@ -92,7 +91,7 @@ void Connection::write() {
     // its bits, in a buffer position() takes), so no client learns of an
     // item a crash could still take back. Replies of every client wait for
     // the same fdatasync (group commit).
-    persist::Journal* journal = server_.journal();
+    persist::Journal* journal = env_.journal();
     if (journal != nullptr && journal->policy() == persist::FsyncPolicy::always) {
         // While the journal fails, reads and refused writes are answered
         // (their batch wrote nothing); a batch that wrote still waits, until
@@ -115,16 +114,16 @@ void Connection::write() {
         // completions already queued.
         // (journal_wrote_ is read and cleared there.)
         worker_.awaiting_journal.push_back(shared_from_this());
-        Server::post_journal_turn(worker_);
+        WorkerPool::post_journal_turn(worker_);
         return;
     }
     journal_wrote_ = false;
     start_write(asio::buffer(out_));
 }
 
-void Connection::end_journal_turn(Server::Worker& worker) {
+void Connection::end_journal_turn(Worker& worker) {
     worker.journal_turn_posted = false;
-    persist::Journal* journal = worker.server->journal();
+    persist::Journal* journal = worker.persistence.journal();
     // While the journal fails (a full disk), what was appended stays in
     // memory until the writer's retry writes it: a batch that wrote records
     // is not answered before then, so no client is told an add is kept
@@ -176,7 +175,7 @@ void Connection::on_write(const error_code& error, std::size_t bytes) {
     command::WorkerStats::bump(worker_.stats.net_output_bytes, bytes);
     // Keep the buffer's capacity for the next batch, unless one huge reply
     // (a SCANDUMP chunk) made it large.
-    if (out_.capacity() > 1024 * 1024) {
+    if (out_.capacity() > std::size_t{1024} * 1024) {
         std::string().swap(out_);
     } else {
         out_.clear();

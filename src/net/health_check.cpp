@@ -24,12 +24,8 @@ namespace {
 // Longest reply line read: PONG, OK and every error text fit many times.
 constexpr std::size_t kMaxReplyLine = 4096;
 
-// The part of a reply worth printing: no CR/LF, at most 200 bytes.
-std::string printable(std::string_view text) {
-    std::string out;
-    core::append_printable(out, text, 200);
-    return out;
-}
+// How much of a target or a reply a message quotes (the orchestrator's log).
+constexpr std::size_t kQuotedBytes = 200;
 
 // Asio's blocking-with-deadline pattern (the timeouts examples): start one
 // asynchronous operation, run the io_context until it completes or the
@@ -38,7 +34,7 @@ class Client {
 public:
     Client(std::chrono::steady_clock::time_point deadline) : deadline_(deadline) {}
 
-    bool use_tls(const core::Config& config, const std::string& host, std::string& error) {
+    core::Status use_tls(const core::Config& config, const std::string& host) {
         try {
             tls_context_.emplace(asio::ssl::context::tls_client);
             SSL_CTX* native = tls_context_->native_handle();
@@ -59,10 +55,9 @@ public:
             asio::ip::make_address(host, not_address);
             if (not_address) SSL_set_tlsext_host_name(tls_->native_handle(), host.c_str());
         } catch (const boost::system::system_error& e) {
-            error = "TLS set-up: " + e.code().message();
-            return false;
+            return core::Error{"TLS set-up: " + e.code().message()};
         }
-        return true;
+        return {};
     }
 
     asio::ip::tcp::socket& socket() { return tls_ ? tls_->next_layer() : plain_; }
@@ -161,38 +156,44 @@ bool split_target(std::string_view target, std::string& host, std::string& port)
 
 }  // namespace
 
-HealthCheckResult health_check(std::string_view target, const core::Config& config, bool tls,
-                               double timeout_seconds) {
+core::Result<std::string> health_check(std::string_view target, const core::Config& config,
+                                       const HealthCheckOptions& options) {
     std::string host, port;
     if (!split_target(target, host, port)) {
-        return {false, "expected HOST:PORT (e.g. 127.0.0.1:6379), got '" + printable(target) + "'"};
+        return core::Error{"expected HOST:PORT (e.g. 127.0.0.1:6379), got '" +
+                           core::printable(target, kQuotedBytes) + "'"};
     }
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                              std::chrono::duration<double>(timeout_seconds));
+                              std::chrono::duration<double>(options.timeout_seconds));
+    const bool tls = options.transport == HealthCheckOptions::Transport::tls;
     const std::string where = std::string(target) + (tls ? " (TLS)" : "");
     Client client(deadline);
-    std::string error_text;
-    if (tls && !client.use_tls(config, host, error_text)) return {false, error_text};
+    if (tls) {
+        if (core::Status ready = client.use_tls(config, host); !ready) return ready.failure();
+    }
     if (const error_code error = client.connect(host, port)) {
-        return {false, "cannot connect to " + where + ": " + error.message()};
+        return core::Error{"cannot connect to " + where + ": " + error.message()};
     }
     std::string line;
     if (!config.requirepass.empty()) {
         if (error_code error = client.write(resp::encode_command({"AUTH", config.requirepass}));
             error || (error = client.read_line(line))) {
-            return {false, where + ": AUTH: " + error.message()};
+            return core::Error{where + ": AUTH: " + error.message()};
         }
         if (line != "+OK") {
-            return {false, where + " refused the password: " + printable(line)};
+            return core::Error{where +
+                               " refused the password: " + core::printable(line, kQuotedBytes)};
         }
     }
     if (error_code error = client.write(resp::encode_command({"PING"}));
         error || (error = client.read_line(line))) {
-        return {false, where + ": PING: " + error.message()};
+        return core::Error{where + ": PING: " + error.message()};
     }
-    if (line != "+PONG") return {false, where + " answered PING with " + printable(line)};
-    return {true, where + ": PONG"};
+    if (line != "+PONG") {
+        return core::Error{where + " answered PING with " + core::printable(line, kQuotedBytes)};
+    }
+    return where + ": PONG";
 }
 
 }  // namespace bloomery::net

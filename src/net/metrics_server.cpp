@@ -52,6 +52,18 @@ public:
     void start() { read(); }
 
 private:
+    // What a reply carries beyond its status and body.
+    struct ReplyOptions {
+        // HEAD: the headers only (Content-Length still the body's).
+        enum class Body { sent, headers_only };
+        Body body = Body::sent;
+        // Whether the connection reads another request after this reply.
+        enum class Connection { close, keep_alive };
+        Connection connection = Connection::close;
+        std::string_view allow;  // the Allow header (405), if any
+        std::string_view content_type = "text/plain; charset=utf-8";
+    };
+
     std::chrono::steady_clock::duration timeout() const {
         return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
             std::chrono::duration<double>(server_.config_.metrics_request_timeout_seconds));
@@ -74,13 +86,11 @@ private:
 
     void on_read(const error_code& error) {
         if (error == http::error::header_limit || error == http::error::buffer_overflow) {
-            respond(http::status::request_header_fields_too_large, "request too large\n", false,
-                    false, {});
+            respond(http::status::request_header_fields_too_large, "request too large\n", {});
             return;
         }
         if (error == http::error::body_limit) {
-            respond(http::status::payload_too_large, "no request body expected\n", false, false,
-                    {});
+            respond(http::status::payload_too_large, "no request body expected\n", {});
             return;
         }
         if (error) {
@@ -91,42 +101,46 @@ private:
         }
         const http::request<http::empty_body>& request = parser_->get();
         const bool head = request.method() == http::verb::head;
+        ReplyOptions options;
+        options.connection = request.keep_alive() ? ReplyOptions::Connection::keep_alive
+                                                  : ReplyOptions::Connection::close;
         if (request.method() != http::verb::get && !head) {
-            respond(http::status::method_not_allowed, "only GET and HEAD\n", false,
-                    request.keep_alive(), "GET, HEAD");
+            options.allow = "GET, HEAD";
+            respond(http::status::method_not_allowed, "only GET and HEAD\n", options);
             return;
         }
+        if (head) options.body = ReplyOptions::Body::headers_only;
         const beast::string_view raw_target = request.target();
         std::string_view target(raw_target.data(), raw_target.size());
         target = target.substr(0, target.find('?'));
         if (target == "/metrics") {
-            respond(http::status::ok, server_.render_(), head, request.keep_alive(), {},
-                    "text/plain; version=0.0.4; charset=utf-8");
+            options.content_type = "text/plain; version=0.0.4; charset=utf-8";
+            respond(http::status::ok, server_.render_(), options);
         } else if (target == "/healthz") {
-            respond(http::status::ok, "ok\n", head, request.keep_alive(), {});
+            respond(http::status::ok, "ok\n", options);
         } else if (target == "/readyz") {
             const bool ready = server_.ready_();
             respond(ready ? http::status::ok : http::status::service_unavailable,
-                    ready ? "ready\n" : "not ready\n", head, request.keep_alive(), {});
+                    ready ? "ready\n" : "not ready\n", options);
         } else {
-            respond(http::status::not_found, "not found: try /metrics, /healthz or /readyz\n", head,
-                    request.keep_alive(), {});
+            respond(http::status::not_found, "not found: try /metrics, /healthz or /readyz\n",
+                    options);
         }
     }
 
-    void respond(http::status status, std::string body, bool head, bool keep_alive,
-                 std::string_view allow,
-                 std::string_view content_type = "text/plain; charset=utf-8") {
+    void respond(http::status status, std::string body, const ReplyOptions& options) {
+        const bool keep_alive = options.connection == ReplyOptions::Connection::keep_alive;
         auto response = std::make_shared<http::response<http::string_body>>(status, 11);
         response->set(http::field::server, "bloomery");
         response->set(http::field::content_type,
-                      beast::string_view(content_type.data(), content_type.size()));
-        if (!allow.empty()) {
-            response->set(http::field::allow, beast::string_view(allow.data(), allow.size()));
+                      beast::string_view(options.content_type.data(), options.content_type.size()));
+        if (!options.allow.empty()) {
+            response->set(http::field::allow,
+                          beast::string_view(options.allow.data(), options.allow.size()));
         }
         response->keep_alive(keep_alive);
         response->content_length(body.size());
-        if (!head) response->body() = std::move(body);
+        if (options.body == ReplyOptions::Body::sent) response->body() = std::move(body);
         // The reply must be read within the deadline too: a client that
         // never reads cannot keep the connection (and the /metrics text).
         stream_.expires_after(timeout());

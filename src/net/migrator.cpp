@@ -168,7 +168,7 @@ void Migrator::connect(const std::shared_ptr<Target>& target) {
     target->resolver.async_resolve(
         target->host, std::to_string(target->port),
         [this, target, session = target->session](const error_code& error,
-                                                  tcp::resolver::results_type endpoints) {
+                                                  const tcp::resolver::results_type& endpoints) {
             if (session != target->session) return;
             if (error) {
                 fail(target, MigrateResult::Failure::connect);

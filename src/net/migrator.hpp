@@ -36,24 +36,25 @@
 
 namespace bloomery::net {
 
-class Migrator {
+class Migrator final : public command::Migration {
 public:
     static constexpr std::size_t kMaxCachedTargets = 64;
     static constexpr std::chrono::seconds kIdleClose{10};
     // The longest reply line taken from a target (an error text); longer
     // is a read error.
-    static constexpr std::size_t kMaxReplyLine = 64 * 1024;
+    static constexpr std::size_t kMaxReplyLine = std::size_t{64} * 1024;
 
     Migrator() = default;
     // Closes every connection and stops the thread; exchanges not finished
     // are dropped without calling their `done` (their clients are going
     // with the server).
-    ~Migrator();
+    ~Migrator() override;
     Migrator(const Migrator&) = delete;
     Migrator& operator=(const Migrator&) = delete;
 
     // Thread-safe; see command::Migration::migrate.
-    void migrate(command::MigrateRequest request, std::function<void(command::MigrateResult)> done);
+    void migrate(command::MigrateRequest request,
+                 std::function<void(command::MigrateResult)> done) override;
     // Connections cached now (for tests). Thread-safe.
     std::size_t cached_connections();
 

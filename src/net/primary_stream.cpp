@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "bloomery/core/parse_int64.hpp"
+#include "bloomery/core/printable.hpp"
 
 namespace bloomery::net {
 
@@ -54,18 +55,10 @@ std::size_t remove_stale_sync_files(const std::string& dir, const std::string& k
 
 namespace {
 
-// A primary's text as a reason in INFO and the log: printable ASCII, cut to
-// a length worth reading.
-std::string printable(std::string_view text) {
-    constexpr std::size_t kShown = 128;
-    std::string out;
-    for (const char c : text.substr(0, kShown)) {
-        const auto byte = static_cast<unsigned char>(c);
-        out.push_back(byte >= 0x20 && byte < 0x7f ? c : '?');
-    }
-    if (text.size() > kShown) out += "...";
-    return out;
-}
+// How much of a primary's answer a reason quotes (INFO's
+// master_link_last_error and the log): more than an error reply quotes, so
+// that a refusal's own words fit.
+constexpr std::size_t kQuotedAnswerBytes = 128;
 
 // Replication ids and snapshot marks: 40 lowercase hex digits, as this
 // server (and Redis) makes them.
@@ -84,9 +77,9 @@ bool parse_offset(std::string_view text, std::uint64_t& offset) {
 
 }  // namespace
 
-void PrimaryStreamDecoder::start(bool auth, bool resume) {
-    phase_ = auth ? Phase::auth : Phase::replconf;
-    resume_ = resume;
+void PrimaryStreamDecoder::start(Handshake handshake, SyncRequest request) {
+    phase_ = handshake == Handshake::auth_first ? Phase::auth : Phase::replconf;
+    request_ = request;
     input_.clear();
     handed_ = seen_ = 0;
     data_ = {};
@@ -168,11 +161,17 @@ PrimaryStreamDecoder::Event PrimaryStreamDecoder::next() {
 PrimaryStreamDecoder::Event PrimaryStreamDecoder::on_line(const std::string& line) {
     switch (phase_) {
         case Phase::auth:
-            if (line != "+OK") return fail("AUTH refused by the primary: " + printable(line));
+            if (line != "+OK") {
+                return fail("AUTH refused by the primary: " +
+                            core::printable(line, kQuotedAnswerBytes));
+            }
             phase_ = Phase::replconf;
             return Event::auth_ok;
         case Phase::replconf:
-            if (line != "+OK") return fail("the primary refused REPLCONF: " + printable(line));
+            if (line != "+OK") {
+                return fail("the primary refused REPLCONF: " +
+                            core::printable(line, kQuotedAnswerBytes));
+            }
             phase_ = Phase::psync;
             return Event::replconf_ok;
         case Phase::psync:
@@ -180,7 +179,8 @@ PrimaryStreamDecoder::Event PrimaryStreamDecoder::on_line(const std::string& lin
         case Phase::snapshot_header: {
             constexpr std::string_view kEof = "$EOF:";
             if (line.starts_with('-')) {
-                return fail("the primary could not send its snapshot: " + printable(line));
+                return fail("the primary could not send its snapshot: " +
+                            core::printable(line, kQuotedAnswerBytes));
             }
             const std::string_view mark =
                 std::string_view(line).substr(line.starts_with(kEof) ? kEof.size() : line.size());
@@ -188,7 +188,7 @@ PrimaryStreamDecoder::Event PrimaryStreamDecoder::on_line(const std::string& lin
                 return fail(
                     "bad snapshot header from the primary (expected $EOF:<40 hex "
                     "digits>): " +
-                    printable(line));
+                    core::printable(line, kQuotedAnswerBytes));
             }
             mark_.assign(mark);
             phase_ = Phase::snapshot;
@@ -203,7 +203,7 @@ PrimaryStreamDecoder::Event PrimaryStreamDecoder::on_psync_answer(const std::str
     constexpr std::string_view kContinue = "+CONTINUE";
     constexpr std::string_view kFull = "+FULLRESYNC ";
     if (line == kContinue || line.starts_with(std::string(kContinue) + " ")) {
-        if (!resume_) {
+        if (!resuming()) {
             return fail("the primary answered +CONTINUE to PSYNC ? -1 (a request for a full copy)");
         }
         // Redis sends its id, which may be new (a promoted replica that kept
@@ -211,7 +211,8 @@ PrimaryStreamDecoder::Event PrimaryStreamDecoder::on_psync_answer(const std::str
         if (line.size() > kContinue.size()) {
             const std::string_view id = std::string_view(line).substr(kContinue.size() + 1);
             if (!is_hex_id(id)) {
-                return fail("bad replication id in the primary's +CONTINUE: " + printable(line));
+                return fail("bad replication id in the primary's +CONTINUE: " +
+                            core::printable(line, kQuotedAnswerBytes));
             }
             replid_.assign(id);
         }
@@ -223,18 +224,21 @@ PrimaryStreamDecoder::Event PrimaryStreamDecoder::on_psync_answer(const std::str
         const auto space = rest.find(' ');
         const std::string_view id = rest.substr(0, space);
         if (space == std::string_view::npos || !is_hex_id(id)) {
-            return fail("bad replication id in the primary's +FULLRESYNC: " + printable(line));
+            return fail("bad replication id in the primary's +FULLRESYNC: " +
+                        core::printable(line, kQuotedAnswerBytes));
         }
         if (!parse_offset(rest.substr(space + 1), offset_)) {
             return fail("bad offset in the primary's +FULLRESYNC (digits, at most 2^63-1): " +
-                        printable(line));
+                        core::printable(line, kQuotedAnswerBytes));
         }
         replid_.assign(id);
         phase_ = Phase::snapshot_header;
         return Event::full_sync;
     }
-    if (line.starts_with('-')) return fail("the primary refused PSYNC: " + printable(line));
-    return fail("bad answer to PSYNC from the primary: " + printable(line));
+    if (line.starts_with('-'))
+        return fail("the primary refused PSYNC: " + core::printable(line, kQuotedAnswerBytes));
+    return fail("bad answer to PSYNC from the primary: " +
+                core::printable(line, kQuotedAnswerBytes));
 }
 
 // The snapshot ends with the mark; a read may hold its end and the stream's

@@ -10,13 +10,13 @@ namespace bloomery::net {
 
 MetricsSnapshot collect_metrics(const command::Services& server, const command::Registry& registry,
                                 const store::Keyspace& keyspace, const core::Config& config,
-                                const command::Slowlog* slowlog, bool ready) {
+                                const command::Slowlog* slowlog, Readiness readiness) {
     MetricsSnapshot s;
     s.version = BLOOMERY_VERSION;
     s.now_ms = store::now_ms();
     s.start_time_ms = server.stats.start_time_ms();
     s.worker_threads = server.stats.worker_threads();
-    s.ready = ready;
+    s.ready = readiness == Readiness::ready;
     s.max_clients = config.max_clients;
     s.connected_clients = server.clients.connected_clients();
     s.stats = server.stats.stats();
@@ -82,7 +82,7 @@ public:
     static std::string number(double value) {
         char text[64];
         const auto result = std::to_chars(text, text + sizeof text, value);
-        return std::string(text, result.ptr);
+        return {text, result.ptr};
     }
     // label="value" with the format's escapes (\\, \", \n).
     static std::string label(std::string_view name, std::string_view value) {

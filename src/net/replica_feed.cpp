@@ -10,11 +10,13 @@
 #include "bloomery/core/ascii.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "bloomery/persist/snapshot.hpp"
-#include "connection.hpp"
 
 namespace bloomery::net {
 
 namespace asio = boost::asio;
+
+ReplicaFeed::ReplicaFeed(FeedTransport& transport, const FeedSources& sources)
+    : transport_(transport), replica_(transport.replica()), sources_(sources) {}
 
 ReplicaFeed::~ReplicaFeed() {
     if (pipe_) pipe_->cancel();
@@ -31,14 +33,14 @@ ReplicaFeed::~ReplicaFeed() {
 std::uint64_t ReplicaFeed::floor() const {
     // Before the snapshot is through, where the stream will start; then what
     // the replica acknowledged (it resumes from there after a cut).
-    return online() ? conn_.client_.replica_ack_offset.load(std::memory_order_relaxed)
+    return online() ? replica_.replica_ack_offset.load(std::memory_order_relaxed)
                     : floor_.load(std::memory_order_relaxed);
 }
 
 std::uint64_t ReplicaFeed::pending_bytes() const {
     if (phase_ == Phase::awaiting_position) return 0;
-    persist::Journal* journal = conn_.server_.journal();
-    const std::uint64_t written = journal != nullptr ? journal->written() : offset_;
+    persist::Journal* log = journal();
+    const std::uint64_t written = log != nullptr ? log->written() : offset_;
     std::uint64_t pending = written > offset_ ? written - offset_ : 0;
     if (phase_ == Phase::stream) pending += sending_.size() + out_.size();
     return pending;
@@ -46,210 +48,201 @@ std::uint64_t ReplicaFeed::pending_bytes() const {
 
 void ReplicaFeed::check_output_limit() {
     const std::uint64_t pending = pending_bytes();
-    conn_.client_.output_buffer_used.store(pending, std::memory_order_relaxed);
-    const core::Config& config = conn_.server_.config();
+    replica_.output_buffer_used.store(pending, std::memory_order_relaxed);
+    const core::Config& config = sources_.config;
     core::OutputBufferLimit limit =
-        config.client_output_buffer_limits.get(core::ClientClass::replica);
+        sources_.settings.client_output_buffer_limits().get(core::ClientClass::replica);
     if (limit.hard_bytes != 0)
         limit.hard_bytes = std::max(limit.hard_bytes, config.repl_backlog_size);
-    if (conn_.output_limit_reached(limit, pending)) conn_.close_for_output_limit(pending);
+    transport_.close_if_over_output_limit(limit, pending);
 }
 
-void ReplicaFeed::on_input() {
-    const std::uint64_t acked = conn_.client_.replica_ack_offset.load(std::memory_order_relaxed);
+void ReplicaFeed::on_command(command::Args argv) {
     // The replica's other direction is its stream: only REPLCONF (ACK) runs,
     // and no reply goes out. Any other command after PSYNC is dropped unrun:
     // its reply would land in the stream, a deferred one (WAIT, SAVE) later
     // and between two writes of it.
-    command::Context ctx = conn_.context(nullptr, nullptr);
-    while (!conn_.closing_ && conn_.in_start_ < conn_.in_end_) {
-        std::size_t consumed = 0;
-        const std::string_view input(conn_.in_.get() + conn_.in_start_,
-                                     conn_.in_end_ - conn_.in_start_);
-        const resp::ParseStatus status = conn_.parser_.parse(input, conn_.argv_, consumed);
-        if (status == resp::ParseStatus::incomplete) break;
-        if (status == resp::ParseStatus::error) {
-            command::WorkerStats::bump(conn_.worker_.stats.protocol_errors);
-            spdlog::warn("protocol error from replica {}: {}; closing its feed",
-                         conn_.client_.address, conn_.parser_.error_message());
-            conn_.closing_ = true;
-            break;
+    if (core::iequals(argv[0], "replconf")) {
+        const std::uint64_t acked = replica_.replica_ack_offset.load(std::memory_order_relaxed);
+        transport_.run_command(argv);
+        if (replica_.replica_ack_offset.load(std::memory_order_relaxed) != acked) {
+            acknowledged_ = true;
         }
-        if (!conn_.argv_.empty()) {
-            if (core::iequals(conn_.argv_[0], "replconf")) {
-                command::dispatch(conn_.server_.registry(), ctx, conn_.argv_);
-            } else if (!dropped_command_) {
-                dropped_command_ = true;
-                spdlog::warn(
-                    "replica {} sent a command after PSYNC; dropped unrun (only REPLCONF "
-                    "is read from a replica)",
-                    conn_.client_.address);
-            }
-        }
-        conn_.in_start_ += consumed;
+    } else if (!dropped_command_) {
+        dropped_command_ = true;
+        spdlog::warn(
+            "replica {} sent a command after PSYNC; dropped unrun (only REPLCONF is read from a "
+            "replica)",
+            replica_.address);
     }
-    if (conn_.in_start_ == conn_.in_end_) conn_.in_start_ = conn_.in_end_ = 0;
-    conn_.out_.clear();
-    conn_.report_buffers();
-    if (conn_.client_.replica_ack_offset.load(std::memory_order_relaxed) != acked) {
-        conn_.server_.replication_source().on_ack();
+}
+
+void ReplicaFeed::on_input_end() {
+    if (acknowledged_) {
+        acknowledged_ = false;
+        sources_.source.on_ack();
     }
     pump();
 }
 
 void ReplicaFeed::wake() {
     if (!waiting_.exchange(false)) return;
-    asio::post(conn_.executor_, [self = conn_.shared_from_this()] { self->feed_->pump(); });
+    transport_.post([this] { pump(); });
 }
 
 void ReplicaFeed::start() {
-    ReplicationSource& source = conn_.server_.replication_source();
-    persist::Journal* journal = conn_.server_.journal();
-    conn_.client_.psync_requested = false;
-    conn_.client_.is_replica.store(true, std::memory_order_relaxed);
-    conn_.client_.replica_ack_ms.store(store::now_ms(), std::memory_order_relaxed);
+    ReplicationSource& source = sources_.source;
+    replica_.psync_requested = false;
+    replica_.is_replica.store(true, std::memory_order_relaxed);
+    replica_.replica_ack_ms.store(store::now_ms(), std::memory_order_relaxed);
     replid_ = source.replid();
-    if (journal != nullptr &&
-        source.can_continue(conn_.client_.psync_replid, conn_.client_.psync_offset)) {
-        const auto offset = static_cast<std::uint64_t>(conn_.client_.psync_offset);
-        offset_ = offset;
-        floor_.store(offset, std::memory_order_relaxed);
-        conn_.client_.replica_ack_offset.store(offset, std::memory_order_relaxed);
-        out_ = "+CONTINUE " + replid_ + "\r\n";
-        online_.store(true, std::memory_order_relaxed);
-        spdlog::info("replica {} resumes at offset {} (partial resynchronization)",
-                     conn_.client_.address, offset);
+    if (journal() != nullptr && source.can_continue(replica_.psync_replid, replica_.psync_offset)) {
+        resume();
     } else {
-        source.count_full_sync();
-        // Until the snapshot's position is known, keep everything from here.
-        floor_.store(journal != nullptr ? journal->written() : 0, std::memory_order_relaxed);
-        phase_ = Phase::awaiting_position;
-        mark_ = new_replication_id();
-        std::weak_ptr<Connection> weak = conn_.shared_from_this();
-        pipe_ = std::make_shared<SnapshotPipe>([weak] {
-            if (auto self = weak.lock()) self->feed_wake();
-        });
-        spdlog::info("replica {} asked for {} {}: sending a full snapshot", conn_.client_.address,
-                     conn_.client_.psync_replid, conn_.client_.psync_offset);
-        snapshotter_ = std::thread([pipe = pipe_, &keyspace = conn_.server_.keyspace(),
-                                    name = "replica " + conn_.client_.address] {
-            persist::SaveStats stats;
-            std::string error;
-            const bool ok = persist::stream_snapshot(
-                keyspace,
-                [&pipe](const unsigned char* data, std::size_t size) {
-                    return pipe->push(data, size);
-                },
-                [&pipe](std::uint64_t offset) { pipe->set_position(offset); }, name, stats, error);
-            if (ok) {
-                spdlog::info("{}: snapshot of {} filters, {} bytes, sent in {:.3f} s", name,
-                             stats.keys, stats.bytes, stats.seconds);
-            }
-            pipe->finish(ok, error);
-        });
+        begin_full_copy();
     }
-    source.add_feed(conn_.shared_from_this());
+    // The source holds the feed as long as the connection that owns it.
+    source.add_feed(std::shared_ptr<ReplicaFeed>(transport_.keep_alive(), this));
     pump();
 }
 
-void ReplicaFeed::end() {
+void ReplicaFeed::resume() {
+    const auto offset = static_cast<std::uint64_t>(replica_.psync_offset);
+    offset_ = offset;
+    floor_.store(offset, std::memory_order_relaxed);
+    replica_.replica_ack_offset.store(offset, std::memory_order_relaxed);
+    out_ = "+CONTINUE " + replid_ + "\r\n";
+    online_.store(true, std::memory_order_relaxed);
+    spdlog::info("replica {} resumes at offset {} (partial resynchronization)", replica_.address,
+                 offset);
+}
+
+void ReplicaFeed::begin_full_copy() {
+    sources_.source.count_full_sync();
+    // Until the snapshot's position is known, keep everything from here.
+    persist::Journal* log = journal();
+    floor_.store(log != nullptr ? log->written() : 0, std::memory_order_relaxed);
+    phase_ = Phase::awaiting_position;
+    mark_ = new_replication_id();
+    std::weak_ptr<void> alive = transport_.keep_alive();
+    pipe_ = std::make_shared<SnapshotPipe>([alive, this] {
+        if (auto held = alive.lock()) wake();
+    });
+    spdlog::info("replica {} asked for {} {}: sending a full snapshot", replica_.address,
+                 replica_.psync_replid, replica_.psync_offset);
+    snapshotter_ = std::thread([pipe = pipe_, &keyspace = sources_.keyspace,
+                                name = "replica " + replica_.address] {
+        const core::Result<persist::SaveStats> sent = persist::stream_snapshot(
+            keyspace,
+            [&pipe](const unsigned char* data, std::size_t size) { return pipe->push(data, size); },
+            [&pipe](std::uint64_t offset) { pipe->set_position(offset); }, name);
+        if (sent) {
+            spdlog::info("{}: snapshot of {} filters, {} bytes, sent in {:.3f} s", name, sent->keys,
+                         sent->bytes, sent->seconds);
+        }
+        pipe->finish(sent ? core::Status() : sent.failure());
+    });
+}
+
+void ReplicaFeed::on_close() {
+    closed_ = true;
     if (pipe_) pipe_->cancel();
-    conn_.server_.replication_source().remove_feed(
-        &conn_, conn_.client_.replica_ack_offset.load(std::memory_order_relaxed));
-    spdlog::info("replica {} disconnected", conn_.client_.address);
+    sources_.source.remove_feed(this, replica_.replica_ack_offset.load(std::memory_order_relaxed));
+    spdlog::info("replica {} disconnected", replica_.address);
+}
+
+bool ReplicaFeed::fill_position() {
+    // outcome() first: the snapshot thread sets the position before it
+    // finishes, so a snapshot found finished without one failed before
+    // choosing its keys (asked the other way round, one that set it and
+    // finished in between would read as failed).
+    const std::optional<core::Status> outcome = pipe_->outcome();
+    if (const std::optional<std::uint64_t> position = pipe_->position()) {
+        const std::uint64_t offset = *position;
+        offset_ = offset;
+        floor_.store(offset, std::memory_order_relaxed);
+        replica_.replica_ack_offset.store(offset, std::memory_order_relaxed);
+        out_ =
+            "+FULLRESYNC " + replid_ + " " + std::to_string(offset) + "\r\n$EOF:" + mark_ + "\r\n";
+        phase_ = Phase::snapshot;
+        return true;
+    }
+    if (!outcome) return false;
+    spdlog::warn("replica {}: {}", replica_.address, outcome->error());
+    transport_.mark_closing();
+    return true;
+}
+
+bool ReplicaFeed::fill_snapshot() {
+    out_ = pipe_->take();
+    if (!out_.empty()) return true;
+    const std::optional<core::Status> outcome = pipe_->outcome();
+    if (!outcome) return false;
+    if (!*outcome) {
+        spdlog::warn("replica {}: {}", replica_.address, outcome->error());
+        transport_.mark_closing();
+        return true;
+    }
+    out_ = mark_;
+    phase_ = Phase::stream;
+    online_.store(true, std::memory_order_relaxed);
+    return true;
+}
+
+bool ReplicaFeed::fill_stream() {
+    persist::Journal* log = journal();
+    if (log == nullptr) {
+        transport_.mark_closing();
+        return true;
+    }
+    const std::int64_t n = reader_.read(*log, offset_, chunk_.data(), chunk_.size());
+    if (n < 0) {
+        spdlog::warn(
+            "replica {} fell behind what the journal keeps (offset {}); closing it, it will "
+            "resynchronize",
+            replica_.address, offset_);
+        transport_.mark_closing();
+        return true;
+    }
+    if (n == 0) return false;
+    out_.assign(chunk_.data(), static_cast<std::size_t>(n));
+    offset_ += static_cast<std::uint64_t>(n);
+    return true;
 }
 
 void ReplicaFeed::fill() {
     for (int pass = 0; pass < 2 && out_.empty(); ++pass) {
-        if (phase_ == Phase::awaiting_position) {
-            // done() first: the snapshot thread sets the position before it
-            // finishes, so a snapshot found finished without one failed
-            // before choosing its keys (asked the other way round, one that
-            // set it and finished in between would read as failed).
-            bool ok = false;
-            std::string error;
-            const bool finished = pipe_->done(ok, error);
-            std::uint64_t offset = 0;
-            if (pipe_->position_known(offset)) {
-                offset_ = offset;
-                floor_.store(offset, std::memory_order_relaxed);
-                conn_.client_.replica_ack_offset.store(offset, std::memory_order_relaxed);
-                out_ = "+FULLRESYNC " + replid_ + " " + std::to_string(offset) +
-                       "\r\n$EOF:" + mark_ + "\r\n";
-                phase_ = Phase::snapshot;
-                return;
-            }
-            if (finished) {
-                spdlog::warn("replica {}: {}", conn_.client_.address, error);
-                conn_.closing_ = true;
-                return;
-            }
-        } else if (phase_ == Phase::snapshot) {
-            out_ = pipe_->take();
-            if (!out_.empty()) return;
-            bool ok = false;
-            std::string error;
-            if (pipe_->done(ok, error)) {
-                if (!ok) {
-                    spdlog::warn("replica {}: {}", conn_.client_.address, error);
-                    conn_.closing_ = true;
-                    return;
-                }
-                out_ = mark_;
-                phase_ = Phase::stream;
-                online_.store(true, std::memory_order_relaxed);
-                return;
-            }
-        } else {
-            persist::Journal* journal = conn_.server_.journal();
-            if (journal == nullptr) {
-                conn_.closing_ = true;
-                return;
-            }
-            const std::int64_t n = reader_.read(*journal, offset_, chunk_.data(), chunk_.size());
-            if (n < 0) {
-                spdlog::warn(
-                    "replica {} fell behind what the journal keeps (offset {}); closing it, it "
-                    "will resynchronize",
-                    conn_.client_.address, offset_);
-                conn_.closing_ = true;
-                return;
-            }
-            if (n > 0) {
-                out_.assign(chunk_.data(), static_cast<std::size_t>(n));
-                offset_ += static_cast<std::uint64_t>(n);
-                return;
-            }
-        }
+        const bool filled = phase_ == Phase::awaiting_position ? fill_position()
+                            : phase_ == Phase::snapshot        ? fill_snapshot()
+                                                               : fill_stream();
+        if (filled) return;
         // Nothing now: wait for a wake (journal written, snapshot piece),
         // then look once more in case it came before the flag was set.
         waiting_.store(true, std::memory_order_seq_cst);
         if (pass == 0) {
-            const bool ready = phase_ == Phase::stream
-                                   ? (conn_.server_.journal() != nullptr &&
-                                      conn_.server_.journal()->written() > offset_)
-                                   : true;
+            persist::Journal* log = journal();
+            const bool ready =
+                phase_ == Phase::stream ? (log != nullptr && log->written() > offset_) : true;
             if (!ready || !waiting_.exchange(false)) return;
         }
     }
 }
 
 void ReplicaFeed::pump() {
-    if (conn_.closed_) return;
-    if (!conn_.writing_) {
+    if (closed_) return;
+    if (!transport_.sending()) {
         sending_.clear();
-        if (out_.empty() && !conn_.closing_) fill();
+        if (out_.empty() && !transport_.closing()) fill();
         if (!out_.empty()) {
             sending_.swap(out_);
             charge_.set(chunk_.capacity() + sending_.capacity() + out_.capacity());
-            conn_.writing_ = true;
-            conn_.start_write(asio::buffer(sending_));
-        } else if (conn_.closing_) {
-            conn_.close();
+            transport_.send(asio::buffer(sending_));
+        } else if (transport_.closing()) {
+            transport_.close();
             return;
         }
     }
-    if (!conn_.reading_ && !conn_.closing_) conn_.read();
+    transport_.keep_reading();
 }
 
 }  // namespace bloomery::net

@@ -178,7 +178,8 @@ void ReplicaLink::fail(std::string why) {
     writing_ = false;
     ack_pending_ = false;
     sync_file_.reset();
-    decoder_.start(false, false);  // gives back what it held
+    // Gives back what it held.
+    decoder_.start(Handshake::replconf_first, SyncRequest::full_copy);
     buffer_charge_.set(0);
     {
         std::lock_guard lock(info_mutex_);
@@ -232,13 +233,14 @@ void ReplicaLink::write_next() {
 void ReplicaLink::begin_session() {
     if (stopping_.load()) return;
     ++session_;
-    bool resume = false;
+    SyncRequest request = SyncRequest::full_copy;
     {
         std::lock_guard lock(info_mutex_);
         // Only a replica holding a copy of this primary's history can resume.
-        resume = applier_ != nullptr && !replid_.empty();
+        if (applier_ != nullptr && !replid_.empty()) request = SyncRequest::resume;
     }
-    decoder_.start(!config_.masterauth.empty(), resume);
+    decoder_.start(config_.masterauth.empty() ? Handshake::replconf_first : Handshake::auth_first,
+                   request);
     socket_ = asio::ip::tcp::socket(io_);
     arm_watchdog();
     resolver_.async_resolve(
@@ -390,17 +392,17 @@ void ReplicaLink::load_received(const std::string& path, std::uint64_t bytes) {
     applier_.reset();
     gate_.replication_flags.fetch_or(command::kReplicationLoading);
     persist::LoadStats stats;
-    std::string error;
-    const bool loaded = persistence_.replace_dataset(
-        [&](std::string& load_error) {
-            return persist::load_snapshot(path, keyspace_, stats, load_error);
-        },
-        error);
+    const core::Status loaded = persistence_.replace_dataset([&]() -> core::Status {
+        core::Result<persist::LoadStats> read = persist::load_snapshot(path, keyspace_);
+        if (!read) return read.failure();
+        stats = *read;
+        return {};
+    });
     gate_.replication_flags.fetch_and(static_cast<std::uint8_t>(~command::kReplicationLoading));
     if (!loaded) {
         // Part of a copy is no copy: answer -MASTERDOWN until the next one.
         gate_.replication_flags.fetch_or(command::kReplicationUnsynced);
-        throw std::runtime_error("cannot load the primary's snapshot: " + error);
+        throw std::runtime_error("cannot load the primary's snapshot: " + loaded.error());
     }
     spdlog::info("replication: loaded {} filters from the primary in {:.3f} s", stats.keys,
                  stats.seconds);
@@ -428,19 +430,18 @@ void ReplicaLink::apply_stream() {
     // The decoder resumes only a replica that holds a copy (begin_session).
     if (!applier_) throw std::runtime_error("no copy of the primary to apply its stream to");
     const std::string_view data = decoder_.data();
-    std::size_t consumed = 0;
-    std::string error;
-    const bool ok = applier_->apply(data, consumed, error);
+    const persist::StreamApplier::Applied applied = applier_->apply(data);
+    const std::size_t consumed = applied.consumed;
     decoder_.consume(consumed);
     {
         std::lock_guard lock(info_mutex_);
         offset_ += consumed;
         read_offset_ = offset_ + decoder_.buffered();
     }
-    if (!ok) {
+    if (!applied.status) {
         // Our copy may now differ from the primary's: start over from a full one.
         applier_.reset();
-        throw std::runtime_error(error);
+        throw std::runtime_error(applied.status.error());
     }
     if (consumed != 0) acknowledge();
 }

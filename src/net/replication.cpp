@@ -15,7 +15,7 @@
 
 #include "bloomery/core/memory.hpp"
 #include "bloomery/persist/snapshot.hpp"
-#include "connection.hpp"
+#include "replica_feed.hpp"
 
 namespace bloomery::net {
 
@@ -67,7 +67,7 @@ std::int64_t JournalFileReader::read(persist::Journal& journal, std::uint64_t of
         if (fd_ < 0 || offset < start_ || offset >= end_) {
             if (!open_for(journal, offset)) return -1;
         }
-        const std::uint64_t want = std::min<std::uint64_t>({max, written - offset, end_ - offset});
+        const auto want = std::min<std::uint64_t>({max, written - offset, end_ - offset});
         const ssize_t n =
             ::pread(fd_, out, want,
                     static_cast<off_t>(persist::kJournalSegmentHeaderBytes + (offset - start_)));
@@ -106,17 +106,14 @@ void SnapshotPipe::set_position(std::uint64_t offset) {
     {
         std::lock_guard lock(mutex_);
         position_ = offset;
-        have_position_ = true;
     }
     wake_();
 }
 
-void SnapshotPipe::finish(bool ok, std::string error) {
+void SnapshotPipe::finish(core::Status outcome) {
     {
         std::lock_guard lock(mutex_);
-        finished_ = true;
-        ok_ = ok;
-        error_ = std::move(error);
+        outcome_ = std::move(outcome);
     }
     wake_();
 }
@@ -135,18 +132,15 @@ std::string SnapshotPipe::take() {
     return out;
 }
 
-bool SnapshotPipe::position_known(std::uint64_t& offset) const {
+std::optional<std::uint64_t> SnapshotPipe::position() const {
     std::lock_guard lock(mutex_);
-    offset = position_;
-    return have_position_;
+    return position_;
 }
 
-bool SnapshotPipe::done(bool& ok, std::string& error) const {
+std::optional<core::Status> SnapshotPipe::outcome() const {
     std::lock_guard lock(mutex_);
-    if (!finished_ || !chunks_.empty()) return false;
-    ok = ok_;
-    error = error_;
-    return true;
+    if (!chunks_.empty()) return std::nullopt;
+    return outcome_;
 }
 
 SnapshotPipe::~SnapshotPipe() {
@@ -188,7 +182,7 @@ bool ReplicationSource::can_continue(const std::string& replid, std::int64_t off
     bool ok = false;
     if (journal != nullptr && offset >= 0 && replid == this->replid()) {
         const auto segments = journal->segment_files();
-        const std::uint64_t at = static_cast<std::uint64_t>(offset);
+        const auto at = static_cast<std::uint64_t>(offset);
         ok = !segments.empty() && segments.front().start <= at && at <= journal->appended();
     }
     // "?" asks for a full synchronization: not a failed partial one.
@@ -200,7 +194,7 @@ void ReplicationSource::count_full_sync() {
     full_syncs_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void ReplicationSource::add_feed(const std::shared_ptr<Connection>& feed) {
+void ReplicationSource::add_feed(const std::shared_ptr<ReplicaFeed>& feed) {
     {
         std::lock_guard lock(mutex_);
         feeds_.push_back(feed);
@@ -209,17 +203,17 @@ void ReplicationSource::add_feed(const std::shared_ptr<Connection>& feed) {
     update_floor();
 }
 
-void ReplicationSource::remove_feed(const Connection* feed, std::uint64_t acked_offset) {
+void ReplicationSource::remove_feed(const ReplicaFeed* feed, std::uint64_t acked_offset) {
     std::lock_guard lock(mutex_);
-    std::erase_if(feeds_, [feed](const std::weak_ptr<Connection>& weak) {
+    std::erase_if(feeds_, [feed](const std::weak_ptr<ReplicaFeed>& weak) {
         const auto live = weak.lock();
         return !live || live.get() == feed;
     });
     departed_.push_back({acked_offset, store::now_ms()});
 }
 
-std::vector<std::shared_ptr<Connection>> ReplicationSource::live_feeds() {
-    std::vector<std::shared_ptr<Connection>> out;
+std::vector<std::shared_ptr<ReplicaFeed>> ReplicationSource::live_feeds() {
+    std::vector<std::shared_ptr<ReplicaFeed>> out;
     std::lock_guard lock(mutex_);
     for (const auto& weak : feeds_) {
         if (auto feed = weak.lock()) out.push_back(std::move(feed));
@@ -232,14 +226,14 @@ void ReplicationSource::close_feeds() {
 }
 
 void ReplicationSource::on_written(std::uint64_t) {
-    for (const auto& feed : live_feeds()) feed->feed_wake();
+    for (const auto& feed : live_feeds()) feed->wake();
 }
 
 std::int64_t ReplicationSource::acked_at_least(std::uint64_t target) {
     std::int64_t count = 0;
     for (const auto& feed : live_feeds()) {
-        if (feed->feed_online() &&
-            feed->client().replica_ack_offset.load(std::memory_order_relaxed) >= target) {
+        if (feed->online() &&
+            feed->replica().replica_ack_offset.load(std::memory_order_relaxed) >= target) {
             ++count;
         }
     }
@@ -321,12 +315,12 @@ void ReplicationSource::cron() {
 void ReplicationSource::update_floor() {
     persist::Journal* journal = persistence_.journal();
     const std::int64_t now = store::now_ms();
-    const std::vector<std::shared_ptr<Connection>> feeds = live_feeds();
+    const std::vector<std::shared_ptr<ReplicaFeed>> feeds = live_feeds();
     // The oldest offset a replica may ask for: connected ones' acked (or
     // where their feed starts), and those that left recently; never more
     // than --repl-backlog-size behind.
     std::uint64_t floor = ~0ull;
-    for (const auto& feed : feeds) floor = std::min(floor, feed->feed_floor());
+    for (const auto& feed : feeds) floor = std::min(floor, feed->floor());
     {
         std::lock_guard lock(mutex_);
         std::erase_if(departed_, [&](const Departed& d) {
@@ -350,8 +344,8 @@ std::size_t ReplicationSource::replica_count() {
 std::size_t ReplicationSource::replicas_behind(std::uint64_t offset) {
     std::size_t behind = 0;
     for (const auto& feed : live_feeds()) {
-        if (!feed->feed_online() ||
-            feed->client().replica_ack_offset.load(std::memory_order_relaxed) < offset) {
+        if (!feed->online() ||
+            feed->replica().replica_ack_offset.load(std::memory_order_relaxed) < offset) {
             ++behind;
         }
     }
@@ -361,7 +355,7 @@ std::size_t ReplicationSource::replicas_behind(std::uint64_t offset) {
 void ReplicationSource::fill_info(command::ReplicationInfo& info) {
     const std::int64_t now = store::now_ms();
     for (const auto& feed : live_feeds()) {
-        const command::ClientState& client = feed->client();
+        const command::ClientState& client = feed->replica();
         command::ReplicaInfo replica;
         const std::string& address = client.address;
         const auto colon = address.find_last_of(':');
@@ -370,7 +364,7 @@ void ReplicationSource::fill_info(command::ReplicationInfo& info) {
             replica.ip = replica.ip.substr(1, replica.ip.size() - 2);
         }
         replica.port = client.replica_listening_port.load(std::memory_order_relaxed);
-        replica.state = feed->feed_online() ? "online" : "wait_bgsave";
+        replica.state = feed->online() ? "online" : "wait_bgsave";
         replica.offset = client.replica_ack_offset.load(std::memory_order_relaxed);
         const std::int64_t last = client.replica_ack_ms.load(std::memory_order_relaxed);
         replica.lag_seconds = last == 0 ? 0 : (now - last) / 1000;

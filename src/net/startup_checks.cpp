@@ -16,6 +16,7 @@
 
 #include "bloomery/command/acl.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/options.hpp"
 #include "bloomery/net/tls.hpp"
 
 namespace bloomery::net {
@@ -40,6 +41,17 @@ std::filesystem::path existing_ancestor(const std::filesystem::path& path) {
     return current;
 }
 
+// 0 if `parent` takes a new directory, else the errno of the attempt: one is
+// made and removed again, as the start will make --dir, since access() says
+// yes to root where mkdir fails (/proc, a read-only mount).
+int refuses_directories(const std::filesystem::path& parent) {
+    const std::filesystem::path probe =
+        parent / (".bloomery-create-check-" + std::to_string(::getpid()));
+    if (::mkdir(probe.c_str(), 0700) != 0) return errno;
+    ::rmdir(probe.c_str());
+    return 0;
+}
+
 void check_data_dir(const core::Config& c, Problems& problems) {
     if (c.dir.empty()) return;  // a value problem, reported by check_config_values
     struct stat info {};
@@ -49,15 +61,15 @@ void check_data_dir(const core::Config& c, Problems& problems) {
             return;
         }
         // Created at start (mkdir -p): the nearest existing ancestor must
-        // take a new directory. access() answers for this process's user.
+        // take a new directory.
         const std::filesystem::path ancestor = existing_ancestor(c.dir);
         struct stat parent {};
         if (::stat(ancestor.c_str(), &parent) != 0 || !S_ISDIR(parent.st_mode)) {
             problems.push_back("--dir " + quoted(c.dir) + ": cannot be created: " +
                                quoted(ancestor.string()) + " is not a directory");
-        } else if (::access(ancestor.c_str(), W_OK | X_OK) != 0) {
+        } else if (const int error = refuses_directories(ancestor); error != 0) {
             problems.push_back("--dir " + quoted(c.dir) + ": cannot be created in " +
-                               quoted(ancestor.string()) + ": " + std::strerror(errno));
+                               quoted(ancestor.string()) + ": " + std::strerror(error));
         }
         return;
     }
@@ -127,12 +139,13 @@ void check_addresses(const core::Config& c, Problems& problems) {
 // --requirepass and --aclfile (errors name the file and line).
 void check_access_control(const core::Config& c, Problems& problems) {
     command::Registry registry;
-    std::string error;
-    if (!command::build_default_registry(registry, error)) {
-        problems.push_back("command table: " + error);
+    if (const core::Status built = command::build_default_registry(registry); !built) {
+        problems.push_back("command table: " + built.error());
         return;
     }
-    if (!command::configure_access_control(registry, c, error)) problems.push_back(error);
+    if (const core::Status acl = command::configure_access_control(registry, c); !acl) {
+        problems.push_back(acl.error());
+    }
 }
 
 // Builds the TLS context as the start does: files readable, certificate and
@@ -176,7 +189,8 @@ std::string describe_config(const core::Config& c) {
     line("data", c.dir + (std::filesystem::exists(c.dir, ignored) ? "" : " (to be created)") +
                      ", snapshot " + c.dbfilename + ", save '" +
                      core::format_save_points(c.save_points) + "'");
-    line("journal", c.appendonly ? "on, appendfsync " + c.appendfsync : std::string("off"));
+    line("journal", c.appendonly ? "on, appendfsync " + std::string(core::name_of(c.appendfsync))
+                                 : std::string("off"));
     line("maxmemory",
          c.maxmemory == 0 ? std::string("no limit") : std::to_string(c.maxmemory) + " bytes");
     line("access", !c.aclfile.empty()       ? "users from " + c.aclfile

@@ -114,103 +114,108 @@ bool verify_dump_payload(std::string_view payload) {
     return core::crc64(0, payload.substr(0, payload.size() - 8)) == stored;
 }
 
-bool parse_dump_value(std::string_view payload, DumpValue& out, std::string& error) {
-    out = DumpValue{};
-    if (payload.size() < kDumpFooterBytes) {
-        error = "shorter than the footer";
-        return false;
-    }
-    Reader in(payload.substr(0, payload.size() - kDumpFooterBytes));
-    const auto truncated = [&](const char* what) {
-        error = std::string("value ends inside ") + what;
-        return false;
-    };
-    std::uint8_t type;
-    if (!in.u8(type)) return truncated("the type");
-    if (type != kDumpTypeBloom) {
-        error = "unknown value type " + std::to_string(type);
-        return false;
-    }
-    bloom::FilterOptions& options = out.options;
+namespace {
+
+core::Error truncated(const char* what) {
+    return core::Error{std::string("value ends inside ") + what};
+}
+
+// The value's options, as a snapshot's filter record holds them.
+core::Result<bloom::FilterOptions> parse_options(Reader& in) {
+    bloom::FilterOptions options;
     std::uint8_t nonscaling, layout, scheme;
     if (!in.f64(options.error_rate) || !in.u64(options.capacity) || !in.u32(options.expansion) ||
         !in.u8(nonscaling) || !in.u8(layout) || !in.u8(scheme)) {
         return truncated("the options");
     }
     if (nonscaling > 1) {
-        error = "nonscaling flag " + std::to_string(nonscaling) + " is neither 0 nor 1";
-        return false;
+        return core::Error{"nonscaling flag " + std::to_string(nonscaling) + " is neither 0 nor 1"};
     }
     // The filter's setting may be auto; each layer's own layout (below) is
     // classic or blocked.
     if (layout > static_cast<std::uint8_t>(bloom::Layout::automatic)) {
-        error = "unknown layout " + std::to_string(layout);
-        return false;
+        return core::Error{"unknown layout " + std::to_string(layout)};
     }
     if (scheme > static_cast<std::uint8_t>(bloom::HashScheme::redisbloom)) {
-        error = "unknown hash scheme " + std::to_string(scheme);
-        return false;
+        return core::Error{"unknown hash scheme " + std::to_string(scheme)};
     }
     options.nonscaling = nonscaling == 1;
     options.layout = static_cast<bloom::Layout>(layout);
     options.scheme = static_cast<bloom::HashScheme>(scheme);
-    const bool redisbloom = options.scheme == bloom::HashScheme::redisbloom;
-    if (redisbloom && !in.u32(options.redisbloom_options)) return truncated("the options");
+    if (options.scheme == bloom::HashScheme::redisbloom && !in.u32(options.redisbloom_options)) {
+        return truncated("the options");
+    }
     if (const bloom::BoundsError e = bloom::check_stored_options(options);
         e != bloom::BoundsError::none) {
-        error = "filter options: " + bloom::describe(e);
-        return false;
+        return core::Error{"filter options: " + bloom::describe(e)};
     }
+    return options;
+}
+
+// Layer `index` of `out`'s filter: its geometry and item count, checked, and
+// where its words lie.
+core::Status parse_layer(Reader& in, std::uint32_t index, DumpValue& out) {
+    bloom::LayerGeometry g;
+    std::uint8_t layer_layout;
+    std::uint64_t items;
+    if (!in.u64(g.capacity) || !in.f64(g.error_rate) || !in.u64(g.bits) || !in.u32(g.hashes) ||
+        !in.u8(layer_layout)) {
+        return truncated("a layer header");
+    }
+    if (layer_layout > static_cast<std::uint8_t>(bloom::Layout::blocked)) {
+        return core::Error{"layer " + std::to_string(index) + ": unknown layout " +
+                           std::to_string(layer_layout)};
+    }
+    g.layout = static_cast<bloom::Layout>(layer_layout);
+    g.scheme = out.options.scheme;
+    if (g.scheme == bloom::HashScheme::redisbloom &&
+        (!in.f64(g.redisbloom_bpe) || !in.u8(g.redisbloom_n2))) {
+        return truncated("a layer header");
+    }
+    if (!in.u64(items)) return truncated("a layer header");
+    if (const bloom::BoundsError e = bloom::check_layer(g, items); e != bloom::BoundsError::none) {
+        return core::Error{"layer " + std::to_string(index) + ": " + bloom::describe(e)};
+    }
+    // Checked against the bytes there before anything is sized by it.
+    std::string_view words;
+    if (!in.bytes(g.bits / 8, words)) return truncated("a layer's bits");
+    out.layers.push_back(g);
+    out.items.push_back(items);
+    out.layer_words.push_back(words);
+    return {};
+}
+
+}  // namespace
+
+core::Result<DumpValue> parse_dump_value(std::string_view payload) {
+    if (payload.size() < kDumpFooterBytes) return core::Error{"shorter than the footer"};
+    Reader in(payload.substr(0, payload.size() - kDumpFooterBytes));
+    std::uint8_t type;
+    if (!in.u8(type)) return truncated("the type");
+    if (type != kDumpTypeBloom) return core::Error{"unknown value type " + std::to_string(type)};
+    DumpValue out;
+    core::Result<bloom::FilterOptions> options = parse_options(in);
+    if (!options) return options.failure();
+    out.options = *options;
     std::uint32_t num_layers;
     if (!in.u32(num_layers)) return truncated("the layer count");
     if (num_layers == 0 || num_layers > bloom::kMaxLayers) {
-        error = "layer count " + std::to_string(num_layers) + " not in [1, " +
-                std::to_string(bloom::kMaxLayers) + "]";
-        return false;
+        return core::Error{"layer count " + std::to_string(num_layers) + " not in [1, " +
+                           std::to_string(bloom::kMaxLayers) + "]"};
     }
-    if (options.nonscaling && num_layers != 1) {
-        error = "nonscaling filter with " + std::to_string(num_layers) + " layers";
-        return false;
+    if (out.options.nonscaling && num_layers != 1) {
+        return core::Error{"nonscaling filter with " + std::to_string(num_layers) + " layers"};
     }
     out.layers.reserve(num_layers);
     out.items.reserve(num_layers);
     out.layer_words.reserve(num_layers);
     for (std::uint32_t i = 0; i < num_layers; ++i) {
-        bloom::LayerGeometry g;
-        std::uint8_t layer_layout;
-        std::uint64_t items;
-        if (!in.u64(g.capacity) || !in.f64(g.error_rate) || !in.u64(g.bits) || !in.u32(g.hashes) ||
-            !in.u8(layer_layout)) {
-            return truncated("a layer header");
-        }
-        if (layer_layout > static_cast<std::uint8_t>(bloom::Layout::blocked)) {
-            error =
-                "layer " + std::to_string(i) + ": unknown layout " + std::to_string(layer_layout);
-            return false;
-        }
-        g.layout = static_cast<bloom::Layout>(layer_layout);
-        g.scheme = options.scheme;
-        if (redisbloom && (!in.f64(g.redisbloom_bpe) || !in.u8(g.redisbloom_n2))) {
-            return truncated("a layer header");
-        }
-        if (!in.u64(items)) return truncated("a layer header");
-        if (const bloom::BoundsError e = bloom::check_layer(g, items);
-            e != bloom::BoundsError::none) {
-            error = "layer " + std::to_string(i) + ": " + bloom::describe(e);
-            return false;
-        }
-        // Checked against the bytes there before anything is sized by it.
-        std::string_view words;
-        if (!in.bytes(g.bits / 8, words)) return truncated("a layer's bits");
-        out.layers.push_back(g);
-        out.items.push_back(items);
-        out.layer_words.push_back(words);
+        if (core::Status layer = parse_layer(in, i, out); !layer) return layer.failure();
     }
     if (in.left() != 0) {
-        error = std::to_string(in.left()) + " bytes after the last layer";
-        return false;
+        return core::Error{std::to_string(in.left()) + " bytes after the last layer"};
     }
-    return true;
+    return out;
 }
 
 bloom::FilterRef build_dump_filter(const DumpValue& value, std::uint64_t maxmemory) {

@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "bloomery/bloom/dump.hpp"
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "journal_format.hpp"
 #include "snapshot_format.hpp"
 
@@ -34,26 +34,22 @@ Applier::Applier(store::Keyspace& keyspace) : keyspace_(keyspace) {
     }
 }
 
-bool Applier::apply_transaction(const std::vector<std::pair<Record, Decoded>>& records,
-                                bool isolated, std::string& why) {
+core::Status Applier::apply_transaction(const std::vector<std::pair<Record, Decoded>>& records,
+                                        Isolation isolation) {
     store::Keyspace::Transaction transaction;
-    if (isolated) {
+    if (isolation == Isolation::keyspace_transaction) {
         transaction = keyspace_.begin_transaction({}, store::TransactionScope::every_shard);
     }
     for (const auto& [record, decoded] : records) {
-        if (!apply(record.type, decoded, why)) return false;
+        if (core::Status applied = apply(record.type, decoded); !applied) return applied;
     }
-    return true;
+    return {};
 }
 
-bool Applier::create(const Decoded& d, std::string& why) {
-    bloom::DumpHeader header;
-    std::string error;
-    if (!bloom::parse_header(d.data, header, error)) {
-        why = "CREATE record: " + error;
-        return false;
-    }
-    bloom::FilterRef filter = bloom::build_filter(header);
+core::Status Applier::create(const Decoded& d) {
+    const core::Result<bloom::DumpHeader> header = bloom::parse_header(d.data);
+    if (!header) return core::Error{"CREATE record: " + header.error()};
+    bloom::FilterRef filter = bloom::build_filter(*header);
     filter->set_id(d.filter_id);
     max_id_ = std::max(max_id_, d.filter_id);
     // A replica promoted later names its new filters past every id it holds.
@@ -61,12 +57,12 @@ bool Applier::create(const Decoded& d, std::string& why) {
     forget(d.key);
     keyspace_.put(d.key, filter, d.deadline);
     by_id_[d.filter_id] = std::move(filter);
-    return true;
+    return {};
 }
 
-bool Applier::add(const Decoded& d, std::string& why) {
+core::Status Applier::add(const Decoded& d) {
     auto it = by_id_.find(d.filter_id);
-    if (it == by_id_.end()) return true;  // deleted before this add landed
+    if (it == by_id_.end()) return {};  // deleted before this add landed
     bloom::ScalableFilter& filter = *it->second;
     adds_.resize(d.count);
     for (std::uint32_t i = 0; i < d.count; ++i) {
@@ -80,53 +76,50 @@ bool Applier::add(const Decoded& d, std::string& why) {
     for (const store::Keyspace::RecordedAdd& entry : adds_) {
         if (entry.layer < layers) filter.layer(entry.layer).prefetch(entry.hash);
     }
-    if (const core::Status redone = keyspace_.redo_adds(filter, adds_); !redone) {
-        why = "ADD record: " + redone.error();
-        return false;
+    if (core::Status redone = keyspace_.redo_adds(filter, adds_); !redone) {
+        return core::Error{"ADD record: " + redone.error()};
     }
-    return true;
+    return {};
 }
 
-bool Applier::apply(std::uint8_t type, const Decoded& d, std::string& why) {
+core::Status Applier::apply(std::uint8_t type, const Decoded& d) {
     switch (type) {
         case jf::kCreate:
-            return create(d, why);
+            return create(d);
         case jf::kAdd:
-            return add(d, why);
+            return add(d);
         case jf::kDelete:
             forget(d.key);
             keyspace_.erase(d.key);
-            return true;
+            return {};
         case jf::kRename:
             if (d.key != d.other) forget(d.other);
             keyspace_.rename(d.key, d.other);
-            return true;
+            return {};
         case jf::kExpire:
             // Set as recorded, passed or not (the keyspace follows deadlines).
             keyspace_.set_expiry(d.key, d.deadline);
-            return true;
+            return {};
         case jf::kFlushAll:
             by_id_.clear();
             keyspace_.clear();
-            return true;
+            return {};
         case jf::kPing:
-            return true;
+            return {};
         case jf::kMulti:
         case jf::kExec:
-            why = std::string(jf::type_name(type)) + " record outside its place";
-            return false;
+            return core::Error{std::string(jf::type_name(type)) + " record outside its place"};
         case jf::kChunk: {
             auto it = by_id_.find(d.filter_id);
-            if (it == by_id_.end()) return true;
+            if (it == by_id_.end()) return {};
             // A server writes only chunks it checked; one that does not fit
             // comes from a journal of an older version, which recorded
             // chunks before checking them (and applied none).
             static_cast<void>(keyspace_.redo_chunk(*it->second, d.iter, d.data));
-            return true;
+            return {};
         }
         default:
-            why = "unknown record type";
-            return false;
+            return core::Error{"unknown record type"};
     }
 }
 
@@ -134,40 +127,38 @@ void Applier::forget(std::string_view key) {
     if (auto entry = keyspace_.linked(key)) by_id_.erase(entry->filter->id());
 }
 
-bool apply_record(Applier& applier, const Record& record, const Decoded& decoded,
-                  std::string& why) {
+core::Status apply_record(Applier& applier, const Record& record, const Decoded& decoded) {
     try {
-        return applier.apply(record.type, decoded, why);
+        return applier.apply(record.type, decoded);
     } catch (const std::bad_alloc&) {
-        why = std::string("out of memory applying a ") + jf::type_name(record.type) + " record";
     } catch (const std::length_error&) {
-        why = std::string("out of memory applying a ") + jf::type_name(record.type) + " record";
     }
-    return false;
+    return core::Error{std::string("out of memory applying a ") + jf::type_name(record.type) +
+                       " record"};
 }
 
-bool apply_unit(Applier& applier, const std::vector<std::pair<Record, Decoded>>& unit,
-                bool isolated, std::string& why) {
+core::Status apply_unit(Applier& applier, const std::vector<std::pair<Record, Decoded>>& unit,
+                        Isolation isolation) {
     try {
-        return applier.apply_transaction(unit, isolated, why);
+        return applier.apply_transaction(unit, isolation);
     } catch (const std::bad_alloc&) {
-        why = "out of memory applying a transaction";
     } catch (const std::length_error&) {
-        why = "out of memory applying a transaction";
     }
-    return false;
+    return core::Error{"out of memory applying a transaction"};
 }
 
 }  // namespace journal_apply
 
 using journal_apply::Applier;
 using journal_apply::apply_unit;
+using journal_apply::Isolation;
 using journal_records::decode;
 using journal_records::Decoded;
 using journal_records::next_record;
 using journal_records::Record;
 using journal_records::Scan;
 using journal_records::scan_transaction;
+using journal_records::Source;
 
 struct StreamApplier::Impl {
     explicit Impl(store::Keyspace& keyspace) : applier(keyspace) {}
@@ -184,65 +175,55 @@ std::uint64_t StreamApplier::records() const {
     return impl_->records;
 }
 
-bool StreamApplier::apply(std::string_view data, std::size_t& consumed, std::string& error) {
+StreamApplier::Applied StreamApplier::apply(std::string_view data) {
     const auto* base = reinterpret_cast<const unsigned char*>(data.data());
-    consumed = 0;
+    Applied applied;
+    std::size_t& consumed = applied.consumed;
+    const auto stop = [&applied](std::string why) {
+        applied.status = core::Error{"replication stream: " + std::move(why)};
+        return applied;
+    };
     while (consumed < data.size()) {
         const std::size_t left = data.size() - consumed;
         // Wait for the whole record: a stream ends mid-record all the time.
-        if (left < jf::kRecordOverhead) return true;
+        if (left < jf::kRecordOverhead) return applied;
         const std::uint64_t body = get_u32(base + consumed);
-        if (body > jf::kMaxRecordBody) {
-            error = "replication stream: a record of " + std::to_string(body) + " bytes";
-            return false;
-        }
-        if (left < jf::kRecordOverhead + body) return true;
+        if (body > jf::kMaxRecordBody)
+            return stop("a record of " + std::to_string(body) + " bytes");
+        if (left < jf::kRecordOverhead + body) return applied;
         Record record{};
         std::string why;
         // Whole, so anything but ok (a bad checksum, zeros) is corruption.
         const std::size_t end = consumed + jf::kRecordOverhead + static_cast<std::size_t>(body);
-        const Scan scan = next_record(base, end, consumed, record, why);
-        if (scan != Scan::ok) {
-            error = "replication stream: " + why;
-            return false;
-        }
-        Decoded decoded;
-        if (!decode(record, decoded, why)) {
-            error = "replication stream: " + why;
-            return false;
-        }
+        if (next_record(base, end, consumed, record, why) != Scan::ok) return stop(why);
+        core::Result<Decoded> decoded = decode(record);
+        if (!decoded) return stop(decoded.error());
         if (record.type == jf::kMulti) {
             // Applied once the whole unit is here (the bytes wait, unconsumed).
             std::size_t unit_end = 0;
-            const Scan unit_scan = scan_transaction(base, data.size(), end, decoded.span, true,
-                                                    impl_->unit, unit_end, why);
-            if (unit_scan == Scan::torn) return true;
-            if (unit_scan != Scan::ok) {
-                error = "replication stream: " + why;
-                return false;
-            }
-            if (!apply_unit(impl_->applier, impl_->unit, true, why)) {
-                error = "replication stream: in a transaction: " + why;
-                return false;
-            }
+            const Scan unit_scan = scan_transaction(base, data.size(), end, decoded->span,
+                                                    Source::stream, impl_->unit, unit_end, why);
+            if (unit_scan == Scan::torn) return applied;
+            if (unit_scan != Scan::ok) return stop(why);
+            const core::Status unit =
+                apply_unit(impl_->applier, impl_->unit, Isolation::keyspace_transaction);
+            if (!unit) return stop("in a transaction: " + unit.error());
             impl_->records += impl_->unit.size();
             consumed = unit_end;
             continue;
         }
-        bool applied = false;
+        core::Status done;
         try {
-            applied = impl_->applier.apply(record.type, decoded, why);
+            done = impl_->applier.apply(record.type, *decoded);
         } catch (const std::exception&) {
-            why = std::string("out of memory applying a ") + jf::type_name(record.type) + " record";
+            done = core::Error{std::string("out of memory applying a ") +
+                               jf::type_name(record.type) + " record"};
         }
-        if (!applied) {
-            error = std::string("replication stream: ") + why;
-            return false;
-        }
+        if (!done) return stop(done.error());
         ++impl_->records;
         consumed = end;
     }
-    return true;
+    return applied;
 }
 
 }  // namespace bloomery::persist

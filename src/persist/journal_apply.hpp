@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "bloomery/core/result.hpp"
 #include "bloomery/store/keyspace.hpp"
 #include "journal_records.hpp"
 
@@ -24,24 +25,27 @@ using journal_records::Record;
 // replica's journal); nothing is decided again, deadlines included: the
 // keyspace follows them (store::Deadlines::follow) from the moment an
 // Applier exists, and whoever makes this server decide again sets it back.
+// How a transaction's records are applied: inside a keyspace transaction
+// over every shard, so readers never see it half applied and the keyspace's
+// own journal records it as one unit again (a replica); or one by one
+// (replay at start, which has no readers).
+enum class Isolation { none, keyspace_transaction };
+
 class Applier {
 public:
     explicit Applier(store::Keyspace& keyspace);
     std::uint64_t max_id() const { return max_id_; }
 
-    // Applies one record; false with `why` if it cannot be. May throw
-    // std::bad_alloc (apply_record() turns that into `why`).
-    bool apply(std::uint8_t type, const Decoded& d, std::string& why);
-    // Applies a transaction's records (checked already) as one unit: with
-    // `isolated`, inside a keyspace transaction over every shard, so readers
-    // never see it half applied and the keyspace's own journal records it
-    // as one unit again (a replica); replay at start has no readers.
-    bool apply_transaction(const std::vector<std::pair<Record, Decoded>>& records, bool isolated,
-                           std::string& why);
+    // Applies one record, or says why it cannot be. May throw
+    // std::bad_alloc (apply_record() turns that into a failure).
+    core::Status apply(std::uint8_t type, const Decoded& d);
+    // Applies a transaction's records (checked already) as one unit.
+    core::Status apply_transaction(const std::vector<std::pair<Record, Decoded>>& records,
+                                   Isolation isolation);
 
 private:
-    bool create(const Decoded& d, std::string& why);
-    bool add(const Decoded& d, std::string& why);
+    core::Status create(const Decoded& d);
+    core::Status add(const Decoded& d);
     // The filter under `key` leaves the keyspace: adds journaled for it
     // later (they raced the change) go nowhere, as they did.
     void forget(std::string_view key);
@@ -52,11 +56,11 @@ private:
     std::uint64_t max_id_ = 0;
 };
 
-// Applies one decoded record; false with `why` if it cannot be (out of
-// memory counts as such).
-bool apply_record(Applier& applier, const Record& record, const Decoded& decoded, std::string& why);
+// Applies one decoded record, or says why it cannot be (out of memory
+// counts as such).
+core::Status apply_record(Applier& applier, const Record& record, const Decoded& decoded);
 // apply_record for a transaction's records.
-bool apply_unit(Applier& applier, const std::vector<std::pair<Record, Decoded>>& unit,
-                bool isolated, std::string& why);
+core::Status apply_unit(Applier& applier, const std::vector<std::pair<Record, Decoded>>& unit,
+                        Isolation isolation);
 
 }  // namespace bloomery::persist::journal_apply

@@ -17,7 +17,7 @@
 #include <unordered_map>
 
 #include "bloomery/bloom/dump.hpp"
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "journal_apply.hpp"
 #include "journal_format.hpp"
 #include "journal_records.hpp"
@@ -33,6 +33,7 @@ using format::get_u64;
 using journal_apply::Applier;
 using journal_apply::apply_record;
 using journal_apply::apply_unit;
+using journal_apply::Isolation;
 using journal_records::decode;
 using journal_records::Decoded;
 using journal_records::MappedFile;
@@ -42,6 +43,7 @@ using journal_records::Record;
 using journal_records::Scan;
 using journal_records::scan_transaction;
 using journal_records::SegmentHeader;
+using journal_records::Source;
 
 namespace {
 
@@ -101,41 +103,39 @@ bool begins_a_header(const std::string& path, std::uint64_t start, std::size_t s
 // shorter than its header (nothing was ever appended to it): drop it. A
 // short file whose bytes are not such a start was not written by this
 // server: the start is refused, naming it, and the file is left alone.
-bool drop_unfinished_newest(std::vector<SegmentFile>& segments, std::string& error) {
-    if (segments.empty()) return true;
+core::Status drop_unfinished_newest(std::vector<SegmentFile>& segments) {
+    if (segments.empty()) return {};
     std::error_code ec;
     const SegmentFile& newest = segments.back();
     const auto size = std::filesystem::file_size(newest.path, ec);
-    if (ec || size >= jf::kSegmentHeaderBytes) return true;
+    if (ec || size >= jf::kSegmentHeaderBytes) return {};
     if (!begins_a_header(newest.path, newest.start, static_cast<std::size_t>(size))) {
-        error = newest.path + ": " + std::to_string(size) +
-                " bytes that do not begin a journal segment; not a file this server wrote "
-                "(left as it is): move it out of the data directory";
-        return false;
+        return core::Error{newest.path + ": " + std::to_string(size) +
+                           " bytes that do not begin a journal segment; not a file this server "
+                           "wrote (left as it is): move it out of the data directory"};
     }
     spdlog::warn("journal: {} is {} bytes, a segment cut short while it was created; removing it",
                  newest.path, size);
     std::filesystem::remove(newest.path, ec);
     segments.pop_back();
-    return true;
+    return {};
 }
 
 // Every segment's header, checked against its name.
-bool read_headers(std::vector<SegmentFile>& segments, std::string& error) {
+core::Status read_headers(std::vector<SegmentFile>& segments) {
     for (SegmentFile& segment : segments) {
         MappedFile file;
-        if (!file.open(segment.path, error) ||
-            !parse_segment_header(file, segment.path, segment.header, error)) {
-            return false;
-        }
+        if (core::Status opened = file.open(segment.path); !opened) return opened;
+        core::Result<SegmentHeader> header = parse_segment_header(file, segment.path);
+        if (!header) return header.failure();
+        segment.header = *header;
         if (segment.header.start != segment.start) {
-            error = segment.path + ": header says it starts at offset " +
-                    std::to_string(segment.header.start) + ", its name at " +
-                    std::to_string(segment.start);
-            return false;
+            return core::Error{segment.path + ": header says it starts at offset " +
+                               std::to_string(segment.header.start) + ", its name at " +
+                               std::to_string(segment.start)};
         }
     }
-    return true;
+    return {};
 }
 
 // The segments of journal `id`. Those of another history (written before
@@ -159,13 +159,37 @@ std::vector<SegmentFile> segments_of(std::vector<SegmentFile>& segments, std::ui
     return ours;
 }
 
+// Whether a segment is the newest, which may end in a write a crash cut
+// short, or a sealed one, which must be whole.
+enum class SegmentRole { sealed, newest };
+
+// The newest segment ends in a torn write (`why`, at file byte `pos`,
+// stream offset `offset`): cut off, with a warning.
+core::Status cut_torn_tail(const SegmentFile& segment, std::size_t file_size, std::size_t pos,
+                           std::uint64_t offset, const std::string& why, ReplayStats& stats) {
+    stats.truncated_bytes = file_size - pos;
+    spdlog::warn(
+        "journal: {}: {} at offset {} (file byte {}); cutting {} bytes off the end "
+        "(a crash during a write)",
+        segment.path, why, offset, pos, stats.truncated_bytes);
+    if (::truncate(segment.path.c_str(), static_cast<off_t>(pos)) != 0) {
+        return core::Error{segment.path +
+                           ": cannot truncate the torn record: " + errno_text(errno)};
+    }
+    return {};
+}
+
 // Replays one segment: the records at or past `snapshot_position` are
-// applied, the others counted as skipped. A torn record ends the last
-// segment (the file is cut there). `end` gets the stream offset it reached.
-bool replay_segment(const SegmentFile& segment, bool last, std::uint64_t snapshot_position,
-                    Applier& applier, ReplayStats& stats, std::uint64_t& end, std::string& error) {
+// applied, the others counted as skipped. A torn record ends the newest
+// segment (the file is cut there). Returns the stream offset it reached.
+core::Result<std::uint64_t> replay_segment(const SegmentFile& segment, SegmentRole role,
+                                           std::uint64_t snapshot_position, Applier& applier,
+                                           ReplayStats& stats) {
     MappedFile file;
-    if (!file.open(segment.path, error)) return false;
+    if (core::Status opened = file.open(segment.path); !opened) return opened.failure();
+    const auto failed_at = [&segment](std::uint64_t offset, const std::string& why) {
+        return core::Error{segment.path + ": offset " + std::to_string(offset) + ": " + why};
+    };
     std::size_t pos = jf::kSegmentHeaderBytes;
     std::vector<std::pair<Record, Decoded>> unit;
     while (pos < file.size()) {
@@ -174,95 +198,58 @@ bool replay_segment(const SegmentFile& segment, bool last, std::uint64_t snapsho
         Scan scan = next_record(file, pos, record, why);
         const std::uint64_t offset = segment.start + (pos - jf::kSegmentHeaderBytes);
         Decoded decoded;
+        if (scan == Scan::ok) {
+            core::Result<Decoded> body = decode(record);
+            if (!body) return failed_at(offset, body.error());
+            decoded = *body;
+        }
         std::size_t unit_end = 0;
         if (scan == Scan::ok && record.type == jf::kMulti) {
             // A transaction is one unit: whole or, at the end of the newest
             // segment, cut off whole.
-            if (!decode(record, decoded, why)) {
-                error = segment.path + ": offset " + std::to_string(offset) + ": " + why;
-                return false;
-            }
             scan = scan_transaction(file.data(), file.size(),
                                     pos + jf::kRecordOverhead + record.body_size, decoded.span,
-                                    false, unit, unit_end, why);
+                                    Source::file, unit, unit_end, why);
         }
-        if (scan == Scan::torn && last) {
-            stats.truncated_bytes = file.size() - pos;
-            spdlog::warn(
-                "journal: {}: {} at offset {} (file byte {}); cutting {} bytes off the end "
-                "(a crash during a write)",
-                segment.path, why, offset, pos, stats.truncated_bytes);
-            if (::truncate(segment.path.c_str(), static_cast<off_t>(pos)) != 0) {
-                error = segment.path + ": cannot truncate the torn record: " + errno_text(errno);
-                return false;
-            }
+        if (scan == Scan::torn && role == SegmentRole::newest) {
+            const core::Status cut = cut_torn_tail(segment, file.size(), pos, offset, why, stats);
+            if (!cut) return cut.failure();
             break;
         }
         if (scan != Scan::ok) {
-            error = segment.path + ": offset " + std::to_string(offset) + " (file byte " +
-                    std::to_string(pos) + "): " + why + "; run bloomery --check-journal on it";
-            return false;
+            return core::Error{segment.path + ": offset " + std::to_string(offset) +
+                               " (file byte " + std::to_string(pos) + "): " + why +
+                               "; run bloomery --check-journal on it"};
         }
+        const bool covered = offset < snapshot_position;
         if (record.type == jf::kMulti) {
-            if (offset >= snapshot_position) {
-                if (!apply_unit(applier, unit, false, why)) {
-                    error = segment.path + ": offset " + std::to_string(offset) +
-                            ": in a transaction: " + why;
-                    return false;
-                }
-                stats.records += unit.size();
-            } else {
+            if (covered) {
                 stats.skipped += unit.size();
+            } else if (const core::Status applied = apply_unit(applier, unit, Isolation::none);
+                       !applied) {
+                return failed_at(offset, "in a transaction: " + applied.error());
+            } else {
+                stats.records += unit.size();
             }
             pos = unit_end;
             continue;
         }
-        if (!decode(record, decoded, why)) {
-            error = segment.path + ": offset " + std::to_string(offset) + ": " + why;
-            return false;
-        }
-        if (offset >= snapshot_position) {
-            if (!apply_record(applier, record, decoded, why)) {
-                error = segment.path + ": offset " + std::to_string(offset) + ": " + why;
-                return false;
-            }
-            ++stats.records;
-        } else {
+        if (covered) {
             ++stats.skipped;
+        } else if (const core::Status applied = apply_record(applier, record, decoded); !applied) {
+            return failed_at(offset, applied.error());
+        } else {
+            ++stats.records;
         }
         pos += jf::kRecordOverhead + record.body_size;
     }
-    end = segment.start + (std::min<std::size_t>(pos, file.size()) - jf::kSegmentHeaderBytes);
-    return true;
+    return segment.start + (std::min<std::size_t>(pos, file.size()) - jf::kSegmentHeaderBytes);
 }
 
-}  // namespace
-
-bool replay_journal(const std::string& dir, const std::string& basename, bool have_snapshot,
-                    std::uint64_t snapshot_id, std::uint64_t snapshot_position,
-                    store::Keyspace& keyspace, ReplayStats& stats, std::string& error) {
-    const auto began = std::chrono::steady_clock::now();
-    // Read every header; keep the segments of the snapshot's journal (or,
-    // without a snapshot, of the one journal there is).
-    std::vector<SegmentFile> segments = list_segments(dir, basename);
-    if (!drop_unfinished_newest(segments, error) || !read_headers(segments, error)) return false;
-    std::uint64_t id = snapshot_id;
-    if (!have_snapshot && !segments.empty()) id = segments.front().header.id;
-    const std::vector<SegmentFile> ours = segments_of(segments, id);
-    stats = ReplayStats{};
-    stats.id = id;
-    stats.end = snapshot_position;
-    if (ours.empty()) {
-        stats.seconds = 0;
-        return true;
-    }
-    if (ours.front().start > snapshot_position) {
-        error = ours.front().path + ": the journal starts at offset " +
-                std::to_string(ours.front().start) + " but the snapshot covers it only up to " +
-                std::to_string(snapshot_position) + "; the records in between are missing";
-        return false;
-    }
-    Applier applier(keyspace);
+// Replays the segments of one journal, oldest first, each from where the
+// one before it ended.
+core::Status replay_segments(const std::vector<SegmentFile>& ours, std::uint64_t snapshot_position,
+                             Applier& applier, ReplayStats& stats) {
     std::uint64_t expected_start = ours.front().start;
     for (std::size_t s = 0; s < ours.size(); ++s) {
         const SegmentFile& segment = ours[s];
@@ -272,18 +259,18 @@ bool replay_journal(const std::string& dir, const std::string& basename, bool ha
         // at the snapshot's position).
         if (segment.start != expected_start &&
             !(segment.start > expected_start && segment.start <= snapshot_position)) {
-            error = segment.path + ": starts at offset " + std::to_string(segment.start) +
-                    " but the segment before it ends at " + std::to_string(expected_start);
-            return false;
+            return core::Error{
+                segment.path + ": starts at offset " + std::to_string(segment.start) +
+                " but the segment before it ends at " + std::to_string(expected_start)};
         }
-        std::uint64_t end = 0;
-        if (!replay_segment(segment, last, snapshot_position, applier, stats, end, error)) {
-            return false;
-        }
-        expected_start = end;
+        const core::Result<std::uint64_t> end =
+            replay_segment(segment, last ? SegmentRole::newest : SegmentRole::sealed,
+                           snapshot_position, applier, stats);
+        if (!end) return end.failure();
+        expected_start = *end;
         ++stats.segments;
         if (last) {
-            stats.end = std::max(end, snapshot_position);
+            stats.end = std::max(*end, snapshot_position);
             stats.last_segment = segment.path;
         }
     }
@@ -292,10 +279,43 @@ bool replay_journal(const std::string& dir, const std::string& basename, bool ha
         // off as torn after the snapshot was made): start a new segment.
         stats.last_segment.clear();
     }
+    return {};
+}
+
+}  // namespace
+
+core::Result<ReplayStats> replay_journal(const std::string& dir, const std::string& basename,
+                                         const std::optional<JournalCoverage>& snapshot,
+                                         store::Keyspace& keyspace) {
+    const auto began = std::chrono::steady_clock::now();
+    // Read every header; keep the segments of the snapshot's journal (or,
+    // without a snapshot, of the one journal there is).
+    std::vector<SegmentFile> segments = list_segments(dir, basename);
+    if (core::Status dropped = drop_unfinished_newest(segments); !dropped) return dropped.failure();
+    if (core::Status read = read_headers(segments); !read) return read.failure();
+    std::uint64_t id = snapshot ? snapshot->id : 0;
+    if (!snapshot && !segments.empty()) id = segments.front().header.id;
+    const std::uint64_t snapshot_position = snapshot ? snapshot->offset : 0;
+    const std::vector<SegmentFile> ours = segments_of(segments, id);
+    ReplayStats stats;
+    stats.id = id;
+    stats.end = snapshot_position;
+    if (ours.empty()) return stats;
+    if (ours.front().start > snapshot_position) {
+        return core::Error{
+            ours.front().path + ": the journal starts at offset " +
+            std::to_string(ours.front().start) + " but the snapshot covers it only up to " +
+            std::to_string(snapshot_position) + "; the records in between are missing"};
+    }
+    Applier applier(keyspace);
+    if (core::Status replayed = replay_segments(ours, snapshot_position, applier, stats);
+        !replayed) {
+        return replayed.failure();
+    }
     stats.max_filter_id = applier.max_id();
     bloom::ScalableFilter::reserve_ids_through(stats.max_filter_id);
     stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-    return true;
+    return stats;
 }
 
 namespace {
@@ -320,9 +340,13 @@ SegmentWalk walk_segment(const MappedFile& file) {
         std::string why;
         Scan scan = next_record(file, walk.pos, record, why);
         Decoded decoded;
-        if (scan == Scan::ok && !decode(record, decoded, why)) {
-            walk.problem = why;
-            break;
+        if (scan == Scan::ok) {
+            core::Result<Decoded> body = decode(record);
+            if (!body) {
+                walk.problem = body.error();
+                break;
+            }
+            decoded = *body;
         }
         if (scan == Scan::ok && record.type == jf::kExec) {
             walk.problem = "an EXEC record outside a transaction";
@@ -331,7 +355,7 @@ SegmentWalk walk_segment(const MappedFile& file) {
         std::size_t unit_end = 0;
         if (scan == Scan::ok && record.type == jf::kMulti) {
             scan = scan_transaction(file.data(), file.size(), walk.pos + jf::kRecordOverhead + 8,
-                                    decoded.span, false, unit, unit_end, why);
+                                    decoded.span, Source::file, unit, unit_end, why);
         }
         if (scan != Scan::ok) {
             walk.torn = scan == Scan::torn;
@@ -357,16 +381,22 @@ SegmentWalk walk_segment(const MappedFile& file) {
 
 }  // namespace
 
-JournalCheck check_journal(const std::string& path, bool fix, std::string& report,
-                           std::string& error) {
+JournalCheckReport check_journal(const std::string& path, JournalRepair repair) {
+    JournalCheckReport result;
     MappedFile file;
-    SegmentHeader header;
-    if (!file.open(path, error) || !parse_segment_header(file, path, header, error)) {
-        return JournalCheck::corrupt;
+    if (core::Status opened = file.open(path); !opened) {
+        result.problem = opened.error();
+        return result;
     }
+    const core::Result<SegmentHeader> header = parse_segment_header(file, path);
+    if (!header) {
+        result.problem = header.error();
+        return result;
+    }
+    std::string& report = result.report;
     report += "journal " + path + "\n";
     report += "format version " + std::to_string(jf::kVersion) + ", journal id " +
-              std::to_string(header.id) + ", starts at offset " + std::to_string(header.start) +
+              std::to_string(header->id) + ", starts at offset " + std::to_string(header->start) +
               "\n";
     const SegmentWalk walk = walk_segment(file);
     const std::size_t pos = walk.pos;
@@ -376,32 +406,34 @@ JournalCheck check_journal(const std::string& path, bool fix, std::string& repor
         if (type == jf::kAdd) report += " (" + std::to_string(walk.adds) + " items)";
         report += "\n";
     }
-    const std::uint64_t good_end = header.start + (pos - jf::kSegmentHeaderBytes);
+    const std::uint64_t good_end = header->start + (pos - jf::kSegmentHeaderBytes);
     report += "valid up to offset " + std::to_string(good_end) + " (file byte " +
               std::to_string(pos) + " of " + std::to_string(file.size()) + ")\n";
     if (walk.problem.empty()) {
         report += "OK\n";
-        return JournalCheck::valid;
+        result.verdict = JournalCheck::valid;
+        return result;
     }
     const std::string where = path + ": offset " + std::to_string(good_end) + " (file byte " +
                               std::to_string(pos) + "): " + walk.problem;
-    const JournalCheck found = walk.torn ? JournalCheck::torn_tail : JournalCheck::corrupt;
-    if (!fix) {
-        error = where +
-                (walk.torn ? "; a server starting on it cuts the torn write off (if this is its "
-                             "newest segment)"
-                           : "") +
-                "; --fix cuts the file there, losing " + std::to_string(file.size() - pos) +
-                " bytes";
-        return found;
+    result.verdict = walk.torn ? JournalCheck::torn_tail : JournalCheck::corrupt;
+    if (repair == JournalRepair::none) {
+        result.problem = where +
+                         (walk.torn ? "; a server starting on it cuts the torn write off (if this "
+                                      "is its newest segment)"
+                                    : "") +
+                         "; --fix cuts the file there, losing " +
+                         std::to_string(file.size() - pos) + " bytes";
+        return result;
     }
     if (::truncate(path.c_str(), static_cast<off_t>(pos)) != 0) {
-        error = where + "; cannot truncate: " + errno_text(errno);
-        return found;
+        result.problem = where + "; cannot truncate: " + errno_text(errno);
+        return result;
     }
     report +=
         "fixed: " + where + "; cut " + std::to_string(file.size() - pos) + " bytes off the end\n";
-    return JournalCheck::valid;
+    result.verdict = JournalCheck::valid;
+    return result;
 }
 
 }  // namespace bloomery::persist

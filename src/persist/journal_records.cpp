@@ -14,31 +14,25 @@ namespace jf = journal_format;
 using format::get_u32;
 using format::get_u64;
 
-bool parse_segment_header(const MappedFile& file, const std::string& path, SegmentHeader& out,
-                          std::string& error) {
+core::Result<SegmentHeader> parse_segment_header(const MappedFile& file, const std::string& path) {
     if (file.size() < jf::kSegmentHeaderBytes) {
-        error = path + ": " + std::to_string(file.size()) +
-                " bytes, shorter than a journal header (" +
-                std::to_string(jf::kSegmentHeaderBytes) + ")";
-        return false;
+        return core::Error{path + ": " + std::to_string(file.size()) +
+                           " bytes, shorter than a journal header (" +
+                           std::to_string(jf::kSegmentHeaderBytes) + ")"};
     }
     const unsigned char* in = file.data();
     if (std::memcmp(in, jf::kMagic, 8) != 0) {
-        error = path + ": not a bloomery journal (bad magic)";
-        return false;
+        return core::Error{path + ": not a bloomery journal (bad magic)"};
     }
     if (get_u32(in + 8) != jf::kVersion) {
-        error = path + ": journal format version " + std::to_string(get_u32(in + 8)) +
-                " is not supported (this build reads " + std::to_string(jf::kVersion) + ")";
-        return false;
+        return core::Error{path + ": journal format version " + std::to_string(get_u32(in + 8)) +
+                           " is not supported (this build reads " + std::to_string(jf::kVersion) +
+                           ")"};
     }
     if (get_u64(in + 32) != XXH64(in, 32, 0)) {
-        error = path + ": journal header checksum mismatch";
-        return false;
+        return core::Error{path + ": journal header checksum mismatch"};
     }
-    out.id = get_u64(in + 16);
-    out.start = get_u64(in + 24);
-    return true;
+    return SegmentHeader{.id = get_u64(in + 16), .start = get_u64(in + 24)};
 }
 
 namespace {
@@ -96,7 +90,8 @@ private:
 
 }  // namespace
 
-bool decode(const Record& record, Decoded& d, std::string& why) {
+core::Result<Decoded> decode(const Record& record) {
+    Decoded d;
     Body body(record);
     std::uint64_t v = 0;
     bool ok = false;
@@ -112,7 +107,7 @@ bool decode(const Record& record, Decoded& d, std::string& why) {
                  body.left() == std::uint64_t{d.count} * jf::kAddEntryBytes;
             if (ok) {
                 d.adds = record.body + 12;
-                return true;
+                return d;
             }
             break;
         case jf::kDelete:
@@ -139,14 +134,12 @@ bool decode(const Record& record, Decoded& d, std::string& why) {
             d.iter = static_cast<std::int64_t>(v);
             break;
         default:
-            why = "unknown record type " + std::to_string(record.type);
-            return false;
+            return core::Error{"unknown record type " + std::to_string(record.type)};
     }
     if (!ok || !body.done()) {
-        why = std::string("malformed ") + jf::type_name(record.type) + " record";
-        return false;
+        return core::Error{std::string("malformed ") + jf::type_name(record.type) + " record"};
     }
-    return true;
+    return d;
 }
 
 namespace {
@@ -158,10 +151,8 @@ bool valid_record_after(const unsigned char* base, std::size_t size, std::size_t
     for (std::size_t q = from + 1; q + jf::kRecordOverhead <= size; ++q) {
         Record record{};
         if (!frame_at(base, size, q, record)) continue;
-        Decoded decoded;
-        std::string why;
         // Cheap checks first (type, lengths inside the body), the hash last.
-        if (decode(record, decoded, why) && checksum_ok(base, record)) return true;
+        if (decode(record).ok() && checksum_ok(base, record)) return true;
     }
     return false;
 }
@@ -201,7 +192,7 @@ Scan next_record(const MappedFile& file, std::size_t pos, Record& out, std::stri
 }
 
 Scan scan_transaction(const unsigned char* base, std::size_t size, std::size_t pos,
-                      std::uint64_t span, bool stream,
+                      std::uint64_t span, Source source,
                       std::vector<std::pair<Record, Decoded>>& records, std::size_t& end,
                       std::string& why) {
     records.clear();
@@ -209,7 +200,7 @@ Scan scan_transaction(const unsigned char* base, std::size_t size, std::size_t p
         why = "a transaction of " + std::to_string(span) + " bytes, above the limit";
         return Scan::corrupt;
     }
-    if (stream && span + jf::kRecordOverhead > size - pos) {
+    if (source == Source::stream && span + jf::kRecordOverhead > size - pos) {
         // A stream is cut anywhere; the unit is checked once it is all here.
         why = "the data ends inside a transaction";
         return Scan::torn;
@@ -221,7 +212,7 @@ Scan scan_transaction(const unsigned char* base, std::size_t size, std::size_t p
             Record record{};
             const Scan scan = next_record(base, size, at, record, why);
             if (scan != Scan::ok) {
-                if (scan == Scan::corrupt) why = "inside a transaction: " + why;
+                if (scan == Scan::corrupt) why.insert(0, "inside a transaction: ");
                 return scan;
             }
             at += jf::kRecordOverhead + record.body_size;
@@ -236,19 +227,19 @@ Scan scan_transaction(const unsigned char* base, std::size_t size, std::size_t p
         // Within the span only: a record may not run past it.
         const Scan scan = next_record(base, span_end, at, record, why);
         if (scan != Scan::ok) {
-            why = "inside a transaction: " + why;
+            why.insert(0, "inside a transaction: ");
             return Scan::corrupt;
         }
-        Decoded decoded;
-        if (!decode(record, decoded, why)) {
-            why = "inside a transaction: " + why;
+        core::Result<Decoded> decoded = decode(record);
+        if (!decoded) {
+            why = "inside a transaction: " + decoded.error();
             return Scan::corrupt;
         }
         if (record.type == jf::kMulti || record.type == jf::kExec) {
             why = std::string("a ") + jf::type_name(record.type) + " record inside a transaction";
             return Scan::corrupt;
         }
-        records.emplace_back(record, decoded);
+        records.emplace_back(record, *decoded);
         at += jf::kRecordOverhead + record.body_size;
     }
     Record exec{};

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "bloomery/core/result.hpp"
 #include "mapped_file.hpp"
 #include "snapshot_format.hpp"
 
@@ -22,10 +23,9 @@ struct SegmentHeader {
     std::uint64_t start = 0;
 };
 
-// The header of a segment: magic, version, checksum; false with `error`
-// naming `path` otherwise.
-bool parse_segment_header(const MappedFile& file, const std::string& path, SegmentHeader& out,
-                          std::string& error);
+// The header of a segment: magic, version, checksum; or what is wrong with
+// it, naming `path`.
+core::Result<SegmentHeader> parse_segment_header(const MappedFile& file, const std::string& path);
 
 // One record, as framed; body points into the mapping.
 struct Record {
@@ -48,9 +48,9 @@ struct Decoded {
     std::uint64_t span = 0;  // MULTI: bytes of the records it holds
 };
 
-// Decodes a record's body by its type; false with `why` if it does not hold
-// what its type says.
-bool decode(const Record& record, Decoded& d, std::string& why);
+// Decodes a record's body by its type; fails if it does not hold what its
+// type says.
+core::Result<Decoded> decode(const Record& record);
 
 // Reads the record at `pos`. torn: only what a crash can leave, a last
 // record the file ends inside of (shorter than its length says) with no
@@ -61,13 +61,17 @@ Scan next_record(const unsigned char* base, std::size_t size, std::size_t pos, R
                  std::string& why);
 Scan next_record(const MappedFile& file, std::size_t pos, Record& out, std::string& why);
 
+// Where the bytes come from: a segment file, which ends where a crash cut
+// it, or a replica's stream, which more bytes follow.
+enum class Source { file, stream };
+
 // The records of the transaction whose MULTI (decoded `span`) ends at `pos`
 // in base[0, size): every record in the span, each whole and valid, then
 // its EXEC; `end` gets the offset after the EXEC. torn: the data ends
 // inside the unit (what a crash leaves: replay cuts it off whole; a
-// `stream`, a replica's, waits for more); corrupt: anything else.
+// stream, a replica's, waits for more); corrupt: anything else.
 Scan scan_transaction(const unsigned char* base, std::size_t size, std::size_t pos,
-                      std::uint64_t span, bool stream,
+                      std::uint64_t span, Source source,
                       std::vector<std::pair<Record, Decoded>>& records, std::size_t& end,
                       std::string& why);
 

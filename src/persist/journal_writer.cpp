@@ -1,31 +1,142 @@
-// The journal's writer thread: takes what the threads appended, writes it
-// to the current segment, fdatasyncs as the policy says, rotates segments,
-// and lets go of the replies waiting for durability.
+// The journal's file side: starting a history (its segments listed, the
+// newest adopted or a new one made), writing what the appender handed over
+// to the current segment, fdatasync and what its failure costs, write-
+// through from the threads that answer clients, and stopping.
+
+#include "journal_writer.hpp"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <chrono>
-#include <mutex>
-#include <string>
+#include <utility>
 
 #include "bloomery/core/latency_monitor.hpp"
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/store/keyspace.hpp"
 #include "journal_format.hpp"
-#include "journal_internal.hpp"
 #include "snapshot_format.hpp"
 
 namespace bloomery::persist {
 
-namespace jf = journal_format;
 using format::errno_text;
 
-bool Journal::write_unwritten(bool& wrote) {
-    bool ok = true;
+JournalWriter::JournalWriter(std::string dir, std::string basename, FsyncPolicy policy,
+                             JournalHandoff& handoff, JournalAppender& appender,
+                             std::atomic<bool>& failing)
+    : policy_(policy),
+      handoff_(handoff),
+      appender_(appender),
+      failing_(failing),
+      segments_(std::move(dir), std::move(basename)) {}
+
+JournalWriter::~JournalWriter() {
+    stop();
+    unwritten_.clear();
+    unsynced_.clear();
+}
+
+core::Status JournalWriter::start(std::uint64_t id, std::uint64_t offset,
+                                  const std::string& existing) {
+    {
+        std::lock_guard lock(handoff_.mutex);
+        if (thread_.joinable()) return core::Error{"journal is already open"};
+        durable_.restart(id, offset);
+        stop_ = false;
+        rotate_requested_ = false;
+        rotations_done_ = 0;
+        rotated_to_ = 0;
+        segments_.forget();
+        failure_.clear();
+        failing_.store(false, std::memory_order_relaxed);
+        write_failed_ = false;
+        appender_.restart_at(offset);
+    }
+    written_ = offset;
+    written_offset_.store(offset, std::memory_order_relaxed);
+    segment_size_ = synced_segment_size_ = 0;
+    fd_ = -1;
+    current_path_.clear();
+    // Every older segment of this journal is still on disk until a snapshot
+    // covers it; list them so drop_covered() can remove them.
+    segments_.scan(existing);
+    core::Status opened = existing.empty() ? open_segment(offset) : adopt_segment(existing);
+    if (!opened) return opened;
+    segments_.mark_base();
+    last_sync_ms_ = steady_ms();
+    unsynced_data_.store(false, std::memory_order_relaxed);
+    {
+        // What start() set above is seen by a thread in write_through()
+        // through this lock.
+        std::lock_guard io(io_mutex_);
+        accepting_ = true;
+    }
+    thread_ = std::thread([this] { run(); });
+    return {};
+}
+
+core::Status JournalWriter::adopt_segment(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) return core::Error{"cannot open journal '" + path + "': " + errno_text(errno)};
+    const off_t end = ::lseek(fd_, 0, SEEK_END);
+    if (end < 0) {
+        core::Error error{"cannot seek in journal '" + path + "': " + errno_text(errno)};
+        ::close(fd_);
+        fd_ = -1;
+        return error;
+    }
+    segment_size_ = synced_segment_size_ = static_cast<std::uint64_t>(end);
+    segments_.adopt(path, segment_size_);
+    current_path_ = path;
+    return {};
+}
+
+core::Status JournalWriter::open_segment(std::uint64_t start) {
+    core::Result<JournalSegments::Created> created = segments_.create(start, log_id());
+    if (!created) return created.failure();
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = created->fd;
+    segment_size_ = synced_segment_size_ = journal_format::kSegmentHeaderBytes;
+    current_path_ = std::move(created->path);
+    return {};
+}
+
+bool JournalWriter::stop() {
+    {
+        std::lock_guard lock(handoff_.mutex);
+        if (!thread_.joinable()) return false;
+        stop_ = true;
+    }
+    handoff_.wake.notify_all();
+    thread_.join();
+    {
+        std::lock_guard io(io_mutex_);
+        accepting_ = false;
+        if (fd_ >= 0) {
+            // Records a thread wrote through after the writer's last
+            // fdatasync.
+            if (segment_size_ != synced_segment_size_ && ::fdatasync(fd_) != 0) {
+                spdlog::error("journal: cannot fsync journal '{}': {}", current_path_,
+                              errno_text(errno));
+            }
+            ::close(fd_);
+            fd_ = -1;
+        }
+    }
+    // The writer's lists are empty now (it wrote them, or could not and
+    // said so); their memory goes back.
+    unwritten_.clear();
+    unsynced_.clear();
+    durable_.forget_waiters();
+    return true;
+}
+
+// Writes unwritten_ to the current segment (writev over its blocks); the
+// blocks written move to unsynced_ with appendfsync always (kept until
+// fdatasync succeeds) and are freed otherwise.
+JournalWriter::Written JournalWriter::write_unwritten() {
+    Written outcome;
     std::uint64_t done = 0;
     while (!unwritten_.empty()) {
         // Up to 64 blocks per call; the first may be partly written already.
@@ -43,51 +154,54 @@ bool Journal::write_unwritten(bool& wrote) {
         if (n <= 0) {
             set_failure("cannot write journal '" + current_path_ +
                         "': " + errno_text(n < 0 ? errno : ENOSPC));
-            ok = false;
+            outcome.failed = true;
             break;
         }
         done += static_cast<std::uint64_t>(n);
-        // Retire the blocks wholly written.
-        auto left = static_cast<std::uint64_t>(n);
-        while (left != 0) {
-            store::RecordBlock* head = unwritten_.head;
-            const std::uint64_t rest = head->bytes.size() - unwritten_offset_;
-            if (left < rest) {
-                unwritten_offset_ += left;
-                break;
-            }
-            left -= rest;
-            unwritten_offset_ = 0;
-            unwritten_.head = head->next;
-            if (unwritten_.head == nullptr) unwritten_.tail = nullptr;
-            unwritten_.bytes -= head->bytes.size();
-            head->next = nullptr;
-            if (policy_ == FsyncPolicy::always) {
-                unsynced_.push(head);
-            } else {
-                // everysec and no keep nothing once written: a failed
-                // fdatasync can then lose up to a second of records (the
-                // loss everysec accepts), and holding a second of records
-                // would cost tens of megabytes.
-                buffered_.fetch_sub(head->bytes.size(), std::memory_order_relaxed);
-                BlockList gone;
-                gone.push(head);
-                gone.clear();
-            }
-        }
+        retire_written(static_cast<std::uint64_t>(n));
     }
-    if (done == 0) return ok;
-    wrote = true;
+    if (done == 0) return outcome;
+    outcome.wrote = true;
     written_ += done;
     written_offset_.store(written_, std::memory_order_release);
     segment_size_ += done;
-    file_bytes_.fetch_add(done, std::memory_order_relaxed);
+    segments_.grew(done);
     unsynced_data_.store(true, std::memory_order_seq_cst);
-    if (policy_ == FsyncPolicy::no) durable_.store(written_, std::memory_order_release);
-    return ok;
+    if (policy_ == FsyncPolicy::no) durable_.advance_to(written_);
+    return outcome;
 }
 
-bool Journal::sync(std::unique_lock<std::mutex>& io, bool hold) {
+void JournalWriter::retire_written(std::uint64_t bytes) {
+    std::uint64_t left = bytes;
+    while (left != 0) {
+        store::RecordBlock* head = unwritten_.head;
+        const std::uint64_t rest = head->bytes.size() - unwritten_offset_;
+        if (left < rest) {
+            unwritten_offset_ += left;
+            break;
+        }
+        left -= rest;
+        unwritten_offset_ = 0;
+        unwritten_.head = head->next;
+        if (unwritten_.head == nullptr) unwritten_.tail = nullptr;
+        unwritten_.bytes -= head->bytes.size();
+        head->next = nullptr;
+        if (policy_ == FsyncPolicy::always) {
+            unsynced_.push(head);
+        } else {
+            // everysec and no keep nothing once written: a failed
+            // fdatasync can then lose up to a second of records (the
+            // loss everysec accepts), and holding a second of records
+            // would cost tens of megabytes.
+            handoff_.let_go(head->bytes.size());
+            BlockList gone;
+            gone.push(head);
+            gone.clear();
+        }
+    }
+}
+
+bool JournalWriter::sync(std::unique_lock<std::mutex>& io, SyncLock lock) {
     if (unsynced_.empty() && segment_size_ == synced_segment_size_) return true;
     const int fd = fd_;
     const std::uint64_t size = segment_size_;
@@ -95,7 +209,7 @@ bool Journal::sync(std::unique_lock<std::mutex>& io, bool hold) {
     // Under always only this thread writes; under everysec and no, threads
     // answering clients write through meanwhile (what they write after
     // `size` waits for the next fdatasync).
-    const bool let_go = !hold && policy_ != FsyncPolicy::always;
+    const bool let_go = lock == SyncLock::let_go && policy_ != FsyncPolicy::always;
     if (let_go) io.unlock();
     syncing_.store(true, std::memory_order_relaxed);
     const std::int64_t began = steady_ms();
@@ -114,216 +228,110 @@ bool Journal::sync(std::unique_lock<std::mutex>& io, bool hold) {
     }
     last_sync_ms_ = steady_ms();
     if (rc != 0) {
-        // After a failed fdatasync the kernel may have dropped the dirty
-        // pages. With appendfsync always, cut the file back to what is known
-        // durable and write the rest again from memory (nobody was answered
-        // yet); otherwise retry the fdatasync.
         set_failure("cannot fsync journal '" + current_path_ + "': " + errno_text(saved_errno));
-        if (policy_ == FsyncPolicy::always &&
-            ::ftruncate(fd_, static_cast<off_t>(synced_segment_size_)) == 0 &&
-            ::lseek(fd_, 0, SEEK_END) >= 0) {
-            file_bytes_.fetch_sub(segment_size_ - synced_segment_size_, std::memory_order_relaxed);
-            // The same bytes are written again from memory: a replica that
-            // read them meanwhile read what the file will hold again.
-            written_ -= segment_size_ - synced_segment_size_;
-            segment_size_ = synced_segment_size_;
-            unsynced_.splice(unwritten_);
-            std::swap(unwritten_, unsynced_);
-            unwritten_offset_ = 0;
-        }
+        if (policy_ == FsyncPolicy::always) cut_back_to_durable();
         return false;
     }
     synced_segment_size_ = size;
-    buffered_.fetch_sub(unsynced_.bytes, std::memory_order_relaxed);
+    handoff_.let_go(unsynced_.bytes);
     unsynced_.clear();  // only always keeps blocks, and there nothing was written meanwhile
-    // With no, a write meanwhile may already have moved durable_ past it.
-    if (durable_.load(std::memory_order_relaxed) < written) {
-        durable_.store(written, std::memory_order_release);
-    }
+    // With no, a write meanwhile may already have moved durable past it.
+    durable_.advance_to(written);
     unsynced_data_.store(segment_size_ != synced_segment_size_, std::memory_order_seq_cst);
     last_fsync_unix_ms_.store(store::now_ms(), std::memory_order_relaxed);
     return true;
 }
 
-void Journal::take_for_writing() {
-    std::lock_guard lock(mutex_);
-    take_all_locals();
-    unwritten_.splice(pending_);
+void JournalWriter::cut_back_to_durable() {
+    // After a failed fdatasync the kernel may have dropped the dirty pages.
+    // With appendfsync always, cut the file back to what is known durable
+    // and write the rest again from memory (nobody was answered yet);
+    // otherwise (or if the file cannot be cut) the fdatasync is retried.
+    if (::ftruncate(fd_, static_cast<off_t>(synced_segment_size_)) != 0 ||
+        ::lseek(fd_, 0, SEEK_END) < 0) {
+        return;
+    }
+    segments_.shrank(segment_size_ - synced_segment_size_);
+    // The same bytes are written again from memory: a replica that read
+    // them meanwhile read what the file will hold again.
+    written_ -= segment_size_ - synced_segment_size_;
+    segment_size_ = synced_segment_size_;
+    unsynced_.splice(unwritten_);
+    std::swap(unwritten_, unsynced_);
+    unwritten_offset_ = 0;
 }
 
-bool Journal::holds_unwritten() const {
-    // Pairs with mark_open() as in position(): an add whose bit the caller
-    // saw is open here, or counted in a buffer or in appended().
-    std::atomic_thread_fence(std::memory_order_acquire);
-    return appended() != written() || locals_pending(true);
+void JournalWriter::take_for_writing() {
+    std::lock_guard lock(handoff_.mutex);
+    appender_.take_all(unwritten_);
 }
 
-bool Journal::write_through() {
+bool JournalWriter::write_through() {
     // A failing disk is retried by the writer once a second, not by every
     // batch of every client.
-    if (failing()) return false;
-    bool wrote = false;
+    if (failing_.load(std::memory_order_relaxed)) return false;
+    Written outcome;
     bool timer_due = false;
-    bool ok = true;
     {
         std::unique_lock io(io_mutex_);
         if (!accepting_) return true;
         take_for_writing();
         if (unwritten_.empty()) return true;  // another thread's write covered them
         const bool was_unsynced = unsynced_data_.load(std::memory_order_relaxed);
-        ok = write_unwritten(wrote);
-        timer_due = wrote && !was_unsynced && policy_ == FsyncPolicy::everysec;
+        outcome = write_unwritten();
+        timer_due = outcome.wrote && !was_unsynced && policy_ == FsyncPolicy::everysec;
     }
-    if (wrote && write_listener_) write_listener_(written());
+    if (outcome.wrote && write_listener_) write_listener_(written());
     // The writer may sleep with nothing to fdatasync (or, after a failed
     // write, nothing to retry): it has one now.
-    if (timer_due || !ok) wake_writer();
-    return ok;
+    if (timer_due || outcome.failed) handoff_.wake_writer();
+    return !outcome.failed;
 }
 
-void Journal::run() {
-    std::unique_lock lock(mutex_);
-    WriterRound round;
-    for (;;) {
-        wait_for_records(lock, round);
-        const bool stopping = stop_;
-        const bool rotating = rotate_requested_;
-        lock.unlock();
-
-        const bool ok = write_and_sync(stopping, rotating, round);
-        round.released = notify_durable();
-
-        lock.lock();
-        settle_round(ok, rotating);
-        if (!another_round(lock, ok, stopping, round.all_written)) break;
-    }
+std::uint64_t JournalWriter::rotate() {
+    std::unique_lock lock(handoff_.mutex);
+    if (!thread_.joinable()) return appender_.appended();
+    const std::uint64_t ticket = rotations_done_ + 1;
+    rotate_requested_ = true;
+    if (handoff_.claim_idle_writer()) handoff_.wake.notify_one();
+    rotated_.wait(lock, [&] { return rotations_done_ >= ticket || stop_; });
+    return rotated_to_;
 }
 
-void Journal::wait_for_records(std::unique_lock<std::mutex>& lock, const WriterRound& round) {
-    if (policy_ == FsyncPolicy::always && round.released > 1 && !stop_ && !rotate_requested_) {
-        // Group commit: the clients just answered send their next
-        // command within a round trip. Without waiting for them, each
-        // fdatasync took only what arrived during the previous one and
-        // every client waited two fdatasyncs per command (BF.ADD at -P 1
-        // with 50 clients reached half of Redis's rate on the VM).
-        const auto linger =
-            std::chrono::microseconds(std::clamp<std::int64_t>(round.last_sync_us / 2, 100, 500));
-        wake_.wait_for(lock, linger, [this] { return stop_ || rotate_requested_; });
+std::string JournalWriter::failure() const {
+    std::lock_guard lock(handoff_.mutex);
+    if (!failure_.empty()) return failure_;
+    if (failing_.load(std::memory_order_relaxed)) {
+        return "journal buffer over " + std::to_string(handoff_.buffer_limit()) +
+               " bytes (the disk is slower than the writes)";
     }
-    const auto wanted = [this] {
-        return stop_ || rotate_requested_ || !pending_.empty() || locals_pending();
-    };
-    if (policy_ != FsyncPolicy::always && !stop_ && !rotate_requested_) {
-        // Threads' buffers are taken at most once a millisecond, so that
-        // taking them (their mutexes) costs the adding threads nothing
-        // measurable however fast the disk is.
-        const auto since = std::chrono::steady_clock::now() - round.last_take;
-        if (since < std::chrono::milliseconds(1)) {
-            wake_.wait_for(lock, std::chrono::milliseconds(1) - since,
-                           [this] { return stop_ || rotate_requested_; });
-        }
-    }
-    if (wanted()) return;
-    // Marked idle before wanted() reads the threads' buffers
-    // (wake_writer()), again after every wake: whoever woke it
-    // cleared the mark, and a wake that brought nothing must not
-    // leave the writer asleep unmarked (nobody would wake it again).
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-    for (;;) {
-        writer_idle_.store(true, std::memory_order_seq_cst);
-        if (wanted()) break;
-        // everysec: wake for the once-a-second fdatasync of what this
-        // thread or a thread in write_through() wrote (read after the idle
-        // mark: such a thread marks it and then wakes an idle writer); after
-        // a failure, retry once a second.
-        const bool timed = write_failed_ ||
-                           (policy_ == FsyncPolicy::everysec &&
-                            (!round.all_written || unsynced_data_.load(std::memory_order_seq_cst)));
-        if (!timed) {
-            wake_.wait(lock);
-        } else if (wake_.wait_until(lock, until) == std::cv_status::timeout) {
-            break;
-        }
-    }
-    writer_idle_.store(false, std::memory_order_relaxed);
-    // everysec and no: linger up to 1 ms so one write() carries every
-    // record appended meanwhile. Waking and writing per append
-    // halved BF.ADD throughput at -P 16 on the 2-core VM (709k ->
-    // 383k ops/s); always needs no linger: appends gather while the
-    // previous fdatasync runs.
-    if (policy_ != FsyncPolicy::always && !stop_ && !rotate_requested_) {
-        wake_.wait_for(lock, std::chrono::milliseconds(1),
-                       [this] { return stop_ || rotate_requested_; });
-    }
+    return {};
 }
 
-bool Journal::write_and_sync(bool stopping, bool rotating, WriterRound& round) {
-    std::unique_lock io(io_mutex_);
-    take_for_writing();
-    round.last_take = std::chrono::steady_clock::now();
-    bool wrote = false;
-    bool ok = write_unwritten(wrote);
-    const bool sync_due = policy_ == FsyncPolicy::always || rotating || stopping ||
-                          (policy_ == FsyncPolicy::everysec && steady_ms() - last_sync_ms_ >= 1000);
-    if (ok && sync_due) {
-        const auto began = std::chrono::steady_clock::now();
-        // A rotation seals the segment it syncs: nothing may be written
-        // into it meanwhile.
-        ok = sync(io, rotating || stopping);
-        round.last_sync_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                 std::chrono::steady_clock::now() - began)
-                                 .count();
-    }
-    if (ok && rotating && segment_size_ > jf::kSegmentHeaderBytes) {
-        std::string error;
-        if (!open_segment(written_, error)) {
-            spdlog::warn("journal: {}; going on in the current segment", error);
-        }
-    }
-    if (ok && policy_ == FsyncPolicy::no && sync_due && rotating) {
-        durable_.store(written_, std::memory_order_release);
-    }
-    round.all_written = unwritten_.empty();
-    io.unlock();
-    if (wrote && write_listener_) write_listener_(written());
-    return ok;
+void JournalWriter::set_failure(const std::string& what) {
+    std::lock_guard lock(handoff_.mutex);
+    if (failure_ != what) spdlog::error("journal: {}", what);
+    failure_ = what;
+    write_failed_ = true;
+    failing_.store(true, std::memory_order_relaxed);
 }
 
-void Journal::settle_round(bool ok, bool rotating) {
-    if (ok && write_failed_) {
-        spdlog::info("journal: writes succeed again");
-        write_failed_ = false;
-        failure_.clear();
+void JournalWriter::fill_info(JournalInfo& info) const {
+    {
+        std::lock_guard lock(handoff_.mutex);
+        info.last_write_ok = !write_failed_;
+        info.last_write_error = failure_;
     }
-    if (!write_failed_) {
-        failing_.store(buffered_.load(std::memory_order_relaxed) > buffer_limit_,
-                       std::memory_order_relaxed);
-    }
-    if (rotating) {
-        rotate_requested_ = false;
-        rotated_to_ = segments_.back().start;
-        ++rotations_done_;
-        rotated_.notify_all();
-    }
-}
-
-bool Journal::another_round(std::unique_lock<std::mutex>& lock, bool ok, bool stopping,
-                            bool all_written) {
-    if (stopping && pending_.empty() && !locals_pending() && (ok || all_written)) {
-        return false;
-    }
-    if (stopping && !ok) {
-        // Exiting with records that cannot be written: say so; they were
-        // never acknowledged under appendfsync always.
-        spdlog::error("journal: {} bytes could not be written at exit",
-                      buffered_.load(std::memory_order_relaxed));
-        return false;
-    }
-    if (!ok) {
-        // Back off before retrying a failing disk.
-        wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
-    }
-    return true;
+    info.segments = segments_.count();
+    info.current_size = segments_.file_bytes();
+    info.base_size = segments_.base_bytes();
+    info.buffer_length = handoff_.held();
+    info.fsync_in_progress = syncing_.load(std::memory_order_relaxed);
+    info.delayed_fsync = delayed_fsyncs_.load(std::memory_order_relaxed);
+    info.fsyncs = fsyncs_.load(std::memory_order_relaxed);
+    info.last_fsync_ms = last_fsync_ms_.load(std::memory_order_relaxed);
+    info.last_fsync_unix_ms = last_fsync_unix_ms_.load(std::memory_order_relaxed);
+    info.durable_offset = durable();
 }
 
 }  // namespace bloomery::persist

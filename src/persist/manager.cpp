@@ -3,10 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 
 #include "bloomery/core/latency_monitor.hpp"
-
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
 
 namespace bloomery::persist {
@@ -14,6 +15,18 @@ namespace bloomery::persist {
 namespace {
 std::int64_t now_seconds() {
     return store::now_ms() / 1000;
+}
+
+FsyncPolicy fsync_policy(core::AppendFsync setting) {
+    switch (setting) {
+        case core::AppendFsync::always:
+            return FsyncPolicy::always;
+        case core::AppendFsync::no:
+            return FsyncPolicy::no;
+        case core::AppendFsync::everysec:
+            break;
+    }
+    return FsyncPolicy::everysec;
 }
 }  // namespace
 
@@ -43,23 +56,21 @@ void Manager::set_journal_listener(std::function<void(std::uint64_t)> listener) 
     // before load() (main.cpp does).
 }
 
-bool Manager::open_journal(std::uint64_t id, std::uint64_t offset, const std::string& existing,
-                           std::string& error) {
-    FsyncPolicy policy = FsyncPolicy::everysec;
-    parse_fsync_policy(config_.appendfsync, policy);
+core::Status Manager::open_journal(std::uint64_t id, std::uint64_t offset,
+                                   const std::string& existing) {
+    const FsyncPolicy policy = fsync_policy(config_.appendfsync);
     if (!journal_object_) {
         journal_object_ = std::make_unique<Journal>(config_.dir, config_.appendfilename, policy,
                                                     config_.journal_buffer_limit);
         if (journal_listener_) journal_object_->set_write_listener(journal_listener_);
     }
-    if (!journal_object_->open(id, offset, existing, error)) return false;
+    if (core::Status opened = journal_object_->open(id, offset, existing); !opened) return opened;
     journal_.store(journal_object_.get(), std::memory_order_release);
     keyspace_.set_mutation_log(journal_object_.get());
-    return true;
+    return {};
 }
 
-bool Manager::replace_dataset(const std::function<bool(std::string& error)>& load,
-                              std::string& error) {
+core::Status Manager::replace_dataset(const std::function<core::Status()>& load) {
     // No save may run while the journal changes under it: hold the save
     // slot (running_) for the whole replacement.
     {
@@ -84,9 +95,9 @@ bool Manager::replace_dataset(const std::function<bool(std::string& error)>& loa
     keyspace_.set_mutation_log(nullptr);
     journal_.store(nullptr, std::memory_order_release);
     keyspace_.clear();
-    if (!load(error)) {
+    if (core::Status loaded = load(); !loaded) {
         release();
-        return false;
+        return loaded;
     }
     if (config_.appendonly) {
         // The old history no longer describes the data: its segments go,
@@ -95,25 +106,23 @@ bool Manager::replace_dataset(const std::function<bool(std::string& error)>& loa
             std::error_code ec;
             std::filesystem::remove(segment.path, ec);
         }
-        if (!open_journal(new_journal_id(), 0, "", error)) {
+        if (core::Status opened = open_journal(new_journal_id(), 0, ""); !opened) {
             release();
-            return false;
+            return opened;
         }
     }
     release();
     // Until this save is durable, a restart finds the old snapshot and sets
     // the new journal's segments aside: a replica resynchronizes anyway.
     bgsave();
-    return true;
+    return {};
 }
 
-bool Manager::load(std::string& error) {
+core::Status Manager::prepare_directory() {
     std::error_code ec;
     std::filesystem::create_directories(config_.dir, ec);
-    if (ec) {
-        error = "cannot create data directory '" + config_.dir + "': " + ec.message();
-        return false;
-    }
+    if (ec)
+        return core::Error{"cannot create data directory '" + config_.dir + "': " + ec.message()};
     // A crash during a save leaves its temporary file behind; nothing reads
     // it, so remove it rather than let them pile up across restarts.
     const std::string temp_prefix = config_.dbfilename + ".tmp-";
@@ -124,48 +133,55 @@ bool Manager::load(std::string& error) {
             std::filesystem::remove(entry.path(), ec);
         }
     }
-    // What the snapshot and the journal recorded is redone as it was
-    // decided: a deadline passed since on this clock erases nothing yet (a
-    // record after it may remove it).
-    keyspace_.set_deadlines(store::Deadlines::follow);
+    return {};
+}
+
+core::Result<std::optional<LoadStats>> Manager::load_snapshot_file() {
     const std::string path = config_.snapshot_path();
-    LoadStats stats{};
-    const bool have_snapshot = std::filesystem::exists(path, ec);
-    if (!have_snapshot) {
+    std::error_code ec;
+    std::optional<LoadStats> loaded;
+    if (!std::filesystem::exists(path, ec)) {
         spdlog::info("no snapshot at {}", path);
     } else {
-        if (!load_snapshot(path, keyspace_, stats, error)) return false;
+        core::Result<LoadStats> stats = load_snapshot(path, keyspace_);
+        if (!stats) return stats.failure();
         spdlog::info(
             "loaded {} filters ({} bytes) from {} in {:.3f} s ({} past their deadline, kept "
             "until the journal is replayed)",
-            stats.keys, stats.bytes, path, stats.seconds, stats.past_deadline);
+            stats->keys, stats->bytes, path, stats->seconds, stats->past_deadline);
+        loaded = *stats;
     }
-    {
-        std::lock_guard lock(mutex_);
-        // As Redis counts them: the keys that were live when loaded (those
-        // past their deadline are counted when they expire, after replay).
-        loaded_keys_ = stats.keys - stats.past_deadline;
-        load_seconds_ = stats.seconds;
-    }
-    if (!config_.appendonly) {
-        const std::string prefix = config_.appendfilename + ".";
-        for (const auto& entry : std::filesystem::directory_iterator(config_.dir, ec)) {
-            const std::string name = entry.path().filename().string();
-            if (name.rfind(prefix, 0) == 0 && name.find(".stale") == std::string::npos) {
-                spdlog::warn(
-                    "journal segment {} is not loaded (--appendonly no): changes it holds after "
-                    "the snapshot are not in this server",
-                    entry.path().string());
-                break;
-            }
+    const LoadStats counted = loaded.value_or(LoadStats{});
+    std::lock_guard lock(mutex_);
+    // As Redis counts them: the keys that were live when loaded (those past
+    // their deadline are counted when they expire, after replay).
+    loaded_keys_ = counted.keys - counted.past_deadline;
+    load_seconds_ = counted.seconds;
+    return loaded;
+}
+
+void Manager::warn_of_unloaded_journal() const {
+    std::error_code ec;
+    const std::string prefix = config_.appendfilename + ".";
+    for (const auto& entry : std::filesystem::directory_iterator(config_.dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind(prefix, 0) == 0 && name.find(".stale") == std::string::npos) {
+            spdlog::warn(
+                "journal segment {} is not loaded (--appendonly no): changes it holds after "
+                "the snapshot are not in this server",
+                entry.path().string());
+            return;
         }
-        return true;
     }
-    ReplayStats replay;
-    if (!replay_journal(config_.dir, config_.appendfilename, have_snapshot, stats.journal_id,
-                        stats.journal_offset, keyspace_, replay, error)) {
-        return false;
-    }
+}
+
+core::Status Manager::replay_and_open_journal(const std::optional<LoadStats>& snapshot) {
+    std::optional<JournalCoverage> covered;
+    if (snapshot) covered = JournalCoverage{snapshot->journal_id, snapshot->journal_offset};
+    const core::Result<ReplayStats> replayed =
+        replay_journal(config_.dir, config_.appendfilename, covered, keyspace_);
+    if (!replayed) return replayed.failure();
+    const ReplayStats& replay = *replayed;
     const std::uint64_t id = replay.id != 0 ? replay.id : new_journal_id();
     if (replay.segments != 0) {
         spdlog::info(
@@ -173,15 +189,32 @@ bool Manager::load(std::string& error) {
             "{:.3f} s",
             replay.records, replay.skipped, replay.segments, replay.seconds);
     }
-    if (!open_journal(id, replay.end, replay.last_segment, error)) return false;
+    if (core::Status opened = open_journal(id, replay.end, replay.last_segment); !opened) {
+        return opened;
+    }
     {
         std::lock_guard lock(mutex_);
         replayed_records_ = replay.records;
         load_seconds_ += replay.seconds;
     }
     spdlog::info("journal on (appendfsync {}), id {:016x}, appending at offset {}",
-                 config_.appendfsync, id, replay.end);
-    return true;
+                 fsync_policy_name(fsync_policy(config_.appendfsync)), id, replay.end);
+    return {};
+}
+
+core::Status Manager::load() {
+    if (core::Status prepared = prepare_directory(); !prepared) return prepared;
+    // What the snapshot and the journal recorded is redone as it was
+    // decided: a deadline passed since on this clock erases nothing yet (a
+    // record after it may remove it).
+    keyspace_.set_deadlines(store::Deadlines::follow);
+    const core::Result<std::optional<LoadStats>> snapshot = load_snapshot_file();
+    if (!snapshot) return snapshot.failure();
+    if (!config_.appendonly) {
+        warn_of_unloaded_journal();
+        return {};
+    }
+    return replay_and_open_journal(*snapshot);
 }
 
 std::uint64_t Manager::enforce_deadlines() {
@@ -195,41 +228,39 @@ std::uint64_t Manager::enforce_deadlines() {
 
 persist::SaveResult Manager::save_locked() {
     const std::uint64_t changes_at_start = total_changes_();
-    SaveStats stats{};
-    std::string error;
     const auto started = std::chrono::steady_clock::now();
     // Seal the journal's current segment first: every segment before the new
     // one then ends before the snapshot's position and can go once the
     // snapshot is durable.
     Journal* journal = this->journal();
     if (journal != nullptr) journal->rotate();
-    const bool ok = save_snapshot(keyspace_, config_.snapshot_path(), stats, error);
+    const core::Result<SaveStats> saved = save_snapshot(keyspace_, config_.snapshot_path());
     // Segments a replica may still ask for stay (set_replication_floor).
-    if (ok && journal != nullptr) {
+    if (saved && journal != nullptr) {
         journal->drop_covered(
-            std::min(stats.journal_offset, replication_floor_.load(std::memory_order_relaxed)));
+            std::min(saved->journal_offset, replication_floor_.load(std::memory_order_relaxed)));
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    record(ok, changes_at_start, seconds, stats.bytes, stats.keys, error);
+    record(saved, changes_at_start, seconds);
     core::latency_add_sample_if_needed(core::kLatencySnapshot,
                                        static_cast<std::uint64_t>(seconds * 1000));
-    if (ok) {
-        spdlog::info("snapshot saved: {} filters, {} bytes, {:.3f} s", stats.keys, stats.bytes,
-                     seconds);
-    } else {
-        spdlog::error("snapshot failed: {}", error);
-        return {persist::SaveStatus::failed, error};
+    if (!saved) {
+        spdlog::error("snapshot failed: {}", saved.error());
+        return {persist::SaveStatus::failed, saved.error()};
     }
+    spdlog::info("snapshot saved: {} filters, {} bytes, {:.3f} s", saved->keys, saved->bytes,
+                 seconds);
     return {};
 }
 
-void Manager::record(bool ok, std::uint64_t changes_at_start, double seconds, std::uint64_t bytes,
-                     std::uint64_t keys, const std::string& error) {
+void Manager::record(const core::Result<SaveStats>& saved, std::uint64_t changes_at_start,
+                     double seconds) {
+    const bool ok = saved.ok();
     std::lock_guard lock(mutex_);
     last_ok_ = ok;
     last_failed_.store(!ok, std::memory_order_relaxed);
-    last_duration_sec_ = static_cast<std::int64_t>(seconds + 0.5);
+    last_duration_sec_ = std::llround(seconds);
     last_duration_seconds_ = seconds;
     last_attempt_ms_ = store::now_ms();
     if (ok) {
@@ -238,11 +269,11 @@ void Manager::record(bool ok, std::uint64_t changes_at_start, double seconds, st
         changes_at_last_save_ = changes_at_start;
         last_save_time_ = now_seconds();
         ++saves_;
-        last_bytes_ = bytes;
-        last_keys_ = keys;
+        last_bytes_ = saved->bytes;
+        last_keys_ = saved->keys;
         last_error_.clear();
     } else {
-        last_error_ = error;
+        last_error_ = saved.error();
     }
 }
 
@@ -266,7 +297,7 @@ void Manager::save_async(std::function<void(persist::SaveResult)> done) {
     {
         std::lock_guard lock(mutex_);
         if (!running_) {
-            start_thread_locked(false, std::move(done));
+            start_thread_locked(SaveKind::save, std::move(done));
             return;
         }
     }
@@ -276,16 +307,16 @@ void Manager::save_async(std::function<void(persist::SaveResult)> done) {
 persist::SaveResult Manager::bgsave() {
     std::lock_guard lock(mutex_);
     if (running_) return {persist::SaveStatus::in_progress, {}};
-    start_thread_locked(true, nullptr);
+    start_thread_locked(SaveKind::bgsave, nullptr);
     return {};
 }
 
-void Manager::start_thread_locked(bool background, std::function<void(persist::SaveResult)> done) {
+void Manager::start_thread_locked(SaveKind kind, std::function<void(persist::SaveResult)> done) {
     // A finished thread may still be running the previous `done`; it never
     // takes mutex_ after clearing running_, so joining here cannot deadlock.
     if (background_.joinable()) background_.join();
     running_ = true;
-    running_background_ = background;
+    running_background_ = kind == SaveKind::bgsave;
     started_ms_ = store::now_ms();
     background_ = std::thread([this, done = std::move(done)] {
         persist::SaveResult result = save_locked();

@@ -245,11 +245,46 @@ private:
             }
         }
 
+        parse_options(record);
+
+        at = in_.offset();
+        const std::uint32_t num_layers = read_u32();
+        if (num_layers == 0 || num_layers > bloom::kMaxLayers) {
+            fail_at(at, "layer count " + std::to_string(num_layers) + " not in [1, " +
+                            std::to_string(bloom::kMaxLayers) + "]");
+        }
+        if (record.options.nonscaling && num_layers != 1) {
+            fail_at(at, "nonscaling filter with " + std::to_string(num_layers) + " layers");
+        }
+
+        const Build build = hooks_.build ? hooks_.build(record) : Build::description;
+        // The filter is built with its first layer and grows layer by layer
+        // as their headers are read (each layer's words follow its header).
+        bloom::FilterRef filter;
+        record.layers.reserve(num_layers);
+        for (std::uint32_t i = 0; i < num_layers; ++i) {
+            parse_layer(record, i, build, filter);
+        }
+
+        const std::uint64_t computed = in_.record_checksum();
+        at = in_.offset();
+        const std::uint64_t stored = read_u64();
+        if (stored != computed) fail_at(at, "record checksum mismatch");
+
+        record.bytes = in_.offset() - record_offset;
+        record.filter = std::move(filter);
+        context_.key = nullptr;  // `record` is about to move
+        if (hooks_.on_record) hooks_.on_record(std::move(record));
+    }
+
+    // A filter record's options (error rate through the hash scheme),
+    // checked against the bounds of stored filters.
+    void parse_options(Record& record) {
         const std::uint64_t options_offset = in_.offset();
         record.options.error_rate = read_f64();
         record.options.capacity = read_u64();
         record.options.expansion = read_u32();
-        at = in_.offset();
+        std::uint64_t at = in_.offset();
         const std::uint8_t nonscaling = read_u8();
         if (nonscaling > 1) {
             fail_at(at, "nonscaling flag " + std::to_string(nonscaling) + " is neither 0 nor 1");
@@ -287,39 +322,9 @@ private:
                                         ", RedisBloom options " +
                                         std::to_string(record.options.redisbloom_options) + ")");
         }
-
-        at = in_.offset();
-        const std::uint32_t num_layers = read_u32();
-        if (num_layers == 0 || num_layers > bloom::kMaxLayers) {
-            fail_at(at, "layer count " + std::to_string(num_layers) + " not in [1, " +
-                            std::to_string(bloom::kMaxLayers) + "]");
-        }
-        if (record.options.nonscaling && num_layers != 1) {
-            fail_at(at, "nonscaling filter with " + std::to_string(num_layers) + " layers");
-        }
-
-        const bool materialize = hooks_.materialize && hooks_.materialize(record);
-        // The filter is built with its first layer and grows layer by layer
-        // as their headers are read (each layer's words follow its header).
-        bloom::FilterRef filter;
-        record.layers.reserve(num_layers);
-        for (std::uint32_t i = 0; i < num_layers; ++i) {
-            parse_layer(record, i, materialize, filter);
-        }
-
-        const std::uint64_t computed = in_.record_checksum();
-        at = in_.offset();
-        const std::uint64_t stored = read_u64();
-        if (stored != computed) fail_at(at, "record checksum mismatch");
-
-        record.bytes = in_.offset() - record_offset;
-        record.filter = std::move(filter);
-        context_.key = nullptr;  // `record` is about to move
-        if (hooks_.on_record) hooks_.on_record(std::move(record));
     }
 
-    void parse_layer(Record& record, std::uint32_t index, bool materialize,
-                     bloom::FilterRef& filter) {
+    void parse_layer(Record& record, std::uint32_t index, Build build, bloom::FilterRef& filter) {
         const std::string which = "layer " + std::to_string(index) + ": ";
         LayerInfo layer{};
         const std::uint64_t layer_offset = in_.offset();
@@ -365,7 +370,7 @@ private:
         }
 
         bloom::BloomLayer* target = nullptr;
-        if (materialize) {
+        if (build == Build::filter) {
             if (index == 0) {
                 filter = bloom::ScalableFilter::create(record.options, std::span(&g, 1));
                 target = &filter->layer(0);
@@ -404,15 +409,11 @@ private:
 
 }  // namespace
 
-// Opens `path` and runs the parser over it. Returns false with `error`
-// prefixed by the path on any problem; never throws.
-bool parse_file(const std::string& path, const ParseHooks& hooks, std::uint64_t& file_size,
-                std::string& error) {
+// Opens `path` and runs the parser over it. Fails with the reason prefixed
+// by the path on any problem; never throws.
+core::Result<std::uint64_t> parse_file(const std::string& path, const ParseHooks& hooks) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        error = path + ": cannot open: " + format::errno_text(errno);
-        return false;
-    }
+    if (fd < 0) return core::Error{path + ": cannot open: " + format::errno_text(errno)};
     struct Closer {
         int fd;
         ~Closer() { ::close(fd); }
@@ -420,28 +421,23 @@ bool parse_file(const std::string& path, const ParseHooks& hooks, std::uint64_t&
 
     struct stat info;
     if (::fstat(fd, &info) != 0) {
-        error = path + ": cannot stat: " + format::errno_text(errno);
-        return false;
+        return core::Error{path + ": cannot stat: " + format::errno_text(errno)};
     }
     // The size bounds every allocation, so it has to mean something.
-    if (!S_ISREG(info.st_mode)) {
-        error = path + ": not a regular file";
-        return false;
-    }
-    file_size = static_cast<std::uint64_t>(info.st_size);
+    if (!S_ISREG(info.st_mode)) return core::Error{path + ": not a regular file"};
+    const auto file_size = static_cast<std::uint64_t>(info.st_size);
     try {
         FileSource source(fd, file_size);
         Parser parser(source, hooks);
         parser.parse();
-        return true;
+        return file_size;
     } catch (const ParseFailure& failure) {
-        error = path + ": " + failure.message;
+        return core::Error{path + ": " + failure.message};
     } catch (const std::bad_alloc&) {
-        error = path + ": out of memory while loading";
+        return core::Error{path + ": out of memory while loading"};
     } catch (const std::exception& exception) {
-        error = path + ": " + exception.what();
+        return core::Error{path + ": " + exception.what()};
     }
-    return false;
 }
 
 }  // namespace bloomery::persist::snapshot_parse

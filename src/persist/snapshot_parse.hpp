@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bloomery/bloom/bounds.hpp"
+#include "bloomery/core/result.hpp"
 #include "bloomery/persist/snapshot.hpp"
 
 namespace bloomery::persist::snapshot_parse {
@@ -36,18 +37,22 @@ struct FileHeader {
     std::uint64_t journal_offset = 0;
 };
 
+// What the parser makes of a record: the filter itself (load_snapshot()),
+// or only its description, its words read and checked but not kept
+// (check_snapshot()).
+enum class Build { filter, description };
+
 struct ParseHooks {
-    // Called once options and expiry are known: should the filter be built?
-    std::function<bool(const Record&)> materialize;
+    // Called once options and expiry are known: what to build of the record.
+    std::function<Build(const Record&)> build;
     std::function<void(const FileHeader&)> on_header;
     std::function<void(Record&&)> on_record;
 };
 
 // Parses the whole file at `path`, handing each record to `hooks`; the hooks
 // run before the whole-file checksum is known, so what they build must not
-// be used unless this returns true. False with `error` ("PATH: what is
-// wrong") otherwise. `file_size` gets the file's size.
-bool parse_file(const std::string& path, const ParseHooks& hooks, std::uint64_t& file_size,
-                std::string& error);
+// be used unless this succeeds. Returns the file's size, or what is wrong
+// ("PATH: ...").
+core::Result<std::uint64_t> parse_file(const std::string& path, const ParseHooks& hooks);
 
 }  // namespace bloomery::persist::snapshot_parse

@@ -25,7 +25,7 @@ using snapshot_parse::Record;
 namespace {
 
 std::string format_time_ms(std::int64_t ms) {
-    const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+    const auto seconds = static_cast<std::time_t>(ms / 1000);
     std::tm utc{};
     if (!::gmtime_r(&seconds, &utc)) return std::to_string(ms) + " ms";
     char text[64];
@@ -43,10 +43,9 @@ std::string format_rate(double rate) {
 
 }  // namespace
 
-bool load_snapshot(const std::string& path, store::Keyspace& keyspace, LoadStats& stats,
-                   std::string& error) {
+core::Result<LoadStats> load_snapshot(const std::string& path, store::Keyspace& keyspace) {
     const auto started = std::chrono::steady_clock::now();
-    stats = LoadStats{};
+    LoadStats stats;
     // One clock reading for the whole file, so "past its deadline" means the
     // same thing for every record. Such keys are loaded all the same: the
     // journal after the snapshot (or a replica's stream) may still move or
@@ -57,7 +56,7 @@ bool load_snapshot(const std::string& path, store::Keyspace& keyspace, LoadStats
     std::uint64_t past_deadline = 0;
 
     ParseHooks hooks;
-    hooks.materialize = [](const Record&) { return true; };
+    hooks.build = [](const Record&) { return snapshot_parse::Build::filter; };
     hooks.on_header = [&](const FileHeader& header) {
         stats.journal_id = header.journal_id;
         stats.journal_offset = header.journal_offset;
@@ -80,21 +79,22 @@ bool load_snapshot(const std::string& path, store::Keyspace& keyspace, LoadStats
 
     std::uint64_t file_size = 0;
     try {
-        if (!parse_file(path, hooks, file_size, error)) return false;
+        const core::Result<std::uint64_t> parsed = parse_file(path, hooks);
+        if (!parsed) return parsed.failure();
+        file_size = *parsed;
         // Only now, with every checksum verified, does the keyspace change.
         for (Record& record : records) {
             keyspace.put(record.key, std::move(record.filter), record.expire_at_ms);
         }
     } catch (const std::exception& exception) {
-        error = path + ": " + exception.what();
-        return false;
+        return core::Error{path + ": " + exception.what()};
     }
     stats.keys = records.size();
     stats.bytes = file_size;
     stats.past_deadline = past_deadline;
     stats.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    return true;
+    return stats;
 }
 
 namespace {
@@ -180,30 +180,31 @@ std::string describe_record(const Record& record, SnapshotTotals& totals) {
 
 }  // namespace
 
-bool check_snapshot(const std::string& path, std::string& report, std::string& error) {
-    report.clear();
+SnapshotCheck check_snapshot(const std::string& path) {
+    SnapshotCheck check;
+    std::string& report = check.report;
     SnapshotTotals totals;
     ParseHooks hooks;
-    hooks.materialize = [](const Record&) { return false; };
+    hooks.build = [](const Record&) { return snapshot_parse::Build::description; };
     hooks.on_header = [&](const FileHeader& header) { report += describe_header(path, header); };
     hooks.on_record = [&](Record&& record) { report += describe_record(record, totals); };
 
-    std::uint64_t file_size = 0;
     try {
-        if (!parse_file(path, hooks, file_size, error)) {
-            report += "error: " + error + "\n";
-            return false;
+        const core::Result<std::uint64_t> file_size = parse_file(path, hooks);
+        if (!file_size) {
+            report += "error: " + file_size.error() + "\n";
+            check.verdict = file_size.failure();
+            return check;
         }
         report += "keys: " + std::to_string(totals.keys) + ", capacity " +
                   std::to_string(totals.capacity) + ", items " + std::to_string(totals.items) +
                   ", filter bytes " + std::to_string(totals.bit_bytes) + ", file bytes " +
-                  std::to_string(file_size) + "\n";
+                  std::to_string(*file_size) + "\n";
         report += "checksums: ok\n";
     } catch (const std::exception& exception) {
-        error = path + ": " + exception.what();
-        return false;
+        check.verdict = core::Error{path + ": " + exception.what()};
     }
-    return true;
+    return check;
 }
 
 }  // namespace bloomery::persist

@@ -31,6 +31,10 @@ struct WriteFailure {
     std::string message;
 };
 
+// Whether appended bytes belong to the record being written, so that its
+// checksum covers them, or only to the file (headers, checksums, the end).
+enum class Hashed { in_record, file_only };
+
 // Where the bytes go: a file descriptor (a snapshot file) or a callback (a
 // replica's socket, stream_snapshot()).
 class SnapshotFileWriter {
@@ -47,8 +51,8 @@ public:
     void begin_record() { record_hash_.reset(); }
     std::uint64_t record_checksum() const { return record_hash_.digest(); }
 
-    void append(const void* data, std::size_t size, bool in_record = true) {
-        if (in_record) record_hash_.update(data, size);
+    void append(const void* data, std::size_t size, Hashed hashed = Hashed::in_record) {
+        if (hashed == Hashed::in_record) record_hash_.update(data, size);
         const auto* bytes = static_cast<const unsigned char*>(data);
         while (size > 0) {
             const std::size_t room = format::kIoBufferBytes - buffer_.size();
@@ -65,10 +69,10 @@ public:
         format::put_u32(b, v);
         append(b, sizeof b);
     }
-    void append_u64(std::uint64_t v, bool in_record = true) {
+    void append_u64(std::uint64_t v, Hashed hashed = Hashed::in_record) {
         unsigned char b[8];
         format::put_u64(b, v);
-        append(b, sizeof b, in_record);
+        append(b, sizeof b, hashed);
     }
     void append_i64(std::int64_t v) { append_u64(static_cast<std::uint64_t>(v)); }
     void append_f64(double v) { append_u64(std::bit_cast<std::uint64_t>(v)); }
@@ -134,7 +138,7 @@ void write_filter_record(SnapshotFileWriter& out, const store::KeyspaceView& vie
     // back the live filter bit for bit and count for count.
     const std::vector<std::uint64_t> counts = view.item_counts(index);
     format::write_filter_body(out, filter, filter.num_layers(), counts, words);
-    out.append_u64(out.record_checksum(), /*in_record=*/false);
+    out.append_u64(out.record_checksum(), Hashed::file_only);
 }
 
 // The whole snapshot into `out`; returns the filter records written.
@@ -158,7 +162,7 @@ std::uint64_t write_snapshot(const store::Keyspace& keyspace, SnapshotFileWriter
     format::put_u64(header + 12, static_cast<std::uint64_t>(store::now_ms()));
     format::put_u64(header + 20, view.log_id());
     format::put_u64(header + 28, view.log_position());
-    out.append(header, sizeof header, /*in_record=*/false);
+    out.append(header, sizeof header, Hashed::file_only);
     std::uint64_t records = 0;
     for (std::size_t i = 0; i < view.size(); ++i) {
         write_filter_record(out, view, i, words);
@@ -166,7 +170,7 @@ std::uint64_t write_snapshot(const store::Keyspace& keyspace, SnapshotFileWriter
     }
     out.append_u8(format::kRecordEnd);
     out.append_u64(records);
-    out.append_u64(out.file_checksum(), /*in_record=*/false);
+    out.append_u64(out.file_checksum(), Hashed::file_only);
     out.flush();
     stats.bytes = out.bytes_written();
     return records;
@@ -221,79 +225,92 @@ private:
 
 }  // namespace
 
-bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, SaveStats& stats,
-                   std::string& error) {
-    const auto started = std::chrono::steady_clock::now();
-    stats = SaveStats{};
+namespace {
+
+// fsync, close and rename over `path` of a temporary file written whole, then
+// the fsync of the directory that makes the rename durable.
+core::Status make_durable(TemporaryFile& temporary, const std::string& path) {
+    int result;
+    const auto fsync_began = std::chrono::steady_clock::now();
+    do {
+        result = ::fsync(temporary.fd());
+    } while (result != 0 && errno == EINTR);
+    core::latency_add_sample_if_needed(
+        core::kLatencySnapshotFsync,
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::steady_clock::now() - fsync_began)
+                                       .count()));
+    if (result != 0) {
+        return core::Error{"cannot fsync '" + temporary.path() + "': " + format::errno_text(errno)};
+    }
+    if (temporary.close() != 0) {
+        return core::Error{"cannot close '" + temporary.path() + "': " + format::errno_text(errno)};
+    }
+    if (::rename(temporary.path().c_str(), path.c_str()) != 0) {
+        return core::Error{"cannot rename '" + temporary.path() + "' to '" + path +
+                           "': " + format::errno_text(errno)};
+    }
+    temporary.release();
+    return core::fsync_directory(directory_of(path));
+}
+
+double seconds_since(std::chrono::steady_clock::time_point started) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+// Runs one snapshot write; what it throws becomes the error a save or a
+// replica's copy reports: a write that failed says which file and why, and
+// anything else is told after `what` ("cannot save 'PATH'", ...).
+template <typename Write>
+core::Result<SaveStats> reporting_failures(const std::string& what, Write&& write) {
     try {
+        return write();
+    } catch (const WriteFailure& failure) {
+        return core::Error{failure.message};
+    } catch (const std::bad_alloc&) {
+        return core::Error{what + ": out of memory"};
+    } catch (const std::exception& exception) {
+        return core::Error{what + ": " + exception.what()};
+    }
+}
+
+}  // namespace
+
+core::Result<SaveStats> save_snapshot(const store::Keyspace& keyspace, const std::string& path) {
+    const auto started = std::chrono::steady_clock::now();
+    return reporting_failures("cannot save '" + path + "'", [&]() -> core::Result<SaveStats> {
+        SaveStats stats;
         TemporaryFile temporary(temporary_path_for(path));
         if (!temporary.open()) {
-            error = "cannot create '" + temporary.path() + "': " + format::errno_text(errno);
-            return false;
+            return core::Error{"cannot create '" + temporary.path() +
+                               "': " + format::errno_text(errno)};
         }
         std::uint64_t records = 0;
         {
             SnapshotFileWriter out(temporary.fd(), temporary.path());
             records = write_snapshot(keyspace, out, stats, nullptr);
         }
-
-        int result;
-        const auto fsync_began = std::chrono::steady_clock::now();
-        do {
-            result = ::fsync(temporary.fd());
-        } while (result != 0 && errno == EINTR);
-        core::latency_add_sample_if_needed(
-            core::kLatencySnapshotFsync,
-            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                           std::chrono::steady_clock::now() - fsync_began)
-                                           .count()));
-        if (result != 0) {
-            error = "cannot fsync '" + temporary.path() + "': " + format::errno_text(errno);
-            return false;
+        if (core::Status durable = make_durable(temporary, path); !durable) {
+            return durable.failure();
         }
-        if (temporary.close() != 0) {
-            error = "cannot close '" + temporary.path() + "': " + format::errno_text(errno);
-            return false;
-        }
-        if (::rename(temporary.path().c_str(), path.c_str()) != 0) {
-            error = "cannot rename '" + temporary.path() + "' to '" + path +
-                    "': " + format::errno_text(errno);
-            return false;
-        }
-        temporary.release();
         stats.keys = records;
-        const bool durable = core::fsync_directory(directory_of(path), error);
-        stats.seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        return durable;
-    } catch (const WriteFailure& failure) {
-        error = failure.message;
-    } catch (const std::bad_alloc&) {
-        error = "cannot save '" + path + "': out of memory";
-    } catch (const std::exception& exception) {
-        error = "cannot save '" + path + "': " + exception.what();
-    }
-    return false;
+        stats.seconds = seconds_since(started);
+        return stats;
+    });
 }
 
-bool stream_snapshot(const store::Keyspace& keyspace, const SnapshotSink& sink,
-                     const SnapshotPositionListener& on_position, const std::string& name,
-                     SaveStats& stats, std::string& error) {
+core::Result<SaveStats> stream_snapshot(const store::Keyspace& keyspace, const SnapshotSink& sink,
+                                        const SnapshotPositionListener& on_position,
+                                        const std::string& name) {
     const auto started = std::chrono::steady_clock::now();
-    try {
-        SnapshotFileWriter out(sink, name);
-        stats.keys = write_snapshot(keyspace, out, stats, on_position);
-        stats.seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        return true;
-    } catch (const WriteFailure& failure) {
-        error = failure.message;
-    } catch (const std::bad_alloc&) {
-        error = "cannot send the snapshot to " + name + ": out of memory";
-    } catch (const std::exception& exception) {
-        error = "cannot send the snapshot to " + name + ": " + exception.what();
-    }
-    return false;
+    return reporting_failures("cannot send the snapshot to " + name,
+                              [&]() -> core::Result<SaveStats> {
+                                  SaveStats stats;
+                                  SnapshotFileWriter out(sink, name);
+                                  stats.keys = write_snapshot(keyspace, out, stats, on_position);
+                                  stats.seconds = seconds_since(started);
+                                  return stats;
+                              });
 }
 
 }  // namespace bloomery::persist

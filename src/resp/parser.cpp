@@ -196,96 +196,118 @@ const char* Parser::length_error(std::size_t length) const {
     return nullptr;
 }
 
-ParseStatus Parser::parse(std::string_view input, std::vector<std::string_view>& argv,
-                          std::size_t& consumed) {
+ParseResult Parser::parse(std::string_view input, std::vector<std::string_view>& argv) {
     argv.clear();
-    consumed = 0;
-    if (input.empty()) return ParseStatus::incomplete;
+    if (input.empty()) return {ParseStatus::incomplete};
     // The caller must pass at least the bytes it passed last time. If it did
     // not, start the command over rather than trust offsets past the end.
     if (scan_pos_ > input.size()) reset_command_state();
-    return input[0] == '*' ? parse_multibulk(input, argv, consumed)
-                           : parse_inline(input, argv, consumed);
+    return input[0] == '*' ? parse_multibulk(input, argv) : parse_inline(input, argv);
 }
 
-ParseStatus Parser::parse_multibulk(std::string_view input, std::vector<std::string_view>& argv,
-                                    std::size_t& consumed) {
-    std::size_t line_end = 0;
+// The multibulk's steps below are always inlined into it: they run for every
+// argument of every request, and as calls they would keep the parser's
+// offsets in memory rather than in registers, a cost callgrind shows on every
+// argument.
+ParseResult Parser::parse_multibulk(std::string_view input, std::vector<std::string_view>& argv) {
     if (args_expected_ < 0) {
-        switch (find_line_end(input, 0, limits_.max_inline_length, '\r', scan_pos_, line_end)) {
-            case LineSearch::incomplete:
-                return ParseStatus::incomplete;
-            case LineSearch::too_long:
-                return fail("too big mbulk count string");
-            case LineSearch::found:
-                break;
+        if (const ParseStatus status = read_argument_count(input);
+            status != ParseStatus::complete) {
+            return {status};
         }
-        if (line_end + 1 >= input.size()) return ParseStatus::incomplete;  // '\n' not here yet
-        std::int64_t count = 0;
-        if (input[line_end + 1] != '\n' ||
-            !core::parse_int64(input.substr(1, line_end - 1), count)) {
-            return fail("invalid multibulk length");
-        }
-        if (count <= 0) {  // `*0` and `*-1`: nothing to run, but the bytes are used up
-            consumed = line_end + kCrlfLength;
-            reset_command_state();
-            return ParseStatus::complete;
-        }
-        if (const char* error = count_error(static_cast<std::uint64_t>(count))) return fail(error);
-        args_expected_ = count;
-        pos_ = line_end + kCrlfLength;
-        scan_pos_ = pos_;
-        first_arg_ = pos_;
     }
-
     const auto args_expected = static_cast<std::size_t>(args_expected_);
     while (args_received_ < args_expected) {
-        if (bulk_length_ < 0) {
-            switch (
-                find_line_end(input, pos_, limits_.max_inline_length, '\r', scan_pos_, line_end)) {
-                case LineSearch::incomplete:
-                    return ParseStatus::incomplete;
-                case LineSearch::too_long:
-                    return fail("too big bulk count string");
-                case LineSearch::found:
-                    break;
-            }
-            if (line_end + 1 >= input.size()) return ParseStatus::incomplete;
-            if (input[pos_] != '$') return fail(expected_dollar_message(input[pos_]));
-            std::int64_t length = 0;
-            if (input[line_end + 1] != '\n' ||
-                !core::parse_int64(input.substr(pos_ + 1, line_end - pos_ - 1), length) ||
-                length < 0) {
-                return fail("invalid bulk length");
-            }
-            if (const char* error = length_error(static_cast<std::uint64_t>(length))) {
-                return fail(error);
-            }
-            bulk_length_ = length;
-            pos_ = line_end + kCrlfLength;
-            scan_pos_ = pos_;
-            bytes_expected_ = pos_ + static_cast<std::size_t>(length) + kCrlfLength;
-        }
-        // The body is binary-safe and never scanned: only its size and the CRLF
-        // after it are checked, so resuming costs O(1) however large it is.
-        const auto length = static_cast<std::size_t>(bulk_length_);
-        if (input.size() - pos_ < length + kCrlfLength) return ParseStatus::incomplete;
-        if (input[pos_ + length] != '\r' || input[pos_ + length + 1] != '\n') {
-            return fail("missing CRLF after bulk data");
-        }
-        ++args_received_;
-        pos_ += length + kCrlfLength;
-        scan_pos_ = pos_;
-        bulk_length_ = -1;
-        bytes_expected_ = 0;
+        ParseStatus status = ParseStatus::complete;
+        if (bulk_length_ < 0) status = read_bulk_length(input);
+        if (status == ParseStatus::complete) status = read_bulk_data(input);
+        if (status != ParseStatus::complete) return {status};
     }
+    collect_arguments(input, argv);
+    const std::size_t consumed = pos_;
+    reset_command_state();
+    return {ParseStatus::complete, consumed};
+}
 
-    // Every header was checked above: `$`, the digits of a length within the
-    // limits, CRLF. Walking them again costs a few bytes per argument and lets
-    // a partly received command hold no per-argument state (a million empty
-    // arguments once held 16 MB of offsets per connection while they arrived).
-    // The reservation is exact, and the bytes received (at least 6 per
-    // argument) already bound it.
+// The `*<count>` line. `*0` and `*-1` have nothing to run but their bytes are
+// used up: they read as a command of no arguments, which completes at once
+// with an empty argv.
+[[gnu::always_inline]] inline ParseStatus Parser::read_argument_count(std::string_view input) {
+    std::size_t line_end = 0;
+    switch (find_line_end(input, 0, limits_.max_inline_length, '\r', scan_pos_, line_end)) {
+        case LineSearch::incomplete:
+            return ParseStatus::incomplete;
+        case LineSearch::too_long:
+            return fail("too big mbulk count string");
+        case LineSearch::found:
+            break;
+    }
+    if (line_end + 1 >= input.size()) return ParseStatus::incomplete;  // '\n' not here yet
+    std::int64_t count = 0;
+    if (input[line_end + 1] != '\n' || !core::parse_int64(input.substr(1, line_end - 1), count)) {
+        return fail("invalid multibulk length");
+    }
+    if (count > 0) {
+        if (const char* error = count_error(static_cast<std::uint64_t>(count))) return fail(error);
+    }
+    args_expected_ = std::max<std::int64_t>(count, 0);
+    pos_ = line_end + kCrlfLength;
+    scan_pos_ = pos_;
+    first_arg_ = pos_;
+    return ParseStatus::complete;
+}
+
+// The `$<length>` line of the next argument.
+[[gnu::always_inline]] inline ParseStatus Parser::read_bulk_length(std::string_view input) {
+    std::size_t line_end = 0;
+    switch (find_line_end(input, pos_, limits_.max_inline_length, '\r', scan_pos_, line_end)) {
+        case LineSearch::incomplete:
+            return ParseStatus::incomplete;
+        case LineSearch::too_long:
+            return fail("too big bulk count string");
+        case LineSearch::found:
+            break;
+    }
+    if (line_end + 1 >= input.size()) return ParseStatus::incomplete;
+    if (input[pos_] != '$') return fail(expected_dollar_message(input[pos_]));
+    std::int64_t length = 0;
+    if (input[line_end + 1] != '\n' ||
+        !core::parse_int64(input.substr(pos_ + 1, line_end - pos_ - 1), length) || length < 0) {
+        return fail("invalid bulk length");
+    }
+    if (const char* error = length_error(static_cast<std::uint64_t>(length))) return fail(error);
+    bulk_length_ = length;
+    pos_ = line_end + kCrlfLength;
+    scan_pos_ = pos_;
+    bytes_expected_ = pos_ + static_cast<std::size_t>(length) + kCrlfLength;
+    return ParseStatus::complete;
+}
+
+// The body is binary-safe and never scanned: only its size and the CRLF
+// after it are checked, so resuming costs O(1) however large it is.
+[[gnu::always_inline]] inline ParseStatus Parser::read_bulk_data(std::string_view input) {
+    const auto length = static_cast<std::size_t>(bulk_length_);
+    if (input.size() - pos_ < length + kCrlfLength) return ParseStatus::incomplete;
+    if (input[pos_ + length] != '\r' || input[pos_ + length + 1] != '\n') {
+        return fail("missing CRLF after bulk data");
+    }
+    ++args_received_;
+    pos_ += length + kCrlfLength;
+    scan_pos_ = pos_;
+    bulk_length_ = -1;
+    bytes_expected_ = 0;
+    return ParseStatus::complete;
+}
+
+// Every header was checked as it arrived: `$`, the digits of a length within
+// the limits, CRLF. Walking them again costs a few bytes per argument and
+// lets a partly received command hold no per-argument state (a million empty
+// arguments once held 16 MB of offsets per connection while they arrived).
+// The reservation is exact, and the bytes received (at least 6 per argument)
+// already bound it.
+[[gnu::always_inline]] inline void Parser::collect_arguments(
+    std::string_view input, std::vector<std::string_view>& argv) const {
+    const auto args_expected = static_cast<std::size_t>(args_expected_);
     argv.reserve(args_expected);
     std::size_t header = first_arg_;
     for (std::size_t i = 0; i < args_expected; ++i) {
@@ -298,50 +320,41 @@ ParseStatus Parser::parse_multibulk(std::string_view input, std::vector<std::str
         argv.emplace_back(input.data() + data, length);
         header = data + length + kCrlfLength;
     }
-    consumed = pos_;
-    reset_command_state();
-    return ParseStatus::complete;
 }
 
-ParseStatus Parser::parse_inline(std::string_view input, std::vector<std::string_view>& argv,
-                                 std::size_t& consumed) {
+ParseResult Parser::parse_inline(std::string_view input, std::vector<std::string_view>& argv) {
     std::size_t newline = 0;
     switch (find_line_end(input, 0, limits_.max_inline_length, '\n', scan_pos_, newline)) {
         case LineSearch::incomplete:
-            return ParseStatus::incomplete;
+            return {ParseStatus::incomplete};
         case LineSearch::too_long:
-            return fail("too big inline request");
+            return {fail("too big inline request")};
         case LineSearch::found:
             break;
     }
     std::size_t line_length = newline;
     if (line_length > 0 && input[line_length - 1] == '\r') --line_length;
-    if (!split_inline_words(input.substr(0, line_length), argv)) {
+    if (const char* error = split_inline_words(input.substr(0, line_length), argv)) {
         argv.clear();
-        return fail(error_);
+        return {fail(error)};
     }
-    consumed = newline + 1;
     reset_command_state();
-    return ParseStatus::complete;
+    return {ParseStatus::complete, newline + 1};
 }
 
 // Splits an inline line into words with the rules of Redis's sdssplitargs. A
 // word without quotes is a view into the line; a word with a quoted section is
 // unescaped into inline_words_. Each word is checked against the argument
 // limits as it is found, so a line is refused at its first word too many and
-// never makes the parser hold more than the limits allow. On false, error_
-// says why.
-bool Parser::split_inline_words(std::string_view line, std::vector<std::string_view>& argv) {
+// never makes the parser hold more than the limits allow.
+const char* Parser::split_inline_words(std::string_view line, std::vector<std::string_view>& argv) {
     inline_words_.clear();
     bool storage_reserved = false;
     std::size_t index = 0;
     while (true) {
         while (index < line.size() && is_blank(line[index])) ++index;
         if (index == line.size()) break;
-        if (const char* error = count_error(argv.size() + 1)) {
-            error_ = error;
-            return false;
-        }
+        if (const char* error = count_error(argv.size() + 1)) return error;
 
         const std::size_t word_start = index;
         while (index < line.size() && !ends_unquoted_word(line[index]) && line[index] != '"' &&
@@ -368,18 +381,14 @@ bool Parser::split_inline_words(std::string_view line, std::vector<std::string_v
                                  : unescape_single_quoted(line, index + 1, inline_words_);
             if (index == std::string_view::npos ||
                 (index < line.size() && !is_blank(line[index]))) {
-                error_ = "unbalanced quotes in request";
-                return false;
+                return "unbalanced quotes in request";
             }
             word = std::string_view(inline_words_).substr(stored_start);
         }
-        if (const char* error = length_error(word.size())) {
-            error_ = error;
-            return false;
-        }
+        if (const char* error = length_error(word.size())) return error;
         argv.push_back(word);
     }
-    return true;
+    return nullptr;
 }
 
 }  // namespace bloomery::resp

@@ -8,13 +8,17 @@
 #include <new>
 #include <thread>
 
+#include "bloomery/core/runtime_settings.hpp"
 #include "keyspace_write.hpp"
 #include "shard_table_node.hpp"
 #include "shard_write.hpp"
 
 namespace bloomery::store {
 
-Keyspace::Keyspace(std::size_t num_shards) : table_(num_shards), expiry_(table_.num_shards()) {}
+Keyspace::Keyspace(std::size_t num_shards) : Keyspace(num_shards, core::LfuSettings::defaults()) {}
+
+Keyspace::Keyspace(std::size_t num_shards, const core::LfuSettings& lfu)
+    : table_(num_shards), expiry_(table_.num_shards()), lfu_(lfu) {}
 
 Keyspace::~Keyspace() = default;
 
@@ -44,7 +48,7 @@ Keyspace::Probe Keyspace::probe_unlocked(const Shard& shard, std::string_view ke
     // The node stays readable (and writable: its access word) while our
     // epoch guard is held, even if a writer unlinks it now; a linked node's
     // filter never changes.
-    seen.node->touch();
+    seen.node->touch(lfu_);
     filter = seen.node->filter.get();
     return Probe::found;
 }
@@ -63,7 +67,7 @@ bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
         }
         return nullptr;
     }
-    if (use == Use::touch) node->touch();
+    if (use == Use::touch) node->touch(lfu_);
     return node->filter.get();
 }
 

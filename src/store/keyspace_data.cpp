@@ -90,14 +90,15 @@ core::Result<Keyspace::ChunkStatus> Keyspace::load_chunk(std::string_view key, s
     bool refused = false;
     std::string why;
     const bool found = with_filter(key, [&](bloom::ScalableFilter& filter) {
-        bloom::ChunkTarget target;
         // Checked first: a refused chunk is not recorded (nor sent to
         // replicas), however large it was.
-        if (!bloom::check_chunk(filter, iter, data, target, why)) {
+        const core::Result<bloom::ChunkTarget> target = bloom::check_chunk(filter, iter, data);
+        if (!target) {
             refused = true;
+            why = target.error();
             return;
         }
-        apply_recorded(mutation_log(), filter, iter, data, target);
+        apply_recorded(mutation_log(), filter, iter, data, *target);
         chunks_loaded_.fetch_add(1, std::memory_order_relaxed);
     });
     if (!found) return ChunkStatus::missing;
@@ -135,10 +136,9 @@ core::Status Keyspace::redo_adds(bloom::ScalableFilter& filter, std::span<const 
 
 core::Status Keyspace::redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter,
                                   std::string_view data) {
-    bloom::ChunkTarget target;
-    std::string why;
-    if (!bloom::check_chunk(filter, iter, data, target, why)) return core::Error{std::move(why)};
-    apply_recorded(mutation_log(), filter, iter, data, target);
+    const core::Result<bloom::ChunkTarget> target = bloom::check_chunk(filter, iter, data);
+    if (!target) return core::Error{target.error()};
+    apply_recorded(mutation_log(), filter, iter, data, *target);
     chunks_loaded_.fetch_add(1, std::memory_order_relaxed);
     return {};
 }

@@ -34,7 +34,7 @@ struct ShardTable::Node {
     // The home slot of this key in a table of mask + 1 slots.
     std::size_t home(std::size_t mask) const { return hash_key(key()) & mask; }
     // One use of the key by a command (OBJECT IDLETIME, OBJECT FREQ).
-    void touch() const { key_access::use(accessed); }
+    void touch(const core::LfuSettings& lfu) const { key_access::use(accessed, lfu); }
     std::int64_t deadline() const { return expire_at_ms.load(std::memory_order_relaxed); }
     bool expired(std::int64_t now) const {
         const std::int64_t at = deadline();

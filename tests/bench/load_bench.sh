@@ -20,7 +20,7 @@
 #   mexists     BF.MEXISTS hot <100 rand>              | MGET <100 key:<rand>>
 #   keys-add    BF.ADD k:<rand> x (creates filters)    | SADD k:<rand> x (creates sets)
 #   keys-exists BF.EXISTS k:<rand> x                   | SISMEMBER k:<rand> x
-# `hot` is one filter, BF.RESERVE hot 0.01 HOT_CAPACITY NONSCALING (the issue's
+# `hot` is one filter, BF.RESERVE hot 0.01 HOT_CAPACITY NONSCALING (by default
 # 100 M, 120 MB), made once per server start and warmed (WARM_ITEMS random
 # items, untimed, so that every page of it is mapped: a fresh filter's first
 # touches are page faults, which cost more than the adds, see README.md "Sizing"); the

@@ -60,9 +60,9 @@ struct Arena {
 };
 
 std::uint64_t redisbloom_bits(std::uint64_t capacity, double error_rate) {
-    LayerGeometry layer;
-    if (!redisbloom_layer(capacity, error_rate / 2, kRedisBloomDefaultOptions, layer)) return 0;
-    return layer.bits;
+    const std::optional<LayerGeometry> layer =
+        redisbloom_layer(capacity, error_rate / 2, kRedisBloomDefaultOptions);
+    return layer ? layer->bits : 0;
 }
 
 }  // namespace

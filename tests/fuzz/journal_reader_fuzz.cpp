@@ -22,7 +22,7 @@
 #include <fstream>
 #include <string>
 
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 
 namespace {
 
@@ -60,20 +60,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (!out) std::abort();
     }
     {
-        std::string report;
-        std::string error;
-        const bool valid = bloomery::persist::check_journal(path, false, report, error) ==
-                           bloomery::persist::JournalCheck::valid;
-        if (!valid && error.empty()) std::abort();
+        const bloomery::persist::JournalCheckReport checked =
+            bloomery::persist::check_journal(path, bloomery::persist::JournalRepair::none);
+        const bool valid = checked.verdict == bloomery::persist::JournalCheck::valid;
+        if (!valid && checked.problem.empty()) std::abort();
     }
     {
         bloomery::store::Keyspace keyspace(4);
-        bloomery::persist::ReplayStats stats;
-        std::string error;
-        const bool replayed = bloomery::persist::replay_journal(directory, "journal", false, 0, 0,
-                                                                keyspace, stats, error);
-        if (!replayed && error.empty()) std::abort();
-        if (replayed && stats.id != 1) std::abort();
+        const bloomery::core::Result<bloomery::persist::ReplayStats> replayed =
+            bloomery::persist::replay_journal(directory, "journal", std::nullopt, keyspace);
+        if (!replayed && replayed.error().empty()) std::abort();
+        if (replayed && replayed->id != 1) std::abort();
     }
     std::filesystem::remove(path);
     return 0;

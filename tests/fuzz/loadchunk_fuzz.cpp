@@ -115,20 +115,22 @@ std::string full_dump(const ScalableFilter& filter, std::size_t chunk_bytes, std
 }
 
 bloomery::bloom::FilterRef decode(std::string_view header) {
-    std::string error;
-    auto filter = bloomery::bloom::decode_header(header, kMaxFilterBytes, error);
-    require(filter != nullptr || !error.empty(), "decode_header failed without a message");
-    return filter;
+    auto filter = bloomery::bloom::decode_header(header, kMaxFilterBytes);
+    if (!filter) {
+        require(!filter.error().empty(), "decode_header failed without a message");
+        return {};
+    }
+    require(*filter != nullptr, "decode_header succeeded without a filter");
+    return *filter;
 }
 
 // encode_header(decode_header(x)) must decode again, to the same bytes.
 void check_header_fixed_point(const ScalableFilter& filter) {
     const std::string header = bloomery::bloom::encode_header(filter);
-    std::string error;
-    auto again = bloomery::bloom::decode_header(header, kMaxFilterBytes, error);
-    if (!again) std::fprintf(stderr, "re-decode: %s\n", error.c_str());
-    require(again != nullptr, "a header encode_header wrote does not decode");
-    require(bloomery::bloom::encode_header(*again) == header, "header round trip changed it");
+    auto again = bloomery::bloom::decode_header(header, kMaxFilterBytes);
+    if (!again) std::fprintf(stderr, "re-decode: %s\n", again.error().c_str());
+    require(again.ok(), "a header encode_header wrote does not decode");
+    require(bloomery::bloom::encode_header(**again) == header, "header round trip changed it");
 }
 
 }  // namespace
@@ -152,9 +154,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (settings & 0x20) fix_chunk_checksum(chunk, iter);
         const std::string before =
             full_dump(*filter, bloomery::bloom::kMaxDumpChunkBytes, kMaxCompareBytes);
-        std::string error;
-        if (!bloomery::bloom::load_chunk(*filter, iter, chunk, error)) {
-            require(!error.empty(), "load_chunk failed without a message");
+        if (const auto loaded = bloomery::bloom::load_chunk(*filter, iter, chunk); !loaded) {
+            require(!loaded.error().empty(), "load_chunk failed without a message");
             if (!before.empty()) {
                 require(full_dump(*filter, bloomery::bloom::kMaxDumpChunkBytes, kMaxCompareBytes) ==
                             before,
@@ -183,9 +184,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const bloomery::bloom::DumpChunk chunk =
             bloomery::bloom::dump_chunk(*filter, iter, chunk_bytes);
         if (chunk.next_iter == 0) break;
-        std::string error;
-        if (!bloomery::bloom::load_chunk(*copy, chunk.next_iter, chunk.data, error)) {
-            std::fprintf(stderr, "load_chunk: %s\n", error.c_str());
+        if (const auto loaded = bloomery::bloom::load_chunk(*copy, chunk.next_iter, chunk.data);
+            !loaded) {
+            std::fprintf(stderr, "load_chunk: %s\n", loaded.error().c_str());
             require(false, "a chunk dump_chunk wrote does not load");
         }
         iter = chunk.next_iter;

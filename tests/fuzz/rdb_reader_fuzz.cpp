@@ -2,7 +2,7 @@
 // --import-rdb` (persist/rdb_import.hpp).
 //
 // Checked for every input:
-//   - read_rdb answers true, or false with a reason that names the offset;
+//   - read_rdb succeeds, or fails with a reason that names the offset;
 //   - nothing it allocates is much larger than the input (libFuzzer's
 //     -rss_limit_mb catches that): sizes are checked against the bytes left
 //     before anything is allocated;
@@ -36,16 +36,16 @@ void require(bool condition, const char* what) {
 void check_filter(const bloomery::bloom::ScalableFilter& filter) {
     require(filter.scheme() == bloomery::bloom::HashScheme::redisbloom, "not RedisBloom's scheme");
     const std::string header = bloomery::bloom::encode_header(filter);
-    std::string error;
-    bloomery::bloom::FilterRef copy = bloomery::bloom::decode_header(header, 0, error);
-    require(copy != nullptr, "an imported filter's header does not decode");
+    auto decoded = bloomery::bloom::decode_header(header, 0);
+    require(decoded.ok(), "an imported filter's header does not decode");
+    bloomery::bloom::FilterRef copy = *decoded;
     require(bloomery::bloom::encode_header(*copy) == header, "header round trip changed it");
     std::int64_t iter = 1;
     std::string original, copied;
     for (;;) {
         const bloomery::bloom::DumpChunk chunk = bloomery::bloom::dump_chunk(filter, iter);
         if (chunk.next_iter == 0) break;
-        require(bloomery::bloom::load_chunk(*copy, chunk.next_iter, chunk.data, error),
+        require(bloomery::bloom::load_chunk(*copy, chunk.next_iter, chunk.data).ok(),
                 "a chunk of an imported filter does not load");
         original += chunk.data;
         iter = chunk.next_iter;
@@ -62,8 +62,6 @@ void check_filter(const bloomery::bloom::ScalableFilter& filter) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    bloomery::persist::RdbImportStats stats;
-    std::string error;
     std::size_t filters = 0;
     const bloomery::persist::RdbFilterSink sink =
         [&](std::string, bloomery::bloom::FilterRef filter, std::int64_t) {
@@ -75,14 +73,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     };
     // A fixed "now" (2023-11-14), so what counts as expired does not change
     // between runs of one input.
-    const bool ok =
-        bloomery::persist::read_rdb(std::span(data, size), 1700000000000, sink, warn, stats, error);
-    if (!ok) {
+    const bloomery::core::Result<bloomery::persist::RdbImportStats> stats =
+        bloomery::persist::read_rdb(std::span(data, size), 1700000000000, sink, warn);
+    if (!stats) {
+        const std::string& error = stats.error();
         require(!error.empty(), "refused without a reason");
         require(error.rfind("offset ", 0) == 0 || error.rfind("out of memory", 0) == 0,
                 "a refusal that names no offset");
     } else {
-        require(filters == stats.filters, "filters handed over do not match the count");
+        require(filters == stats->filters, "filters handed over do not match the count");
     }
     return 0;
 }

@@ -24,7 +24,7 @@
 #include <string_view>
 
 #include "bloomery/net/replication.hpp"
-#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -47,7 +47,10 @@ void check(bool condition) {
 class Replica {
 public:
     Replica(bool auth, bool resume) : auth_(auth) {
-        decoder_.start(auth, resume);
+        decoder_.start(auth ? PrimaryStreamDecoder::Handshake::auth_first
+                            : PrimaryStreamDecoder::Handshake::replconf_first,
+                       resume ? PrimaryStreamDecoder::SyncRequest::resume
+                              : PrimaryStreamDecoder::SyncRequest::full_copy);
         if (resume) applier_ = make_applier(keyspace_);
     }
     ~Replica() {
@@ -95,13 +98,11 @@ public:
                     break;
                 case Event::stream: {
                     check(step_ == Step::stream && !decoder_.data().empty());
-                    std::size_t consumed = 0;
-                    std::string error;
-                    const bool ok = applier_->apply(decoder_.data(), consumed, error);
-                    check(consumed <= decoder_.data().size());
-                    decoder_.consume(consumed);
-                    if (!ok) {
-                        check(!error.empty());
+                    const StreamApplier::Applied applied = applier_->apply(decoder_.data());
+                    check(applied.consumed <= decoder_.data().size());
+                    decoder_.consume(applied.consumed);
+                    if (!applied.status) {
+                        check(!applied.status.error().empty());
                         return false;
                     }
                     break;
@@ -117,10 +118,10 @@ public:
 private:
     bool load() {
         const std::string path = "/proc/self/fd/" + std::to_string(snapshot_fd_);
-        bloomery::persist::LoadStats stats;
-        std::string error;
-        if (!bloomery::persist::load_snapshot(path, keyspace_, stats, error)) {
-            check(!error.empty());
+        const bloomery::core::Result<bloomery::persist::LoadStats> loaded =
+            bloomery::persist::load_snapshot(path, keyspace_);
+        if (!loaded) {
+            check(!loaded.error().empty());
             return false;
         }
         applier_ = make_applier(keyspace_);

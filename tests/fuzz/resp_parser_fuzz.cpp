@@ -45,8 +45,7 @@ bool drain(Parser& parser, std::string& buffer, const ParserLimits& limits,
     while (true) {
         std::string moved(buffer);  // a parser holding pointers would now read freed memory
         buffer.swap(moved);
-        std::size_t consumed = 0;
-        const ParseStatus status = parser.parse(buffer, argv, consumed);
+        const auto [status, consumed] = parser.parse(buffer, argv);
         if (status == ParseStatus::incomplete) {
             require(consumed == 0 && argv.empty());
             return true;

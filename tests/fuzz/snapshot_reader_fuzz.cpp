@@ -34,18 +34,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     {
         bloomery::store::Keyspace keyspace(4);
-        bloomery::persist::LoadStats stats;
-        std::string error;
-        const bool loaded =
-            bloomery::persist::load_snapshot(path, keyspace, stats, error);
-        if (!loaded && (keyspace.size() != 0 || error.empty())) std::abort();
-        if (loaded && keyspace.size() != stats.keys) std::abort();
+        const bloomery::core::Result<bloomery::persist::LoadStats> loaded =
+            bloomery::persist::load_snapshot(path, keyspace);
+        if (!loaded && (keyspace.size() != 0 || loaded.error().empty())) std::abort();
+        if (loaded && keyspace.size() != loaded->keys) std::abort();
     }
     {
-        std::string report;
-        std::string error;
-        const bool valid = bloomery::persist::check_snapshot(path, report, error);
-        if (!valid && error.empty()) std::abort();
+        const bloomery::persist::SnapshotCheck checked = bloomery::persist::check_snapshot(path);
+        if (!checked.verdict && checked.verdict.error().empty()) std::abort();
     }
     ::close(fd);
     return 0;

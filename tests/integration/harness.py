@@ -1,7 +1,8 @@
 """Starts and stops the real bloomery binary for integration tests.
 
 Every server listens on 127.0.0.1 on a free port, keeps its data in its own
-temporary directory, is waited for with a bounded loop, and is stopped by pid.
+temporary directory, is waited for with wait_until (the suite's one bounded
+wait for a state to hold), and is stopped by pid.
 The binary comes from $BLOOMERY_BIN (set by ctest), else the release build.
 """
 
@@ -95,13 +96,16 @@ class Server:
                                             stdin=subprocess.DEVNULL, env=environment,
                                             preexec_fn=self.preexec_fn)
             log.close()
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
+            def ready():
                 if self.process.poll() is not None:
-                    break
-                if self.ping():
-                    return self
-                time.sleep(0.02)
+                    return "exited"
+                return "answering" if self.ping() else None
+            try:
+                state = wait_until(ready, timeout, "bloomery to answer PING")
+            except WaitTimeout:
+                state = None
+            if state == "answering":
+                return self
             if expect_failure and self.process.poll() is not None:
                 return self
             if self.process.poll() is None:
@@ -199,19 +203,30 @@ class SharedServerTestCase(unittest.TestCase):
         cls.server.cleanup()
 
 
-def wait_until(predicate, timeout=30.0, what="condition"):
-    """Polls `predicate` (connection errors and error replies count as not
-    yet) until it holds, for at most `timeout` seconds."""
+class WaitTimeout(AssertionError):
+    """What wait_until raises: the test fails (it is an AssertionError)."""
+
+
+def wait_until(predicate, timeout=30.0, what="condition", interval=0.02):
+    """The one way a test waits for a state: calls `predicate` every
+    `interval` seconds until it returns a true value, and returns that value.
+    redis-py's connection errors and error replies count as "not yet"; any
+    other exception stops the wait. After `timeout` seconds it raises
+    WaitTimeout, "timed out waiting for <what>"; `what` may be a function,
+    called then, to say what the state was."""
     import redis  # Debian's python3-redis
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         try:
-            if predicate():
-                return
+            value = predicate()
+            if value:
+                return value
         except (redis.ConnectionError, redis.ResponseError):
             pass
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting for " + what)
+        if time.monotonic() >= deadline:
+            raise WaitTimeout("timed out after %g s waiting for %s" %
+                              (timeout, what() if callable(what) else what))
+        time.sleep(interval)
 
 
 def journal_end(client):
@@ -265,3 +280,92 @@ def scandump(client, key):
             return chunks
         chunks.append((cursor, data))
     raise AssertionError("BF.SCANDUMP did not finish")
+
+
+# ---------------------------------------------------------------------------
+# Snapshot files in a data directory (proto/snapshot.md).
+
+DUMP = "dump.bloomery"
+
+
+def persistence_info(client):
+    return client.info("persistence")
+
+
+def bgsave(client):
+    """BGSAVE's raw status reply (redis-py would turn it into True)."""
+    client.response_callbacks.pop("BGSAVE", None)
+    return client.execute_command("BGSAVE")
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write_bytes(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def temp_files(directory):
+    return sorted(name for name in os.listdir(directory) if ".tmp" in name)
+
+
+class TempDirCase(unittest.TestCase):
+    """A TestCase whose servers keep their data in directories it makes and
+    removes."""
+
+    def make_dir(self):
+        tmp = tempfile.TemporaryDirectory(prefix="bloomery-persist-")
+        self.addCleanup(tmp.cleanup)
+        return tmp.name
+
+    def server(self, data_dir, *extra, save='""', start=True):
+        server = Server(*extra, data_dir=data_dir, save=save)
+        self.addCleanup(server.cleanup)
+        if start:
+            server.start()
+        return server
+
+
+# ---------------------------------------------------------------------------
+# Replication (proto/replication.md).
+
+class ServersTestCase(unittest.TestCase):
+    """A TestCase whose tests start servers of their own with start(); every
+    one is stopped after the test."""
+
+    def setUp(self):
+        self.servers = []
+
+    def tearDown(self):
+        for server in self.servers:
+            server.cleanup()
+
+    def start(self, server):
+        self.servers.append(server)
+        return server.start()
+
+
+def replication_info(client, section="replication"):
+    return client.info(section)
+
+
+def replica_of(primary, *extra, **kwargs):
+    return Server("--replicaof", "127.0.0.1 %d" % primary.port, *extra, **kwargs)
+
+
+def link_up(server):
+    return replication_info(server.client())["master_link_status"] == "up"
+
+
+def add_range(client, key, first, last, batch=1000):
+    """BF.MADD of the items first..last-1 (decimal strings), `batch` a
+    command, pipelined."""
+    pipe = client.pipeline(transaction=False)
+    for start in range(first, last, batch):
+        pipe.execute_command("BF.MADD", key, *range(start, min(start + batch, last)))
+        if len(pipe) == 50:
+            pipe.execute()
+    pipe.execute()

@@ -499,15 +499,20 @@ class BfCommandsTest(harness.SharedServerTestCase):
         self.assertEqual(self.r.exists("nokey"), 0)
         # Truncated and corrupted headers do not create the key.
         # A truncated header fails its length check or, when what is left still
-        # looks long enough, its checksum; a flipped byte fails the checksum.
+        # looks long enough, its checksum; a flipped byte past the magic fails
+        # the checksum. A payload that is no header of either format (no
+        # magic: garbage, or a flipped byte in the magic) gets RedisBloom's
+        # answer.
         truncated = ("ERR invalid dump header", "ERR dump header checksum mismatch")
         flipped = ("ERR dump header checksum mismatch",)
+        no_header = ("ERR received bad data",)
         for bad, expected in (
                 (header[:len(header) // 2], truncated),
                 (header[:-1], truncated),
-                (b"", ("ERR invalid dump header",)),
-                (b"garbage" * 10, truncated),
-                (header[:5] + bytes([header[5] ^ 0xFF]) + header[6:], flipped),
+                (b"", no_header),
+                (b"garbage" * 10, no_header),
+                (header[:5] + bytes([header[5] ^ 0xFF]) + header[6:], no_header),
+                (header[:9] + bytes([header[9] ^ 0xFF]) + header[10:], flipped),
                 (header[:-3] + bytes([header[-3] ^ 0x01]) + header[-2:], flipped)):
             reply = self.raw().call("BF.LOADCHUNK", "dst", "1", bad)
             self.assertIsInstance(reply, Err)

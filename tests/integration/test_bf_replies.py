@@ -118,6 +118,17 @@ INTENDED = {
     ("BF.DEBUG", "r1"): (
         "BF.DEBUG reports bloomery's own layers: a blocked layer's bytes, bits and hash "
         "functions may differ from RedisBloom's (equal for this one)", debug_layers),
+    ("BF.LOADCHUNK", "l", "1", "BLMDUMP1" + "x" * 80): (
+        "a header in bloomery's own format (it starts with BLMDUMP1), which RedisBloom "
+        "neither writes nor reads, is refused with the check it failed (here its checksum), "
+        "so a dump damaged in transit can be told from one out of bounds or from a newer "
+        "version; a payload of neither format is RedisBloom's ERR received bad data",
+        exact(b"-ERR dump header checksum mismatch\r\n")),
+    ("BF.LOADCHUNK", "r1", "99999", "data"): (
+        "a filter of bloomery's scheme takes chunks in bloomery's format (whole 64-bit words "
+        "and a checksum), refused with the check they fail; a RedisBloom-scheme filter takes "
+        "RedisBloom's chunks and refuses them with RedisBloom's texts",
+        exact(b"-ERR invalid chunk length\r\n")),
     ("BF.DEBUG", "g"): (
         "BF.DEBUG reports bloomery's own layers, and this filter's item counts depend on "
         "false positives (see FALSE_POSITIVE_DEPENDENT)", debug_layer_shapes),

@@ -8,10 +8,9 @@ import os
 import signal
 import socket
 import threading
-import time
 import unittest
 
-from harness import Server, raw_connection, rss_bytes
+from harness import Server, raw_connection, rss_bytes, wait_until
 from test_hostile_memory import sanitizer_memory_factor
 from test_protocol import Err, RespConnection
 
@@ -48,10 +47,8 @@ class ClientLimits(unittest.TestCase):
         first = self.connection(s)
         # The harness's readiness probe may still be counted: wait until the
         # first client is the only one.
-        deadline = time.monotonic() + 30
-        while b"connected_clients:1\r\n" not in first.call("INFO", "clients"):
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.02)
+        wait_until(lambda: b"connected_clients:1\r\n" in first.call("INFO", "clients"), 30,
+                   "the first client to be the only one")
         # The others connect all at once, each from its own thread: exactly
         # limit - 1 of them are served, the rest refused and closed.
         barrier = threading.Barrier(tries - 1)
@@ -101,17 +98,14 @@ class ClientLimits(unittest.TestCase):
     def admitted_connection(self, s):
         # Connects until the server has a free slot for it: slots come back
         # when the server notices a close, a moment after the client's.
-        deadline = time.monotonic() + 30
-        while True:
+        def admitted():
             c = RespConnection(s.port)
             self.addCleanup(c.close)
             try:
-                if c.call("PING") == b"PONG":
-                    return c
+                return c if c.call("PING") == b"PONG" else None
             except (ConnectionError, AssertionError, OSError):
-                pass
-            self.assertLess(time.monotonic(), deadline, "a freed slot never came back")
-            time.sleep(0.05)
+                return None
+        return wait_until(admitted, 30, "a freed slot to come back", interval=0.05)
 
     def info_clients(self, conn):
         text = conn.call("INFO", "clients").decode()
@@ -169,10 +163,7 @@ class ClientLimits(unittest.TestCase):
         close_all()
         socks.clear()
         probe = self.admitted_connection(s)
-        deadline = time.monotonic() + 30
-        while self.info_clients(probe) != 1:
-            self.assertLess(time.monotonic(), deadline, "connected_clients never returned to 1")
-            time.sleep(0.02)
+        wait_until(lambda: self.info_clients(probe) == 1, 30, "connected_clients to return to 1")
         others = [self.connection(s) for _ in range(limit - 1)]
         for c in others:
             self.assertEqual(c.call("PING"), b"PONG")
@@ -230,17 +221,17 @@ class ClientLimits(unittest.TestCase):
         self.addCleanup(idle.close)
         busy = self.connection(s)
         idle.settimeout(0.05)
-        deadline = time.monotonic() + 60
-        closed = False
-        while not closed:
-            self.assertLess(time.monotonic(), deadline, "the idle client was never closed")
+
+        def idle_closed():
             self.assertEqual(busy.call("PING"), b"PONG")
             try:
-                closed = idle.recv(100) == b""
+                return idle.recv(100) == b""
             except socket.timeout:
-                pass
+                return False
             except (ConnectionResetError, BrokenPipeError):
-                closed = True
+                return True
+        # The recv timeout paces the loop.
+        wait_until(idle_closed, 60, "the idle client to be closed", interval=0)
         self.assertEqual(busy.call("PING"), b"PONG")
         self.assertNotIsInstance(busy.call("CONFIG", "GET", "timeout"), Err)
 
@@ -289,16 +280,10 @@ class ClientEviction(unittest.TestCase):
             self.assertEqual(c.call("CLIENT", "NO-EVICT", "on"), b"OK")
         return c
 
-    def wait_until(self, condition, what, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while not condition():
-            self.assertLess(time.monotonic(), deadline, what)
-            time.sleep(0.02)
-
     def hold(self, probe, client, name, size):
         client.send(partial_echo(size))
-        self.wait_until(lambda: memory_by_name(probe).get(name, 0) >= size,
-                        "%s never held its %d bytes" % (name, size))
+        wait_until(lambda: memory_by_name(probe).get(name, 0) >= size, 60,
+                   "%s to hold its %d bytes" % (name, size))
 
     def test_the_largest_go_first_and_no_evict_clients_stay(self):
         server = self.start("--maxmemory-clients", "32mb")
@@ -322,14 +307,14 @@ class ClientEviction(unittest.TestCase):
         self.assertEqual(sorted(memory_by_name(probe)),
                          ["keep", "probe", "small0", "small1", "small2", "small3", "trigger"])
         self.assertEqual(info_field(probe, "stats", "evicted_clients"), 1)
-        self.wait_until(lambda: info_field(probe, "memory", "mem_clients_normal") < 32 * MB,
-                        "the evicted client's memory was not given back")
+        wait_until(lambda: info_field(probe, "memory", "mem_clients_normal") < 32 * MB, 60,
+                   "the evicted client's memory to be given back")
         # Lowered at run time, it applies at once: trigger goes, then small
         # ones until the rest hold less than 16 MB; keep's 14 MB stay.
         self.assertEqual(probe.call("CONFIG", "SET", "maxmemory-clients", "16mb"), b"OK")
         self.assertTrue(closed_by_peer(trigger.sock))
-        self.wait_until(lambda: sum(memory_by_name(probe).values()) < 16 * MB,
-                        "the clients still hold 16 MB")
+        wait_until(lambda: sum(memory_by_name(probe).values()) < 16 * MB, 60,
+                   "the clients to hold less than 16 MB")
         self.assertIn("keep", memory_by_name(probe))
         self.assertGreaterEqual(info_field(probe, "stats", "evicted_clients"), 3)
         # keep finishes its request and gets its 14 MB echoed.
@@ -367,11 +352,13 @@ class ClientEviction(unittest.TestCase):
         rss_peak = rss_before
         for thread in senders:
             thread.start()
-        deadline = time.monotonic() + 120
-        while any(thread.is_alive() for thread in senders):
-            self.assertLess(time.monotonic(), deadline, "the requests were not sent")
+        def sent():
+            nonlocal rss_peak
+            if not any(thread.is_alive() for thread in senders):
+                return True
             rss_peak = max(rss_peak, rss_bytes(server.process.pid))
-            time.sleep(0.01)
+            return False
+        wait_until(sent, 120, "the requests to be sent", interval=0.01)
         answered = closed = 0
         for s in socks:
             reply, gone = read_until_closed_or_line(s)

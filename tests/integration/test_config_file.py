@@ -260,6 +260,36 @@ class ConfigFileTest(unittest.TestCase):
         self.assertNotIn("6379_TCP", output)
         self.assertEqual(reported(output, "access"), "no password: loopback clients only")
 
+    def test_every_bad_value_is_reported_not_only_the_first(self):
+        write(self.dir, "c.conf", "port 70000\nbf-error-rate 2\nsave 1\n")
+        self.assert_refused(
+            "c.conf",
+            "--port: must be an integer between 0 and 65535 inclusive, got '70000'",
+            "--bf-error-rate: must be a number between 1e-15 and 0.999999 inclusive, got '2'",
+            "--save: save needs pairs of 'SECONDS CHANGES', got '1'",
+            "--threads: must be an integer between 0 and 256 inclusive, got '1000'",
+            "--appendfsync: sometimes not in {always,everysec,no}",
+            env={"BLOOMERY_THREADS": "1000", "BLOOMERY_APPENDFSYNC": "sometimes"})
+
+    def test_a_data_directory_that_cannot_be_created_is_refused_as_the_start_refuses_it(self):
+        # /proc takes no new directory, even from root, whom access() lets
+        # write anywhere.
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("BLOOMERY_")}
+        result = subprocess.run([harness.BINARY, "--test-config", "--dir", "/proc/forbidden"],
+                                cwd=self.dir, env=environment, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, timeout=60)
+        output = result.stdout.decode("utf-8", "replace")
+        self.assertEqual(result.returncode, 1, output)
+        self.assertIn("--dir '/proc/forbidden': cannot be created in '/proc'", output)
+        server = harness.Server(data_dir="/proc/forbidden", log_dir=self.dir)
+        try:
+            server.start(expect_failure=True)
+            self.assertNotEqual(server.wait(10), 0)
+            self.assertIn("refusing to start: --dir '/proc/forbidden': cannot be created in "
+                          "'/proc'", server.log())
+        finally:
+            server.cleanup()
+
 
 if __name__ == "__main__":
     unittest.main()

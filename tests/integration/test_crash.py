@@ -28,7 +28,7 @@ import unittest
 
 import redis
 
-from harness import Server
+from harness import Server, wait_until
 
 ROUNDS = int(os.environ.get("BLOOMERY_CRASH_ROUNDS", "20"))
 BATCH = 50
@@ -208,10 +208,8 @@ class CrashDuringSnapshots(unittest.TestCase):
             try:
                 # Under load first: the writer's first batch of the round is
                 # acknowledged, however slowly the machine starts it.
-                deadline = time.monotonic() + 60
-                while writer.acked < next_item and writer.failure is None and writer.is_alive():
-                    self.assertLess(time.monotonic(), deadline, "the writer got no reply")
-                    time.sleep(0.01)
+                wait_until(lambda: writer.acked >= next_item or writer.failure is not None or
+                           not writer.is_alive(), 60, "the writer's first reply", interval=0.01)
                 time.sleep(self.rng.uniform(0.05, 0.4))
                 # Up to three SAVEs a round, and keep trying (bounded) until one
                 # succeeds: a BGSAVE in progress refuses SAVE, more often on a
@@ -289,13 +287,14 @@ class CrashDuringSnapshots(unittest.TestCase):
         client.execute_command("BF.RESERVE", "big", 0.01, 40000000)
         client.response_callbacks.pop("BGSAVE", None)
         caught = []
+
+        def caught_or_finished():
+            caught[:] = temp_files(self.dir)
+            return caught or client.info("persistence")["rdb_bgsave_in_progress"] == 0
         for _attempt in range(10):
             self.assertEqual(client.execute_command("BGSAVE"), b"Background saving started")
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and not caught:
-                caught = temp_files(self.dir)
-                if not caught and client.info("persistence")["rdb_bgsave_in_progress"] == 0:
-                    break
+            # No pause between looks: the file lives only while the save runs.
+            wait_until(caught_or_finished, 20, "a temporary file or the save's end", interval=0)
             if caught:
                 break
         self.assertTrue(caught, "never saw the temporary file of a running BGSAVE")

@@ -5,19 +5,23 @@ the compose file's env_file and environment, the manifest's env), its mounted
 files (config file, Secret, data volume) put in a temporary directory at the
 paths the container would see them under. YAML is parsed with Debian's
 python3-yaml. Probes, health checks and scrape annotations must point at the
-ports the configuration opens.
+ports the configuration opens. And the Makefile's `make run` serves as README
+says, with ARGS overriding its defaults.
 """
 
 import glob
 import os
 import re
 import shlex
+import signal
 import subprocess
 import tempfile
 import unittest
 
+import redis
 import yaml
 
+import harness
 from harness import BINARY, ROOT
 
 DEPLOY = os.path.join(ROOT, "deploy")
@@ -300,6 +304,72 @@ class KubernetesManifests(unittest.TestCase):
             selector.pop("statefulset.kubernetes.io/pod-name", None)
             self.assertTrue(any(all(l.get(k) == v for k, v in selector.items()) for l in labels),
                             service["metadata"]["name"])
+
+
+class MakeRun(unittest.TestCase):
+    """README's first command, `make run`, serves on 127.0.0.1:6379 with data
+    in ./data, and ARGS overrides those defaults (make run ARGS="--port
+    6380" was refused: "--port given twice"). The Makefile's `serve` target
+    is what `make run` runs once built; it is run here as it is, on the
+    binary under test, in a scratch directory."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="bloomery-make-run-")
+        self.addCleanup(self._tmp.cleanup)
+        self.cwd = self._tmp.name
+
+    def serve(self, args, **kwargs):
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("BLOOMERY_")}
+        return subprocess.Popen(
+            ["make", "--no-print-directory", "-f", os.path.join(ROOT, "Makefile"), "serve",
+             "BUILD_DIR=" + os.path.dirname(os.path.abspath(BINARY)), "ARGS=" + args],
+            cwd=self.cwd, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            start_new_session=True, **kwargs)
+
+    def test_the_defaults_are_the_readmes(self):
+        process = self.serve("--test-config")
+        output = process.communicate(timeout=60)[0].decode("utf-8", "replace")
+        self.assertEqual(process.returncode, 0, output)
+        self.assertIn("listen: 127.0.0.1 port 6379,", output)
+        self.assertIn("data: ./data (to be created)", output)
+
+    def test_args_override_the_defaults(self):
+        port = harness.free_port()
+        process = self.serve("--port %d --save \"\"" % port)
+        self.addCleanup(self.stop, process)
+        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10)
+        harness.wait_until(lambda: self.answers(client, process), timeout=30,
+                           what="make serve ARGS='--port %d' answering" % port)
+        self.assertEqual(client.config_get("port"), {"port": str(port)})
+        self.assertEqual(client.config_get("bind"), {"bind": "127.0.0.1"})
+        self.assertEqual(client.config_get("dir"), {"dir": "./data"})
+        self.assertTrue(os.path.isdir(os.path.join(self.cwd, "data")))
+        # Every default is overridden alike.
+        other = os.path.join(self.cwd, "other")
+        second = self.serve("--test-config --port %d --bind ::1 --dir %s" % (port, other))
+        output = second.communicate(timeout=60)[0].decode("utf-8", "replace")
+        self.assertEqual(second.returncode, 0, output)
+        self.assertIn("listen: ::1 port %d," % port, output)
+        self.assertIn("data: %s (to be created)" % other, output)
+
+    def answers(self, client, process):
+        if process.poll() is not None:
+            raise AssertionError("make serve exited: " + process.stdout.read().decode())
+        try:
+            return client.ping()
+        except redis.exceptions.ConnectionError:
+            return False
+
+    @staticmethod
+    def stop(process):
+        # make, its shell and the server are one process group.
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+        process.stdout.close()
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import os
 import resource
 import socket
 import threading
-import time
 import unittest
 
 import harness
@@ -115,12 +114,8 @@ class TricklingHugeBulks(unittest.TestCase):
             expected_held += BYTES_PER_ROUND * CONNECTIONS
             # Wait (bounded) until the server has read every byte sent, so each
             # round is at least one read per connection.
-            deadline = time.monotonic() + 60
-            held = client_list_qbuf_sum(probe)
-            while held < expected_held and time.monotonic() < deadline:
-                time.sleep(0.05)
-                held = client_list_qbuf_sum(probe)
-            self.assertGreaterEqual(held, expected_held, "server did not read what was sent")
+            harness.wait_until(lambda: client_list_qbuf_sum(probe) >= expected_held, 60,
+                               "the server to read what was sent", interval=0.05)
             rss = vm_rss_bytes(server.process.pid)
             rss_by_round.append(rss)
             # Checked every round so that a regression stops here instead of
@@ -161,15 +156,17 @@ def read_line(sock, timeout=30.0):
     return data
 
 
-def wait_for_rss_below(pid, limit, timeout=60.0):
-    """Polls RSS until it is below `limit` (the allocator returns freed pages
-    to the kernel within seconds) or the deadline passes; returns the last RSS."""
-    deadline = time.monotonic() + timeout
-    rss = vm_rss_bytes(pid)
-    while rss >= limit and time.monotonic() < deadline:
-        time.sleep(0.1)
+def wait_for_rss_below(pid, limit, rss_before, timeout=60.0):
+    """Waits until RSS is below `limit` (the allocator returns freed pages to
+    the kernel within seconds) and returns it; fails saying what it stayed
+    at."""
+    def below():
         rss = vm_rss_bytes(pid)
-    return rss
+        return rss if rss < limit else None
+    return harness.wait_until(below, timeout,
+                              lambda: "RSS below %d MB (it is %d MB, %d MB before)" %
+                              (limit // MB, vm_rss_bytes(pid) // MB, rss_before // MB),
+                              interval=0.1)
 
 
 MB = 1024 * 1024
@@ -221,9 +218,7 @@ class ArgumentBookkeeping(unittest.TestCase):
         replies = [read_line(s) for s in socks]
         if rss_is_the_servers(server.process.pid):
             limit = rss_before + 50 * MB * sanitizer_memory_factor(server.process.pid)
-            rss = wait_for_rss_below(server.process.pid, limit)
-            self.assertLess(rss, limit,
-                            "RSS %d MB, %d MB before" % (rss // MB, rss_before // MB))
+            wait_for_rss_below(server.process.pid, limit, rss_before)
         expected = b"-ERR Protocol error: unauthenticated multibulk length\r\n"
         self.assertEqual(replies, [expected] * len(socks))
         # Answered and closed, as a multibulk request over the limit is.
@@ -249,10 +244,8 @@ class ArgumentBookkeeping(unittest.TestCase):
         factor = sanitizer_memory_factor(server.process.pid)
         limit = rss_before + 64 * MB * factor
         measured = rss_is_the_servers(server.process.pid)
-        rss = wait_for_rss_below(server.process.pid, limit) if measured else 0
         if measured:
-            self.assertLess(rss, limit,
-                            "RSS %d MB, %d MB before" % (rss // MB, rss_before // MB))
+            rss = wait_for_rss_below(server.process.pid, limit, rss_before)
         # What is left is counted: 500 idle query buffers (16 KiB, or up to
         # 64 KiB where the line filled one exactly) and little else.
         used = info_int(probe, "used_memory")
@@ -281,12 +274,8 @@ class ArgumentBookkeeping(unittest.TestCase):
         # of 6 MB in the middle of being parsed.
         for s in socks:
             s.sendall(head)
-        deadline = time.monotonic() + 120
-        held = client_list_qbuf_sum(probe)
-        while held < len(head) * len(socks) and time.monotonic() < deadline:
-            time.sleep(0.05)
-            held = client_list_qbuf_sum(probe)
-        self.assertGreaterEqual(held, len(head) * len(socks), "server did not read what was sent")
+        harness.wait_until(lambda: client_list_qbuf_sum(probe) >= len(head) * len(socks), 120,
+                           "the server to read what was sent", interval=0.05)
         rss = vm_rss_bytes(pid)
         used = info_int(probe, "used_memory")
         # What they hold is counted (a partly received request holds its
@@ -312,8 +301,7 @@ class ArgumentBookkeeping(unittest.TestCase):
         if sanitizer_memory_factor(pid) == 1:
             # (A sanitizer's allocator keeps freed memory in quarantine.)
             limit = rss_before + 64 * MB
-            rss = wait_for_rss_below(pid, limit)
-            self.assertLess(rss, limit, "RSS %d MB, %d MB before" % (rss // MB, rss_before // MB))
+            wait_for_rss_below(pid, limit, rss_before)
 
 
 class QueryBufferLimit(unittest.TestCase):
@@ -455,32 +443,32 @@ class HostilePrimary(unittest.TestCase):
         self.addCleanup(replica.cleanup)
         path = os.path.join(replica.data_dir, "replica-sync-%d.tmp" % replica.process.pid)
         largest = 0
-        deadline = time.monotonic() + 30
-        while not primary.cut.is_set():
+
+        def link_cut():
+            nonlocal largest
+            if primary.cut.is_set():
+                return True
             try:
                 largest = max(largest, os.path.getsize(path))
             except OSError:
                 pass  # not there yet, or already removed
-            self.assertLess(time.monotonic(), deadline,
-                            "the replica kept the link; its file holds %d bytes, the primary "
-                            "sent %d" % (largest, primary.sent))
-            time.sleep(0.002)
+            return False
+        harness.wait_until(link_cut, 30,
+                           lambda: "the replica to cut the link (its file holds %d bytes, the "
+                           "primary sent %d)" % (largest, primary.sent), interval=0.002)
         self.assertLessEqual(largest, limit)
         # It read up to the bound (the rest of what was sent sat in socket
         # buffers) and no further.
         self.assertGreaterEqual(primary.sent, limit)
         self.assertLess(primary.sent, 16 * limit)
-        deadline = time.monotonic() + 10
-        while os.path.exists(path):
-            self.assertLess(time.monotonic(), deadline, "the sync file was not removed")
-            time.sleep(0.01)
+        harness.wait_until(lambda: not os.path.exists(path), 10, "the sync file to be removed",
+                           interval=0.01)
         # The reason, as INFO and the log give it (INFO's once the link's
         # thread has recorded it, just after closing).
         reason = "the primary's snapshot passes 4194304 bytes"
         with RespConnection(replica.port) as c:
-            while reason not in c.call("INFO", "replication").decode():
-                self.assertLess(time.monotonic(), deadline, "no reason in INFO replication")
-                time.sleep(0.01)
+            harness.wait_until(lambda: reason in c.call("INFO", "replication").decode(), 10,
+                               "the reason in INFO replication", interval=0.01)
         self.assertIn(reason, replica.log())
 
 

@@ -229,11 +229,9 @@ class Durability(JournalTestCase):
         client.response_callbacks.pop("BGREWRITEAOF", None)
         self.assertEqual(client.execute_command("BGREWRITEAOF"),
                          b"Background append only file rewriting started")
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (
-                client.info("persistence")["aof_rewrite_in_progress"] or
-                client.info("persistence")["aof_rewrites"] == 0):
-            time.sleep(0.05)
+        wait_until(lambda: not client.info("persistence")["aof_rewrite_in_progress"] and
+                   client.info("persistence")["aof_rewrites"] != 0, 30, "the rewrite to finish",
+                   interval=0.05)
         info = client.info("persistence")
         self.assertEqual(info["aof_last_bgrewrite_status"], "ok")
         self.assertLess(info["aof_current_size"], 1000)
@@ -286,13 +284,9 @@ class Durability(JournalTestCase):
             client.execute_command("BF.ADD", "full", "refused")
         resource.prlimit(server.process.pid, resource.RLIMIT_FSIZE,
                          (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            try:
-                client.execute_command("BF.ADD", "full", "recovered")
-                break
-            except redis.ResponseError:
-                time.sleep(0.1)
+        # Refused (an error reply) until the writer has retried and succeeded.
+        wait_until(lambda: client.execute_command("BF.ADD", "full", "recovered") in (0, 1), 15,
+                   "writes to be accepted again", interval=0.1)
         self.assertEqual(client.execute_command("BF.EXISTS", "full", "recovered"), 1)
         self.assertEqual(client.info("persistence")["aof_last_write_status"], "ok")
         server.kill()

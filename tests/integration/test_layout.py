@@ -124,7 +124,7 @@ class LayoutOptionsTest(harness.SharedServerTestCase):
         blocked = float(self.r.execute_command("BF.INFO", "b", "BITSPERITEM")[0])
         self.assertAlmostEqual(classic, -math.log(0.01) / math.log(2) ** 2, delta=0.01)
         self.assertGreater(blocked, classic)
-        self.assertLessEqual(blocked, classic * 1.15)  # the bound on the extra bits
+        self.assertLessEqual(blocked, classic * 1.15)  # blocked's bound on its extra bits at 1 %
 
     def test_no_false_negatives_and_rate_within_target_in_both_layouts(self):
         n = 40000  # 47 KB of bits: big enough to be blocked

@@ -10,6 +10,7 @@ import threading
 import time
 import unittest
 
+from harness import wait_until
 from test_metrics import MetricsServer
 
 
@@ -193,21 +194,15 @@ class SlowClients(unittest.TestCase):
     def attack(self, addresses, per_address):
         loris = SlowLoris(self.server.metrics_port, addresses, per_address)
         self.addCleanup(loris.close)
-        self.wait_for(lambda: loris.connected >= min(16, len(addresses) * per_address),
-                      "the slow connections did not connect")
+        wait_until(lambda: loris.connected >= min(16, len(addresses) * per_address), 60,
+                   "the slow connections to connect", interval=0.01)
         return loris
 
     def stall_readers(self, addresses, per_address):
         readers = SlowReaders(self.server.metrics_port, addresses, per_address)
         self.addCleanup(readers.close)
-        self.wait_for(readers.stalled, "the slow readers' replies did not stall")
+        wait_until(readers.stalled, 60, "the slow readers' replies to stall", interval=0.01)
         return readers
-
-    def wait_for(self, condition, message, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while not condition():
-            self.assertLess(time.monotonic(), deadline, message)
-            time.sleep(0.01)
 
     def test_sixteen_slow_connections_from_one_address(self):
         # Sixteen would take every slot (--metrics-max-connections 16); one

@@ -7,7 +7,6 @@ memory."""
 import os
 import socket
 import tempfile
-import time
 import unittest
 
 import redis
@@ -52,12 +51,10 @@ def read_reply(conn):
 
 
 def next_message(pubsub, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        message = pubsub.get_message(timeout=0.5)
-        if message is not None and message["type"] in ("message", "pmessage"):
-            return message
-    raise AssertionError("no message within %.0f s" % timeout)
+    def message():
+        got = pubsub.get_message(timeout=0.5)  # the wait between looks
+        return got if got is not None and got["type"] in ("message", "pmessage") else None
+    return wait_until(message, timeout, "a message", interval=0)
 
 
 class Messages(SharedServerTestCase):

@@ -140,7 +140,7 @@ class LoadchunkOfRedisBloomDumps(MigrationTestCase):
         chunks = chunks_of(f["chunks"])
         header = chunks[0][1]
         bad_headers = {
-            "truncated": (header[:-1], "ERR "),  # not RedisBloom-shaped: bloomery's errors
+            "truncated": (header[:-1], "ERR received bad data"),  # no header of either format
             "size field": (b"\x01" + header[1:], "ERR received bad data"),
             "bits not bytes * 8": (header[:28] + b"\x01" + header[29:], "ERR received bad data"),
             "ENTS_IS_BITS": (header[:12] + bytes([header[12] | 2]) + header[13:],
@@ -153,9 +153,6 @@ class LoadchunkOfRedisBloomDumps(MigrationTestCase):
                 with self.assertRaises(redis.ResponseError) as refused:
                     c.execute_command("BF.LOADCHUNK", "bad", 1, bad)
                 self.assertTrue(str(refused.exception).startswith(error[4:]), str(refused.exception))
-                if name == "truncated":
-                    self.assertIn(str(refused.exception),
-                                  ("invalid dump header", "dump header checksum mismatch"))
                 self.assertEqual(c.exists("bad"), 0)
         loadchunks(c, "dst", chunks[:1])
         c.execute_command("WAIT", 0, 0)

@@ -11,7 +11,6 @@ enough (60 MB) that a save takes many round trips of a PING.
 
 import os
 import select
-import time
 import unittest
 
 import harness
@@ -90,12 +89,8 @@ class SaveOffWorker(unittest.TestCase):
             c.close()
         probe = self.conn()
         # Our own SAVE succeeds once theirs are done (bounded retries).
-        deadline = time.monotonic() + 60
-        reply = probe.call("SAVE")
-        while reply != b"OK" and time.monotonic() < deadline:
-            time.sleep(0.05)
-            reply = probe.call("SAVE")
-        self.assertEqual(reply, b"OK")
+        harness.wait_until(lambda: probe.call("SAVE") == b"OK", 60, "our own SAVE to succeed",
+                           interval=0.05)
         self.assertEqual(probe.call("PING"), b"PONG")
 
     def test_client_killed_while_waiting_for_save_is_closed_and_others_carry_on(self):

@@ -17,7 +17,7 @@ import time
 import unittest
 
 
-from harness import rss_bytes, Server
+from harness import rss_bytes, Server, wait_until
 
 CONNECTIONS = 1000
 SECONDS = float(os.environ.get("BLOOMERY_SOAK_SECONDS", "45"))
@@ -236,16 +236,17 @@ class Soak(unittest.TestCase):
         self.assertIsNone(server.process.poll(), "the server exited")
         self.assertEqual(r.dbsize(), 0)
         # Every soak connection is gone (the server notices closes at once).
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and int(r.info("clients")["connected_clients"]) > 1:
-            time.sleep(0.1)
+        wait_until(lambda: int(r.info("clients")["connected_clients"]) <= 1, 10,
+                   "the soak's connections to be gone", interval=0.1)
         self.assertEqual(int(r.info("clients")["connected_clients"]), 1)
         rss_end = rss_bytes(server.process.pid)
         if jemalloc:
-            deadline = time.monotonic() + 60  # jemalloc's background purge
-            while time.monotonic() < deadline and rss_end > rss_start * 1.2:
-                time.sleep(0.5)
+            def purged():  # by jemalloc's background purge
+                nonlocal rss_end
                 rss_end = rss_bytes(server.process.pid)
+                return rss_end <= rss_start * 1.2
+            wait_until(purged, 60, lambda: "RSS within 20 %% of %.1f MB (it is %.1f MB)" %
+                       (rss_start / 1e6, rss_end / 1e6), interval=0.5)
         print("\n[ measured ] soak %.0f s: %d commands, %d aborted connections, %d protocol "
               "errors; RSS %.1f MB -> %.1f MB" % (elapsed, stats["commands"], stats["aborts"],
                                                   stats["protocol_errors"], rss_start / 1e6,

@@ -262,6 +262,17 @@ CASES = [
     ["BF.LOADCHUNK", "l", "abc", "data"],
     ["BF.LOADCHUNK", "l", "2", "data"],
     ["BF.LOADCHUNK", "r1", "1", "data"],
+    # a payload that is no header of either format, and iterators below 1
+    ["BF.LOADCHUNK", "l", "1", "garbage"],
+    ["BF.LOADCHUNK", "l", "1", ""],
+    ["BF.LOADCHUNK", "l", "1", "x" * 100],
+    ["BF.LOADCHUNK", "l", "0", "data"],
+    ["BF.LOADCHUNK", "l", "-1", "data"],
+    ["BF.LOADCHUNK", "r1", "0", "data"],
+    ["BF.LOADCHUNK", "r1", "-1", "data"],
+    # bloomery's own format: a damaged header, a chunk for a filter of its scheme
+    ["BF.LOADCHUNK", "l", "1", "BLMDUMP1" + "x" * 80],
+    ["BF.LOADCHUNK", "r1", "99999", "data"],
     # ---- the keys, seen by generic commands ----
     ["TYPE", "r1"],
     ["TYPE", "missing"],

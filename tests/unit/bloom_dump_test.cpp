@@ -113,9 +113,9 @@ TEST(BloomDump, RoundTripThroughManySmallChunksIsIdentical) {
     }
     EXPECT_EQ(static_cast<std::uint64_t>(previous - 1), total_bytes);
 
-    std::string error;
-    auto copy = decode_header(header, 0, error);
-    ASSERT_NE(copy, nullptr) << error;
+    auto decoded = decode_header(header, 0);
+    ASSERT_TRUE(decoded) << decoded.error();
+    const FilterRef& copy = *decoded;
     ASSERT_EQ(copy->num_layers(), 3u);
     for (std::size_t l = 0; l < 3; ++l) {
         EXPECT_EQ(copy->layer(l).bits(), source->layer(l).bits());
@@ -130,7 +130,10 @@ TEST(BloomDump, RoundTripThroughManySmallChunksIsIdentical) {
     EXPECT_EQ(copy->options().expansion, 2u);
     EXPECT_FALSE(copy->options().nonscaling);
 
-    for (const Chunk& c : chunks) ASSERT_TRUE(load_chunk(*copy, c.iter, c.data, error)) << error;
+    for (const Chunk& c : chunks) {
+        const core::Status loaded = load_chunk(*copy, c.iter, c.data);
+        ASSERT_TRUE(loaded) << loaded.error();
+    }
     EXPECT_EQ(all_words(*copy), all_words(*source));
     EXPECT_EQ(copy->items(), source->items());
     EXPECT_EQ(copy->capacity(), source->capacity());
@@ -152,13 +155,14 @@ TEST(BloomDump, ALoadedChunkSetsItsBitsAndNeverClearsOne) {
     // order and loading never makes an added item answer 0.
     const auto source = make_three_layer_filter();
     const std::string header = dump_chunk(*source, 0).data;
-    std::string error;
-    auto target = decode_header(header, 0, error);
-    ASSERT_NE(target, nullptr) << error;
+    auto decoded = decode_header(header, 0);
+    ASSERT_TRUE(decoded) << decoded.error();
+    const FilterRef& target = *decoded;
     for (std::uint64_t i = 0; i < 300; ++i) testing::add(*target, absent_item(i));
     const std::vector<std::uint64_t> before = all_words(*target);
     for (const Chunk& c : dump_all(*source, 64)) {
-        ASSERT_TRUE(load_chunk(*target, c.iter, c.data, error)) << error;
+        const core::Status loaded = load_chunk(*target, c.iter, c.data);
+        ASSERT_TRUE(loaded) << loaded.error();
     }
     const std::vector<std::uint64_t> after = all_words(*target);
     const std::vector<std::uint64_t> theirs = all_words(*source);
@@ -183,11 +187,13 @@ TEST(BloomDump, ALoadedChunkSetsItsBitsAndNeverClearsOne) {
     const auto big = ScalableFilter::create(make_options(50000, 0.01));
     ASSERT_TRUE(big->layer(0).mapped());
     for (std::uint64_t i = 0; i < 5000; ++i) testing::add(*big, present_item(i));
-    auto big_target = decode_header(dump_chunk(*big, 0).data, 0, error);
-    ASSERT_NE(big_target, nullptr) << error;
+    auto big_decoded = decode_header(dump_chunk(*big, 0).data, 0);
+    ASSERT_TRUE(big_decoded) << big_decoded.error();
+    const FilterRef& big_target = *big_decoded;
     for (std::uint64_t i = 0; i < 5000; ++i) testing::add(*big_target, absent_item(i));
     for (const Chunk& c : dump_all(*big, 4096)) {
-        ASSERT_TRUE(load_chunk(*big_target, c.iter, c.data, error)) << error;
+        const core::Status loaded = load_chunk(*big_target, c.iter, c.data);
+        ASSERT_TRUE(loaded) << loaded.error();
     }
     std::uint64_t big_set = 0;
     for (std::uint64_t word : all_words(*big_target)) {
@@ -212,9 +218,9 @@ TEST(BloomDump, DefaultChunkSizeDumpsOneChunkPerSmallLayer) {
 TEST(BloomDump, NonscalingFlagRoundTrips) {
     const FilterRef source_ref = ScalableFilter::create(make_options(500, 0.001, 4, true));
     const ScalableFilter& source = *source_ref;
-    std::string error;
-    auto copy = decode_header(encode_header(source), 0, error);
-    ASSERT_NE(copy, nullptr) << error;
+    auto decoded = decode_header(encode_header(source), 0);
+    ASSERT_TRUE(decoded) << decoded.error();
+    const FilterRef& copy = *decoded;
     EXPECT_TRUE(copy->options().nonscaling);
     EXPECT_EQ(copy->options().expansion, 4u);
     EXPECT_EQ(copy->layer(0).error_rate(), 0.001);
@@ -236,12 +242,11 @@ TEST(BloomDump, HeaderRejectsEveryTruncation) {
     const auto source = make_three_layer_filter();
     const std::string header = encode_header(*source);
     for (std::size_t len = 0; len < header.size(); ++len) {
-        std::string error;
-        EXPECT_EQ(decode_header(header.substr(0, len), 0, error), nullptr) << len;
-        EXPECT_FALSE(error.empty());
+        const auto decoded = decode_header(header.substr(0, len), 0);
+        ASSERT_FALSE(decoded) << len;
+        EXPECT_FALSE(decoded.error().empty());
     }
-    std::string error;
-    EXPECT_EQ(decode_header(header + "x", 0, error), nullptr);
+    EXPECT_FALSE(decode_header(header + "x", 0));
 }
 
 TEST(BloomDump, HeaderRejectsEveryFlippedBit) {
@@ -250,9 +255,9 @@ TEST(BloomDump, HeaderRejectsEveryFlippedBit) {
     for (std::size_t bit = 0; bit < header.size() * 8; ++bit) {
         std::string bad = header;
         bad[bit / 8] = static_cast<char>(bad[bit / 8] ^ (1 << (bit % 8)));
-        std::string error;
-        ASSERT_EQ(decode_header(bad, 0, error), nullptr) << bit;
-        EXPECT_EQ(error, "dump header checksum mismatch") << bit;
+        const auto decoded = decode_header(bad, 0);
+        ASSERT_FALSE(decoded) << bit;
+        EXPECT_EQ(decoded.error(), "dump header checksum mismatch") << bit;
     }
 }
 
@@ -260,19 +265,20 @@ TEST(BloomDump, HeaderRejectsWrongMagicAndVersion) {
     const FilterRef source_ref = ScalableFilter::create(make_options(100, 0.01));
     const ScalableFilter& source = *source_ref;
     const std::string header = encode_header(source);
-    std::string error;
 
     std::string bad = header;
     bad[0] = 'X';
-    EXPECT_EQ(decode_header(reseal(bad), 0, error), nullptr);
-    EXPECT_EQ(error, "invalid dump header");
+    auto decoded = decode_header(reseal(bad), 0);
+    ASSERT_FALSE(decoded);
+    EXPECT_EQ(decoded.error(), "invalid dump header");
 
     bad = header;
     put_u32_at(bad, 8, 3);
-    EXPECT_EQ(decode_header(reseal(bad), 0, error), nullptr);
-    EXPECT_EQ(error, "unsupported dump version");
+    decoded = decode_header(reseal(bad), 0);
+    ASSERT_FALSE(decoded);
+    EXPECT_EQ(decoded.error(), "unsupported dump version");
 
-    EXPECT_NE(decode_header(reseal(header), 0, error), nullptr);  // reseal itself is neutral
+    EXPECT_TRUE(decode_header(reseal(header), 0));  // reseal itself is neutral
 }
 
 TEST(BloomDump, HeaderRejectsOutOfRangeFields) {
@@ -320,16 +326,15 @@ TEST(BloomDump, HeaderRejectsOutOfRangeFields) {
         } else {
             put_u64_at(bad, c.pos, c.value);
         }
-        std::string error;
-        EXPECT_EQ(decode_header(reseal(bad), 0, error), nullptr) << c.name;
-        EXPECT_EQ(error, "invalid dump header") << c.name;
+        const auto decoded = decode_header(reseal(bad), 0);
+        ASSERT_FALSE(decoded) << c.name;
+        EXPECT_EQ(decoded.error(), "invalid dump header") << c.name;
     }
     // A nonscaling filter claiming two layers (with the right length).
     const auto scaled = make_three_layer_filter();
     std::string two = encode_header(*scaled);
     put_u32_at(two, 32, 1);  // set nonscaling
-    std::string error;
-    EXPECT_EQ(decode_header(reseal(two), 0, error), nullptr);
+    EXPECT_FALSE(decode_header(reseal(two), 0));
 }
 
 TEST(BloomDump, HeaderRejectsFiltersOverTheWholeFilterLimit) {
@@ -337,11 +342,11 @@ TEST(BloomDump, HeaderRejectsFiltersOverTheWholeFilterLimit) {
     // under the limit, is still refused (before anything is allocated).
     const auto source = make_three_layer_filter();
     const std::string header = encode_header(*source);
-    std::string error;
     const std::uint64_t all = source->bits_size();
-    EXPECT_NE(decode_header(header, all, error), nullptr);
-    EXPECT_EQ(decode_header(header, all - 1, error), nullptr);
-    EXPECT_EQ(error, "dump exceeds max filter size");
+    EXPECT_TRUE(decode_header(header, all));
+    const auto decoded = decode_header(header, all - 1);
+    ASSERT_FALSE(decoded);
+    EXPECT_EQ(decoded.error(), "dump exceeds max filter size");
     EXPECT_GT(all - 1, source->layer(2).byte_size());  // each layer alone would fit
 }
 
@@ -351,9 +356,9 @@ TEST(BloomDump, HeaderWithTheSmallestErrorRateAndAllLayersRoundTrips) {
     for (std::uint64_t i = 0; source->num_layers() < kMaxLayers; ++i) {
         testing::add(*source, present_item(i));
     }
-    std::string error;
-    const FilterRef copy = decode_header(encode_header(*source), 0, error);
-    ASSERT_NE(copy, nullptr) << error;
+    const auto decoded = decode_header(encode_header(*source), 0);
+    ASSERT_TRUE(decoded) << decoded.error();
+    const FilterRef& copy = *decoded;
     EXPECT_EQ(copy->num_layers(), kMaxLayers);
     EXPECT_EQ(copy->layer(kMaxLayers - 1).hashes(), source->layer(kMaxLayers - 1).hashes());
 }
@@ -363,12 +368,13 @@ protected:
     void SetUp() override {
         source_ = make_three_layer_filter();
         chunks_ = dump_all(*source_, 64);
-        std::string error;
-        target_ = decode_header(encode_header(*source_), 0, error);
-        ASSERT_NE(target_, nullptr) << error;
+        auto decoded = decode_header(encode_header(*source_), 0);
+        ASSERT_TRUE(decoded) << decoded.error();
+        target_ = std::move(decoded).value();
         // Load every other chunk so the target has some bits to protect.
         for (std::size_t i = 0; i < chunks_.size(); i += 2) {
-            ASSERT_TRUE(load_chunk(*target_, chunks_[i].iter, chunks_[i].data, error)) << error;
+            const core::Status loaded = load_chunk(*target_, chunks_[i].iter, chunks_[i].data);
+            ASSERT_TRUE(loaded) << loaded.error();
         }
         before_ = all_words(*target_);
         before_set_bits_ = set_bits(*target_);
@@ -381,9 +387,9 @@ protected:
     }
 
     void expect_rejected(std::int64_t iter, const std::string& data, const char* what) {
-        std::string error;
-        EXPECT_FALSE(load_chunk(*target_, iter, data, error)) << what;
-        EXPECT_FALSE(error.empty()) << what;
+        const core::Status loaded = load_chunk(*target_, iter, data);
+        EXPECT_FALSE(loaded) << what;
+        EXPECT_FALSE(loaded.error().empty()) << what;
         EXPECT_EQ(all_words(*target_), before_) << what;
         EXPECT_EQ(set_bits(*target_), before_set_bits_) << what;
     }
@@ -403,9 +409,7 @@ TEST_F(BloomDumpChunks, RejectBadChecksum) {
     bad = c.data;
     bad.back() ^= 0x01;
     expect_rejected(c.iter, bad, "checksum bit flip");
-    std::string error;
-    load_chunk(*target_, c.iter, bad, error);
-    EXPECT_EQ(error, "chunk checksum mismatch");
+    EXPECT_EQ(load_chunk(*target_, c.iter, bad).error(), "chunk checksum mismatch");
 }
 
 TEST_F(BloomDumpChunks, RejectWrongLength) {
@@ -445,11 +449,11 @@ TEST_F(BloomDumpChunks, RejectChunkCrossingALayerBoundary) {
     const std::string payload(16, '\xff');
     const std::string sealed = seal_chunk(boundary - 8, payload);
     expect_rejected(static_cast<std::int64_t>(boundary + 8 + 1), sealed, "crossing layers");
-    std::string error;
-    load_chunk(*target_, static_cast<std::int64_t>(boundary + 8 + 1), sealed, error);
-    EXPECT_EQ(error, "chunk out of range");
+    EXPECT_EQ(load_chunk(*target_, static_cast<std::int64_t>(boundary + 8 + 1), sealed).error(),
+              "chunk out of range");
     // The same bytes inside one layer are accepted: the rejection was the boundary.
-    EXPECT_TRUE(load_chunk(*target_, 16 + 1, seal_chunk(0, payload), error)) << error;
+    const core::Status inside = load_chunk(*target_, 16 + 1, seal_chunk(0, payload));
+    EXPECT_TRUE(inside) << inside.error();
     EXPECT_EQ(target_->layer(0).load_word(0), ~std::uint64_t{0});
 }
 

@@ -76,9 +76,10 @@ TEST(Bounds, EveryLayerAScalingFilterCanGrowStaysInsideTheBounds) {
                     o.layout = layout;
                     ASSERT_EQ(check_options(o), BoundsError::none);
                     std::vector<LayerGeometry> layers = {first_layer(o)};
-                    LayerGeometry next;
-                    while (layers.size() < kMaxLayers && next_layer(o, layers.back(), next)) {
-                        layers.push_back(next);
+                    while (layers.size() < kMaxLayers) {
+                        const std::optional<LayerGeometry> next = next_layer(o, layers.back());
+                        if (!next) break;
+                        layers.push_back(*next);
                     }
                     for (std::size_t i = 0; i < layers.size(); ++i) {
                         // The first layer may be too big for any machine (that is
@@ -104,10 +105,9 @@ TEST(Bounds, GrowingFromAnUnderflowingErrorRateStaysDefined) {
     o.layout = Layout::blocked;
     const LayerGeometry last{100, 4.9e-324, 4096, 64, Layout::blocked};
     ASSERT_EQ(check_layer(last, 0), BoundsError::none);
-    LayerGeometry next;
-    if (next_layer(o, last, next)) {
-        EXPECT_EQ(next.layout, Layout::classic);
-        EXPECT_EQ(check_layer(next, 0), BoundsError::none);
+    if (const std::optional<LayerGeometry> next = next_layer(o, last)) {
+        EXPECT_EQ(next->layout, Layout::classic);
+        EXPECT_EQ(check_layer(*next, 0), BoundsError::none);
     }
     EXPECT_EQ(blocked_sizing(0.0).hashes, 128u);
     EXPECT_GT(blocked_sizing(1e-320).bits_per_item, 1e6);

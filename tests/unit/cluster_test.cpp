@@ -2,6 +2,7 @@
 // and its validation, per-slot key counts, and dispatch's redirects and the
 // CLUSTER commands, driven without sockets.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -21,6 +22,7 @@
 #include "bloomery/core/memory.hpp"
 #include "bloomery/store/keyspace.hpp"
 #include "fake_hooks.hpp"
+#include "resp_matchers.hpp"
 
 namespace bloomery {
 namespace {
@@ -72,17 +74,16 @@ TEST(KeySlot, HashTagsFollowTheSpecRules) {
 constexpr const char* kThree = "0-5460=a:6379,5461-10922=b:6379,10923-16383=c:6379";
 
 Topology parse_ok(std::string_view spec, std::string_view self, std::string_view host = "") {
-    std::string error;
-    auto topology = parse_topology(spec, self, host, error);
-    EXPECT_TRUE(topology) << error;
+    auto topology = parse_topology(spec, self, host);
+    EXPECT_TRUE(topology) << topology.error();
     return topology ? *topology : Topology();
 }
 
 std::string parse_error(std::string_view spec, std::string_view self = "a:1",
                         std::string_view host = "") {
-    std::string error;
-    EXPECT_FALSE(parse_topology(spec, self, host, error)) << spec;
-    return error;
+    const auto topology = parse_topology(spec, self, host);
+    EXPECT_FALSE(topology) << spec;
+    return topology ? std::string() : topology.error();
 }
 
 TEST(SlotMap, ThreePrimariesCoverEverySlot) {
@@ -211,7 +212,8 @@ TEST(SlotMap, RefusesASelfOutsideTheMap) {
     EXPECT_NE(parse_error(kThree, "a:6380").find("not in the map"), std::string::npos);
 }
 
-// ---- flags --------------------------------------------------------------------
+// ---- flags
+// --------------------------------------------------------------------
 
 app::CommandLine parse_flags(std::vector<std::string> words) {
     words.insert(words.begin(), "bloomery");
@@ -268,7 +270,8 @@ TEST(ClusterFlags, RefusesToStartOnABadOrMissingMap) {
     EXPECT_GT(parse_flags({"--cluster-enabled", "maybe"}).exit_code, 0);
 }
 
-// ---- per-slot key counts --------------------------------------------------------
+// ---- per-slot key counts
+// --------------------------------------------------------
 
 bloom::FilterRef small_filter() {
     bloom::FilterOptions options;
@@ -322,12 +325,18 @@ TEST(SlotCounts, KeysInSlotStopAtTheirLimit) {
 
 }  // namespace
 
-// ---- dispatch -----------------------------------------------------------------
+// ---- dispatch
+// -----------------------------------------------------------------
 
 namespace command {
 namespace {
 
 using testing::FakeHooks;
+using namespace resp::testing;  // the reply matchers
+using ::testing::Contains;
+using ::testing::EndsWith;
+using ::testing::SizeIs;
+using ::testing::StartsWith;
 
 // This node is b of kThree, serving slots 5461-10922. Keys used below:
 // "c" 7365 (b's), "foo" 12182 and "a" 15495 (c's), "b" 3300 and
@@ -335,22 +344,25 @@ using testing::FakeHooks;
 class ClusterCommands : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(build_default_registry(registry, error)) << error;
+        const auto built = build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
         use_map(kThree, "b:6379");
         keyspace.enable_slot_counts();
     }
     void use_map(std::string_view spec, std::string_view self) {
-        std::string error;
-        auto topology = cluster::parse_topology(spec, self, "", error);
-        ASSERT_TRUE(topology) << error;
+        auto topology = cluster::parse_topology(spec, self, "");
+        ASSERT_TRUE(topology) << topology.error();
         config.cluster_enabled = true;
         config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
+        // What CONFIG GET shows, as the command line sets it once the map
+        // is resolved (CommandLine.ClusterMapIsShownAsItDescribesItself).
+        config.cluster_slots = config.cluster->describe();
+        config.cluster_self = config.cluster->self().address;
     }
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        Context ctx{registry, keyspace, config, hooks, client, stats, writer};
+        DispatchContext ctx{registry, keyspace, config, settings, hooks, client, stats, writer};
         dispatch(registry, ctx, argv);
         return out;
     }
@@ -358,6 +370,7 @@ protected:
     Registry registry;
     store::Keyspace keyspace{4};
     core::Config config;
+    core::RuntimeSettings settings{config};
     FakeHooks hooks;
     ClientState client;
     WorkerStats stats;
@@ -368,96 +381,95 @@ protected:
 TEST_F(ClusterCommands, KeysOfThisNodesSlotsAreServed) {
     // "c" hashes to 7365, in b's 5461-10922.
     ASSERT_EQ(key_slot("c"), 7365);
-    EXPECT_EQ(run({"BF.ADD", "c", "x"}), ":1\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "c", "x"}), ":1\r\n");
-    EXPECT_EQ(run({"BF.MADD", "c", "y", "z"}), "*2\r\n:1\r\n:1\r\n");
-    EXPECT_EQ(run({"TYPE", "c"}), "+MBbloom--\r\n");
-    EXPECT_EQ(run({"EXPIRE", "c", "100"}), ":1\r\n");
-    EXPECT_EQ(run({"CLUSTER", "COUNTKEYSINSLOT", "7365"}), ":1\r\n");
-    EXPECT_EQ(run({"CLUSTER", "GETKEYSINSLOT", "7365", "10"}), "*1\r\n$1\r\nc\r\n");
-    EXPECT_EQ(run({"DEL", "c"}), ":1\r\n");
-    EXPECT_EQ(run({"CLUSTER", "COUNTKEYSINSLOT", "7365"}), ":0\r\n");
+    EXPECT_THAT(run({"BF.ADD", "c", "x"}), IsInt(1));
+    EXPECT_THAT(run({"BF.EXISTS", "c", "x"}), IsInt(1));
+    EXPECT_THAT(run({"BF.MADD", "c", "y", "z"}), IsArray(IsInt(1), IsInt(1)));
+    EXPECT_THAT(run({"TYPE", "c"}), IsSimple("MBbloom--"));
+    EXPECT_THAT(run({"EXPIRE", "c", "100"}), IsInt(1));
+    EXPECT_THAT(run({"CLUSTER", "COUNTKEYSINSLOT", "7365"}), IsInt(1));
+    EXPECT_THAT(run({"CLUSTER", "GETKEYSINSLOT", "7365", "10"}), IsArray(IsBulk("c")));
+    EXPECT_THAT(run({"DEL", "c"}), IsInt(1));
+    EXPECT_THAT(run({"CLUSTER", "COUNTKEYSINSLOT", "7365"}), IsInt(0));
 }
 
 TEST_F(ClusterCommands, KeysOfOtherNodesAnswerMoved) {
-    EXPECT_EQ(run({"BF.ADD", "foo", "x"}), "-MOVED 12182 c:6379\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "foo", "x"}), "-MOVED 12182 c:6379\r\n");
-    EXPECT_EQ(run({"bf.info", "b"}), "-MOVED 3300 a:6379\r\n");
-    EXPECT_EQ(run({"DEL", "b"}), "-MOVED 3300 a:6379\r\n");
-    EXPECT_EQ(run({"TTL", "{user1000}.following"}), "-MOVED 3443 a:6379\r\n");
-    EXPECT_EQ(run({"RENAME", "{x}1", "{x}2"}).rfind("-MOVED", 0), 0u);
+    EXPECT_THAT(run({"BF.ADD", "foo", "x"}), IsError("MOVED 12182 c:6379"));
+    EXPECT_THAT(run({"BF.EXISTS", "foo", "x"}), IsError("MOVED 12182 c:6379"));
+    EXPECT_THAT(run({"bf.info", "b"}), IsError("MOVED 3300 a:6379"));
+    EXPECT_THAT(run({"DEL", "b"}), IsError("MOVED 3300 a:6379"));
+    EXPECT_THAT(run({"TTL", "{user1000}.following"}), IsError("MOVED 3443 a:6379"));
+    EXPECT_THAT(run({"RENAME", "{x}1", "{x}2"}), IsError(StartsWith("MOVED ")));
     // Nothing was created here.
-    EXPECT_EQ(run({"DBSIZE"}), ":0\r\n");
+    EXPECT_THAT(run({"DBSIZE"}), IsInt(0));
 }
 
 TEST_F(ClusterCommands, KeysInSeveralSlotsAnswerCrossslot) {
-    const std::string crossslot = "-CROSSSLOT Keys in request don't hash to the same slot\r\n";
+    const auto crossslot = IsError("CROSSSLOT Keys in request don't hash to the same slot");
     // Both of b's slots: still refused, as Redis does.
     ASSERT_NE(key_slot("c"), key_slot("bar{c2}"));
-    EXPECT_EQ(run({"EXISTS", "c", "foo"}), crossslot);
-    EXPECT_EQ(run({"DEL", "c", "a", "b"}), crossslot);
-    EXPECT_EQ(run({"RENAME", "c", "foo"}), crossslot);
+    EXPECT_THAT(run({"EXISTS", "c", "foo"}), crossslot);
+    EXPECT_THAT(run({"DEL", "c", "a", "b"}), crossslot);
+    EXPECT_THAT(run({"RENAME", "c", "foo"}), crossslot);
     // One hash tag: one slot, served here.
-    EXPECT_EQ(run({"BF.ADD", "{c}1", "x"}), ":1\r\n");
-    EXPECT_EQ(run({"EXISTS", "{c}1", "{c}2", "c"}), ":1\r\n");
-    EXPECT_EQ(run({"RENAME", "{c}1", "{c}2"}), "+OK\r\n");
-    EXPECT_EQ(run({"DEL", "{c}1", "{c}2"}), ":1\r\n");
+    EXPECT_THAT(run({"BF.ADD", "{c}1", "x"}), IsInt(1));
+    EXPECT_THAT(run({"EXISTS", "{c}1", "{c}2", "c"}), IsInt(1));
+    EXPECT_THAT(run({"RENAME", "{c}1", "{c}2"}), IsOk());
+    EXPECT_THAT(run({"DEL", "{c}1", "{c}2"}), IsInt(1));
 }
 
 TEST_F(ClusterCommands, KeylessCommandsAreNeverRedirected) {
-    EXPECT_EQ(run({"PING"}), "+PONG\r\n");
-    EXPECT_EQ(run({"DBSIZE"}), ":0\r\n");
-    EXPECT_EQ(run({"KEYS", "*"}), "*0\r\n");
-    EXPECT_EQ(run({"SCAN", "0"}), "*2\r\n$1\r\n0\r\n*0\r\n");
-    EXPECT_EQ(run({"CLUSTER", "KEYSLOT", "foo"}), ":12182\r\n");
-    EXPECT_EQ(run({"COMMAND", "GETKEYS", "BF.ADD", "foo", "x"}), "*1\r\n$3\r\nfoo\r\n");
+    EXPECT_THAT(run({"PING"}), IsSimple("PONG"));
+    EXPECT_THAT(run({"DBSIZE"}), IsInt(0));
+    EXPECT_THAT(run({"KEYS", "*"}), IsArray());
+    EXPECT_THAT(run({"SCAN", "0"}), IsArray(IsBulk("0"), IsArray()));
+    EXPECT_THAT(run({"CLUSTER", "KEYSLOT", "foo"}), IsInt(12182));
+    EXPECT_THAT(run({"COMMAND", "GETKEYS", "BF.ADD", "foo", "x"}), IsArray(IsBulk("foo")));
 }
 
 TEST_F(ClusterCommands, ReplicaServesReadsAfterReadonlyOnly) {
     use_map("0-8191=a:1|a2:1,8192-16383=b:1", "a2:1");
     // "b" is slot 3300, a's: a replica of a redirects until READONLY.
-    EXPECT_EQ(run({"BF.EXISTS", "b", "x"}), "-MOVED 3300 a:1\r\n");
-    EXPECT_EQ(run({"READONLY"}), "+OK\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "b", "x"}), ":0\r\n");
-    EXPECT_EQ(run({"BF.CARD", "b"}), ":0\r\n");
-    EXPECT_EQ(run({"EXISTS", "b"}), ":0\r\n");
+    EXPECT_THAT(run({"BF.EXISTS", "b", "x"}), IsError("MOVED 3300 a:1"));
+    EXPECT_THAT(run({"READONLY"}), IsOk());
+    EXPECT_THAT(run({"BF.EXISTS", "b", "x"}), IsInt(0));
+    EXPECT_THAT(run({"BF.CARD", "b"}), IsInt(0));
+    EXPECT_THAT(run({"EXISTS", "b"}), IsInt(0));
     // Writes still go to the primary, and b's slots are b's.
-    EXPECT_EQ(run({"BF.ADD", "b", "x"}), "-MOVED 3300 a:1\r\n");
-    EXPECT_EQ(run({"DEL", "b"}), "-MOVED 3300 a:1\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "foo", "x"}), "-MOVED 12182 b:1\r\n");
-    EXPECT_EQ(run({"READWRITE"}), "+OK\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "b", "x"}), "-MOVED 3300 a:1\r\n");
+    EXPECT_THAT(run({"BF.ADD", "b", "x"}), IsError("MOVED 3300 a:1"));
+    EXPECT_THAT(run({"DEL", "b"}), IsError("MOVED 3300 a:1"));
+    EXPECT_THAT(run({"BF.EXISTS", "foo", "x"}), IsError("MOVED 12182 b:1"));
+    EXPECT_THAT(run({"READWRITE"}), IsOk());
+    EXPECT_THAT(run({"BF.EXISTS", "b", "x"}), IsError("MOVED 3300 a:1"));
 }
 
 TEST_F(ClusterCommands, ReadonlyOnAPrimaryChangesNothing) {
-    EXPECT_EQ(run({"READONLY"}), "+OK\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "foo", "x"}), "-MOVED 12182 c:6379\r\n");
+    EXPECT_THAT(run({"READONLY"}), IsOk());
+    EXPECT_THAT(run({"BF.EXISTS", "foo", "x"}), IsError("MOVED 12182 c:6379"));
 }
 
 TEST_F(ClusterCommands, AskingLetsExactlyTheNextCommandThrough) {
-    EXPECT_EQ(run({"ASKING"}), "+OK\r\n");
-    EXPECT_EQ(run({"BF.ADD", "foo", "x"}), ":1\r\n");
-    EXPECT_EQ(run({"BF.ADD", "foo", "y"}), "-MOVED 12182 c:6379\r\n");
-    EXPECT_EQ(run({"ASKING"}), "+OK\r\n");
-    EXPECT_EQ(run({"PING"}), "+PONG\r\n");  // any command uses it up
-    EXPECT_EQ(run({"BF.EXISTS", "foo", "x"}), "-MOVED 12182 c:6379\r\n");
-    EXPECT_EQ(run({"CLUSTER", "COUNTKEYSINSLOT", "12182"}), ":1\r\n");
+    EXPECT_THAT(run({"ASKING"}), IsOk());
+    EXPECT_THAT(run({"BF.ADD", "foo", "x"}), IsInt(1));
+    EXPECT_THAT(run({"BF.ADD", "foo", "y"}), IsError("MOVED 12182 c:6379"));
+    EXPECT_THAT(run({"ASKING"}), IsOk());
+    EXPECT_THAT(run({"PING"}), IsSimple("PONG"));  // any command uses it up
+    EXPECT_THAT(run({"BF.EXISTS", "foo", "x"}), IsError("MOVED 12182 c:6379"));
+    EXPECT_THAT(run({"CLUSTER", "COUNTKEYSINSLOT", "12182"}), IsInt(1));
 }
 
 TEST_F(ClusterCommands, AuthComesBeforeRedirectsAndRedirectsBeforeMemory) {
-    std::string error;
-    auto acl = Acl::build(registry, "secret", "", "", error);
-    ASSERT_TRUE(acl) << error;
-    registry.set_acl(acl);
-    EXPECT_EQ(run({"BF.ADD", "foo", "x"}), "-NOAUTH Authentication required.\r\n");
-    EXPECT_EQ(run({"AUTH", "secret"}), "+OK\r\n");
+    auto acl = Acl::build(registry, "secret", "", "");
+    ASSERT_TRUE(acl) << acl.error();
+    registry.set_acl(*acl);
+    EXPECT_THAT(run({"BF.ADD", "foo", "x"}), IsError("NOAUTH Authentication required."));
+    EXPECT_THAT(run({"AUTH", "secret"}), IsOk());
     config.maxmemory = 1;  // exceeded: a write here would answer -OOM
-    EXPECT_EQ(run({"BF.ADD", "foo", "x"}), "-MOVED 12182 c:6379\r\n");
-    EXPECT_EQ(run({"BF.ADD", "c", "x"}).rfind("-OOM", 0), 0u);
+    EXPECT_THAT(run({"BF.ADD", "foo", "x"}), IsError("MOVED 12182 c:6379"));
+    EXPECT_THAT(run({"BF.ADD", "c", "x"}), IsError(StartsWith("OOM ")));
     hooks.snapshot_failed = true;
     config.maxmemory = 0;
-    EXPECT_EQ(run({"BF.ADD", "foo", "x"}), "-MOVED 12182 c:6379\r\n");
-    EXPECT_EQ(run({"BF.ADD", "c", "x"}).rfind("-MISCONF", 0), 0u);
+    EXPECT_THAT(run({"BF.ADD", "foo", "x"}), IsError("MOVED 12182 c:6379"));
+    EXPECT_THAT(run({"BF.ADD", "c", "x"}), IsError(StartsWith("MISCONF ")));
 }
 
 TEST_F(ClusterCommands, ClusterSlotsListsRangesWithIds) {
@@ -465,24 +477,23 @@ TEST_F(ClusterCommands, ClusterSlotsListsRangesWithIds) {
     const std::string a = cluster::node_id("a", 1);
     const std::string a2 = cluster::node_id("a2", 2);
     const std::string b = cluster::node_id("b", 1);
-    EXPECT_EQ(run({"CLUSTER", "SLOTS"}),
-              "*2\r\n"
-              "*4\r\n:0\r\n:8191\r\n*4\r\n$1\r\na\r\n:1\r\n$40\r\n" +
-                  a + "\r\n*0\r\n" + "*4\r\n$2\r\na2\r\n:2\r\n$40\r\n" + a2 + "\r\n*0\r\n" +
-                  "*3\r\n:8192\r\n:16383\r\n*4\r\n$1\r\nb\r\n:1\r\n$40\r\n" + b + "\r\n*0\r\n");
+    EXPECT_THAT(
+        run({"CLUSTER", "SLOTS"}),
+        IsArray(IsArray(IsInt(0), IsInt(8191), IsArray(IsBulk("a"), IsInt(1), IsBulk(a), IsArray()),
+                        IsArray(IsBulk("a2"), IsInt(2), IsBulk(a2), IsArray())),
+                IsArray(IsInt(8192), IsInt(16383),
+                        IsArray(IsBulk("b"), IsInt(1), IsBulk(b), IsArray()))));
 }
 
 TEST_F(ClusterCommands, ClusterNodesLinesDescribeEveryNode) {
     use_map("0-100=a:1|r:1,101-200=b:1,201-16383=a:1|r:1", "r:1");
-    const std::string reply = run({"CLUSTER", "NODES"});
+    const RespValue reply = decode_reply(run({"CLUSTER", "NODES"}));
     const std::string a = cluster::node_id("a", 1);
     const std::string b = cluster::node_id("b", 1);
     const std::string r = cluster::node_id("r", 1);
     // A bulk string (RESP2), lines ending in "\n".
-    ASSERT_EQ(reply.rfind("$", 0), 0u);
-    ASSERT_EQ(reply.substr(reply.size() - 3), "\n\r\n");
-    const std::size_t start = reply.find("\r\n") + 2;
-    const std::string text = reply.substr(start, reply.size() - 2 - start);
+    ASSERT_THAT(reply, IsBulk(EndsWith("\n")));
+    const std::string& text = reply.text;
     std::vector<std::string> lines;
     for (std::size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1) {
         lines.push_back(text.substr(at, end - at));
@@ -497,17 +508,20 @@ TEST_F(ClusterCommands, ClusterNodesLinesDescribeEveryNode) {
 
 TEST_F(ClusterCommands, ClusterShardsGroupsRangesByPrimary) {
     use_map("0-100=a:1|r:1,101-200=b:1,201-16383=a:1|r:1", "a:1");
-    const std::string reply = run({"CLUSTER", "SHARDS"});
+    const RespValue shards = decode_reply(run({"CLUSTER", "SHARDS"}));
     // Two shards; a's with its two ranges and two nodes, b's with one each.
-    EXPECT_EQ(reply.rfind("*2\r\n*4\r\n$5\r\nslots\r\n*4\r\n:0\r\n:100\r\n:201\r\n:16383\r\n"
-                          "$5\r\nnodes\r\n*2\r\n*16\r\n$2\r\nid\r\n",
-                          0),
-              0u)
-        << reply;
-    EXPECT_NE(reply.find("$4\r\nrole\r\n$7\r\nreplica\r\n"), std::string::npos);
-    EXPECT_NE(reply.find("$8\r\nhostname\r\n$1\r\nr\r\n"), std::string::npos);  // a name, not an IP
-    EXPECT_NE(reply.find("*2\r\n:101\r\n:200\r\n$5\r\nnodes\r\n*1\r\n"), std::string::npos);
-    EXPECT_NE(reply.find("$6\r\nhealth\r\n$6\r\nonline\r\n"), std::string::npos);
+    ASSERT_THAT(shards, IsArray(IsArray(IsBulk("slots"),
+                                        IsArray(IsInt(0), IsInt(100), IsInt(201), IsInt(16383)),
+                                        IsBulk("nodes"), IsArrayThat(SizeIs(2))),
+                                IsArray(IsBulk("slots"), IsArray(IsInt(101), IsInt(200)),
+                                        IsBulk("nodes"), IsArrayThat(SizeIs(1)))));
+    const RespValue& a_nodes = shards.elements[0].elements[3];
+    EXPECT_THAT(a_nodes.elements[0], IsArrayThat(SizeIs(16)));
+    EXPECT_THAT(a_nodes.elements[0].elements[0], IsBulk("id"));
+    EXPECT_THAT(a_nodes, IsArrayThat(Contains(HasEntry(IsBulk("role"), IsBulk("replica")))));
+    // A name, not an IP.
+    EXPECT_THAT(a_nodes, IsArrayThat(Contains(HasEntry(IsBulk("hostname"), IsBulk("r")))));
+    EXPECT_THAT(a_nodes, IsArrayThat(Contains(HasEntry(IsBulk("health"), IsBulk("online")))));
 }
 
 TEST_F(ClusterCommands, ClusterInfoMyidAndKeyslotAnswerAsRedis) {
@@ -519,62 +533,64 @@ TEST_F(ClusterCommands, ClusterInfoMyidAndKeyslotAnswerAsRedis) {
     EXPECT_NE(info.find("cluster_size:3\r\n"), std::string::npos);
     EXPECT_NE(info.find("cluster_current_epoch:3\r\n"), std::string::npos);
     EXPECT_NE(info.find("cluster_my_epoch:2\r\n"), std::string::npos);
-    EXPECT_EQ(run({"CLUSTER", "MYID"}), "$40\r\n" + cluster::node_id("b", 6379) + "\r\n");
-    EXPECT_EQ(run({"CLUSTER", "KEYSLOT", "{user1000}.following"}), ":3443\r\n");
-    EXPECT_EQ(run({"cluster", "keyslot", "foo{}{bar}"}), ":8363\r\n");
+    EXPECT_THAT(run({"CLUSTER", "MYID"}), IsBulk(cluster::node_id("b", 6379)));
+    EXPECT_THAT(run({"CLUSTER", "KEYSLOT", "{user1000}.following"}), IsInt(3443));
+    EXPECT_THAT(run({"cluster", "keyslot", "foo{}{bar}"}), IsInt(8363));
     EXPECT_NE(run({"INFO", "cluster"}).find("cluster_enabled:1\r\n"), std::string::npos);
     EXPECT_NE(run({"INFO", "server"}).find("redis_mode:cluster\r\n"), std::string::npos);
-    EXPECT_NE(run({"HELLO", "3"}).find("$4\r\nmode\r\n$7\r\ncluster\r\n"), std::string::npos);
+    EXPECT_THAT(run({"HELLO", "3"}), HasEntry(IsBulk("mode"), IsBulk("cluster")));
 }
 
 TEST_F(ClusterCommands, SlotArgumentsAreChecked) {
-    EXPECT_EQ(run({"CLUSTER", "COUNTKEYSINSLOT", "16384"}), "-ERR Invalid slot\r\n");
-    EXPECT_EQ(run({"CLUSTER", "COUNTKEYSINSLOT", "-1"}), "-ERR Invalid slot\r\n");
-    EXPECT_EQ(run({"CLUSTER", "COUNTKEYSINSLOT", "x"}),
-              "-ERR value is not an integer or out of range\r\n");
-    EXPECT_EQ(run({"CLUSTER", "GETKEYSINSLOT", "0", "-1"}),
-              "-ERR Invalid slot or number of keys\r\n");
-    EXPECT_EQ(run({"CLUSTER", "GETKEYSINSLOT", "16384", "1"}),
-              "-ERR Invalid slot or number of keys\r\n");
-    EXPECT_EQ(run({"CLUSTER", "GETKEYSINSLOT", "1", "y"}),
-              "-ERR value is not an integer or out of range\r\n");
-    EXPECT_EQ(run({"CLUSTER", "KEYSLOT"}),
-              "-ERR wrong number of arguments for 'cluster|keyslot' command\r\n");
-    EXPECT_EQ(run({"CLUSTER", "MEET", "a", "1"}).rfind("-ERR unknown subcommand 'MEET'", 0), 0u);
+    EXPECT_THAT(run({"CLUSTER", "COUNTKEYSINSLOT", "16384"}), IsError("ERR Invalid slot"));
+    EXPECT_THAT(run({"CLUSTER", "COUNTKEYSINSLOT", "-1"}), IsError("ERR Invalid slot"));
+    EXPECT_THAT(run({"CLUSTER", "COUNTKEYSINSLOT", "x"}),
+                IsError("ERR value is not an integer or out of range"));
+    EXPECT_THAT(run({"CLUSTER", "GETKEYSINSLOT", "0", "-1"}),
+                IsError("ERR Invalid slot or number of keys"));
+    EXPECT_THAT(run({"CLUSTER", "GETKEYSINSLOT", "16384", "1"}),
+                IsError("ERR Invalid slot or number of keys"));
+    EXPECT_THAT(run({"CLUSTER", "GETKEYSINSLOT", "1", "y"}),
+                IsError("ERR value is not an integer or out of range"));
+    EXPECT_THAT(run({"CLUSTER", "KEYSLOT"}),
+                IsError("ERR wrong number of arguments for 'cluster|keyslot' command"));
+    EXPECT_THAT(run({"CLUSTER", "MEET", "a", "1"}),
+                IsError(StartsWith("ERR unknown subcommand 'MEET'")));
 }
 
 TEST_F(ClusterCommands, GetkeysinslotIsBoundedByItsCount) {
     for (int i = 0; i < 50; ++i) {
-        ASSERT_EQ(run({"BF.ADD", "{c}" + std::to_string(i), "x"}), ":1\r\n");
+        ASSERT_THAT(run({"BF.ADD", "{c}" + std::to_string(i), "x"}), IsInt(1));
     }
-    EXPECT_EQ(run({"CLUSTER", "COUNTKEYSINSLOT", "7365"}), ":50\r\n");
-    EXPECT_EQ(run({"CLUSTER", "GETKEYSINSLOT", "7365", "7"}).rfind("*7\r\n", 0), 0u);
-    EXPECT_EQ(run({"CLUSTER", "GETKEYSINSLOT", "7365", "0"}), "*0\r\n");
-    EXPECT_EQ(run({"CLUSTER", "GETKEYSINSLOT", "7365", "1000"}).rfind("*50\r\n", 0), 0u);
-    EXPECT_EQ(run({"CLUSTER", "GETKEYSINSLOT", "7366", "1000"}), "*0\r\n");
+    EXPECT_THAT(run({"CLUSTER", "COUNTKEYSINSLOT", "7365"}), IsInt(50));
+    EXPECT_THAT(run({"CLUSTER", "GETKEYSINSLOT", "7365", "7"}), IsArrayThat(SizeIs(7)));
+    EXPECT_THAT(run({"CLUSTER", "GETKEYSINSLOT", "7365", "0"}), IsArray());
+    EXPECT_THAT(run({"CLUSTER", "GETKEYSINSLOT", "7365", "1000"}), IsArrayThat(SizeIs(50)));
+    EXPECT_THAT(run({"CLUSTER", "GETKEYSINSLOT", "7366", "1000"}), IsArray());
 }
 
 TEST_F(ClusterCommands, WithoutClusterModeEverythingIsServedAndClusterIsRefused) {
     config.cluster_enabled = false;
     config.cluster.reset();
-    const std::string disabled = "-ERR This instance has cluster support disabled\r\n";
-    EXPECT_EQ(run({"BF.ADD", "foo", "x"}), ":1\r\n");
-    EXPECT_EQ(run({"EXISTS", "foo", "b", "c"}), ":1\r\n");
-    EXPECT_EQ(run({"CLUSTER", "SLOTS"}), disabled);
-    EXPECT_EQ(run({"CLUSTER", "INFO"}), disabled);
-    EXPECT_EQ(run({"CLUSTER", "KEYSLOT", "foo"}), disabled);
-    EXPECT_EQ(run({"READONLY"}), disabled);
-    EXPECT_EQ(run({"READWRITE"}), disabled);
-    EXPECT_EQ(run({"ASKING"}), disabled);
+    const auto disabled = IsError("ERR This instance has cluster support disabled");
+    EXPECT_THAT(run({"BF.ADD", "foo", "x"}), IsInt(1));
+    EXPECT_THAT(run({"EXISTS", "foo", "b", "c"}), IsInt(1));
+    EXPECT_THAT(run({"CLUSTER", "SLOTS"}), disabled);
+    EXPECT_THAT(run({"CLUSTER", "INFO"}), disabled);
+    EXPECT_THAT(run({"CLUSTER", "KEYSLOT", "foo"}), disabled);
+    EXPECT_THAT(run({"READONLY"}), disabled);
+    EXPECT_THAT(run({"READWRITE"}), disabled);
+    EXPECT_THAT(run({"ASKING"}), disabled);
     EXPECT_NE(run({"INFO"}).find("# Cluster\r\ncluster_enabled:0\r\n"), std::string::npos);
-    EXPECT_NE(run({"CONFIG", "GET", "cluster-enabled"}).find("$2\r\nno\r\n"), std::string::npos);
+    EXPECT_THAT(run({"CONFIG", "GET", "cluster-enabled"}),
+                IsArray(IsBulk("cluster-enabled"), IsBulk("no")));
 }
 
 TEST_F(ClusterCommands, ConfigGetShowsTheCanonicalMapAndSelf) {
     const std::string reply = run({"CONFIG", "GET", "cluster-*"});
-    EXPECT_NE(reply.find("$15\r\ncluster-enabled\r\n$3\r\nyes\r\n"), std::string::npos) << reply;
-    EXPECT_NE(reply.find(kThree), std::string::npos) << reply;
-    EXPECT_NE(reply.find("$12\r\ncluster-self\r\n$6\r\nb:6379\r\n"), std::string::npos) << reply;
+    EXPECT_THAT(reply, HasEntry(IsBulk("cluster-enabled"), IsBulk("yes")));
+    EXPECT_THAT(reply, HasEntry(IsBulk("cluster-slots"), IsBulk(kThree)));
+    EXPECT_THAT(reply, HasEntry(IsBulk("cluster-self"), IsBulk("b:6379")));
 }
 
 }  // namespace

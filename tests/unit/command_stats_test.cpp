@@ -65,7 +65,7 @@ TEST(LatencyBuckets, ZeroAndHugeDurationsStayInRange) {
 
 CommandTotals totals_of(const std::vector<std::uint64_t>& durations) {
     CommandStatsTable table;
-    for (const std::uint64_t d : durations) table.record_call(3, d, false);
+    for (const std::uint64_t d : durations) table.record_call(3, d, CallOutcome::succeeded);
     std::vector<CommandTotals> totals(kMaxCommandIds);
     add_command_stats(totals, table);
     return totals[3];
@@ -107,8 +107,8 @@ TEST(CommandTotals, CountsAtOrBelowAPowerOfTwoAreExact) {
 
 TEST(CommandStatsTable, CountsCallsRejectionsAndFailuresPerCommand) {
     CommandStatsTable table;
-    table.record_call(1, 500, false);
-    table.record_call(1, 700, true);
+    table.record_call(1, 500, CallOutcome::succeeded);
+    table.record_call(1, 700, CallOutcome::failed);
     table.record_rejected(1);
     table.record_rejected(2);
     std::vector<CommandTotals> totals(kMaxCommandIds);
@@ -133,7 +133,9 @@ TEST(CommandStatsTable, ThreadsTablesSumAndABaselineResetsThem) {
     std::vector<std::thread> threads;
     for (int i = 0; i < kThreads; ++i) {
         threads.emplace_back([&table = *tables[i]] {
-            for (int c = 0; c < kCalls; ++c) table.record_call(5, 100 + c % 50, c % 10 == 0);
+            for (int c = 0; c < kCalls; ++c)
+                table.record_call(5, 100 + c % 50,
+                                  c % 10 == 0 ? CallOutcome::failed : CallOutcome::succeeded);
         });
     }
     for (int reads = 0; reads < 20; ++reads) {
@@ -150,7 +152,7 @@ TEST(CommandStatsTable, ThreadsTablesSumAndABaselineResetsThem) {
 
     // CONFIG RESETSTAT: the sums less a baseline taken then.
     const std::vector<CommandTotals> baseline = totals;
-    tables[0]->record_call(5, 300, false);
+    tables[0]->record_call(5, 300, CallOutcome::succeeded);
     std::vector<CommandTotals> after(kMaxCommandIds);
     for (const auto& table : tables) add_command_stats(after, *table);
     subtract_command_stats(after, baseline);

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "bloomery/app/command_line.hpp"
+#include "bloomery/cluster/topology.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/core/options.hpp"
 
 namespace bloomery::core {
 namespace {
@@ -27,19 +29,19 @@ CommandLine parse(std::vector<std::string> words) {
 }
 
 TEST(SaveSpec, ParsesPairsAndEmpty) {
-    std::vector<SavePoint> points;
-    std::string error;
-    ASSERT_TRUE(parse_save_spec("3600 1 300 100", points, error)) << error;
-    ASSERT_EQ(points.size(), 2u);
-    EXPECT_EQ(points[1].seconds, 300);
-    EXPECT_EQ(points[1].changes, 100);
-    EXPECT_TRUE(parse_save_spec("", points, error));
-    EXPECT_TRUE(points.empty());
-    EXPECT_TRUE(parse_save_spec("\"\"", points, error));
-    EXPECT_TRUE(points.empty());
-    EXPECT_FALSE(parse_save_spec("60", points, error));
-    EXPECT_FALSE(parse_save_spec("60 x", points, error));
-    EXPECT_FALSE(parse_save_spec("0 1", points, error));
+    const Result<std::vector<SavePoint>> points = parse_save_spec("3600 1 300 100");
+    ASSERT_TRUE(points) << points.error();
+    ASSERT_EQ(points->size(), 2u);
+    EXPECT_EQ((*points)[1].seconds, 300);
+    EXPECT_EQ((*points)[1].changes, 100);
+    for (const char* none : {"", "\"\""}) {
+        const Result<std::vector<SavePoint>> empty = parse_save_spec(none);
+        ASSERT_TRUE(empty) << none;
+        EXPECT_TRUE(empty->empty()) << none;
+    }
+    EXPECT_FALSE(parse_save_spec("60"));
+    EXPECT_FALSE(parse_save_spec("60 x"));
+    EXPECT_FALSE(parse_save_spec("0 1"));
 }
 
 TEST(CommandLine, DefaultsAreRedisLike) {
@@ -78,6 +80,34 @@ TEST(CommandLine, ReplicaofTakesTwoWordsOrOne) {
     EXPECT_GT(parse({"--replicaof", "10.0.0.7", "x"}).exit_code, 0);
 }
 
+TEST(CommandLine, WordsBecomeTheirEnumsOnce) {
+    const CommandLine line = parse({"--bf-default-layout", "CLASSIC", "--appendfsync", "always",
+                                    "--loglevel", "debug", "--tls-auth-clients", "no"});
+    ASSERT_EQ(line.exit_code, -1);
+    EXPECT_EQ(line.config.default_layout, DefaultLayout::classic);  // in any case, as before
+    EXPECT_EQ(line.config.appendfsync, AppendFsync::always);
+    EXPECT_EQ(line.config.log_level, LogLevel::debug);
+    EXPECT_EQ(line.config.tls_auth_clients, TlsAuthClients::no);
+    // Their words for CONFIG GET and --test-config come from the spec.
+    EXPECT_EQ(name_of(line.config.default_layout), "classic");
+    EXPECT_EQ(name_of(line.config.appendfsync), "always");
+    EXPECT_EQ(name_of(LogLevel::critical), "critical");
+    const Config defaults;
+    EXPECT_EQ(name_of(defaults.default_layout), "auto");
+    EXPECT_EQ(name_of(defaults.appendfsync), "everysec");
+    EXPECT_EQ(name_of(defaults.log_level), "info");
+}
+
+TEST(CommandLine, ClusterMapIsShownAsItDescribesItself) {
+    const CommandLine line =
+        parse({"--cluster-enabled", "yes", "--cluster-slots",
+               "5461-10922=b:6379,0-5460=a:6379,10923-16383=c:6379", "--cluster-self", "b:6379"});
+    ASSERT_EQ(line.exit_code, -1);
+    ASSERT_NE(line.config.cluster, nullptr);
+    EXPECT_EQ(line.config.cluster_slots, line.config.cluster->describe());
+    EXPECT_EQ(line.config.cluster_self, "b:6379");
+}
+
 TEST(CommandLine, FlagsBeatTheConfigFileWhichBeatsTheEnvironment) {
     const std::string path = ::testing::TempDir() + "bloomery_config_test.conf";
     {
@@ -90,7 +120,7 @@ TEST(CommandLine, FlagsBeatTheConfigFileWhichBeatsTheEnvironment) {
     EXPECT_EQ(line.config.port, 7001);              // file over environment
     EXPECT_EQ(line.config.max_clients, 77u);        // environment where the file is silent
     EXPECT_EQ(line.config.default_capacity, 500u);  // file
-    EXPECT_EQ(line.config.log_level, "warn");
+    EXPECT_EQ(line.config.log_level, LogLevel::warn);
     line = parse({"--config", path, "--port", "7003"});
     EXPECT_EQ(line.config.port, 7003);  // flag over both
     unsetenv("BLOOMERY_MAXCLIENTS");
@@ -191,8 +221,8 @@ TEST(CommandLine, TlsSettingsThatCannotWorkAreRefused) {
     EXPECT_GT(parse({"--tls-handshake-timeout", "0"}).exit_code, 0);
 }
 
-// ---- Option ranges: one table, for flags, the config file, the environment
-// and CONFIG SET ----
+// ---- Option ranges: the option spec's, for flags, the config file, the
+// environment and CONFIG SET ----
 
 // Parses with --test-config, so that checks between options (a TLS port
 // without certificates, ...) are listed as problems rather than refusing the
@@ -229,8 +259,10 @@ std::string real_text(double value) {
 }
 
 TEST(OptionRanges, EveryNumericOptionTakesBothEndsAndRefusesPastThem) {
-    ASSERT_FALSE(option_ranges().empty());
-    for (const OptionRange& range : option_ranges()) {
+    std::size_t numeric = 0;
+    for (const OptionSpec& range : option_specs()) {
+        if (!range.numeric()) continue;
+        ++numeric;
         const std::string flag = "--" + std::string(range.name);
         std::vector<std::string> ends, past;
         if (range.kind == OptionKind::real) {
@@ -254,12 +286,13 @@ TEST(OptionRanges, EveryNumericOptionTakesBothEndsAndRefusesPastThem) {
                 << flag << " " << value << ": " << said;
         }
     }
+    EXPECT_GT(numeric, 30u);
 }
 
 TEST(OptionRanges, FollowRedisWhereRedisHasTheOption) {
     using Bounds = std::pair<std::int64_t, std::int64_t>;
     const auto range_of = [](std::string_view name) {
-        const OptionRange* range = find_option_range(name);
+        const OptionSpec* range = find_option(name);
         EXPECT_NE(range, nullptr) << name;
         return range != nullptr ? Bounds{range->min, range->max} : Bounds{};
     };
@@ -276,7 +309,7 @@ TEST(OptionRanges, FollowRedisWhereRedisHasTheOption) {
     // Redis's lower bound; the upper one keeps a RENAME journal record (two
     // keys) under 2^31 bytes.
     EXPECT_EQ(range_of("proto-max-bulk-len"), Bounds(1048576, 536870912));
-    EXPECT_EQ(find_option_range("no-such-option"), nullptr);
+    EXPECT_EQ(find_option("no-such-option"), nullptr);
 }
 
 TEST(OptionRanges, SizesAreCheckedAfterTheirSuffix) {
@@ -317,39 +350,68 @@ TEST(OptionRanges, TheConfigFileAndTheEnvironmentAreCheckedToo) {
     unsetenv("BLOOMERY_REPL_TIMEOUT");
 }
 
+// --test-config reports every value no option takes, wherever it was given,
+// not only the first one.
+TEST(OptionRanges, EveryBadValueIsAProblemOfItsOwn) {
+    const std::string path = ::testing::TempDir() + "bloomery_every_problem_test.conf";
+    std::ofstream(path) << "bf-error-rate = 2\nsave 1\n";
+    setenv("BLOOMERY_APPENDFSYNC", "sometimes", 1);
+    const CommandLine line = parse({"--test-config", "--config", path, "--port", "70000",
+                                    "--threads", "1000", "--maxmemory", "lots"});
+    unsetenv("BLOOMERY_APPENDFSYNC");
+    std::remove(path.c_str());
+    EXPECT_EQ(line.exit_code, -1);  // main adds the start-up checks' and prints them all
+    std::string problems;
+    for (const std::string& problem : line.problems) problems += problem + "\n";
+    for (const char* expected :
+         {"--port: must be an integer between 0 and 65535 inclusive, got '70000'",
+          "--threads: must be an integer between 0 and 256 inclusive, got '1000'",
+          "--bf-error-rate: must be a number between 1e-15 and 0.999999 inclusive, got '2'",
+          "--save: save needs pairs of 'SECONDS CHANGES', got '1'",
+          "--appendfsync: sometimes not in {always,everysec,no}", "--maxmemory: must be a size"}) {
+        EXPECT_NE(problems.find(expected), std::string::npos) << expected << "\n" << problems;
+    }
+}
+
 TEST(ClientsMemoryLimit, TakesRedisSizesAndPercentagesOfMaxmemory) {
-    const ClientsMemoryLimit limit;
-    std::string error;
+    ClientsMemoryLimit limit;
     EXPECT_EQ(limit.format(), "0");  // Redis's default: no limit
     EXPECT_EQ(limit.bytes(1 << 30), 0u);
-    ASSERT_TRUE(limit.parse("32mb", error)) << error;
+    Status parsed = limit.parse("32mb");
+    ASSERT_TRUE(parsed) << parsed.error();
     EXPECT_EQ(limit.format(), "33554432");
     EXPECT_EQ(limit.bytes(0), 32u << 20);
-    ASSERT_TRUE(limit.parse("1k", error)) << error;  // Redis's k: 1000, raised to the minimum
+    parsed = limit.parse("1k");  // Redis's k: 1000, raised to the minimum
+    ASSERT_TRUE(parsed) << parsed.error();
     EXPECT_EQ(limit.bytes(0), kMinClientsMemoryLimit);
     // Redis's own check: 7 % of 6 MB.
-    ASSERT_TRUE(limit.parse("7%", error)) << error;
+    parsed = limit.parse("7%");
+    ASSERT_TRUE(parsed) << parsed.error();
     EXPECT_EQ(limit.format(), "7%");
     EXPECT_EQ(limit.bytes(6u << 20), 440401u);
     EXPECT_EQ(limit.bytes(0), 0u);  // a percentage of no maxmemory: no limit
-    ASSERT_TRUE(limit.parse("100%", error)) << error;
+    parsed = limit.parse("100%");
+    ASSERT_TRUE(parsed) << parsed.error();
     EXPECT_EQ(limit.bytes(std::uint64_t{1} << 62), std::uint64_t{1} << 62);
-    ASSERT_TRUE(limit.parse("0", error)) << error;
+    parsed = limit.parse("0");
+    ASSERT_TRUE(parsed) << parsed.error();
     EXPECT_EQ(limit.bytes(1 << 30), 0u);
 }
 
 TEST(ClientsMemoryLimit, RefusesWhatRedisRefusesAndKeepsTheSetting) {
-    const ClientsMemoryLimit limit;
-    std::string error;
-    ASSERT_TRUE(limit.parse("5%", error));
+    ClientsMemoryLimit limit;
+    ASSERT_TRUE(limit.parse("5%"));
     for (const char* bad : {"", "%", "-1", "-5%", "1x", "5.5%", "mb", "99999999999999999999"}) {
-        EXPECT_FALSE(limit.parse(bad, error)) << bad;
-        EXPECT_EQ(error, "argument must be a memory or percent value") << bad;
+        const Status refused = limit.parse(bad);
+        EXPECT_FALSE(refused) << bad;
+        EXPECT_EQ(refused.error(), "argument must be a memory or percent value") << bad;
     }
-    EXPECT_FALSE(limit.parse("101%", error));
-    EXPECT_EQ(error, "percentage argument must be less or equal to 100");
-    EXPECT_FALSE(limit.parse("9223372036854775808", error));
-    EXPECT_EQ(error, "argument must be between 0 and 9223372036854775807 inclusive");
+    Status refused = limit.parse("101%");
+    EXPECT_FALSE(refused);
+    EXPECT_EQ(refused.error(), "percentage argument must be less or equal to 100");
+    refused = limit.parse("9223372036854775808");
+    EXPECT_FALSE(refused);
+    EXPECT_EQ(refused.error(), "argument must be between 0 and 9223372036854775807 inclusive");
     EXPECT_EQ(limit.format(), "5%");
 }
 

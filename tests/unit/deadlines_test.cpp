@@ -15,6 +15,7 @@
 
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -125,14 +126,17 @@ private:
 // a server starts.
 void restart(const TempDir& dir, Keyspace& keyspace, bool snapshot) {
     persist::LoadStats loaded{};
-    std::string error;
     if (snapshot) {
-        ASSERT_TRUE(persist::load_snapshot(dir.str() + "/dump", keyspace, loaded, error)) << error;
+        const core::Result<persist::LoadStats> read =
+            persist::load_snapshot(dir.str() + "/dump", keyspace);
+        ASSERT_TRUE(read.ok()) << read.error();
+        loaded = *read;
     }
-    persist::ReplayStats stats;
-    ASSERT_TRUE(persist::replay_journal(dir.str(), "journal", snapshot, loaded.journal_id,
-                                        loaded.journal_offset, keyspace, stats, error))
-        << error;
+    std::optional<persist::JournalCoverage> covered;
+    if (snapshot) covered = persist::JournalCoverage{loaded.journal_id, loaded.journal_offset};
+    const core::Result<persist::ReplayStats> replayed =
+        persist::replay_journal(dir.str(), "journal", covered, keyspace);
+    ASSERT_TRUE(replayed.ok()) << replayed.error();
 }
 
 TEST(Deadlines, ReplayAfterTheOldDeadlinesPassedGivesBackMovedAndRemovedOnes) {
@@ -142,8 +146,9 @@ TEST(Deadlines, ReplayAfterTheOldDeadlinesPassedGivesBackMovedAndRemovedOnes) {
     const std::int64_t soon = clock.now() + 50;
     {
         persist::Journal journal(dir.str(), "journal", persist::FsyncPolicy::always, 64ull << 20);
+        const core::Status opened = journal.open(7, 0, "");
+        ASSERT_TRUE(opened.ok()) << opened.error();
         std::string error;
-        ASSERT_TRUE(journal.open(7, 0, "", error)) << error;
         Keyspace live(8);
         live.set_mutation_log(&journal);
         // EXPIRE, adds, PERSIST.
@@ -163,8 +168,9 @@ TEST(Deadlines, ReplayAfterTheOldDeadlinesPassedGivesBackMovedAndRemovedOnes) {
         // A snapshot in the middle, holding a deadline a later record removes.
         add(live, "saved", items);
         ASSERT_TRUE(live.set_expiry("saved", soon));
-        persist::SaveStats saved{};
-        ASSERT_TRUE(persist::save_snapshot(live, dir.str() + "/dump", saved, error)) << error;
+        const core::Result<persist::SaveStats> saved =
+            persist::save_snapshot(live, dir.str() + "/dump");
+        ASSERT_TRUE(saved.ok()) << saved.error();
         ASSERT_TRUE(live.set_expiry("saved", 0));
         // And one that does expire: it stays past its deadline, unreaped.
         add(live, "gone", items);

@@ -1,6 +1,6 @@
-// DUMP / RESTORE payloads (persist/dump_payload.hpp), the keyspace writes
-// behind RESTORE, COPY, RENAMENX, MIGRATE and RANDOMKEY, and those commands
-// driven without sockets.
+// DUMP / RESTORE payloads (persist/dump_payload.hpp) and the keyspace writes
+// behind RESTORE, COPY, RENAMENX, MIGRATE and RANDOMKEY. The commands
+// themselves are in key_commands_test.cpp.
 
 #include <gtest/gtest.h>
 
@@ -9,30 +9,22 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/bloom/redisbloom.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
-#include "bloomery/cluster/topology.hpp"
-#include "bloomery/command/acl.hpp"
-#include "bloomery/command/errors.hpp"
-#include "bloomery/command/registry.hpp"
-#include "bloomery/command/slowlog.hpp"
 #include "bloomery/core/crc64.hpp"
-#include "bloomery/core/key_slot.hpp"
 #include "bloomery/persist/dump_payload.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
-#include "bloomery/resp/writer.hpp"
-#include "fake_hooks.hpp"
+#include "dump_test_support.hpp"
 
 namespace bloomery {
 namespace {
@@ -42,6 +34,8 @@ using bloom::FilterOptions;
 using bloom::FilterRef;
 using bloom::ScalableFilter;
 using store::Keyspace;
+using testing::refooted;
+using testing::scandump;
 
 class TempDir {
 public:
@@ -105,37 +99,12 @@ std::string payload_of(const ScalableFilter& filter) {
     return out;
 }
 
-// Every BF.SCANDUMP piece of a filter (header, then chunks).
-std::vector<std::string> scandump(const ScalableFilter& filter) {
-    std::vector<std::string> pieces;
-    for (std::int64_t iter = 0;;) {
-        bloom::DumpChunk chunk = bloom::dump_chunk(filter, iter);
-        if (chunk.next_iter == 0) break;
-        pieces.push_back(std::move(chunk.data));
-        iter = chunk.next_iter;
-    }
-    return pieces;
-}
-
-// The payload with its footer made again: a valid version and CRC64 over
-// whatever the value now holds, so the value's own checks are reached.
-std::string refooted(std::string value_bytes) {
-    value_bytes.push_back(static_cast<char>(persist::kDumpPayloadVersion & 0xff));
-    value_bytes.push_back(static_cast<char>(persist::kDumpPayloadVersion >> 8));
-    const std::uint64_t crc = core::crc64(0, value_bytes);
-    for (int i = 0; i < 8; ++i) value_bytes.push_back(static_cast<char>(crc >> (8 * i)));
-    return value_bytes;
-}
-
 std::string value_of(const std::string& payload) {
     return payload.substr(0, payload.size() - persist::kDumpFooterBytes);
 }
 
 bool parses(const std::string& payload) {
-    persist::DumpValue value;
-    std::string error;
-    return persist::verify_dump_payload(payload) &&
-           persist::parse_dump_value(payload, value, error);
+    return persist::verify_dump_payload(payload) && persist::parse_dump_value(payload).ok();
 }
 
 // ---- CRC64 ----
@@ -157,7 +126,8 @@ TEST(Crc64, IsRedissCrc64Jones) {
 
 TEST(DumpPayload, RoundTripGivesBackEveryKindOfFilterBitForBit) {
     const std::vector<FilterRef> filters = {
-        filter_with(options_of(0.01, 100, bloom::Layout::classic), 700),  // 3+ layers
+        filter_with(options_of(0.01, 100, bloom::Layout::classic),
+                    700),  // 3+ layers
         filter_with(options_of(0.001, 50000, bloom::Layout::blocked), 20000),
         filter_with(options_of(0.05, 300, bloom::Layout::classic, true), 250),
         filter_with(redisbloom_options(100), 500),
@@ -167,10 +137,9 @@ TEST(DumpPayload, RoundTripGivesBackEveryKindOfFilterBitForBit) {
         const std::string payload = payload_of(*source);
         EXPECT_EQ(payload.size(), persist::dump_payload_bytes(*source, source->num_layers()));
         ASSERT_TRUE(persist::verify_dump_payload(payload));
-        persist::DumpValue value;
-        std::string error;
-        ASSERT_TRUE(persist::parse_dump_value(payload, value, error)) << error;
-        const FilterRef restored = persist::build_dump_filter(value);
+        const core::Result<persist::DumpValue> value = persist::parse_dump_value(payload);
+        ASSERT_TRUE(value.ok()) << value.error();
+        const FilterRef restored = persist::build_dump_filter(*value);
         ASSERT_TRUE(restored);
         EXPECT_NE(restored->id(), source->id());  // a new filter
         EXPECT_EQ(restored->items(), source->items());
@@ -194,9 +163,8 @@ TEST(DumpPayload, HoldsTheFilterExactlyAsASnapshotRecordDoes) {
         const FilterRef filter = keyspace.get(name)->filter;
         one.put(name, filter);
         const std::string path = dir.str() + "/" + name + ".bloomery";
-        persist::SaveStats stats;
-        std::string error;
-        ASSERT_TRUE(persist::save_snapshot(one, path, stats, error)) << error;
+        const core::Result<persist::SaveStats> saved = persist::save_snapshot(one, path);
+        ASSERT_TRUE(saved.ok()) << saved.error();
         std::ifstream in(path, std::ios::binary);
         const std::string file((std::istreambuf_iterator<char>(in)), {});
         // header (36), type, key length, key, deadline, id | fields | record
@@ -331,8 +299,8 @@ TEST(DumpPayload, MalformedValuesAreRefusedEvenWithAGoodFooter) {
 struct Journaled {
     explicit Journaled(const TempDir& dir)
         : journal(dir.str(), "journal", persist::FsyncPolicy::no, 256ull << 20) {
-        std::string error;
-        EXPECT_TRUE(journal.open(7, 0, "", error)) << error;
+        const core::Status opened = journal.open(7, 0, "");
+        EXPECT_TRUE(opened.ok()) << opened.error();
         keyspace.set_mutation_log(&journal);
     }
     ~Journaled() { close(); }
@@ -345,10 +313,9 @@ struct Journaled {
 };
 
 void replay(const TempDir& dir, Keyspace& into) {
-    persist::ReplayStats stats;
-    std::string error;
-    ASSERT_TRUE(persist::replay_journal(dir.str(), "journal", false, 0, 0, into, stats, error))
-        << error;
+    const core::Result<persist::ReplayStats> replayed =
+        persist::replay_journal(dir.str(), "journal", std::nullopt, into);
+    ASSERT_TRUE(replayed.ok()) << replayed.error();
 }
 
 void expect_same_filter(const ScalableFilter& a, const ScalableFilter& b) {
@@ -508,534 +475,6 @@ TEST(KeyspaceRandomKey, SkipsAndErasesKeysPastTheirDeadline) {
     clock.advance(std::chrono::milliseconds(5));
     EXPECT_EQ(dead.random_key(), std::nullopt);
     EXPECT_GE(dead.size(), 500u - Keyspace::kRandomKeyDraws);
-}
-
-// ---- Commands ----
-
-using command::testing::FakeHooks;
-
-class FakeSuspender : public command::ClientSuspender {
-public:
-    struct Sink : command::ReplySink {
-        explicit Sink(std::vector<command::ReplyWriter>& into) : delivered(into) {}
-        void deliver(command::ReplyWriter write_reply) override {
-            delivered.push_back(std::move(write_reply));
-        }
-        std::vector<command::ReplyWriter>& delivered;
-    };
-    std::shared_ptr<command::ReplySink> suspend() override {
-        return std::make_shared<Sink>(delivered);
-    }
-    std::vector<command::ReplyWriter> delivered;
-};
-
-// MIGRATE's target, played by a second keyspace: every RESTORE command the
-// source sends is parsed and run there, its replies recorded as a target's.
-class FakeTarget {
-public:
-    Keyspace keyspace{4};
-    std::vector<std::string> commands;  // the command names it got
-    command::MigrateRequest last;
-    // Set to make the target refuse: every RESTORE answers this error line.
-    std::string refuse;
-    bool unreachable = false;
-    // Runs once a key's payload is made, before the target answers.
-    std::function<void(const std::string& key)> after_payload;
-
-    void serve(command::MigrateRequest request,
-               const std::function<void(command::MigrateResult)>& done) {
-        command::MigrateResult result;
-        last = request;
-        if (unreachable) {
-            result.failure = command::MigrateResult::Failure::connect;
-            done(result);
-            return;
-        }
-        for (std::size_t i = 0; i < request.keys; ++i) {
-            std::string text;
-            if (!request.restore_command(i, text)) continue;
-            const std::vector<std::string> argv = parse(text);
-            commands.push_back(argv.at(0));
-            if (after_payload) after_payload(argv.at(1));
-            const bool replace = argv.size() == 5 && argv[4] == "REPLACE";
-            std::string error;
-            if (!refuse.empty()) {
-                error = refuse;
-            } else if (!replace && keyspace.contains(argv[1])) {
-                error = "BUSYKEY Target key name already exists.";
-            } else {
-                persist::DumpValue value;
-                std::string why;
-                EXPECT_TRUE(persist::verify_dump_payload(argv[3]));
-                EXPECT_TRUE(persist::parse_dump_value(argv[3], value, why)) << why;
-                const std::int64_t ttl = std::stoll(argv[2]);
-                keyspace.restore(
-                    argv[1], persist::build_dump_filter(value),
-                    {.expire_at_ms = ttl == 0 ? 0 : store::now_ms() + ttl,
-                     .if_live = replace ? store::IfLive::replace : store::IfLive::keep});
-            }
-            if (error.empty()) {
-                result.accepted.push_back(i);
-            } else if (result.target_error.empty()) {
-                result.target_error = error;
-            }
-        }
-        done(result);
-    }
-
-private:
-    // A RESP array of bulk strings.
-    static std::vector<std::string> parse(const std::string& text) {
-        std::vector<std::string> out;
-        std::size_t at = text.find("\r\n") + 2;
-        while (at < text.size()) {
-            EXPECT_EQ(text[at], '$');
-            const std::size_t end = text.find("\r\n", at);
-            const std::size_t length = std::stoull(text.substr(at + 1, end - at - 1));
-            out.push_back(text.substr(end + 2, length));
-            at = end + 2 + length + 2;
-        }
-        return out;
-    }
-};
-
-class MigratingHooks final : public command::ClientDirectory,
-                             public command::ServerStats,
-                             public command::Persistence,
-                             public command::Shutdown,
-                             public command::Replication,
-                             public command::ReplicaGate,
-                             public command::Migration {
-public:
-    explicit MigratingHooks(FakeTarget& target) : target_(target) {}
-    std::size_t connected_clients() override { return 1; }
-    std::int64_t blocked_clients() override { return 0; }
-    std::string client_list(std::span<const std::int64_t>) override { return ""; }
-    bool kill_client(std::int64_t) override { return false; }
-    bool kill_client(std::string_view) override { return false; }
-    command::StatsTotals stats() override { return {}; }
-    void reset_stats() override {}
-    void save_async(std::function<void(persist::SaveResult)> done) override { done({}); }
-    persist::SaveResult bgsave() override { return {}; }
-    persist::PersistenceInfo persistence() override { return {}; }
-    bool snapshot_failing() override { return false; }
-    void begin_shutdown(const command::ShutdownOptions&, std::function<void()>) override {}
-    void abort_shutdown(std::function<void(bool)> done) override { done(false); }
-    std::int64_t start_time_ms() override { return 0; }
-    unsigned worker_threads() override { return 1; }
-    void migrate(command::MigrateRequest request,
-                 std::function<void(command::MigrateResult)> done) override {
-        target_.serve(std::move(request), done);
-    }
-    command::PubSub& pubsub() { return channels_; }
-
-private:
-    FakeTarget& target_;
-    command::PubSub channels_;
-};
-
-class KeyCommands : public ::testing::Test {
-protected:
-    void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(command::build_default_registry(registry, error)) << error;
-    }
-    std::string run(std::vector<std::string> words) {
-        std::vector<std::string_view> argv(words.begin(), words.end());
-        out.clear();
-        command::Context ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender};
-        command::dispatch(registry, ctx, argv);
-        for (auto& write_reply : suspender.delivered) write_reply(writer);
-        suspender.delivered.clear();
-        return out;
-    }
-    // The bulk string a reply holds.
-    static std::string bulk(const std::string& reply) {
-        EXPECT_EQ(reply[0], '$') << reply;
-        const std::size_t end = reply.find("\r\n");
-        const std::size_t length = std::stoull(reply.substr(1, end - 1));
-        EXPECT_EQ(reply.size(), end + 2 + length + 2);
-        return reply.substr(end + 2, length);
-    }
-    std::vector<std::string> scandump_of(const std::string& key) {
-        return scandump(*keyspace.get(key)->filter);
-    }
-
-    command::Registry registry;
-    Keyspace keyspace{8};
-    core::Config config;
-    FakeTarget target;
-    MigratingHooks hooks{target};
-    FakeSuspender suspender;
-    command::ClientState client;
-    command::WorkerStats stats;
-    std::string out;
-    resp::Writer writer{out};
-};
-
-TEST_F(KeyCommands, DumpAndRestoreRoundTrip) {
-    EXPECT_EQ(run({"DUMP", "missing"}), "$-1\r\n");
-    ASSERT_EQ(run({"BF.RESERVE", "src", "0.001", "1000", "EXPANSION", "3"}), "+OK\r\n");
-    for (int i = 0; i < 3000; ++i) run({"BF.ADD", "src", "item-" + std::to_string(i)});
-    const std::string payload = bulk(run({"DUMP", "src"}));
-    EXPECT_EQ(run({"RESTORE", "dst", "0", payload}), "+OK\r\n");
-    EXPECT_EQ(scandump_of("dst"), scandump_of("src"));
-    EXPECT_EQ(run({"BF.INFO", "dst", "ITEMS"}), run({"BF.INFO", "src", "ITEMS"}));
-    EXPECT_EQ(run({"TTL", "dst"}), ":-1\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "dst", "item-2999"}), ":1\r\n");
-    // Another DUMP of the copy is the same payload.
-    EXPECT_EQ(bulk(run({"DUMP", "dst"})), payload);
-    // TTL kept (relative, then absolute).
-    EXPECT_EQ(run({"RESTORE", "ttl", "100000", payload}), "+OK\r\n");
-    const std::string pttl = run({"PTTL", "ttl"});
-    EXPECT_GT(std::stoll(pttl.substr(1)), 90000) << pttl;
-    const std::int64_t at = store::now_ms() + 500000;
-    EXPECT_EQ(run({"RESTORE", "abs", std::to_string(at), payload, "ABSTTL"}), "+OK\r\n");
-    EXPECT_EQ(run({"PEXPIRETIME", "abs"}), ":" + std::to_string(at) + "\r\n");
-}
-
-TEST_F(KeyCommands, RestoreChecksInRedissOrder) {
-    ASSERT_EQ(run({"BF.ADD", "k", "a"}), ":1\r\n");
-    const std::string payload = bulk(run({"DUMP", "k"}));
-    EXPECT_EQ(run({"RESTORE", "k", "0", payload}), "-BUSYKEY Target key name already exists.\r\n");
-    // Options first, then BUSYKEY, then the TTL, then the payload.
-    EXPECT_EQ(run({"RESTORE", "k", "x", "junk", "NOPE"}), "-ERR syntax error\r\n");
-    EXPECT_EQ(run({"RESTORE", "k", "x", "junk"}), "-BUSYKEY Target key name already exists.\r\n");
-    EXPECT_EQ(run({"RESTORE", "n", "x", "junk"}),
-              "-ERR value is not an integer or out of range\r\n");
-    EXPECT_EQ(run({"RESTORE", "n", "-1", "junk"}), "-ERR Invalid TTL value, must be >= 0\r\n");
-    EXPECT_EQ(run({"RESTORE", "n", "0", "junk"}),
-              "-ERR DUMP payload version or checksum are wrong\r\n");
-    EXPECT_EQ(run({"RESTORE", "n", "0", ""}),
-              "-ERR DUMP payload version or checksum are wrong\r\n");
-    EXPECT_EQ(run({"RESTORE", "n", "0", refooted("\x01garbage")}), "-ERR Bad data format\r\n");
-    EXPECT_EQ(run({"RESTORE", "n", "0", payload, "IDLETIME", "-1"}),
-              "-ERR Invalid IDLETIME value, must be >= 0\r\n");
-    EXPECT_EQ(run({"RESTORE", "n", "0", payload, "IDLETIME", "x"}),
-              "-ERR value is not an integer or out of range\r\n");
-    EXPECT_EQ(run({"RESTORE", "n", "0", payload, "FREQ", "256"}),
-              "-ERR Invalid FREQ value, must be >= 0 and <= 255\r\n");
-    EXPECT_EQ(run({"RESTORE", "n", "0", payload, "FREQ", "-1"}),
-              "-ERR Invalid FREQ value, must be >= 0 and <= 255\r\n");
-    // IDLETIME and FREQ exclude each other (the second is a syntax error).
-    EXPECT_EQ(run({"RESTORE", "n", "0", payload, "IDLETIME", "1", "FREQ", "1"}),
-              "-ERR syntax error\r\n");
-    EXPECT_EQ(run({"RESTORE", "n", "0", payload, "IDLETIME"}), "-ERR syntax error\r\n");
-    EXPECT_EQ(run({"EXISTS", "n"}), ":0\r\n");
-    EXPECT_EQ(run({"RESTORE", "n", "0", payload, "IDLETIME", "100"}), "+OK\r\n");
-    EXPECT_EQ(run({"RESTORE", "f", "0", payload, "freq", "255", "replace", "absttl"}), "+OK\r\n");
-    // REPLACE replaces; an expired TTL deletes what was there.
-    ASSERT_EQ(run({"BF.ADD", "other", "zzz"}), ":1\r\n");
-    EXPECT_EQ(run({"RESTORE", "other", "0", payload, "REPLACE"}), "+OK\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "other", "zzz"}), ":0\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "other", "a"}), ":1\r\n");
-    EXPECT_EQ(run({"RESTORE", "other", "1", payload, "REPLACE", "ABSTTL"}), "+OK\r\n");
-    EXPECT_EQ(run({"EXISTS", "other"}), ":0\r\n");
-    EXPECT_EQ(run({"RESTORE", "never", "1", payload, "ABSTTL"}), "+OK\r\n");
-    EXPECT_EQ(run({"EXISTS", "never"}), ":0\r\n");
-}
-
-TEST_F(KeyCommands, RestoreAppliesTheFilterBounds) {
-    ASSERT_EQ(run({"BF.RESERVE", "big", "0.0001", "200000"}), "+OK\r\n");
-    const std::string payload = bulk(run({"DUMP", "big"}));
-    config.max_filter_bytes = 64 * 1024;
-    EXPECT_EQ(run({"RESTORE", "copy", "0", payload})
-                  .rfind("-ERR filter would exceed max-filter-bytes", 0),
-              0u);
-    EXPECT_EQ(run({"COPY", "big", "copy"}).rfind("-ERR filter would exceed max-filter-bytes", 0),
-              0u);
-    EXPECT_EQ(run({"EXISTS", "copy"}), ":0\r\n");
-    // DUMP makes nothing a RESTORE could not take.
-    config.max_filter_bytes = 0;
-    config.proto_max_bulk_len = 1024;
-    EXPECT_EQ(run({"DUMP", "big"}).rfind("-ERR DUMP payload would exceed proto-max-bulk-len", 0),
-              0u);
-}
-
-TEST_F(KeyCommands, CopyMakesAnIndependentFilterWithTheDeadline) {
-    EXPECT_EQ(run({"COPY", "missing", "dst"}), ":0\r\n");
-    ASSERT_EQ(run({"BF.MADD", "src", "a", "b"}), "*2\r\n:1\r\n:1\r\n");
-    ASSERT_EQ(run({"EXPIRE", "src", "1000"}), ":1\r\n");
-    EXPECT_EQ(run({"COPY", "src", "src"}), "-ERR source and destination objects are the same\r\n");
-    EXPECT_EQ(run({"COPY", "src", "dst", "DB", "1"}), "-ERR DB index is out of range\r\n");
-    EXPECT_EQ(run({"COPY", "src", "dst", "DB", "x"}),
-              "-ERR value is not an integer or out of range\r\n");
-    EXPECT_EQ(run({"COPY", "src", "dst", "DB"}), "-ERR syntax error\r\n");
-    EXPECT_EQ(run({"COPY", "src", "dst", "NOPE"}), "-ERR syntax error\r\n");
-    EXPECT_EQ(run({"COPY", "src", "dst", "DB", "0"}), ":1\r\n");
-    EXPECT_EQ(scandump_of("dst"), scandump_of("src"));
-    EXPECT_EQ(run({"PEXPIRETIME", "dst"}), run({"PEXPIRETIME", "src"}));
-    EXPECT_NE(keyspace.get("dst")->filter.get(), keyspace.get("src")->filter.get());
-    ASSERT_EQ(run({"BF.ADD", "src", "only-in-src"}), ":1\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "dst", "only-in-src"}), ":0\r\n");
-    EXPECT_EQ(run({"COPY", "src", "dst"}), ":0\r\n");
-    EXPECT_EQ(run({"COPY", "src", "dst", "REPLACE"}), ":1\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "dst", "only-in-src"}), ":1\r\n");
-}
-
-TEST_F(KeyCommands, RenamenxTouchAndRandomkey) {
-    EXPECT_EQ(run({"RENAMENX", "missing", "x"}), "-ERR no such key\r\n");
-    EXPECT_EQ(run({"RANDOMKEY"}), "$-1\r\n");
-    ASSERT_EQ(run({"BF.ADD", "a", "1"}), ":1\r\n");
-    ASSERT_EQ(run({"BF.ADD", "b", "1"}), ":1\r\n");
-    EXPECT_EQ(run({"RENAMENX", "a", "b"}), ":0\r\n");
-    EXPECT_EQ(run({"RENAMENX", "a", "a"}), ":0\r\n");
-    EXPECT_EQ(run({"RENAMENX", "a", "c"}), ":1\r\n");
-    EXPECT_EQ(run({"EXISTS", "a", "c"}), ":1\r\n");
-    EXPECT_EQ(run({"TOUCH", "a", "b", "c", "c"}), ":3\r\n");
-    EXPECT_EQ(run({"TOUCH", "nothing"}), ":0\r\n");
-    std::set<std::string> drawn;
-    for (int i = 0; i < 200; ++i) drawn.insert(bulk(run({"RANDOMKEY"})));
-    EXPECT_EQ(drawn, (std::set<std::string>{"b", "c"}));
-}
-
-TEST_F(KeyCommands, MigrateMovesKeysAndDeletesThemUnlessCopy) {
-    EXPECT_EQ(run({"MIGRATE", "127.0.0.1", "1", "missing", "0", "100"}), "+NOKEY\r\n");
-    ASSERT_EQ(run({"BF.MADD", "k1", "a", "b"}), "*2\r\n:1\r\n:1\r\n");
-    ASSERT_EQ(run({"BF.MADD", "k2", "c"}), "*1\r\n:1\r\n");
-    ASSERT_EQ(run({"PEXPIRE", "k2", "100000"}), ":1\r\n");
-    const std::vector<std::string> k1 = scandump_of("k1");
-    const std::vector<std::string> k2 = scandump_of("k2");
-
-    EXPECT_EQ(run({"MIGRATE", "127.0.0.1", "7000", "k1", "3", "0", "COPY"}), "+OK\r\n");
-    EXPECT_EQ(target.last.host, "127.0.0.1");
-    EXPECT_EQ(target.last.port, 7000);
-    EXPECT_EQ(target.last.db, 3);
-    EXPECT_EQ(target.last.timeout_ms, 1000);  // 0: Redis's default
-    EXPECT_FALSE(target.last.auth);
-    EXPECT_EQ(run({"EXISTS", "k1"}), ":1\r\n");
-    EXPECT_EQ(scandump(*target.keyspace.get("k1")->filter), k1);
-    // Again: the target has it (BUSYKEY passed back), unless REPLACE.
-    EXPECT_EQ(run({"MIGRATE", "h", "7000", "k1", "0", "50"}),
-              "-ERR Target instance replied with error: BUSYKEY Target key name already "
-              "exists.\r\n");
-    EXPECT_EQ(run({"EXISTS", "k1"}), ":1\r\n");
-    EXPECT_EQ(run({"MIGRATE", "h", "7000", "", "0", "50", "REPLACE", "AUTH2", "u", "p", "KEYS",
-                   "k1", "k2", "absent"}),
-              "+OK\r\n");
-    EXPECT_TRUE(target.last.auth);
-    EXPECT_EQ(target.last.username, "u");
-    EXPECT_EQ(target.last.password, "p");
-    EXPECT_EQ(target.last.keys, 2u);  // "absent" is not sent
-    EXPECT_EQ(target.commands.back(), "RESTORE");
-    EXPECT_EQ(run({"EXISTS", "k1", "k2"}), ":0\r\n");
-    EXPECT_EQ(scandump(*target.keyspace.get("k2")->filter), k2);
-    const std::int64_t left = *target.keyspace.expiry("k2") - store::now_ms();
-    EXPECT_GT(left, 90000);
-    EXPECT_LE(left, 100000);
-    EXPECT_EQ(run({"MIGRATE", "h", "7000", "", "0", "50", "KEYS", "k1"}), "+NOKEY\r\n");
-}
-
-TEST_F(KeyCommands, MigrateErrors) {
-    ASSERT_EQ(run({"BF.ADD", "k", "a"}), ":1\r\n");
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "k", "0", "10", "KEYS", "k"}),
-              "-ERR When using MIGRATE KEYS option, the key argument must be set to the empty "
-              "string\r\n");
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "k", "0", "10", "AUTH"}), "-ERR syntax error\r\n");
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "k", "0", "10", "AUTH2", "u"}), "-ERR syntax error\r\n");
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "k", "0", "10", "BOGUS"}), "-ERR syntax error\r\n");
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "k", "x", "10"}),
-              "-ERR value is not an integer or out of range\r\n");
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "k", "0", "x"}),
-              "-ERR value is not an integer or out of range\r\n");
-    EXPECT_EQ(run({"MIGRATE", "h", "notaport", "k", "0", "10"}),
-              "-IOERR error or timeout connecting to the client\r\n");
-    target.unreachable = true;
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "k", "0", "10"}),
-              "-IOERR error or timeout connecting to the client\r\n");
-    target.unreachable = false;
-    target.refuse = "NOAUTH Authentication required.";
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "k", "0", "10"}),
-              "-ERR Target instance replied with error: NOAUTH Authentication required.\r\n");
-    EXPECT_EQ(run({"EXISTS", "k"}), ":1\r\n");
-    target.refuse.clear();
-    // A payload past proto-max-bulk-len is not sent.
-    config.proto_max_bulk_len = 64;
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "k", "0", "10"}).rfind("-ERR DUMP payload would exceed", 0),
-              0u);
-    EXPECT_EQ(run({"EXISTS", "k"}), ":1\r\n");
-    EXPECT_FALSE(target.keyspace.contains("k"));
-}
-
-TEST_F(KeyCommands, MigrateKeepsAKeyThatChangedWhileItWasSent) {
-    ASSERT_EQ(run({"BF.ADD", "k", "a"}), ":1\r\n");
-    ASSERT_EQ(run({"BF.ADD", "quiet", "a"}), ":1\r\n");
-    // Another client adds to "k" after its payload was made, before the
-    // target answers: deleting "k" would lose that add.
-    target.after_payload = [&](const std::string& key) {
-        if (key != "k") return;
-        std::vector<bloom::AddResult> results;
-        const std::vector<std::string_view> item = {"b"};
-        ASSERT_TRUE(keyspace.add_items("k", item, {}, nullptr, results));
-        ASSERT_EQ(results.at(0), bloom::AddResult::added);
-    };
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "", "0", "10", "KEYS", "k", "quiet"}),
-              "-ERR a key changed while MIGRATE sent it: it is kept here, and the target holds "
-              "the copy it was sent; MIGRATE it again with REPLACE\r\n");
-    EXPECT_EQ(run({"BF.EXISTS", "k", "b"}), ":1\r\n");
-    EXPECT_EQ(run({"EXISTS", "quiet"}), ":0\r\n");  // unchanged: moved
-    ASSERT_TRUE(target.keyspace.contains("k"));
-    target.after_payload = nullptr;
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "k", "0", "10", "REPLACE"}), "+OK\r\n");
-    EXPECT_EQ(run({"EXISTS", "k"}), ":0\r\n");
-    bool has_b = false;
-    target.keyspace.with_filter("k", [&](const ScalableFilter& f) { has_b = f.contains("b"); });
-    EXPECT_TRUE(has_b);
-}
-
-TEST_F(KeyCommands, MigrateInClusterModeSendsRestoreAsking) {
-    std::string error;
-    auto topology = cluster::parse_topology("0-16383=a:1", "a:1", "", error);
-    ASSERT_TRUE(topology) << error;
-    config.cluster_enabled = true;
-    config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
-    ASSERT_EQ(run({"BF.ADD", "k", "a"}), ":1\r\n");
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "k", "0", "10", "COPY"}), "+OK\r\n");
-    EXPECT_EQ(target.commands.back(), "RESTORE-ASKING");
-}
-
-// ---- Key positions: MIGRATE's KEYS form ----
-
-const command::Registry& table() {
-    static const command::Registry registry = [] {
-        command::Registry r;
-        std::string error;
-        if (!command::build_default_registry(r, error)) throw std::runtime_error(error);
-        return r;
-    }();
-    return registry;
-}
-
-std::vector<std::string_view> keys_of(std::vector<std::string_view> argv) {
-    const command::CommandSpec& spec = *table().find(argv[0]);
-    std::vector<std::string_view> keys;
-    for (std::size_t position : command::Registry::key_positions(spec, argv)) {
-        keys.push_back(argv[position]);
-    }
-    return keys;
-}
-
-using Keys = std::vector<std::string_view>;
-
-TEST(MigrateKeys, AreTheKeyArgumentOrThoseAfterKeys) {
-    EXPECT_EQ(keys_of({"MIGRATE", "h", "1", "k", "0", "10"}), Keys{"k"});
-    EXPECT_EQ(keys_of({"MIGRATE", "h", "1", "k", "0", "10", "COPY", "REPLACE"}), Keys{"k"});
-    EXPECT_EQ(keys_of({"MIGRATE", "h", "1", "", "0", "10", "KEYS", "a", "b"}), (Keys{"a", "b"}));
-    EXPECT_EQ(keys_of({"migrate", "h", "1", "", "0", "10", "copy", "auth", "pw", "keys", "a"}),
-              Keys{"a"});
-    // A password or user name that reads KEYS is an option's value.
-    EXPECT_EQ(keys_of({"MIGRATE", "h", "1", "", "0", "10", "AUTH", "KEYS", "KEYS", "a"}),
-              Keys{"a"});
-    EXPECT_EQ(
-        keys_of({"MIGRATE", "h", "1", "", "0", "10", "AUTH2", "KEYS", "KEYS", "KEYS", "x", "y"}),
-        (Keys{"x", "y"}));
-    EXPECT_EQ(keys_of({"MIGRATE", "h", "1", "", "0", "10", "KEYS"}), Keys{});
-    EXPECT_EQ(keys_of({"MIGRATE", "h", "1", "k", "0", "10", "KEYS", "a"}), Keys{});  // refused
-    EXPECT_EQ(keys_of({"COPY", "a", "b", "DB", "0"}), (Keys{"a", "b"}));
-    EXPECT_EQ(keys_of({"TOUCH", "a", "b", "c"}), (Keys{"a", "b", "c"}));
-    EXPECT_EQ(keys_of({"RESTORE-ASKING", "a", "0", "x"}), Keys{"a"});
-    EXPECT_TRUE(table().find("restore-asking")->asking);
-    EXPECT_FALSE(table().find("restore")->asking);
-}
-
-TEST(MigrateKeys, AccessControlChecksTheKeysAfterKeys) {
-    std::string error;
-    auto acl =
-        command::Acl::build(table(), "", "users.acl", "user app on nopass ~app:* +@all\n", error);
-    ASSERT_TRUE(acl) << error;
-    const command::AclUser& app = *acl->find("app");
-    const auto may = [&](std::vector<std::string_view> argv) {
-        return app.may_access_keys(*table().find(argv[0]), command::Args(argv));
-    };
-    EXPECT_TRUE(may({"MIGRATE", "h", "1", "app:1", "0", "10"}));
-    EXPECT_FALSE(may({"MIGRATE", "h", "1", "other", "0", "10"}));
-    EXPECT_TRUE(may({"MIGRATE", "h", "1", "", "0", "10", "KEYS", "app:1", "app:2"}));
-    EXPECT_FALSE(may({"MIGRATE", "h", "1", "", "0", "10", "KEYS", "app:1", "other"}));
-    EXPECT_FALSE(may({"MIGRATE", "h", "1", "", "0", "10", "COPY", "KEYS", "other"}));
-    EXPECT_FALSE(may({"COPY", "app:1", "other"}));
-    EXPECT_TRUE(may({"COPY", "app:1", "app:2"}));
-    EXPECT_FALSE(may({"RENAMENX", "app:1", "other"}));
-    EXPECT_FALSE(may({"TOUCH", "app:1", "other"}));
-    EXPECT_FALSE(may({"RESTORE", "other", "0", "x"}));
-    EXPECT_FALSE(may({"DUMP", "other"}));
-}
-
-TEST(MigrateKeys, TheSlowLogHidesItsPasswords) {
-    command::Slowlog log(0, 10);
-    command::ClientState client;
-    const auto logged = [&](std::vector<std::string_view> argv) {
-        log.reset();
-        log.record(table().find("migrate"), argv, 1000, client);
-        return log.newest(1).at(0).argv;
-    };
-    using Words = std::vector<std::string>;
-    EXPECT_EQ(logged({"MIGRATE", "h", "1", "k", "0", "10", "AUTH", "secret"}),
-              (Words{"MIGRATE", "h", "1", "k", "0", "10", "AUTH", "(redacted)"}));
-    EXPECT_EQ(logged({"MIGRATE", "h", "1", "", "0", "10", "AUTH2", "u", "pw", "KEYS", "a"}),
-              (Words{"MIGRATE", "h", "1", "", "0", "10", "AUTH2", "(redacted)", "(redacted)",
-                     "(redacted)", "(redacted)"}));
-    EXPECT_EQ(logged({"MIGRATE", "h", "1", "", "0", "10", "KEYS", "auth", "pw"}),
-              (Words{"MIGRATE", "h", "1", "", "0", "10", "KEYS", "auth", "pw"}));
-}
-
-class ClusterMigrate : public ::testing::Test {
-protected:
-    void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(command::build_default_registry(registry, error)) << error;
-        // This node is a, serving slots 0-8191.
-        auto topology = cluster::parse_topology("0-8191=a:1,8192-16383=b:2", "a:1", "", error);
-        ASSERT_TRUE(topology) << error;
-        config.cluster_enabled = true;
-        config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
-        // Keys of this node's slots and of the other's.
-        for (int i = 0; mine.size() < 2 || theirs.empty(); ++i) {
-            const std::string key = "key" + std::to_string(i);
-            (core::key_slot(key) < 8192 ? mine : theirs).push_back(key);
-        }
-    }
-    std::string run(std::vector<std::string> words) {
-        std::vector<std::string_view> argv(words.begin(), words.end());
-        out.clear();
-        command::Context ctx{registry, keyspace, config, hooks, client, stats, writer, &suspender};
-        command::dispatch(registry, ctx, argv);
-        for (auto& write_reply : suspender.delivered) write_reply(writer);
-        suspender.delivered.clear();
-        return out;
-    }
-
-    command::Registry registry;
-    Keyspace keyspace{4};
-    core::Config config;
-    FakeTarget target;
-    MigratingHooks hooks{target};
-    FakeSuspender suspender;
-    command::ClientState client;
-    command::WorkerStats stats;
-    std::string out;
-    resp::Writer writer{out};
-    std::vector<std::string> mine, theirs;
-};
-
-TEST_F(ClusterMigrate, RoutesByTheKeysAfterKeys) {
-    // Keys of this node: served (NOKEY, none exists); another node's:
-    // redirected, whichever form names them.
-    EXPECT_EQ(run({"MIGRATE", "h", "1", mine[0], "0", "10"}), "+NOKEY\r\n");
-    EXPECT_EQ(run({"MIGRATE", "h", "1", theirs[0], "0", "10"}).rfind("-MOVED ", 0), 0u);
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "", "0", "10", "KEYS", theirs[0]}).rfind("-MOVED ", 0), 0u);
-    // The empty key argument is not a key of the KEYS form.
-    const std::string crossslot = "-CROSSSLOT Keys in request don't hash to the same slot\r\n";
-    if (core::key_slot(mine[0]) != core::key_slot(mine[1])) {
-        EXPECT_EQ(run({"MIGRATE", "h", "1", "", "0", "10", "KEYS", mine[0], mine[1]}), crossslot);
-    }
-    EXPECT_EQ(run({"MIGRATE", "h", "1", "", "0", "10", "KEYS", mine[0]}), "+NOKEY\r\n");
-    // RESTORE-ASKING is served whatever the slot; RESTORE is redirected.
-    ASSERT_EQ(run({"BF.ADD", mine[0], "x"}), ":1\r\n");
-    const std::string dump = run({"DUMP", mine[0]});
-    const std::string payload =
-        dump.substr(dump.find("\r\n") + 2, dump.size() - dump.find("\r\n") - 4);
-    EXPECT_EQ(run({"RESTORE", theirs[0], "0", payload}).rfind("-MOVED ", 0), 0u);
-    EXPECT_EQ(run({"RESTORE-ASKING", theirs[0], "0", payload}), "+OK\r\n");
 }
 
 }  // namespace

@@ -8,6 +8,9 @@
 // ASan and TSan intercept, so the test stays valid there (the sanitizers
 // still see every allocation; only new/delete-vs-malloc/free mismatch reports
 // are lost, in this executable alone) and runs in `make asan` / `make tsan`.
+//
+// Its few replies are compared as bytes: this executable links no matchers,
+// whose allocations it would count.
 
 #include <gtest/gtest.h>
 
@@ -132,8 +135,8 @@ constexpr int kRounds = 50;
 class HotPathAllocations : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(build_default_registry(registry, error)) << error;
+        const auto built = build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
         // Large enough that the adds below never grow it: growth allocates a
         // layer, which is the filter's memory, not per-command overhead.
         ASSERT_EQ(run_words({"BF.RESERVE", "hot", "0.01", "1000000"}), "+OK\r\n");
@@ -158,10 +161,9 @@ protected:
     // Cluster mode with this node as `self` of a two-node map: "hot" hashes
     // to slot 6093, node a's.
     void enable_cluster(std::string_view self) {
-        std::string error;
-        auto topology = cluster::parse_topology("0-8191=127.0.0.1:7001,8192-16383=127.0.0.1:7002",
-                                                self, "", error);
-        ASSERT_TRUE(topology) << error;
+        auto topology =
+            cluster::parse_topology("0-8191=127.0.0.1:7001,8192-16383=127.0.0.1:7002", self, "");
+        ASSERT_TRUE(topology) << topology.error();
         config.cluster_enabled = true;
         config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
     }
@@ -213,9 +215,9 @@ protected:
         out.clear();
         std::uint64_t clock_mark = core::CommandClock::get().now();  // as a connection times
         while (!bytes.empty()) {
-            std::size_t consumed = 0;
-            if (parser.parse(bytes, argv, consumed) != resp::ParseStatus::complete) break;
-            bytes.remove_prefix(consumed);
+            const resp::ParseResult parsed = parser.parse(bytes, argv);
+            if (parsed.status != resp::ParseStatus::complete) break;
+            bytes.remove_prefix(parsed.consumed);
             dispatch(registry, context, argv, clock_mark);
             ++ran;
         }
@@ -231,11 +233,10 @@ protected:
         while (received < bytes.size()) {
             received = std::min(bytes.size(), received + read_size);
             for (;;) {
-                std::size_t consumed = 0;
-                const resp::ParseStatus status =
-                    parser.parse(bytes.substr(start, received - start), argv, consumed);
-                if (status != resp::ParseStatus::complete) break;
-                start += consumed;
+                const resp::ParseResult result =
+                    parser.parse(bytes.substr(start, received - start), argv);
+                if (result.status != resp::ParseStatus::complete) break;
+                start += result.consumed;
                 ++parsed;
             }
         }
@@ -258,10 +259,12 @@ protected:
     // histogram, allocated on a command's first call, in the warm-up) and
     // checked against the slow log's threshold.
     WorkerStats stats;
-    Slowlog slowlog{config.slowlog_log_slower_than_us, config.slowlog_max_len};
+    core::RuntimeSettings settings{config};
+    Slowlog slowlog{settings};
     std::string out;
     resp::Writer writer{out};
-    Context context{registry, keyspace, config, hooks, client, stats, writer, nullptr, &slowlog};
+    DispatchContext context{registry, keyspace, config, settings, hooks,
+                            client,   stats,    writer, nullptr,  &slowlog};
     resp::Parser parser;
     std::vector<std::vector<std::string>> commands;  // 5 per round
     std::vector<std::string_view> argv;

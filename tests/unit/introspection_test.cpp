@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -110,15 +111,16 @@ TEST_F(LatencyMonitor, OneSamplePerSecondKeepsItsWorstAndTheMaxEver) {
     latency_add_sample(kLatencyFastCommand, 5);
     latency_add_sample(kLatencyFastCommand, 50);
     latency_add_sample(kLatencyFastCommand, 7);
-    LatencyEvent event;
-    ASSERT_TRUE(latency_event("fast-command", event));
+    const std::optional<LatencyEvent> found = latency_event("fast-command");
+    ASSERT_TRUE(found);
+    const LatencyEvent& event = *found;
     // All three within one or two seconds: at most two samples, the worst kept.
     ASSERT_LE(event.samples.size(), 2u);
     EXPECT_EQ(event.max_ms, 50u);
     std::uint32_t worst = 0;
     for (const LatencySample& sample : event.samples) worst = std::max(worst, sample.latency_ms);
     EXPECT_EQ(worst, 50u);
-    EXPECT_FALSE(latency_event("FAST-COMMAND", event));  // names are exact
+    EXPECT_FALSE(latency_event("FAST-COMMAND"));  // names are exact
 }
 
 TEST_F(LatencyMonitor, ResetByNameIgnoresCaseAndCountsWhatItForgot) {
@@ -151,25 +153,25 @@ TEST(OutputBufferLimits, DefaultsAreRedisButANormalHardLimit) {
 
 TEST(OutputBufferLimits, ParsesRedisFormSettingOnlyTheClassesNamed) {
     OutputBufferLimits limits;
-    std::string error;
-    ASSERT_TRUE(parse_output_buffer_limits("normal 0 0 0 replica 512mb 128MB 120", limits, error))
-        << error;
+    Status parsed = parse_output_buffer_limits("normal 0 0 0 replica 512mb 128MB 120", limits);
+    ASSERT_TRUE(parsed) << parsed.error();
     EXPECT_EQ(format_output_buffer_limits(limits),
               "normal 0 0 0 slave 536870912 134217728 120 pubsub 33554432 8388608 60");
-    ASSERT_TRUE(parse_output_buffer_limits("  PubSub 1k 2kb 3  slave 1g 1gb 0", limits, error));
+    ASSERT_TRUE(parse_output_buffer_limits("  PubSub 1k 2kb 3  slave 1g 1gb 0", limits));
     EXPECT_EQ(limits.get(ClientClass::pubsub), (OutputBufferLimit{1000, 2048, 3}));
     EXPECT_EQ(limits.get(ClientClass::replica), (OutputBufferLimit{1000000000, 1073741824, 0}));
     // Nothing named: nothing changes.
-    ASSERT_TRUE(parse_output_buffer_limits("", limits, error));
+    ASSERT_TRUE(parse_output_buffer_limits("", limits));
     EXPECT_EQ(limits.get(ClientClass::pubsub), (OutputBufferLimit{1000, 2048, 3}));
 }
 
 TEST(OutputBufferLimits, OneSizeAloneIsTheNormalHardLimit) {
     OutputBufferLimits limits;
-    std::string error;
-    ASSERT_TRUE(parse_output_buffer_limits("65536", limits, error)) << error;
+    Status parsed = parse_output_buffer_limits("65536", limits);
+    ASSERT_TRUE(parsed) << parsed.error();
     EXPECT_EQ(limits.get(ClientClass::normal), (OutputBufferLimit{65536, 0, 0}));
-    ASSERT_TRUE(parse_output_buffer_limits("2mb", limits, error)) << error;
+    parsed = parse_output_buffer_limits("2mb", limits);
+    ASSERT_TRUE(parsed) << parsed.error();
     EXPECT_EQ(limits.get(ClientClass::normal).hard_bytes, 2u << 20);
     EXPECT_EQ(limits.get(ClientClass::replica), (OutputBufferLimit{256 << 20, 64 << 20, 60}));
 }
@@ -177,28 +179,28 @@ TEST(OutputBufferLimits, OneSizeAloneIsTheNormalHardLimit) {
 TEST(OutputBufferLimits, RefusesWithRedisReasonsAndChangesNothing) {
     OutputBufferLimits limits;
     const std::string before = format_output_buffer_limits(limits);
-    std::string error;
-    EXPECT_FALSE(parse_output_buffer_limits("normal 1 2", limits, error));
-    EXPECT_EQ(error, "Wrong number of arguments in buffer limit configuration.");
-    EXPECT_FALSE(parse_output_buffer_limits("normal 1 2 3 master 1 2 3", limits, error));
-    EXPECT_EQ(error, "Invalid client class specified in buffer limit configuration.");
+    Status refused = parse_output_buffer_limits("normal 1 2", limits);
+    EXPECT_FALSE(refused);
+    EXPECT_EQ(refused.error(), "Wrong number of arguments in buffer limit configuration.");
+    refused = parse_output_buffer_limits("normal 1 2 3 master 1 2 3", limits);
+    EXPECT_FALSE(refused);
+    EXPECT_EQ(refused.error(), "Invalid client class specified in buffer limit configuration.");
     for (const char* bad :
          {"normal x 0 0", "normal 1 2 -3", "normal 1 2 3x", "normal -1 0 0", "normal 1tb 0 0",
           "normal 99999999999gb 0 0", "replica 1 1 1 normal 1 y 1"}) {
-        EXPECT_FALSE(parse_output_buffer_limits(bad, limits, error)) << bad;
-        EXPECT_EQ(error,
+        refused = parse_output_buffer_limits(bad, limits);
+        EXPECT_FALSE(refused) << bad;
+        EXPECT_EQ(refused.error(),
                   "Error in hard, soft or soft_seconds setting in buffer limit configuration.")
             << bad;
     }
-    EXPECT_FALSE(parse_output_buffer_limits("abc", limits, error));
+    EXPECT_FALSE(parse_output_buffer_limits("abc", limits));
     EXPECT_EQ(format_output_buffer_limits(limits), before);
 }
 
 TEST(OutputBufferLimits, ACopyHasTheSameValues) {
     Config config;
-    std::string error;
-    ASSERT_TRUE(
-        parse_output_buffer_limits("pubsub 1 2 3", config.client_output_buffer_limits, error));
+    ASSERT_TRUE(parse_output_buffer_limits("pubsub 1 2 3", config.client_output_buffer_limits));
     const Config copy = config;
     EXPECT_EQ(copy.client_output_buffer_limits.get(ClientClass::pubsub),
               (OutputBufferLimit{1, 2, 3}));

@@ -92,10 +92,8 @@ TEST(KeyAccess, NewWordsStartNowOrIdleAndClampTheCounter) {
     EXPECT_EQ(idle_seconds(access_word(std::int64_t{1} << 40, 0)), std::int64_t{kClockMask});
     EXPECT_EQ(idle_seconds(access_word(-5, 0)), 0);
     EXPECT_EQ(counter_of(access_word(0, 1000)), kCounterMax);
-    set_lfu_decay_time(0);
-    EXPECT_EQ(access_frequency(access_word(600, 100)), 100u);
-    set_lfu_decay_time(1);
-    EXPECT_EQ(access_frequency(access_word(600, 100)), 90u);  // ten whole minutes
+    EXPECT_EQ(access_frequency(access_word(600, 100), 0), 100u);  // lfu-decay-time 0: never
+    EXPECT_EQ(access_frequency(access_word(600, 100), 1), 90u);   // ten whole minutes
 }
 
 TEST(KeyAccess, IdleTimeAndDecayFollowTheClock) {
@@ -105,7 +103,7 @@ TEST(KeyAccess, IdleTimeAndDecayFollowTheClock) {
     EXPECT_EQ(access_clock(), static_cast<std::uint32_t>(clock.now() / 1000));
     clock.advance(std::chrono::minutes(10));
     EXPECT_EQ(idle_seconds(word), 600);
-    EXPECT_EQ(access_frequency(word), 90u);  // lfu-decay-time 1: one a minute
+    EXPECT_EQ(access_frequency(word, 1), 90u);  // lfu-decay-time 1: one a minute
     EXPECT_EQ(now_ms(), clock.now());
 }
 

@@ -67,9 +67,9 @@ TEST(Keyspace, LoadChunkSaysWhetherItLoadedAndWhyNot) {
     Keyspace keyspace(4);
     FilterRef source = make_filter();
     source->add("x", kNoLimits);
-    std::string error;
-    FilterRef target = bloom::decode_header(bloom::encode_header(*source), 0, error);
-    ASSERT_TRUE(target) << error;
+    const core::Result<FilterRef> decoded = bloom::decode_header(bloom::encode_header(*source), 0);
+    ASSERT_TRUE(decoded) << decoded.error();
+    const FilterRef target = *decoded;
     ASSERT_TRUE(keyspace.insert_new("k", target));
     const bloom::DumpChunk chunk = bloom::dump_chunk(*source, 1);
     ASSERT_NE(chunk.next_iter, 0);

@@ -39,14 +39,16 @@ FilterOptions auto_options(std::uint64_t capacity, double error_rate, bool nonsc
 // at capacity × expansion and half the error rate.
 std::vector<LayerGeometry> redisbloom_chain(const FilterOptions& options, std::size_t layers) {
     constexpr std::uint32_t kOptions = kRedisBloomDefaultOptions;
-    std::vector<LayerGeometry> chain(1);
     const double first_rate = options.nonscaling ? options.error_rate : options.error_rate / 2;
-    EXPECT_TRUE(redisbloom_layer(options.capacity, first_rate, kOptions, chain[0]));
+    const std::optional<LayerGeometry> first =
+        redisbloom_layer(options.capacity, first_rate, kOptions);
+    EXPECT_TRUE(first);
+    std::vector<LayerGeometry> chain{first.value_or(LayerGeometry{})};
     while (chain.size() < layers) {
-        LayerGeometry next;
-        EXPECT_TRUE(redisbloom_layer(chain.back().capacity * options.expansion,
-                                     chain.back().error_rate / 2, kOptions, next));
-        chain.push_back(next);
+        const std::optional<LayerGeometry> next = redisbloom_layer(
+            chain.back().capacity * options.expansion, chain.back().error_rate / 2, kOptions);
+        EXPECT_TRUE(next);
+        chain.push_back(next.value_or(LayerGeometry{}));
     }
     return chain;
 }
@@ -76,9 +78,9 @@ TEST(AutoLayout, EachSubFilterCostsAtMostTwoPercentMoreThanRedisBloom) {
                 std::vector<LayerGeometry> mine{first_layer(options)};
                 const std::size_t layers = nonscaling ? 1 : 10;
                 while (mine.size() < layers) {
-                    LayerGeometry next;
-                    ASSERT_TRUE(next_layer(options, mine.back(), next)) << p << " " << n;
-                    mine.push_back(next);
+                    const std::optional<LayerGeometry> next = next_layer(options, mine.back());
+                    ASSERT_TRUE(next) << p << " " << n;
+                    mine.push_back(*next);
                 }
                 const std::vector<LayerGeometry> theirs = redisbloom_chain(options, layers);
                 for (std::size_t i = 0; i < layers; ++i) {
@@ -105,10 +107,11 @@ TEST(AutoLayout, BlocksWhereThatIsWithinTheBudgetAndOnlyThere) {
     // under 2 %.
     const LayerGeometry cheap = first_layer(auto_options(1000000, 0.25, false));
     EXPECT_EQ(cheap.layout, Layout::blocked);
-    LayerGeometry reference;
-    ASSERT_TRUE(redisbloom_layer(1000000, 0.125, kRedisBloomDefaultOptions, reference));
-    EXPECT_GT(cheap.bits, reference.bits);
-    EXPECT_LE(static_cast<double>(cheap.bits), 1.02 * static_cast<double>(reference.bits));
+    const std::optional<LayerGeometry> reference =
+        redisbloom_layer(1000000, 0.125, kRedisBloomDefaultOptions);
+    ASSERT_TRUE(reference);
+    EXPECT_GT(cheap.bits, reference->bits);
+    EXPECT_LE(static_cast<double>(cheap.bits), 1.02 * static_cast<double>(reference->bits));
     // Exactly the layer `blocked` would make there.
     FilterOptions blocked = auto_options(1000000, 0.25, false);
     blocked.layout = Layout::blocked;
@@ -146,8 +149,9 @@ TEST(AutoLayout, TheFilterKeepsItsPolicyForTheLayersItAdds) {
     LayerGeometry expected = first_layer(options);
     for (std::size_t i = 0; i < filter.num_layers(); ++i) {
         if (i > 0) {
-            LayerGeometry last = expected;
-            ASSERT_TRUE(next_layer(options, last, expected));
+            const std::optional<LayerGeometry> grown = next_layer(options, expected);
+            ASSERT_TRUE(grown);
+            expected = *grown;
         }
         const LayerGeometry got = filter.layer(i).geometry();
         EXPECT_EQ(got.layout, expected.layout) << i;
@@ -169,9 +173,9 @@ TEST(AutoLayout, ADumpHeaderCarriesThePolicyAndEachLayersLayout) {
     ASSERT_EQ(filter.layer(0).layout(), Layout::classic);
     ASSERT_EQ(filter.layer(1).layout(), Layout::blocked);
     const std::string header = encode_header(filter);
-    std::string error;
-    const FilterRef copy = decode_header(header, 0, error);
-    ASSERT_TRUE(copy) << error;
+    const core::Result<FilterRef> decoded = decode_header(header, 0);
+    ASSERT_TRUE(decoded) << decoded.error();
+    const FilterRef& copy = *decoded;
     EXPECT_EQ(copy->options().layout, Layout::automatic);
     ASSERT_EQ(copy->num_layers(), 2u);
     for (std::size_t i = 0; i < 2; ++i) {

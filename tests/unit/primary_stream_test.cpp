@@ -14,6 +14,8 @@ namespace bloomery::net {
 namespace {
 
 using Event = PrimaryStreamDecoder::Event;
+using Handshake = PrimaryStreamDecoder::Handshake;
+using SyncRequest = PrimaryStreamDecoder::SyncRequest;
 
 const std::string kReplid = std::string(40, 'a');
 const std::string kMark = std::string(40, 'b');
@@ -29,9 +31,10 @@ struct Decoded {
     std::uint64_t offset = 0;
 };
 
-Decoded decode(bool auth, bool resume, const std::string& input, std::size_t piece) {
+Decoded decode(Handshake handshake, SyncRequest request, const std::string& input,
+               std::size_t piece) {
     PrimaryStreamDecoder decoder;
-    decoder.start(auth, resume);
+    decoder.start(handshake, request);
     Decoded out;
     for (std::size_t at = 0; at <= input.size(); at += piece) {
         if (at < input.size()) decoder.append(std::string_view(input).substr(at, piece));
@@ -64,7 +67,7 @@ TEST(PrimaryStream, AFullCopyDecodesInAnySplit) {
                               "\r\n" + snapshot + kMark + "records";
     for (const std::size_t piece : {std::size_t{1}, std::size_t{3}, std::size_t{4096}}) {
         SCOPED_TRACE("pieces of " + std::to_string(piece));
-        const Decoded d = decode(/*auth=*/true, /*resume=*/false, input, piece);
+        const Decoded d = decode(Handshake::auth_first, SyncRequest::full_copy, input, piece);
         ASSERT_TRUE(d.error.empty()) << d.error;
         ASSERT_GE(d.events.size(), 5u);
         EXPECT_EQ(d.events[0], Event::auth_ok);
@@ -78,8 +81,8 @@ TEST(PrimaryStream, AFullCopyDecodesInAnySplit) {
 }
 
 TEST(PrimaryStream, AResumedStreamFollowsContinue) {
-    const Decoded d =
-        decode(/*auth=*/false, /*resume=*/true, "+OK\r\n+CONTINUE " + kReplid + "\r\nabc", 2);
+    const Decoded d = decode(Handshake::replconf_first, SyncRequest::resume,
+                             "+OK\r\n+CONTINUE " + kReplid + "\r\nabc", 2);
     ASSERT_TRUE(d.error.empty()) << d.error;
     EXPECT_EQ(d.events[0], Event::replconf_ok);
     EXPECT_EQ(d.events[1], Event::resume);
@@ -88,26 +91,26 @@ TEST(PrimaryStream, AResumedStreamFollowsContinue) {
 
 TEST(PrimaryStream, MalformedAnswersFailTheSessionWithAReason) {
     const std::string ok = "+OK\r\n";
-    const std::vector<std::pair<std::string, bool>> bad = {
+    const std::vector<std::pair<std::string, SyncRequest>> bad = {
         // An offset past 2^63 - 1, and one that is not a number.
-        {ok + "+FULLRESYNC " + kReplid + " 99999999999999999999\r\n", false},
-        {ok + "+FULLRESYNC " + kReplid + " 12x\r\n", false},
-        {ok + "+FULLRESYNC " + kReplid + " -1\r\n", false},
+        {ok + "+FULLRESYNC " + kReplid + " 99999999999999999999\r\n", SyncRequest::full_copy},
+        {ok + "+FULLRESYNC " + kReplid + " 12x\r\n", SyncRequest::full_copy},
+        {ok + "+FULLRESYNC " + kReplid + " -1\r\n", SyncRequest::full_copy},
         // A replication id that is not 40 hex digits.
-        {ok + "+FULLRESYNC shortid 5\r\n", false},
+        {ok + "+FULLRESYNC shortid 5\r\n", SyncRequest::full_copy},
         // +CONTINUE to a PSYNC that asked for a full copy.
-        {ok + "+CONTINUE " + kReplid + "\r\n", false},
+        {ok + "+CONTINUE " + kReplid + "\r\n", SyncRequest::full_copy},
         // An error, or anything else, where +OK was due.
-        {"-ERR nope\r\n", false},
+        {"-ERR nope\r\n", SyncRequest::full_copy},
         // A snapshot header that is neither $EOF:<40> nor $<length>.
-        {ok + "+FULLRESYNC " + kReplid + " 5\r\n$EOF:short\r\n", false},
-        {ok + "+FULLRESYNC " + kReplid + " 5\r\n*3\r\n", false},
+        {ok + "+FULLRESYNC " + kReplid + " 5\r\n$EOF:short\r\n", SyncRequest::full_copy},
+        {ok + "+FULLRESYNC " + kReplid + " 5\r\n*3\r\n", SyncRequest::full_copy},
         // A line longer than any answer.
-        {std::string(PrimaryStreamDecoder::kMaxLineBytes + 10, 'x'), false},
+        {std::string(PrimaryStreamDecoder::kMaxLineBytes + 10, 'x'), SyncRequest::full_copy},
     };
-    for (const auto& [input, resume] : bad) {
+    for (const auto& [input, request] : bad) {
         SCOPED_TRACE(input.substr(0, 80));
-        const Decoded d = decode(/*auth=*/false, resume, input, 7);
+        const Decoded d = decode(Handshake::replconf_first, request, input, 7);
         ASSERT_FALSE(d.events.empty());
         EXPECT_EQ(d.events.back(), Event::failed);
         EXPECT_FALSE(d.error.empty());

@@ -27,12 +27,12 @@ MetricsSnapshot sample_snapshot() {
     s.command_names = {"bf.add", "bf.exists", "we\"ird\\name"};
     s.commands.resize(3);
     core::CommandStatsTable table;
-    table.record_call(0, 700, false);            // 0.7 µs
-    table.record_call(0, 3000, true);            // 3 µs
-    table.record_call(0, 2'000'000'000, false);  // 2 s
+    table.record_call(0, 700, core::CallOutcome::succeeded);            // 0.7 µs
+    table.record_call(0, 3000, core::CallOutcome::failed);              // 3 µs
+    table.record_call(0, 2'000'000'000, core::CallOutcome::succeeded);  // 2 s
     table.record_rejected(0);
     table.record_rejected(1);  // bf.exists: rejected only, no histogram
-    table.record_call(2, 100, false);
+    table.record_call(2, 100, core::CallOutcome::succeeded);
     core::add_command_stats(s.commands, table);
     s.keyspace.keys = 5;
     s.keyspace.items = 1234;

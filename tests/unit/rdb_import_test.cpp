@@ -101,8 +101,14 @@ ReadResult read(std::string_view bytes, std::int64_t now = store::now_ms()) {
         result.filters[key] = Imported{std::move(filter), deadline};
     };
     const RdbWarningSink warn = [&](const std::string& w) { result.warnings.push_back(w); };
-    result.ok = read_rdb({reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()}, now,
-                         sink, warn, result.stats, result.error);
+    core::Result<RdbImportStats> stats = read_rdb(
+        {reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()}, now, sink, warn);
+    result.ok = stats.ok();
+    if (stats) {
+        result.stats = std::move(*stats);
+    } else {
+        result.error = stats.error();
+    }
     return result;
 }
 
@@ -443,8 +449,9 @@ TEST(RdbImport, WritesASnapshotTheServerLoadsAndRefusesToReplaceData) {
     const std::string dir = pattern;
     core::Config config;
     config.dir = dir + "/data";
-    std::string report, error;
-    ASSERT_TRUE(import_rdb(fixture_path("dump.rdb"), config, report, error)) << error;
+    const RdbImportReport imported = import_rdb(fixture_path("dump.rdb"), config);
+    ASSERT_TRUE(imported.status.ok()) << imported.status.error();
+    const std::string& report = imported.report;
     EXPECT_NE(report.find("Bloom filters imported: 13 (2 with a TTL)"), std::string::npos)
         << report;
     EXPECT_NE(report.find("1 expired, 1 outside database 0"), std::string::npos) << report;
@@ -454,9 +461,9 @@ TEST(RdbImport, WritesASnapshotTheServerLoadsAndRefusesToReplaceData) {
               std::string::npos)
         << report;
     store::Keyspace keyspace(8);
-    LoadStats stats;
-    ASSERT_TRUE(load_snapshot(config.snapshot_path(), keyspace, stats, error)) << error;
-    EXPECT_EQ(stats.keys, 13u);
+    const core::Result<LoadStats> stats = load_snapshot(config.snapshot_path(), keyspace);
+    ASSERT_TRUE(stats.ok()) << stats.error();
+    EXPECT_EQ(stats->keys, 13u);
     const json all = json::parse(read_file(fixture_path("filters.json")));
     for (const json& f : all["filters"]) {
         const auto entry = keyspace.get(f["key"].get<std::string>());
@@ -466,23 +473,27 @@ TEST(RdbImport, WritesASnapshotTheServerLoadsAndRefusesToReplaceData) {
     }
     // The snapshot is there now: a second import refuses, changing nothing.
     const std::string before = read_file(config.snapshot_path());
-    EXPECT_FALSE(import_rdb(fixture_path("dump.rdb"), config, report, error));
-    EXPECT_NE(error.find("exists"), std::string::npos) << error;
+    const RdbImportReport again = import_rdb(fixture_path("dump.rdb"), config);
+    ASSERT_FALSE(again.status.ok());
+    EXPECT_NE(again.status.error().find("exists"), std::string::npos) << again.status.error();
     EXPECT_EQ(read_file(config.snapshot_path()), before);
     // A journal in the directory: refused too.
     core::Config other = config;
     other.dbfilename = "other.bloomery";
     std::ofstream(config.dir + "/journal.00000000000000000000") << "x";
-    EXPECT_FALSE(import_rdb(fixture_path("dump.rdb"), other, report, error));
-    EXPECT_NE(error.find("journal"), std::string::npos) << error;
+    const RdbImportReport beside_journal = import_rdb(fixture_path("dump.rdb"), other);
+    ASSERT_FALSE(beside_journal.status.ok());
+    EXPECT_NE(beside_journal.status.error().find("journal"), std::string::npos)
+        << beside_journal.status.error();
     // A corrupt file names itself, and writes nothing.
     other.dir = dir + "/empty";
     const std::string corrupt = dir + "/corrupt.rdb";
     std::string bytes = read_file(fixture_path("dump.rdb"));
     bytes.resize(bytes.size() - 100);
     std::ofstream(corrupt, std::ios::binary) << bytes;
-    EXPECT_FALSE(import_rdb(corrupt, other, report, error));
-    EXPECT_EQ(error.rfind(corrupt + ": offset ", 0), 0u) << error;
+    const RdbImportReport refused = import_rdb(corrupt, other);
+    ASSERT_FALSE(refused.status.ok());
+    EXPECT_EQ(refused.status.error().rfind(corrupt + ": offset ", 0), 0u) << refused.status.error();
     EXPECT_FALSE(std::filesystem::exists(other.snapshot_path()));
     std::filesystem::remove_all(dir);
 }

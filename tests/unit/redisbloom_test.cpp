@@ -27,6 +27,7 @@
 #include "bloomery/bloom/redisbloom.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -103,14 +104,14 @@ Chunks chunks_of(const json& list) {
 
 // BF.LOADCHUNK of every chunk, as a migration does.
 FilterRef load_chunks(const Chunks& chunks) {
-    std::string error;
-    FilterRef filter = bloom::decode_header(chunks.at(0).second, 0, error);
-    EXPECT_TRUE(filter) << error;
-    if (!filter) return filter;
+    core::Result<FilterRef> filter = bloom::decode_header(chunks.at(0).second, 0);
+    EXPECT_TRUE(filter) << filter.error();
+    if (!filter) return FilterRef{};
     for (std::size_t i = 1; i < chunks.size(); ++i) {
-        EXPECT_TRUE(bloom::load_chunk(*filter, chunks[i].first, chunks[i].second, error)) << error;
+        const core::Status loaded = bloom::load_chunk(**filter, chunks[i].first, chunks[i].second);
+        EXPECT_TRUE(loaded) << loaded.error();
     }
-    return filter;
+    return *filter;
 }
 
 // BF.SCANDUMP's whole loop.
@@ -181,26 +182,27 @@ TEST(RedisBloomScheme, SizesSubFiltersAsRedisBloomDoes) {
     };
     for (const Case& c : {Case{1000, 0.005, 11072, 8}, Case{100, 0.0005, 1600, 11},
                           Case{400, 0.00025, 6912, 12}, Case{100, 0.01, 960, 7}}) {
-        bloom::LayerGeometry g;
-        ASSERT_TRUE(
-            bloom::redisbloom_layer(c.entries, c.error, bloom::kRedisBloomDefaultOptions, g));
-        EXPECT_EQ(g.bits, c.bits) << c.entries << " at " << c.error;
-        EXPECT_EQ(g.hashes, c.hashes);
-        EXPECT_EQ(g.capacity, c.entries);
-        EXPECT_EQ(g.redisbloom_n2, 0);
-        EXPECT_EQ(bloom::check_layer(g, 0), bloom::BoundsError::none);
+        const std::optional<bloom::LayerGeometry> g =
+            bloom::redisbloom_layer(c.entries, c.error, bloom::kRedisBloomDefaultOptions);
+        ASSERT_TRUE(g);
+        EXPECT_EQ(g->bits, c.bits) << c.entries << " at " << c.error;
+        EXPECT_EQ(g->hashes, c.hashes);
+        EXPECT_EQ(g->capacity, c.entries);
+        EXPECT_EQ(g->redisbloom_n2, 0);
+        EXPECT_EQ(bloom::check_layer(*g, 0), bloom::BoundsError::none);
     }
     // Without NOROUND (RedisBloom 1.x): a power of two, and the entries the
     // extra bits hold: 1000 at 1 % wants 9585 bits, gets 2^14.
-    bloom::LayerGeometry g;
-    ASSERT_TRUE(bloom::redisbloom_layer(1000, 0.01, bloom::kRedisBloomForce64, g));
-    EXPECT_EQ(g.bits, 16384u);
-    EXPECT_EQ(g.redisbloom_n2, 14);
-    EXPECT_EQ(g.capacity, 1000u + static_cast<std::uint64_t>((16384 - 1000 * g.redisbloom_bpe) /
-                                                             g.redisbloom_bpe));
-    EXPECT_FALSE(bloom::redisbloom_layer(0, 0.01, bloom::kRedisBloomDefaultOptions, g));
-    EXPECT_FALSE(bloom::redisbloom_layer(10, 1.0, bloom::kRedisBloomDefaultOptions, g));
-    EXPECT_FALSE(bloom::redisbloom_layer(10, 0.01, bloom::kRedisBloomEntsIsBits, g));
+    const std::optional<bloom::LayerGeometry> g =
+        bloom::redisbloom_layer(1000, 0.01, bloom::kRedisBloomForce64);
+    ASSERT_TRUE(g);
+    EXPECT_EQ(g->bits, 16384u);
+    EXPECT_EQ(g->redisbloom_n2, 14);
+    EXPECT_EQ(g->capacity, 1000u + static_cast<std::uint64_t>((16384 - 1000 * g->redisbloom_bpe) /
+                                                              g->redisbloom_bpe));
+    EXPECT_FALSE(bloom::redisbloom_layer(0, 0.01, bloom::kRedisBloomDefaultOptions));
+    EXPECT_FALSE(bloom::redisbloom_layer(10, 1.0, bloom::kRedisBloomDefaultOptions));
+    EXPECT_FALSE(bloom::redisbloom_layer(10, 0.01, bloom::kRedisBloomEntsIsBits));
 }
 
 TEST(RedisBloomScheme, BoundsRefuseOptionsAndLayersItCannotHonour) {
@@ -230,11 +232,12 @@ TEST(RedisBloomScheme, BoundsRefuseOptionsAndLayersItCannotHonour) {
     EXPECT_EQ(with([](auto& o) { o.scheme = static_cast<bloom::HashScheme>(7); }),
               BoundsError::scheme_invalid);
 
-    bloom::LayerGeometry layer;
-    ASSERT_TRUE(bloom::redisbloom_layer(1000, 0.01, bloom::kRedisBloomDefaultOptions, layer));
-    EXPECT_EQ(bloom::check_layer(layer, 0), BoundsError::none);
+    const std::optional<bloom::LayerGeometry> layer =
+        bloom::redisbloom_layer(1000, 0.01, bloom::kRedisBloomDefaultOptions);
+    ASSERT_TRUE(layer);
+    EXPECT_EQ(bloom::check_layer(*layer, 0), BoundsError::none);
     auto layer_with = [&](auto change) {
-        bloom::LayerGeometry g = layer;
+        bloom::LayerGeometry g = *layer;
         change(g);
         return bloom::check_layer(g, 0);
     };
@@ -266,13 +269,14 @@ TEST(RedisBloomScheme, ACreatedFilterGrowsByRedisBloomsRule) {
     double error = 0.005;
     std::uint64_t entries = 100;
     for (std::size_t i = 0; i < filter->num_layers(); ++i) {
-        bloom::LayerGeometry want;
-        ASSERT_TRUE(bloom::redisbloom_layer(entries, error, options.redisbloom_options, want));
+        const std::optional<bloom::LayerGeometry> want =
+            bloom::redisbloom_layer(entries, error, options.redisbloom_options);
+        ASSERT_TRUE(want);
         const bloom::LayerGeometry got = filter->layer(i).geometry();
-        EXPECT_EQ(got.bits, want.bits);
-        EXPECT_EQ(got.hashes, want.hashes);
-        EXPECT_EQ(got.capacity, want.capacity);
-        EXPECT_EQ(got.redisbloom_bpe, want.redisbloom_bpe);
+        EXPECT_EQ(got.bits, want->bits);
+        EXPECT_EQ(got.hashes, want->hashes);
+        EXPECT_EQ(got.capacity, want->capacity);
+        EXPECT_EQ(got.redisbloom_bpe, want->redisbloom_bpe);
         entries *= 3;
         error /= 2;
     }
@@ -346,21 +350,22 @@ TEST(RedisBloomFixtures, OlderEncodingsGrowAndHashAsRedisBloomDid) {
 TEST(RedisBloomDump, HeadersOfEitherFormatAreToldApartAndMalformedOnesRefused) {
     const json& f = fixtures("filters.json")["filters"][3];  // rb:scaling, several layers
     const std::string header = chunks_of(f["chunks"]).front().second;
-    bloom::DumpHeader parsed;
-    std::string error;
-    ASSERT_TRUE(bloom::parse_header(header, parsed, error)) << error;
-    EXPECT_EQ(parsed.options.scheme, bloom::HashScheme::redisbloom);
-    EXPECT_EQ(parsed.options.redisbloom_options, bloom::kRedisBloomDefaultOptions);
+    const core::Result<bloom::DumpHeader> parsed = bloom::parse_header(header);
+    ASSERT_TRUE(parsed) << parsed.error();
+    EXPECT_EQ(parsed->options.scheme, bloom::HashScheme::redisbloom);
+    EXPECT_EQ(parsed->options.redisbloom_options, bloom::kRedisBloomDefaultOptions);
     // bloomery's own header is still bloomery's.
     const FilterRef own = ScalableFilter::create(bloom::FilterOptions{});
-    ASSERT_TRUE(bloom::parse_header(bloom::encode_header(*own), parsed, error)) << error;
-    EXPECT_EQ(parsed.options.scheme, bloom::HashScheme::bloomery);
+    const core::Result<bloom::DumpHeader> own_parsed =
+        bloom::parse_header(bloom::encode_header(*own));
+    ASSERT_TRUE(own_parsed) << own_parsed.error();
+    EXPECT_EQ(own_parsed->options.scheme, bloom::HashScheme::bloomery);
 
     auto refused = [&](std::string bad, const std::string& why) {
         SCOPED_TRACE(why);
-        std::string message;
-        EXPECT_FALSE(bloom::decode_header(bad, 0, message));
-        EXPECT_EQ(message.rfind(why, 0), 0u) << message;
+        const core::Result<FilterRef> decoded = bloom::decode_header(bad, 0);
+        ASSERT_FALSE(decoded);
+        EXPECT_EQ(decoded.error().rfind(why, 0), 0u) << decoded.error();
     };
     auto patched = [&](std::size_t at, std::string_view bytes) {
         std::string out = header;
@@ -371,8 +376,9 @@ TEST(RedisBloomDump, HeadersOfEitherFormatAreToldApartAndMalformedOnesRefused) {
     // Not RedisBloom-shaped: judged (and refused) as bloomery's, whose
     // checksum comes first.
     for (const std::string& bad : {header.substr(0, header.size() - 1), header + "x"}) {
-        std::string message;
-        EXPECT_FALSE(bloom::decode_header(bad, 0, message));
+        const core::Result<FilterRef> decoded = bloom::decode_header(bad, 0);
+        ASSERT_FALSE(decoded);
+        const std::string& message = decoded.error();
         EXPECT_TRUE(message == "invalid dump header" || message == "dump header checksum mismatch")
             << message;
     }
@@ -401,11 +407,36 @@ TEST(RedisBloomDump, HeadersOfEitherFormatAreToldApartAndMalformedOnesRefused) {
     refused(odd_bits, "RedisBloom sub-filter 0");
 }
 
+TEST(RedisBloomDump, HeaderFormatIsToldByShapeAlone) {
+    const json& f = fixtures("filters.json")["filters"][3];  // rb:scaling, several layers
+    const std::string header = chunks_of(f["chunks"]).front().second;
+    EXPECT_EQ(bloom::header_format(header), bloom::HeaderFormat::redisbloom);
+    const FilterRef own = ScalableFilter::create(bloom::FilterOptions{});
+    const std::string own_header = bloom::encode_header(*own);
+    EXPECT_EQ(bloom::header_format(own_header), bloom::HeaderFormat::bloomery);
+    // Damaged past its magic, bloomery's header is still bloomery's (its
+    // checks then refuse it); with its magic damaged, or cut to less than
+    // its magic, it is no header.
+    std::string damaged = own_header;
+    damaged[20] = static_cast<char>(damaged[20] ^ 1);
+    EXPECT_EQ(bloom::header_format(damaged), bloom::HeaderFormat::bloomery);
+    damaged = own_header;
+    damaged[5] = static_cast<char>(damaged[5] ^ 1);
+    EXPECT_EQ(bloom::header_format(damaged), bloom::HeaderFormat::unknown);
+    EXPECT_EQ(bloom::header_format(own_header.substr(0, 7)), bloom::HeaderFormat::unknown);
+    // RedisBloom's is told by its length alone: one byte off is no header.
+    EXPECT_EQ(bloom::header_format(header.substr(0, header.size() - 1)),
+              bloom::HeaderFormat::unknown);
+    EXPECT_EQ(bloom::header_format(header + "x"), bloom::HeaderFormat::unknown);
+    EXPECT_EQ(bloom::header_format(""), bloom::HeaderFormat::unknown);
+    EXPECT_EQ(bloom::header_format("garbage"), bloom::HeaderFormat::unknown);
+}
+
 TEST(RedisBloomDump, ChunksLoadFromAnyByteOffsetAndBadOnesChangeNothing) {
     const Chunks chunks = chunks_of(fixtures("filters.json")["filters"][3]["chunks"]);
-    std::string error;
-    FilterRef target = bloom::decode_header(chunks.front().second, 0, error);
-    ASSERT_TRUE(target) << error;
+    const core::Result<FilterRef> decoded = bloom::decode_header(chunks.front().second, 0);
+    ASSERT_TRUE(decoded) << decoded.error();
+    const FilterRef& target = *decoded;
     // The same bits cut at odd offsets, in odd sizes, out of order.
     std::vector<std::pair<std::int64_t, std::string>> pieces;
     for (std::size_t c = 1; c < chunks.size(); ++c) {
@@ -419,17 +450,20 @@ TEST(RedisBloomDump, ChunksLoadFromAnyByteOffsetAndBadOnesChangeNothing) {
     }
     std::reverse(pieces.begin(), pieces.end());
     for (const auto& [iter, piece] : pieces) {
-        ASSERT_TRUE(bloom::load_chunk(*target, iter, piece, error)) << error;
+        const core::Status loaded = bloom::load_chunk(*target, iter, piece);
+        ASSERT_TRUE(loaded) << loaded.error();
     }
     expect_same_chunks(dump_all(*target), chunks);
     // Refusals, with RedisBloom's words, and no bit changed.
-    FilterRef empty = bloom::decode_header(chunks.front().second, 0, error);
+    const core::Result<FilterRef> decoded_empty = bloom::decode_header(chunks.front().second, 0);
+    ASSERT_TRUE(decoded_empty) << decoded_empty.error();
+    const FilterRef& empty = *decoded_empty;
     const std::string& first = chunks[1].second;
     const std::int64_t end = chunks[1].first;
     auto refused = [&](std::int64_t iter, const std::string& data, const std::string& why) {
-        std::string message;
-        EXPECT_FALSE(bloom::load_chunk(*empty, iter, data, message));
-        EXPECT_EQ(message, why);
+        const core::Status loaded = bloom::load_chunk(*empty, iter, data);
+        EXPECT_FALSE(loaded);
+        EXPECT_EQ(loaded.error(), why);
     };
     refused(static_cast<std::int64_t>(first.size()) - 1, first, "received bad data");
     refused(static_cast<std::int64_t>(first.size()), first, "invalid offset - no link found");
@@ -493,15 +527,15 @@ TEST(RedisBloomPersistence, ASnapshotKeepsEveryFilterBitForBit) {
     }
     live.put("own", ScalableFilter::create(bloom::FilterOptions{}));
     const std::string path = dir.str() + "/dump.bloomery";
-    persist::SaveStats saved;
-    std::string error;
-    ASSERT_TRUE(persist::save_snapshot(live, path, saved, error)) << error;
+    const core::Result<persist::SaveStats> saved = persist::save_snapshot(live, path);
+    ASSERT_TRUE(saved.ok()) << saved.error();
     store::Keyspace loaded(8);
-    persist::LoadStats stats;
-    ASSERT_TRUE(persist::load_snapshot(path, loaded, stats, error)) << error;
+    const core::Result<persist::LoadStats> stats = persist::load_snapshot(path, loaded);
+    ASSERT_TRUE(stats.ok()) << stats.error();
     expect_same_filters(live, loaded);
-    std::string report;
-    ASSERT_TRUE(persist::check_snapshot(path, report, error)) << error;
+    const persist::SnapshotCheck checked = persist::check_snapshot(path);
+    ASSERT_TRUE(checked.verdict.ok()) << checked.verdict.error();
+    const std::string& report = checked.report;
     EXPECT_NE(report.find("scheme redisbloom (options 5)"), std::string::npos);
     EXPECT_NE(report.find("scheme redisbloom (options 0)"), std::string::npos);  // 1.x, 32-bit
     EXPECT_NE(report.find(", n2 14"), std::string::npos);  // its power-of-two sub-filter
@@ -513,14 +547,16 @@ TEST(RedisBloomPersistence, JournalReplayRedoesLoadsAndAddsExactly) {
     store::Keyspace live(8);
     {
         persist::Journal journal(dir.str(), "journal", persist::FsyncPolicy::everysec, 64ull << 20);
-        std::string open_error;
-        ASSERT_TRUE(journal.open(7, 0, "", open_error)) << open_error;
+        const core::Status opened = journal.open(7, 0, "");
+        ASSERT_TRUE(opened.ok()) << opened.error();
         live.set_mutation_log(&journal);
         for (const json& f : fixtures("filters.json")["filters"]) {
             const std::string key = f["key"];
             const Chunks chunks = chunks_of(f["chunks"]);
+            const core::Result<FilterRef> decoded = bloom::decode_header(chunks[0].second, 0);
+            ASSERT_TRUE(decoded) << decoded.error();
+            ASSERT_TRUE(live.insert_new(key, *decoded));
             std::string error;
-            ASSERT_TRUE(live.insert_new(key, bloom::decode_header(chunks[0].second, 0, error)));
             for (std::size_t i = 1; i < chunks.size(); ++i) {
                 const auto loaded = live.load_chunk(key, chunks[i].first, chunks[i].second);
                 ASSERT_TRUE(loaded) << loaded.error();
@@ -539,10 +575,9 @@ TEST(RedisBloomPersistence, JournalReplayRedoesLoadsAndAddsExactly) {
         live.set_mutation_log(nullptr);
     }
     store::Keyspace replayed(8);
-    persist::ReplayStats stats;
-    std::string error;
-    ASSERT_TRUE(persist::replay_journal(dir.str(), "journal", false, 0, 0, replayed, stats, error))
-        << error;
+    const core::Result<persist::ReplayStats> replay =
+        persist::replay_journal(dir.str(), "journal", std::nullopt, replayed);
+    ASSERT_TRUE(replay.ok()) << replay.error();
     expect_same_filters(live, replayed);
     for (const json& f : fixtures("filters.json")["filters"]) {
         const FilterRef filter = replayed.get(f["key"].get<std::string>())->filter;

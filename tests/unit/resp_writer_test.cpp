@@ -1,3 +1,6 @@
+// The reply writer, byte for byte on purpose: its bytes are the protocol
+// (the other tests read replies as trees, resp_matchers.hpp).
+
 #include "bloomery/resp/writer.hpp"
 
 #include <gtest/gtest.h>

@@ -303,9 +303,9 @@ TEST(ScalableFilter, AllocationBytesPredictWhatCreateAllocates) {
     const FilterOptions options = make_options(1000, 0.01, 2);
     std::vector<LayerGeometry> layers = {first_layer(options)};
     for (int i = 0; i < 3; ++i) {
-        LayerGeometry next;
-        ASSERT_TRUE(next_layer(options, layers.back(), next));
-        layers.push_back(next);
+        const std::optional<LayerGeometry> next = next_layer(options, layers.back());
+        ASSERT_TRUE(next);
+        layers.push_back(*next);
     }
     // Include a mapped layer (at least kMappedLayerBytes).
     layers.push_back(LayerGeometry{10000000, 0.0001, kMappedLayerBytes * 8 * 2, 14});
@@ -334,9 +334,9 @@ TEST(ScalableFilter, GrowthIsRefusedPastTheWholeFilterByteLimit) {
     const FilterOptions options = make_options(1000, 0.01, 2);
     const FilterRef owned = ScalableFilter::create(options);
     ScalableFilter& filter = *owned;
-    LayerGeometry second;
-    ASSERT_TRUE(next_layer(options, filter.layer(0).geometry(), second));
-    const std::uint64_t both = filter.bits_size() + second.bits / 8;
+    const std::optional<LayerGeometry> second = next_layer(options, filter.layer(0).geometry());
+    ASSERT_TRUE(second);
+    const std::uint64_t both = filter.bits_size() + second->bits / 8;
     std::uint64_t next = fill_to(filter, 1000);
     // One byte short of both layers: refused, nothing allocated.
     const GrowthLimits tight{both - 1, 0};

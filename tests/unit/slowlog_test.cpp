@@ -1,6 +1,7 @@
 // The slow log: Redis's truncation of arguments, redaction, ordering and
 // length, thresholds, and SLOWLOG / CONFIG SET through the dispatcher.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,9 +11,14 @@
 #include "bloomery/command/slowlog.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "fake_hooks.hpp"
+#include "resp_matchers.hpp"
 
 namespace bloomery::command {
 namespace {
+
+using namespace resp::testing;  // the reply matchers
+using ::testing::_;
+using ::testing::SizeIs;
 
 std::vector<std::string> capture(const std::vector<std::string>& words,
                                  std::size_t redact_from = ~std::size_t{0}) {
@@ -50,8 +56,8 @@ TEST(SlowlogCapture, CutsLongArgumentsAt128BytesWithRedisMarker) {
 
 TEST(SlowlogCapture, RedactsCredentials) {
     Registry registry;
-    std::string error;
-    ASSERT_TRUE(build_default_registry(registry, error)) << error;
+    const auto built = build_default_registry(registry);
+    ASSERT_TRUE(built) << built.error();
     auto redacted = [&](const std::vector<std::string>& words) {
         const std::vector<std::string_view> argv(words.begin(), words.end());
         return Slowlog::capture(argv, Slowlog::redact_from(registry.find(argv[0]), argv));
@@ -66,18 +72,22 @@ TEST(SlowlogCapture, RedactsCredentials) {
 }
 
 TEST(Slowlog, ThresholdsAreRedisOnes) {
-    Slowlog log(10000, 128);  // 10 ms
+    core::RuntimeSettings settings;  // 10 ms
+    Slowlog log(settings);
     EXPECT_FALSE(log.is_slow(9'999'999));
     EXPECT_TRUE(log.is_slow(10'000'000));
-    log.set_log_slower_than_us(0);  // every command
+    settings.set_slowlog_log_slower_than_us(0);  // every command
     EXPECT_TRUE(log.is_slow(0));
-    log.set_log_slower_than_us(-5);  // off
+    settings.set_slowlog_log_slower_than_us(-5);  // off
     EXPECT_FALSE(log.is_slow(~std::uint64_t{0}));
-    EXPECT_EQ(log.log_slower_than_us(), -1);
+    EXPECT_EQ(settings.slowlog_log_slower_than_us(), -1);
 }
 
 TEST(Slowlog, KeepsTheNewestMaxLenEntriesNewestFirst) {
-    Slowlog log(0, 3);
+    core::RuntimeSettings settings;
+    settings.set_slowlog_log_slower_than_us(0);
+    settings.set_slowlog_max_len(3);
+    Slowlog log(settings);
     ClientState client;
     client.address = "127.0.0.1:5000";
     client.set_name("worker-7");
@@ -97,7 +107,8 @@ TEST(Slowlog, KeepsTheNewestMaxLenEntriesNewestFirst) {
     EXPECT_EQ(entries[0].client_name, "worker-7");
     EXPECT_GT(entries[0].unix_time, 1700000000);
     EXPECT_EQ(log.newest(1).size(), 1u);
-    log.set_max_len(1);  // shrinking drops the oldest at once
+    settings.set_slowlog_max_len(1);
+    log.trim();  // shrinking drops the oldest at once
     EXPECT_EQ(log.newest(10).at(0).id, 4);
     EXPECT_EQ(log.length(), 1u);
     log.reset();
@@ -111,25 +122,31 @@ TEST(Slowlog, KeepsTheNewestMaxLenEntriesNewestFirst) {
 class SlowlogCommands : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(build_default_registry(registry, error)) << error;
+        const auto built = build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
         client.address = "10.0.0.1:4242";
     }
     std::string run(std::vector<std::string> words) {
         std::vector<std::string_view> argv(words.begin(), words.end());
         out.clear();
-        Context ctx{registry, keyspace, config, hooks, client, stats, writer, nullptr, &slowlog};
+        DispatchContext ctx{registry, keyspace, config, settings, hooks,
+                            client,   stats,    writer, nullptr,  &slowlog};
         dispatch(registry, ctx, argv);
         return out;
     }
 
     Registry registry;
     store::Keyspace keyspace{8};
-    core::Config config;
+    core::Config config = [] {
+        core::Config c;
+        c.slowlog_log_slower_than_us = 0;  // every command
+        return c;
+    }();
+    core::RuntimeSettings settings{config};
     testing::FakeHooks hooks;
     ClientState client;
     WorkerStats stats;
-    Slowlog slowlog{0, 128};  // every command
+    Slowlog slowlog{settings};
     std::string out;
     resp::Writer writer{out};
 };
@@ -137,56 +154,57 @@ protected:
 TEST_F(SlowlogCommands, GetAnswersRedisEntryShape) {
     run({"BF.ADD", "k", "a"});
     const std::string reply = run({"SLOWLOG", "GET", "1"});
-    // *1 entry of 6: id, time, duration, argv, address, name.
-    EXPECT_EQ(reply.rfind("*1\r\n*6\r\n:0\r\n:", 0), 0u) << reply;
-    EXPECT_NE(
-        reply.find("*3\r\n$6\r\nBF.ADD\r\n$1\r\nk\r\n$1\r\na\r\n$13\r\n10.0.0.1:4242\r\n$0\r\n"),
-        std::string::npos)
-        << reply;
+    // One entry: id, time, duration, argv, address, name.
+    EXPECT_THAT(reply, IsArray(IsArray(IsInt(0), IsInt(_), IsInt(_),
+                                       IsArray(IsBulk("BF.ADD"), IsBulk("k"), IsBulk("a")),
+                                       IsBulk("10.0.0.1:4242"), IsBulk(""))));
 }
 
 TEST_F(SlowlogCommands, GetCountsLenAndReset) {
     for (int i = 0; i < 12; ++i) run({"PING"});
     // SLOWLOG GET itself is logged after it answers: 12 PINGs so far.
-    EXPECT_EQ(run({"SLOWLOG", "LEN"}), ":12\r\n");
-    EXPECT_EQ(run({"SLOWLOG", "GET"}).rfind("*10\r\n", 0), 0u);        // default 10
-    EXPECT_EQ(run({"SLOWLOG", "GET", "-1"}).rfind("*14\r\n", 0), 0u);  // all: 12 + LEN + GET
-    EXPECT_EQ(run({"SLOWLOG", "GET", "0"}), "*0\r\n");
-    EXPECT_EQ(run({"SLOWLOG", "GET", "-2"}),
-              "-ERR count should be greater than or equal to -1\r\n");
-    EXPECT_EQ(run({"SLOWLOG", "GET", "x"}), "-ERR count should be greater than or equal to -1\r\n");
-    EXPECT_EQ(run({"SLOWLOG", "RESET"}), "+OK\r\n");
-    EXPECT_EQ(run({"SLOWLOG", "LEN"}), ":1\r\n");  // the RESET itself
+    EXPECT_THAT(run({"SLOWLOG", "LEN"}), IsInt(12));
+    EXPECT_THAT(run({"SLOWLOG", "GET"}), IsArrayThat(SizeIs(10)));        // default 10
+    EXPECT_THAT(run({"SLOWLOG", "GET", "-1"}), IsArrayThat(SizeIs(14)));  // all: 12 + LEN + GET
+    EXPECT_THAT(run({"SLOWLOG", "GET", "0"}), IsArray());
+    EXPECT_THAT(run({"SLOWLOG", "GET", "-2"}),
+                IsError("ERR count should be greater than or equal to -1"));
+    EXPECT_THAT(run({"SLOWLOG", "GET", "x"}),
+                IsError("ERR count should be greater than or equal to -1"));
+    EXPECT_THAT(run({"SLOWLOG", "RESET"}), IsOk());
+    EXPECT_THAT(run({"SLOWLOG", "LEN"}), IsInt(1));  // the RESET itself
     EXPECT_EQ(
         run({"SLOWLOG", "NOPE"}).rfind("-ERR unknown subcommand 'NOPE'. Try SLOWLOG HELP.", 0), 0u);
     EXPECT_EQ(run({"SLOWLOG", "HELP"}).rfind("*", 0), 0u);
 }
 
 TEST_F(SlowlogCommands, ConfigSetChangesTheSlowlogSettings) {
-    EXPECT_EQ(run({"CONFIG", "SET", "slowlog-log-slower-than", "-1", "slowlog-max-len", "5"}),
-              "+OK\r\n");
-    EXPECT_EQ(slowlog.log_slower_than_us(), -1);
-    EXPECT_EQ(slowlog.max_len(), 5u);
-    EXPECT_EQ(run({"CONFIG", "GET", "slowlog-*"}),
-              "*4\r\n$23\r\nslowlog-log-slower-than\r\n$2\r\n-1\r\n$15\r\nslowlog-max-len\r\n$"
-              "1\r\n5\r\n");
+    EXPECT_THAT(run({"CONFIG", "SET", "slowlog-log-slower-than", "-1", "slowlog-max-len", "5"}),
+                IsOk());
+    EXPECT_EQ(settings.slowlog_log_slower_than_us(), -1);
+    EXPECT_EQ(settings.slowlog_max_len(), 5u);
+    EXPECT_THAT(run({"CONFIG", "GET", "slowlog-*"}),
+                IsArray(IsBulk("slowlog-log-slower-than"), IsBulk("-1"), IsBulk("slowlog-max-len"),
+                        IsBulk("5")));
     // A bad pair changes nothing, not even the good one before it.
-    EXPECT_EQ(run({"CONFIG", "SET", "slowlog-max-len", "7", "slowlog-log-slower-than", "soon"}),
-              "-ERR CONFIG SET failed (possibly related to argument 'slowlog-log-slower-than') - "
-              "argument couldn't be parsed into an integer\r\n");
-    EXPECT_EQ(slowlog.max_len(), 5u);
-    EXPECT_EQ(run({"CONFIG", "SET", "slowlog-max-len", "-1"}),
-              "-ERR CONFIG SET failed (possibly related to argument 'slowlog-max-len') - argument "
-              "must be between 0 and 100000 inclusive\r\n");
-    EXPECT_EQ(run({"CONFIG", "SET", "slowlog-max-len", "1", "SLOWLOG-MAX-LEN", "2"}),
-              "-ERR CONFIG SET failed (possibly related to argument 'slowlog-max-len') - "
-              "duplicate parameter\r\n");
+    EXPECT_THAT(run({"CONFIG", "SET", "slowlog-max-len", "7", "slowlog-log-slower-than", "soon"}),
+                IsError("ERR CONFIG SET failed (possibly related to argument "
+                        "'slowlog-log-slower-than') - argument couldn't be "
+                        "parsed into an integer"));
+    EXPECT_EQ(settings.slowlog_max_len(), 5u);
+    EXPECT_THAT(run({"CONFIG", "SET", "slowlog-max-len", "-1"}),
+                IsError("ERR CONFIG SET failed (possibly related to argument "
+                        "'slowlog-max-len') - argument must be between 0 and "
+                        "100000 inclusive"));
+    EXPECT_THAT(run({"CONFIG", "SET", "slowlog-max-len", "1", "SLOWLOG-MAX-LEN", "2"}),
+                IsError("ERR CONFIG SET failed (possibly related to argument "
+                        "'slowlog-max-len') - duplicate parameter"));
     EXPECT_EQ(run({"CONFIG", "SET", "slowlog-max-len", "1", "maxmemory", "1"})
                   .rfind("-ERR CONFIG SET is not supported by bloomery for 'maxmemory'", 0),
               0u);
-    EXPECT_EQ(run({"CONFIG", "SET", "slowlog-max-len", "1", "slowlog-log-slower-than"}),
-              "-ERR wrong number of arguments for 'config|set' command\r\n");
-    EXPECT_EQ(slowlog.max_len(), 5u);
+    EXPECT_THAT(run({"CONFIG", "SET", "slowlog-max-len", "1", "slowlog-log-slower-than"}),
+                IsError("ERR wrong number of arguments for 'config|set' command"));
+    EXPECT_EQ(settings.slowlog_max_len(), 5u);
 }
 
 }  // namespace

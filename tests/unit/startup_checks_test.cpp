@@ -44,6 +44,7 @@ protected:
 TEST_F(StartupChecks, AGoodConfigurationHasNoProblemAndCreatesNothing) {
     EXPECT_EQ(join(run_startup_checks(config)), "");
     EXPECT_FALSE(std::filesystem::exists(config.dir));  // "can be created" is enough
+    EXPECT_TRUE(std::filesystem::is_empty(dir));        // the probe directory is gone
     std::filesystem::create_directories(config.dir);
     EXPECT_EQ(join(run_startup_checks(config)), "");
     EXPECT_TRUE(std::filesystem::is_empty(config.dir));  // the probe file is gone
@@ -55,6 +56,16 @@ TEST_F(StartupChecks, ADirThatIsAFileOrUnderAFileIsRefused) {
               std::string::npos);
     config.dir += "/below";
     EXPECT_NE(join(run_startup_checks(config)).find("cannot be created"), std::string::npos)
+        << join(run_startup_checks(config));
+}
+
+// What the start will fail to create, the check fails to create too: /proc
+// takes no new directory, even from root, whom access() lets write anywhere.
+TEST_F(StartupChecks, ADirThatCannotBeCreatedIsRefused) {
+    config.dir = "/proc/forbidden";
+    EXPECT_NE(join(run_startup_checks(config))
+                  .find("--dir '/proc/forbidden': cannot be created in '/proc': "),
+              std::string::npos)
         << join(run_startup_checks(config));
 }
 
@@ -120,8 +131,17 @@ TEST(TestConfig, ValueProblemsAreAllCollected) {
     }
     // Without --test-config the same values stop the start with exit code 1.
     EXPECT_EQ(parse({"--port", "0", "--dbfilename", "a/b"}).exit_code, 1);
-    // A parse error (a value CLI11 refuses) exits 1 at once under --test-config too.
-    EXPECT_EQ(parse({"--test-config", "--port", "abc"}).exit_code, 1);
+    // A value no option takes is one more problem under --test-config, the
+    // others still reported with it; what CLI11 itself refuses (an unknown
+    // flag) exits 1 at once.
+    const app::CommandLine bad_port =
+        parse({"--test-config", "--port", "abc", "--dbfilename", "a/b"});
+    EXPECT_EQ(bad_port.exit_code, -1);
+    EXPECT_NE(join(bad_port.problems)
+                  .find("--port: must be an integer between 0 and 65535 inclusive, got 'abc'"),
+              std::string::npos)
+        << join(bad_port.problems);
+    EXPECT_NE(join(bad_port.problems).find("--dbfilename:"), std::string::npos);
     EXPECT_EQ(parse({"--test-config", "--no-such-flag"}).exit_code, 1);
 }
 

@@ -2,6 +2,7 @@
 // command whose record cannot be allocated answers one error, changes
 // nothing, and the pipeline stays one reply per command.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,20 +17,23 @@
 #include "bloomery/resp/writer.hpp"
 #include "failing_log.hpp"
 #include "fake_hooks.hpp"
+#include "resp_matchers.hpp"
 
 namespace bloomery::command {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace resp::testing;  // the reply matchers
 
 class WritePath : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        ASSERT_TRUE(build_default_registry(registry, error)) << error;
+        const auto built = build_default_registry(registry);
+        ASSERT_TRUE(built) << built.error();
         dir = fs::temp_directory_path() / ("write_path_test." + std::to_string(::getpid()));
         fs::create_directories(dir);
-        ASSERT_TRUE(journal.open(7, 0, "", error)) << error;
+        const core::Status opened = journal.open(7, 0, "");
+        ASSERT_TRUE(opened.ok()) << opened.error();
         keyspace.set_mutation_log(&failing);
     }
     void TearDown() override {
@@ -45,7 +49,8 @@ protected:
         out.clear();
         for (const auto& words : commands) {
             std::vector<std::string_view> argv(words.begin(), words.end());
-            Context ctx{registry, keyspace, config, hooks, client, stats, writer, nullptr};
+            DispatchContext ctx{registry, keyspace, config, settings, hooks,
+                                client,   stats,    writer, nullptr};
             dispatch(registry, ctx, argv);
         }
         return out;
@@ -59,6 +64,7 @@ protected:
         "journal", persist::FsyncPolicy::no, 64ull << 20};
     persist::testing::FailingLog failing{journal};
     core::Config config;
+    core::RuntimeSettings settings{config};
     testing::FakeHooks hooks;
     ClientState client;
     WorkerStats stats;
@@ -66,45 +72,46 @@ protected:
     resp::Writer writer{out};
 };
 
-std::string error_reply(std::string_view text) {
-    return "-" + std::string(text) + "\r\n";
+ReplyMatcher error_reply(std::string_view text) {
+    return IsError(std::string(text));
 }
 
 TEST_F(WritePath, AnAddWhoseRecordCannotBeAllocatedAnswersOneErrorAndAddsNothing) {
-    EXPECT_EQ(pipeline({{"BF.ADD", "k", "a"}}), ":1\r\n");
+    EXPECT_THAT(pipeline({{"BF.ADD", "k", "a"}}), IsInt(1));
     failing.fail_next = 1;
     // One reply per command: the failing add's error, then the others.
-    EXPECT_EQ(pipeline({{"BF.ADD", "k", "b"}, {"BF.EXISTS", "k", "b"}, {"BF.ADD", "k", "c"}}),
-              error_reply(errors::kOom) + ":0\r\n:1\r\n");
+    EXPECT_THAT(pipeline({{"BF.ADD", "k", "b"}, {"BF.EXISTS", "k", "b"}, {"BF.ADD", "k", "c"}}),
+                Replies(error_reply(errors::kOom), IsInt(0), IsInt(1)));
     failing.fail_next = 1;
-    EXPECT_EQ(pipeline({{"BF.MADD", "k", "d", "e"}, {"BF.MEXISTS", "k", "d", "e"}}),
-              "*1\r\n" + error_reply(errors::kOom) + "*2\r\n:0\r\n:0\r\n");
-    EXPECT_EQ(pipeline({{"BF.INFO", "k", "ITEMS"}}), "*1\r\n:2\r\n");
+    EXPECT_THAT(pipeline({{"BF.MADD", "k", "d", "e"}, {"BF.MEXISTS", "k", "d", "e"}}),
+                Replies(IsArray(error_reply(errors::kOom)), IsArray(IsInt(0), IsInt(0))));
+    EXPECT_THAT(pipeline({{"BF.INFO", "k", "ITEMS"}}), IsArray(IsInt(2)));
 }
 
 TEST_F(WritePath, AnAddThatCannotRecordItsNewKeyAnswersOneErrorAndCreatesNothing) {
     failing.fail_next = 1;  // the new key's CREATE record
-    EXPECT_EQ(pipeline({{"BF.MADD", "new", "a", "b", "c"}, {"EXISTS", "new"}}),
-              "*1\r\n" + error_reply(errors::kOom) + ":0\r\n");
+    EXPECT_THAT(pipeline({{"BF.MADD", "new", "a", "b", "c"}, {"EXISTS", "new"}}),
+                Replies(IsArray(error_reply(errors::kOom)), IsInt(0)));
     failing.fail_next = 1;
-    EXPECT_EQ(pipeline({{"BF.ADD", "new", "a"}, {"EXISTS", "new"}}),
-              error_reply(errors::kOom) + ":0\r\n");
-    EXPECT_EQ(pipeline({{"BF.ADD", "new", "a"}, {"EXISTS", "new"}}), ":1\r\n:1\r\n");
+    EXPECT_THAT(pipeline({{"BF.ADD", "new", "a"}, {"EXISTS", "new"}}),
+                Replies(error_reply(errors::kOom), IsInt(0)));
+    EXPECT_THAT(pipeline({{"BF.ADD", "new", "a"}, {"EXISTS", "new"}}), Replies(IsInt(1), IsInt(1)));
 }
 
 TEST_F(WritePath, KeyspaceChangesWhoseRecordCannotBeAllocatedChangeNothing) {
     pipeline({{"BF.ADD", "k", "a"}});
     failing.fail_next = 1;
-    EXPECT_EQ(pipeline({{"BF.RESERVE", "new", "0.01", "100"}, {"EXISTS", "new"}}),
-              error_reply(errors::kNoMemory) + ":0\r\n");
+    EXPECT_THAT(pipeline({{"BF.RESERVE", "new", "0.01", "100"}, {"EXISTS", "new"}}),
+                Replies(error_reply(errors::kNoMemory), IsInt(0)));
     failing.fail_next = 1;
-    EXPECT_EQ(pipeline({{"DEL", "k"}, {"EXISTS", "k"}}), error_reply(errors::kNoMemory) + ":1\r\n");
+    EXPECT_THAT(pipeline({{"DEL", "k"}, {"EXISTS", "k"}}),
+                Replies(error_reply(errors::kNoMemory), IsInt(1)));
     failing.fail_next = 1;
-    EXPECT_EQ(pipeline({{"RENAME", "k", "other"}, {"EXISTS", "k"}}),
-              error_reply(errors::kNoMemory) + ":1\r\n");
+    EXPECT_THAT(pipeline({{"RENAME", "k", "other"}, {"EXISTS", "k"}}),
+                Replies(error_reply(errors::kNoMemory), IsInt(1)));
     failing.fail_next = 1;
-    EXPECT_EQ(pipeline({{"EXPIRE", "k", "100"}, {"TTL", "k"}}),
-              error_reply(errors::kNoMemory) + ":-1\r\n");
+    EXPECT_THAT(pipeline({{"EXPIRE", "k", "100"}, {"TTL", "k"}}),
+                Replies(error_reply(errors::kNoMemory), IsInt(-1)));
 }
 
 TEST_F(WritePath, AChunkWhoseRecordCannotBeAllocatedIsNotApplied) {
@@ -112,14 +119,14 @@ TEST_F(WritePath, AChunkWhoseRecordCannotBeAllocatedIsNotApplied) {
     const bloom::FilterRef source = keyspace.get("src")->filter;
     const bloom::DumpChunk header = bloom::dump_chunk(*source, 0);
     const bloom::DumpChunk data = bloom::dump_chunk(*source, header.next_iter);
-    EXPECT_EQ(pipeline({{"BF.LOADCHUNK", "dst", "1", header.data}}), "+OK\r\n");
+    EXPECT_THAT(pipeline({{"BF.LOADCHUNK", "dst", "1", header.data}}), IsOk());
     failing.fail_next = 1;
-    EXPECT_EQ(pipeline({{"BF.LOADCHUNK", "dst", std::to_string(data.next_iter), data.data},
-                        {"BF.EXISTS", "dst", "a"}}),
-              error_reply(errors::kNoMemory) + ":0\r\n");
-    EXPECT_EQ(pipeline({{"BF.LOADCHUNK", "dst", std::to_string(data.next_iter), data.data},
-                        {"BF.EXISTS", "dst", "a"}}),
-              "+OK\r\n:1\r\n");
+    EXPECT_THAT(pipeline({{"BF.LOADCHUNK", "dst", std::to_string(data.next_iter), data.data},
+                          {"BF.EXISTS", "dst", "a"}}),
+                Replies(error_reply(errors::kNoMemory), IsInt(0)));
+    EXPECT_THAT(pipeline({{"BF.LOADCHUNK", "dst", std::to_string(data.next_iter), data.data},
+                          {"BF.EXISTS", "dst", "a"}}),
+                Replies(IsOk(), IsInt(1)));
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ struct CommandLine {
     // PONG, 1 otherwise.
     std::string health_check;
     bool health_check_tls = false;
-    double health_check_timeout_seconds = 2;
+    double health_check_timeout_seconds = 0;  // its default is the option spec's
     // With --test-config: the problems found in the values (parse errors
     // aside, which exit at once). Otherwise always empty: they are printed
     // and exit_code is 1.

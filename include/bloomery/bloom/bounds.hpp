@@ -24,6 +24,7 @@
 // All functions are pure and thread-safe.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -147,9 +148,9 @@ BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items);
 // the filter's scheme. Precondition: check_options(options) == none.
 LayerGeometry first_layer(const FilterOptions& options);
 // The layer a scaling filter adds after `last`: capacity × expansion, error
-// × r, sized by the filter's scheme. False if it would leave the bounds
+// × r, sized by the filter's scheme. Nothing if it would leave the bounds
 // (capacity, bits or hashes too large).
-bool next_layer(const FilterOptions& options, const LayerGeometry& last, LayerGeometry& next);
+std::optional<LayerGeometry> next_layer(const FilterOptions& options, const LayerGeometry& last);
 
 // Bytes the bit arrays of these layers take (the quantity --max-filter-bytes
 // bounds). Saturates instead of overflowing.

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/core/result.hpp"
 
 namespace bloomery::bloom {
 
@@ -43,23 +44,30 @@ struct DumpHeader {
     std::vector<std::uint64_t> items;  // per layer
 };
 
+// Which format a payload offered as a header is in, by its shape alone
+// (nothing else in it is checked): bloomery's (it starts with the BLMDUMP1
+// magic), RedisBloom's (no magic, and exactly as long as the sub-filter
+// count at its bytes 8..11 says), or neither: no header at all.
+enum class HeaderFormat { bloomery, redisbloom, unknown };
+HeaderFormat header_format(std::string_view bytes);
+
 // Parses and validates a header: bloomery's (checksum first, then every
 // field against the bounds every other path uses), or RedisBloom's (a
 // payload without bloomery's magic whose length is 20 + 53 · the sub-filter
-// count it names: RedisBloom's own checks, then the same bounds). False with
-// `error` (no "ERR " prefix) on bad input; RedisBloom-format problems use
+// count it names: RedisBloom's own checks, then the same bounds). Bad input
+// fails with a reason without an "ERR " prefix; RedisBloom-format problems use
 // RedisBloom's wording where it refuses them too. Allocates nothing beyond
 // the header's own description.
-bool parse_header(std::string_view bytes, DumpHeader& out, std::string& error);
+core::Result<DumpHeader> parse_header(std::string_view bytes);
 // A new, all-zero filter with the header's geometry and item counts, its
 // bytes reserved against `maxmemory` (0: no limit) before they are allocated:
 // an empty reference if they would pass it. Throws std::bad_alloc. The
 // caller checks --max-filter-bytes first (filter_bytes).
 FilterRef build_filter(const DumpHeader& header, std::uint64_t maxmemory = 0);
 // parse_header + a whole-filter bound (bit arrays of all layers at most
-// `max_filter_bytes`, 0 = unbounded) + build_filter. Returns an empty
-// reference and sets `error` on refusal.
-FilterRef decode_header(std::string_view bytes, std::uint64_t max_filter_bytes, std::string& error);
+// `max_filter_bytes`, 0 = unbounded) + build_filter. The filter (never an
+// empty reference), or why it was refused (no "ERR " prefix).
+core::Result<FilterRef> decode_header(std::string_view bytes, std::uint64_t max_filter_bytes);
 
 struct DumpChunk {
     std::int64_t next_iter;  // 0 when the dump is complete
@@ -89,17 +97,16 @@ struct ChunkTarget {
 // Checks a data chunk against `filter`, in the format of its scheme
 // (bloomery's: iterator, length, alignment, bounds, checksum; RedisBloom's:
 // iterator and bounds, as RedisBloom checks them) without changing anything.
-// False with `error` (no "ERR ") if it does not fit.
-bool check_chunk(const ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
-                 ChunkTarget& target, std::string& error);
+// Where it goes, or why it does not fit (no "ERR " prefix).
+core::Result<ChunkTarget> check_chunk(const ScalableFilter& filter, std::int64_t iter,
+                                      std::string_view chunk);
 // Sets the chunk's bits in the filter: bits only go 0 -> 1, so a filter that
 // already held bits there keeps them, chunks and adds commute (replay in any
 // order gives the same bits), and loading never makes an item answer 0.
 // Safe beside concurrent adds. Layers never shrink, so a target checked
 // earlier against the same filter still fits.
 void apply_chunk(ScalableFilter& filter, const ChunkTarget& target);
-// check_chunk, then apply_chunk.
-bool load_chunk(ScalableFilter& filter, std::int64_t iter, std::string_view chunk,
-                std::string& error);
+// check_chunk, then apply_chunk; check_chunk's reason if it does not fit.
+core::Status load_chunk(ScalableFilter& filter, std::int64_t iter, std::string_view chunk);
 
 }  // namespace bloomery::bloom

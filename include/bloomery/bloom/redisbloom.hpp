@@ -23,6 +23,7 @@
 // All functions are pure and thread-safe.
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "bloomery/bloom/bounds.hpp"
@@ -50,11 +51,11 @@ double redisbloom_bpe(double error_rate);
 std::uint32_t redisbloom_hashes(double bpe);
 
 // A sub-filter sized as RedisBloom's bloom_init(entries, error, options)
-// sizes it: every field of `out` (scheme redisbloom, layout classic). False
+// sizes it, every field set (scheme redisbloom, layout classic). Nothing
 // where bloom_init fails or the size leaves what a double can hold; the
 // caller still checks the result against the bounds (check_layer).
-bool redisbloom_layer(std::uint64_t entries, double error_rate, std::uint32_t options,
-                      LayerGeometry& out);
+std::optional<LayerGeometry> redisbloom_layer(std::uint64_t entries, double error_rate,
+                                              std::uint32_t options);
 
 // Bytes RedisBloom reports as a chain's BF.INFO Size: its chain header (32),
 // a 64-byte link per sub-filter, and the bit arrays.

@@ -17,12 +17,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "bloomery/core/key_slot.hpp"
+#include "bloomery/core/result.hpp"
 
 namespace bloomery::cluster {
 
@@ -79,9 +79,9 @@ std::string node_id(std::string_view host, std::uint16_t port);
 // Parses `slots_spec` (the syntax above) and finds this node: `self_spec` is
 // "host:port" (matched case-insensitively on the host) or "auto", which takes
 // the trailing -N of `hostname`'s first label (a StatefulSet pod
-// "bloomery-2") and picks nodes()[N]. Returns nullopt with a one-line message
-// naming the offending entry on any error.
-std::optional<Topology> parse_topology(std::string_view slots_spec, std::string_view self_spec,
-                                       std::string_view hostname, std::string& error);
+// "bloomery-2") and picks nodes()[N]. Fails with a one-line message naming
+// the offending entry on any error.
+core::Result<Topology> parse_topology(std::string_view slots_spec, std::string_view self_spec,
+                                      std::string_view hostname);
 
 }  // namespace bloomery::cluster

@@ -20,8 +20,10 @@
 #include <vector>
 
 #include "bloomery/command/context.hpp"
+#include "bloomery/command/pubsub.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/core/result.hpp"
 
 namespace bloomery::command {
 
@@ -50,14 +52,14 @@ public:
     const std::string& name() const { return name_; }
     bool enabled() const { return enabled_; }
     bool nopass() const { return nopass_; }
-    bool all_keys() const { return all_keys_; }
+    bool all_keys() const { return keys_.all; }
     std::size_t password_count() const { return passwords_.size(); }
 
     // Applies one rule ("on", ">secret", "~*", "+@read", "-flushall",
-    // "+client|list", ...). Returns false with a message on a rule that is
-    // malformed, unknown or outside the supported subset; the message never
-    // repeats a password.
-    bool apply_rule(std::string_view rule, const Registry& registry, std::string& error);
+    // "+client|list", ...). Fails, saying why, on a rule that is malformed,
+    // unknown or outside the supported subset; the reason never repeats a
+    // password.
+    core::Status apply_rule(std::string_view rule, const Registry& registry);
 
     // True if the user is on and `password` is one of its passwords (any
     // password, if it is nopass). Hashes `password` once and compares the
@@ -73,42 +75,54 @@ public:
     // May it name every key that `argv` names for `spec`? True at once for a
     // user with all keys and for commands without keys.
     bool may_access_keys(const CommandSpec& spec, Args argv) const {
-        return all_keys_ || keys_match(spec, argv);
+        return keys_.all || keys_match(spec, argv);
     }
-    // May it publish to or subscribe to `channel` (a channel pattern of its
-    // matches it)? For PSUBSCRIBE's `pattern` (literal), Redis 7's rule: the
-    // pattern must be one of the user's own, character for character.
-    bool may_access_channel(std::string_view channel, bool literal_pattern) const;
-    bool all_channels() const { return all_channels_; }
+    // May it publish to or subscribe to the channel `name` (a channel
+    // pattern of its matches it)? For a pattern (PSUBSCRIBE), Redis 7's rule:
+    // it must be one of the user's own, character for character.
+    bool may_access_channel(std::string_view name, ChannelKind kind) const;
+    bool all_channels() const { return channels_.all; }
 
     // As ACL LIST shows it and an ACL file accepts it:
     // "user reader on #<sha256 hex> ~* -@all +@read".
     std::string describe() const;
 
 private:
+    // What a command rule does to the commands it names.
+    enum class Grant { allow, deny };
+    // The keys (~pattern) or the channels (&pattern) a user may name: all,
+    // or those matching one of `patterns` (globs).
+    struct PatternRules {
+        bool all = false;
+        std::vector<std::string> patterns;
+    };
+    // The words of the rules of one PatternRules: "allkeys", "~*",
+    // "resetkeys" and "key" in its messages, or the channels' equivalents.
+    struct PatternRuleWords;
+
     bool keys_match(const CommandSpec& spec, Args argv) const;
-    void set_command(const CommandSpec& spec, bool allow);
-    void set_all_commands(bool allow);
+    void set_command(const CommandSpec& spec, Grant grant);
+    void set_all_commands(Grant grant);
     // No_auth commands stay runnable whatever the rules say, as in Redis.
     void allow_no_auth_commands(const Registry& registry);
-    bool apply_command_rule(std::string_view rule, const Registry& registry, std::string& error);
+    core::Status apply_command_rule(std::string_view rule, const Registry& registry);
     // >password, #hash, <password, !hash.
-    bool apply_password_rule(std::string_view rule, std::string& error);
+    core::Status apply_password_rule(std::string_view rule);
     // allkeys, ~*, resetkeys, ~pattern (and %, refused).
-    bool apply_key_rule(std::string_view rule, std::string& error);
+    core::Status apply_key_rule(std::string_view rule);
     // allchannels, &*, resetchannels, &pattern.
-    bool apply_channel_rule(std::string_view rule, std::string& error);
+    core::Status apply_channel_rule(std::string_view rule);
+    static core::Status apply_pattern_rule(PatternRules& rules, std::string_view rule,
+                                           const PatternRuleWords& words);
 
     std::string name_;
     bool enabled_ = false;
     bool nopass_ = false;
-    bool all_keys_ = false;
     std::vector<PasswordDigest> passwords_;
-    std::vector<std::string> key_patterns_;  // glob patterns (~pattern), when !all_keys_
-    // Pub/Sub channels (&pattern); a new user has none (Redis 7's
-    // acl-pubsub-default resetchannels).
-    bool all_channels_ = false;
-    std::vector<std::string> channel_patterns_;
+    PatternRules keys_;
+    // Pub/Sub channels; a new user has none (Redis 7's acl-pubsub-default
+    // resetchannels).
+    PatternRules channels_;
     std::vector<std::uint64_t> allowed_;  // bit CommandSpec::id: may run it
     // The command rules as applied, for describe(): starts at "+@all" or
     // "-@all" and lists what was added or taken away since.
@@ -128,9 +142,10 @@ public:
     // one (then `requirepass` must be empty: both would set it), else "on
     // nopass ~* +@all", or "on >requirepass ~* +@all" when a password is
     // given. Errors name the file and line: "users.acl:3: ...".
-    static std::shared_ptr<const Acl> build(const Registry& registry, std::string_view requirepass,
-                                            std::string_view aclfile_name,
-                                            std::string_view aclfile_text, std::string& error);
+    static core::Result<std::shared_ptr<const Acl>> build(const Registry& registry,
+                                                          std::string_view requirepass,
+                                                          std::string_view aclfile_name,
+                                                          std::string_view aclfile_text);
 
     const AclUser& default_user() const { return *default_user_; }
     const AclUser* find(std::string_view name) const;
@@ -154,6 +169,15 @@ public:
 
 private:
     Acl() = default;
+    // Adds the user of each line of the ACL file.
+    core::Status add_file_users(const Registry& registry, std::string_view aclfile_name,
+                                std::string_view aclfile_text);
+    // Adds the user of one line of it, split into words.
+    core::Status add_file_user(const Registry& registry,
+                               const std::vector<std::string_view>& words);
+    // The default user when the file has none: --requirepass's password, or
+    // none.
+    void add_default_user(const Registry& registry, std::string_view requirepass);
     void finish();
 
     std::map<std::string, std::unique_ptr<AclUser>, std::less<>> users_;
@@ -162,8 +186,16 @@ private:
 };
 
 // Reads --requirepass / --aclfile from `config`, builds the ACL and installs
-// it in `registry`. Returns false with a message (naming the file and line)
-// when the ACL file cannot be read or has an error: the server must not start.
-bool configure_access_control(Registry& registry, const core::Config& config, std::string& error);
+// it in `registry`. Fails, saying why (naming the file and line), when the
+// ACL file cannot be read or has an error: the server must not start.
+core::Status configure_access_control(Registry& registry, const core::Config& config);
+
+// AUTH's check, shared with HELLO ... AUTH: on success the client runs as
+// that user from its next command. On failure it keeps its user, and the
+// reason is WRONGPASS whatever failed (an unknown user, one that is off, a
+// wrong password), so the reply does not tell which names exist. On the
+// client's own thread.
+core::Status authenticate_client(const Acl& acl, ClientState& client, std::string_view username,
+                                 std::string_view password);
 
 }  // namespace bloomery::command

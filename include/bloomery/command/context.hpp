@@ -1,7 +1,8 @@
 #pragma once
 // What a command handler sees: the keyspace, the configuration, its client's
-// state, the reply writer and the server (command/server.hpp). Nothing here
-// knows of Asio; the network layer implements the server's interfaces.
+// state, the reply writer, and those of the server's services
+// (command/server.hpp) it names. Nothing here knows of Asio; the network
+// layer implements the server's interfaces.
 
 #include <atomic>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/error_stats.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/core/runtime_settings.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -107,8 +109,8 @@ struct TransactionState {
     // Republishes the counts and the charge after a change.
     void publish();
     // Ends the transaction, if any (DISCARD, EXEC, RESET, a closed
-    // connection): the queue goes; with `unwatch` the watched keys too.
-    void discard(bool unwatch = true);
+    // connection): the queue and the watched keys go.
+    void discard();
 };
 
 class Subscriber;
@@ -267,11 +269,16 @@ public:
 
 class Registry;
 
+// What every command handler sees: the keyspace, the configuration, its
+// client, the reply writer. None of the server's services (command/
+// server.hpp): a handler that needs some names them (With below).
 struct Context {
     const Registry& registry;
     store::Keyspace& keyspace;
     const core::Config& config;
-    Services server;
+    // What CONFIG SET changes while the server runs (the rest of `config`
+    // is fixed at start).
+    core::RuntimeSettings& settings;
     ClientState& client;
     WorkerStats& stats;
     resp::Writer& out;
@@ -287,6 +294,74 @@ struct Context {
     DeferredReply defer_reply() const {
         return suspender != nullptr ? DeferredReply(suspender->suspend()) : DeferredReply();
     }
+};
+
+// What the connection builds for each batch and dispatch() runs commands
+// with: the Context and every service of the server. Only dispatch, the
+// checks before a command and EXEC (which dispatches its queue) see it
+// whole; handlers get a Context or a With<...>.
+struct DispatchContext : Context {
+    DispatchContext(const Registry& registry_, store::Keyspace& keyspace_,
+                    const core::Config& config_, core::RuntimeSettings& settings_, Services server_,
+                    ClientState& client_, WorkerStats& stats_, resp::Writer& out_,
+                    ClientSuspender* suspender_ = nullptr, Slowlog* slowlog_ = nullptr)
+        : Context{registry_, keyspace_, config_,    settings_, client_,
+                  stats_,    out_,      suspender_, slowlog_},
+          server(server_) {}
+
+    Services server;
+};
+
+// The services a handler may name, one each: With<uses::Clients, ...>
+// gives it `ctx.server.clients` and nothing else of the server.
+namespace uses {
+struct Clients {
+    explicit Clients(const Services& s) : clients(s.clients) {}
+    ClientDirectory& clients;
+};
+struct Stats {
+    explicit Stats(const Services& s) : stats(s.stats) {}
+    ServerStats& stats;
+};
+struct Persistence {
+    explicit Persistence(const Services& s) : persistence(s.persistence) {}
+    command::Persistence& persistence;
+};
+struct Shutdown {
+    explicit Shutdown(const Services& s) : shutdown(s.shutdown) {}
+    command::Shutdown& shutdown;
+};
+struct Replication {
+    explicit Replication(const Services& s) : replication(s.replication) {}
+    command::Replication& replication;
+};
+struct Gate {
+    explicit Gate(const Services& s) : gate(s.gate) {}
+    ReplicaGate& gate;
+};
+struct PubSub {
+    explicit PubSub(const Services& s) : pubsub(s.pubsub) {}
+    command::PubSub& pubsub;
+};
+struct Migration {
+    explicit Migration(const Services& s) : migration(s.migration) {}
+    command::Migration& migration;
+};
+}  // namespace uses
+
+// A handler's view of the server: its Context and exactly the services it
+// names. `void cmd_role(With<uses::Replication>& ctx, Args argv)` may use
+// ctx.server.replication; naming anything else of the server does not
+// compile. Registry::register_handler builds the view from the
+// DispatchContext per call: a few references copied, no allocation.
+template <class... Uses>
+struct With : Context {
+    struct Server : Uses... {
+        explicit Server(const Services& services) : Uses(services)... {}
+    };
+    explicit With(const DispatchContext& ctx) : Context(ctx), server(ctx.server) {}
+
+    Server server;
 };
 
 }  // namespace bloomery::command

@@ -7,6 +7,17 @@
 namespace bloomery::command::errors {
 
 inline constexpr std::string_view kSyntax = "ERR syntax error";
+// Dispatch's refusals (Redis's texts). The command's name follows the first
+// one, then "' command"; the name and the start of the arguments follow the
+// second; the subcommand follows the third, then "'. Try CONTAINER HELP.".
+inline constexpr std::string_view kWrongArity = "ERR wrong number of arguments for '";
+inline constexpr std::string_view kUnknownCommand = "ERR unknown command '";
+inline constexpr std::string_view kUnknownSubcommand = "ERR unknown subcommand '";
+// A subscribed RESP2 client's other commands: the command's name goes
+// between the two.
+inline constexpr std::string_view kCannotExecute = "ERR Can't execute '";
+inline constexpr std::string_view kOnlySubscriptionCommands =
+    "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context";
 inline constexpr std::string_view kNotInteger = "ERR value is not an integer or out of range";
 inline constexpr std::string_view kNoSuchKey = "ERR no such key";
 inline constexpr std::string_view kDbIndexOutOfRange = "ERR DB index is out of range";
@@ -24,7 +35,21 @@ inline constexpr std::string_view kClientIdNotPositive = "ERR client-id should b
 inline constexpr std::string_view kUnknownClientType = "ERR Unknown client type '";
 inline constexpr std::string_view kNoSuchUser = "ERR No such user '";
 inline constexpr std::string_view kProtocolVersion = "NOPROTO unsupported protocol version";
+// HELLO, CLIENT SETNAME, SETINFO and LIST (Redis 7.2's texts). The option
+// follows the texts ending in "'", then "'".
+inline constexpr std::string_view kProtocolNotInteger =
+    "ERR Protocol version is not an integer or out of range";
+inline constexpr std::string_view kHelloSyntax = "ERR Syntax error in HELLO option '";
+inline constexpr std::string_view kClientNameInvalid =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+inline constexpr std::string_view kClientLibraryInvalid =
+    "ERR lib-name and lib-ver cannot contain spaces, newlines or special characters.";
+inline constexpr std::string_view kUnrecognizedOption = "ERR Unrecognized option '";
+inline constexpr std::string_view kInvalidClientId = "ERR Invalid client ID";
 inline constexpr std::string_view kBgsaveInProgress = "ERR Background save already in progress";
+// BGREWRITEAOF while a snapshot is written (the journal's rewrite is one).
+inline constexpr std::string_view kRewriteInProgress =
+    "ERR Background append only file rewriting already in progress (a snapshot is being written)";
 // SHUTDOWN that failed (its save) or was cancelled (SHUTDOWN ABORT), and an
 // ABORT with nothing to cancel (Redis 7's texts).
 inline constexpr std::string_view kShutdownFailed = "ERR Errors trying to SHUTDOWN. Check logs.";
@@ -44,8 +69,10 @@ inline constexpr std::string_view kMisconf =
 inline constexpr std::string_view kNoReply = "ERR command finished without a reply";
 inline constexpr std::string_view kCannotWait = "ERR this command cannot wait for its reply here";
 
-// Access control (Redis 7.2's texts; NOPERM for a command is built in
-// dispatch: "NOPERM User NAME has no permissions to run the 'CMD' command").
+// Access control (Redis 7.2's texts). NOPERM for a command is built in
+// dispatch from the first: "NOPERM User NAME has no permissions to run the
+// 'CMD' command".
+inline constexpr std::string_view kNoPermUser = "NOPERM User ";
 inline constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
 inline constexpr std::string_view kWrongPass =
     "WRONGPASS invalid username-password pair or user is disabled.";
@@ -57,6 +84,8 @@ inline constexpr std::string_view kHelloNoAuth =
     "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP "
     "protocol version at the same time";
 inline constexpr std::string_view kNoPermKey = "NOPERM No permissions to access a key";
+// ACL CAT of a category that does not exist: its name follows, then "'".
+inline constexpr std::string_view kUnknownCategory = "ERR Unknown category '";
 // Sent raw by the network layer to a non-loopback client in protected mode,
 // then the connection is closed: Redis's text, naming bloomery's remedies.
 inline constexpr std::string_view kProtectedModeDenied =
@@ -79,6 +108,12 @@ inline constexpr std::string_view kCrossSlot =
     "CROSSSLOT Keys in request don't hash to the same slot";
 inline constexpr std::string_view kInvalidSlot = "ERR Invalid slot";
 inline constexpr std::string_view kInvalidSlotOrCount = "ERR Invalid slot or number of keys";
+
+// COMMAND GETKEYS (Redis 7's texts).
+inline constexpr std::string_view kGetkeysUnknownCommand = "ERR Invalid command specified";
+inline constexpr std::string_view kGetkeysWrongArity =
+    "ERR Invalid number of arguments specified for command";
+inline constexpr std::string_view kGetkeysNoKeys = "ERR The command has no key arguments";
 
 // DUMP, RESTORE, MIGRATE, COPY (Redis 7's texts, bloomery's last three).
 inline constexpr std::string_view kBusyKey = "BUSYKEY Target key name already exists.";
@@ -126,8 +161,9 @@ inline constexpr std::string_view kInsertBadErrorRate = "Bad error rate";
 inline constexpr std::string_view kInsertBadCapacity = "Bad capacity";
 inline constexpr std::string_view kInsertBadExpansion = "Bad expansion";
 inline constexpr std::string_view kInsertBadArgument = "Bad argument received";
-// BF.SCANDUMP's and BF.LOADCHUNK's iterator, and a chunk for a filter that
-// has its header already.
+// BF.SCANDUMP's and BF.LOADCHUNK's iterator; then BF.LOADCHUNK's payload
+// that is no header of either format, or data at an iterator of 1 or less
+// for a filter that exists.
 inline constexpr std::string_view kScandumpIterator = "Second argument must be numeric";
 inline constexpr std::string_view kLoadchunkIterator = "ERR Second argument must be numeric";
 inline constexpr std::string_view kBadChunkData = "ERR received bad data";
@@ -138,7 +174,6 @@ inline constexpr std::string_view kErrorRateTooSmall = "ERR error rate should be
 inline constexpr std::string_view kCapacityTooLarge =
     "ERR capacity should be at most 281474976710656 (2^48)";
 inline constexpr std::string_view kExpansionTooLarge = "ERR expansion should be at most 32768";
-inline constexpr std::string_view kInvalidIterator = "ERR invalid iterator";
 // bloomery's LAYOUT option (BF.RESERVE, BF.INSERT).
 inline constexpr std::string_view kBadLayout = "ERR LAYOUT must be AUTO, CLASSIC or BLOCKED";
 inline constexpr std::string_view kMaxLayers = "ERR maximum number of sub-filters reached";
@@ -165,6 +200,8 @@ inline constexpr std::string_view kWaitOnReplica =
     "local and are not propagated.";
 inline constexpr std::string_view kTimeoutNegative = "ERR timeout is negative";
 inline constexpr std::string_view kInvalidMasterPort = "ERR Invalid master port";
+// REPLCONF with an option it does not know: the option follows.
+inline constexpr std::string_view kUnknownReplconfOption = "ERR Unrecognized REPLCONF option: ";
 // In a cluster the slot map says who replicates whom (--cluster-slots).
 inline constexpr std::string_view kReplicaofInCluster =
     "ERR REPLICAOF not allowed in cluster mode.";
@@ -179,13 +216,13 @@ inline constexpr std::string_view kNoLatencySamples = "ERR No samples available 
 // SLOWLOG GET's count (Redis's text, for a non-integer too).
 inline constexpr std::string_view kSlowlogCount = "ERR count should be greater than or equal to -1";
 // CONFIG SET of a parameter bloomery can change at run time (Redis 7's
-// texts): the prefix, then the parameter's name, then one of the reasons.
+// texts): the prefix, then the parameter's name, then one of the reasons:
+// kConfigSetReason and the reason the option spec gives for the value
+// (core/options.hpp, in Redis's words: "argument couldn't be parsed into an
+// integer", "argument must be between MIN and MAX inclusive", ...).
 inline constexpr std::string_view kConfigSetFailed =
     "ERR CONFIG SET failed (possibly related to argument '";
-inline constexpr std::string_view kConfigSetNotInteger =
-    "') - argument couldn't be parsed into an integer";
-// ...then core::describe_range's "between MIN and MAX inclusive".
-inline constexpr std::string_view kConfigSetOutOfRange = "') - argument must be ";
+inline constexpr std::string_view kConfigSetReason = "') - ";
 inline constexpr std::string_view kConfigSetDuplicate = "') - duplicate parameter";
 
 // CONFIG REWRITE of a server started without --config (Redis's text).
@@ -209,10 +246,16 @@ inline constexpr std::string_view kExecAbort =
 // EXEC refused by a check before it ran; the refusal follows.
 inline constexpr std::string_view kExecAbortBecause =
     "EXECABORT Transaction discarded because of: ";
-// A queued command whose ACL no longer allows it at EXEC; the reason follows.
-inline constexpr std::string_view kNoPermChanged =
+// A queued command whose ACL no longer allows it at EXEC: the command, or
+// the keys it names.
+inline constexpr std::string_view kNoPermChangedCommand =
     "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC "
-    "call. This command is no longer allowed for the following reason: ";
+    "call. This command is no longer allowed for the following reason: no permission to execute "
+    "the command or subcommand";
+inline constexpr std::string_view kNoPermChangedKeys =
+    "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC "
+    "call. This command is no longer allowed for the following reason: no permission to touch "
+    "the specified keys";
 inline constexpr std::string_view kTransactionTooLarge =
     "ERR the transaction's queue would exceed client-query-buffer-limit";
 inline constexpr std::string_view kWatchTooLarge =

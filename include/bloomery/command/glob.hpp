@@ -20,9 +20,14 @@
 
 namespace bloomery::command {
 
+// Whether letters match their other case too: ACL, KEYS, SCAN and Pub/Sub
+// patterns match case-sensitively as Redis's; CONFIG GET and COMMAND LIST
+// names without regard to ASCII case.
+enum class GlobCase { sensitive, insensitive };
+
 class GlobPattern {
 public:
-    explicit GlobPattern(std::string_view pattern, bool nocase = false);
+    explicit GlobPattern(std::string_view pattern, GlobCase letters = GlobCase::sensitive);
     bool match(std::string_view text) const;
     // "*" (or any run of stars alone): every text matches.
     bool matches_everything() const { return anything_; }
@@ -50,6 +55,7 @@ private:
 };
 
 // One-off form (compiles the pattern for one text).
-bool glob_match(std::string_view pattern, std::string_view text, bool nocase = false);
+bool glob_match(std::string_view pattern, std::string_view text,
+                GlobCase letters = GlobCase::sensitive);
 
 }  // namespace bloomery::command

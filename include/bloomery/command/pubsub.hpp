@@ -28,6 +28,10 @@
 
 namespace bloomery::command {
 
+// What a Pub/Sub name stands for: one channel (SUBSCRIBE, PUBLISH), or a
+// glob pattern of channels (PSUBSCRIBE).
+enum class ChannelKind { channel, pattern };
+
 // Someone who receives published messages: a client connection.
 class Subscriber {
 public:

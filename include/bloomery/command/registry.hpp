@@ -10,17 +10,32 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "bloomery/command/context.hpp"
+#include "bloomery/core/result.hpp"
 
 namespace bloomery::command {
 
 class Acl;
-using Handler = void (*)(Context&, Args);
+// How dispatch calls a command: with everything (register_handler makes one
+// for each handler, giving it only the view its signature names).
+using Handler = void (*)(DispatchContext&, Args);
+
+// A handler's first parameter: Context& (no service of the server),
+// With<uses::...>& (the services it names) or, for EXEC alone, which
+// dispatches its queue, DispatchContext&.
+template <class Fn>
+struct HandlerView;
+template <class View>
+struct HandlerView<void (*)(View&, Args)> {
+    using type = View;
+};
 
 // The argument positions of one call's keys: first, first + step, ... up to
 // last (a position below the call's argument count). None when first > last.
@@ -77,14 +92,19 @@ struct CommandSpec {
 
 class Registry {
 public:
-    void register_handler(std::string_view name, Handler handler);
+    // Registers `Fn` (void(View&, Args), View as HandlerView says) for the
+    // command or subcommand ("parent|sub") `name`.
+    template <auto Fn>
+    void register_handler(std::string_view name) {
+        register_dispatch(name, &call_handler<Fn>);
+    }
     // The key finder of a command flagged "movablekeys" in the table;
     // build() refuses one without the other.
     void register_key_finder(std::string_view name, KeyFinder finder);
-    // Joins the handlers with `commands_json`; returns false with a message on
-    // any mismatch or malformed entry.
-    bool build(std::string_view commands_json, std::string& error);
-    bool build_from_embedded(std::string& error);
+    // Joins the handlers with `commands_json`; fails, saying which entry or
+    // handler, on any mismatch or malformed entry.
+    core::Status build(std::string_view commands_json);
+    core::Status build_from_embedded();
 
     // Case-insensitive lookup of a top-level command; nullptr if unknown.
     const CommandSpec* find(std::string_view name) const;
@@ -108,6 +128,31 @@ public:
     void set_acl(std::shared_ptr<const Acl> acl) { acl_ = std::move(acl); }
 
 private:
+    template <auto Fn>
+    static void call_handler(DispatchContext& ctx, Args argv) {
+        using View = typename HandlerView<decltype(Fn)>::type;
+        if constexpr (std::is_same_v<View, DispatchContext> || std::is_same_v<View, Context>) {
+            Fn(ctx, argv);
+        } else {
+            View view(ctx);
+            Fn(view, argv);
+        }
+    }
+    void register_dispatch(std::string_view name, Handler handler);
+
+    // build()'s steps (command_table.cpp). Whether an entry must have a
+    // handler: a container without one dispatches to its subcommands.
+    enum class HandlerNeed { required, optional };
+    core::Status attach_handler(CommandSpec& spec, HandlerNeed need,
+                                std::unordered_set<std::string>& used) const;
+    // One entry and its subcommands, with their handlers (their names go
+    // into `used`).
+    core::Result<std::unique_ptr<CommandSpec>> make_command(
+        const nlohmann::json& entry, std::unordered_set<std::string>& used) const;
+    void add_command(std::unique_ptr<CommandSpec> spec);
+    // Every handler and key finder registered has its entry.
+    core::Status check_registrations_used(const std::unordered_set<std::string>& used) const;
+
     struct StringHash {
         using is_transparent = void;
         std::size_t operator()(std::string_view s) const noexcept {
@@ -137,7 +182,7 @@ inline KeyRange key_range(const CommandSpec& spec, Args argv) {
 
 // Registers every family's handlers (each *_commands.cpp has its
 // registrations at the bottom) and builds from the embedded proto/commands.json.
-bool build_default_registry(Registry& registry, std::string& error);
+core::Status build_default_registry(Registry& registry);
 
 // Replies "ERR wrong number of arguments for 'NAME' command", for handlers
 // whose commands have an upper bound the arity in the table cannot express.
@@ -153,13 +198,13 @@ void reply_wrong_arity(Context& ctx, std::string_view command_name);
 // the command before it in that batch. The command's time runs from there to
 // the end of its handler, its parsing and checks included, and dispatch moves
 // the mark to that end: one clock read per command.
-void dispatch(const Registry& registry, Context& ctx, Args argv, std::uint64_t& clock_mark);
+void dispatch(const Registry& registry, DispatchContext& ctx, Args argv, std::uint64_t& clock_mark);
 // The same, timing from now (two clock reads).
-void dispatch(const Registry& registry, Context& ctx, Args argv);
+void dispatch(const Registry& registry, DispatchContext& ctx, Args argv);
 
 // Runs one command EXEC took from its client's queue (checked when it was
 // queued): its ACL is checked again, since rules may have changed, then its
 // handler runs, counted and logged as dispatch() does.
-void run_queued(const Registry& registry, Context& ctx, const CommandSpec& spec, Args argv);
+void run_queued(const Registry& registry, DispatchContext& ctx, const CommandSpec& spec, Args argv);
 
 }  // namespace bloomery::command

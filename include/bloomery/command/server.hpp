@@ -19,7 +19,7 @@
 #include "bloomery/persist/status.hpp"
 
 namespace bloomery::persist {
-class Journal;
+class JournalHealth;
 }
 
 namespace bloomery::command {
@@ -165,9 +165,10 @@ public:
     // True while snapshots are configured and the last attempt failed (Redis's
     // condition for -MISCONF). Lock-free: asked before every write command.
     virtual bool snapshot_failing() = 0;
-    // The journal (persist/journal.hpp), or null when it is off. Commands
-    // log to it (adds, LOADCHUNK data) and refuse writes while it fails.
-    virtual persist::Journal* journal() { return nullptr; }
+    // What commands see of the journal (persist/journal_health.hpp), or null
+    // when it is off: they refuse writes while it fails. (Their records
+    // reach it through the keyspace, store/mutation_log.hpp.)
+    virtual const persist::JournalHealth* journal() { return nullptr; }
 };
 
 // SHUTDOWN.

@@ -6,11 +6,13 @@
 // (at most 32, each at most 128 bytes, with Redis's markers for the rest),
 // the client's address and name.
 //
+// Both settings are read from the server's core::RuntimeSettings, which
+// CONFIG SET changes.
+//
 // Thread safety: every member may be called from any thread. is_slow() is
 // one relaxed load, asked after every command; recording takes a mutex, which
 // only slow commands reach.
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -21,6 +23,7 @@
 
 #include "bloomery/command/context.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/core/runtime_settings.hpp"
 
 namespace bloomery::command {
 
@@ -41,11 +44,12 @@ public:
     static constexpr std::size_t kMaxArgs = 32;
     static constexpr std::size_t kMaxArgBytes = 128;
 
-    Slowlog(std::int64_t log_slower_than_us, std::size_t max_len);
+    // `settings` must outlive the log.
+    explicit Slowlog(const core::RuntimeSettings& settings) : settings_(settings) {}
 
     // True if a command that ran this long belongs in the log.
     bool is_slow(std::uint64_t nanoseconds) const {
-        const std::int64_t threshold = threshold_ns_.load(std::memory_order_relaxed);
+        const std::int64_t threshold = settings_.slowlog_threshold_ns();
         return threshold >= 0 && nanoseconds >= static_cast<std::uint64_t>(threshold);
     }
     // Records a command (call after is_slow() said so). `spec` (may be null)
@@ -59,12 +63,9 @@ public:
     std::vector<SlowlogEntry> newest(std::size_t count) const;
     std::size_t length() const;
     void reset();
-
-    std::int64_t log_slower_than_us() const;
-    void set_log_slower_than_us(std::int64_t microseconds);
-    std::size_t max_len() const { return max_len_.load(std::memory_order_relaxed); }
-    // Drops the oldest entries past the new length at once.
-    void set_max_len(std::size_t max_len);
+    // Drops the oldest entries past slowlog-max-len at once (after CONFIG
+    // SET lowered it; recording trims too).
+    void trim();
 
     // What an entry keeps of `argv`: Redis's truncation (slowlogCreateEntry):
     // past 32 arguments the 32nd becomes "... (N more arguments)"; an argument
@@ -77,8 +78,7 @@ public:
 private:
     void trim_locked();
 
-    std::atomic<std::int64_t> threshold_ns_;  // negative: off
-    std::atomic<std::size_t> max_len_;
+    const core::RuntimeSettings& settings_;
     mutable std::mutex mutex_;          // guards everything below
     std::deque<SlowlogEntry> entries_;  // newest first
     std::int64_t next_id_ = 0;

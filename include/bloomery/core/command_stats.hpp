@@ -141,6 +141,9 @@ struct CommandCounters {
     std::atomic<LatencyHistogram*> latency{nullptr};
 };
 
+// How a command that ran ended: `failed` if it replied an error.
+enum class CallOutcome { succeeded, failed };
+
 // One worker thread's counters of every command, indexed by command id.
 class CommandStatsTable {
 public:
@@ -150,11 +153,11 @@ public:
     CommandStatsTable& operator=(const CommandStatsTable&) = delete;
 
     // Owner thread only. `id` < kMaxCommandIds.
-    void record_call(std::size_t id, std::uint64_t nanoseconds, bool failed) {
+    void record_call(std::size_t id, std::uint64_t nanoseconds, CallOutcome outcome) {
         CommandCounters& c = counters_[id];
         bump(c.calls, 1);
         bump(c.nanoseconds, nanoseconds);
-        if (failed) bump(c.failed, 1);
+        if (outcome == CallOutcome::failed) bump(c.failed, 1);
         LatencyHistogram* histogram = c.latency.load(std::memory_order_relaxed);
         if (histogram == nullptr) histogram = create_histogram(c);
         if (histogram != nullptr) histogram->record(nanoseconds);

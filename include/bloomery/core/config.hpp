@@ -1,17 +1,22 @@
 #pragma once
-// Server configuration: every limit is a named value with a default. Filled by
-// CLI11 from flags, an optional config file and BLOOMERY_* environment
-// variables (app/command_line.hpp, where the flags are declared). Plain data,
-// no Asio, so command handlers can read it.
+// Server configuration as it was given at start: every limit is a named
+// value with a default. Filled from flags, an optional config file and
+// BLOOMERY_* environment variables through the option spec
+// (core/options.hpp, which names, ranges and documents every field here;
+// app/command_line.hpp reads them). Plain data, no Asio, so command handlers
+// can read it; what changes at run time lives in core::RuntimeSettings
+// (core/runtime_settings.hpp), made from it.
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <span>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "bloomery/core/result.hpp"
 
 namespace bloomery::cluster {
 class Topology;
@@ -24,12 +29,30 @@ struct SavePoint {
     std::int64_t changes;
 };
 
+// The options that take one of a few words are kept as enums, parsed once
+// when the option is read; core/options.hpp holds their words, in the
+// order of the enumerators.
+
 // Whether TLS clients must present a certificate signed by the CA.
 enum class TlsAuthClients {
     yes,       // required (Redis's default)
     no,        // not asked for
     optional,  // asked for and verified if sent, not required
 };
+
+// The layout of filters created without LAYOUT (bloom::Layout's choices).
+enum class DefaultLayout {
+    automatic,  // "auto": blocked where it costs little more memory, else classic
+    blocked,
+    classic,
+};
+
+// --appendfsync: when a journal record is on disk before its reply leaves
+// (persist::FsyncPolicy, persist/journal.hpp).
+enum class AppendFsync { always, everysec, no };
+
+// --loglevel (spdlog's levels).
+enum class LogLevel { trace, debug, info, warn, error, critical, off };
 
 // The classes of client-output-buffer-limit, as Redis's (a replica's feed is
 // Redis's "slave" class; "master" has no limits of its own).
@@ -47,9 +70,9 @@ struct OutputBufferLimit {
 };
 
 // client-output-buffer-limit: every class's limits. CONFIG SET changes them
-// while workers read them, so each number is an atomic read relaxed (a
-// reader racing a change may pair an old hard limit with a new soft one for
-// one check); copying a Config copies the values.
+// (in core::RuntimeSettings) while workers read them, so each number is an
+// atomic read relaxed (a reader racing a change may pair an old hard limit
+// with a new soft one for one check); a copy copies the values.
 class OutputBufferLimits {
 public:
     // Redis's defaults, but for the normal class's hard limit: 1 GiB instead
@@ -63,15 +86,13 @@ public:
     }
 
     OutputBufferLimit get(ClientClass client_class) const;
-    // Const because CONFIG SET changes it through the shared, otherwise
-    // read-only Config (the numbers are atomics).
-    void set(ClientClass client_class, const OutputBufferLimit& limit) const;
+    void set(ClientClass client_class, const OutputBufferLimit& limit);
 
 private:
     void copy_from(const OutputBufferLimits& other);
-    mutable std::atomic<std::uint64_t> hard_[kClientClasses];
-    mutable std::atomic<std::uint64_t> soft_[kClientClasses];
-    mutable std::atomic<std::int64_t> seconds_[kClientClasses];
+    std::atomic<std::uint64_t> hard_[kClientClasses];
+    std::atomic<std::uint64_t> soft_[kClientClasses];
+    std::atomic<std::int64_t> seconds_[kClientClasses];
 };
 
 // Parses client-output-buffer-limit as Redis's CONFIG SET and config file
@@ -79,23 +100,22 @@ private:
 // replica or slave, pubsub; sizes in bytes or with Redis's suffixes k, kb,
 // m, mb, g, gb), setting only the classes named. bloomery also takes one
 // size alone, its earlier form: the normal class's hard limit. Every group
-// is checked before any is applied; false with Redis's reason on error.
-bool parse_output_buffer_limits(std::string_view spec, const OutputBufferLimits& limits,
-                                std::string& error);
+// is checked before any is applied: on error, Redis's reason and no change.
+Status parse_output_buffer_limits(std::string_view spec, OutputBufferLimits& limits);
 // As CONFIG GET shows it: "normal 1073741824 0 0 slave 268435456 67108864 60
 // pubsub 33554432 8388608 60".
 std::string format_output_buffer_limits(const OutputBufferLimits& limits);
 // Redis's memtoull: digits, then an optional unit (b, k = 1000, kb = 1024,
-// m, mb, g, gb; any case). False if `text` is not one or overflows.
-bool memory_to_bytes(std::string_view text, std::uint64_t& out);
+// m, mb, g, gb; any case). Nothing if `text` is not one or overflows.
+std::optional<std::uint64_t> memory_to_bytes(std::string_view text);
 
 // maxmemory-clients (Redis 7): the most bytes all clients together may hold
 // (query buffers, arguments, replies, transactions, subscriptions; replicas'
 // feeds and a replica's link to its primary are not counted) before the
 // clients holding most are closed, largest first (net/server.hpp). A size,
-// or a percentage of --maxmemory. CONFIG SET changes it while workers read
-// it: one atomic, so a reader sees the old setting or the new one; copying
-// a Config copies it.
+// or a percentage of --maxmemory. CONFIG SET changes it (in
+// core::RuntimeSettings) while workers read it: one atomic, so a reader sees
+// the old setting or the new one; a copy copies it.
 class ClientsMemoryLimit {
 public:
     ClientsMemoryLimit() = default;
@@ -108,10 +128,9 @@ public:
 
     // Takes Redis's forms: 0 (no limit), a size with Redis's units (b, k =
     // 1000, kb = 1024, m, mb, g, gb; at most 2^63 - 1), or a whole
-    // percentage of maxmemory from 0% to 100%. On error, false with Redis's
-    // reason ("argument must be a memory or percent value") and no change.
-    // Const because CONFIG SET changes it through the shared Config.
-    bool parse(std::string_view text, std::string& error) const;
+    // percentage of maxmemory from 0% to 100%. On error, Redis's reason
+    // ("argument must be a memory or percent value") and no change.
+    Status parse(std::string_view text);
     // The limit in bytes, 0 for none: the size, or the percentage of
     // `maxmemory` (none while maxmemory is 0). As Redis, a limit under
     // kMinClientsMemoryLimit is raised to it, so a slip of the setting
@@ -122,7 +141,7 @@ public:
 
 private:
     // >= 0: bytes; < 0: minus a percentage (Redis's encoding).
-    mutable std::atomic<std::int64_t> setting_{0};
+    std::atomic<std::int64_t> setting_{0};
 };
 inline constexpr std::uint64_t kMinClientsMemoryLimit = 128 * 1024;
 
@@ -145,7 +164,8 @@ struct Config {
     std::size_t proto_max_inline_len = 64 * 1024;
     std::size_t proto_max_multibulk_len = 1024 * 1024;
     std::size_t client_query_buffer_limit = 1024ull * 1024 * 1024;
-    // Per class (OutputBufferLimits); CONFIG SET changes it at run time.
+    // Per class (OutputBufferLimits), as configured; CONFIG SET changes the
+    // server's RuntimeSettings.
     OutputBufferLimits client_output_buffer_limits;
     // Security (README "Security"). requirepass is never logged, and CONFIG
     // GET shows it redacted.
@@ -161,17 +181,16 @@ struct Config {
     double default_error_rate = 0.01;
     std::uint64_t default_capacity = 100;
     std::uint32_t default_expansion = 2;
-    // Layout of filters created without LAYOUT: "auto", "blocked" or "classic".
-    std::string default_layout = "auto";
+    DefaultLayout default_layout = DefaultLayout::automatic;
     std::uint64_t max_filter_bytes = 4ull * 1024 * 1024 * 1024;  // per filter, all layers
     std::size_t keyspace_shards = 64;
     // How keys' use counters grow and fade (OBJECT FREQ, store/key_access.hpp),
-    // Redis's LFU defaults. CONFIG SET changes the store's own copy.
+    // Redis's LFU defaults. CONFIG SET changes the server's RuntimeSettings.
     std::int64_t lfu_log_factor = 10;
     std::int64_t lfu_decay_time_minutes = 1;
     // Memory
     std::uint64_t maxmemory = 0;  // bytes; 0 = no limit (core/memory.hpp counts what is held)
-    ClientsMemoryLimit maxmemory_clients;  // 0: no limit, as Redis; CONFIG SET changes it
+    ClientsMemoryLimit maxmemory_clients;  // 0: no limit, as Redis; also in RuntimeSettings
     // Persistence
     std::string dir = "./data";
     std::string dbfilename = "dump.bloomery";
@@ -179,7 +198,7 @@ struct Config {
     bool stop_writes_on_bgsave_error = true;  // -MISCONF while the last snapshot failed
     // Journal (persist/journal.hpp; README "Durability")
     bool appendonly = true;
-    std::string appendfsync = "everysec";    // always | everysec | no
+    AppendFsync appendfsync = AppendFsync::everysec;
     std::string appendfilename = "journal";  // segments are <name>.<offset> in dir
     // A snapshot (which drops the journal it covers) starts once the journal
     // is this much larger than after the last one, and at least min-size.
@@ -207,7 +226,11 @@ struct Config {
     // Cluster (cluster/topology.hpp; README "Cluster"). `cluster` is the
     // parsed --cluster-slots map with this node resolved, set exactly when
     // cluster_enabled; dispatch tests cluster_enabled before every command.
+    // The two texts are as given, then, once the map is resolved, as it
+    // describes itself (what CONFIG GET shows).
     bool cluster_enabled = false;
+    std::string cluster_slots;
+    std::string cluster_self;  // "host:port", or "auto"
     std::shared_ptr<const cluster::Topology> cluster;
     // Monitoring (README "Monitoring"): the HTTP listener for /metrics,
     // /healthz and /readyz, and the slow log.
@@ -222,12 +245,12 @@ struct Config {
     std::size_t metrics_max_request_bytes = 8 * 1024;  // request line and headers
     double metrics_request_timeout_seconds = 5;        // to send a whole request
     // The latency monitor's threshold in ms (core/latency_monitor.hpp): 0, off,
-    // as Redis. CONFIG SET changes the monitor's own copy.
+    // as Redis. CONFIG SET changes the server's RuntimeSettings.
     std::int64_t latency_monitor_threshold_ms = 0;
     std::int64_t slowlog_log_slower_than_us = 10000;  // -1: off; 0: every command
     std::size_t slowlog_max_len = 128;
     // Logging
-    std::string log_level = "info";
+    LogLevel log_level = LogLevel::info;
     std::string log_file;  // empty: stderr
     std::string config_file;
 
@@ -242,51 +265,6 @@ struct Config {
 // under about 450 MB at this bound (counted in used_memory).
 inline constexpr std::size_t kSlowlogMaxLenLimit = 100000;
 
-// ---- Ranges of the numeric options ----
-//
-// One table for every numeric option: the command line, the config file and
-// the environment (checked by parse_command_line before CLI11 converts the
-// value) and CONFIG SET (command/config_commands.cpp) all read it. Integers
-// are read by Redis's string2ll rules (core/parse_int64.hpp): no octal, hex,
-// '+' or wrap-around of negatives into unsigned options.
-
-enum class OptionKind {
-    integer,  // a count or a duration in whole units
-    bytes,    // a size: the number may carry a kb/mb/gb suffix, checked after it
-    real,     // a floating-point number (error rates, timeouts in seconds)
-};
-
-struct OptionRange {
-    std::string_view name;  // the long flag without "--", as CONFIG GET names it
-    OptionKind kind;
-    std::int64_t min = 0;  // inclusive bounds, for integer and bytes
-    std::int64_t max = 0;
-    double min_real = 0;  // inclusive bounds, for real
-    double max_real = 0;
-};
-
-// The shortest text that reads back as the same double ("0.01", "1e-09",
-// "0.30000000000000004"): how ranges and CONFIG GET show real values.
-std::string format_real(double value);
-
-// Every entry, in the order of `bloomery --help`.
-std::span<const OptionRange> option_ranges();
-// The option's range, or null if `name` is not a numeric option.
-const OptionRange* find_option_range(std::string_view name);
-// "between MIN and MAX inclusive", the words CONFIG SET and the command line
-// use for a value out of range.
-std::string describe_range(const OptionRange& range);
-// What is wrong with `shown` (the value as written, cut to 64 bytes) for
-// `range`; `alternative` names another form the option takes.
-std::string range_problem(const OptionRange& range, std::string_view shown,
-                          std::string_view alternative = {});
-// A size with CLI11's suffixes (kb = 1024 bytes) as a decimal number of
-// bytes; false if it is not one.
-bool size_without_suffix(std::string_view text, std::string& decimal);
-// Empty if `text` (a size already without its suffix) is a number of the
-// option's kind inside its range; else what is wrong, naming the range.
-std::string check_option_value(const OptionRange& range, std::string_view text);
-
 // Consistency checks over parsed values (ports, TLS settings, file names, the
 // metrics listener): every problem found, each "--option: what is wrong";
 // empty if none. No I/O. app::parse_command_line runs them (and checks the
@@ -295,14 +273,13 @@ std::string check_option_value(const OptionRange& range, std::string_view text);
 std::vector<std::string> check_config_values(const Config& config);
 
 // Parses a Redis-style save spec ("3600 1 300 100", "" to disable).
-// Returns false with a message on malformed input.
-bool parse_save_spec(const std::string& spec, std::vector<SavePoint>& out, std::string& error);
+Result<std::vector<SavePoint>> parse_save_spec(std::string_view spec);
 // The inverse, as CONFIG GET save shows it: "3600 1 300 100", "" when disabled.
 std::string format_save_points(const std::vector<SavePoint>& points);
 // --maxmemory: a size ("512mb", "0") or a percentage of the memory available
 // to the process ("75%": of the cgroup limit when in a container, else of
-// physical memory). False with a message on malformed input.
-bool parse_memory_limit(const std::string& spec, std::uint64_t& bytes, std::string& error);
+// physical memory), in bytes.
+Result<std::uint64_t> parse_memory_limit(std::string_view spec);
 // The memory this process may use: its container's cgroup limit when there
 // is one, else the machine's physical memory. Reads /sys: not for hot paths.
 std::uint64_t memory_available();
@@ -314,9 +291,11 @@ std::string host_name();
 // address or host_name()'s first label (a StatefulSet passes "--replicaof
 // bloomery-0.<service> 6379" to every pod; pod 0 serves as the primary).
 bool replicaof_names_self(const Config& config);
-// --replicaof: "HOST PORT" (or "HOST:PORT"). False with a message on
-// malformed input.
-bool parse_replicaof(const std::string& spec, std::string& host, std::uint16_t& port,
-                     std::string& error);
+// --replicaof: "HOST PORT" (or "HOST:PORT").
+struct PrimaryAddress {
+    std::string host;
+    std::uint16_t port = 0;
+};
+Result<PrimaryAddress> parse_replicaof(std::string_view spec);
 
 }  // namespace bloomery::core

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <string>
 
+#include "bloomery/core/result.hpp"
+
 namespace bloomery::core {
 
 // Writes every byte of [data, data + size) to `fd`, retrying after EINTR and
@@ -13,8 +15,8 @@ namespace bloomery::core {
 // (EIO for a write that wrote nothing without saying why).
 int write_all(int fd, const void* data, std::size_t size);
 
-// fsync of `directory` (retried after EINTR). False with `error` naming the
-// directory and the errno text if it cannot be opened or synced.
-bool fsync_directory(const std::string& directory, std::string& error);
+// fsync of `directory` (retried after EINTR). Fails, naming the directory
+// and the errno text, if it cannot be opened or synced.
+Status fsync_directory(const std::string& directory);
 
 }  // namespace bloomery::core

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -45,7 +46,9 @@ namespace latency_detail {
 extern std::atomic<std::int64_t> threshold_ms;
 }
 
-// latency-monitor-threshold in milliseconds (0: off).
+// latency-monitor-threshold in milliseconds (0: off): set at start and by
+// RuntimeSettings::set_latency_monitor_threshold_ms (CONFIG SET), the
+// setting's one place.
 inline std::int64_t latency_threshold_ms() {
     return latency_detail::threshold_ms.load(std::memory_order_relaxed);
 }
@@ -76,8 +79,8 @@ struct LatencyEvent {
 // Every event recorded since start (or its last reset), in the order they
 // were first recorded.
 std::vector<LatencyEvent> latency_events();
-// One event by its exact name; false if it has no history.
-bool latency_event(std::string_view name, LatencyEvent& out);
+// One event by its exact name; nothing if it has no history.
+std::optional<LatencyEvent> latency_event(std::string_view name);
 // Forgets the events named (case-insensitively, as Redis), or every event if
 // `names` is empty; returns how many it forgot.
 std::size_t latency_reset(std::span<const std::string_view> names);

@@ -20,4 +20,11 @@ inline void append_printable(std::string& out, std::string_view text,
     }
 }
 
+// The same, as a string of its own: for a message built by concatenation.
+inline std::string printable(std::string_view text, std::size_t limit = kShownTextLimit) {
+    std::string out;
+    append_printable(out, text, limit);
+    return out;
+}
+
 }  // namespace bloomery::core

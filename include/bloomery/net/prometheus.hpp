@@ -48,11 +48,14 @@ struct MetricsSnapshot {
     command::ReplicationInfo replication;
 };
 
+// What /readyz answers now (bloomery_ready).
+enum class Readiness { not_ready, ready };
+
 // Reads the server's state through its interfaces and the other shared objects.
 // O(keys) for the keyspace counts; safe from any thread.
 MetricsSnapshot collect_metrics(const command::Services& server, const command::Registry& registry,
                                 const store::Keyspace& keyspace, const core::Config& config,
-                                const command::Slowlog* slowlog, bool ready);
+                                const command::Slowlog* slowlog, Readiness readiness);
 
 // The exposition text of `snapshot`.
 std::string render_metrics(const MetricsSnapshot& snapshot);

@@ -27,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -38,13 +39,15 @@
 #include "bloomery/command/server.hpp"
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/core/result.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace bloomery::net {
 
-class Connection;
+class ReplicaFeed;
 
 // A fresh replication id: 40 random hex digits, as Redis's.
 std::string new_replication_id();
@@ -81,12 +84,15 @@ public:
     // Producer. False once the consumer cancelled.
     bool push(const unsigned char* data, std::size_t size);
     void set_position(std::uint64_t offset);
-    void finish(bool ok, std::string error);
+    // The snapshot is complete, or failed and why.
+    void finish(core::Status outcome);
     // Consumer (the feed's thread). Takes what is queued (empty if none).
     std::string take();
-    bool position_known(std::uint64_t& offset) const;
-    // True once finished and drained; `ok` and `error` say how it ended.
-    bool done(bool& ok, std::string& error) const;
+    // The stream offset the snapshot stands at, once the producer set it.
+    std::optional<std::uint64_t> position() const;
+    // How the snapshot ended, once it is finished and everything queued was
+    // taken; nothing before.
+    std::optional<core::Status> outcome() const;
     void cancel();
 
 private:
@@ -94,12 +100,9 @@ private:
     std::condition_variable room_;
     std::deque<std::string> chunks_;
     std::size_t queued_ = 0;
-    bool have_position_ = false;
-    std::uint64_t position_ = 0;
-    bool finished_ = false;
-    bool ok_ = false;
+    std::optional<std::uint64_t> position_;
+    std::optional<core::Status> outcome_;  // set by finish()
     bool cancelled_ = false;
-    std::string error_;
     std::function<void()> wake_;
 };
 
@@ -120,8 +123,8 @@ public:
     void count_full_sync();
 
     // Feeds register when they start and are forgotten when they close.
-    void add_feed(const std::shared_ptr<Connection>& feed);
-    void remove_feed(const Connection* feed, std::uint64_t acked_offset);
+    void add_feed(const std::shared_ptr<ReplicaFeed>& feed);
+    void remove_feed(const ReplicaFeed* feed, std::uint64_t acked_offset);
     // Every feed closes (this server becomes a replica).
     void close_feeds();
     // The journal's writer wrote up to `written`: wakes feeds that wait.
@@ -152,7 +155,7 @@ private:
         std::uint64_t offset;
         std::int64_t when_ms;
     };
-    std::vector<std::shared_ptr<Connection>> live_feeds();
+    std::vector<std::shared_ptr<ReplicaFeed>> live_feeds();
     std::int64_t acked_at_least(std::uint64_t target);
     // Answers the WAITs their replicas satisfied or whose time is up.
     void answer_waiters();
@@ -164,7 +167,7 @@ private:
     persist::Manager& persistence_;
     mutable std::mutex mutex_;
     std::string replid_;
-    std::vector<std::weak_ptr<Connection>> feeds_;
+    std::vector<std::weak_ptr<ReplicaFeed>> feeds_;
     std::vector<Departed> departed_;
     std::vector<Waiter> waiters_;
     std::int64_t last_ping_ms_ = 0;  // cron thread only
@@ -208,10 +211,15 @@ public:
         failed,         // error(): why the session must end; every later next() says failed
     };
 
-    // A new session: whether the replica sends AUTH first, and whether its
-    // PSYNC asks to resume (replid and offset) or for a full copy (? -1).
-    void start(bool auth, bool resume);
-    bool resuming() const { return resume_; }
+    // Whether the replica sends AUTH before REPLCONF (--masterauth is set).
+    enum class Handshake { replconf_first, auth_first };
+    // What the replica's PSYNC asks for: a full copy (? -1), or to resume
+    // from the replication id and offset of the copy it holds.
+    enum class SyncRequest { full_copy, resume };
+
+    // A new session, beginning with `handshake` and asking for `request`.
+    void start(Handshake handshake, SyncRequest request);
+    bool resuming() const { return request_ == SyncRequest::resume; }
     void append(std::string_view bytes);
     Event next();
     // snapshot_data and stream: valid until the next call of any member.
@@ -236,7 +244,7 @@ private:
     Event fail(std::string why);
 
     Phase phase_ = Phase::failed;
-    bool resume_ = false;
+    SyncRequest request_ = SyncRequest::full_copy;
     std::string input_;       // received, not consumed
     std::size_t handed_ = 0;  // snapshot bytes handed out by the last next()
     std::size_t seen_ = 0;    // stream bytes handed out already
@@ -288,6 +296,8 @@ public:
 private:
     using Step = std::function<void()>;
     using Event = PrimaryStreamDecoder::Event;
+    using Handshake = PrimaryStreamDecoder::Handshake;
+    using SyncRequest = PrimaryStreamDecoder::SyncRequest;
     void begin_session();
     void on_connected();
     void send_psync();

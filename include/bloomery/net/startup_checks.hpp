@@ -5,7 +5,8 @@
 // parses, the TLS certificate, key and CA load and match, the addresses
 // parse. Each check looks without binding a port, loading data or creating
 // anything that stays (the directory check writes and removes one empty
-// probe file).
+// probe file, or, for a --dir still to be created, makes and removes one
+// probe directory where it would be created).
 //
 // Every start runs them before anything else is touched, and `bloomery
 // --test-config` runs them and reports, so both refuse the same settings

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/core/result.hpp"
 
 namespace bloomery::persist {
 
@@ -60,12 +61,12 @@ struct DumpValue {
     std::vector<std::string_view> layer_words;  // per layer: its bits/8 bytes, in the payload
 };
 
-// Parses the value of a payload verify_dump_payload() accepted. False with
-// `error` (for logs and tests; clients are told "Bad data format", as Redis
-// tells them) if anything is malformed or out of bounds: an unknown type, a
-// field out of range, a length past the end, bytes left over. Allocates
-// nothing beyond the description.
-bool parse_dump_value(std::string_view payload, DumpValue& out, std::string& error);
+// Parses the value of a payload verify_dump_payload() accepted. Fails (the
+// reason is for logs and tests; clients are told "Bad data format", as
+// Redis tells them) if anything is malformed or out of bounds: an unknown
+// type, a field out of range, a length past the end, bytes left over.
+// Allocates nothing beyond the description.
+core::Result<DumpValue> parse_dump_value(std::string_view payload);
 
 // The filter a parsed value describes, bits and counts included, with a fresh
 // id; its bytes reserved against `maxmemory` (0: no limit) before they are

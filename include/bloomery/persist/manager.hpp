@@ -14,12 +14,15 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bloomery/core/config.hpp"
+#include "bloomery/core/result.hpp"
 #include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/snapshot.hpp"
 #include "bloomery/persist/status.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -34,11 +37,11 @@ public:
 
     // Creates --dir if needed, loads the snapshot if one exists, and with
     // --appendonly yes replays the journal after it and opens the journal for
-    // appending (attached to the keyspace). False with a message naming the
+    // appending (attached to the keyspace). Fails with a message naming the
     // file and the reason if either is bad. Keys past their deadline are
     // kept and deadlines are not judged while records are redone: the
     // keyspace follows deadlines (store::Deadlines) when this returns.
-    bool load(std::string& error);
+    core::Status load();
     // For a server that serves as the primary once loaded: from now on it
     // decides deadlines, and the keys loaded past theirs are erased at
     // once, each with its DEL record (so replicas and a later replay
@@ -63,10 +66,10 @@ public:
     // and closes the journal, clears the keyspace, runs `load` (which fills
     // it from the primary's snapshot), deletes the old journal's segments
     // and starts a new journal (new id, offset 0), then starts a background
-    // save so the replica's own files cover the new data. False with the
+    // save so the replica's own files cover the new data. Fails with the
     // reason if `load` or the new journal failed (the keyspace is then
     // whatever `load` left; the caller resynchronizes).
-    bool replace_dataset(const std::function<bool(std::string& error)>& load, std::string& error);
+    core::Status replace_dataset(const std::function<core::Status()>& load);
     // Writes and fsyncs the journal and detaches it (at exit, after the last
     // command ran).
     void close_journal();
@@ -92,11 +95,27 @@ public:
     persist::PersistenceInfo info() const;
 
 private:
+    // Which command a save on the persistence thread runs for: SAVE (a
+    // client waits for it) or BGSAVE and save points (INFO's
+    // rdb_bgsave_in_progress).
+    enum class SaveKind { save, bgsave };
+
+    // load()'s steps: --dir made and cleared of temporary files; the
+    // snapshot loaded if there is one (its stats; none without it); the
+    // journal replayed after it and opened for appending.
+    core::Status prepare_directory();
+    core::Result<std::optional<LoadStats>> load_snapshot_file();
+    core::Status replay_and_open_journal(const std::optional<LoadStats>& snapshot);
+    // --appendonly no with journal segments in --dir: says they are not
+    // loaded.
+    void warn_of_unloaded_journal() const;
+
     persist::SaveResult save_locked();  // requires running_ to be owned
     // Starts the persistence thread; requires mutex_ held and !running_.
-    void start_thread_locked(bool background, std::function<void(persist::SaveResult)> done);
-    void record(bool ok, std::uint64_t changes_at_start, double seconds, std::uint64_t bytes,
-                std::uint64_t keys, const std::string& error);
+    void start_thread_locked(SaveKind kind, std::function<void(persist::SaveResult)> done);
+    // Books a save's outcome for INFO persistence and -MISCONF.
+    void record(const core::Result<SaveStats>& saved, std::uint64_t changes_at_start,
+                double seconds);
 
     const core::Config& config_;
     store::Keyspace& keyspace_;
@@ -125,8 +144,7 @@ private:
     std::uint64_t replayed_records_ = 0;
     // Opens a new journal (`id`, appending at `offset` to `existing` or to
     // a new segment), attaches it to the keyspace and makes it current.
-    bool open_journal(std::uint64_t id, std::uint64_t offset, const std::string& existing,
-                      std::string& error);
+    core::Status open_journal(std::uint64_t id, std::uint64_t offset, const std::string& existing);
 
     std::atomic<Journal*> journal_{nullptr};
     std::unique_ptr<Journal> journal_object_;  // made by the first open_journal()

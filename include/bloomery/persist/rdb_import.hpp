@@ -35,6 +35,7 @@
 
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/core/config.hpp"
+#include "bloomery/core/result.hpp"
 
 namespace bloomery::persist {
 
@@ -55,22 +56,25 @@ using RdbFilterSink =
 using RdbWarningSink = std::function<void(const std::string& warning)>;
 
 // Reads a whole RDB image, handing each Bloom filter to `on_filter` as it is
-// read (so the caller must discard them if this returns false) and each
-// warning to `warn`. `now_ms` decides what has expired. False with `error`
-// ("offset N: reason") on anything the format does not allow, a bad
-// checksum, or a Bloom filter outside bloomery's bounds.
-bool read_rdb(std::span<const unsigned char> bytes, std::int64_t now_ms,
-              const RdbFilterSink& on_filter, const RdbWarningSink& warn, RdbImportStats& stats,
-              std::string& error);
+// read (so the caller must discard them if this fails) and each warning to
+// `warn`. `now_ms` decides what has expired. Fails ("offset N: reason") on
+// anything the format does not allow, a bad checksum, or a Bloom filter
+// outside bloomery's bounds.
+core::Result<RdbImportStats> read_rdb(std::span<const unsigned char> bytes, std::int64_t now_ms,
+                                      const RdbFilterSink& on_filter, const RdbWarningSink& warn);
 
+// What `--import-rdb` did.
+struct RdbImportReport {
+    // What was imported and skipped, warnings included (as far as it got).
+    std::string report;
+    // Failed: why, naming the file.
+    core::Status status;
+};
 // `bloomery --import-rdb FILE`: reads FILE and writes its Bloom filters as a
 // new snapshot at config.snapshot_path() (atomically, as every snapshot),
 // which the server then loads at its next start. Refuses, writing nothing,
 // when that snapshot or journal segments (config.appendfilename) already
-// exist in config.dir: an import never mixes with or replaces data. `report`
-// says what was imported and skipped (warnings included); false with
-// `error` naming the file otherwise.
-bool import_rdb(const std::string& rdb_path, const core::Config& config, std::string& report,
-                std::string& error);
+// exist in config.dir: an import never mixes with or replaces data.
+RdbImportReport import_rdb(const std::string& rdb_path, const core::Config& config);
 
 }  // namespace bloomery::persist

@@ -14,13 +14,14 @@
 // Thread safety: all functions may run concurrently with any Keyspace traffic.
 // Two saves to the same path may run at once (each has its own temporary file;
 // the last rename wins), but the server is expected to serialize them.
-// None of these functions throws: every failure is a `false` return with a
-// human-readable `error` (lower case, no trailing period) naming the file.
+// None of these functions throws: every failure is returned as a
+// human-readable reason (lower case, no trailing period) naming the file.
 
 #include <cstdint>
 #include <functional>
 #include <string>
 
+#include "bloomery/core/result.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace bloomery::persist {
@@ -55,11 +56,11 @@ struct SaveStats {
 //
 // On failure (missing directory, EACCES, ENOSPC, EIO, EFBIG from RLIMIT_FSIZE
 // with SIGXFSZ ignored, ...) the temporary file is removed, the file at `path`
-// is untouched, and `error` names the file and the errno text. One exception:
-// if only the final directory fsync fails, the new file is already in place
-// (renamed) but may not survive a power loss; that is reported as a failure too.
-bool save_snapshot(const store::Keyspace& keyspace, const std::string& path, SaveStats& stats,
-                   std::string& error);
+// is untouched, and the reason names the file and the errno text. One
+// exception: if only the final directory fsync fails, the new file is already
+// in place (renamed) but may not survive a power loss; that is reported as a
+// failure too.
+core::Result<SaveStats> save_snapshot(const store::Keyspace& keyspace, const std::string& path);
 
 // Takes `size` bytes of a streamed snapshot; false: the receiver is gone
 // (the stream stops with an error).
@@ -73,9 +74,9 @@ using SnapshotPositionListener = std::function<void(std::uint64_t journal_offset
 // The snapshot save_snapshot() would write, handed to `sink` in pieces of
 // about 2 MiB instead of a file: a replica's full synchronization, with no
 // temporary file on this server's disk. `name` names the receiver in errors.
-bool stream_snapshot(const store::Keyspace& keyspace, const SnapshotSink& sink,
-                     const SnapshotPositionListener& on_position, const std::string& name,
-                     SaveStats& stats, std::string& error);
+core::Result<SaveStats> stream_snapshot(const store::Keyspace& keyspace, const SnapshotSink& sink,
+                                        const SnapshotPositionListener& on_position,
+                                        const std::string& name);
 
 struct LoadStats {
     std::uint64_t keys = 0;           // keys inserted into the keyspace
@@ -99,18 +100,23 @@ struct LoadStats {
 // --max-filter-bytes is deliberately not applied: it bounds what clients may
 // create, and a server restarted with a lower value must still load its data.
 //
-// On failure `error` reads like "PATH: record 3 (key 'foo') at offset 1234:
-// record checksum mismatch" (records count from 1; offsets are byte offsets of
-// the offending field from the start of the file).
-bool load_snapshot(const std::string& path, store::Keyspace& keyspace, LoadStats& stats,
-                   std::string& error);
+// A failure reads like "PATH: record 3 (key 'foo') at offset 1234: record
+// checksum mismatch" (records count from 1; offsets are byte offsets of the
+// offending field from the start of the file).
+core::Result<LoadStats> load_snapshot(const std::string& path, store::Keyspace& keyspace);
 
-// Verifies the snapshot at `path` without loading it (no filter is allocated)
-// and describes it in `report`, one line per item: format version, creation
-// time, then per key its name, expiry, options, layers, capacity, items and
-// bytes, then totals. For `bloomery --check-snapshot FILE`, like
-// redis-check-rdb. On failure `report` holds what was read up to the problem
-// and `error` the reason, worded as for load_snapshot().
-bool check_snapshot(const std::string& path, std::string& report, std::string& error);
+// What check_snapshot() found.
+struct SnapshotCheck {
+    // One line per item: format version, creation time, then per key its
+    // name, expiry, options, layers, capacity, items and bytes, then totals;
+    // on failure, what was read up to the problem.
+    std::string report;
+    // Failed: the reason, worded as for load_snapshot().
+    core::Status verdict;
+};
+// Verifies the snapshot at `path` without loading it (no filter is
+// allocated) and describes it. For `bloomery --check-snapshot FILE`, like
+// redis-check-rdb.
+SnapshotCheck check_snapshot(const std::string& path);
 
 }  // namespace bloomery::persist

@@ -47,6 +47,12 @@ enum class ParseStatus {
     error,       // protocol error; error_message() says why; the connection must close
 };
 
+// What one parse() did with the front of its input.
+struct ParseResult {
+    ParseStatus status = ParseStatus::incomplete;
+    std::size_t consumed = 0;  // bytes of the input the command took; 0 unless complete
+};
+
 class Parser {
 public:
     explicit Parser(ParserLimits limits = {});
@@ -55,9 +61,9 @@ public:
     // the first byte not yet consumed. On `complete`: `argv` holds views into
     // `input` (valid while those bytes live), except inline words that had quotes
     // or escapes, which view the parser's own storage (valid until the next
-    // parse() or shrink()); `consumed` is how many bytes of `input` the command
-    // took. An empty inline line or a `*0`/`*-1` multibulk is consumed and yields
-    // an empty argv (the caller skips it).
+    // parse() or shrink()); the result's `consumed` is how many bytes of `input`
+    // the command took. An empty inline line or a `*0`/`*-1` multibulk is
+    // consumed and yields an empty argv (the caller skips it).
     // On `incomplete` the parser remembers how far it got (as offsets, so the
     // caller may move or grow its buffer) and resumes at the next call, which must
     // pass the same unconsumed bytes with more appended. Bytes already checked
@@ -69,8 +75,7 @@ public:
     // arguments are located again when it completes); a complete one costs
     // argv exactly one view per argument, and an inline one with quotes at
     // most its line's length in storage (memory_bytes()).
-    ParseStatus parse(std::string_view input, std::vector<std::string_view>& argv,
-                      std::size_t& consumed);
+    ParseResult parse(std::string_view input, std::vector<std::string_view>& argv);
 
     // Text after "ERR Protocol error: " for the last `error`, e.g.
     // "invalid multibulk length", "invalid bulk length", "expected '$', got 'x'",
@@ -101,16 +106,21 @@ public:
     const ParserLimits& limits() const { return limits_; }
 
 private:
-    ParseStatus parse_inline(std::string_view input, std::vector<std::string_view>& argv,
-                             std::size_t& consumed);
-    ParseStatus parse_multibulk(std::string_view input, std::vector<std::string_view>& argv,
-                                std::size_t& consumed);
+    ParseResult parse_inline(std::string_view input, std::vector<std::string_view>& argv);
+    ParseResult parse_multibulk(std::string_view input, std::vector<std::string_view>& argv);
+    // parse_multibulk's steps, each resumable where the input ends. A step
+    // answers `complete` once its part is read.
+    ParseStatus read_argument_count(std::string_view input);
+    ParseStatus read_bulk_length(std::string_view input);
+    ParseStatus read_bulk_data(std::string_view input);
+    void collect_arguments(std::string_view input, std::vector<std::string_view>& argv) const;
     ParseStatus fail(std::string message);
     // The error for one argument too many (the count that would be
     // `arguments`), or for an argument of `length` bytes; null if within.
     const char* count_error(std::size_t arguments) const;
     const char* length_error(std::size_t length) const;
-    bool split_inline_words(std::string_view line, std::vector<std::string_view>& argv);
+    // Null once the words are in argv, else why the line is refused.
+    const char* split_inline_words(std::string_view line, std::vector<std::string_view>& argv);
     void reset_command_state();
 
     ParserLimits limits_;

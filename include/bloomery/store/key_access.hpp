@@ -5,23 +5,17 @@
 // one or the other, by its maxmemory-policy; bloomery evicts nothing and
 // keeps both: the access clock's low 24 bits (seconds, Redis's LRU clock,
 // which wraps after 194 days) above an 8-bit logarithmic counter that
-// counts and decays as Redis's LFU does (lfu-log-factor, lfu-decay-time).
+// counts and decays as Redis's LFU does (lfu-log-factor, lfu-decay-time:
+// the core::LfuSettings each keyspace is given, which CONFIG SET changes).
 // The access clock that stamps the words is in clock.hpp.
 
 #include <atomic>
 #include <cstdint>
 
+#include "bloomery/core/runtime_settings.hpp"
 #include "bloomery/store/clock.hpp"
 
 namespace bloomery::store {
-
-// lfu-log-factor: the counter's logarithm base (Redis's default 10: about
-// a million uses reach 255); lfu-decay-time: minutes for the counter to
-// lose one while the key is not used (0: never). Both CONFIG SET-able.
-void set_lfu_log_factor(std::int64_t factor);
-void set_lfu_decay_time(std::int64_t minutes);
-std::int64_t lfu_log_factor();
-std::int64_t lfu_decay_time();
 
 namespace key_access {
 inline constexpr unsigned kCounterBits = 8;
@@ -30,9 +24,6 @@ inline constexpr std::uint32_t kClockMask = (std::uint32_t{1} << 24) - 1;
 // A new key's counter (Redis's LFU_INIT_VAL): new keys are not the first
 // to look cold.
 inline constexpr std::uint32_t kInitialCount = 5;
-// The two settings, read (relaxed) by every lookup.
-inline std::atomic<std::int64_t> g_log_factor{10};
-inline std::atomic<std::int64_t> g_decay_minutes{1};
 
 inline std::uint32_t stamp_of(std::uint32_t word) {
     return word >> kCounterBits;
@@ -88,8 +79,9 @@ inline std::uint32_t next_random() {
 // One use of the key whose word is `word`, now (every lookup that finds
 // it). Writes the word only when the clock moved on since its last use (at
 // most once a second) or the counter goes up (with odds that fall as it
-// grows), so readers of a hot key rarely share a written line.
-inline void use(std::atomic<std::uint32_t>& word) {
+// grows), so readers of a hot key rarely share a written line. The
+// counter counts and decays as `lfu` says.
+inline void use(std::atomic<std::uint32_t>& word, const core::LfuSettings& lfu) {
     const std::uint32_t current = word.load(std::memory_order_relaxed);
     const std::uint32_t clock = access_clock();
     // Not compare-and-swaps: a use lost to a racing one only makes the
@@ -98,14 +90,12 @@ inline void use(std::atomic<std::uint32_t>& word) {
         // Used again within the second: nothing decays; the counter may go
         // up (rarely once past a few uses, never past 255).
         const std::uint32_t counter = counter_of(current);
-        if (counter < kCounterMax &&
-            counts(counter, next_random(), g_log_factor.load(std::memory_order_relaxed))) {
+        if (counter < kCounterMax && counts(counter, next_random(), lfu.log_factor())) {
             word.store(current + 1, std::memory_order_relaxed);
         }
         return;
     }
-    word.store(used(current, clock, next_random(), g_log_factor.load(std::memory_order_relaxed),
-                    g_decay_minutes.load(std::memory_order_relaxed)),
+    word.store(used(current, clock, next_random(), lfu.log_factor(), lfu.decay_minutes()),
                std::memory_order_relaxed);
 }
 }  // namespace key_access
@@ -116,8 +106,9 @@ inline void use(std::atomic<std::uint32_t>& word) {
 std::uint32_t access_word(std::int64_t idle_seconds, std::uint32_t counter);
 // Seconds since the key was last used (OBJECT IDLETIME).
 std::int64_t idle_seconds(std::uint32_t word);
-// The counter as of now, its decay applied (OBJECT FREQ; reading it is no
-// use of the key).
-std::uint32_t access_frequency(std::uint32_t word);
+// The counter as of now, its decay of one per `decay_minutes` (the
+// keyspace's lfu-decay-time) applied (OBJECT FREQ; reading it is no use of
+// the key).
+std::uint32_t access_frequency(std::uint32_t word, std::int64_t decay_minutes);
 
 }  // namespace bloomery::store

@@ -59,6 +59,10 @@
 #include "bloomery/store/snapshot_counts.hpp"
 #include "bloomery/store/transaction_gates.hpp"
 
+namespace bloomery::core {
+class LfuSettings;  // core/runtime_settings.hpp
+}
+
 namespace bloomery::store {
 
 using bloom::FilterRef;
@@ -94,7 +98,10 @@ public:
     using WatchStamp = store::WatchStamp;
     using ExpireStats = store::ExpireStats;
 
+    // Keys' use counters follow `lfu` (which must outlive the keyspace), or
+    // Redis's defaults, never changed, without it.
     explicit Keyspace(std::size_t num_shards = 64);
+    Keyspace(std::size_t num_shards, const core::LfuSettings& lfu);
     ~Keyspace();
     Keyspace(const Keyspace&) = delete;
     Keyspace& operator=(const Keyspace&) = delete;
@@ -456,6 +463,7 @@ private:
 
     mutable ShardTable table_;  // mutable: lookups reap expired keys
     mutable ExpiryIndex expiry_;
+    const core::LfuSettings& lfu_;  // read (relaxed) by every lookup that uses a key
     SlotCounts slot_counts_;
     AddedItems items_added_;
     // Item counts at snapshot cuts (KeyspaceView::item_counts); mutable:

@@ -1,6 +1,9 @@
-// The journal's appending side: each thread's buffer, the records it
-// encodes (created, deleted, renamed, expiry, ADD and LOADCHUNK data), and the
-// data scopes that keep a record and the bits it covers together.
+// The journal's appending side: each thread's buffer, the ADD and LOADCHUNK
+// data records built in it, the data scopes that keep a record and the bits
+// it covers together, transactions held back as one unit, and the stream
+// position() and cut() measure.
+
+#include "journal_appender.hpp"
 
 #include <xxhash.h>
 
@@ -11,20 +14,18 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
-#include "bloomery/persist/journal.hpp"
-#include "journal_format.hpp"
-#include "journal_internal.hpp"
-#include "snapshot_format.hpp"
+#include "journal_encode.hpp"
 
 namespace bloomery::persist {
 
 namespace jf = journal_format;
 using format::put_u32;
 using format::put_u64;
+using journal_encode::encode_block;
 
 namespace {
-thread_local bool t_wrote = false;
 // The buffer this thread holds for its open data scope.
 thread_local void* t_scope = nullptr;
 
@@ -35,9 +36,8 @@ struct ThreadBuffer {
 };
 thread_local ThreadBuffer t_buffer;
 
-// A server worker's end-of-turn write-through (Journal::set_thread_turn).
-thread_local void (*t_turn_schedule)(void*) = nullptr;
-thread_local void* t_turn_arg = nullptr;
+// The turn this thread registered (Journal::set_thread_turn), if any.
+thread_local JournalTurn* t_turn = nullptr;
 
 // The transaction this thread runs, and the journal (by serial) it runs in.
 struct ThreadTransaction {
@@ -46,81 +46,59 @@ struct ThreadTransaction {
 };
 thread_local ThreadTransaction t_transaction;
 
-// A record body must stay below 2^31 bytes (proto/journal.md): keys are
-// bounded by proto-max-bulk-len, but a record that would not fit is refused
-// before anything changes rather than written with a wrapped length.
-void check_body_size(std::size_t body_bytes) {
-    if (body_bytes > jf::kMaxRecordBody) throw std::length_error("journal record too large");
-}
-
-// One record (u32 body length, type, body, XXH64) at `out`.
-template <class Encode>
-void encode_record_at(unsigned char* out, std::uint8_t type, std::size_t body_bytes,
-                      Encode&& encode) {
-    put_u32(out, static_cast<std::uint32_t>(body_bytes));
-    out[4] = type;
-    encode(out + 5);
-    put_u64(out + 5 + body_bytes, XXH64(out, 5 + body_bytes, 0));
-}
-
-// A block holding one record.
-template <class Encode>
-store::EncodedRecord encode_block(std::uint8_t type, std::size_t body_bytes, Encode&& encode) {
-    check_body_size(body_bytes);
-    auto block = std::make_unique<store::RecordBlock>();
-    block->bytes.resize(jf::kRecordOverhead + body_bytes);
-    encode_record_at(reinterpret_cast<unsigned char*>(block->bytes.data()), type, body_bytes,
-                     encode);
-    return block;
-}
-
-unsigned char* put_bytes(unsigned char* out, std::string_view bytes) {
-    put_u32(out, static_cast<std::uint32_t>(bytes.size()));
-    if (!bytes.empty()) std::memcpy(out + 4, bytes.data(), bytes.size());
-    return out + 4 + bytes.size();
-}
+std::atomic<std::uint64_t> g_journal_serial{0};
 
 }  // namespace
 
-void Journal::set_thread_turn(void (*schedule)(void*), void* arg) {
-    t_turn_schedule = schedule;
-    t_turn_arg = arg;
+JournalAppender::JournalAppender(FsyncPolicy policy, JournalHandoff& handoff)
+    : policy_(policy),
+      handoff_(handoff),
+      locals_(new LocalBuffer[Journal::kLocalBuffers + 1]),
+      serial_(g_journal_serial.fetch_add(1, std::memory_order_relaxed) + 1) {}
+
+JournalAppender::~JournalAppender() {
+    release_buffers();
 }
 
-bool Journal::turn_writes() const {
-    return policy_ != FsyncPolicy::always && t_turn_schedule != nullptr;
+void JournalAppender::release_buffers() {
+    for (std::size_t i = 0; i <= Journal::kLocalBuffers; ++i) {
+        LocalBuffer& local = locals_[i];
+        std::lock_guard lock(local.mutex);
+        local.release();
+    }
+    std::lock_guard lock(handoff_.mutex);
+    pending_.clear();
 }
 
-void Journal::schedule_turn() {
-    t_turn_schedule(t_turn_arg);
+void JournalAppender::set_thread_turn(JournalTurn* turn) {
+    t_turn = turn;
 }
 
-void Journal::reset_thread_mark() {
-    t_wrote = false;
+JournalTurn* JournalAppender::note_appended() const {
+    JournalTurn* const turn = t_turn;
+    if (turn == nullptr) return nullptr;
+    turn->appended_ = true;
+    return policy_ != FsyncPolicy::always ? turn : nullptr;
 }
 
-bool Journal::thread_mark() {
-    return t_wrote;
-}
-
-Journal::Transaction* Journal::transaction() const {
+JournalAppender::Transaction* JournalAppender::transaction() const {
     if (t_transaction.transaction == nullptr || t_transaction.serial != serial_) return nullptr;
     return static_cast<Transaction*>(t_transaction.transaction);
 }
 
-Journal::LocalBuffer& Journal::local_buffer() {
+JournalAppender::LocalBuffer& JournalAppender::local_buffer() {
     if (Transaction* transaction = this->transaction()) return transaction->buffer;
     if (t_buffer.serial != serial_) {
-        // Under mutex_: a cut() holds it while it locks every claimed buffer,
-        // so no thread claims one halfway through a cut.
-        std::lock_guard lock(mutex_);
+        // Under the handoff's mutex: a cut() holds it while it locks every
+        // claimed buffer, so no thread claims one halfway through a cut.
+        std::lock_guard lock(handoff_.mutex);
         std::size_t index = locals_claimed_.load(std::memory_order_relaxed);
-        if (index < kLocalBuffers) {
+        if (index < Journal::kLocalBuffers) {
             locals_claimed_.store(index + 1, std::memory_order_release);
         } else {
             // Threads past kLocalBuffers share the last buffer.
-            index = kLocalBuffers;
-            locals_claimed_.store(kLocalBuffers + 1, std::memory_order_release);
+            index = Journal::kLocalBuffers;
+            locals_claimed_.store(Journal::kLocalBuffers + 1, std::memory_order_release);
         }
         t_buffer.serial = serial_;
         t_buffer.buffer = &locals_[index];
@@ -128,17 +106,13 @@ Journal::LocalBuffer& Journal::local_buffer() {
     return *static_cast<LocalBuffer*>(t_buffer.buffer);
 }
 
-void Journal::appended_bytes(std::uint64_t bytes) noexcept {
+void JournalAppender::appended_bytes(std::uint64_t bytes) noexcept {
     const std::uint64_t end = appended_.load(std::memory_order_relaxed) + bytes;
     appended_.store(end, std::memory_order_release);
-    // The writer subtracts without the mutex: a read-modify-write.
-    const std::uint64_t held = buffered_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    if (held > buffer_limit_ && !failing_.load(std::memory_order_relaxed)) {
-        failing_.store(true, std::memory_order_relaxed);
-    }
+    handoff_.hold(bytes);
 }
 
-bool Journal::take_local(LocalBuffer& local) noexcept {
+bool JournalAppender::take_local(LocalBuffer& local) noexcept {
     if (local.block == nullptr || local.block->bytes.empty()) return false;
     const std::size_t bytes = local.block->bytes.size();
     // The block's memory, counted by the buffer, is counted by the stream
@@ -146,13 +120,13 @@ bool Journal::take_local(LocalBuffer& local) noexcept {
     pending_.push(local.block);
     local.block = nullptr;
     local.charged = 0;
-    local.size_hint = std::min<std::size_t>(bytes, 2 * kLocalFlushBytes);
+    local.size_hint = std::min<std::size_t>(bytes, 2 * Journal::kLocalFlushBytes);
     local.bytes.store(0, std::memory_order_relaxed);
     appended_bytes(bytes);
     return true;
 }
 
-bool Journal::take_all_locals() {
+bool JournalAppender::take_all_locals() {
     bool any = false;
     const std::size_t claimed = locals_claimed_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < claimed; ++i) {
@@ -168,39 +142,71 @@ bool Journal::take_all_locals() {
     return any;
 }
 
-bool Journal::locals_pending(bool or_open) const {
+void JournalAppender::take_all(BlockList& into) {
+    take_all_locals();
+    into.splice(pending_);
+}
+
+bool JournalAppender::threads_hold(Count what) const {
     const std::size_t claimed = locals_claimed_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < claimed; ++i) {
         // open before bytes: a scope closes by counting its bytes and then
         // clearing open, so a closed scope read here has its bytes seen.
-        if (or_open && locals_[i].open.load(std::memory_order_seq_cst)) return true;
+        if (what == Count::records_and_open_scopes &&
+            locals_[i].open.load(std::memory_order_seq_cst)) {
+            return true;
+        }
         if (locals_[i].bytes.load(std::memory_order_seq_cst) != 0) return true;
     }
     return false;
 }
 
-void Journal::wake_writer() {
-    // Pairs with run(): the writer stores writer_idle_ = true and then reads
-    // every buffer's bytes; this thread stored its bytes and then reads
-    // writer_idle_ (all seq_cst). Either the writer sees the bytes and does
-    // not sleep, or this thread sees it idle and wakes it. Under load the
-    // writer never sleeps, so this is a plain load of a line nobody writes.
-    if (!writer_idle_.load(std::memory_order_seq_cst)) return;
-    bool wake;
-    {
-        std::lock_guard lock(mutex_);
-        wake = claim_idle_writer();
+std::uint64_t JournalAppender::bytes_in_threads() const {
+    std::uint64_t bytes = 0;
+    const std::size_t claimed = locals_claimed_.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < claimed; ++i) {
+        bytes += locals_[i].bytes.load(std::memory_order_relaxed);
     }
-    if (wake) wake_.notify_one();
+    return bytes;
 }
 
-bool Journal::claim_idle_writer() {
-    if (!writer_idle_.load(std::memory_order_relaxed)) return false;
-    writer_idle_.store(false, std::memory_order_relaxed);
-    return true;
+std::uint64_t JournalAppender::position() {
+    // Pairs with mark_open(): a caller that saw a bit of an add (a relaxed
+    // load) and then asks for the position sees that add's scope open or its
+    // records counted, and waits for them.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    bool wake = false;
+    {
+        std::lock_guard lock(handoff_.mutex);
+        wake = take_all_locals() && handoff_.claim_idle_writer();
+    }
+    if (wake) handoff_.wake.notify_one();
+    return appended();
 }
 
-void Journal::append_block(store::RecordBlock* block) noexcept {
+std::uint64_t JournalAppender::cut(const std::function<void()>& at_cut) {
+    std::uint64_t at;
+    bool wake = false;
+    {
+        std::unique_lock lock(handoff_.mutex);
+        // Every claimed buffer locked at once (in index order, as nothing else
+        // holds two): no data scope is open, none can open, and with the
+        // handoff's mutex no keyspace record can be appended.
+        const std::size_t claimed = locals_claimed_.load(std::memory_order_acquire);
+        std::vector<std::unique_lock<std::mutex>> locals;
+        locals.reserve(claimed);
+        for (std::size_t i = 0; i < claimed; ++i) locals.emplace_back(locals_[i].mutex);
+        bool took = false;
+        for (std::size_t i = 0; i < claimed; ++i) took = take_local(locals_[i]) || took;
+        at = appended();
+        at_cut();
+        wake = took && handoff_.claim_idle_writer();
+    }
+    if (wake) handoff_.wake.notify_one();
+    return at;
+}
+
+void JournalAppender::append_block(store::RecordBlock* block) noexcept {
     if (block == nullptr) return;
     LocalBuffer& local = local_buffer();
     std::int64_t capacity = 0;
@@ -208,10 +214,10 @@ void Journal::append_block(store::RecordBlock* block) noexcept {
         capacity += static_cast<std::int64_t>(b->bytes.capacity());
     }
     core::memory_add(core::MemoryUse::other, capacity);
-    const bool turn = turn_writes();
+    JournalTurn* const turn = note_appended();
     bool wake = false;
     {
-        std::lock_guard lock(mutex_);
+        std::lock_guard lock(handoff_.mutex);
         // This thread's buffered records go first, so its own records keep
         // the order in which it made them.
         if (local.bytes.load(std::memory_order_relaxed) != 0) {
@@ -221,17 +227,16 @@ void Journal::append_block(store::RecordBlock* block) noexcept {
         const std::uint64_t before = pending_.bytes;
         pending_.push(block);
         appended_bytes(pending_.bytes - before);
-        wake = !turn && claim_idle_writer();
+        wake = turn == nullptr && handoff_.claim_idle_writer();
     }
-    t_wrote = true;
-    if (turn) {
-        schedule_turn();
+    if (turn != nullptr) {
+        turn->schedule_write_through();
     } else if (wake) {
-        wake_.notify_one();
+        handoff_.wake.notify_one();
     }
 }
 
-void Journal::append(store::EncodedRecord record) noexcept {
+void JournalAppender::append(store::EncodedRecord record) noexcept {
     if (Transaction* transaction = this->transaction()) {
         transaction->hold(record.release());
         return;
@@ -239,7 +244,7 @@ void Journal::append(store::EncodedRecord record) noexcept {
     append_block(record.release());
 }
 
-void Journal::begin_transaction() {
+void JournalAppender::begin_transaction() {
     if (transaction() != nullptr) throw std::logic_error("a transaction inside a transaction");
     auto transaction = std::make_unique<Transaction>();
     // The span is filled in when the transaction ends; its checksum then.
@@ -248,7 +253,7 @@ void Journal::begin_transaction() {
     t_transaction = {serial_, transaction.release()};
 }
 
-void Journal::end_transaction() noexcept {
+void JournalAppender::end_transaction() noexcept {
     std::unique_ptr<Transaction> transaction(this->transaction());
     if (!transaction) return;
     t_transaction = {};
@@ -260,58 +265,12 @@ void Journal::end_transaction() noexcept {
     transaction->held.tail->next = transaction->exec.release();
     multi->next = std::exchange(transaction->held.head, nullptr);
     transaction->held.tail = nullptr;
-    // One chain, appended under the journal's lock at once: no cut, no
+    // One chain, appended under the handoff's mutex at once: no cut, no
     // segment boundary and no other thread's record falls inside it.
     append_block(multi);
 }
 
-store::EncodedRecord Journal::encode_created(std::string_view key,
-                                             const bloom::ScalableFilter& filter,
-                                             std::int64_t expire_at_ms) {
-    const std::string header = bloom::encode_header(filter);
-    return encode_block(jf::kCreate, 4 + key.size() + 8 + 8 + 4 + header.size(),
-                        [&](unsigned char* out) {
-                            out = put_bytes(out, key);
-                            put_u64(out, static_cast<std::uint64_t>(expire_at_ms));
-                            put_u64(out + 8, filter.id());
-                            put_bytes(out + 16, header);
-                        });
-}
-
-store::EncodedRecord Journal::encode_deleted(std::string_view key) {
-    return encode_block(jf::kDelete, 4 + key.size(),
-                        [&](unsigned char* out) { put_bytes(out, key); });
-}
-
-store::EncodedRecord Journal::encode_renamed(std::string_view from, std::string_view to) {
-    return encode_block(jf::kRename, 8 + from.size() + to.size(),
-                        [&](unsigned char* out) { put_bytes(put_bytes(out, from), to); });
-}
-
-store::EncodedRecord Journal::encode_expiry(std::string_view key, std::int64_t expire_at_ms) {
-    return encode_block(jf::kExpire, 4 + key.size() + 8, [&](unsigned char* out) {
-        put_u64(put_bytes(out, key), static_cast<std::uint64_t>(expire_at_ms));
-    });
-}
-
-store::EncodedRecord Journal::encode_cleared() {
-    return encode_block(jf::kFlushAll, 0, [](unsigned char*) {});
-}
-
-store::EncodedRecord Journal::encode_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
-                                           std::string_view data) {
-    return encode_block(jf::kChunk, 8 + 8 + 4 + data.size(), [&](unsigned char* out) {
-        put_u64(out, filter.id());
-        put_u64(out + 8, static_cast<std::uint64_t>(iter));
-        put_bytes(out + 16, data);
-    });
-}
-
-void Journal::ping() {
-    append(encode_block(jf::kPing, 0, [](unsigned char*) {}));
-}
-
-void Journal::mark_open(LocalBuffer& local) {
+void JournalAppender::mark_open(LocalBuffer& local) {
     local.open.store(true, std::memory_order_seq_cst);
     // The scope's changes (bits set with relaxed atomics) come after this:
     // whoever sees one of them and then fences (position()) sees the scope
@@ -319,8 +278,8 @@ void Journal::mark_open(LocalBuffer& local) {
     std::atomic_thread_fence(std::memory_order_release);
 }
 
-bloom::AddRecorder& Journal::begin_adds(const bloom::ScalableFilter& filter,
-                                        std::size_t max_items) {
+bloom::AddRecorder& JournalAppender::begin_adds(const bloom::ScalableFilter& filter,
+                                                std::size_t max_items) {
     if (max_items > bloom::ScalableFilter::kBatch) throw std::length_error("batch too large");
     LocalBuffer& local = local_buffer();
     std::unique_lock lock(local.mutex);
@@ -346,29 +305,26 @@ bloom::AddRecorder& Journal::begin_adds(const bloom::ScalableFilter& filter,
     return local;
 }
 
-void Journal::begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
-                          std::string_view data) {
-    const std::size_t body_bytes = 8 + 8 + 4 + data.size();
-    check_body_size(body_bytes);
+void JournalAppender::begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
+                                  std::string_view data) {
+    const std::size_t body_bytes = journal_encode::chunk_body_bytes(data);
+    journal_encode::check_body_size(body_bytes);
     LocalBuffer& local = local_buffer();
     std::unique_lock lock(local.mutex);
     local.reserve(jf::kRecordOverhead + body_bytes);
     std::string& out = local.block->bytes;
     const std::size_t at = out.size();
     out.resize(at + jf::kRecordOverhead + body_bytes);
-    encode_record_at(reinterpret_cast<unsigned char*>(out.data() + at), jf::kChunk, body_bytes,
-                     [&](unsigned char* body) {
-                         put_u64(body, filter.id());
-                         put_u64(body + 8, static_cast<std::uint64_t>(iter));
-                         put_bytes(body + 16, data);
-                     });
+    journal_encode::encode_record_at(
+        reinterpret_cast<unsigned char*>(out.data() + at), jf::kChunk, body_bytes,
+        [&](unsigned char* body) { journal_encode::put_chunk_body(body, filter, iter, data); });
     local.scope = LocalBuffer::Scope::chunk;
     mark_open(local);
     t_scope = &local;
     lock.release();  // held until end_data()
 }
 
-void Journal::end_data() noexcept {
+void JournalAppender::end_data() noexcept {
     auto* local = static_cast<LocalBuffer*>(t_scope);
     if (local == nullptr) return;
     t_scope = nullptr;
@@ -407,16 +363,16 @@ void Journal::end_data() noexcept {
     local->open.store(false, std::memory_order_seq_cst);
     local->mutex.unlock();
     if (!wrote) return;
-    t_wrote = true;
-    if (held >= kLocalFlushBytes) {
-        std::lock_guard lock(mutex_);
+    JournalTurn* const turn = note_appended();
+    if (held >= Journal::kLocalFlushBytes) {
+        std::lock_guard lock(handoff_.mutex);
         std::lock_guard local_lock(local->mutex);
         take_local(*local);
     }
-    if (turn_writes()) {
-        schedule_turn();
+    if (turn != nullptr) {
+        turn->schedule_write_through();
     } else {
-        wake_writer();
+        handoff_.wake_writer();
     }
 }
 

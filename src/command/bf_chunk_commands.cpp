@@ -1,0 +1,119 @@
+// Dumping and loading a filter by chunks: BF.SCANDUMP and BF.LOADCHUNK, with
+// RedisBloom's iterator protocol and texts (the payloads: bloom/dump.hpp,
+// proto/resp.md).
+
+#include <cstdint>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "bf_family.hpp"
+#include "bloomery/bloom/dump.hpp"
+#include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/command/arg_cursor.hpp"
+#include "bloomery/command/errors.hpp"
+#include "bloomery/command/registry.hpp"
+#include "common.hpp"
+#include "new_filter.hpp"
+
+namespace bloomery::command {
+namespace {
+
+// BF.SCANDUMP key iter: the key first, then the iterator (RedisBloom's
+// order and text); an iterator past the end, or below 0, gives (0, "").
+void cmd_scandump(Context& ctx, Args argv) {
+    const std::optional<std::int64_t> iter = ArgCursor(argv, 2).next_int();
+    const bool found = ctx.keyspace.with_filter(argv[1], [&](const bloom::ScalableFilter& filter) {
+        if (!iter) {
+            ctx.out.error(errors::kScandumpIterator);
+            return;
+        }
+        ctx.out.array(2);
+        if (*iter < 0) {
+            ctx.out.integer(0);
+            ctx.out.bulk("");
+            return;
+        }
+        const bloom::DumpChunk chunk = bloom::dump_chunk(filter, *iter);
+        ctx.out.integer(chunk.next_iter);
+        ctx.out.bulk(chunk.data);
+    });
+    if (!found) ctx.out.error(errors::kNotFound);
+}
+
+// BF.LOADCHUNK key 1 header, `key` missing: creates it with the filter the
+// header describes, all bits clear. A payload that is no header of either
+// format is refused as RedisBloom refuses it; a header of either format with
+// the check it fails (bloom::parse_header: RedisBloom's texts for
+// RedisBloom's format, bloomery's own checks for its own).
+core::Status load_header(Context& ctx, std::string_view key, std::string_view header_bytes) {
+    if (bloom::header_format(header_bytes) == bloom::HeaderFormat::unknown) {
+        return refuse(errors::kBadChunkData);
+    }
+    const core::Result<bloom::DumpHeader> header = bloom::parse_header(header_bytes);
+    if (!header) return core::Error{"ERR " + header.error()};
+    // The whole filter, every layer, is checked before anything is allocated.
+    core::Result<bloom::FilterRef> filter = build_new_filter(
+        ctx, header->layers, [&] { return bloom::build_filter(*header, ctx.config.maxmemory); });
+    if (!filter) return filter.failure();
+    if (!ctx.keyspace.insert_new(key, std::move(*filter))) return refuse(errors::kItemExists);
+    return {};
+}
+
+// BF.LOADCHUNK key iter chunk (iter > 1): the chunk's bits, into the filter
+// its header created, checked in the format of its scheme.
+core::Status load_data_chunk(Context& ctx, std::string_view key, std::int64_t iter,
+                             std::string_view chunk) {
+    core::Result<store::Keyspace::ChunkStatus> loaded = store::Keyspace::ChunkStatus::missing;
+    try {
+        loaded = ctx.keyspace.load_chunk(key, iter, chunk);
+    } catch (const std::bad_alloc&) {
+        return refuse(errors::kNoMemory);  // nothing was recorded or applied
+    } catch (const std::length_error&) {
+        return refuse(errors::kNoMemory);
+    }
+    if (!loaded) return core::Error{"ERR " + loaded.error()};
+    if (*loaded == store::Keyspace::ChunkStatus::missing) return refuse(errors::kNotFound);
+    return {};
+}
+
+// Where BF.LOADCHUNK's payload goes, decided as RedisBloom decides it: the
+// filter first. Into a filter that exists, iterator 1 (a header's) and those
+// below it are data RedisBloom refuses (below the chunk's length; it also
+// refuses a one-byte chunk at 1 as "no link" and takes an empty one, neither
+// of which carries a bit). A missing filter is created by a header alone.
+core::Status load_payload(Context& ctx, std::string_view key, std::int64_t iter,
+                          std::string_view payload) {
+    if (iter > 1) return load_data_chunk(ctx, key, iter, payload);
+    if (ctx.keyspace.contains(key)) return refuse(errors::kBadChunkData);
+    if (iter < 1) return refuse(errors::kNotFound);
+    return load_header(ctx, key, payload);
+}
+
+void cmd_loadchunk(Context& ctx, Args argv) {
+    ArgCursor args(argv, 2);
+    const std::optional<std::int64_t> iter = args.next_int();
+    if (!iter) {
+        ctx.out.error(errors::kLoadchunkIterator);
+        return;
+    }
+    const core::Status loaded = load_payload(ctx, argv[1], *iter, args.next());
+    if (!loaded) {
+        ctx.out.error(loaded.error());
+        return;
+    }
+    note_changes(ctx);
+    ctx.out.ok();
+}
+
+}  // namespace
+
+void register_bf_chunk_commands(Registry& registry) {
+    registry.register_handler<cmd_scandump>("bf.scandump");
+    registry.register_handler<cmd_loadchunk>("bf.loadchunk");
+}
+
+}  // namespace bloomery::command

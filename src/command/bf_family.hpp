@@ -1,0 +1,16 @@
+#pragma once
+// The BF.* family's files, each with its registrations at its bottom:
+//   bf_commands.cpp        creating filters, adds and lookups (BF.RESERVE,
+//                          BF.ADD, BF.MADD, BF.INSERT, BF.EXISTS, BF.MEXISTS);
+//                          its register_bf_commands (families.hpp) calls the
+//                          two below
+//   bf_options.cpp         how BF.RESERVE and BF.INSERT read their options
+//   bf_info_commands.cpp   what a filter reports (BF.INFO, BF.CARD, BF.DEBUG)
+//   bf_chunk_commands.cpp  dumping and loading by chunks (BF.SCANDUMP,
+//                          BF.LOADCHUNK)
+
+namespace bloomery::command {
+class Registry;
+void register_bf_info_commands(Registry& registry);
+void register_bf_chunk_commands(Registry& registry);
+}  // namespace bloomery::command

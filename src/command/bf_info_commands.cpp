@@ -1,0 +1,177 @@
+// What a filter reports: BF.INFO, BF.CARD and BF.DEBUG, with RedisBloom's
+// fields and reply shapes (and bloomery's three more BF.INFO fields).
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "bf_family.hpp"
+#include "bloomery/bloom/bounds.hpp"
+#include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/command/errors.hpp"
+#include "bloomery/command/registry.hpp"
+#include "bloomery/core/ascii.hpp"
+
+namespace bloomery::command {
+namespace {
+
+using bloom::ScalableFilter;
+
+// BF.INFO LAYOUT: the layout the filter asked for; under auto, followed by
+// the layouts its sub-filters have, "auto (classic)", "auto (blocked)" or
+// "auto (blocked, classic)".
+std::string layout_reply(const ScalableFilter& filter) {
+    const bloom::Layout policy = filter.options().layout;
+    std::string reply(bloom::layout_name(policy));
+    if (policy != bloom::Layout::automatic) return reply;
+    bool blocked = false;
+    bool classic = false;
+    for (std::size_t i = 0; i < filter.num_layers(); ++i) {
+        (filter.layer(i).layout() == bloom::Layout::blocked ? blocked : classic) = true;
+    }
+    reply += blocked && classic ? " (blocked, classic)" : blocked ? " (blocked)" : " (classic)";
+    return reply;
+}
+
+// One BF.INFO field: the word that asks for it, the name its value is shown
+// under, and how the value is written.
+struct InfoField {
+    std::string_view word;
+    std::string_view name;
+    void (*write)(resp::Writer& out, const ScalableFilter& filter);
+};
+
+// RedisBloom's five fields first, in its order: BF.INFO key answers them.
+constexpr std::size_t kRedisBloomInfoFields = 5;
+constexpr InfoField kInfoFields[] = {
+    {"CAPACITY", "Capacity",
+     [](resp::Writer& out, const ScalableFilter& filter) {
+         out.integer(static_cast<std::int64_t>(filter.capacity()));
+     }},
+    {"SIZE", "Size",
+     [](resp::Writer& out, const ScalableFilter& filter) {
+         out.integer(static_cast<std::int64_t>(filter.info_size()));
+     }},
+    {"FILTERS", "Number of filters",
+     [](resp::Writer& out, const ScalableFilter& filter) {
+         out.integer(static_cast<std::int64_t>(filter.num_layers()));
+     }},
+    {"ITEMS", "Number of items inserted",
+     [](resp::Writer& out, const ScalableFilter& filter) {
+         out.integer(static_cast<std::int64_t>(filter.items()));
+     }},
+    {"EXPANSION", "Expansion rate",
+     [](resp::Writer& out, const ScalableFilter& filter) {
+         if (filter.options().nonscaling) {
+             out.null();
+         } else {
+             out.integer(filter.options().expansion);
+         }
+     }},
+    // bloomery's: the layout new layers use (a layer whose error rate is too
+    // low to block stays classic; see bounds.hpp); for auto, also what its
+    // layers are.
+    {"LAYOUT", "Layout",
+     [](resp::Writer& out, const ScalableFilter& filter) { out.bulk(layout_reply(filter)); }},
+    // bloomery's: how items are hashed and placed (bounds.hpp: HashScheme),
+    // "redisbloom" for filters migrated from it.
+    {"SCHEME", "Scheme",
+     [](resp::Writer& out, const ScalableFilter& filter) {
+         out.bulk(bloom::scheme_name(filter.scheme()));
+     }},
+    // bloomery's: bits of all layers per item of capacity.
+    {"BITSPERITEM", "Bits per item",
+     [](resp::Writer& out, const ScalableFilter& filter) {
+         out.real(static_cast<double>(filter.bits_size()) * 8.0 /
+                  static_cast<double>(filter.capacity()));
+     }},
+};
+
+// The field `word` asks for (any case); null if none.
+const InfoField* find_info_field(std::string_view word) {
+    for (const InfoField& field : kInfoFields) {
+        if (core::iequals(word, field.word)) return &field;
+    }
+    return nullptr;
+}
+
+// BF.INFO key [field]: RedisBloom's fields, as a flat array under RESP2 and
+// a map under RESP3 (RedisBloom 2.8: one field alone is a map of one, its
+// name and value; under RESP2 an array of its value).
+void cmd_info(Context& ctx, Args argv) {
+    if (argv.size() > 3) {
+        reply_wrong_arity(ctx, "bf.info");
+        return;
+    }
+    const bool one_field = argv.size() == 3;
+    const InfoField* field = one_field ? find_info_field(argv[2]) : nullptr;
+    const bool found = ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
+        if (!one_field) {
+            ctx.out.map(kRedisBloomInfoFields);
+            for (std::size_t i = 0; i < kRedisBloomInfoFields; ++i) {
+                ctx.out.simple(kInfoFields[i].name);
+                kInfoFields[i].write(ctx.out, filter);
+            }
+        } else if (field != nullptr) {
+            if (ctx.out.protocol() >= 3) {
+                ctx.out.map(1);
+                ctx.out.simple(field->name);
+            } else {
+                ctx.out.array(1);
+            }
+            field->write(ctx.out, filter);
+        }
+    });
+    if (!found) {
+        ctx.out.error(errors::kNotFound);
+    } else if (one_field && field == nullptr) {
+        ctx.out.error(errors::kInvalidInfoField);
+    }
+}
+
+// BF.DEBUG key: RedisBloom's report, "size:<items>" and one line per layer.
+// The numbers are this filter's own: its bit arrays' bytes and bits, its
+// hash functions, 64-bit hashing (the two 64-bit halves of MurmurHash3 x64
+// 128), each layer's capacity, items and error rate.
+void cmd_debug(Context& ctx, Args argv) {
+    const bool found = ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
+        const std::size_t layers = filter.num_layers();
+        ctx.out.array(1 + layers);
+        ctx.out.bulk("size:" + std::to_string(filter.items()));
+        char text[256];
+        for (std::size_t i = 0; i < layers; ++i) {
+            const bloom::BloomLayer& layer = filter.layer(i);
+            std::snprintf(text, sizeof text,
+                          "bytes:%llu bits:%llu hashes:%u hashwidth:64 capacity:%llu size:%llu "
+                          "ratio:%g",
+                          static_cast<unsigned long long>(layer.byte_size()),
+                          static_cast<unsigned long long>(layer.bits()), layer.hashes(),
+                          static_cast<unsigned long long>(layer.capacity()),
+                          static_cast<unsigned long long>(layer.items()), layer.error_rate());
+            ctx.out.bulk(text);
+        }
+    });
+    if (!found) ctx.out.error(errors::kNotFound);
+}
+
+void cmd_card(Context& ctx, Args argv) {
+    std::uint64_t estimate = 0;
+    ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
+        // A RedisBloom-scheme filter answers as RedisBloom does: the items
+        // inserted. bloomery's own estimate from the bits set otherwise.
+        estimate = filter.scheme() == bloom::HashScheme::redisbloom ? filter.items()
+                                                                    : filter.estimate_cardinality();
+    });
+    ctx.out.integer(static_cast<std::int64_t>(estimate));
+}
+
+}  // namespace
+
+void register_bf_info_commands(Registry& registry) {
+    registry.register_handler<cmd_info>("bf.info");
+    registry.register_handler<cmd_card>("bf.card");
+    registry.register_handler<cmd_debug>("bf.debug");
+}
+
+}  // namespace bloomery::command

@@ -1,0 +1,37 @@
+#pragma once
+// How BF.RESERVE and BF.INSERT read their options: as RedisBloom 2.4 reads
+// them, its quirks kept (each parser says which), plus bloomery's LAYOUT and
+// bounds (bloom/bounds.hpp). Parsing only: nothing here touches the keyspace
+// or writes a reply; a refusal carries the error text the command answers.
+
+#include "bloomery/bloom/bounds.hpp"
+#include "bloomery/command/context.hpp"
+#include "bloomery/core/config.hpp"
+#include "bloomery/core/result.hpp"
+
+namespace bloomery::command {
+
+// The options of a filter whose command names none (BF.ADD, BF.MADD) and the
+// starting point of the parsers below: the configured defaults.
+bloom::FilterOptions default_filter_options(const core::Config& config);
+
+// BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [LAYOUT l]:
+// the new filter's options, or the error to reply. The key is not looked at.
+core::Result<bloom::FilterOptions> parse_reserve(const core::Config& config, Args argv);
+
+// What an add does with a key that is missing: creates it (BF.ADD, BF.MADD,
+// BF.INSERT) or, with BF.INSERT's NOCREATE, refuses.
+enum class IfMissing { create, refuse };
+
+// What BF.INSERT asks for.
+struct InsertRequest {
+    bloom::FilterOptions options;  // the filter's, if it is created
+    IfMissing if_missing = IfMissing::create;
+    Args items;  // the arguments after ITEMS (at least one), in argv
+};
+
+// BF.INSERT key [CAPACITY n] [ERROR rate] [EXPANSION n] [NOCREATE]
+// [NONSCALING] [LAYOUT l] ITEMS item...: the request, or the error to reply.
+core::Result<InsertRequest> parse_insert(const core::Config& config, Args argv);
+
+}  // namespace bloomery::command

@@ -1,0 +1,140 @@
+// Replication as the running server sees it (replication_controller.hpp).
+
+#include "replication_controller.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "bloomery/net/replication.hpp"
+
+namespace bloomery::net {
+
+ReplicationController::ReplicationController(const core::Config& config, store::Keyspace& keyspace,
+                                             persist::Manager& persistence,
+                                             ReplicationSource& source,
+                                             boost::asio::io_context& timers)
+    : config_(config),
+      keyspace_(keyspace),
+      persistence_(persistence),
+      source_(source),
+      timers_(timers) {}
+
+ReplicationController::~ReplicationController() {
+    stop_links();
+}
+
+void ReplicationController::start() {
+    if (config_.replicaof_host.empty()) return;
+    if (core::replicaof_names_self(config_)) {
+        // One argument list for every pod of a StatefulSet: pod 0, named
+        // by --replicaof, serves as the primary (deploy/k8s).
+        spdlog::info("--replicaof {} {} names this server: starting as the primary",
+                     config_.replicaof_host, config_.replicaof_port);
+        return;
+    }
+    follow(config_.replicaof_host, config_.replicaof_port);
+}
+
+void ReplicationController::stop_links() {
+    std::unique_ptr<ReplicaLink> link;
+    std::vector<std::thread> reapers;
+    {
+        std::lock_guard lock(link_mutex_);
+        link = std::move(link_);
+        reapers.swap(link_reapers_);
+    }
+    link.reset();
+    for (std::thread& reaper : reapers) reaper.join();
+}
+
+command::ReplicationInfo ReplicationController::replication() {
+    command::ReplicationInfo info;
+    {
+        std::lock_guard lock(link_mutex_);
+        if (link_) link_->fill_info(info);
+    }
+    source_.fill_info(info);
+    return info;
+}
+
+void ReplicationController::replicaof(std::string_view host, std::uint16_t port,
+                                      std::function<void(std::string)> done) {
+    if (host.empty()) {
+        promote(std::move(done));
+        return;
+    }
+    follow(host, port);
+    done({});
+}
+
+void ReplicationController::promote(std::function<void(std::string)> done) {
+    // Keep the data, take writes, start a new history (replicas of this
+    // server synchronize fully). The link must stop applying before writes
+    // are taken, and stopping it can take as long as a snapshot load: a
+    // thread of its own stops it, then promotes and answers.
+    std::lock_guard lock(link_mutex_);
+    const bool stopping_links =
+        links_stopped_.valid() &&
+        links_stopped_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+    if (!link_ && !stopping_links) {
+        done({});  // a primary already
+        return;
+    }
+    auto stopped = std::make_shared<std::promise<void>>();
+    std::shared_future<void> before = links_stopped_;
+    links_stopped_ = stopped->get_future().share();
+    link_reapers_.emplace_back(
+        [this, link = std::move(link_), before, stopped, done = std::move(done)]() mutable {
+            if (before.valid()) before.wait();
+            link.reset();
+            {
+                std::lock_guard inner(link_mutex_);
+                if (!link_) {  // no REPLICAOF HOST PORT came meanwhile
+                    // Keys past their deadline on this clock are erased
+                    // from now on, each with a DEL for its own replicas.
+                    keyspace_.set_deadlines(store::Deadlines::enforce);
+                    source_.renew_replid();
+                    gate_.replication_flags.store(0);
+                    spdlog::info("replication: promoted to primary (REPLICAOF NO ONE)");
+                }
+            }
+            stopped->set_value();
+            done({});
+        });
+}
+
+void ReplicationController::follow(std::string_view host, std::uint16_t port) {
+    std::lock_guard lock(link_mutex_);
+    if (link_ && link_->host() == host && link_->port() == port) return;
+    // Replicas of this server cannot follow it into another history.
+    source_.close_feeds();
+    // Before the link runs: no data command may see what is here now (nor
+    // what the link replaced may still finish loading).
+    if (link_) link_->retire();
+    gate_.replication_flags.fetch_or(command::kReplicationReplica | command::kReplicationStale |
+                                     command::kReplicationUnsynced);
+    // The primary's DEL records decide when a key past its deadline goes;
+    // until then reads do not see it (as Redis 7 replicas).
+    keyspace_.set_deadlines(store::Deadlines::follow);
+    // The link replaced, and any REPLICAOF NO ONE still stopping one, are
+    // waited for on the new link's own thread, not on this one (a worker's).
+    std::shared_ptr<ReplicaLink> replaced(std::move(link_));
+    std::shared_future<void> before = links_stopped_;
+    links_stopped_ = {};  // whoever replaces the new link stops it, and so waits for these
+    link_ =
+        std::make_unique<ReplicaLink>(config_, keyspace_, persistence_, gate_, std::string(host),
+                                      port, [replaced = std::move(replaced), before]() mutable {
+                                          if (before.valid()) before.wait();
+                                          replaced.reset();
+                                      });
+    link_->start();
+    spdlog::info("replication: this server is now a replica of {}:{}", host, port);
+}
+
+void ReplicationController::wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,
+                                              std::function<void(std::int64_t)> done) {
+    source_.wait(count, timeout_ms, std::move(done), timers_);
+}
+
+}  // namespace bloomery::net

@@ -1,0 +1,193 @@
+#pragma once
+// What the journal tests share (journal_test.cpp, journal_write_test.cpp,
+// journal_transactions_test.cpp): a temporary directory, a keyspace with a
+// journal attached as the server runs it, adds through the keyspace's write
+// path, replays, and the comparisons that say a replay is exact.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bloomery/bloom/dump.hpp"
+#include "bloomery/persist/journal.hpp"
+#include "bloomery/persist/journal_reader.hpp"
+#include "bloomery/store/keyspace.hpp"
+
+namespace bloomery::persist::journal_testing {
+
+namespace fs = std::filesystem;
+using bloom::AddResult;
+using bloom::FilterOptions;
+using bloom::ScalableFilter;
+using store::Keyspace;
+
+class TempDir {
+public:
+    TempDir() {
+        const char* base = std::getenv("TMPDIR");
+        std::string pattern = std::string(base ? base : "/tmp") + "/journal_test.XXXXXX";
+        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    std::string str() const { return path_.string(); }
+    std::vector<std::string> segments() const {
+        std::vector<std::string> out;
+        for (const auto& entry : fs::directory_iterator(path_)) {
+            const std::string name = entry.path().filename().string();
+            if (name.rfind("journal.", 0) == 0 && name.find(".stale") == std::string::npos) {
+                out.push_back(entry.path().string());
+            }
+        }
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+
+private:
+    fs::path path_;
+};
+
+inline FilterOptions small_options(std::uint64_t capacity = 50) {
+    FilterOptions options;
+    options.error_rate = 0.01;
+    options.capacity = capacity;
+    options.expansion = 2;
+    options.layout = bloom::Layout::classic;
+    return options;
+}
+
+// BF.MADD as the server runs it: the keyspace's write path, creating the key.
+inline std::vector<AddResult> add_items(Keyspace& keyspace, const std::string& key,
+                                        const std::vector<std::string>& items,
+                                        const FilterOptions& options = small_options()) {
+    const std::vector<std::string_view> views(items.begin(), items.end());
+    const std::function<bloom::FilterRef()> make = [&] { return ScalableFilter::create(options); };
+    std::vector<AddResult> results;
+    EXPECT_TRUE(keyspace.add_items(key, views, {}, &make, results));
+    return results;
+}
+
+// A keyspace with a journal attached, as the server runs it.
+struct Journaled {
+    Journaled(const TempDir& dir, FsyncPolicy policy, std::uint64_t id = 42,
+              std::uint64_t offset = 0, const std::string& existing = "")
+        : journal(dir.str(), "journal", policy, 64ull << 20) {
+        const core::Status opened = journal.open(id, offset, existing);
+        EXPECT_TRUE(opened.ok()) << opened.error();
+        keyspace.set_mutation_log(&journal);
+    }
+    ~Journaled() { close(); }
+    void close() {
+        journal.close();
+        keyspace.set_mutation_log(nullptr);
+    }
+    AddResult add(const std::string& key, const std::string& item) {
+        return add_items(keyspace, key, {item}).front();
+    }
+    Keyspace keyspace{8};
+    Journal journal;
+};
+
+// An add to a filter held by reference (the key may have moved meanwhile),
+// recorded as the keyspace records it.
+inline AddResult add_recorded(Journal& journal, ScalableFilter& filter, const std::string& item) {
+    bloom::AddRecorder& recorder = journal.begin_adds(filter, 1);
+    store::DataScope scope(&journal);
+    return filter.add(item, {}, &recorder);
+}
+
+// Calls check(entry in a, entry in b) for every key of `a`, once `b` is
+// known to have the same number of keys and this one.
+template <class Check>
+void for_each_key_in_both(const Keyspace& a, const Keyspace& b, Check&& check) {
+    const store::KeyspaceView view = a.view();
+    ASSERT_EQ(view.size(), b.size());
+    for (std::size_t i = 0; i < view.size(); ++i) {
+        const std::string key(view.key(i));
+        SCOPED_TRACE("key " + key);
+        const auto other = b.get(key);
+        ASSERT_TRUE(other.has_value());
+        check(view.entry(i), *other);
+    }
+}
+
+// Calls check(iter, chunk of a, chunk of b) for the SCANDUMP chunks of two
+// filters side by side, which must end together.
+template <class Check>
+void for_each_chunk_pair(const ScalableFilter& a, const ScalableFilter& b, Check&& check) {
+    for (std::int64_t iter = 1;;) {
+        const bloom::DumpChunk ca = bloom::dump_chunk(a, iter);
+        const bloom::DumpChunk cb = bloom::dump_chunk(b, iter);
+        ASSERT_EQ(ca.next_iter, cb.next_iter);
+        check(iter, ca, cb);
+        if (ca.next_iter == 0) break;
+        iter = ca.next_iter;
+    }
+}
+
+// Every key of `a` is in `b` with the same expiry, options, layers, counts
+// and bits, and `b` has no other key.
+inline void expect_same_keyspace(const Keyspace& a, const Keyspace& b) {
+    for_each_key_in_both(a, b, [](const auto& ea, const auto& eb) {
+        EXPECT_EQ(eb.expire_at_ms, ea.expire_at_ms);
+        EXPECT_EQ(bloom::encode_header(*ea.filter), bloom::encode_header(*eb.filter));
+        EXPECT_EQ(ea.filter->items(), eb.filter->items());
+        for_each_chunk_pair(*ea.filter, *eb.filter,
+                            [](std::int64_t iter, const auto& ca, const auto& cb) {
+                                ASSERT_TRUE(ca.data == cb.data) << "chunk " << iter;
+                            });
+    });
+}
+
+// Exactness (proto/journal.md): a replay gives back the same filters, by
+// id, with the same layers, counts and bits.
+inline void expect_exact_replay(const Keyspace& live, const Keyspace& replayed) {
+    for_each_key_in_both(live, replayed, [&](const auto& ea, const auto& eb) {
+        EXPECT_EQ(ea.filter->id(), eb.filter->id());
+    });
+    expect_same_keyspace(live, replayed);
+}
+
+// Replays `dir` into a fresh keyspace expecting a refusal; returns why.
+inline std::string refused_replay(const TempDir& dir) {
+    Keyspace refused(8);
+    const core::Result<ReplayStats> replayed =
+        replay_journal(dir.str(), "journal", std::nullopt, refused);
+    EXPECT_FALSE(replayed.ok());
+    return replayed.ok() ? std::string() : replayed.error();
+}
+
+// A closed journal in `dir` of `count` adds to "k" (items "0", "1", ...);
+// returns its one segment's path.
+inline std::string journal_of_adds(const TempDir& dir, FsyncPolicy policy, int count) {
+    {
+        Journaled live(dir, policy);
+        for (int i = 0; i < count; ++i) live.add("k", std::to_string(i));
+    }
+    return dir.segments().front();
+}
+
+// Replays `dir` into `keyspace`, loaded from a snapshot covering `snapshot`
+// (none: nothing loaded), expecting it to succeed.
+inline ReplayStats replay_into(const TempDir& dir, Keyspace& keyspace,
+                               const std::optional<JournalCoverage>& snapshot = std::nullopt) {
+    const core::Result<ReplayStats> replayed =
+        replay_journal(dir.str(), "journal", snapshot, keyspace);
+    EXPECT_TRUE(replayed.ok()) << replayed.error();
+    return replayed.ok() ? *replayed : ReplayStats{};
+}
+
+}  // namespace bloomery::persist::journal_testing
