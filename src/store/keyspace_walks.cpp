@@ -129,7 +129,7 @@ std::uint64_t next_bucket(std::uint64_t v, std::uint64_t mask) {
 std::uint64_t Keyspace::scan(std::uint64_t cursor, std::size_t count,
                              std::vector<std::string>& keys) const {
     const unsigned bits = shard_bits(shards_.size());
-    std::size_t shard_index = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << bits) - 1));
+    auto shard_index = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << bits) - 1));
     std::uint64_t v = cursor >> bits;
     if (shard_index >= shards_.size()) return 0;
     // Buckets looked at, empty shards included: about ten per key wanted,
@@ -359,7 +359,7 @@ std::pair<std::size_t, std::size_t> Keyspace::expire_sample(Shard& shard) {
             shard.expiring.sample(shard.expire_cursor.load(std::memory_order_relaxed),
                                   kExpireSample, kExpireSample * 20, [&](std::uintptr_t entry) {
                                       ++sampled;
-                                      const Node* node = reinterpret_cast<const Node*>(entry);
+                                      const auto* node = expiring_node<Node>(entry);
                                       if (node->expired(now)) expired.emplace_back(node->key());
                                   });
         shard.expire_cursor.store(resume, std::memory_order_relaxed);
@@ -428,7 +428,7 @@ std::size_t Keyspace::expire_past_deadlines() {
             // Every slot of the set once.
             const std::size_t slots = shard.expiring.bytes() / sizeof(std::uintptr_t);
             shard.expiring.sample(0, SIZE_MAX, slots, [&](std::uintptr_t entry) {
-                const Node* node = reinterpret_cast<const Node*>(entry);
+                const auto* node = expiring_node<Node>(entry);
                 if (node->expired(now)) expired.emplace_back(node->key());
             });
         }
