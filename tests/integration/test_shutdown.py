@@ -118,6 +118,10 @@ class ShutdownOffTheWorker(TempDirCase):
     are served until the server goes; a failed save keeps it running, ABORT
     cancels a SHUTDOWN still saving, FORCE stops anyway."""
 
+    # Saving or loading big_server's snapshot: seconds in a release build,
+    # a minute or more in a sanitizer build beside other tests.
+    BIG_SNAPSHOT_SECONDS = 180
+
     def big_server(self, d, *extra, save="3600 1"):
         # One worker: every client shares the one SHUTDOWN runs on.
         server = Server(*extra, data_dir=d, save=save, threads=1)
@@ -152,7 +156,7 @@ class ShutdownOffTheWorker(TempDirCase):
                 break
             answered.append((started, time.monotonic()))
         closed = time.monotonic()
-        self.assertEqual(s.wait(60), 0, s.log())
+        self.assertEqual(s.wait(self.BIG_SNAPSHOT_SECONDS), 0, s.log())
         saved = re.search(r"snapshot saved: 1 filters, \d+ bytes, ([0-9.]+) s", s.log())
         if float(saved.group(1)) < 0.3:
             self.skipTest("the save took %s s: too short to tell" % saved.group(1))
@@ -164,7 +168,7 @@ class ShutdownOffTheWorker(TempDirCase):
                         "no PING answered in the second half of a %.2f s save (%d answered)"
                         % (closed - sent, len(answered)))
         self.assertIn("SHUTDOWN: final snapshot saved", s.log())
-        s2 = self.server(d)
+        s2 = self.server(d, start=False).start(timeout=self.BIG_SNAPSHOT_SECONDS)
         self.assertEqual(s2.client().execute_command("BF.EXISTS", "big", "x"), 1)
 
     def test_shutdown_abort_cancels_a_shutdown_still_saving(self):
@@ -179,7 +183,7 @@ class ShutdownOffTheWorker(TempDirCase):
                 shutdown.result(60)
         self.assertEqual(str(failed.exception), "Errors trying to SHUTDOWN. Check logs.")
         # It keeps serving, after the save too.
-        self.wait_for_log(s, "SHUTDOWN cancelled by SHUTDOWN ABORT")
+        self.wait_for_log(s, "SHUTDOWN cancelled by SHUTDOWN ABORT", self.BIG_SNAPSHOT_SECONDS)
         self.assertIsNone(s.process.poll())
         self.assertEqual(r.execute_command("BF.ADD", "big", "y"), 1)
         with self.assertRaises(redis.ResponseError) as nothing:
