@@ -63,7 +63,7 @@ std::uint64_t Keyspace::scan(std::uint64_t cursor, std::size_t count,
     // The bits of the cursor that name the shard.
     const std::size_t shards = table_.num_shards();
     const auto bits = static_cast<unsigned>(std::bit_width(shards - 1));
-    std::size_t shard_index = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << bits) - 1));
+    auto shard_index = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << bits) - 1));
     std::uint64_t bucket = cursor >> bits;
     if (shard_index >= shards) return 0;
     // Buckets looked at, empty shards included: about ten per key wanted,
@@ -205,7 +205,7 @@ ExpiryIndex::Sampled Keyspace::expire_sample(std::size_t index) {
         std::shared_lock lock(shard.mutex);
         if (ShardGates::closed(shard)) return sampled;
         sampled.looked_at = expiry_.sample(index, [&](std::uintptr_t entry) {
-            const Node* node = reinterpret_cast<const Node*>(entry);
+            const auto* node = shard_table_detail::expiring_node<Node>(entry);
             if (node->expired(now)) expired.emplace_back(node->key());
         });
     }
@@ -235,7 +235,7 @@ std::size_t Keyspace::expire_past_deadlines() {
         {
             std::shared_lock lock = ShardGates::read(table_.shard(i));
             expiry_.visit(i, [&](std::uintptr_t entry) {
-                const Node* node = reinterpret_cast<const Node*>(entry);
+                const auto* node = shard_table_detail::expiring_node<Node>(entry);
                 if (node->expired(now)) expired.emplace_back(node->key());
             });
         }

@@ -208,7 +208,7 @@ bool ShardTable::rehash(Shard& shard, std::size_t slots, Garbage& garbage) {
     const std::size_t old_slots = old == nullptr ? 0 : old->mask + 1;
     void* block = std::calloc(1, static_cast<std::size_t>(table_bytes(slots)));
     if (block == nullptr) return false;
-    Table* fresh = new (block) Table{slots - 1};
+    auto* fresh = new (block) Table{slots - 1};
     for (std::size_t i = 0; i < old_slots; ++i) {
         const std::uint64_t slot = old->slots()[i];
         if (slot == 0) continue;

@@ -28,9 +28,7 @@ struct ShardTable::Node {
     mutable std::atomic<std::uint32_t> accessed;
 
     static std::size_t allocation_bytes(std::size_t key_size) { return sizeof(Node) + key_size; }
-    std::string_view key() const {
-        return std::string_view(reinterpret_cast<const char*>(this + 1), key_size);
-    }
+    std::string_view key() const { return {reinterpret_cast<const char*>(this + 1), key_size}; }
     // The home slot of this key in a table of mask + 1 slots.
     std::size_t home(std::size_t mask) const { return hash_key(key()) & mask; }
     // One use of the key by a command (OBJECT IDLETIME, OBJECT FREQ).
@@ -62,9 +60,18 @@ inline std::uint64_t tag_of(std::uint64_t hash) {
     return hash >> kTagShift;
 }
 
+// An ExpirySet's entry: the address of a node with a deadline, stored as
+// an integer by the set.
+template <class NodeT>
+inline const NodeT* expiring_node(std::uintptr_t entry) {
+    return reinterpret_cast<const NodeT*>(entry);  // NOLINT(performance-no-int-to-ptr)
+}
+
 template <class NodeT>
 inline NodeT* node_of(std::uint64_t slot) {
-    return reinterpret_cast<NodeT*>(slot & kPointerMask);
+    // The slot is a tagged pointer: the tag bits cleared, what is left is
+    // the node's address as the table stored it.
+    return reinterpret_cast<NodeT*>(slot & kPointerMask);  // NOLINT(performance-no-int-to-ptr)
 }
 
 // Slots are read by lock-free lookups while a writer changes them: every
