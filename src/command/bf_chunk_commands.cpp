@@ -67,23 +67,16 @@ core::Status load_header(Context& ctx, std::string_view key, std::string_view he
 // its header created, checked in the format of its scheme.
 core::Status load_data_chunk(Context& ctx, std::string_view key, std::int64_t iter,
                              std::string_view chunk) {
-    std::string error;
-    store::Keyspace::ChunkStatus status;
+    core::Result<store::Keyspace::ChunkStatus> loaded = store::Keyspace::ChunkStatus::missing;
     try {
-        status = ctx.keyspace.load_chunk(key, iter, chunk, error);
+        loaded = ctx.keyspace.load_chunk(key, iter, chunk);
     } catch (const std::bad_alloc&) {
         return refuse(errors::kNoMemory);  // nothing was recorded or applied
     } catch (const std::length_error&) {
         return refuse(errors::kNoMemory);
     }
-    switch (status) {
-        case store::Keyspace::ChunkStatus::missing:
-            return refuse(errors::kNotFound);
-        case store::Keyspace::ChunkStatus::refused:
-            return core::Error{"ERR " + error};
-        case store::Keyspace::ChunkStatus::loaded:
-            break;
-    }
+    if (!loaded) return core::Error{"ERR " + loaded.error()};
+    if (*loaded == store::Keyspace::ChunkStatus::missing) return refuse(errors::kNotFound);
     return {};
 }
 

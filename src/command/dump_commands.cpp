@@ -162,11 +162,13 @@ void cmd_restore(Context& ctx, Args argv) {
     }
     // IDLETIME sets the access clock back (OBJECT IDLETIME), FREQ the use
     // counter (OBJECT FREQ); without them, as a new key's.
-    if (!ctx.keyspace.restore(key, std::move(*filter), deadline, replace,
-                              std::max<std::int64_t>(options->idle_seconds, 0),
-                              options->frequency >= 0
-                                  ? static_cast<std::uint32_t>(options->frequency)
-                                  : store::key_access::kInitialCount)) {
+    const store::RestoreOptions restore{
+        .expire_at_ms = deadline,
+        .if_live = replace ? store::IfLive::replace : store::IfLive::keep,
+        .idle_seconds = std::max<std::int64_t>(options->idle_seconds, 0),
+        .frequency = options->frequency >= 0 ? static_cast<std::uint32_t>(options->frequency)
+                                             : store::key_access::kInitialCount};
+    if (!ctx.keyspace.restore(key, std::move(*filter), restore)) {
         ctx.out.error(errors::kBusyKey);  // created by another client meanwhile
         return;
     }

@@ -219,7 +219,10 @@ void cmd_copy(Context& ctx, Args argv) {
         ctx.out.error(copy.error());
         return;
     }
-    if (!ctx.keyspace.restore(argv[2], std::move(*copy), source->expire_at_ms, replace)) {
+    if (!ctx.keyspace.restore(
+            argv[2], std::move(*copy),
+            {.expire_at_ms = source->expire_at_ms,
+             .if_live = replace ? store::IfLive::replace : store::IfLive::keep})) {
         ctx.out.integer(0);  // created by another client meanwhile
         return;
     }

@@ -313,11 +313,13 @@ void cmd_exec(DispatchContext& ctx, Args) {
     }
     const std::vector<std::string_view> arguments = queued_arguments(transaction);
     const KeysToHold hold = keys_to_hold(transaction, arguments);
-    const bool every_shard = hold.shards == KeysToHold::Shards::every;
+    const store::TransactionScope scope = hold.shards == KeysToHold::Shards::every
+                                              ? store::TransactionScope::every_shard
+                                              : store::TransactionScope::keys;
     store::Keyspace::Transaction held;
     try {
-        if (every_shard || !hold.keys.empty()) {
-            held = ctx.keyspace.begin_transaction(hold.keys, every_shard);
+        if (scope == store::TransactionScope::every_shard || !hold.keys.empty()) {
+            held = ctx.keyspace.begin_transaction(hold.keys, scope);
         }
     } catch (const std::bad_alloc&) {
         // Nothing ran: the transaction ends as if refused.

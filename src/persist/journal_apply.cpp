@@ -26,7 +26,7 @@ Applier::Applier(store::Keyspace& keyspace) : keyspace_(keyspace) {
     // passed on this clock sets it (a later PERSIST may remove it), and a
     // key past its deadline still takes the records that name it.
     keyspace.set_deadlines(store::Deadlines::follow);
-    const store::KeyspaceView view = keyspace.view(/*for_snapshot=*/false);
+    const store::KeyspaceView view = keyspace.view(store::ViewFor::keys);
     for (std::size_t i = 0; i < view.size(); ++i) {
         const bloom::FilterRef& filter = view.entry(i).filter;
         by_id_[filter->id()] = filter;
@@ -38,7 +38,7 @@ core::Status Applier::apply_transaction(const std::vector<std::pair<Record, Deco
                                         Isolation isolation) {
     store::Keyspace::Transaction transaction;
     if (isolation == Isolation::keyspace_transaction) {
-        transaction = keyspace_.begin_transaction({}, true);
+        transaction = keyspace_.begin_transaction({}, store::TransactionScope::every_shard);
     }
     for (const auto& [record, decoded] : records) {
         if (core::Status applied = apply(record.type, decoded); !applied) return applied;
@@ -76,8 +76,8 @@ core::Status Applier::add(const Decoded& d) {
     for (const store::Keyspace::RecordedAdd& entry : adds_) {
         if (entry.layer < layers) filter.layer(entry.layer).prefetch(entry.hash);
     }
-    if (!keyspace_.redo_adds(filter, adds_)) {
-        return core::Error{"ADD record: a layer beyond what the filter can grow to"};
+    if (core::Status redone = keyspace_.redo_adds(filter, adds_); !redone) {
+        return core::Error{"ADD record: " + redone.error()};
     }
     return {};
 }
@@ -115,8 +115,7 @@ core::Status Applier::apply(std::uint8_t type, const Decoded& d) {
             // A server writes only chunks it checked; one that does not fit
             // comes from a journal of an older version, which recorded
             // chunks before checking them (and applied none).
-            std::string error;
-            keyspace_.redo_chunk(*it->second, d.iter, d.data, error);
+            static_cast<void>(keyspace_.redo_chunk(*it->second, d.iter, d.data));
             return {};
         }
         default:

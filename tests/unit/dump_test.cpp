@@ -3,8 +3,8 @@
 // themselves are in key_commands_test.cpp.
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -330,13 +330,13 @@ TEST(KeyspaceRestore, ReplayRebuildsRestoredAndCopiedFiltersBitForBit) {
     const FilterRef source = filter_with(options_of(0.01, 100, bloom::Layout::blocked), 900);
     const FilterRef rb = filter_with(redisbloom_options(64), 300, "rb");
     const std::int64_t later = store::now_ms() + 3'600'000;
-    ASSERT_TRUE(live.keyspace.restore("restored", source, later, false));
-    ASSERT_TRUE(live.keyspace.restore("rb", rb, 0, false));
+    ASSERT_TRUE(live.keyspace.restore("restored", source, {.expire_at_ms = later}));
+    ASSERT_TRUE(live.keyspace.restore("rb", rb));
     // COPY's filter: taken from "restored", which then takes more adds that
     // the copy must not have, live or replayed.
     const FilterRef copy =
         ScalableFilter::copy_of(*live.keyspace.get("restored")->filter, source->num_layers());
-    ASSERT_TRUE(live.keyspace.restore("copy", copy, 0, false));
+    ASSERT_TRUE(live.keyspace.restore("copy", copy));
     std::vector<bloom::AddResult> results;
     const std::vector<std::string> more = {"late-1", "late-2", "late-3"};
     const std::vector<std::string_view> views(more.begin(), more.end());
@@ -344,14 +344,13 @@ TEST(KeyspaceRestore, ReplayRebuildsRestoredAndCopiedFiltersBitForBit) {
     // A big empty filter costs its CREATE, not its zero bits.
     const std::uint64_t before_empty = live.journal.position();
     ASSERT_TRUE(live.keyspace.restore(
-        "empty", ScalableFilter::create(options_of(0.001, 1'000'000, bloom::Layout::blocked)), 0,
-        false));
+        "empty", ScalableFilter::create(options_of(0.001, 1'000'000, bloom::Layout::blocked))));
     EXPECT_LT(live.journal.position() - before_empty, 1024u);
     // REPLACE: DEL and CREATE and bits.
-    ASSERT_TRUE(
-        live.keyspace.restore("rb", filter_with(redisbloom_options(64), 50, "other"), 0, true));
+    ASSERT_TRUE(live.keyspace.restore("rb", filter_with(redisbloom_options(64), 50, "other"),
+                                      {.if_live = store::IfLive::replace}));
     EXPECT_FALSE(live.keyspace.restore(
-        "copy", ScalableFilter::create(options_of(0.01, 10, bloom::Layout::classic)), 0, false));
+        "copy", ScalableFilter::create(options_of(0.01, 10, bloom::Layout::classic))));
     live.close();
 
     Keyspace replayed(8);
@@ -382,7 +381,7 @@ TEST(KeyspaceRestore, ABigFilterGoesAsChunksOfAtMostAMebibyte) {
     std::vector<std::uint64_t> words(filter->layer(0).num_words(), 0x5555aaaa5555aaaaull);
     filter->layer(0).store_words(0, words.size(), words.data());
     const std::uint64_t before = live.journal.position();
-    ASSERT_TRUE(live.keyspace.restore("big", filter, 0, false));
+    ASSERT_TRUE(live.keyspace.restore("big", filter));
     const std::uint64_t bytes = live.journal.position() - before;
     EXPECT_GT(bytes, filter->bits_size());
     EXPECT_LT(bytes, filter->bits_size() + 4096);
@@ -404,8 +403,9 @@ TEST(KeyspaceRestore, RenameIfAbsentMovesOnlyToAFreeName) {
     EXPECT_FALSE(keyspace.contains("a"));
     EXPECT_EQ(keyspace.get("c")->filter.get(), a);
     // A name whose key is past its deadline is free.
-    ASSERT_TRUE(keyspace.set_expiry("b", store::now_ms() + 1));
-    ::usleep(5000);
+    store::ManualClock clock;
+    ASSERT_TRUE(keyspace.set_expiry("b", clock.now() + 1));
+    clock.advance(std::chrono::milliseconds(5));
     EXPECT_EQ(keyspace.rename_if_absent("c", "b"), true);
     EXPECT_EQ(keyspace.get("b")->filter.get(), a);
     EXPECT_EQ(keyspace.size(), 1u);
@@ -460,19 +460,19 @@ TEST(KeyspaceRandomKey, EmptyGivesNothingAndEveryKeyComesUp) {
 }
 
 TEST(KeyspaceRandomKey, SkipsAndErasesKeysPastTheirDeadline) {
+    store::ManualClock clock;
     Keyspace keyspace(4);
     const FilterRef shared = ScalableFilter::create(options_of(0.01, 10, bloom::Layout::classic));
     keyspace.put("live", shared);
-    for (int i = 0; i < 30; ++i)
-        keyspace.put("dead-" + std::to_string(i), shared, store::now_ms() + 1);
-    ::usleep(5000);
+    for (int i = 0; i < 30; ++i) keyspace.put("dead-" + std::to_string(i), shared, clock.now() + 1);
+    clock.advance(std::chrono::milliseconds(5));
     for (int i = 0; i < 50; ++i) EXPECT_EQ(keyspace.random_key(), "live");
     // Every key past its deadline met on the way was erased.
     EXPECT_LT(keyspace.size(), 31u);
     // Only expired keys: nothing, after at most kRandomKeyDraws draws.
     Keyspace dead(4);
-    for (int i = 0; i < 500; ++i) dead.put("d" + std::to_string(i), shared, store::now_ms() + 1);
-    ::usleep(5000);
+    for (int i = 0; i < 500; ++i) dead.put("d" + std::to_string(i), shared, clock.now() + 1);
+    clock.advance(std::chrono::milliseconds(5));
     EXPECT_EQ(dead.random_key(), std::nullopt);
     EXPECT_GE(dead.size(), 500u - Keyspace::kRandomKeyDraws);
 }

@@ -56,10 +56,9 @@ TEST(Journal, ReplayRebuildsEveryKindOfChange) {
     for (std::int64_t iter = 1;;) {
         const bloom::DumpChunk chunk = bloom::dump_chunk(*grows, iter);
         if (chunk.next_iter == 0) break;
-        std::string error;
-        EXPECT_EQ(live.keyspace.load_chunk("restored", chunk.next_iter, chunk.data, error),
-                  Keyspace::ChunkStatus::loaded)
-            << error;
+        const auto loaded = live.keyspace.load_chunk("restored", chunk.next_iter, chunk.data);
+        ASSERT_TRUE(loaded) << loaded.error();
+        EXPECT_EQ(*loaded, Keyspace::ChunkStatus::loaded);
         iter = chunk.next_iter;
     }
     live.close();

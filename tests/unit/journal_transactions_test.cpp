@@ -32,7 +32,7 @@ void transaction_of_changes(Journaled& live, int round) {
     (void)keys;
     const std::string t = "t" + n, u = "u" + n, v = "v" + n;
     const std::vector<std::string_view> held{t, u, v};
-    Keyspace::Transaction transaction = live.keyspace.begin_transaction(held, false);
+    Keyspace::Transaction transaction = live.keyspace.begin_transaction(held);
     add_items(live.keyspace, t, {"a" + n, "b" + n, "c" + n});
     add_items(live.keyspace, u, {"x" + n});
     ASSERT_TRUE(live.keyspace.rename(u, v));
@@ -65,7 +65,7 @@ TEST(JournalTransactions, ATransactionThatChangedNothingWritesNothing) {
     {
         const std::string key = "k";
         const std::vector<std::string_view> held{key};
-        Keyspace::Transaction transaction = live.keyspace.begin_transaction(held, false);
+        Keyspace::Transaction transaction = live.keyspace.begin_transaction(held);
         // An item already there: no record, so no unit either.
         EXPECT_EQ(add_items(live.keyspace, "k", {"x"}).front(), AddResult::exists);
     }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <random>
 
@@ -93,6 +94,17 @@ TEST(KeyAccess, NewWordsStartNowOrIdleAndClampTheCounter) {
     EXPECT_EQ(counter_of(access_word(0, 1000)), kCounterMax);
     EXPECT_EQ(access_frequency(access_word(600, 100), 0), 100u);  // lfu-decay-time 0: never
     EXPECT_EQ(access_frequency(access_word(600, 100), 1), 90u);   // ten whole minutes
+}
+
+TEST(KeyAccess, IdleTimeAndDecayFollowTheClock) {
+    ManualClock clock;
+    const std::uint32_t word = access_word(0, 100);
+    EXPECT_EQ(idle_seconds(word), 0);
+    EXPECT_EQ(access_clock(), static_cast<std::uint32_t>(clock.now() / 1000));
+    clock.advance(std::chrono::minutes(10));
+    EXPECT_EQ(idle_seconds(word), 600);
+    EXPECT_EQ(access_frequency(word, 1), 90u);  // lfu-decay-time 1: one a minute
+    EXPECT_EQ(now_ms(), clock.now());
 }
 
 }  // namespace

@@ -102,8 +102,10 @@ public:
                 EXPECT_TRUE(value.ok()) << value.error();
                 const std::int64_t ttl = std::stoll(argv[2]);
                 if (value) {
-                    keyspace.restore(argv[1], persist::build_dump_filter(*value),
-                                     ttl == 0 ? 0 : store::now_ms() + ttl, replace);
+                    keyspace.restore(
+                        argv[1], persist::build_dump_filter(*value),
+                        {.expire_at_ms = ttl == 0 ? 0 : store::now_ms() + ttl,
+                         .if_live = replace ? store::IfLive::replace : store::IfLive::keep});
                 }
             }
             if (error.empty()) {

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "bloomery/bloom/dump.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace bloomery::store {
@@ -62,6 +63,57 @@ TEST(Keyspace, ExpiredKeysAreDeletedOnAccessOrByTheCycle) {
     EXPECT_EQ(*keyspace.expiry("old"), 0);
 }
 
+TEST(Keyspace, LoadChunkSaysWhetherItLoadedAndWhyNot) {
+    Keyspace keyspace(4);
+    FilterRef source = make_filter();
+    source->add("x", kNoLimits);
+    const core::Result<FilterRef> decoded = bloom::decode_header(bloom::encode_header(*source), 0);
+    ASSERT_TRUE(decoded) << decoded.error();
+    const FilterRef target = *decoded;
+    ASSERT_TRUE(keyspace.insert_new("k", target));
+    const bloom::DumpChunk chunk = bloom::dump_chunk(*source, 1);
+    ASSERT_NE(chunk.next_iter, 0);
+    const auto missing = keyspace.load_chunk("absent", chunk.next_iter, chunk.data);
+    ASSERT_TRUE(missing) << missing.error();
+    EXPECT_EQ(*missing, Keyspace::ChunkStatus::missing);
+    // Refused with the reason, and nothing of it set.
+    const auto refused =
+        keyspace.load_chunk("k", chunk.next_iter, std::string_view(chunk.data).substr(1));
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error(), "invalid chunk length");
+    EXPECT_FALSE(target->contains("x"));
+    const auto loaded = keyspace.load_chunk("k", chunk.next_iter, chunk.data);
+    ASSERT_TRUE(loaded) << loaded.error();
+    EXPECT_EQ(*loaded, Keyspace::ChunkStatus::loaded);
+    EXPECT_TRUE(target->contains("x"));
+}
+
+// Adds redone from records (replay, a replica's stream) count their items
+// once, as live adds do.
+TEST(Keyspace, RedoneAddsCountTheirItemsOnce) {
+    Keyspace keyspace(4);
+    FilterRef filter = make_filter();
+    ASSERT_TRUE(keyspace.insert_new("k", filter));
+    const Keyspace::RecordedAdd adds[] = {{0, {1, 2}}, {0, {3, 4}}, {0, {5, 6}}};
+    ASSERT_TRUE(keyspace.redo_adds(*filter, adds));
+    EXPECT_EQ(filter->items(), 3u);
+    EXPECT_EQ(keyspace.counts().items, 3u);
+    ASSERT_TRUE(keyspace.erase("k"));
+    EXPECT_EQ(keyspace.counts().items, 0u);
+}
+
+TEST(Keyspace, AKeyIsGoneOnceTheClockReachesItsDeadline) {
+    ManualClock clock;
+    Keyspace keyspace(4);
+    keyspace.put("k", make_filter(), clock.now() + 1000);
+    clock.advance(std::chrono::milliseconds(999));
+    EXPECT_TRUE(keyspace.contains("k"));
+    EXPECT_EQ(*keyspace.expiry("k"), clock.now() + 1);
+    clock.advance(std::chrono::milliseconds(1));
+    EXPECT_FALSE(keyspace.contains("k"));
+    EXPECT_EQ(keyspace.expired_keys(), 1u);
+}
+
 TEST(Keyspace, SetExpiryInThePastDeletesAndZeroPersists) {
     Keyspace keyspace(4);
     keyspace.put("k", make_filter());
@@ -97,15 +149,17 @@ TEST(Keyspace, ShardEntriesListEveryLiveKeyOnce) {
         keyspace.put("key" + std::to_string(i), make_filter(10));
     }
     // Live keys with a deadline, keys whose deadline has long passed, and
-    // keys whose deadline passes while the test waits.
+    // keys whose deadline passes as the clock moves on.
     for (int i = 0; i < 10; ++i) {
         live.insert("later" + std::to_string(i));
         keyspace.put("later" + std::to_string(i), make_filter(10), now_ms() + 3600'000);
         keyspace.put("past" + std::to_string(i), make_filter(10), now_ms() - 1000);
     }
-    const std::int64_t soon = now_ms() + 20;
-    for (int i = 0; i < 10; ++i) keyspace.put("soon" + std::to_string(i), make_filter(10), soon);
-    while (now_ms() <= soon) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ManualClock clock;
+    for (int i = 0; i < 10; ++i) {
+        keyspace.put("soon" + std::to_string(i), make_filter(10), clock.now() + 20);
+    }
+    clock.advance(std::chrono::milliseconds(21));
     // Overwriting keys must not leave a second entry behind.
     for (int i = 0; i < 100; i += 7) keyspace.put("key" + std::to_string(i), make_filter(20));
 
@@ -540,7 +594,7 @@ TEST(KeyspaceTransaction, OtherThreadsWaitForItAndSeeAllOfIt) {
         {"insert", [](Keyspace& k) { k.insert_new("a", make_filter()); }},
         {"expiry", [](Keyspace& k) { k.set_expiry("a", 0); }},
         {"rename", [](Keyspace& k) { k.rename("a", "elsewhere"); }},
-        {"view", [](Keyspace& k) { k.view(false); }},
+        {"view", [](Keyspace& k) { k.view(store::ViewFor::keys); }},
         {"clear", [](Keyspace& k) { k.clear(); }},
         {"scan",
          [](Keyspace& k) {
@@ -559,7 +613,7 @@ TEST(KeyspaceTransaction, OtherThreadsWaitForItAndSeeAllOfIt) {
         ASSERT_TRUE(keyspace.insert_new("a", make_filter()));
         const std::string key = "a";
         const std::vector<std::string_view> keys{key};
-        Keyspace::Transaction transaction = keyspace.begin_transaction(keys, false);
+        Keyspace::Transaction transaction = keyspace.begin_transaction(keys);
         // The holder itself goes on using its shards.
         std::vector<bloom::AddResult> results;
         const std::string_view item = "x";
@@ -585,7 +639,7 @@ TEST(KeyspaceTransaction, KeysOfOtherShardsAreNotHeld) {
     for (int i = 1; free_key.empty(); ++i) {
         const std::string candidate = "k" + std::to_string(i);
         ASSERT_TRUE(keyspace.insert_new(candidate, make_filter()));
-        Keyspace::Transaction probe = keyspace.begin_transaction(keys, false);
+        Keyspace::Transaction probe = keyspace.begin_transaction(keys);
         std::thread thread;
         std::atomic<bool> done{false};
         if (finishes_within([&keyspace, candidate] { keyspace.contains(candidate); },
@@ -613,7 +667,7 @@ TEST(KeyspaceTransaction, TransactionsOnOverlappingShardsRunOneAfterTheOther) {
     for (int t = 0; t < kThreads; ++t) {
         threads.emplace_back([&, t] {
             for (int i = 0; i < kRounds; ++i) {
-                Keyspace::Transaction transaction = keyspace.begin_transaction(keys, false);
+                Keyspace::Transaction transaction = keyspace.begin_transaction(keys);
                 const std::string item = std::to_string(t) + "-" + std::to_string(i);
                 const std::string_view view = item;
                 std::vector<bloom::AddResult> results;
@@ -624,7 +678,7 @@ TEST(KeyspaceTransaction, TransactionsOnOverlappingShardsRunOneAfterTheOther) {
     }
     std::thread reader([&] {
         while (!stop.load()) {
-            Keyspace::Transaction transaction = keyspace.begin_transaction(keys, false);
+            Keyspace::Transaction transaction = keyspace.begin_transaction(keys);
             if (keyspace.get("a")->filter->items() != keyspace.get("b")->filter->items()) {
                 mismatches.fetch_add(1);
             }

@@ -558,9 +558,9 @@ TEST(RedisBloomPersistence, JournalReplayRedoesLoadsAndAddsExactly) {
             ASSERT_TRUE(live.insert_new(key, *decoded));
             std::string error;
             for (std::size_t i = 1; i < chunks.size(); ++i) {
-                ASSERT_EQ(live.load_chunk(key, chunks[i].first, chunks[i].second, error),
-                          store::Keyspace::ChunkStatus::loaded)
-                    << error;
+                const auto loaded = live.load_chunk(key, chunks[i].first, chunks[i].second);
+                ASSERT_TRUE(loaded) << loaded.error();
+                ASSERT_EQ(*loaded, store::Keyspace::ChunkStatus::loaded);
             }
             // Adds through the write path: ADD records of RedisBloom's two
             // hashes, and the growth they cause.

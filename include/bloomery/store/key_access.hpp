@@ -7,17 +7,15 @@
 // which wraps after 194 days) above an 8-bit logarithmic counter that
 // counts and decays as Redis's LFU does (lfu-log-factor, lfu-decay-time:
 // the core::LfuSettings each keyspace is given, which CONFIG SET changes).
+// The access clock that stamps the words is in clock.hpp.
 
+#include <atomic>
 #include <cstdint>
 
-namespace bloomery::store {
+#include "bloomery/core/runtime_settings.hpp"
+#include "bloomery/store/clock.hpp"
 
-// The access clock: unix seconds, as of the last tick_access_clock(). A
-// lookup writes a key's word only when the clock moved on since its last
-// use or its counter goes up (rarely, once it is past a few uses).
-std::uint32_t access_clock();
-// Moves the clock to now; the server's cron calls it every 100 ms.
-void tick_access_clock();
+namespace bloomery::store {
 
 namespace key_access {
 inline constexpr unsigned kCounterBits = 8;
@@ -77,6 +75,28 @@ inline std::uint32_t next_random() {
     static thread_local std::uint64_t state = 0x853C49E6748FEA9Bull;
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     return static_cast<std::uint32_t>(state >> 32);
+}
+// One use of the key whose word is `word`, now (every lookup that finds
+// it). Writes the word only when the clock moved on since its last use (at
+// most once a second) or the counter goes up (with odds that fall as it
+// grows), so readers of a hot key rarely share a written line. The
+// counter counts and decays as `lfu` says.
+inline void use(std::atomic<std::uint32_t>& word, const core::LfuSettings& lfu) {
+    const std::uint32_t current = word.load(std::memory_order_relaxed);
+    const std::uint32_t clock = access_clock();
+    // Not compare-and-swaps: a use lost to a racing one only makes the
+    // estimate a little lower, and Redis's counter is an estimate too.
+    if (stamp_of(current) == (clock & kClockMask)) {
+        // Used again within the second: nothing decays; the counter may go
+        // up (rarely once past a few uses, never past 255).
+        const std::uint32_t counter = counter_of(current);
+        if (counter < kCounterMax && counts(counter, next_random(), lfu.log_factor())) {
+            word.store(current + 1, std::memory_order_relaxed);
+        }
+        return;
+    }
+    word.store(used(current, clock, next_random(), lfu.log_factor(), lfu.decay_minutes()),
+               std::memory_order_relaxed);
 }
 }  // namespace key_access
 
