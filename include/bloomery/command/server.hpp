@@ -1,9 +1,12 @@
 #pragma once
 // What commands need from the running server, as a few small interfaces the
-// command layer owns and the network layer implements (net::Server; fakes in
-// unit tests): its clients, its statistics, persistence, shutdown,
-// replication and MIGRATE's connections. Commands reach them through
-// Context::server. Nothing here knows of Asio, RESP or sockets.
+// command layer owns and the network layer implements, each in the part of
+// net::Server whose business it is (ClientBook, ServerStatistics,
+// PersistenceAdapter, ShutdownCoordinator, ReplicationController, Migrator;
+// fakes in unit tests): its clients, its statistics, persistence, shutdown,
+// replication and MIGRATE's connections. A command reaches only those its
+// handler's signature names (With<uses::...>, context.hpp). Nothing here
+// knows of Asio, RESP or sockets.
 
 #include <atomic>
 #include <cstdint>
