@@ -190,9 +190,9 @@ LayerGeometry sized(std::uint64_t capacity, double error_rate, Layout requested)
         return classic;
     }
     // Sized for 3 % below the requested rate: the model assumes ideal
-    // in-block positions; ours come from one 64-bit hash and measured 1.2 %
-    // above the model at p = 1 % (10^6 probes), so the margin keeps the
-    // measured rate within p for 0.4 % more bits.
+    // in-block positions, ours come from one 64-bit hash and land a little
+    // above the model, so the margin keeps the measured rate within p for a
+    // fraction of a percent more bits (tests/bench/README.md).
     constexpr double kBlockedMargin = 0.97;
     const BlockedSizing sizing = blocked_sizing(error_rate * kBlockedMargin);
     if (!(sizing.bits_per_item <= kMaxBlockedOverhead * bits_per_item(error_rate))) return classic;

@@ -76,8 +76,8 @@ BloomLayer::BloomLayer(const LayerGeometry& geometry, std::uint64_t* inline_word
       words_(inline_words) {
     if (mapped_ && mapping_bytes(geometry) < kOwnMappingBytes) {
         // From kMappedLayerBytes up to 1 MiB: from the allocator, which keeps such
-        // blocks for reuse (a fresh mapping per layer cost 77 µs to create
-        // and free on this VM against 1 µs, mostly munmap's TLB shootdown).
+        // blocks for reuse (a fresh mapping per layer costs far more to create
+        // and free, mostly munmap's TLB shootdown; tests/bench/README.md).
         // Page-aligned like a mapping, so blocks sit on cache lines.
         void* p = ::operator new (mapping_bytes(geometry), std::align_val_t{kPageBytes});
         std::memset(p, 0, mapping_bytes(geometry));
@@ -305,9 +305,8 @@ inline std::int64_t set_bit(std::uint64_t* words, std::uint64_t pos) {
 }
 
 // Whether the k in-block probes of `hash` are all set in `block`. Stops at
-// the first clear bit: a branch-free AND of all k was slower in batches (62
-// against 56 ns per item in 1 GiB), the early exit lets the processor run
-// ahead into the next items' loads.
+// the first clear bit: a branch-free AND of all k was slower in batches, as
+// the early exit lets the processor run ahead into the next items' loads.
 inline bool block_holds(std::uint64_t* block, const ItemHash& hash, std::uint32_t k) {
     BlockProbes probes(hash);
     for (std::uint32_t i = 0; i < k; ++i) {
@@ -388,8 +387,8 @@ void BloomLayer::contains_blocked(const ItemHash* hashes, std::size_t n,
 
 std::uint64_t BloomLayer::set_bits() const {
     if (!mapped_) {
-        // Fewer than kMappedLayerBytes / 8 = 8192 words, ~2 µs; a default
-        // filter has 18. Cheaper than counting on every add.
+        // Fewer than kMappedLayerBytes / 8 = 8192 words; a default filter
+        // has 18. Cheaper than counting on every add.
         std::uint64_t total = 0;
         for (std::uint64_t i = 0; i < num_words(); ++i) {
             total += static_cast<std::uint64_t>(std::popcount(load_word(i)));

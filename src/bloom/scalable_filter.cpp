@@ -333,9 +333,8 @@ void ScalableFilter::hash_and_probe(std::span<const std::string_view> items, std
     // prefetched in the newest layer (adds set bits there, lookups start
     // there) as its hash is ready, then the group is probed. Hashing the
     // whole batch first, as blocked lookups do (contains_many), was slower
-    // here: classic lookups 113 against 107 ns per item, blocked adds 97
-    // against 83 ns in 16 MiB and 143 against 131 in 1 GiB (an add's locked
-    // `or`s hold back the prefetches behind them).
+    // here for classic lookups and for blocked adds (an add's locked `or`s
+    // hold back the prefetches behind them).
     const BloomLayer& newest = layer(num_layers() - 1);
     constexpr std::size_t kGroup = 16;
     for (std::size_t g = 0; g < n; g += kGroup) {
@@ -386,8 +385,8 @@ void ScalableFilter::contains_many(std::span<const std::string_view> items,
         }
         // Blocked, one line per item: the whole batch hashed first, then
         // probed in one loop with blocks prefetched ahead. Hashing and
-        // prefetching in one loop was slower (1 GiB: 70 ns per item on the
-        // 2-core VM against 56): the misses held the hashing back.
+        // prefetching in one loop was slower: the misses held the hashing
+        // back.
         for (std::size_t i = 0; i < n; ++i) hashes[i] = hash(items[first + i]);
         newest.contains_blocked(hashes, n, found);
         // Then the older layers, newest first, for what the newest lacks.

@@ -205,8 +205,8 @@ void Connection::make_room() {
     // Nearly full of bytes received and still incomplete: grow geometrically
     // from what is held (at most 2 x (held + half a chunk)), never toward the
     // size a header announced. A client announcing 512 MB and trickling bytes
-    // thus costs what it sent, not a doubling per read (six such
-    // clients sending 120 bytes in all once took RSS from 6 MB to 2.3 GB).
+    // thus costs what it sent, not a doubling per read (a few such clients,
+    // sending a hundred bytes in all, could otherwise take gigabytes).
     std::size_t capacity = std::max(kReadChunk, in_capacity_ * 2);
     const std::size_t expected = parser_.bytes_expected();  // from the command start
     if (expected > held) capacity = std::min(capacity, std::max(expected, held + kReadChunk));

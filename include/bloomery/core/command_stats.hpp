@@ -27,13 +27,11 @@
 
 namespace bloomery::core {
 
-// The clock that times every command. clock_gettime(CLOCK_MONOTONIC) costs
-// 16 ns a call in a loop on the development VM, but its vDSO orders the TSC
-// read (lfence / rdtscp), which drains the pipeline. A loop of dispatch()
-// calls of BF.EXISTS on a 1 MB filter (2-core VM, 2026-11-24) took 64 ns per
-// command untimed, 115 ns timed with two clock_gettime, 97 ns with two
-// rdtsc and 81 ns with one (what dispatch does: one read per command, see
-// registry.hpp). A plain rdtsc does not
+// The clock that times every command. clock_gettime(CLOCK_MONOTONIC) is
+// cheap in a loop, but its vDSO orders the TSC read (lfence / rdtscp), which
+// drains the pipeline: timing a fast command with it costs a large part of
+// the command again. One plain rdtsc per command is what dispatch reads
+// (dispatch.cpp; the figures are in tests/bench/README.md). A plain rdtsc does not
 // wait for the command's outstanding cache misses, and is used where the
 // kernel itself trusts the TSC (current_clocksource is "tsc": constant rate,
 // synchronized across CPUs); the rate is calibrated against steady_clock
