@@ -433,8 +433,8 @@ void dispatch(const Registry& registry, DispatchContext& ctx, Args argv,
     }
     // One clock read per command, at its end (see CommandClock for why not
     // clock_gettime). Redis times the handler alone, with two reads; this
-    // time also holds the command's parsing and checks, a few tens of ns for
-    // a small command. README ("Monitoring") has what timing costs.
+    // time also holds the command's parsing and checks. README
+    // ("Monitoring") has what timing costs.
     const core::CommandClock& clock = core::CommandClock::get();
     const std::uint64_t now = clock.now();
     const std::uint64_t nanoseconds = clock.nanoseconds(now - clock_mark);

@@ -31,7 +31,8 @@ constexpr std::size_t kShrinkAbove = 4 * kReadChunk;
 constexpr std::size_t kWriteHighWater = std::size_t{256} * 1024;
 // argv capacity kept between reads (4 KiB): commands of more arguments
 // allocate theirs and give it back, so 10,000 idle connections hold at most
-// 40 MB of it. A million empty arguments once left 16 MB behind each.
+// 40 MB of it. A million empty arguments once left megabytes behind in each
+// connection (tests/bench/README.md).
 constexpr std::size_t kKeptArguments = 256;
 
 std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint) {

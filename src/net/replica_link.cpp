@@ -41,8 +41,8 @@ std::string command(const Words&... words) {
 // holds too. A larger file could not be held within --maxmemory or, without
 // one, within the memory the process may use (its container's limit, else
 // the machine's), so receiving more of it would only fill the disk: a
-// primary that sent an endless snapshot once made a replica write 300 MB and
-// counting.
+// primary that sent an endless snapshot once made a replica write until it
+// was stopped (tests/bench/README.md).
 std::uint64_t largest_snapshot(const core::Config& config) {
     return config.maxmemory != 0 ? config.maxmemory : core::memory_available();
 }

@@ -131,8 +131,9 @@ public:
     bool record(std::uint32_t layer, const bloom::ItemHash& hash) noexcept override {
         if (scope != Scope::adds || entries == max_entries || layer > 255) return false;
         // Into the space begin_adds() sized for the whole batch: no
-        // allocation, and a plain store per field (appending 17 bytes to the
-        // string cost BF.MADD 46 more instructions per item).
+        // allocation, and a plain store per field (appending the 17 bytes to
+        // the string cost BF.MADD measurably more instructions per item;
+        // tests/bench/README.md).
         unsigned char* entry = next_entry;
         entry[0] = static_cast<unsigned char>(layer);
         format::put_u64(entry + 1, hash.h1);

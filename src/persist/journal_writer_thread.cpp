@@ -38,7 +38,7 @@ void JournalWriter::wait_for_records(std::unique_lock<std::mutex>& lock, const R
         // command within a round trip. Without waiting for them, each
         // fdatasync took only what arrived during the previous one and
         // every client waited two fdatasyncs per command (BF.ADD at -P 1
-        // with 50 clients reached half of Redis's rate on the VM).
+        // then fell far behind Redis's rate; tests/bench/README.md).
         const auto linger =
             std::chrono::microseconds(std::clamp<std::int64_t>(round.last_sync_us / 2, 100, 500));
         handoff_.wake.wait_for(lock, linger, requested);
@@ -55,10 +55,10 @@ void JournalWriter::wait_for_records(std::unique_lock<std::mutex>& lock, const R
     if (requested() || appender_.holds_records()) return;
     sleep_until_wanted(lock, round);
     // everysec and no: linger up to 1 ms so one write() carries every
-    // record appended meanwhile. Waking and writing per append
-    // halved BF.ADD throughput at -P 16 on the 2-core VM (709k ->
-    // 383k ops/s); always needs no linger: appends gather while the
-    // previous fdatasync runs.
+    // record appended meanwhile. Waking and writing per append cost
+    // BF.ADD much of its throughput at -P 16 (tests/bench/README.md);
+    // always needs no linger: appends gather while the previous fdatasync
+    // runs.
     if (policy_ != FsyncPolicy::always && !requested()) {
         handoff_.wake.wait_for(lock, std::chrono::milliseconds(1), requested);
     }

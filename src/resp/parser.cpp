@@ -302,7 +302,8 @@ ParseResult Parser::parse_multibulk(std::string_view input, std::vector<std::str
 // Every header was checked as it arrived: `$`, the digits of a length within
 // the limits, CRLF. Walking them again costs a few bytes per argument and
 // lets a partly received command hold no per-argument state (a million empty
-// arguments once held 16 MB of offsets per connection while they arrived).
+// arguments once held megabytes of offsets per connection while they
+// arrived; tests/bench/README.md).
 // The reservation is exact, and the bytes received (at least 6 per argument)
 // already bound it.
 [[gnu::always_inline]] inline void Parser::collect_arguments(

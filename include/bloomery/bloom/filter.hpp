@@ -50,8 +50,9 @@ namespace bloomery::bloom {
 // per-thread counters; smaller ones live inline, keep one shared item count
 // and popcount. 32 KiB: the 1 KiB of counter slots and the page rounding
 // cost under 16 % there, and a filter that size (27k items at 1 %) is
-// already worth adding to from several threads at once (a 64 KiB filter
-// with one shared count added at half the 1-thread rate from 2 threads).
+// already worth adding to from several threads at once (one shared count
+// made a 64 KiB filter slower from 2 threads than from one;
+// tests/bench/README.md).
 inline constexpr std::uint64_t kMappedLayerBytes = 32 * 1024;
 
 class BloomLayer {
