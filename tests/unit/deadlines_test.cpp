@@ -18,6 +18,7 @@
 #include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
+#include "temp_dir.hpp"
 
 namespace bloomery::store {
 namespace {
@@ -104,22 +105,9 @@ TEST(Deadlines, EnforcingAgainErasesWhatIsPastItsDeadlineWithADelEach) {
     EXPECT_FALSE(keyspace.linked("none").has_value());
 }
 
-class TempDir {
+class TempDir : public bloomery::testing::ScratchDir {
 public:
-    TempDir() {
-        const char* base = std::getenv("TMPDIR");
-        std::string pattern = std::string(base ? base : "/tmp") + "/deadlines_test.XXXXXX";
-        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    std::string str() const { return path_.string(); }
-
-private:
-    fs::path path_;
+    TempDir() : ScratchDir("deadlines_test") {}
 };
 
 // Replays `dir` (and the snapshot in it, if `snapshot`) into `keyspace`, as

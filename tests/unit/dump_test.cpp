@@ -25,6 +25,7 @@
 #include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "dump_test_support.hpp"
+#include "temp_dir.hpp"
 
 namespace bloomery {
 namespace {
@@ -37,30 +38,17 @@ using store::Keyspace;
 using testing::refooted;
 using testing::scandump;
 
-class TempDir {
+class TempDir : public bloomery::testing::ScratchDir {
 public:
-    TempDir() {
-        const char* base = std::getenv("TMPDIR");
-        std::string pattern = std::string(base ? base : "/tmp") + "/dump_test.XXXXXX";
-        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    std::string str() const { return path_.string(); }
+    TempDir() : ScratchDir("dump_test") {}
     std::uint64_t journal_bytes() const {
         std::uint64_t total = 0;
-        for (const auto& entry : fs::directory_iterator(path_)) {
+        for (const auto& entry : fs::directory_iterator(path())) {
             if (entry.path().filename().string().rfind("journal.", 0) == 0)
                 total += entry.file_size();
         }
         return total;
     }
-
-private:
-    fs::path path_;
 };
 
 FilterOptions options_of(double error_rate, std::uint64_t capacity, bloom::Layout layout,

@@ -22,6 +22,7 @@
 #include "bloomery/persist/journal.hpp"
 #include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/store/keyspace.hpp"
+#include "temp_dir.hpp"
 
 namespace bloomery::persist::journal_testing {
 
@@ -31,22 +32,12 @@ using bloom::FilterOptions;
 using bloom::ScalableFilter;
 using store::Keyspace;
 
-class TempDir {
+class TempDir : public bloomery::testing::ScratchDir {
 public:
-    TempDir() {
-        const char* base = std::getenv("TMPDIR");
-        std::string pattern = std::string(base ? base : "/tmp") + "/journal_test.XXXXXX";
-        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    std::string str() const { return path_.string(); }
+    TempDir() : ScratchDir("journal_test") {}
     std::vector<std::string> segments() const {
         std::vector<std::string> out;
-        for (const auto& entry : fs::directory_iterator(path_)) {
+        for (const auto& entry : fs::directory_iterator(path())) {
             const std::string name = entry.path().filename().string();
             if (name.rfind("journal.", 0) == 0 && name.find(".stale") == std::string::npos) {
                 out.push_back(entry.path().string());
@@ -55,9 +46,6 @@ public:
         std::sort(out.begin(), out.end());
         return out;
     }
-
-private:
-    fs::path path_;
 };
 
 inline FilterOptions small_options(std::uint64_t capacity = 50) {

@@ -20,6 +20,7 @@
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
+#include "temp_dir.hpp"
 
 namespace bloomery::persist::snapshot_testing {
 
@@ -29,30 +30,17 @@ using bloom::ScalableFilter;
 using store::FilterRef;
 using store::Keyspace;
 
-class TempDir {
+class TempDir : public bloomery::testing::ScratchDir {
 public:
-    TempDir() {
-        const char* base = std::getenv("TMPDIR");
-        std::string pattern = std::string(base ? base : "/tmp") + "/snapshot_test.XXXXXX";
-        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
-    const fs::path& path() const { return path_; }
+    TempDir() : ScratchDir("snapshot_test") {}
+    std::string file(const std::string& name) const { return (path() / name).string(); }
     std::vector<std::string> names() const {
         std::vector<std::string> result;
-        for (const auto& entry : fs::directory_iterator(path_)) {
+        for (const auto& entry : fs::directory_iterator(path())) {
             result.push_back(entry.path().filename().string());
         }
         return result;
     }
-
-private:
-    fs::path path_;
 };
 
 inline std::string read_bytes(const std::string& path) {
