@@ -362,8 +362,9 @@ public:
             if (!topology.ranges_.empty() && topology.ranges_.back().primary == owner) {
                 topology.ranges_.back().last = static_cast<std::uint16_t>(slot);
             } else {
-                topology.ranges_.push_back(
-                    {static_cast<std::uint16_t>(slot), static_cast<std::uint16_t>(slot), owner});
+                topology.ranges_.push_back({static_cast<std::uint16_t>(slot),
+                                            static_cast<std::uint16_t>(slot),
+                                            static_cast<std::uint16_t>(owner)});
             }
         }
     }

@@ -1,8 +1,9 @@
-// Cluster commands: CLUSTER SLOTS, SHARDS, NODES, INFO, KEYSLOT, MYID,
-// COUNTKEYSINSLOT, GETKEYSINSLOT and HELP, READONLY, READWRITE, ASKING; and
-// the slot check dispatch runs before every command in cluster mode. The map
-// is static (cluster/topology.hpp): the replies describe it as Redis 7 would
-// describe a healthy cluster of those nodes, with no bus behind them.
+// Cluster commands that read the map: CLUSTER SLOTS, SHARDS, NODES, INFO,
+// KEYSLOT, MYID, COUNTKEYSINSLOT, GETKEYSINSLOT and HELP, READONLY,
+// READWRITE, ASKING. The map is the one this node last saw
+// (cluster/cluster_state.hpp); the replies describe it as Redis 7 describes
+// its cluster. The commands that change it are in cluster_admin_commands.cpp,
+// the slot check before every command in cluster_routing.cpp.
 
 #include <arpa/inet.h>
 
@@ -25,37 +26,7 @@
 namespace bloomery::command {
 namespace {
 
-// -MOVED <slot> <host>:<port>, written from a stack buffer: in a cluster a
-// redirect is an ordinary reply (a client's first touch of every slot, and
-// every command of a client that ignores the map), so it allocates nothing.
-// Addresses are at most 253 + 1 + 5 bytes (topology.cpp bounds the host).
-void reply_moved(Context& ctx, std::uint16_t slot, std::string_view address) {
-    std::array<char, 300> buffer;
-    constexpr std::string_view kPrefix = "MOVED ";
-    char* at = buffer.data();
-    std::memcpy(at, kPrefix.data(), kPrefix.size());
-    at += kPrefix.size();
-    at = std::to_chars(at, buffer.data() + 16, slot).ptr;
-    *at++ = ' ';
-    const auto room = static_cast<std::size_t>(buffer.data() + buffer.size() - at);
-    const std::size_t length = std::min(address.size(), room);
-    std::memcpy(at, address.data(), length);
-    at += length;
-    ctx.out.error(std::string_view(buffer.data(), static_cast<std::size_t>(at - buffer.data())));
-}
-
-// CLUSTER's subcommands, READONLY, READWRITE and ASKING are registered
-// through this: outside cluster mode they answer that cluster support is
-// disabled, as Redis's do, and their handlers do not run.
-template <void (*Handler)(Context&, Args)>
-void cluster_only(Context& ctx, Args argv) {
-    if (!ctx.config.cluster_enabled) return ctx.out.error(errors::kClusterDisabled);
-    Handler(ctx, argv);
-}
-
-const cluster::Topology& topology(const Context& ctx) {
-    return *ctx.config.cluster;
-}
+using ClusterView = With<uses::Cluster>;
 
 // Whether a map host is an address rather than a name (CLUSTER SHARDS adds a
 // "hostname" field for names, as Redis does for announced host names).
@@ -67,13 +38,13 @@ bool is_ip_literal(const std::string& host) {
 
 // The cluster bus port Redis would announce: port + 10000 (0 where that does
 // not fit). Nothing listens there; clients only parse it.
-unsigned bus_port(const cluster::Node& node) {
+unsigned bus_port(const cluster::MapNode& node) {
     return node.port + 10000u <= 65535u ? node.port + 10000u : 0u;
 }
 
 // One node of CLUSTER SLOTS: ip, port, id and a map of further endpoints
 // (Redis 7's fourth element; empty: the host is given as written).
-void reply_slots_node(Context& ctx, const cluster::Node& node) {
+void reply_slots_node(Context& ctx, const cluster::MapNode& node) {
     ctx.out.array(4);
     ctx.out.bulk(node.host);
     ctx.out.integer(node.port);
@@ -81,24 +52,22 @@ void reply_slots_node(Context& ctx, const cluster::Node& node) {
     ctx.out.map(0);
 }
 
-void cmd_cluster_slots(Context& ctx, Args) {
-    const cluster::Topology& map = topology(ctx);
+void cmd_cluster_slots(ClusterView& ctx, Args) {
+    const cluster::ClusterMap& map = ctx.server.cluster.view();
     ctx.out.array(map.ranges().size());
     for (const cluster::SlotRange& range : map.ranges()) {
-        const cluster::Node& primary = map.nodes()[range.primary];
-        ctx.out.array(3 + primary.replicas.size());
+        const std::vector<std::uint16_t> replicas = map.replicas_of(range.primary);
+        ctx.out.array(3 + replicas.size());
         ctx.out.integer(range.first);
         ctx.out.integer(range.last);
-        reply_slots_node(ctx, primary);
-        for (const std::size_t replica : primary.replicas) {
-            reply_slots_node(ctx, map.nodes()[replica]);
-        }
+        reply_slots_node(ctx, map.node(range.primary));
+        for (const std::uint16_t replica : replicas) reply_slots_node(ctx, map.node(replica));
     }
 }
 
 // One node of CLUSTER SHARDS, Redis 7.0's fields and order. The replication
-// offset is not known for other nodes without a bus: 0.
-void reply_shard_node(Context& ctx, const cluster::Node& node) {
+// offset of other nodes is not known here: 0.
+void reply_shard_node(Context& ctx, const cluster::MapNode& node) {
     const bool named = !is_ip_literal(node.host);
     ctx.out.map(named ? 8 : 7);
     ctx.out.bulk("id");
@@ -114,19 +83,21 @@ void reply_shard_node(Context& ctx, const cluster::Node& node) {
         ctx.out.bulk(node.host);
     }
     ctx.out.bulk("role");
-    ctx.out.bulk(node.primary ? "master" : "replica");
+    ctx.out.bulk(node.is_primary() ? "master" : "replica");
     ctx.out.bulk("replication-offset");
     ctx.out.integer(0);
     ctx.out.bulk("health");
-    ctx.out.bulk("online");
+    ctx.out.bulk(node.failed ? "fail" : "online");
 }
 
-void cmd_cluster_shards(Context& ctx, Args) {
-    const cluster::Topology& map = topology(ctx);
-    // Primaries come first in nodes(), ordered by their lowest slot.
-    ctx.out.array(map.primary_count());
-    for (std::size_t p = 0; p < map.primary_count(); ++p) {
-        const cluster::Node& primary = map.nodes()[p];
+// One shard per primary, in node order: its slot ranges, then its nodes.
+void cmd_cluster_shards(ClusterView& ctx, Args) {
+    const cluster::ClusterMap& map = ctx.server.cluster.view();
+    std::size_t primaries = 0;
+    for (const cluster::MapNode& node : map.nodes()) primaries += node.is_primary();
+    ctx.out.array(primaries);
+    for (std::uint16_t p = 0; p < map.nodes().size(); ++p) {
+        if (!map.node(p).is_primary()) continue;
         std::size_t ranges = 0;
         for (const cluster::SlotRange& range : map.ranges()) ranges += range.primary == p;
         ctx.out.map(2);
@@ -137,12 +108,37 @@ void cmd_cluster_shards(Context& ctx, Args) {
             ctx.out.integer(range.first);
             ctx.out.integer(range.last);
         }
+        const std::vector<std::uint16_t> replicas = map.replicas_of(p);
         ctx.out.bulk("nodes");
-        ctx.out.array(1 + primary.replicas.size());
-        reply_shard_node(ctx, primary);
-        for (const std::size_t replica : primary.replicas) {
-            reply_shard_node(ctx, map.nodes()[replica]);
+        ctx.out.array(1 + replicas.size());
+        reply_shard_node(ctx, map.node(p));
+        for (const std::uint16_t replica : replicas) reply_shard_node(ctx, map.node(replica));
+    }
+}
+
+// The slot fields of a CLUSTER NODES line: the node's ranges and, on this
+// node's own line, its open slots as Redis writes them: [slot->-target-id]
+// for a slot migrating out, [slot-<-source-id] for one importing.
+void append_slots(std::string& text, const cluster::ClusterMap& map, std::uint16_t index) {
+    for (const cluster::SlotRange& range : map.ranges()) {
+        if (range.primary != index) continue;
+        text += ' ';
+        text += std::to_string(range.first);
+        if (range.last != range.first) {
+            text += '-';
+            text += std::to_string(range.last);
         }
+    }
+    if (index != map.self_index()) return;
+    for (const auto& [slot, node] : map.migrating()) {
+        text += " [" + std::to_string(slot) + "->-";
+        text += map.node(node).id;
+        text += ']';
+    }
+    for (const auto& [slot, node] : map.importing()) {
+        text += " [" + std::to_string(slot) + "-<-";
+        text += map.node(node).id;
+        text += ']';
     }
 }
 
@@ -150,15 +146,15 @@ void cmd_cluster_shards(Context& ctx, Args) {
 // at the last "\n"), Redis's fields:
 // <id> <ip:port@cport> <flags> <primary id or -> <ping sent> <pong received>
 // <config epoch> <link state> <slot ranges...>
-void cmd_cluster_nodes(Context& ctx, Args) {
-    const cluster::Topology& map = topology(ctx);
+void cmd_cluster_nodes(ClusterView& ctx, Args) {
+    const cluster::ClusterMap& map = ctx.server.cluster.view();
     const std::string now = std::to_string(store::now_ms());
     std::string text;
     // Appended piece by piece: GCC 12 reports a false -Wrestrict on
     // "literal" + std::string once inlined (GCC bug 105329).
     const auto add = [&text](std::string_view piece) { text.append(piece); };
-    for (std::size_t i = 0; i < map.nodes().size(); ++i) {
-        const cluster::Node& node = map.nodes()[i];
+    for (std::uint16_t i = 0; i < map.nodes().size(); ++i) {
+        const cluster::MapNode& node = map.node(i);
         const bool myself = i == map.self_index();
         add(node.id);
         add(" ");
@@ -166,35 +162,23 @@ void cmd_cluster_nodes(Context& ctx, Args) {
         add("@");
         add(std::to_string(bus_port(node)));
         add(myself ? " myself," : " ");
-        if (node.primary) {
-            add("master - ");
-        } else {
-            add("slave ");
-            add(map.nodes()[node.primary_index].id);
-            add(" ");
-        }
-        add("0 ");
+        add(node.is_primary() ? "master" : "slave");
+        if (node.failed) add(",fail");
+        add(" ");
+        add(node.is_primary() ? std::string_view("-") : std::string_view(node.primary_id));
+        add(" 0 ");
         add(myself ? std::string_view("0") : std::string_view(now));
         add(" ");
         add(std::to_string(node.config_epoch));
-        add(" connected");
-        for (const cluster::SlotRange& range : map.ranges()) {
-            if (!node.primary || range.primary != i) continue;
-            add(" ");
-            add(std::to_string(range.first));
-            if (range.last != range.first) {
-                add("-");
-                add(std::to_string(range.last));
-            }
-        }
+        add(node.failed ? " disconnected" : " connected");
+        append_slots(text, map, i);
         add("\n");
     }
     ctx.out.verbatim(text);
 }
 
-void cmd_cluster_info(Context& ctx, Args) {
-    const cluster::Topology& map = topology(ctx);
-    const std::string slots = std::to_string(cluster::kSlotCount);
+void cmd_cluster_info(ClusterView& ctx, Args) {
+    const cluster::ClusterMap& map = ctx.server.cluster.view();
     std::string text;
     const auto line = [&text](std::string_view field, const std::string& value) {
         text.append(field);
@@ -202,17 +186,19 @@ void cmd_cluster_info(Context& ctx, Args) {
         text.append(value);
         text.append("\r\n");
     };
-    // Always "ok": the map covers every slot (checked at start) and there
-    // is no failure detection that could say otherwise.
-    line("cluster_state", "ok");
-    line("cluster_slots_assigned", slots);
-    line("cluster_slots_ok", slots);
+    const std::uint16_t self = map.self_index();
+    const std::uint16_t primary = map.node(self).is_primary() ? self : map.primary_of(self);
+    const std::uint64_t my_epoch =
+        primary != cluster::kNoNode ? map.node(primary).config_epoch : map.self().config_epoch;
+    line("cluster_state", map.state_ok() ? "ok" : "fail");
+    line("cluster_slots_assigned", std::to_string(map.slots_assigned()));
+    line("cluster_slots_ok", std::to_string(map.slots_assigned() - map.slots_failed()));
     line("cluster_slots_pfail", "0");
-    line("cluster_slots_fail", "0");
+    line("cluster_slots_fail", std::to_string(map.slots_failed()));
     line("cluster_known_nodes", std::to_string(map.nodes().size()));
-    line("cluster_size", std::to_string(map.primary_count()));
-    line("cluster_current_epoch", std::to_string(map.primary_count()));
-    line("cluster_my_epoch", std::to_string(map.self().config_epoch));
+    line("cluster_size", std::to_string(map.serving_primaries()));
+    line("cluster_current_epoch", std::to_string(map.current_epoch()));
+    line("cluster_my_epoch", std::to_string(my_epoch));
     line("cluster_stats_messages_sent", "0");
     line("cluster_stats_messages_received", "0");
     line("total_cluster_links_buffer_limit_exceeded", "0");
@@ -223,8 +209,8 @@ void cmd_cluster_keyslot(Context& ctx, Args argv) {
     ctx.out.integer(cluster::key_slot(ArgCursor(argv, 2).next()));
 }
 
-void cmd_cluster_myid(Context& ctx, Args) {
-    ctx.out.bulk(topology(ctx).self().id);
+void cmd_cluster_myid(ClusterView& ctx, Args) {
+    ctx.out.bulk(ctx.server.cluster.view().self().id);
 }
 
 void cmd_cluster_countkeysinslot(Context& ctx, Args argv) {
@@ -256,8 +242,16 @@ void cmd_cluster_help(Context& ctx, Args) {
     reply_help(
         ctx,
         {"CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+         "ADDSLOTS <slot> [<slot> ...]",
+         "    Assign slots to current node.",
+         "ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+         "    Assign slots which are between <start-slot> and <end-slot> to current node.",
          "COUNTKEYSINSLOT <slot>",
          "    Return the number of keys in <slot>.",
+         "DELSLOTS <slot> [<slot> ...]",
+         "    Delete slots information from current node.",
+         "DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+         "    Delete slots information which are between <start-slot> and <end-slot>.",
          "GETKEYSINSLOT <slot> <count>",
          "    Return key names stored by this node in a slot.",
          "INFO",
@@ -269,6 +263,8 @@ void cmd_cluster_help(Context& ctx, Args) {
          "NODES",
          "    Return cluster configuration seen by node. Output format:",
          "    <id> <ip:port@bus-port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+         "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
+         "    Set slot state.",
          "SHARDS",
          "    Return information about slot range mappings and the nodes serving them.",
          "SLOTS",
@@ -288,11 +284,9 @@ void cmd_readwrite(Context& ctx, Args) {
     ctx.out.ok();
 }
 
-// Redis honours ASKING only for a slot it is importing. A static map has no
-// importing state, so here ASKING lets the next command through whatever its
-// slot: that is how deploy/move-slots.py loads filters into the node that
-// will own the slot once the map changes. Clients never send it unasked (no
-// node answers -ASK).
+// As in Redis, ASKING lets the next command through only for a slot this
+// node is importing (CLUSTER SETSLOT IMPORTING); for any other slot the
+// command is routed as without it (cluster_routing.cpp).
 void cmd_asking(Context& ctx, Args) {
     ctx.client.cluster_asking = true;
     ctx.out.ok();
@@ -300,106 +294,22 @@ void cmd_asking(Context& ctx, Args) {
 
 }  // namespace
 
-namespace {
-
-// The one slot of the keys seen so far (-1 before the first); add() is
-// false for a key of another slot (Redis refuses keys of two slots even
-// when one node owns both).
-class CommonSlot {
-public:
-    bool add(std::string_view key) {
-        const int slot = cluster::key_slot(key);
-        if (slot_ < 0) slot_ = slot;
-        return slot == slot_;
-    }
-    int slot() const { return slot_; }
-
-private:
-    int slot_ = -1;
-};
-
-// What a command, or a transaction's commands together, may do with the
-// keys of the slot they name.
-enum class SlotUse { read, write };
-
-// Whether this node serves `slot` for the client: it owns it, or it is a
-// replica of its owner and the client reads after READONLY (Redis's rule:
-// anything not flagged write; writes always go to the primary). Writes
-// -MOVED otherwise.
-bool node_serves(Context& ctx, std::uint16_t slot, SlotUse use) {
-    const cluster::Topology& map = *ctx.config.cluster;
-    const std::size_t owner = map.owner(slot);
-    if (owner == map.self_index()) return true;
-    const cluster::Node& self = map.self();
-    if (ctx.client.cluster_readonly && use == SlotUse::read && !self.primary &&
-        self.primary_index == owner) {
-        return true;
-    }
-    reply_moved(ctx, slot, map.nodes()[owner].address);
-    return false;
-}
-
-}  // namespace
-
-bool cluster_admits(const CommandSpec& spec, Context& ctx, Args argv) {
-    // ASKING covers one command, the next one run (cmd_asking sets the flag
-    // again after this clears it for ASKING itself).
-    // RESTORE-ASKING (what MIGRATE sends in cluster mode) implies it.
-    const bool asking = std::exchange(ctx.client.cluster_asking, false) || spec.asking;
-    // The positions Registry::key_positions lists (MIGRATE's after KEYS
-    // included), walked without building its vector; each key hashed once.
-    // A call without keys is never redirected.
-    const KeyRange range = key_range(spec, argv);
-    CommonSlot common;
-    for (long position = range.first; position <= range.last; position += range.step) {
-        if (!common.add(argv[static_cast<std::size_t>(position)])) {
-            ctx.out.error(errors::kCrossSlot);
-            return false;
-        }
-    }
-    if (common.slot() < 0 || asking) return true;
-    return node_serves(ctx, static_cast<std::uint16_t>(common.slot()),
-                       spec.write ? SlotUse::write : SlotUse::read);
-}
-
-bool cluster_admits_transaction(Context& ctx) {
-    const bool asking = std::exchange(ctx.client.cluster_asking, false);
-    const TransactionState& transaction = ctx.client.transaction;
-    CommonSlot common;
-    SlotUse use = SlotUse::read;
-    for (const TransactionState::Queued& queued : transaction.commands) {
-        const CommandSpec& spec = *queued.spec;
-        std::vector<std::string_view> argv;
-        argv.reserve(queued.argument_count);
-        for (std::uint32_t i = 0; i < queued.argument_count; ++i) {
-            const auto& [offset, size] = transaction.arguments[queued.first_argument + i];
-            argv.emplace_back(transaction.argument_bytes.data() + offset, size);
-        }
-        for (std::size_t position : Registry::key_positions(spec, argv)) {
-            if (!common.add(argv[position])) {
-                ctx.out.error(errors::kCrossSlot);
-                return false;
-            }
-            if (spec.write) use = SlotUse::write;
-        }
-    }
-    if (common.slot() < 0 || asking) return true;
-    return node_serves(ctx, static_cast<std::uint16_t>(common.slot()), use);
-}
-
 void register_cluster_commands(Registry& registry) {
-    registry.register_handler<cluster_only<cmd_cluster_slots>>("cluster|slots");
-    registry.register_handler<cluster_only<cmd_cluster_shards>>("cluster|shards");
-    registry.register_handler<cluster_only<cmd_cluster_nodes>>("cluster|nodes");
-    registry.register_handler<cluster_only<cmd_cluster_info>>("cluster|info");
-    registry.register_handler<cluster_only<cmd_cluster_keyslot>>("cluster|keyslot");
-    registry.register_handler<cluster_only<cmd_cluster_myid>>("cluster|myid");
-    registry.register_handler<cluster_only<cmd_cluster_countkeysinslot>>("cluster|countkeysinslot");
-    registry.register_handler<cluster_only<cmd_cluster_getkeysinslot>>("cluster|getkeysinslot");
-    registry.register_handler<cluster_only<cmd_cluster_help>>("cluster|help");
-    registry.register_handler<cluster_only<cmd_readonly>>("readonly");
-    registry.register_handler<cluster_only<cmd_readwrite>>("readwrite");
-    registry.register_handler<cluster_only<cmd_asking>>("asking");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_slots>>("cluster|slots");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_shards>>("cluster|shards");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_nodes>>("cluster|nodes");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_info>>("cluster|info");
+    registry.register_handler<cluster_only<Context, cmd_cluster_keyslot>>("cluster|keyslot");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_myid>>("cluster|myid");
+    registry.register_handler<cluster_only<Context, cmd_cluster_countkeysinslot>>(
+        "cluster|countkeysinslot");
+    registry.register_handler<cluster_only<Context, cmd_cluster_getkeysinslot>>(
+        "cluster|getkeysinslot");
+    registry.register_handler<cluster_only<Context, cmd_cluster_help>>("cluster|help");
+    registry.register_handler<cluster_only<Context, cmd_readonly>>("readonly");
+    registry.register_handler<cluster_only<Context, cmd_readwrite>>("readwrite");
+    registry.register_handler<cluster_only<Context, cmd_asking>>("asking");
+    register_cluster_admin_commands(registry);
 }
 
 }  // namespace bloomery::command

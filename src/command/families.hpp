@@ -16,6 +16,7 @@ void register_persistence_commands(Registry& registry);
 void register_acl_commands(Registry& registry);
 void register_replication_commands(Registry& registry);
 void register_cluster_commands(Registry& registry);
+void register_cluster_admin_commands(Registry& registry);
 void register_slowlog_commands(Registry& registry);
 void register_transaction_commands(Registry& registry);
 void register_pubsub_commands(Registry& registry);

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "acceptor.hpp"
+#include "bloomery/cluster/topology.hpp"
 #include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/net/metrics_server.hpp"
 #include "bloomery/net/prometheus.hpp"
@@ -39,6 +40,7 @@ struct ServiceParts {
     command::ReplicaGate& gate;
     command::PubSub& channels;
     command::Migration& migration;
+    cluster::ClusterState& cluster;
 
     operator command::ClientDirectory&() const { return clients; }
     operator command::ServerStats&() const { return stats; }
@@ -48,7 +50,15 @@ struct ServiceParts {
     operator command::ReplicaGate&() const { return gate; }
     operator command::Migration&() const { return migration; }
     command::PubSub& pubsub() const { return channels; }
+    cluster::ClusterState& cluster_state() const { return cluster; }
 };
+
+std::unique_ptr<cluster::ClusterState> initial_cluster_state(const core::Config& config) {
+    if (!config.cluster_enabled || !config.cluster)
+        return std::make_unique<cluster::ClusterState>();
+    return std::make_unique<cluster::ClusterState>(
+        cluster::ClusterMap::from_topology(*config.cluster));
+}
 
 }  // namespace
 
@@ -61,6 +71,7 @@ Server::Server(const core::Config& config, core::RuntimeSettings& settings,
       registry_(registry),
       persistence_(persistence),
       replication_source_(replication),
+      cluster_(initial_cluster_state(config)),
       slowlog_(settings),
       persistence_commands_(std::make_unique<PersistenceAdapter>(persistence)),
       pool_(std::make_unique<WorkerPool>(config.threads, persistence)),
@@ -85,7 +96,8 @@ Server::Server(const core::Config& config, core::RuntimeSettings& settings,
                              .replication = *replication_,
                              .gate = replication_->gate(),
                              .channels = pubsub_,
-                             .migration = *migrator_};
+                             .migration = *migrator_,
+                             .cluster = *cluster_};
     environment_ = std::make_unique<ConnectionEnvironment>(
         ConnectionEnvironment{.config = config,
                               .settings = settings,

@@ -284,19 +284,19 @@ class StartAndMove(unittest.TestCase):
             self.assertEqual(s.execute_command("BF.EXISTS", "hello", "x"), 1)
             t = target.client(password=password)
             self.assertEqual(t.execute_command("CLUSTER", "COUNTKEYSINSLOT", 3300), 121)
-            # Run again: nothing left to move. A wrong source is refused.
+            # Both nodes serve the new owner at once (CLUSTER SETSLOT NODE).
+            with self.assertRaisesRegex(redis.ResponseError,
+                                        "MOVED 3300 127.0.0.1:%d" % target_port):
+                s.execute_command("BF.EXISTS", "{b}7", "item-7")
+            self.assertEqual(t.execute_command("BF.EXISTS", "{b}7", "item-7"), 1)
+            # Run again: nothing left to move.
             again = subprocess.run(
                 [sys.executable, MOVE_SLOTS, "--from", "127.0.0.1:%d" % source_port,
                  "--to", "127.0.0.1:%d" % target_port, "3300"],
                 capture_output=True, text=True, timeout=60, env=env)
             self.assertEqual(again.returncode, 0, again.stdout + again.stderr)
+            self.assertIn("slot 3300: already served by 127.0.0.1:%d" % target_port, again.stdout)
             self.assertIn("moved 0 filters", again.stdout)
-            wrong = subprocess.run(
-                [sys.executable, MOVE_SLOTS, "--from", "127.0.0.1:%d" % target_port,
-                 "--to", "127.0.0.1:%d" % source_port, "3300"],
-                capture_output=True, text=True, timeout=60, env=env)
-            self.assertEqual(wrong.returncode, 1)
-            self.assertIn("belongs to 127.0.0.1:%d" % source_port, wrong.stderr)
 
             # The operator's part: the new map on every node, one restart each
             # (the journal keeps the data).
@@ -322,16 +322,26 @@ class StartAndMove(unittest.TestCase):
             self.assertEqual(target.client(password=password).execute_command(
                 "BF.EXISTS", "{b}7", "item-7"), 1)
 
-            # A filter left behind on the source (an add during the move):
-            # the source says so at start, and --force moves it over.
-            pipe = source.client(password=password).pipeline(transaction=False)
-            pipe.execute_command("ASKING")
-            pipe.execute_command("BF.ADD", "{b}late", "x")
-            self.assertEqual(pipe.execute(), [True, 1])
+            # A filter left behind on a node that no longer owns its slot (the
+            # node restarted on the old map and took an add there): the node
+            # says so at start, and --force moves it over.
             source.terminate()
+            source.extra_args[source.extra_args.index("--cluster-slots") + 1] = old_map
+            source.start()
+            self.assertEqual(source.client(password=password).execute_command(
+                "BF.ADD", "{b}late", "x"), 1)
+            source.terminate()
+            source.extra_args[source.extra_args.index("--cluster-slots") + 1] = new_map
             source.start()
             self.assertIn("1 keys in 1 slots this node does not serve (first: slot 3300, "
                           "127.0.0.1:%d's)" % target_port, source.log())
+            wrong = subprocess.run(
+                [sys.executable, MOVE_SLOTS, "--from", "127.0.0.1:%d" % source_port,
+                 "--to", "127.0.0.1:%d" % target_port, "3300"],
+                capture_output=True, text=True, timeout=60, env=env)
+            self.assertEqual(wrong.returncode, 1)
+            self.assertIn("slot 3300 belongs to 127.0.0.1:%d in the source's map" % target_port,
+                          wrong.stderr)
             late = subprocess.run(
                 [sys.executable, MOVE_SLOTS, "--from", "127.0.0.1:%d" % source_port,
                  "--to", "127.0.0.1:%d" % target_port, "--force", "3300"],

@@ -157,10 +157,12 @@ public:
         target_.serve(std::move(request), done);
     }
     command::PubSub& pubsub() { return channels_; }
+    cluster::ClusterState& cluster_state() { return cluster_; }
 
 private:
     FakeTarget& target_;
     command::PubSub channels_;
+    cluster::ClusterState cluster_;
 };
 
 class KeyCommands : public ::testing::Test {
@@ -422,6 +424,7 @@ TEST_F(KeyCommands, MigrateInClusterModeSendsRestoreAsking) {
     ASSERT_TRUE(topology) << topology.error();
     config.cluster_enabled = true;
     config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
+    hooks.cluster_state().publish(cluster::ClusterMap::from_topology(*config.cluster));
     ASSERT_THAT(run({"BF.ADD", "k", "a"}), IsInt(1));
     EXPECT_THAT(run({"MIGRATE", "h", "1", "k", "0", "10", "COPY"}), IsOk());
     EXPECT_EQ(target.commands.back(), "RESTORE-ASKING");
@@ -524,6 +527,7 @@ protected:
         ASSERT_TRUE(topology) << topology.error();
         config.cluster_enabled = true;
         config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
+        hooks.cluster_state().publish(cluster::ClusterMap::from_topology(*config.cluster));
         // Keys of this node's slots and of the other's.
         for (int i = 0; mine.size() < 2 || theirs.empty(); ++i) {
             const std::string key = "key" + std::to_string(i);
@@ -568,12 +572,16 @@ TEST_F(ClusterMigrate, RoutesByTheKeysAfterKeys) {
                     IsError("CROSSSLOT Keys in request don't hash to the same slot"));
     }
     EXPECT_THAT(run({"MIGRATE", "h", "1", "", "0", "10", "KEYS", mine[0]}), IsSimple("NOKEY"));
-    // RESTORE-ASKING is served whatever the slot; RESTORE is redirected.
+    // RESTORE-ASKING is served as after ASKING: for a slot this node
+    // imports; RESTORE is redirected.
     ASSERT_THAT(run({"BF.ADD", mine[0], "x"}), IsInt(1));
     const RespValue dump = decode_reply(run({"DUMP", mine[0]}));
     ASSERT_THAT(dump, IsBulk(_));
     const std::string& payload = dump.text;
     EXPECT_THAT(run({"RESTORE", theirs[0], "0", payload}), IsError(StartsWith("MOVED ")));
+    EXPECT_THAT(run({"RESTORE-ASKING", theirs[0], "0", payload}), IsError(StartsWith("MOVED ")));
+    const std::string slot = std::to_string(core::key_slot(theirs[0]));
+    ASSERT_THAT(run({"CLUSTER", "SETSLOT", slot, "IMPORTING", cluster::node_id("b", 2)}), IsOk());
     EXPECT_THAT(run({"RESTORE-ASKING", theirs[0], "0", payload}), IsOk());
 }
 

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bloomery/cluster/cluster_map.hpp"
 #include "bloomery/core/key_slot.hpp"
 #include "bloomery/core/result.hpp"
 
@@ -36,14 +37,6 @@ struct Node {
     std::vector<std::size_t> replicas;  // a primary's replicas, in map order
     std::uint64_t config_epoch =
         0;  // a primary's 1-based rank in slot order; a replica: its primary's
-};
-
-// Consecutive slots served by one primary (adjacent entries of the same
-// primary are merged, as Redis reports them).
-struct SlotRange {
-    std::uint16_t first = 0;
-    std::uint16_t last = 0;
-    std::size_t primary = 0;  // index into Topology::nodes()
 };
 
 class Topology {

@@ -167,9 +167,10 @@ struct ClientState {
     // CLIENT LIST from others (users live as long as the server).
     std::atomic<const AclUser*> user{nullptr};
     bool authenticated = false;  // AUTH succeeded at least once; owner thread only
-    // Cluster mode (cluster_commands.cpp), owner thread only. READONLY: a
+    // Cluster mode (cluster_routing.cpp), owner thread only. READONLY: a
     // replica serves this client's reads of its primary's slots (READWRITE
-    // clears it). ASKING: the next command is served whatever slot it names.
+    // clears it). ASKING: the next command (or transaction) may use a slot
+    // this node is importing.
     bool cluster_readonly = false;
     bool cluster_asking = false;
     // MULTI, EXEC, DISCARD, WATCH (transaction_commands.cpp).
@@ -346,6 +347,10 @@ struct PubSub {
 struct Migration {
     explicit Migration(const Services& s) : migration(s.migration) {}
     command::Migration& migration;
+};
+struct Cluster {
+    explicit Cluster(const Services& s) : cluster(s.cluster) {}
+    cluster::ClusterState& cluster;
 };
 }  // namespace uses
 

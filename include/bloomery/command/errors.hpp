@@ -107,6 +107,15 @@ inline constexpr std::string_view kClusterDisabled =
 inline constexpr std::string_view kCrossSlot =
     "CROSSSLOT Keys in request don't hash to the same slot";
 inline constexpr std::string_view kInvalidSlot = "ERR Invalid slot";
+inline constexpr std::string_view kInvalidOrOutOfRangeSlot = "ERR Invalid or out of range slot";
+inline constexpr std::string_view kTryAgain =
+    "TRYAGAIN Multiple keys request during rehashing of slot";
+inline constexpr std::string_view kClusterDown = "CLUSTERDOWN The cluster is down";
+inline constexpr std::string_view kSlotNotServed = "CLUSTERDOWN Hash slot not served";
+inline constexpr std::string_view kClusterChangeCannotWait =
+    "ERR this cluster change waits for the cluster's store and cannot run inside MULTI";
+inline constexpr std::string_view kSetSlotSyntax =
+    "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP";
 inline constexpr std::string_view kInvalidSlotOrCount = "ERR Invalid slot or number of keys";
 
 // COMMAND GETKEYS (Redis 7's texts).

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "bloomery/cluster/cluster_state.hpp"
 #include "bloomery/core/command_stats.hpp"
 #include "bloomery/persist/status.hpp"
 
@@ -286,6 +287,9 @@ struct Services {
     ReplicaGate& gate;
     PubSub& pubsub;  // the server's channels and their subscribers
     Migration& migration;
+    // The cluster map and its changes (cluster/cluster_state.hpp); outside
+    // cluster mode, a map of this node alone that nothing reads.
+    cluster::ClusterState& cluster;
 
     template <typename Server>
     requires(!std::is_same_v<std::remove_cvref_t<Server>, Services>)
@@ -297,7 +301,8 @@ struct Services {
           replication(server),
           gate(server),
           pubsub(server.pubsub()),
-          migration(server) {}
+          migration(server),
+          cluster(server.cluster_state()) {}
 };
 
 }  // namespace bloomery::command

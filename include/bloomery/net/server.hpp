@@ -88,6 +88,8 @@ private:
     // Outlive the workers: a connection leaves its channels when it closes,
     // and holds the environment until it is destroyed.
     command::PubSub pubsub_;
+    // The cluster map commands route by (outside cluster mode, unused).
+    std::unique_ptr<cluster::ClusterState> cluster_;
     command::Slowlog slowlog_;
     std::unique_ptr<PersistenceAdapter> persistence_commands_;
     std::unique_ptr<ConnectionEnvironment> environment_;  // made once every part exists

@@ -1,0 +1,75 @@
+#pragma once
+// The cluster map a node serves from (cluster_map.hpp), and the one way to
+// change it. Every command in cluster mode reads the map; a change (CLUSTER
+// SETSLOT, ADDSLOTS, ...) is an edit from the current map to the next,
+// committed by the backend that keeps the map: this node's memory for the
+// static map of --cluster-slots, etcd for a cluster that keeps its topology
+// there. Readers see either the map before a change or the one after,
+// never a mix.
+//
+// Thread safety: every member may be called from any thread. view() takes
+// no lock and writes no shared memory while the map is unchanged (one
+// atomic load per call); after a change, each thread takes the lock once.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "bloomery/cluster/cluster_map.hpp"
+#include "bloomery/core/result.hpp"
+
+namespace bloomery::cluster {
+
+// An edit: the next map from the current one, or the error to answer (Redis's
+// text, "ERR ..." included) with nothing changed.
+using MapEdit = std::function<core::Result<ClusterMap>(const ClusterMap&)>;
+// Called once with the outcome of a change, from any thread.
+using ChangeDone = std::function<void(core::Status)>;
+
+// Where changes are committed when the map is kept outside this node.
+class MapBackend {
+public:
+    virtual ~MapBackend() = default;
+    // Applies `edit` to the map as the backend keeps it and, once that is
+    // committed, publishes the result to `state` and calls `done`; or calls
+    // `done` with the edit's error or the backend's.
+    virtual void commit(MapEdit edit, ChangeDone done) = 0;
+};
+
+class ClusterState {
+public:
+    // A node alone, with no id and no slot: outside cluster mode.
+    ClusterState();
+    explicit ClusterState(ClusterMap initial);
+    ClusterState(const ClusterState&) = delete;
+    ClusterState& operator=(const ClusterState&) = delete;
+
+    // The map last published. The reference stays valid on the calling
+    // thread until that thread calls view() again (on any ClusterState).
+    const ClusterMap& view() const;
+    // The map last published, for holding longer than view() allows.
+    std::shared_ptr<const ClusterMap> snapshot() const;
+    // Replaces the map; readers see it from their next view().
+    void publish(ClusterMap next);
+    // Increases with every publish (unique across all ClusterStates).
+    std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
+
+    // Commits `edit` through the backend, if one is set, else on this
+    // node's map at once; `done` says how it went.
+    void change(MapEdit edit, ChangeDone done);
+    // Sets the backend changes go through (null: this node's memory). Call
+    // before the server takes commands.
+    void set_backend(MapBackend* backend) { backend_ = backend; }
+    // Whether changes go through a backend (and may complete later).
+    bool has_backend() const { return backend_ != nullptr; }
+
+private:
+    mutable std::mutex mutex_;  // guards current_, orders publishes and local changes
+    std::shared_ptr<const ClusterMap> current_;
+    std::atomic<std::uint64_t> version_{0};
+    MapBackend* backend_ = nullptr;
+};
+
+}  // namespace bloomery::cluster
