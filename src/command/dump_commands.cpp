@@ -241,6 +241,12 @@ core::Result<MigrateOptions> parse_migrate_options(Args argv) {
     return options;
 }
 
+// How many times MIGRATE sends again a key that took adds while it was
+// sent, before it keeps it here and answers so (writers are never held: a
+// filter is re-sent instead, while the target is told to replace its
+// copy).
+constexpr int kMigrateResends = 8;
+
 // What one MIGRATE knows while its exchange runs (on the network layer's
 // thread: restore_command and then the completion, one after the other).
 struct Migration {
@@ -260,6 +266,24 @@ struct Migration {
     std::vector<Sent> sent;
     bool too_large = false;      // a key's payload passed proto-max-bulk-len: not sent
     bool out_of_memory = false;  // a key's payload could not be allocated: not sent
+    // Keys that took adds while they were sent (kept here), and how many
+    // more times such keys are sent again before MIGRATE gives up on them.
+    std::vector<std::string> changed;
+    int resends_left = kMigrateResends;
+    std::uint64_t deleted = 0;  // over every round
+
+    // Makes the keys that changed the next round's keys: sent again with
+    // REPLACE, the target's copy of them being one this MIGRATE sent. False
+    // when there are none, or no round is left.
+    bool next_round() {
+        if (changed.empty() || resends_left == 0) return false;
+        --resends_left;
+        keys = std::move(changed);
+        changed.clear();
+        sent.assign(keys.size(), Sent{});
+        if_exists = IfExists::replace;
+        return true;
+    }
 
     // Key `index`'s RESTORE, with the TTL it has left, Redis's way: a key
     // past its deadline is not sent, one about to pass it gets 1 ms.
@@ -327,6 +351,7 @@ struct Migration {
                     break;
                 case store::Keyspace::EraseIf::changed:
                     deletion.kept_changed = true;
+                    changed.push_back(keys[index]);
                     break;
             }
         }
@@ -355,6 +380,47 @@ struct Migration {
         return {};
     }
 };
+
+// One MIGRATE in flight: what runs each round of its exchange and answers
+// the client after the last.
+struct MigrationRun {
+    std::shared_ptr<Migration> migration;
+    command::Migration* service = nullptr;
+    MigrateRequest request;  // the target and AUTH; keys filled in per round
+    DeferredReply reply;
+    WorkerStats* stats = nullptr;
+};
+
+// Sends the migration's keys; keys that took adds meanwhile are sent again
+// (Migration::next_round) before the client is answered.
+void run_migration(MigrationRun run) {
+    MigrateRequest request = run.request;
+    request.keys = run.migration->keys.size();
+    request.restore_command = [migration = run.migration](std::size_t index, std::string& command) {
+        return migration->restore_command(index, command);
+    };
+    command::Migration* service = run.service;
+    service->migrate(std::move(request), [run = std::move(run)](const MigrateResult& result) {
+        Migration& migration = *run.migration;
+        const Migration::Deletion deletion = migration.delete_accepted(result);
+        migration.deleted += deletion.deleted;
+        const bool clean = result.failure == MigrateResult::Failure::none &&
+                           result.target_error.empty() && !migration.too_large &&
+                           !migration.out_of_memory;
+        if (clean && migration.next_round()) return run_migration(run);
+        // The client's connection runs this on its worker thread, the only
+        // writer of `stats`.
+        run.reply.complete([error = migration.reply_error(result, deletion),
+                            deleted = migration.deleted, stats = run.stats](resp::Writer& out) {
+            if (deleted != 0) WorkerStats::bump(stats->changes, deleted);
+            if (error.empty()) {
+                out.ok();
+            } else {
+                out.error(error);
+            }
+        });
+    });
+}
 
 // MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]
 // [AUTH password] [AUTH2 username password] [KEYS key [key ...]]. The
@@ -412,26 +478,8 @@ void cmd_migrate(With<uses::Migration>& ctx, Args argv) {
     request.port = static_cast<std::uint16_t>(*port);
     request.timeout_ms = *timeout_ms;
     request.db = *db;
-    request.keys = migration->keys.size();
-    request.restore_command = [migration](std::size_t index, std::string& command) {
-        return migration->restore_command(index, command);
-    };
-    WorkerStats* stats = &ctx.stats;
-    ctx.server.migration.migrate(
-        std::move(request), [migration, reply, stats](const MigrateResult& result) {
-            const Migration::Deletion deletion = migration->delete_accepted(result);
-            // The client's connection runs this on its worker thread, the only
-            // writer of `stats`.
-            reply.complete([error = migration->reply_error(result, deletion),
-                            deleted = deletion.deleted, stats](resp::Writer& out) {
-                if (deleted != 0) WorkerStats::bump(stats->changes, deleted);
-                if (error.empty()) {
-                    out.ok();
-                } else {
-                    out.error(error);
-                }
-            });
-        });
+    run_migration(MigrationRun{std::move(migration), &ctx.server.migration, std::move(request),
+                               reply, &ctx.stats});
 }
 
 }  // namespace

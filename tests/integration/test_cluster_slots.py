@@ -15,7 +15,7 @@ import redis
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
-from test_cluster import MOVE_SLOTS, cluster_node, free_ports
+from test_cluster import MOVE_SLOTS, cluster_node, free_ports, three_node_map
 
 TWO_NODE_MAP = "0-8191=127.0.0.1:%d,8192-16383=127.0.0.1:%d"
 
@@ -287,6 +287,85 @@ class MoveSlotsUnderWriters(unittest.TestCase):
         self.assertIn("moved 1 filters", again.stdout)
         self.assertEqual(self.b.execute_command("BF.CARD", hot), items)
         self.assertEqual(self.b.execute_command("BF.EXISTS", hot, "h-0"), 1)
+
+
+class RedisCliReshards(unittest.TestCase):
+    """redis-cli --cluster reshard and rebalance, unmodified, while a
+    RedisCluster client adds to filters in the slots that move."""
+
+    def setUp(self):
+        self.ports = free_ports(3)
+        slot_map = three_node_map(self.ports)
+        self.nodes = [cluster_node(port, slot_map) for port in self.ports]
+        for node in self.nodes:
+            node.start()
+        self.ids = [node.client().execute_command("CLUSTER", "MYID").decode()
+                    for node in self.nodes]
+
+    def tearDown(self):
+        for node in self.nodes:
+            node.cleanup()
+
+    def redis_cli(self, *args):
+        result = subprocess.run(["redis-cli", "--cluster", *args], capture_output=True,
+                                text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        return result.stdout
+
+    def test_reshard_and_rebalance_under_writers_lose_nothing(self):
+        entry = "127.0.0.1:%d" % self.ports[0]
+        cluster = RedisCluster(host="127.0.0.1", port=self.ports[0])
+        keys = ["f%d" % i for i in range(300)]
+        for key in keys:
+            cluster.execute_command("BF.ADD", key, "seed")
+        acknowledged, stop, failures = [], threading.Event(), []
+
+        def write():
+            writer = RedisCluster(host="127.0.0.1", port=self.ports[0])
+            try:
+                i = 0
+                while not stop.is_set():
+                    key = keys[(i * 7) % len(keys)]
+                    if writer.execute_command("BF.ADD", key, "w%d" % i) is not None:
+                        acknowledged.append((key, "w%d" % i))
+                    i += 1
+            except Exception as e:  # noqa: BLE001 - reported by the test
+                failures.append(e)
+            finally:
+                writer.close()
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        try:
+            self.redis_cli("reshard", entry, "--cluster-from", self.ids[0], "--cluster-to",
+                           self.ids[1], "--cluster-slots", "600", "--cluster-yes")
+            self.redis_cli("rebalance", entry, "--cluster-weight", "%s=2" % self.ids[2],
+                           "--cluster-yes")
+        finally:
+            stop.set()
+            thread.join(60)
+        self.assertEqual(failures, [])
+        self.assertGreater(len(acknowledged), 100)
+        check = self.redis_cli("check", entry)
+        self.assertIn("All nodes agree about slots configuration", check)
+        self.assertIn("All 16384 slots covered", check)
+        self.assertNotIn("[WARNING]", check)
+        served = [0, 0, 0]
+        for first, last, primary, *_ in self.nodes[0].client().execute_command("CLUSTER",
+                                                                                "SLOTS"):
+            served[self.ports.index(int(primary[1]))] += last - first + 1
+        self.assertEqual(sum(served), 16384)
+        self.assertGreater(served[2], 7000)  # weight 2 of 4: about half the slots
+        for node in self.nodes:
+            self.assertIn(b"cluster_state:ok", node.client().execute_command("CLUSTER", "INFO"))
+        try:
+            for key, item in acknowledged:
+                self.assertEqual(cluster.execute_command("BF.EXISTS", key, item), 1, (key, item))
+            for key in keys:
+                self.assertEqual(cluster.execute_command("BF.EXISTS", key, "seed"), 1, key)
+        finally:
+            cluster.close()
+        self.assertEqual(sum(node.client().dbsize() for node in self.nodes), len(keys))
 
 
 if __name__ == "__main__":

@@ -393,30 +393,40 @@ TEST_F(KeyCommands, MigrateErrors) {
     EXPECT_FALSE(target.keyspace.contains("k"));
 }
 
-TEST_F(KeyCommands, MigrateKeepsAKeyThatChangedWhileItWasSent) {
+TEST_F(KeyCommands, MigrateSendsAgainAKeyThatChangedWhileItWasSent) {
     ASSERT_THAT(run({"BF.ADD", "k", "a"}), IsInt(1));
     ASSERT_THAT(run({"BF.ADD", "quiet", "a"}), IsInt(1));
-    // Another client adds to "k" after its payload was made, before the
-    // target answers: deleting "k" would lose that add.
+    // Another client adds to "k" after its first `changes` payloads were
+    // made, before the target answers: deleting "k" would lose those adds.
+    int changes = 1;
+    int sends = 0;
     target.after_payload = [&](const std::string& key) {
         if (key != "k") return;
+        ++sends;
+        if (changes-- <= 0) return;
         std::vector<bloom::AddResult> results;
-        const std::vector<std::string_view> item = {"b"};
-        ASSERT_TRUE(keyspace.add_items("k", item, {}, nullptr, results));
+        const std::string item = "b" + std::to_string(sends);
+        const std::vector<std::string_view> items = {item};
+        ASSERT_TRUE(keyspace.add_items("k", items, {}, nullptr, results));
         ASSERT_EQ(results.at(0), bloom::AddResult::added);
     };
-    EXPECT_THAT(run({"MIGRATE", "h", "1", "", "0", "10", "KEYS", "k", "quiet"}),
+    EXPECT_THAT(run({"MIGRATE", "h", "1", "", "0", "10", "KEYS", "k", "quiet"}), IsOk());
+    EXPECT_EQ(sends, 2);  // sent again, with REPLACE, once it changed
+    EXPECT_THAT(run({"EXISTS", "k"}), IsInt(0));
+    EXPECT_THAT(run({"EXISTS", "quiet"}), IsInt(0));
+    bool has_b = false;
+    target.keyspace.with_filter("k", [&](const ScalableFilter& f) { has_b = f.contains("b1"); });
+    EXPECT_TRUE(has_b);
+
+    // A key that changes through every round is kept here, with its adds.
+    ASSERT_THAT(run({"BF.ADD", "k", "a"}), IsInt(1));
+    changes = 100;
+    sends = 0;
+    EXPECT_THAT(run({"MIGRATE", "h", "1", "k", "0", "10", "REPLACE"}),
                 IsError("ERR a key changed while MIGRATE sent it: it is kept here, and the "
                         "target holds the copy it was sent; MIGRATE it again with REPLACE"));
-    EXPECT_THAT(run({"BF.EXISTS", "k", "b"}), IsInt(1));
-    EXPECT_THAT(run({"EXISTS", "quiet"}), IsInt(0));  // unchanged: moved
-    ASSERT_TRUE(target.keyspace.contains("k"));
-    target.after_payload = nullptr;
-    EXPECT_THAT(run({"MIGRATE", "h", "1", "k", "0", "10", "REPLACE"}), IsOk());
-    EXPECT_THAT(run({"EXISTS", "k"}), IsInt(0));
-    bool has_b = false;
-    target.keyspace.with_filter("k", [&](const ScalableFilter& f) { has_b = f.contains("b"); });
-    EXPECT_TRUE(has_b);
+    EXPECT_EQ(sends, 9);  // the first send and 8 more
+    EXPECT_THAT(run({"BF.EXISTS", "k", "b9"}), IsInt(1));
 }
 
 TEST_F(KeyCommands, MigrateInClusterModeSendsRestoreAsking) {
