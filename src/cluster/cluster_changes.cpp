@@ -41,12 +41,15 @@ core::Result<ClusterMap> assign_slot(const ClusterMap& map, std::uint16_t slot,
                                 "slot.")};
     }
     ClusterMap next = map;
-    // A migration ends once the keys are gone: the slot is the target's.
-    if (keys_here == 0) next.set_migrating(slot, kNoNode);
+    // The owner's migration ends when the slot leaves it (or once this
+    // node, the owner, holds no key of it).
+    if (map.owner(slot) != *target || (map.owner(slot) == self && keys_here == 0)) {
+        next.set_migrating(slot, kNoNode);
+    }
     next.set_owner(slot, *target);
     if (*target == self && map.importing_from(slot) != kNoNode) {
         bump_self_epoch(next);
-        next.set_importing(slot, kNoNode);
+        next.set_importing(slot, kNoNode, kNoNode);
     }
     next.finish();
     return next;
@@ -78,14 +81,15 @@ core::Result<ClusterMap> set_slot(const ClusterMap& map, std::uint16_t slot, Slo
                 target_node(map, node_id, "ERR I don't know about node ");
             if (!source) return source.failure();
             ClusterMap next = map;
-            next.set_importing(slot, *source);
+            next.set_importing(slot, self, *source);
             next.finish();
             return next;
         }
         case SlotAction::stable: {
+            // This node's own states of the slot, as Redis's are per node.
             ClusterMap next = map;
-            next.set_migrating(slot, kNoNode);
-            next.set_importing(slot, kNoNode);
+            if (map.owner(slot) == self) next.set_migrating(slot, kNoNode);
+            if (map.importing_from(slot) != kNoNode) next.set_importing(slot, kNoNode, kNoNode);
             next.finish();
             return next;
         }
@@ -117,7 +121,7 @@ core::Result<ClusterMap> add_slots(const ClusterMap& map, std::span<const std::u
     ClusterMap next = map;
     for (const std::uint16_t slot : slots) {
         next.set_owner(slot, map.self_index());
-        next.set_importing(slot, kNoNode);
+        if (map.importing_from(slot) != kNoNode) next.set_importing(slot, kNoNode, kNoNode);
     }
     next.finish();
     return next;

@@ -6,31 +6,6 @@
 #include "bloomery/cluster/topology.hpp"
 
 namespace bloomery::cluster {
-namespace {
-
-using OpenSlots = std::vector<std::pair<std::uint16_t, std::uint16_t>>;
-
-std::uint16_t open_slot_node(const OpenSlots& open, std::uint16_t slot) {
-    const auto at =
-        std::lower_bound(open.begin(), open.end(), std::make_pair(slot, std::uint16_t{0}));
-    return at != open.end() && at->first == slot ? at->second : kNoNode;
-}
-
-void set_open_slot(OpenSlots& open, std::uint16_t slot, std::uint16_t node) {
-    const auto at =
-        std::lower_bound(open.begin(), open.end(), std::make_pair(slot, std::uint16_t{0}));
-    const bool present = at != open.end() && at->first == slot;
-    if (node == kNoNode) {
-        if (present) open.erase(at);
-    } else if (present) {
-        at->second = node;
-    } else {
-        open.insert(at, {slot, node});
-    }
-}
-
-}  // namespace
-
 ClusterMap ClusterMap::lone(MapNode self) {
     ClusterMap map;
     map.nodes_.push_back(std::move(self));
@@ -70,12 +45,38 @@ std::optional<std::uint16_t> ClusterMap::find(std::string_view id) const {
     return std::nullopt;
 }
 
+const ClusterMap::OpenSlot* ClusterMap::find_open_slot(std::uint16_t slot) const {
+    const auto at =
+        std::lower_bound(open_.begin(), open_.end(), slot,
+                         [](const OpenSlot& open, std::uint16_t s) { return open.slot < s; });
+    return at != open_.end() && at->slot == slot ? &*at : nullptr;
+}
+
+ClusterMap::OpenSlot* ClusterMap::open_slot(std::uint16_t slot) {
+    const auto at =
+        std::lower_bound(open_.begin(), open_.end(), slot,
+                         [](const OpenSlot& open, std::uint16_t s) { return open.slot < s; });
+    if (at != open_.end() && at->slot == slot) return &*at;
+    return &*open_.insert(at, OpenSlot{.slot = slot});
+}
+
+void ClusterMap::drop_if_closed(std::uint16_t slot) {
+    const OpenSlot* open = find_open_slot(slot);
+    if (open != nullptr && open->migrating_to == kNoNode && open->importer == kNoNode) {
+        open_.erase(open_.begin() + (open - open_.data()));
+    }
+}
+
 std::uint16_t ClusterMap::migrating_to(std::uint16_t slot) const {
-    return migrating_.empty() ? kNoNode : open_slot_node(migrating_, slot);
+    if (open_.empty()) return kNoNode;
+    const OpenSlot* open = find_open_slot(slot);
+    return open != nullptr ? open->migrating_to : kNoNode;
 }
 
 std::uint16_t ClusterMap::importing_from(std::uint16_t slot) const {
-    return importing_.empty() ? kNoNode : open_slot_node(importing_, slot);
+    if (open_.empty()) return kNoNode;
+    const OpenSlot* open = find_open_slot(slot);
+    return open != nullptr && open->importer == self_ ? open->importing_from : kNoNode;
 }
 
 std::vector<std::uint16_t> ClusterMap::replicas_of(std::uint16_t primary) const {
@@ -98,12 +99,18 @@ std::uint16_t ClusterMap::add_node(MapNode node) {
     return static_cast<std::uint16_t>(nodes_.size() - 1);
 }
 
-void ClusterMap::set_migrating(std::uint16_t slot, std::uint16_t node) {
-    set_open_slot(migrating_, slot, node);
+void ClusterMap::set_migrating(std::uint16_t slot, std::uint16_t target) {
+    if (target == kNoNode && find_open_slot(slot) == nullptr) return;
+    open_slot(slot)->migrating_to = target;
+    drop_if_closed(slot);
 }
 
-void ClusterMap::set_importing(std::uint16_t slot, std::uint16_t node) {
-    set_open_slot(importing_, slot, node);
+void ClusterMap::set_importing(std::uint16_t slot, std::uint16_t importer, std::uint16_t source) {
+    if (importer == kNoNode && find_open_slot(slot) == nullptr) return;
+    OpenSlot* open = open_slot(slot);
+    open->importer = importer;
+    open->importing_from = importer == kNoNode ? kNoNode : source;
+    drop_if_closed(slot);
 }
 
 void ClusterMap::finish() {

@@ -129,16 +129,18 @@ void append_slots(std::string& text, const cluster::ClusterMap& map, std::uint16
             text += std::to_string(range.last);
         }
     }
-    if (index != map.self_index()) return;
-    for (const auto& [slot, node] : map.migrating()) {
-        text += " [" + std::to_string(slot) + "->-";
-        text += map.node(node).id;
-        text += ']';
-    }
-    for (const auto& [slot, node] : map.importing()) {
-        text += " [" + std::to_string(slot) + "-<-";
-        text += map.node(node).id;
-        text += ']';
+    if (index != map.self_index()) return;  // as Redis: only this node's line
+    for (const cluster::ClusterMap::OpenSlot& open : map.open_slots()) {
+        if (open.migrating_to != cluster::kNoNode && map.owner(open.slot) == index) {
+            text += " [" + std::to_string(open.slot) + "->-";
+            text += map.node(open.migrating_to).id;
+            text += ']';
+        }
+        if (open.importer == index) {
+            text += " [" + std::to_string(open.slot) + "-<-";
+            text += map.node(open.importing_from).id;
+            text += ']';
+        }
     }
 }
 

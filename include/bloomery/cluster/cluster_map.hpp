@@ -61,19 +61,24 @@ public:
 
     // The primary serving `slot`, kNoNode while it is unassigned.
     std::uint16_t owner(std::uint16_t slot) const { return owner_[slot]; }
-    // Where this node moves `slot` to (CLUSTER SETSLOT MIGRATING), and where
-    // it takes it from (IMPORTING); kNoNode when it does neither.
+    // Where the slot's owner moves `slot` to (its CLUSTER SETSLOT
+    // MIGRATING), kNoNode when it does not; routing reads it on the owner.
     std::uint16_t migrating_to(std::uint16_t slot) const;
+    // Where this node takes `slot` from (its SETSLOT IMPORTING), kNoNode
+    // when it does not.
     std::uint16_t importing_from(std::uint16_t slot) const;
-    // Whether any slot is migrating or importing here: commands on a map
+    // Whether any slot is migrating or importing anywhere: commands on a map
     // without open slots are routed by owner() alone.
-    bool has_open_slots() const { return !migrating_.empty() || !importing_.empty(); }
-    const std::vector<std::pair<std::uint16_t, std::uint16_t>>& migrating() const {
-        return migrating_;
-    }
-    const std::vector<std::pair<std::uint16_t, std::uint16_t>>& importing() const {
-        return importing_;
-    }
+    bool has_open_slots() const { return !open_.empty(); }
+    // Every open slot of the cluster, by slot: kept for the whole cluster,
+    // so that a map kept outside this node loses no other node's state.
+    struct OpenSlot {
+        std::uint16_t slot = 0;
+        std::uint16_t migrating_to = kNoNode;    // set by the owner
+        std::uint16_t importer = kNoNode;        // the node importing it
+        std::uint16_t importing_from = kNoNode;  // the source the importer named
+    };
+    const std::vector<OpenSlot>& open_slots() const { return open_; }
 
     std::uint64_t current_epoch() const { return current_epoch_; }
 
@@ -97,8 +102,9 @@ public:
     std::uint16_t add_node(MapNode node);  // its index
     MapNode& mutable_node(std::uint16_t index) { return nodes_[index]; }
     void set_owner(std::uint16_t slot, std::uint16_t node) { owner_[slot] = node; }
-    void set_migrating(std::uint16_t slot, std::uint16_t node);  // kNoNode clears
-    void set_importing(std::uint16_t slot, std::uint16_t node);  // kNoNode clears
+    void set_migrating(std::uint16_t slot, std::uint16_t target);  // kNoNode clears
+    // `importer` takes `slot` from `source`; kNoNode for both clears it.
+    void set_importing(std::uint16_t slot, std::uint16_t importer, std::uint16_t source);
     void set_current_epoch(std::uint64_t epoch) { current_epoch_ = epoch; }
     // Recomputes the derived fields; call once the changes are made.
     void finish();
@@ -107,9 +113,10 @@ private:
     std::vector<MapNode> nodes_;
     std::uint16_t self_ = 0;
     std::vector<std::uint16_t> owner_ = std::vector<std::uint16_t>(kSlotCount, kNoNode);
-    // (slot, node), sorted by slot; a handful at a time.
-    std::vector<std::pair<std::uint16_t, std::uint16_t>> migrating_;
-    std::vector<std::pair<std::uint16_t, std::uint16_t>> importing_;
+    std::vector<OpenSlot> open_;              // sorted by slot; a handful at a time
+    OpenSlot* open_slot(std::uint16_t slot);  // made if missing
+    const OpenSlot* find_open_slot(std::uint16_t slot) const;
+    void drop_if_closed(std::uint16_t slot);
     std::uint64_t current_epoch_ = 0;
     std::vector<SlotRange> ranges_;
     std::size_t slots_assigned_ = 0;
