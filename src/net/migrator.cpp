@@ -237,23 +237,28 @@ void Migrator::exchange(const std::shared_ptr<Target>& target, std::string text,
                                        fail(target, MigrateResult::Failure::write);
                                        return;
                                    }
-                                   arm_timer(target);
-                                   target->stream.async_read_line(
-                                       target->input, kMaxReplyLine,
-                                       [this, target, session, then = std::move(then)](
-                                           const error_code& read_error, std::size_t length) {
-                                           if (session != target->session) return;
-                                           if (read_error) {
-                                               fail(target, MigrateResult::Failure::read);
-                                               return;
-                                           }
-                                           target->timer.cancel();
-                                           std::string line = target->input.substr(0, length - 2);
-                                           target->input.erase(0, length);
-                                           target->held.set(target->input.capacity());
-                                           then(std::move(line));
-                                       });
+                                   read_reply(target, std::move(then));
                                });
+}
+
+void Migrator::read_reply(const std::shared_ptr<Target>& target,
+                          std::function<void(std::string line)> then) {
+    arm_timer(target);
+    target->stream.async_read_line(
+        target->input, kMaxReplyLine,
+        [this, target, session = target->session, then = std::move(then)](const error_code& error,
+                                                                          std::size_t length) {
+            if (session != target->session) return;
+            if (error) {
+                fail(target, MigrateResult::Failure::read);
+                return;
+            }
+            target->timer.cancel();
+            std::string line = target->input.substr(0, length - 2);
+            target->input.erase(0, length);
+            target->held.set(target->input.capacity());
+            then(std::move(line));
+        });
 }
 
 void Migrator::send_auth(const std::shared_ptr<Target>& target) {

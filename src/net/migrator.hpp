@@ -80,6 +80,9 @@ private:
     // Writes `text`, reads one reply line, then calls `then(line)`.
     void exchange(const std::shared_ptr<Target>& target, std::string text,
                   std::function<void(std::string line)> then);
+    // Reads one reply line, then calls `then(line)`.
+    void read_reply(const std::shared_ptr<Target>& target,
+                    std::function<void(std::string line)> then);
     void arm_timer(const std::shared_ptr<Target>& target);
     void close(Target& target);
     void sweep();  // closes connections unused for kIdleClose, every second

@@ -130,7 +130,6 @@ void ReplicaLink::stop() {
     stopping_.store(true);
     asio::post(io_, [this] {
         ++session_;
-        error_code ignored;
         resolver_.cancel();
         stream_->close();
         watchdog_.cancel();
