@@ -92,6 +92,7 @@ std::unique_ptr<boost::asio::ssl::context> make_tls_context(const core::Config& 
     auto context = std::make_unique<ssl::context>(ssl::context::tls_server);
     SSL_CTX* native = context->native_handle();
     set_protocol(native);
+    // The server's cipher order, not the client's.
     SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE);
     // Needed for session resumption when client certificates are verified.
     static constexpr unsigned char kSessionContext[] = "bloomery";
