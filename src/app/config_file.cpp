@@ -64,9 +64,9 @@ constexpr std::string_view kRedisOnlySettings =
     "slave-announce-port slave-ignore-maxmemory slave-lazy-flush slave-priority "
     "slave-read-only stream-node-max-bytes stream-node-max-entries supervised syslog-enabled "
     "syslog-facility syslog-ident tcp-backlog tcp-keepalive tls-ca-cert-dir tls-ciphers "
-    "tls-ciphersuites tls-client-cert-file tls-client-key-file tls-client-key-file-pass "
-    "tls-cluster tls-dh-params-file tls-key-file-pass tls-prefer-server-ciphers tls-protocols "
-    "tls-replication tls-session-cache-size tls-session-cache-timeout tls-session-caching "
+    "tls-ciphersuites tls-client-key-file-pass "
+    "tls-dh-params-file tls-key-file-pass tls-prefer-server-ciphers tls-protocols "
+    "tls-session-cache-size tls-session-cache-timeout tls-session-caching "
     "tracking-table-max-keys unixsocket unixsocketperm use-exit-on-panic user watchdog-period "
     "zset-max-listpack-entries zset-max-listpack-value zset-max-ziplist-entries "
     "zset-max-ziplist-value";

@@ -74,6 +74,8 @@ void replication_section(InfoContext& ctx, std::string& out) {
         line(out, "master_host", r.primary_host);
         line(out, "master_port", r.primary_port);
         line(out, "master_link_status", std::string(r.link_up ? "up" : "down"));
+        // bloomery's: whether the link is TLS (--tls-replication).
+        line(out, "master_link_tls", r.link_tls ? 1 : 0);
         line(out, "master_last_io_seconds_ago", r.last_io_seconds_ago);
         line(out, "master_sync_in_progress", r.sync_in_progress ? 1 : 0);
         line(out, "slave_read_repl_offset", r.read_offset);

@@ -260,7 +260,10 @@ std::string first_label(std::string_view name) {
 }  // namespace
 
 bool replicaof_names_self(const Config& config) {
-    if (config.replicaof_host.empty() || config.replicaof_port != config.port) return false;
+    // Over TLS a replica names its primary's TLS port.
+    const std::uint16_t own_port =
+        config.tls_replication && config.tls_port != 0 ? config.tls_port : config.port;
+    if (config.replicaof_host.empty() || config.replicaof_port != own_port) return false;
     const std::string self = host_name();
     return config.replicaof_host == config.bind ||
            (!self.empty() && first_label(config.replicaof_host) == first_label(self));
@@ -284,7 +287,21 @@ void check_listeners(const Config& c, Problems& problems) {
     }
 }
 
+// The links this server opens (tls-replication, tls-cluster): as Redis,
+// they verify the peer, so they need the CA.
+void check_tls_links(const Config& c, Problems& problems) {
+    if ((c.tls_replication || c.tls_cluster) && c.tls_ca_cert_file.empty()) {
+        problems.push_back(std::string(c.tls_replication ? "--tls-replication" : "--tls-cluster") +
+                           ": verifying the peer's certificate needs --tls-ca-cert-file");
+    }
+    if (c.tls_client_cert_file.empty() != c.tls_client_key_file.empty()) {
+        problems.push_back(
+            "--tls-client-cert-file: needs --tls-client-key-file, and the other way round");
+    }
+}
+
 void check_tls(const Config& c, Problems& problems) {
+    check_tls_links(c, problems);
     if (c.tls_port == 0) return;
     // Whether the files can be read and match is checked by the start-up
     // checks (net/startup_checks.hpp), which build the TLS context.

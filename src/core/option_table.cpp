@@ -191,6 +191,20 @@ constexpr OptionSpec kOptions[] = {
     real<&Config::tls_handshake_timeout_seconds>(
         "tls-handshake-timeout", kTls, 0.001, 3600,
         "Seconds a TLS client has to finish its handshake before it is closed"),
+    choice<&Config::tls_replication, kYesNoWords>(
+        "tls-replication", kTls,
+        "yes: a replica connects to its primary over TLS (to the primary's TLS port), verifying "
+        "its certificate chain with --tls-ca-cert-file"),
+    choice<&Config::tls_cluster, kYesNoWords>(
+        "tls-cluster", kTls,
+        "yes: MIGRATE connects to its target over TLS, verifying its certificate chain with "
+        "--tls-ca-cert-file"),
+    text<&Config::tls_client_cert_file>(
+        "tls-client-cert-file", kTls,
+        "Certificate chain (PEM) the replication and MIGRATE links present (default: "
+        "--tls-cert-file)"),
+    text<&Config::tls_client_key_file>("tls-client-key-file", kTls,
+                                       "Private key (PEM) of --tls-client-cert-file"),
 
     // ---- Protocol limits ----
     // Redis's lower bound. The upper one is bloomery's: a journal record

@@ -7,6 +7,7 @@
 
 #include "bloomery/core/memory.hpp"
 #include "bloomery/resp/writer.hpp"
+#include "link_stream.hpp"
 
 namespace bloomery::net {
 
@@ -30,11 +31,16 @@ struct Migrator::Job {
 
 // One host:port, its cached connection and the MIGRATEs waiting for it.
 struct Migrator::Target {
-    Target(asio::io_context& io, std::string host_name, std::uint16_t port_number)
-        : host(std::move(host_name)), port(port_number), socket(io), resolver(io), timer(io) {}
+    Target(asio::io_context& io, asio::ssl::context* tls_context, std::string host_name,
+           std::uint16_t port_number)
+        : host(std::move(host_name)),
+          port(port_number),
+          stream(io, tls_context),
+          resolver(io),
+          timer(io) {}
     std::string host;
     std::uint16_t port;
-    tcp::socket socket;
+    LinkStream stream;  // plain TCP, or TLS with --tls-cluster
     tcp::resolver resolver;
     asio::steady_timer timer;
     bool connected = false;
@@ -107,8 +113,8 @@ void Migrator::migrate(MigrateRequest request, std::function<void(MigrateResult)
                 }
             }
             found = targets_
-                        .emplace(name, std::make_shared<Target>(io_, job->request.host,
-                                                                job->request.port))
+                        .emplace(name, std::make_shared<Target>(
+                                           io_, tls_context_, job->request.host, job->request.port))
                         .first;
         }
         const std::shared_ptr<Target> target = found->second;
@@ -126,16 +132,14 @@ void Migrator::arm_timer(const std::shared_ptr<Target>& target) {
         // The operation in flight ends with an error once the socket is
         // closed; it sees timed_out.
         target->timed_out = true;
-        error_code ignored;
-        target->socket.close(ignored);
+        target->stream.close();
         target->resolver.cancel();
     });
 }
 
 void Migrator::close(Target& target) {
     ++target.session;
-    error_code ignored;
-    target.socket.close(ignored);
+    target.stream.close();
     target.resolver.cancel();
     target.timer.cancel();
     if (target.connected) cached_.fetch_sub(1, std::memory_order_relaxed);
@@ -164,6 +168,7 @@ void Migrator::run_next(const std::shared_ptr<Target>& target) {
 }
 
 void Migrator::connect(const std::shared_ptr<Target>& target) {
+    target->stream.reset();
     arm_timer(target);
     target->resolver.async_resolve(
         target->host, std::to_string(target->port),
@@ -175,7 +180,7 @@ void Migrator::connect(const std::shared_ptr<Target>& target) {
                 return;
             }
             asio::async_connect(
-                target->socket, endpoints,
+                target->stream.socket(), endpoints,
                 [this, target, session](const error_code& connect_error, const tcp::endpoint&) {
                     if (session != target->session) return;
                     if (connect_error) {
@@ -187,13 +192,32 @@ void Migrator::connect(const std::shared_ptr<Target>& target) {
                                                        : MigrateResult::Failure::write);
                         return;
                     }
-                    target->timer.cancel();
                     error_code ignored;
-                    target->socket.set_option(tcp::no_delay(true), ignored);
-                    target->connected = true;
-                    cached_.fetch_add(1, std::memory_order_relaxed);
-                    send_auth(target);
+                    target->stream.socket().set_option(tcp::no_delay(true), ignored);
+                    handshake(target);
                 });
+        });
+}
+
+// Under the connect's timeout still: a target that accepts and never
+// answers the TLS handshake times out as one that never accepts.
+void Migrator::handshake(const std::shared_ptr<Target>& target) {
+    target->stream.async_handshake(
+        target->host, [this, target, session = target->session](const error_code& error) {
+            if (session != target->session) return;
+            if (error) {
+                // MIGRATE's reply is Redis's fixed IOERR text: the reason
+                // goes to the log.
+                spdlog::warn("MIGRATE to {}:{}: {}", target->host, target->port,
+                             target->timed_out ? std::string("TLS handshake timed out")
+                                               : target->stream.handshake_failure(error));
+                fail(target, MigrateResult::Failure::connect);
+                return;
+            }
+            target->timer.cancel();
+            target->connected = true;
+            cached_.fetch_add(1, std::memory_order_relaxed);
+            send_auth(target);
         });
 }
 
@@ -202,35 +226,39 @@ void Migrator::exchange(const std::shared_ptr<Target>& target, std::string text,
     target->output = std::move(text);
     target->held.set(target->output.capacity() + target->input.capacity());
     arm_timer(target);
-    asio::async_write(target->socket, asio::buffer(target->output),
-                      [this, target, session = target->session, then = std::move(then)](
-                          const error_code& error, std::size_t) mutable {
-                          if (session != target->session) return;
-                          // The payload goes as soon as it is written.
-                          std::string().swap(target->output);
-                          target->held.set(target->input.capacity());
-                          if (error) {
-                              fail(target, MigrateResult::Failure::write);
-                              return;
-                          }
-                          arm_timer(target);
-                          asio::async_read_until(
-                              target->socket, asio::dynamic_buffer(target->input, kMaxReplyLine),
-                              "\r\n",
-                              [this, target, session, then = std::move(then)](
-                                  const error_code& read_error, std::size_t length) {
-                                  if (session != target->session) return;
-                                  if (read_error) {
-                                      fail(target, MigrateResult::Failure::read);
-                                      return;
-                                  }
-                                  target->timer.cancel();
-                                  std::string line = target->input.substr(0, length - 2);
-                                  target->input.erase(0, length);
-                                  target->held.set(target->input.capacity());
-                                  then(std::move(line));
-                              });
-                      });
+    target->stream.async_write(asio::buffer(target->output),
+                               [this, target, session = target->session, then = std::move(then)](
+                                   const error_code& error, std::size_t) mutable {
+                                   if (session != target->session) return;
+                                   // The payload goes as soon as it is written.
+                                   std::string().swap(target->output);
+                                   target->held.set(target->input.capacity());
+                                   if (error) {
+                                       fail(target, MigrateResult::Failure::write);
+                                       return;
+                                   }
+                                   read_reply(target, std::move(then));
+                               });
+}
+
+void Migrator::read_reply(const std::shared_ptr<Target>& target,
+                          std::function<void(std::string line)> then) {
+    arm_timer(target);
+    target->stream.async_read_line(
+        target->input, kMaxReplyLine,
+        [this, target, session = target->session, then = std::move(then)](const error_code& error,
+                                                                          std::size_t length) {
+            if (session != target->session) return;
+            if (error) {
+                fail(target, MigrateResult::Failure::read);
+                return;
+            }
+            target->timer.cancel();
+            std::string line = target->input.substr(0, length - 2);
+            target->input.erase(0, length);
+            target->held.set(target->input.capacity());
+            then(std::move(line));
+        });
 }
 
 void Migrator::send_auth(const std::shared_ptr<Target>& target) {

@@ -19,7 +19,9 @@
 // sends them anyway, and a target that refused SELECT restores them into
 // whatever database the connection was in): the keys stay here, untouched
 // there.
-// Plain TCP only (MIGRATE does not speak TLS).
+// With --tls-cluster (as Redis) the connections are TLS: the target's
+// certificate chain is verified against --tls-ca-cert-file before AUTH or
+// any key is sent, and a handshake that fails is a failed connect (IOERR).
 
 #include <chrono>
 #include <cstdint>
@@ -31,6 +33,7 @@
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl/context.hpp>
 
 #include "bloomery/command/server.hpp"
 
@@ -44,7 +47,9 @@ public:
     // is a read error.
     static constexpr std::size_t kMaxReplyLine = std::size_t{64} * 1024;
 
-    Migrator() = default;
+    // Connections are TLS with `tls_context` (null: plain TCP), which must
+    // outlive the migrator.
+    explicit Migrator(boost::asio::ssl::context* tls_context) : tls_context_(tls_context) {}
     // Closes every connection and stops the thread; exchanges not finished
     // are dropped without calling their `done` (their clients are going
     // with the server).
@@ -64,6 +69,7 @@ private:
     void start_thread();
     void run_next(const std::shared_ptr<Target>& target);
     void connect(const std::shared_ptr<Target>& target);
+    void handshake(const std::shared_ptr<Target>& target);
     void send_auth(const std::shared_ptr<Target>& target);
     void send_select(const std::shared_ptr<Target>& target);
     void send_next_key(const std::shared_ptr<Target>& target);
@@ -74,10 +80,14 @@ private:
     // Writes `text`, reads one reply line, then calls `then(line)`.
     void exchange(const std::shared_ptr<Target>& target, std::string text,
                   std::function<void(std::string line)> then);
+    // Reads one reply line, then calls `then(line)`.
+    void read_reply(const std::shared_ptr<Target>& target,
+                    std::function<void(std::string line)> then);
     void arm_timer(const std::shared_ptr<Target>& target);
     void close(Target& target);
     void sweep();  // closes connections unused for kIdleClose, every second
 
+    boost::asio::ssl::context* tls_context_;
     std::once_flag started_;
     boost::asio::io_context io_{1};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{

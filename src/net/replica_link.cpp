@@ -18,6 +18,7 @@
 #include "bloomery/core/memory.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/resp/writer.hpp"
+#include "link_stream.hpp"
 
 namespace bloomery::net {
 
@@ -94,14 +95,16 @@ private:
 
 ReplicaLink::ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
                          persist::Manager& persistence, command::ReplicaGate& gate,
-                         std::string host, std::uint16_t port, std::function<void()> before_start)
+                         std::string host, std::uint16_t port,
+                         boost::asio::ssl::context* tls_context, std::function<void()> before_start)
     : config_(config),
       keyspace_(keyspace),
       persistence_(persistence),
       gate_(gate),
       host_(std::move(host)),
       port_(port),
-      before_start_(std::move(before_start)) {
+      before_start_(std::move(before_start)),
+      stream_(std::make_unique<LinkStream>(io_, tls_context)) {
     down_since_ms_ = store::now_ms();
 }
 
@@ -127,9 +130,8 @@ void ReplicaLink::stop() {
     stopping_.store(true);
     asio::post(io_, [this] {
         ++session_;
-        error_code ignored;
         resolver_.cancel();
-        socket_.close(ignored);
+        stream_->close();
         watchdog_.cancel();
         ack_timer_.cancel();
         pause_.cancel();
@@ -149,6 +151,7 @@ void ReplicaLink::fill_info(command::ReplicationInfo& info) const {
     info.replica = true;
     info.primary_host = host_;
     info.primary_port = port_;
+    info.link_tls = stream_->tls();
     info.replid = replid_.empty() ? std::string(40, '0') : replid_;
     info.offset = offset_;
     info.read_offset = read_offset_;
@@ -168,10 +171,10 @@ std::uint64_t ReplicaLink::applied_offset() const {
 
 void ReplicaLink::fail(std::string why) {
     if (stopping_.load()) return;
-    spdlog::warn("replication: link to {}:{} failed: {}", host_, port_, why);
+    spdlog::warn("replication: link to {}:{}{} failed: {}", host_, port_,
+                 stream_->tls() ? " (TLS)" : "", why);
     ++session_;
-    error_code ignored;
-    socket_.close(ignored);
+    stream_->close();
     watchdog_.cancel();
     ack_timer_.cancel();
     writes_.clear();
@@ -219,15 +222,15 @@ void ReplicaLink::write_next() {
     // The handler holds the bytes: a failed session clears writes_ while the
     // write may still be in flight.
     std::shared_ptr<std::string> text = writes_.front().first;
-    asio::async_write(socket_, asio::buffer(*text),
-                      [this, session = session_, text](const error_code& error, std::size_t) {
-                          if (stale(session)) return;
-                          if (error) return fail(error.message());
-                          Step then = std::move(writes_.front().second);
-                          writes_.pop_front();
-                          write_next();
-                          if (then) then();
-                      });
+    stream_->async_write(asio::buffer(*text),
+                         [this, session = session_, text](const error_code& error, std::size_t) {
+                             if (stale(session)) return;
+                             if (error) return fail(LinkStream::io_failure(error));
+                             Step then = std::move(writes_.front().second);
+                             writes_.pop_front();
+                             write_next();
+                             if (then) then();
+                         });
 }
 
 void ReplicaLink::begin_session() {
@@ -241,7 +244,9 @@ void ReplicaLink::begin_session() {
     }
     decoder_.start(config_.masterauth.empty() ? Handshake::replconf_first : Handshake::auth_first,
                    request);
-    socket_ = asio::ip::tcp::socket(io_);
+    stream_->reset();
+    // Bounds the TLS handshake too: a peer that accepts and never answers
+    // fails the session at --repl-timeout.
     arm_watchdog();
     resolver_.async_resolve(
         host_, std::to_string(port_),
@@ -250,27 +255,45 @@ void ReplicaLink::begin_session() {
             if (stale(session)) return;
             if (error) return fail("cannot resolve " + host_ + ": " + error.message());
             asio::async_connect(
-                socket_, endpoints,
+                stream_->socket(), endpoints,
                 [this, session](const error_code& connect_error, const asio::ip::tcp::endpoint&) {
                     if (stale(session)) return;
                     if (connect_error) return fail(connect_error.message());
-                    on_connected();
+                    on_tcp_connected();
                 });
         });
 }
 
-void ReplicaLink::on_connected() {
+// Over TLS, nothing of the replica's (AUTH's password, REPLCONF) is sent
+// before the primary's certificate verified.
+void ReplicaLink::on_tcp_connected() {
     error_code ignored;
-    socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+    stream_->socket().set_option(asio::ip::tcp::no_delay(true), ignored);
+    stream_->async_handshake(host_, [this, session = session_](const error_code& error) {
+        if (stale(session)) return;
+        if (error) return fail(stream_->handshake_failure(error));
+        if (stream_->tls()) {
+            spdlog::info("replication: TLS handshake with {}:{} done, its certificate verified",
+                         host_, port_);
+        }
+        on_connected();
+    });
+}
+
+void ReplicaLink::on_connected() {
     // Each command waits for the answer to the one before (the decoder says
     // which came): after a refused AUTH, nothing else is sent.
     if (config_.masterauth.empty()) {
-        write(command("REPLCONF", "listening-port", std::to_string(config_.port)));
+        write(command("REPLCONF", "listening-port", std::to_string(listening_port())));
     } else {
         write(config_.masteruser.empty() ? command("AUTH", config_.masterauth)
                                          : command("AUTH", config_.masteruser, config_.masterauth));
     }
     read_more();
+}
+
+std::uint16_t ReplicaLink::listening_port() const {
+    return stream_->tls() && config_.tls_port != 0 ? config_.tls_port : config_.port;
 }
 
 void ReplicaLink::send_psync() {
@@ -286,19 +309,19 @@ void ReplicaLink::send_psync() {
 }
 
 void ReplicaLink::read_more() {
-    socket_.async_read_some(asio::buffer(chunk_),
-                            [this, session = session_](const error_code& error, std::size_t n) {
-                                if (stale(session)) return;
-                                if (error) return fail(error.message());
-                                arm_watchdog();
-                                decoder_.append(std::string_view(chunk_.data(), n));
-                                {
-                                    std::lock_guard lock(info_mutex_);
-                                    last_io_ms_ = store::now_ms();
-                                    received_bytes_ += n;
-                                }
-                                on_input();
-                            });
+    stream_->async_read_some(asio::buffer(chunk_),
+                             [this, session = session_](const error_code& error, std::size_t n) {
+                                 if (stale(session)) return;
+                                 if (error) return fail(LinkStream::io_failure(error));
+                                 arm_watchdog();
+                                 decoder_.append(std::string_view(chunk_.data(), n));
+                                 {
+                                     std::lock_guard lock(info_mutex_);
+                                     last_io_ms_ = store::now_ms();
+                                     received_bytes_ += n;
+                                 }
+                                 on_input();
+                             });
 }
 
 void ReplicaLink::on_input() {
@@ -312,7 +335,7 @@ void ReplicaLink::on_input() {
                     buffer_charge_.set(decoder_.capacity() + chunk_.capacity());
                     return read_more();
                 case Event::auth_ok:
-                    write(command("REPLCONF", "listening-port", std::to_string(config_.port)));
+                    write(command("REPLCONF", "listening-port", std::to_string(listening_port())));
                     break;
                 case Event::replconf_ok:
                     send_psync();

@@ -13,12 +13,14 @@ namespace bloomery::net {
 ReplicationController::ReplicationController(const core::Config& config, store::Keyspace& keyspace,
                                              persist::Manager& persistence,
                                              ReplicationSource& source,
-                                             boost::asio::io_context& timers)
+                                             boost::asio::io_context& timers,
+                                             boost::asio::ssl::context* link_tls)
     : config_(config),
       keyspace_(keyspace),
       persistence_(persistence),
       source_(source),
-      timers_(timers) {}
+      timers_(timers),
+      link_tls_(link_tls) {}
 
 ReplicationController::~ReplicationController() {
     stop_links();
@@ -122,14 +124,15 @@ void ReplicationController::follow(std::string_view host, std::uint16_t port) {
     std::shared_ptr<ReplicaLink> replaced(std::move(link_));
     std::shared_future<void> before = links_stopped_;
     links_stopped_ = {};  // whoever replaces the new link stops it, and so waits for these
-    link_ =
-        std::make_unique<ReplicaLink>(config_, keyspace_, persistence_, gate_, std::string(host),
-                                      port, [replaced = std::move(replaced), before]() mutable {
-                                          if (before.valid()) before.wait();
-                                          replaced.reset();
-                                      });
+    link_ = std::make_unique<ReplicaLink>(config_, keyspace_, persistence_, gate_,
+                                          std::string(host), port, link_tls_,
+                                          [replaced = std::move(replaced), before]() mutable {
+                                              if (before.valid()) before.wait();
+                                              replaced.reset();
+                                          });
     link_->start();
-    spdlog::info("replication: this server is now a replica of {}:{}", host, port);
+    spdlog::info("replication: this server is now a replica of {}:{}{}", host, port,
+                 link_tls_ != nullptr ? " over TLS" : "");
 }
 
 void ReplicationController::wait_for_replicas(std::int64_t count, std::int64_t timeout_ms,

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
 
 #include "bloomery/command/server.hpp"
 #include "bloomery/core/config.hpp"
@@ -32,10 +33,12 @@ class ReplicationSource;
 
 class ReplicationController final : public command::Replication {
 public:
-    // WAIT's timers run on `timers` (the main thread's io_context).
+    // WAIT's timers run on `timers` (the main thread's io_context). Links
+    // to a primary are TLS with `link_tls` (--tls-replication; null: plain
+    // TCP), which must outlive this controller.
     ReplicationController(const core::Config& config, store::Keyspace& keyspace,
                           persist::Manager& persistence, ReplicationSource& source,
-                          boost::asio::io_context& timers);
+                          boost::asio::io_context& timers, boost::asio::ssl::context* link_tls);
     ~ReplicationController() override;  // stop_links()
     ReplicationController(const ReplicationController&) = delete;
     ReplicationController& operator=(const ReplicationController&) = delete;
@@ -76,6 +79,7 @@ private:
     persist::Manager& persistence_;
     ReplicationSource& source_;
     boost::asio::io_context& timers_;
+    boost::asio::ssl::context* link_tls_;
     command::ReplicaGate gate_;
     // Guards the three below. INFO, ROLE, CONFIG GET and /metrics take it
     // on any thread, so nothing waits for a link to stop while holding it.

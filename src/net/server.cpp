@@ -12,6 +12,7 @@
 #include "bloomery/net/metrics_server.hpp"
 #include "bloomery/net/prometheus.hpp"
 #include "bloomery/net/replication.hpp"
+#include "bloomery/net/tls.hpp"
 #include "client_book.hpp"
 #include "connection_environment.hpp"
 #include "migrator.hpp"
@@ -77,9 +78,12 @@ Server::Server(const core::Config& config, core::RuntimeSettings& settings,
       pool_(std::make_unique<WorkerPool>(config.threads, persistence)),
       statistics_(std::make_unique<ServerStatistics>(keyspace, registry, *pool_)),
       clients_(std::make_unique<ClientBook>(config, settings, *pool_)),
-      replication_(std::make_unique<ReplicationController>(config, keyspace, persistence,
-                                                           replication, main_context_)),
-      migrator_(std::make_unique<Migrator>()),
+      // Its files were checked before the start (startup_checks.hpp).
+      link_tls_(tls_links_wanted(config) ? make_tls_client_context(config) : nullptr),
+      replication_(std::make_unique<ReplicationController>(
+          config, keyspace, persistence, replication, main_context_,
+          config.tls_replication ? link_tls_.get() : nullptr)),
+      migrator_(std::make_unique<Migrator>(config.tls_cluster ? link_tls_.get() : nullptr)),
       cron_timer_(main_context_) {
     // A stop closes the listeners and ends the cron.
     auto close_listeners = [this] {

@@ -151,11 +151,21 @@ void check_access_control(const core::Config& c, Problems& problems) {
 // Builds the TLS context as the start does: files readable, certificate and
 // key matching, CA bundle usable.
 void check_tls(const core::Config& c, Problems& problems) {
-    if (c.tls_port == 0 || c.tls_cert_file.empty() || c.tls_key_file.empty()) return;
-    try {
-        make_tls_context(c);
-    } catch (const std::exception& e) {
-        problems.push_back(e.what());
+    if (c.tls_port != 0 && !c.tls_cert_file.empty() && !c.tls_key_file.empty()) {
+        try {
+            make_tls_context(c);
+        } catch (const std::exception& e) {
+            problems.push_back(e.what());
+        }
+    }
+    // The context of the links this server opens, as the server builds it
+    // (a missing CA is already refused by the configuration's checks).
+    if (tls_links_wanted(c) && !c.tls_ca_cert_file.empty()) {
+        try {
+            make_tls_client_context(c);
+        } catch (const std::exception& e) {
+            problems.push_back(e.what());
+        }
     }
 }
 

@@ -1,5 +1,6 @@
-// The server's TLS context: TLS 1.2 minimum whatever the system allows,
-// client verification per --tls-auth-clients, clear errors for bad files.
+// The server's TLS contexts: TLS 1.2 minimum whatever the system allows,
+// client verification per --tls-auth-clients, the links' verification of
+// their peer, clear errors for bad files.
 // Handshakes run in memory (a BIO pair), no sockets.
 
 #include <gtest/gtest.h>
@@ -192,6 +193,42 @@ TEST_F(TlsContext, BadFilesAreNamedWithTheReason) {
     c.tls_ca_cert_file = server_->key_path;
     error = error_of(c);
     EXPECT_NE(error.find("--tls-ca-cert-file '" + server_->key_path + "'"), std::string::npos)
+        << error;
+}
+
+// The links this server opens (--tls-replication, --tls-cluster) verify
+// the peer's chain against the CA, and nothing else.
+TEST_F(TlsContext, LinksVerifyThePeersChainAgainstTheCa) {
+    auto server = make_tls_context(config());
+    core::Config c = config();
+    c.tls_ca_cert_file = server_->certificate_path;
+    auto trusting = make_tls_client_context(c);
+    EXPECT_EQ(SSL_CTX_get_verify_mode(trusting->native_handle()), SSL_VERIFY_PEER);
+    EXPECT_TRUE(handshake(server->native_handle(), trusting->native_handle()));
+    c.tls_ca_cert_file = other_->certificate_path;
+    auto distrusting = make_tls_client_context(c);
+    EXPECT_FALSE(handshake(server->native_handle(), distrusting->native_handle()));
+}
+
+TEST_F(TlsContext, LinksPresentTheClientCertificateElseTheServers) {
+    // Requires a client certificate that chains to the server's own.
+    auto server = make_tls_context(config(core::TlsAuthClients::yes));
+    core::Config c = config();
+    c.tls_ca_cert_file = server_->certificate_path;
+    EXPECT_TRUE(handshake(server->native_handle(), make_tls_client_context(c)->native_handle()));
+    c.tls_client_cert_file = other_->certificate_path;
+    c.tls_client_key_file = other_->key_path;
+    EXPECT_FALSE(handshake(server->native_handle(), make_tls_client_context(c)->native_handle()));
+
+    c.tls_client_cert_file = ::testing::TempDir() + "no-such-client.crt";
+    std::string error;
+    try {
+        make_tls_client_context(c);
+    } catch (const std::runtime_error& e) {
+        error = e.what();
+    }
+    EXPECT_NE(error.find("--tls-client-cert-file '" + c.tls_client_cert_file + "': cannot read"),
+              std::string::npos)
         << error;
 }
 

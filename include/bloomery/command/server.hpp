@@ -88,6 +88,7 @@ struct ReplicationInfo {
     std::string primary_host;
     std::uint16_t primary_port = 0;
     bool link_up = false;
+    bool link_tls = false;  // the link to the primary is TLS (--tls-replication)
     std::int64_t last_io_seconds_ago = -1;
     std::int64_t link_down_since_seconds = -1;  // -1 while up
     bool sync_in_progress = false;

@@ -159,6 +159,13 @@ struct Config {
     std::string tls_ca_cert_file;  // PEM CA bundle that client certificates must chain to
     TlsAuthClients tls_auth_clients = TlsAuthClients::yes;
     double tls_handshake_timeout_seconds = 10;  // a client that has not finished is closed
+    // The links this server opens itself. yes: over TLS, the peer's chain
+    // verified against tls_ca_cert_file (not its host name, as Redis),
+    // presenting tls_client_cert_file (else tls_cert_file) if set.
+    bool tls_replication = false;      // a replica's link to its primary
+    bool tls_cluster = false;          // MIGRATE's connections to its targets
+    std::string tls_client_cert_file;  // PEM chain shown by outgoing links; "": tls_cert_file's
+    std::string tls_client_key_file;   // its private key; "": tls_key_file
     // Protocol limits (Redis's defaults)
     std::size_t proto_max_bulk_len = 512ull * 1024 * 1024;
     std::size_t proto_max_inline_len = 64 * 1024;
@@ -287,7 +294,8 @@ std::uint64_t memory_available();
 // name; tests set it too), else the kernel's. `--cluster-self auto` reads
 // its ordinal from it.
 std::string host_name();
-// Whether --replicaof names this very server: its --port, and its --bind
+// Whether --replicaof names this very server: its --port (its --tls-port
+// with --tls-replication), and its --bind
 // address or host_name()'s first label (a StatefulSet passes "--replicaof
 // bloomery-0.<service> 6379" to every pod; pod 0 serves as the primary).
 bool replicaof_names_self(const Config& config);

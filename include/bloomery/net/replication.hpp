@@ -45,8 +45,13 @@
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace bloomery::net {
 
+class LinkStream;
 class ReplicaFeed;
 
 // A fresh replication id: 40 random hex digits, as Redis's.
@@ -267,13 +272,18 @@ class SyncFile;  // replication.cpp: the file a full copy is received into
 class ReplicaLink {
 public:
     // A link to HOST:PORT; start() connects (and reconnects until stop()).
+    // With `tls_context` (net/tls.hpp: make_tls_client_context; it must
+    // outlive the link) the link is TLS: the primary's certificate chain is
+    // verified before anything is sent, and a handshake that fails is a
+    // failed session like any other (logged, retried a second later).
     // `before_start` runs on the link's own thread before it first connects:
     // it stops the link this one replaces (REPLICAOF to another primary), so
     // that the two never apply at once and whoever replaces a link never
     // waits for it (its stop can take as long as a snapshot load).
     ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
                 persist::Manager& persistence, command::ReplicaGate& gate, std::string host,
-                std::uint16_t port, std::function<void()> before_start = {});
+                std::uint16_t port, boost::asio::ssl::context* tls_context,
+                std::function<void()> before_start = {});
     ~ReplicaLink();
     ReplicaLink(const ReplicaLink&) = delete;
     ReplicaLink& operator=(const ReplicaLink&) = delete;
@@ -299,6 +309,7 @@ private:
     using Handshake = PrimaryStreamDecoder::Handshake;
     using SyncRequest = PrimaryStreamDecoder::SyncRequest;
     void begin_session();
+    void on_tcp_connected();
     void on_connected();
     void send_psync();
     // Reads, then acts on what the decoder makes of it.
@@ -321,6 +332,9 @@ private:
     // Ends the session: logs `why`, closes, reconnects a second later.
     void fail(std::string why);
     bool stale(std::uint64_t session) const { return session != session_ || stopping_.load(); }
+    // The port REPLCONF listening-port names: where this server serves the
+    // way its link came (its TLS port over TLS, as Redis).
+    std::uint16_t listening_port() const;
     std::uint64_t applied_offset() const;
 
     const core::Config& config_;
@@ -335,7 +349,7 @@ private:
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
         io_.get_executor()};
     boost::asio::ip::tcp::resolver resolver_{io_};
-    boost::asio::ip::tcp::socket socket_{io_};
+    std::unique_ptr<LinkStream> stream_;  // plain TCP or TLS
     boost::asio::steady_timer watchdog_{io_};
     boost::asio::steady_timer ack_timer_{io_};
     boost::asio::steady_timer pause_{io_};

@@ -32,6 +32,10 @@
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace bloomery::net {
 
 class Acceptor;
@@ -99,6 +103,10 @@ private:
     boost::asio::io_context main_context_{1};
     std::unique_ptr<ServerStatistics> statistics_;
     std::unique_ptr<ClientBook> clients_;
+    // The links this server opens (--tls-replication, --tls-cluster);
+    // null when neither is TLS. Outlives the replication links and the
+    // migrator, which use it.
+    std::unique_ptr<boost::asio::ssl::context> link_tls_;
     std::unique_ptr<ReplicationController> replication_;
     // Stopped first on the way out (~Server), while the workers its
     // pending replies go to still exist.
