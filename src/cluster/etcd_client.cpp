@@ -1,3 +1,4 @@
+#include <chrono>
 #include <utility>
 
 #include "bloomery/cluster/etcd.hpp"
@@ -68,6 +69,7 @@ core::Result<json::Json> EtcdClient::Impl::call_locked(std::string_view what,
     const std::string body = json::dump(request);
     const bool with_token = auth == Auth::token && authenticating();
     bool token_renewed = false;
+    bool reconnected = false;
     std::string last_failure;
     for (std::size_t tried = 0; tried < endpoints.size();) {
         if (with_token && token.empty()) {
@@ -77,7 +79,18 @@ core::Result<json::Json> EtcdClient::Impl::call_locked(std::string_view what,
             connection = std::make_unique<etcd_http::Connection>(endpoints[current], tls.get(),
                                                                  settings.request_timeout);
         }
+        const bool reused = connection->connected();
+        const auto sent = std::chrono::steady_clock::now();
         auto answer = connection->post(target, body, with_token ? token : std::string_view{});
+        if (!answer && reused && !reconnected &&
+            std::chrono::steady_clock::now() - sent < settings.request_timeout / 2) {
+            // etcd closed the kept-alive connection meanwhile (a restart, an
+            // idle limit), which fails at once: try the same member once more
+            // on a new connection. A member that is slow is left at once.
+            reconnected = true;
+            continue;
+        }
+        reconnected = false;
         if (!answer) {
             last_failure = answer.error();
             next_endpoint_locked();
@@ -87,9 +100,10 @@ core::Result<json::Json> EtcdClient::Impl::call_locked(std::string_view what,
         const std::string& url = endpoints[current].url;
         if (answer->status == 200) {
             auto parsed = json::parse_object(answer->body);
-            if (!parsed)
+            if (!parsed) {
                 return core::Error{"etcd " + std::string(what) + ": " + parsed.error() + " (from " +
                                    url + ")"};
+            }
             return parsed;
         }
         const auto refusal = json::decode_refusal(answer->status, answer->body);

@@ -121,6 +121,10 @@ Connection::~Connection() {
     state_->close();
 }
 
+bool Connection::connected() const {
+    return state_->connected();
+}
+
 void Connection::close() {
     state_->close();
 }
@@ -205,7 +209,7 @@ core::Error size_error(const EtcdEndpoint& endpoint) {
 core::Result<Answer> Connection::post(std::string_view target, std::string_view body,
                                       std::string_view token) {
     State& state = *state_;
-    state.stream.reset();
+    if (state.stream) state.close();  // a stream's connection carries nothing else
     const auto deadline = Clock::now() + state.timeout;
     if (!state.connected()) {
         if (auto connected = connect(state, endpoint_, deadline); !connected) {
@@ -224,8 +228,17 @@ core::Result<Answer> Connection::post(std::string_view target, std::string_view 
     parser.body_limit(kMaxEtcdResponseBytes);
     state.lowest().expires_at(deadline);
     ec = state.run([&](auto& stream, auto handler) {
-        http::async_read(stream, state.buffer, parser, handler);
+        http::async_read_header(stream, state.buffer, parser, handler);
     });
+    // Beast's body limit catches a chunked body as it grows; a declared
+    // length over it is refused here, before any of it is read.
+    const auto declared = parser.content_length();
+    if (!ec && declared && *declared > kMaxEtcdResponseBytes) ec = http::error::body_limit;
+    if (!ec) {
+        ec = state.run([&](auto& stream, auto handler) {
+            http::async_read(stream, state.buffer, parser, handler);
+        });
+    }
     if (ec) {
         state.close();
         if (ec == http::error::body_limit) return size_error(endpoint_);
@@ -261,9 +274,12 @@ core::Result<Answer> Connection::open_stream(std::string_view target, std::strin
     }
     Answer answer{state.stream->get().result_int(), {}};
     if (answer.status == 200) return answer;
-    // A refusal: its body is etcd's error object, small; read it whole.
-    while (!state.stream->is_done()) {
-        auto read = read_stream(answer.body, state.timeout);
+    // A refusal: its body is etcd's error object, small; read it whole,
+    // within one more timeout.
+    const auto body_deadline = Clock::now() + state.timeout;
+    while (!state.stream->is_done() && Clock::now() < body_deadline) {
+        auto read = read_stream(answer.body, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 body_deadline - Clock::now()));
         if (!read || *read == StreamRead::nothing_yet) break;
         if (answer.body.size() > kMaxEtcdResponseBytes) break;
     }

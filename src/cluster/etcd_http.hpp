@@ -41,6 +41,8 @@ public:
     Connection& operator=(const Connection&) = delete;
 
     const EtcdEndpoint& endpoint() const { return endpoint_; }
+    // Whether a connection is open (kept alive from an earlier request).
+    bool connected() const;
 
     // POSTs `body` (JSON) to `target` and reads the whole answer, connecting
     // first when not connected; within the timeout. A failure closes the

@@ -53,6 +53,27 @@ TEST(EtcdClient, PutsGetsListsAPrefixAndErases) {
     EXPECT_EQ(client->get_prefix("")->kvs.size(), 2u);  // every key
 }
 
+// The client keeps its connection between calls; when etcd restarts, the
+// next call connects again instead of failing on the old connection.
+TEST(EtcdClient, ReconnectsAfterTheMemberRestarts) {
+    EtcdTestCluster etcd;
+    auto client = make_client(etcd.settings());
+    ASSERT_TRUE(client->put("/restart/key", "v"));
+    etcd.stop_member(0);
+    auto down = client->get("/restart/key");
+    ASSERT_FALSE(down);
+    EXPECT_NE(down.error().find(etcd.endpoints()[0]), std::string::npos) << down.error();
+    etcd.start_member(0);
+    auto up = client->get("/restart/key");
+    ASSERT_TRUE(up) << up.error();
+    EXPECT_EQ(up->kvs.at(0).value, "v");
+    // And again with the connection of that call kept alive, etcd restarted.
+    etcd.stop_member(0);
+    etcd.start_member(0);
+    auto again = client->get("/restart/key");
+    ASSERT_TRUE(again) << again.error();
+}
+
 // Two writers read the same mod_revision and race to swap: exactly one wins,
 // the other's compare fails and its failure branch reads the winner's value.
 TEST(EtcdClient, CompareAndSwapOnModRevisionHasExactlyOneWinner) {

@@ -135,6 +135,17 @@ TEST(EtcdAuth, UserAndPasswordWorkWithoutThemTheClientFailsClearly) {
     auto after = client->get("/auth/key");
     ASSERT_TRUE(after) << after.error();
 
+    // A watch sends the token too.
+    std::vector<EtcdEvent> watched;
+    auto end =
+        client->watch("/auth/", *put, [&](const std::vector<EtcdEvent>& events, std::int64_t) {
+            watched = events;
+            client->cancel();
+        });
+    ASSERT_TRUE(end) << end.error();
+    ASSERT_EQ(watched.size(), 1u);
+    EXPECT_EQ(watched[0].kv.key, "/auth/key");
+
     auto anonymous = make_client(etcd.settings());
     auto refused = anonymous->get("/auth/key");
     ASSERT_FALSE(refused);
