@@ -44,8 +44,9 @@ core::Result<std::shared_ptr<asio::ssl::context>> make_tls_context(const EtcdSet
     } else {
         context->load_verify_file(settings.ca_file, ec);
     }
-    if (ec)
+    if (ec) {
         return core::Error{"cannot load etcd CA file " + settings.ca_file + ": " + ec.message()};
+    }
     if (!settings.cert_file.empty()) {
         context->use_certificate_chain_file(settings.cert_file, ec);
         if (ec) {
@@ -188,7 +189,9 @@ http::request<http::string_body> make_request(const EtcdEndpoint& endpoint, std:
                                               std::string_view body, std::string_view token) {
     http::request<http::string_body> request{http::verb::post,
                                              beast::string_view(target.data(), target.size()), 11};
-    request.set(http::field::host, endpoint.host + ":" + std::to_string(endpoint.port));
+    const bool ipv6 = endpoint.host.find(':') != std::string::npos;
+    request.set(http::field::host, (ipv6 ? "[" + endpoint.host + "]" : endpoint.host) + ":" +
+                                       std::to_string(endpoint.port));
     request.set(http::field::content_type, "application/json");
     if (!token.empty()) {
         request.set(http::field::authorization, beast::string_view(token.data(), token.size()));

@@ -2,13 +2,24 @@
 // A client of etcd's v3 API (etcd 3.4 and later), spoken through etcd's JSON
 // gateway over HTTP/1.1 or HTTPS: the store of the cluster's topology.
 //
-// Every call is synchronous and bounded: it returns within about
-// EtcdSettings::request_timeout for each endpoint it tries (a failover to
-// the next endpoint may add one timeout per endpoint). On a connection
-// error or a timeout the client moves on to the next endpoint, so a cluster
-// that lost a minority of its members answers as before. An answer from
-// etcd that refuses the request (a compare that failed is not a refusal) is
-// an error whose text says what was asked and what etcd said, in one line.
+// Every call is synchronous and bounded: each endpoint it tries costs it at
+// most EtcdSettings::request_timeout (host names are resolved by the
+// system's resolver, whose own timeouts bound that step). On a connection
+// error, a timeout or a member that says it cannot serve (no leader), the
+// client moves on to the next endpoint, so a cluster that lost a minority of
+// its members answers as before. The client keeps one connection alive
+// between calls, and connects again once when etcd closed it meanwhile.
+//
+// A request whose answer was lost is sent again to the next member, so it
+// may have been applied twice: a put then has a later revision, and a
+// transaction that compares a revision may answer "not succeeded" although
+// its first try succeeded. Callers that must know read the key again.
+//
+// An answer from etcd that refuses the request (a compare that failed is
+// not a refusal) is an error whose text says what was asked, which endpoint
+// answered and what etcd said, in one line. With a user set, the client
+// authenticates before its first request and again, once, when etcd says
+// the token is no longer valid. Keys and values are bytes (any content).
 //
 // Thread safety: one EtcdClient serves one thread at a time (its calls hold
 // a mutex, so sharing it is safe but serial). watch() uses a connection of
@@ -134,8 +145,10 @@ struct EtcdEvent {
     EtcdKeyValue kv;  // for erase: the key and its mod_revision (the deletion's)
 };
 
-// Called with each batch of events of a watch and the revision etcd was at
-// when it sent them.
+// Called on the watching thread with each batch of events of a watch, in
+// revision order, and the revision etcd was at when it sent them (ahead of
+// the events while a watch from an old revision catches up: a watch resumes
+// from the last event's kv.mod_revision + 1, not from this).
 using EtcdWatchHandler =
     std::function<void(const std::vector<EtcdEvent>& events, std::int64_t revision)>;
 
@@ -162,6 +175,7 @@ public:
                                    std::int64_t lease_id = 0);
     // Deletes `key` (absent is fine); how many keys were deleted (0 or 1).
     core::Result<std::int64_t> erase(std::string_view key);
+    // Runs the transaction; whether its compares held, and what its gets read.
     core::Result<EtcdTxnResult> txn(const EtcdTxn& txn);
 
     // A lease of `ttl_seconds` (>= 1); keys put with its id vanish when it lapses.
@@ -178,7 +192,10 @@ public:
     // request_timeout), etcd answers that start_revision was compacted
     // (EtcdWatchEnd::compacted), or an error (the connection, etcd's
     // refusal): then the caller watches again from the last revision it saw
-    // + 1. Only the first connection fails over between endpoints.
+    // + 1 (kv.mod_revision). Only the connecting fails over between endpoints. A member that
+    // stops answering without closing the connection is not noticed (a
+    // quiet watch carries no bytes): callers that need to know watch a key
+    // they update themselves.
     core::Result<EtcdWatchEnd> watch(std::string_view prefix, std::int64_t start_revision,
                                      const EtcdWatchHandler& on_events, std::stop_token stop = {});
     // Ends the watch() running on another thread (and any that starts later,
@@ -186,7 +203,7 @@ public:
     void cancel();
     void reset_cancel();
 
-    struct Impl;
+    struct Impl;  // its state (src/cluster/etcd_client_impl.hpp)
 
 private:
     explicit EtcdClient(std::unique_ptr<Impl> impl);
