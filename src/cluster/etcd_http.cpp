@@ -235,8 +235,9 @@ core::Result<Answer> Connection::post(std::string_view target, std::string_view 
     });
     // Beast's body limit catches a chunked body as it grows; a declared
     // length over it is refused here, before any of it is read.
-    const auto declared = parser.content_length();
-    if (!ec && declared && *declared > kMaxEtcdResponseBytes) ec = http::error::body_limit;
+    if (!ec && parser.content_length().value_or(0) > kMaxEtcdResponseBytes) {
+        ec = http::error::body_limit;
+    }
     if (!ec) {
         ec = state.run([&](auto& stream, auto handler) {
             http::async_read(stream, state.buffer, parser, handler);
