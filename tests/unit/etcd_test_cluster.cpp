@@ -3,11 +3,12 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -15,8 +16,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-
-extern char** environ;
 
 namespace bloomery::testing {
 
@@ -158,15 +157,26 @@ void EtcdTestCluster::start_member(int index) {
     for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
     const std::string log = dir_.str() + "/" + member.name + ".log";
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    pid_t pid = -1;
-    const int error = posix_spawn(&pid, kEtcd, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (error != 0) throw std::runtime_error("cannot start etcd: " + std::string(strerror(error)));
+    const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) throw std::runtime_error("cannot open " + log);
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        // Only async-signal-safe calls here: the test process has threads.
+        // The member dies with the test process, even one that crashed, so
+        // no etcd outlives its test (with the thread that started it, in
+        // fact: tests start members from their own thread).
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(127);
+        ::dup2(log_fd, 1);
+        ::dup2(log_fd, 2);
+        const int null_fd = ::open("/dev/null", O_RDONLY);
+        if (null_fd >= 0) ::dup2(null_fd, 0);
+        ::execv(kEtcd, argv.data());
+        ::_exit(127);
+    }
+    ::close(log_fd);
+    if (pid < 0) throw std::runtime_error("cannot start etcd: " + std::string(strerror(errno)));
     member.pid = pid;
     // A member alone cannot serve until a majority runs: wait once the last
     // of a new cluster is started, or for a restarted member right away.
