@@ -173,5 +173,25 @@ TEST(EtcdTls, VerifiesEtcdsCertificateAndRefusesAnotherCa) {
         << refused.error();
 }
 
+TEST(EtcdTls, PresentsAClientCertificateWhenEtcdAsksForOne) {
+    EtcdTestCluster etcd({.transport = EtcdTestCluster::Transport::mutual_tls});
+    auto client = make_client(etcd.settings());
+    auto put = client->put("/mtls/key", "v");
+    ASSERT_TRUE(put) << put.error();
+
+    EtcdSettings anonymous = etcd.settings();
+    anonymous.cert_file.clear();
+    anonymous.key_file.clear();
+    auto refused = make_client(anonymous)->get("/mtls/key");
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().find(etcd.endpoints()[0]), std::string::npos) << refused.error();
+
+    EtcdSettings half = etcd.settings();
+    half.key_file.clear();
+    auto incomplete = EtcdClient::create(half);
+    ASSERT_FALSE(incomplete);
+    EXPECT_NE(incomplete.error().find("set both or neither"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace bloomery::cluster

@@ -60,7 +60,7 @@ EtcdTestCluster::EtcdTestCluster(Options options) : options_(options), dir_("blo
             "etcd is not installed (/usr/bin/etcd, /usr/bin/etcdctl): the etcd client's tests "
             "need it; `make test` installs Debian's etcd-server");
     }
-    if (options_.transport == Transport::tls) make_certificates();
+    if (tls()) make_certificates();
     for (int i = 0; i < options_.members; ++i) {
         members_.push_back(Member{"m" + std::to_string(i), free_port(), free_port(), -1});
     }
@@ -72,7 +72,7 @@ EtcdTestCluster::~EtcdTestCluster() {
 }
 
 std::vector<std::string> EtcdTestCluster::endpoints() const {
-    const std::string scheme = options_.transport == Transport::tls ? "https" : "http";
+    const std::string scheme = tls() ? "https" : "http";
     std::vector<std::string> urls;
     for (const auto& member : members_) {
         urls.push_back(scheme + "://127.0.0.1:" + std::to_string(member.client_port));
@@ -83,7 +83,11 @@ std::vector<std::string> EtcdTestCluster::endpoints() const {
 cluster::EtcdSettings EtcdTestCluster::settings() const {
     cluster::EtcdSettings settings;
     settings.endpoints = endpoints();
-    if (options_.transport == Transport::tls) settings.ca_file = ca_file();
+    if (tls()) settings.ca_file = ca_file();
+    if (options_.transport == Transport::mutual_tls) {
+        settings.cert_file = client_cert_file();
+        settings.key_file = client_key_file();
+    }
     return settings;
 }
 
@@ -103,6 +107,12 @@ void EtcdTestCluster::make_certificates() const {
     run_shell("openssl x509 -req -in " + d + "/server.csr -CA " + d + "/ca.crt -CAkey " + d +
                   "/ca.key -CAcreateserial -days 2 -extfile " + d + "/san.cnf -out " + d +
                   "/server.crt",
+              log);
+    run_shell("openssl req" + key + " -keyout " + d + "/client.key -out " + d +
+                  "/client.csr -subj /CN=bloomery-client",
+              log);
+    run_shell("openssl x509 -req -in " + d + "/client.csr -CA " + d + "/ca.crt -CAkey " + d +
+                  "/ca.key -CAcreateserial -days 2 -out " + d + "/client.crt",
               log);
 }
 
@@ -142,9 +152,12 @@ std::vector<std::string> EtcdTestCluster::member_arguments(int index) const {
                                      "500",
                                      "--log-level",
                                      "warn"};
-    if (options_.transport == Transport::tls) {
+    if (tls()) {
         args.insert(args.end(), {"--cert-file", dir_.str() + "/server.crt", "--key-file",
                                  dir_.str() + "/server.key"});
+    }
+    if (options_.transport == Transport::mutual_tls) {
+        args.insert(args.end(), {"--client-cert-auth", "--trusted-ca-file", ca_file()});
     }
     return args;
 }
@@ -228,7 +241,10 @@ std::string EtcdTestCluster::etcdctl(const std::string& arguments) const {
     std::string endpoint_list;
     for (const auto& url : endpoints()) endpoint_list += (endpoint_list.empty() ? "" : ",") + url;
     std::string command = std::string(kEtcdctl) + " --endpoints=" + endpoint_list;
-    if (options_.transport == Transport::tls) command += " --cacert=" + ca_file();
+    if (tls()) command += " --cacert=" + ca_file();
+    if (options_.transport == Transport::mutual_tls) {
+        command += " --cert=" + client_cert_file() + " --key=" + client_key_file();
+    }
     const std::string log = dir_.str() + "/etcdctl.log";
     run_shell("ETCDCTL_API=3 " + command + " " + arguments, log);
     std::ifstream in(log);

@@ -20,7 +20,8 @@ namespace bloomery::testing {
 
 class EtcdTestCluster {
 public:
-    enum class Transport { plain, tls };
+    // mutual_tls: members also require a client certificate signed by the CA.
+    enum class Transport { plain, tls, mutual_tls };
     struct Options {
         int members = 1;
         Transport transport = Transport::plain;
@@ -48,6 +49,9 @@ public:
     // that did not.
     std::string ca_file() const { return dir_.str() + "/ca.crt"; }
     std::string other_ca_file() const { return dir_.str() + "/other-ca.crt"; }
+    // A client certificate the CA signed, and its key.
+    std::string client_cert_file() const { return dir_.str() + "/client.crt"; }
+    std::string client_key_file() const { return dir_.str() + "/client.key"; }
     const ScratchDir& dir() const { return dir_; }
 
 private:
@@ -56,6 +60,7 @@ private:
         std::uint16_t client_port = 0, peer_port = 0;
         pid_t pid = -1;
     };
+    bool tls() const { return options_.transport != Transport::plain; }
     void make_certificates() const;
     std::vector<std::string> member_arguments(int index) const;
     void wait_until_serving(const std::vector<int>& members) const;
