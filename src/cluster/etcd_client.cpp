@@ -147,6 +147,11 @@ core::Result<std::string> EtcdClient::Impl::current_token(bool renew) {
     return token;
 }
 
+void EtcdClient::Impl::forget_token() {
+    std::lock_guard lock(mutex);
+    token.clear();
+}
+
 core::Result<std::unique_ptr<EtcdClient>> EtcdClient::create(EtcdSettings settings) {
     auto endpoints = parse_etcd_endpoints(settings);
     if (!endpoints) return endpoints.failure();

@@ -46,6 +46,8 @@ struct EtcdClient::Impl {
     // The token to send now (authenticating when there is none or `renew`);
     // "" without a user.
     core::Result<std::string> current_token(bool renew);
+    // Drops the token, so the next request authenticates again.
+    void forget_token();
     void next_endpoint_locked();
 };
 

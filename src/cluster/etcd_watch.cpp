@@ -34,6 +34,8 @@ public:
     core::Status open(const std::string& body);
     // Reads until stopped, compacted or an error.
     core::Result<EtcdWatchEnd> run(const std::stop_token& stop);
+    // Whether the watch ended because etcd no longer took the client's token.
+    bool token_rejected() const { return token_rejected_; }
 
 private:
     bool stop_requested(const std::stop_token& stop) const {
@@ -45,6 +47,7 @@ private:
     const EtcdWatchHandler& handler_;
     std::string what_;
     std::unique_ptr<etcd_http::Connection> connection_;
+    bool token_rejected_ = false;
 };
 
 core::Status WatchStream::open(const std::string& body) {
@@ -54,9 +57,9 @@ core::Status WatchStream::open(const std::string& body) {
         start = impl_.current;
     }
     std::string last_failure;
-    bool token_renewed = false;
+    bool token_renewed = false, renew_now = false;
     for (std::size_t tried = 0; tried < impl_.endpoints.size();) {
-        auto token = impl_.current_token(token_renewed);
+        auto token = impl_.current_token(std::exchange(renew_now, false));
         if (!token) return token.failure();
         const auto& endpoint = impl_.endpoints[(start + tried) % impl_.endpoints.size()];
         connection_ = std::make_unique<etcd_http::Connection>(endpoint, impl_.tls.get(),
@@ -70,7 +73,7 @@ core::Status WatchStream::open(const std::string& body) {
         if (answer->status == 200) return {};
         const auto refusal = json::decode_refusal(answer->status, answer->body);
         if (!token_renewed && token_expired(refusal) && impl_.authenticating()) {
-            token_renewed = true;
+            token_renewed = renew_now = true;
             continue;
         }
         if (member_unavailable(refusal)) {
@@ -95,6 +98,12 @@ core::Result<LineOutcome> WatchStream::handle_line(std::string_view line) {
     if (!message) return core::Error{what_ + ": " + message.error()};
     if (message->canceled) {
         if (message->compact_revision > 0) return LineOutcome::compacted;
+        // etcd checks a watch's token when it creates it and answers an
+        // invalid one with a cancelled watch (HTTP 200), not a refusal.
+        if (token_expired(json::Refusal{0, message->cancel_reason})) {
+            impl_.forget_token();
+            token_rejected_ = true;
+        }
         return core::Error{what_ + " cancelled by etcd: " +
                            (message->cancel_reason.empty() ? std::string("no reason given")
                                                            : message->cancel_reason)};
@@ -135,11 +144,16 @@ core::Result<EtcdWatchEnd> WatchStream::run(const std::stop_token& stop) {
 core::Result<EtcdWatchEnd> EtcdClient::watch(std::string_view prefix, std::int64_t start_revision,
                                              const EtcdWatchHandler& on_events,
                                              std::stop_token stop) {
-    WatchStream stream(*impl_, prefix, on_events);
     if (stop.stop_requested() || impl_->cancelled.load()) return EtcdWatchEnd::stopped;
     const std::string body = json::dump(json::watch_create_request(prefix, start_revision));
-    if (auto opened = stream.open(body); !opened) return opened.failure();
-    return stream.run(stop);
+    // Twice at most: once more with a new token when etcd refused the one
+    // the client held (it expired, or auth was turned off and on).
+    for (int attempt = 0;; ++attempt) {
+        WatchStream stream(*impl_, prefix, on_events);
+        if (auto opened = stream.open(body); !opened) return opened.failure();
+        auto end = stream.run(stop);
+        if (end || !stream.token_rejected() || attempt > 0) return end;
+    }
 }
 
 }  // namespace bloomery::cluster

@@ -146,10 +146,31 @@ TEST(EtcdAuth, UserAndPasswordWorkWithoutThemTheClientFailsClearly) {
     ASSERT_EQ(watched.size(), 1u);
     EXPECT_EQ(watched[0].kv.key, "/auth/key");
 
+    // Turning auth off and on drops every token etcd gave: the client's
+    // next request and its next watch authenticate again.
+    etcd.etcdctl("--user root:secret auth disable");
+    etcd.etcdctl("auth enable");
+    auto renewed = client->get("/auth/key");
+    ASSERT_TRUE(renewed) << renewed.error();
+    etcd.etcdctl("--user root:secret auth disable");
+    etcd.etcdctl("auth enable");
+    watched.clear();
+    client->reset_cancel();
+    end = client->watch("/auth/", *put, [&](const std::vector<EtcdEvent>& events, std::int64_t) {
+        watched = events;
+        client->cancel();
+    });
+    ASSERT_TRUE(end) << end.error();
+    EXPECT_EQ(watched.size(), 1u);
+
     auto anonymous = make_client(etcd.settings());
     auto refused = anonymous->get("/auth/key");
     ASSERT_FALSE(refused);
     EXPECT_NE(refused.error().find("user name is empty"), std::string::npos) << refused.error();
+    auto unwatched =
+        anonymous->watch("/auth/", 0, [](const std::vector<EtcdEvent>&, std::int64_t) {});
+    ASSERT_FALSE(unwatched);
+    EXPECT_NE(unwatched.error().find("user name is empty"), std::string::npos) << unwatched.error();
 
     settings.password = "wrong";
     auto wrong = make_client(settings)->get("/auth/key");
