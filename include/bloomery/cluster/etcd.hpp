@@ -21,10 +21,11 @@
 // authenticates before its first request and again, once, when etcd says
 // the token is no longer valid. Keys and values are bytes (any content).
 //
-// Thread safety: one EtcdClient serves one thread at a time (its calls hold
-// a mutex, so sharing it is safe but serial). watch() uses a connection of
-// its own and may run on another thread than the other calls; cancel() may
-// be called from any thread.
+// Thread safety: any call may come from any thread. The calls other than
+// watch() hold the client's mutex, so they run one at a time, on its one
+// connection (threads that must not wait for each other use a client each).
+// watch() uses a connection of its own, so it may run on one thread while
+// other calls run on others; cancel() may be called from any thread.
 
 #include <chrono>
 #include <cstddef>
