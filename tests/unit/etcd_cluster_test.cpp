@@ -108,6 +108,14 @@ TEST(EtcdCluster, ThreeMembersWithOneKilledKeepAnswering) {
     auto lease = client->grant(5);
     ASSERT_TRUE(lease) << lease.error();
     EXPECT_TRUE(client->keep_alive(lease->id));
+    std::vector<EtcdEvent> watched;
+    auto end = client->watch("/ha/", *put, [&](const std::vector<EtcdEvent>& events, std::int64_t) {
+        watched = events;
+        client->cancel();
+    });
+    ASSERT_TRUE(end) << end.error();
+    ASSERT_EQ(watched.size(), 1u);
+    EXPECT_EQ(watched[0].kv.value, "v");
 
     // The member comes back and another goes: the client moves on again.
     etcd.start_member(0);

@@ -89,9 +89,12 @@ TEST(EtcdWatch, SeesPutsAndDeletesInOrderAndResumesFromARevision) {
         seen = watch.wait_for(probes + 3);
         ASSERT_GE(seen.size(), probes + 3);
         seen.erase(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(probes));
+        const auto stopping = std::chrono::steady_clock::now();
         auto end = watch.stop();
         ASSERT_TRUE(end) << end.error();
         EXPECT_EQ(*end, EtcdWatchEnd::stopped);
+        // Within request_timeout (1 s by default), though etcd sent nothing.
+        EXPECT_LT(std::chrono::steady_clock::now() - stopping, 1s);
     }
     ASSERT_EQ(seen.size(), 3u);
     EXPECT_EQ(seen[0].type, EtcdEvent::Type::put);
