@@ -4,7 +4,7 @@
 BUILD_PACKAGES := pkg-config libboost-dev libspdlog-dev libcli11-dev libmurmurhash-dev \
                   libxxhash-dev nlohmann-json3-dev libgtest-dev libjemalloc-dev libssl-dev
 TEST_PACKAGES  := redis-tools python3-redis python3-prometheus-client openssl python3-yaml \
-                  prometheus-redis-exporter
+                  prometheus-redis-exporter etcd-server etcd-client
 JOBS   ?= $(shell nproc)
 PRESET ?= release
 BUILD_DIR := build/$(PRESET)
