@@ -14,6 +14,14 @@ ClusterMap ClusterMap::lone(MapNode self) {
     return map;
 }
 
+ClusterMap ClusterMap::of_nodes(std::vector<MapNode> nodes, std::uint16_t self) {
+    ClusterMap map;
+    map.nodes_ = std::move(nodes);
+    map.self_ = self;
+    map.finish();
+    return map;
+}
+
 ClusterMap ClusterMap::from_topology(const Topology& topology) {
     ClusterMap map;
     for (const Node& node : topology.nodes()) {

@@ -51,6 +51,8 @@ public:
     static ClusterMap lone(MapNode self);
     // The map of --cluster-slots, seen from the node it names as self.
     static ClusterMap from_topology(const Topology& topology);
+    // A map of these nodes, seen from nodes[self], with no slot assigned yet.
+    static ClusterMap of_nodes(std::vector<MapNode> nodes, std::uint16_t self);
 
     const std::vector<MapNode>& nodes() const { return nodes_; }
     const MapNode& node(std::uint16_t index) const { return nodes_[index]; }

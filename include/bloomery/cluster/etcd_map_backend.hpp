@@ -1,0 +1,86 @@
+#pragma once
+// The cluster map kept in etcd: map_codec.hpp's document under the key
+// "/bloomery/<cluster name>/map". Every change a node makes is one etcd
+// transaction that compares the map's revision it read: of two nodes
+// changing the map at once, one succeeds and the other reads the new map
+// and applies its edit there (with its checks: a slot the first node took
+// is busy for the second), so no two nodes can both be given a slot. Every
+// change any node makes reaches every node through a watch of that key,
+// and is published to its ClusterState in revision order.
+//
+// A node the map does not name serves a map of itself alone (as a Redis
+// node nobody has met) and may change the map only by joining it (join(),
+// what CLUSTER MEET does) or by founding it when there is none.
+//
+// Threads: commits run one at a time on a thread of their own, so callers
+// never wait for etcd; the watch runs on another. start() and stop() are
+// called by the owner, from one thread.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "bloomery/cluster/cluster_state.hpp"
+#include "bloomery/cluster/etcd.hpp"
+
+namespace bloomery::cluster {
+
+class EtcdMapBackend final : public MapBackend {
+public:
+    EtcdMapBackend(std::unique_ptr<EtcdClient> client, std::string cluster_name, MapNode self,
+                   ClusterState& state);
+    ~EtcdMapBackend() override;
+    EtcdMapBackend(const EtcdMapBackend&) = delete;
+    EtcdMapBackend& operator=(const EtcdMapBackend&) = delete;
+
+    // Reads the map, publishes this node's view of it and starts the
+    // commit and watch threads; an error (nothing started) if etcd cannot
+    // be read or holds a map that is not one.
+    core::Status start();
+    // Ends both threads; queued commits are answered with an error.
+    void stop();
+
+    void commit(MapEdit edit, ChangeDone done) override;
+    // Adds this node to the stored map (founding it if there is none).
+    void join(ChangeDone done);
+
+    // The etcd revision of the map last published (0: none yet).
+    std::int64_t published_revision() const;
+    static std::string map_key(std::string_view cluster_name);
+
+private:
+    struct Request {
+        MapEdit edit;
+        ChangeDone done;
+        bool join = false;
+    };
+    void commit_loop(std::stop_token stop);
+    core::Status run(const Request& request);
+    void watch_loop(std::stop_token stop);
+    core::Status reload();
+    // Publishes the view of `document` (empty: no map) at `revision`,
+    // unless a later revision was published already.
+    void publish(std::string_view document, std::int64_t revision);
+    ClusterMap lone() const;
+
+    std::unique_ptr<EtcdClient> client_;
+    const std::string key_;
+    const MapNode self_;
+    ClusterState& state_;
+
+    mutable std::mutex mutex_;  // guards queue_, published_revision_, stopping_
+    std::condition_variable_any wake_;
+    std::deque<Request> queue_;
+    std::int64_t published_revision_ = 0;
+    bool stopping_ = false;
+    std::jthread committer_;
+    std::jthread watcher_;
+};
+
+}  // namespace bloomery::cluster
