@@ -54,7 +54,7 @@ void commit(ClusterView& ctx, cluster::MapEdit edit) {
 
 void cmd_cluster_setslot(ClusterView& ctx, Args argv) {
     if (!ctx.server.cluster.view().self().is_primary()) {
-        return ctx.out.error("ERR Please use SETSLOT only with masters.");
+        return ctx.out.error(errors::kSetSlotOnReplica);
     }
     const std::optional<std::uint16_t> slot = parse_slot(argv[2]);
     if (!slot) return ctx.out.error(errors::kInvalidOrOutOfRangeSlot);

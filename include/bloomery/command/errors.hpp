@@ -114,6 +114,7 @@ inline constexpr std::string_view kClusterDown = "CLUSTERDOWN The cluster is dow
 inline constexpr std::string_view kSlotNotServed = "CLUSTERDOWN Hash slot not served";
 inline constexpr std::string_view kClusterChangeCannotWait =
     "ERR this cluster change waits for the cluster's store and cannot run inside MULTI";
+inline constexpr std::string_view kSetSlotOnReplica = "ERR Please use SETSLOT only with masters.";
 inline constexpr std::string_view kSetSlotSyntax =
     "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP";
 inline constexpr std::string_view kInvalidSlotOrCount = "ERR Invalid slot or number of keys";
