@@ -92,8 +92,10 @@ public:
     std::int64_t start_time_ms() override { return 0; }
     unsigned worker_threads() override { return 1; }
     command::PubSub& pubsub() { return channels; }
+    cluster::ClusterState& cluster_state() { return cluster; }
 
     command::PubSub channels;
+    cluster::ClusterState cluster;
 };
 
 // ---- The program -----------------------------------------------------------

@@ -166,6 +166,7 @@ protected:
         ASSERT_TRUE(topology) << topology.error();
         config.cluster_enabled = true;
         config.cluster = std::make_shared<const cluster::Topology>(std::move(*topology));
+        hooks.cluster.publish(cluster::ClusterMap::from_topology(*config.cluster));
     }
 
     std::string run_words(const std::vector<std::string>& words) {
