@@ -1,6 +1,8 @@
 #include "bloomery/cluster/etcd_map_backend.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <vector>
 
 #include "bloomery/cluster/map_codec.hpp"
@@ -21,9 +23,12 @@ core::Error store_error(const std::string& what) {
 }  // namespace
 
 EtcdMapBackend::EtcdMapBackend(std::unique_ptr<EtcdClient> client, std::string cluster_name,
-                               MapNode self, ClusterState& state)
+                               MapNode self, ClusterState& state, Liveness liveness)
     : client_(std::move(client)),
-      key_(map_key(cluster_name)),
+      prefix_(cluster_prefix(cluster_name)),
+      key_(prefix_ + "map"),
+      alive_prefix_(prefix_ + "alive/"),
+      liveness_(liveness),
       self_(std::move(self)),
       state_(state) {}
 
@@ -31,32 +36,48 @@ EtcdMapBackend::~EtcdMapBackend() {
     stop();
 }
 
+std::string EtcdMapBackend::cluster_prefix(std::string_view cluster_name) {
+    std::string prefix = "/bloomery/";
+    prefix += cluster_name;
+    prefix += '/';
+    return prefix;
+}
+
 std::string EtcdMapBackend::map_key(std::string_view cluster_name) {
-    std::string key = "/bloomery/";
-    key += cluster_name;
-    key += "/map";
-    return key;
+    return cluster_prefix(cluster_name) + "map";
 }
 
 ClusterMap EtcdMapBackend::lone() const {
     return ClusterMap::lone(self_);
 }
 
+// Reads the cluster's keys at one revision: the map, and who is alive.
 core::Status EtcdMapBackend::reload() {
-    core::Result<EtcdRange> range = client_->get(key_);
+    core::Result<EtcdRange> range = client_->get_prefix(prefix_);
     if (!range) return store_error(range.error());
-    if (range->kvs.empty()) {
-        publish("", range->revision);
-    } else {
-        const EtcdKeyValue& kv = range->kvs.front();
-        if (names_node(kv.value, self_.id)) {
-            if (core::Result<ClusterMap> view = decode_map(kv.value, self_.id); !view) {
-                return core::Error{"the cluster map in etcd (" + key_ +
-                                   ") is not one: " + view.error()};
-            }
+    std::string document;
+    std::int64_t map_revision = 0;
+    std::set<std::string, std::less<>> alive;
+    for (const EtcdKeyValue& kv : range->kvs) {
+        if (kv.key == key_) {
+            document = kv.value;
+            map_revision = kv.mod_revision;
+        } else if (kv.key.starts_with(alive_prefix_)) {
+            alive.insert(kv.key.substr(alive_prefix_.size()));
         }
-        publish(kv.value, kv.mod_revision);
     }
+    if (!document.empty() && names_node(document, self_.id)) {
+        if (core::Result<ClusterMap> view = decode_map(document, self_.id); !view) {
+            return core::Error{"the cluster map in etcd (" + key_ +
+                               ") is not one: " + view.error()};
+        }
+    }
+    std::lock_guard lock(mutex_);
+    document_ = std::move(document);
+    alive_ = std::move(alive);
+    published_revision_ = std::max(published_revision_, map_revision);
+    watched_revision_ = std::max(watched_revision_, range->revision);
+    republish();
     return {};
 }
 
@@ -166,25 +187,42 @@ core::Status EtcdMapBackend::run(const Request& request) {
     return core::Error{"ERR the cluster map kept changing under this change; try it again"};
 }
 
-void EtcdMapBackend::watch_loop(std::stop_token stop) {
-    const EtcdWatchHandler handler = [this](const std::vector<EtcdEvent>& events,
-                                            std::int64_t revision) {
-        for (const EtcdEvent& event : events) {
-            if (event.kv.key != key_) continue;
-            if (event.type == EtcdEvent::Type::put) {
-                publish(event.kv.value, event.kv.mod_revision);
+void EtcdMapBackend::on_events(const std::vector<EtcdEvent>& events, std::int64_t revision) {
+    std::lock_guard lock(mutex_);
+    for (const EtcdEvent& event : events) {
+        const bool put = event.type == EtcdEvent::Type::put;
+        if (event.kv.key == key_) {
+            if (put && event.kv.mod_revision <= published_revision_) continue;
+            document_ = put ? event.kv.value : std::string();
+            published_revision_ =
+                std::max(published_revision_, put ? event.kv.mod_revision : revision);
+        } else if (event.kv.key.starts_with(alive_prefix_)) {
+            std::string id = event.kv.key.substr(alive_prefix_.size());
+            if (put) {
+                alive_.insert(std::move(id));
             } else {
-                publish("", revision);
+                alive_.erase(id);
             }
         }
-    };
+    }
+    watched_revision_ = std::max(watched_revision_, revision);
+    republish();
+}
+
+void EtcdMapBackend::watch_loop(std::stop_token stop) {
+    const EtcdWatchHandler handler = [this](const std::vector<EtcdEvent>& events,
+                                            std::int64_t revision) { on_events(events, revision); };
     while (!stop.stop_requested()) {
-        const core::Result<EtcdWatchEnd> end =
-            client_->watch(key_, published_revision() + 1, handler, stop);
+        std::int64_t from = 0;
+        {
+            std::lock_guard lock(mutex_);
+            from = watched_revision_ + 1;
+        }
+        const core::Result<EtcdWatchEnd> end = client_->watch(prefix_, from, handler, stop);
         if (stop.stop_requested()) return;
         if (end && *end == EtcdWatchEnd::stopped) return;  // cancel(): stopping
         // Unreachable, or the revision to resume from was compacted away:
-        // read the map as it is now, then watch from there.
+        // read the keys as they are now, then watch from there.
         std::mutex pause;
         std::unique_lock lock(pause);
         std::condition_variable_any().wait_for(lock, stop, kWatchRetry, [] { return false; });
@@ -195,14 +233,23 @@ void EtcdMapBackend::watch_loop(std::stop_token stop) {
 void EtcdMapBackend::publish(std::string_view document, std::int64_t revision) {
     std::lock_guard lock(mutex_);
     if (revision <= published_revision_) return;
-    if (document.empty() || !names_node(document, self_.id)) {
-        state_.publish(lone());
-    } else {
-        core::Result<ClusterMap> view = decode_map(document, self_.id);
-        if (!view) return;  // not a map: the last good one stays
-        state_.publish(std::move(view).value());
-    }
+    document_ = document;
     published_revision_ = revision;
+    republish();
+}
+
+void EtcdMapBackend::republish() {
+    if (document_.empty() || !names_node(document_, self_.id)) return state_.publish(lone());
+    core::Result<ClusterMap> view = decode_map(document_, self_.id);
+    if (!view) return;  // not a map: the last good one stays
+    if (liveness_ == Liveness::track) {
+        for (std::uint16_t i = 0; i < view->nodes().size(); ++i) {
+            if (i == view->self_index()) continue;  // as Redis: never "myself,fail"
+            view->mutable_node(i).failed = !alive_.contains(view->node(i).id);
+        }
+        view->finish();
+    }
+    state_.publish(std::move(view).value());
 }
 
 }  // namespace bloomery::cluster

@@ -12,6 +12,11 @@
 // node nobody has met) and may change the map only by joining it (join(),
 // what CLUSTER MEET does) or by founding it when there is none.
 //
+// With Liveness::track, the nodes whose key under alive/ (etcd_liveness.hpp)
+// is missing are marked failed in the view published, as Redis marks a node
+// it cannot reach "fail"; the same watch (of the cluster's whole prefix)
+// brings both.
+//
 // Threads: commits run one at a time on a thread of their own, so callers
 // never wait for etcd; the watch runs on another. start() and stop() are
 // called by the owner, from one thread.
@@ -21,10 +26,12 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "bloomery/cluster/cluster_state.hpp"
 #include "bloomery/cluster/etcd.hpp"
@@ -33,8 +40,9 @@ namespace bloomery::cluster {
 
 class EtcdMapBackend final : public MapBackend {
 public:
+    enum class Liveness { ignore, track };
     EtcdMapBackend(std::unique_ptr<EtcdClient> client, std::string cluster_name, MapNode self,
-                   ClusterState& state);
+                   ClusterState& state, Liveness liveness = Liveness::ignore);
     ~EtcdMapBackend() override;
     EtcdMapBackend(const EtcdMapBackend&) = delete;
     EtcdMapBackend& operator=(const EtcdMapBackend&) = delete;
@@ -53,6 +61,7 @@ public:
     // The etcd revision of the map last published (0: none yet).
     std::int64_t published_revision() const;
     static std::string map_key(std::string_view cluster_name);
+    static std::string cluster_prefix(std::string_view cluster_name);
 
 private:
     struct Request {
@@ -64,17 +73,26 @@ private:
     core::Status run(const Request& request);
     void watch_loop(std::stop_token stop);
     core::Status reload();
-    // Publishes the view of `document` (empty: no map) at `revision`,
-    // unless a later revision was published already.
+    void on_events(const std::vector<EtcdEvent>& events, std::int64_t revision);
+    // Takes `document` (empty: no map) as the map at `revision`, unless a
+    // later one was taken already, and publishes the view.
     void publish(std::string_view document, std::int64_t revision);
+    // Publishes the view of document_ with alive_ (mutex_ held).
+    void republish();
     ClusterMap lone() const;
 
     std::unique_ptr<EtcdClient> client_;
+    const std::string prefix_;
     const std::string key_;
+    const std::string alive_prefix_;
+    const Liveness liveness_;
     const MapNode self_;
     ClusterState& state_;
 
-    mutable std::mutex mutex_;  // guards queue_, published_revision_, stopping_
+    mutable std::mutex mutex_;                  // guards what follows, to stopping_
+    std::string document_;                      // the map last taken
+    std::set<std::string, std::less<>> alive_;  // ids of the nodes with an alive/ key
+    std::int64_t watched_revision_ = 0;         // the watch resumes after it
     std::condition_variable_any wake_;
     std::deque<Request> queue_;
     std::int64_t published_revision_ = 0;
