@@ -230,7 +230,8 @@ std::string prefix_end(std::string_view prefix) {
         }
         end.pop_back();
     }
-    return std::string(1, '\0');
+    // Not {1, '\0'}: braces would pick the initializer-list constructor.
+    return std::string(1, '\0');  // NOLINT(modernize-return-braced-init-list)
 }
 
 std::string dump(const Json& request) {

@@ -12,7 +12,7 @@ std::int64_t whole_seconds(std::chrono::milliseconds timeout) {
 }
 
 // Waits `pause`, or less if `stop` is requested meanwhile.
-void sleep_unless_stopped(std::stop_token stop, std::chrono::milliseconds pause) {
+void sleep_unless_stopped(const std::stop_token& stop, std::chrono::milliseconds pause) {
     std::mutex mutex;
     std::unique_lock lock(mutex);
     std::condition_variable_any().wait_for(lock, stop, pause, [] { return false; });
@@ -21,7 +21,7 @@ void sleep_unless_stopped(std::stop_token stop, std::chrono::milliseconds pause)
 }  // namespace
 
 EtcdLiveness::EtcdLiveness(std::unique_ptr<EtcdClient> client, std::string_view cluster_name,
-                           std::string node_id, std::chrono::milliseconds node_timeout)
+                           const std::string& node_id, std::chrono::milliseconds node_timeout)
     : client_(std::move(client)),
       key_(alive_prefix(cluster_name) + node_id),
       ttl_seconds_(whole_seconds(node_timeout)) {}
@@ -61,7 +61,7 @@ core::Status EtcdLiveness::take_lease() {
 
 core::Status EtcdLiveness::start() {
     if (core::Status taken = take_lease(); !taken) return taken;
-    renewer_ = std::jthread([this](std::stop_token stop) { renew_loop(stop); });
+    renewer_ = std::jthread([this](const std::stop_token& stop) { renew_loop(stop); });
     return {};
 }
 
@@ -76,7 +76,7 @@ void EtcdLiveness::stop(Release release) {
 // Renews three times per time to live. A renewal that fails is tried again
 // at once, then every tenth of the time to live; a lease that lapsed (the
 // node was cut off too long) is replaced by a new one.
-void EtcdLiveness::renew_loop(std::stop_token stop) {
+void EtcdLiveness::renew_loop(const std::stop_token& stop) {
     while (!stop.stop_requested()) {
         const auto period = std::chrono::milliseconds(granted_ttl_ * 1000 / 3);
         sleep_unless_stopped(stop, period);

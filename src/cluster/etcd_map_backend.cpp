@@ -22,7 +22,7 @@ core::Error store_error(const std::string& what) {
 
 }  // namespace
 
-EtcdMapBackend::EtcdMapBackend(std::unique_ptr<EtcdClient> client, std::string cluster_name,
+EtcdMapBackend::EtcdMapBackend(std::unique_ptr<EtcdClient> client, std::string_view cluster_name,
                                MapNode self, ClusterState& state, Liveness liveness)
     : client_(std::move(client)),
       prefix_(cluster_prefix(cluster_name)),
@@ -83,8 +83,8 @@ core::Status EtcdMapBackend::reload() {
 
 core::Status EtcdMapBackend::start() {
     if (core::Status loaded = reload(); !loaded) return loaded;
-    committer_ = std::jthread([this](std::stop_token stop) { commit_loop(stop); });
-    watcher_ = std::jthread([this](std::stop_token stop) { watch_loop(stop); });
+    committer_ = std::jthread([this](const std::stop_token& stop) { commit_loop(stop); });
+    watcher_ = std::jthread([this](const std::stop_token& stop) { watch_loop(stop); });
     return {};
 }
 
@@ -133,7 +133,7 @@ std::int64_t EtcdMapBackend::published_revision() const {
     return published_revision_;
 }
 
-void EtcdMapBackend::commit_loop(std::stop_token stop) {
+void EtcdMapBackend::commit_loop(const std::stop_token& stop) {
     while (true) {
         Request request;
         {
@@ -209,7 +209,7 @@ void EtcdMapBackend::on_events(const std::vector<EtcdEvent>& events, std::int64_
     republish();
 }
 
-void EtcdMapBackend::watch_loop(std::stop_token stop) {
+void EtcdMapBackend::watch_loop(const std::stop_token& stop) {
     const EtcdWatchHandler handler = [this](const std::vector<EtcdEvent>& events,
                                             std::int64_t revision) { on_events(events, revision); };
     while (!stop.stop_requested()) {
@@ -243,9 +243,10 @@ void EtcdMapBackend::republish() {
     core::Result<ClusterMap> view = decode_map(document_, self_.id);
     if (!view) return;  // not a map: the last good one stays
     if (liveness_ == Liveness::track) {
-        for (std::uint16_t i = 0; i < view->nodes().size(); ++i) {
-            if (i == view->self_index()) continue;  // as Redis: never "myself,fail"
-            view->mutable_node(i).failed = !alive_.contains(view->node(i).id);
+        for (std::size_t i = 0; i < view->nodes().size(); ++i) {
+            const auto index = static_cast<std::uint16_t>(i);
+            if (index == view->self_index()) continue;  // as Redis: never "myself,fail"
+            view->mutable_node(index).failed = !alive_.contains(view->node(index).id);
         }
         view->finish();
     }

@@ -143,7 +143,7 @@ core::Result<EtcdWatchEnd> WatchStream::run(const std::stop_token& stop) {
 
 core::Result<EtcdWatchEnd> EtcdClient::watch(std::string_view prefix, std::int64_t start_revision,
                                              const EtcdWatchHandler& on_events,
-                                             std::stop_token stop) {
+                                             const std::stop_token& stop) {
     if (stop.stop_requested() || impl_->cancelled.load()) return EtcdWatchEnd::stopped;
     const std::string body = json::dump(json::watch_create_request(prefix, start_revision));
     // Twice at most: once more with a new token when etcd refused the one

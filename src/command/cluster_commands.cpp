@@ -96,7 +96,8 @@ void cmd_cluster_shards(ClusterView& ctx, Args) {
     std::size_t primaries = 0;
     for (const cluster::MapNode& node : map.nodes()) primaries += node.is_primary();
     ctx.out.array(primaries);
-    for (std::uint16_t p = 0; p < map.nodes().size(); ++p) {
+    for (std::size_t index = 0; index < map.nodes().size(); ++index) {
+        const auto p = static_cast<std::uint16_t>(index);
         if (!map.node(p).is_primary()) continue;
         std::size_t ranges = 0;
         for (const cluster::SlotRange& range : map.ranges()) ranges += range.primary == p;
@@ -155,7 +156,8 @@ void cmd_cluster_nodes(ClusterView& ctx, Args) {
     // Appended piece by piece: GCC 12 reports a false -Wrestrict on
     // "literal" + std::string once inlined (GCC bug 105329).
     const auto add = [&text](std::string_view piece) { text.append(piece); };
-    for (std::uint16_t i = 0; i < map.nodes().size(); ++i) {
+    for (std::size_t index = 0; index < map.nodes().size(); ++index) {
+        const auto i = static_cast<std::uint16_t>(index);
         const cluster::MapNode& node = map.node(i);
         const bool myself = i == map.self_index();
         add(node.id);

@@ -198,7 +198,8 @@ public:
     // quiet watch carries no bytes): callers that need to know watch a key
     // they update themselves.
     core::Result<EtcdWatchEnd> watch(std::string_view prefix, std::int64_t start_revision,
-                                     const EtcdWatchHandler& on_events, std::stop_token stop = {});
+                                     const EtcdWatchHandler& on_events,
+                                     const std::stop_token& stop = {});
     // Ends the watch() running on another thread (and any that starts later,
     // until reset_cancel()).
     void cancel();

@@ -40,7 +40,7 @@ public:
     // `node_timeout` becomes the lease's time to live in whole seconds
     // (rounded up; etcd may grant more, which is then used).
     EtcdLiveness(std::unique_ptr<EtcdClient> client, std::string_view cluster_name,
-                 std::string node_id, std::chrono::milliseconds node_timeout);
+                 const std::string& node_id, std::chrono::milliseconds node_timeout);
     ~EtcdLiveness();
     EtcdLiveness(const EtcdLiveness&) = delete;
     EtcdLiveness& operator=(const EtcdLiveness&) = delete;
@@ -64,7 +64,7 @@ public:
 
 private:
     core::Status take_lease();
-    void renew_loop(std::stop_token stop);
+    void renew_loop(const std::stop_token& stop);
     void extend(Clock::time_point sent, std::int64_t ttl_seconds);
 
     std::unique_ptr<EtcdClient> client_;

@@ -41,7 +41,7 @@ namespace bloomery::cluster {
 class EtcdMapBackend final : public MapBackend {
 public:
     enum class Liveness { ignore, track };
-    EtcdMapBackend(std::unique_ptr<EtcdClient> client, std::string cluster_name, MapNode self,
+    EtcdMapBackend(std::unique_ptr<EtcdClient> client, std::string_view cluster_name, MapNode self,
                    ClusterState& state, Liveness liveness = Liveness::ignore);
     ~EtcdMapBackend() override;
     EtcdMapBackend(const EtcdMapBackend&) = delete;
@@ -69,9 +69,9 @@ private:
         ChangeDone done;
         bool join = false;
     };
-    void commit_loop(std::stop_token stop);
+    void commit_loop(const std::stop_token& stop);
     core::Status run(const Request& request);
-    void watch_loop(std::stop_token stop);
+    void watch_loop(const std::stop_token& stop);
     core::Status reload();
     void on_events(const std::vector<EtcdEvent>& events, std::int64_t revision);
     // Takes `document` (empty: no map) as the map at `revision`, unless a
