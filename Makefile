@@ -25,6 +25,12 @@ deps:
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	  case " $$missing " in *" etcd-server "*) \
+	    if command -v systemctl >/dev/null 2>&1 && systemctl is-enabled --quiet etcd 2>/dev/null; then \
+	      echo "etcd-server: the tests start their own members; its service is not left running"; \
+	      $(SUDO) systemctl disable --now etcd >/dev/null 2>&1 || true; \
+	    fi ;; \
+	  esac; \
 	fi
 
 test-deps:
