@@ -127,10 +127,13 @@ round() {  # kind
 KINDS="bloomery"
 [ -n "$MODULE" ] && KINDS="bloomery redisbloom"
 echo "server seconds filters_per_s MB_per_s  ($FILTERS filters of $ITEMS items in $SLOTS slots)"
-RESULTS=$(for r in $(seq "$ROUNDS"); do for kind in $KINDS; do round "$kind"; done; done | tee /dev/stderr)
-python3 - "$RESULTS" <<'PY'
+for r in $(seq "$ROUNDS"); do
+    for kind in $KINDS; do round "$kind"; done
+done >"$DATA/rows"
+cat "$DATA/rows"
+python3 - "$DATA/rows" <<'PY'
 import statistics, sys
-rows = [line.split() for line in sys.argv[1].splitlines() if line.strip()]
+rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
 med = {}
 for kind in sorted({r[0] for r in rows}):
     mine = [r for r in rows if r[0] == kind]
