@@ -37,8 +37,8 @@ def first_tag(low, high):
     raise AssertionError("no tag in range")
 
 
-class TwoNodes(unittest.TestCase):
-    """Node a serves slots 0-8191, node b 8192-16383."""
+class TwoNodeCluster(unittest.TestCase):
+    """Node a serves slots 0-8191, node b 8192-16383 (self.a, self.b: clients)."""
 
     def setUp(self):
         self.ports = free_ports(2)
@@ -47,14 +47,19 @@ class TwoNodes(unittest.TestCase):
         for node in self.nodes:
             node.start()
         self.a, self.b = (node.client() for node in self.nodes)
-        self.a_id = self.a.execute_command("CLUSTER", "MYID").decode()
-        self.b_id = self.b.execute_command("CLUSTER", "MYID").decode()
-        self.tag = first_tag(100, 8191)
-        self.slot = key_slot(self.tag.encode())
 
     def tearDown(self):
         for node in self.nodes:
             node.cleanup()
+
+
+class TwoNodes(TwoNodeCluster):
+    def setUp(self):
+        super().setUp()
+        self.a_id = self.a.execute_command("CLUSTER", "MYID").decode()
+        self.b_id = self.b.execute_command("CLUSTER", "MYID").decode()
+        self.tag = first_tag(100, 8191)
+        self.slot = key_slot(self.tag.encode())
 
     def error(self, conn, *command):
         with self.assertRaises(redis.ResponseError) as caught:
@@ -186,19 +191,7 @@ class TwoNodes(unittest.TestCase):
             cluster.close()
 
 
-class MoveSlotsUnderWriters(unittest.TestCase):
-    def setUp(self):
-        self.ports = free_ports(2)
-        slot_map = TWO_NODE_MAP % tuple(self.ports)
-        self.nodes = [cluster_node(port, slot_map) for port in self.ports]
-        for node in self.nodes:
-            node.start()
-        self.a, self.b = (node.client() for node in self.nodes)
-
-    def tearDown(self):
-        for node in self.nodes:
-            node.cleanup()
-
+class MoveSlotsUnderWriters(TwoNodeCluster):
     def move(self, slot, *extra):
         return subprocess.run(
             [sys.executable, MOVE_SLOTS, "--from", "127.0.0.1:%d" % self.ports[0],

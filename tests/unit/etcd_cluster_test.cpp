@@ -17,11 +17,7 @@ namespace {
 using testing::EtcdTestCluster;
 using namespace std::chrono_literals;
 
-std::unique_ptr<EtcdClient> make_client(const EtcdSettings& settings) {
-    auto client = EtcdClient::create(settings);
-    if (!client) throw std::runtime_error(client.error());
-    return std::move(*client);
-}
+using testing::make_client;
 
 TEST(EtcdSettings, ParsesEndpointsAndNamesTheBadOne) {
     EtcdSettings settings;

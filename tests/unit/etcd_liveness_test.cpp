@@ -22,34 +22,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-MapNode node(std::uint16_t port) {
-    MapNode self;
-    self.host = "127.0.0.1";
-    self.port = port;
-    self.address = "127.0.0.1:" + std::to_string(port);
-    self.id = node_id(self.host, port);
-    return self;
-}
+using testing::eventually;
+const auto node = testing::loopback_node;
 
 std::unique_ptr<EtcdClient> client(const testing::EtcdTestCluster& etcd) {
-    return std::move(EtcdClient::create(etcd.settings()).value());
+    return testing::make_client(etcd.settings());
 }
 
 core::Status joined(EtcdMapBackend& backend) {
     std::promise<core::Status> outcome;
     backend.join([&](core::Status status) { outcome.set_value(std::move(status)); });
     return outcome.get_future().get();
-}
-
-// Polls (bounded, `limit`) until `condition` holds.
-template <class Condition>
-bool eventually(Condition condition, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
-    const Clock::time_point end = Clock::now() + limit;
-    while (Clock::now() < end) {
-        if (condition()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return condition();
 }
 
 bool failed_in(const ClusterState& state, const std::string& id) {

@@ -22,14 +22,8 @@
 namespace bloomery::cluster {
 namespace {
 
-MapNode node(std::uint16_t port) {
-    MapNode self;
-    self.host = "127.0.0.1";
-    self.port = port;
-    self.address = "127.0.0.1:" + std::to_string(port);
-    self.id = node_id(self.host, port);
-    return self;
-}
+using testing::eventually;
+const auto node = testing::loopback_node;
 
 // Runs `change` through `state` and waits for its outcome.
 core::Status change(ClusterState& state, MapEdit edit) {
@@ -45,21 +39,10 @@ core::Status join(EtcdMapBackend& backend) {
     return outcome.get_future().get();
 }
 
-// Polls (bounded) until `condition` holds.
-template <class Condition>
-bool eventually(Condition condition) {
-    for (int i = 0; i < 500; ++i) {
-        if (condition()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return condition();
-}
-
 // One node: its state and the backend keeping its map in etcd.
 struct Node {
     Node(const testing::EtcdTestCluster& etcd, std::uint16_t port)
-        : self(node(port)),
-          backend(std::move(EtcdClient::create(etcd.settings()).value()), "test", self, state) {
+        : self(node(port)), backend(testing::make_client(etcd.settings()), "test", self, state) {
         state.set_backend(&backend);
         const core::Status started = backend.start();
         EXPECT_TRUE(started) << started.error();

@@ -9,11 +9,16 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "bloomery/cluster/cluster_map.hpp"
 #include "bloomery/cluster/etcd.hpp"
+#include "bloomery/cluster/topology.hpp"
 #include "temp_dir.hpp"
 
 namespace bloomery::testing {
@@ -69,5 +74,34 @@ private:
     ScratchDir dir_;
     std::vector<Member> members_;
 };
+
+// A client of `settings`; throws (failing the test) if they are refused.
+inline std::unique_ptr<cluster::EtcdClient> make_client(const cluster::EtcdSettings& settings) {
+    auto client = cluster::EtcdClient::create(settings);
+    if (!client) throw std::runtime_error(client.error());
+    return std::move(*client);
+}
+
+// A cluster node on 127.0.0.1:port, with the id a static map would give it.
+inline cluster::MapNode loopback_node(std::uint16_t port) {
+    cluster::MapNode node;
+    node.host = "127.0.0.1";
+    node.port = port;
+    node.address = "127.0.0.1:" + std::to_string(port);
+    node.id = cluster::node_id(node.host, port);
+    return node;
+}
+
+// Polls `condition` every 5 ms until it holds or `limit` passes; its last
+// answer.
+template <class Condition>
+bool eventually(Condition condition, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+        if (condition()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return condition();
+}
 
 }  // namespace bloomery::testing
