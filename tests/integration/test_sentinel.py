@@ -58,6 +58,28 @@ def role_of(server):
     return server.client().info("replication")
 
 
+def tail(text, lines=25):
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def describe(servers, sentinels):
+    """What a failed wait reports: each server's role (or why it has none)
+    and the end of its log, and the end of each sentinel's log."""
+    parts = []
+    for server in servers:
+        try:
+            state = role_of(server)
+        except Exception as error:  # a server that died answers nothing
+            state = "no answer (%s), exit code %s" % (error, server.process.poll())
+        parts.append("server %d: %s\n%s" % (server.port, state, tail(server.log())))
+    for sentinel in sentinels:
+        sentinel.log.flush()
+        with open(sentinel.log.name, "rb") as f:
+            parts.append("sentinel %d:\n%s" % (sentinel.port,
+                                                 tail(f.read().decode("utf-8", "replace"))))
+    return "\n\n".join(parts)
+
+
 class ConfigRewrite(unittest.TestCase):
     def test_rewrite_keeps_comments_and_writes_what_changed_at_run_time(self):
         with tempfile.TemporaryDirectory(prefix="bloomery-rewrite-") as directory:
@@ -148,7 +170,8 @@ class Failover(unittest.TestCase):
                 address = sentinel.sentinel_get_master_addr_by_name("bloom")
                 return address is not None and int(address[1]) != old_port
 
-            wait_until(promoted, timeout=90, what="a replica to be promoted")
+            wait_until(promoted, timeout=90, what=lambda: "a replica to be promoted\n" +
+                       describe(servers, sentinels))
             new_port = int(sentinel.sentinel_get_master_addr_by_name("bloom")[1])
             new_primary = [s for s in servers[1:] if s.port == new_port][0]
             other = [s for s in servers[1:] if s.port != new_port][0]
@@ -164,7 +187,8 @@ class Failover(unittest.TestCase):
             wait_until(lambda: role_of(primary)["role"] == "slave" and
                        role_of(primary).get("master_port") == new_port and
                        role_of(primary)["master_link_status"] == "up",
-                       timeout=90, what="the old primary to follow the new one")
+                       timeout=90, what=lambda: "the old primary to follow the new one\n" +
+                       describe(servers, sentinels))
             self.assertEqual(missing_items(primary.client(), "urls", items), [])
 
             # A Sentinel-aware client writes through the new primary.
