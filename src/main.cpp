@@ -268,7 +268,7 @@ int serve(const bloomery::core::Config& config, const bloomery::command::Registr
     // Before the snapshot loads, so loaded keys are counted per slot too.
     if (config.cluster_enabled) {
         keyspace.enable_slot_counts();
-        log_cluster(*config.cluster);
+        if (config.cluster) log_cluster(*config.cluster);
     }
     std::unique_ptr<net::Server> server;
     persist::Manager persistence(config, keyspace,
@@ -299,7 +299,7 @@ int serve(const bloomery::core::Config& config, const bloomery::command::Registr
         // decide); a primary decides them from here on.
         const bool replica = !config.replicaof_host.empty() && !core::replicaof_names_self(config);
         if (!replica) persistence.enforce_deadlines();
-        if (config.cluster_enabled) warn_of_stranded_keys(*config.cluster, keyspace);
+        if (config.cluster) warn_of_stranded_keys(*config.cluster, keyspace);
         server->listen();
     } catch (const std::exception& e) {
         spdlog::critical("refusing to start: {}", e.what());

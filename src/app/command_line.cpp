@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <thread>
 #include <utility>
 
+#include "bloomery/cluster/etcd.hpp"
 #include "bloomery/cluster/topology.hpp"
 #include "bloomery/core/options.hpp"
 #include "config_file.hpp"
@@ -96,20 +98,66 @@ void read_tools(const OptionSet& options, CommandLine& result, Problems& problem
     }
 }
 
+bool wildcard_address(std::string_view address) {
+    return address == "0.0.0.0" || address == "::" || address == "*" ||
+           address.find(' ') != std::string_view::npos;
+}
+
+// --cluster-etcd: its endpoints and files checked, the name's characters,
+// and the address this node announces (derived when not given).
+void resolve_etcd_cluster(const OptionSet& options, Config& c, Problems& problems) {
+    read_password(options, "cluster-etcd-password", "etcd's password", c.cluster_etcd_password,
+                  problems);
+    if (options.given("cluster-slots") || options.given("cluster-self")) {
+        problems.push_back(
+            "--cluster-etcd: the map is kept in etcd; --cluster-slots and --cluster-self are "
+            "for the static map");
+    }
+    if (auto endpoints = cluster::parse_etcd_endpoints(cluster::etcd_settings_of(c)); !endpoints) {
+        problems.push_back("--cluster-etcd: " + endpoints.error());
+    }
+    const bool name_ok = !c.cluster_name.empty() && c.cluster_name.size() <= 64 &&
+                         std::all_of(c.cluster_name.begin(), c.cluster_name.end(), [](char ch) {
+                             return std::isalnum(static_cast<unsigned char>(ch)) != 0 ||
+                                    ch == '.' || ch == '_' || ch == '-';
+                         });
+    if (!name_ok) {
+        problems.push_back("--cluster-name: '" + c.cluster_name +
+                           "' is not 1 to 64 letters, digits, '.', '_' or '-'");
+    }
+    if (!c.replicaof_host.empty()) {
+        problems.push_back(
+            "--replicaof: in a cluster kept in etcd, CLUSTER REPLICATE says who follows whom");
+    }
+    if (c.cluster_announce.empty()) {
+        const std::string host = wildcard_address(c.bind) ? core::host_name() : c.bind;
+        const std::uint16_t port = c.port != 0 ? c.port : c.tls_port;
+        c.cluster_announce = host + ":" + std::to_string(port);
+    }
+    if (auto address = cluster::parse_node_address(c.cluster_announce); !address) {
+        problems.push_back("--cluster-announce: " + address.error());
+    }
+}
+
 // --cluster-slots parsed with this node resolved; a replica in the map
 // follows its primary unless --replicaof says otherwise (checked later).
 void resolve_cluster(const OptionSet& options, Config& c, Problems& problems) {
     if (!c.cluster_enabled) {
         // A map without cluster mode would be silently ignored: every key
         // served here, nothing redirected. Say so instead.
-        if (options.given("cluster-slots") || options.given("cluster-self")) {
+        if (options.given("cluster-slots") || options.given("cluster-self") ||
+            options.given("cluster-etcd")) {
             problems.push_back(
-                "--cluster-slots: --cluster-slots and --cluster-self need --cluster-enabled yes");
+                "--cluster-slots: --cluster-slots, --cluster-self and --cluster-etcd need "
+                "--cluster-enabled yes");
         }
         return;
     }
+    if (!c.cluster_etcd.empty()) return resolve_etcd_cluster(options, c, problems);
     if (c.cluster_slots.empty()) {
-        problems.push_back("--cluster-slots: --cluster-enabled yes needs the slot map");
+        problems.push_back(
+            "--cluster-slots: --cluster-enabled yes needs the slot map (--cluster-slots) or "
+            "etcd's endpoints (--cluster-etcd)");
         return;
     }
     auto topology = cluster::parse_topology(c.cluster_slots, c.cluster_self, core::host_name());

@@ -107,6 +107,20 @@ std::uint16_t ClusterMap::add_node(MapNode node) {
     return static_cast<std::uint16_t>(nodes_.size() - 1);
 }
 
+bool ClusterMap::was_forgotten(std::string_view id) const {
+    return std::find(forgotten_.begin(), forgotten_.end(), id) != forgotten_.end();
+}
+
+void ClusterMap::remember_forgotten(std::string id) {
+    drop_forgotten(id);
+    forgotten_.push_back(std::move(id));
+    if (forgotten_.size() > kForgottenKept) forgotten_.erase(forgotten_.begin());
+}
+
+void ClusterMap::drop_forgotten(std::string_view id) {
+    std::erase(forgotten_, id);
+}
+
 void ClusterMap::set_migrating(std::uint16_t slot, std::uint16_t target) {
     if (target == kNoNode && find_open_slot(slot) == nullptr) return;
     open_slot(slot)->migrating_to = target;

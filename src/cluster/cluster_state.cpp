@@ -45,10 +45,23 @@ std::shared_ptr<const ClusterMap> ClusterState::snapshot() const {
 
 void ClusterState::publish(ClusterMap next) {
     auto map = std::make_shared<const ClusterMap>(std::move(next));
-    std::lock_guard lock(mutex_);
-    current_ = std::move(map);
-    version_.store(g_next_version.fetch_add(1, std::memory_order_relaxed),
-                   std::memory_order_release);
+    {
+        std::lock_guard lock(mutex_);
+        current_ = map;
+        version_.store(g_next_version.fetch_add(1, std::memory_order_relaxed),
+                       std::memory_order_release);
+    }
+    if (listener_) listener_(*map);
+}
+
+void ClusterState::meet(std::string host, std::uint16_t port, ChangeDone done) {
+    if (backend_ == nullptr) return done(core::Error{std::string(kNeedsBackend)});
+    backend_->meet(std::move(host), port, std::move(done));
+}
+
+void ClusterState::leave(ChangeDone done) {
+    if (backend_ == nullptr) return done(core::Error{std::string(kNeedsBackend)});
+    backend_->leave(std::move(done));
 }
 
 void ClusterState::change(MapEdit edit, ChangeDone done) {

@@ -16,11 +16,11 @@ constexpr int kCommitAttempts = 16;
 // The pause before watching again after the watch failed (etcd unreachable).
 constexpr auto kWatchRetry = std::chrono::milliseconds(200);
 
-core::Error store_error(const std::string& what) {
+}  // namespace
+
+core::Error EtcdMapBackend::store_error(const std::string& what) {
     return core::Error{"ERR the cluster's store (etcd) cannot be reached: " + what};
 }
-
-}  // namespace
 
 EtcdMapBackend::EtcdMapBackend(std::unique_ptr<EtcdClient> client, std::string_view cluster_name,
                                MapNode self, ClusterState& state, Liveness liveness)
@@ -28,6 +28,8 @@ EtcdMapBackend::EtcdMapBackend(std::unique_ptr<EtcdClient> client, std::string_v
       prefix_(cluster_prefix(cluster_name)),
       key_(prefix_ + "map"),
       alive_prefix_(prefix_ + "alive/"),
+      nodes_prefix_(prefix_ + "nodes/"),
+      own_key_(nodes_prefix_ + self.id),
       liveness_(liveness),
       self_(std::move(self)),
       state_(state) {}
@@ -48,20 +50,24 @@ std::string EtcdMapBackend::map_key(std::string_view cluster_name) {
 }
 
 ClusterMap EtcdMapBackend::lone() const {
-    return ClusterMap::lone(self_);
+    core::Result<ClusterMap> view = lone_view(registration_);
+    return view ? std::move(view).value() : ClusterMap::lone(self_);
 }
 
 // Reads the cluster's keys at one revision: the map, and who is alive.
 core::Status EtcdMapBackend::reload() {
     core::Result<EtcdRange> range = client_->get_prefix(prefix_);
     if (!range) return store_error(range.error());
-    std::string document;
-    std::int64_t map_revision = 0;
+    std::string document, registration;
+    std::int64_t map_revision = 0, registration_revision = 0;
     std::set<std::string, std::less<>> alive;
     for (const EtcdKeyValue& kv : range->kvs) {
         if (kv.key == key_) {
             document = kv.value;
             map_revision = kv.mod_revision;
+        } else if (kv.key == own_key_) {
+            registration = kv.value;
+            registration_revision = kv.mod_revision;
         } else if (kv.key.starts_with(alive_prefix_)) {
             alive.insert(kv.key.substr(alive_prefix_.size()));
         }
@@ -74,6 +80,10 @@ core::Status EtcdMapBackend::reload() {
     }
     std::lock_guard lock(mutex_);
     document_ = std::move(document);
+    if (registration_revision >= registration_revision_) {
+        registration_ = std::move(registration);
+        registration_revision_ = registration_revision;
+    }
     alive_ = std::move(alive);
     published_revision_ = std::max(published_revision_, map_revision);
     watched_revision_ = std::max(watched_revision_, range->revision);
@@ -83,6 +93,10 @@ core::Status EtcdMapBackend::reload() {
 
 core::Status EtcdMapBackend::start() {
     if (core::Status loaded = reload(); !loaded) return loaded;
+    // This node's registration says where it is now (MEET finds it there).
+    if (core::Status enrolled = run(request_of(Request::Kind::enroll, nullptr)); !enrolled) {
+        return enrolled;
+    }
     committer_ = std::jthread([this](const std::stop_token& stop) { commit_loop(stop); });
     watcher_ = std::jthread([this](const std::stop_token& stop) { watch_loop(stop); });
     return {};
@@ -107,25 +121,44 @@ void EtcdMapBackend::stop() {
     }
 }
 
-void EtcdMapBackend::commit(MapEdit edit, ChangeDone done) {
+EtcdMapBackend::Request EtcdMapBackend::request_of(Request::Kind kind, ChangeDone done) {
+    Request request;
+    request.kind = kind;
+    request.done = std::move(done);
+    return request;
+}
+
+void EtcdMapBackend::enqueue(Request request) {
     {
         std::lock_guard lock(mutex_);
         if (!stopping_) {
-            queue_.push_back(Request{std::move(edit), std::move(done)});
+            queue_.push_back(std::move(request));
             wake_.notify_one();
             return;
         }
     }
-    done(core::Error{"ERR the server is stopping; the cluster map was not changed"});
+    request.done(core::Error{"ERR the server is stopping; the cluster map was not changed"});
+}
+
+void EtcdMapBackend::commit(MapEdit edit, ChangeDone done) {
+    Request request = request_of(Request::Kind::edit, std::move(done));
+    request.edit = std::move(edit);
+    enqueue(std::move(request));
+}
+
+void EtcdMapBackend::meet(std::string host, std::uint16_t port, ChangeDone done) {
+    Request request = request_of(Request::Kind::meet, std::move(done));
+    request.host = std::move(host);
+    request.port = port;
+    enqueue(std::move(request));
+}
+
+void EtcdMapBackend::leave(ChangeDone done) {
+    enqueue(request_of(Request::Kind::leave, std::move(done)));
 }
 
 void EtcdMapBackend::join(ChangeDone done) {
-    std::lock_guard lock(mutex_);
-    if (stopping_) {
-        return done(core::Error{"ERR the server is stopping; the cluster map was not changed"});
-    }
-    queue_.push_back(Request{nullptr, std::move(done), true});
-    wake_.notify_one();
+    enqueue(request_of(Request::Kind::join, std::move(done)));
 }
 
 std::int64_t EtcdMapBackend::published_revision() const {
@@ -149,40 +182,26 @@ void EtcdMapBackend::commit_loop(const std::stop_token& stop) {
 
 core::Status EtcdMapBackend::run(const Request& request) {
     for (int attempt = 0; attempt < kCommitAttempts; ++attempt) {
-        core::Result<EtcdRange> range = client_->get(key_);
-        if (!range) return store_error(range.error());
-        const bool absent = range->kvs.empty();
-        const std::string document = absent ? std::string() : range->kvs.front().value;
-        const std::int64_t read = absent ? 0 : range->kvs.front().mod_revision;
-        core::Result<ClusterMap> view = absent         ? core::Result<ClusterMap>(lone())
-                                        : request.join ? join_map(document, self_)
-                                                       : decode_map(document, self_.id);
-        if (!view) {
-            if (!names_node(document, self_.id)) {
-                return core::Error{
-                    "ERR this node is not a member of the cluster yet: CLUSTER "
-                    "MEET one of its nodes first"};
-            }
-            return core::Error{"ERR the cluster map in etcd is not one: " + view.error()};
+        core::Result<bool> done = false;
+        switch (request.kind) {
+            case Request::Kind::edit:
+                done = try_edit(request.edit);
+                break;
+            case Request::Kind::join:
+                done = try_meet(self_.host, self_.port);
+                break;
+            case Request::Kind::meet:
+                done = try_meet(request.host, request.port);
+                break;
+            case Request::Kind::leave:
+                done = try_leave();
+                break;
+            case Request::Kind::enroll:
+                done = try_enroll();
+                break;
         }
-        core::Result<ClusterMap> next = request.join ? std::move(view) : request.edit(*view);
-        if (!next) return next.failure();
-        const std::string written = encode_map(*next);
-        EtcdTxn txn;
-        EtcdCompare unchanged;
-        unchanged.key = key_;
-        // Absent: nobody founded it meanwhile; else: nobody changed it.
-        unchanged.target =
-            absent ? EtcdCompare::Target::create_revision : EtcdCompare::Target::mod_revision;
-        unchanged.number = read;
-        txn.compares.push_back(std::move(unchanged));
-        txn.success.push_back(EtcdOp::put(key_, written));
-        core::Result<EtcdTxnResult> result = client_->txn(txn);
-        if (!result) return store_error(result.error());
-        if (result->succeeded) {
-            publish(written, result->revision);
-            return {};
-        }
+        if (!done) return done.failure();
+        if (*done) return {};
     }
     return core::Error{"ERR the cluster map kept changing under this change; try it again"};
 }
@@ -192,10 +211,13 @@ void EtcdMapBackend::on_events(const std::vector<EtcdEvent>& events, std::int64_
     for (const EtcdEvent& event : events) {
         const bool put = event.type == EtcdEvent::Type::put;
         if (event.kv.key == key_) {
-            if (put && event.kv.mod_revision <= published_revision_) continue;
+            if (event.kv.mod_revision <= published_revision_) continue;
             document_ = put ? event.kv.value : std::string();
-            published_revision_ =
-                std::max(published_revision_, put ? event.kv.mod_revision : revision);
+            published_revision_ = event.kv.mod_revision;
+        } else if (event.kv.key == own_key_) {
+            if (event.kv.mod_revision <= registration_revision_) continue;
+            registration_ = put ? event.kv.value : std::string();
+            registration_revision_ = event.kv.mod_revision;
         } else if (event.kv.key.starts_with(alive_prefix_)) {
             std::string id = event.kv.key.substr(alive_prefix_.size());
             if (put) {
@@ -235,6 +257,14 @@ void EtcdMapBackend::publish(std::string_view document, std::int64_t revision) {
     if (revision <= published_revision_) return;
     document_ = document;
     published_revision_ = revision;
+    republish();
+}
+
+void EtcdMapBackend::publish_registration(std::string_view document, std::int64_t revision) {
+    std::lock_guard lock(mutex_);
+    if (revision <= registration_revision_) return;
+    registration_ = document;
+    registration_revision_ = revision;
     republish();
 }
 

@@ -1,10 +1,12 @@
 // Reading and checking EtcdSettings before any connection is made, so a bad
 // endpoint list is refused at start with the URL that is wrong.
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
 #include "bloomery/cluster/etcd.hpp"
+#include "bloomery/core/config.hpp"
 #include "bloomery/core/parse_int64.hpp"
 
 namespace bloomery::cluster {
@@ -93,6 +95,31 @@ core::Result<std::vector<EtcdEndpoint>> parse_etcd_endpoints(const EtcdSettings&
         if (auto ok = check_tls_files(settings); !ok) return ok.failure();
     }
     return endpoints;
+}
+
+EtcdSettings etcd_settings_of(const core::Config& config) {
+    EtcdSettings settings;
+    std::string_view rest = config.cluster_etcd;
+    while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        std::string_view url = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        while (!url.empty() && url.front() == ' ') url.remove_prefix(1);
+        while (!url.empty() && url.back() == ' ') url.remove_suffix(1);
+        if (!url.empty()) settings.endpoints.emplace_back(url);
+    }
+    settings.user = config.cluster_etcd_user;
+    settings.password = config.cluster_etcd_password;
+    settings.ca_file = config.cluster_etcd_cacert;
+    settings.cert_file = config.cluster_etcd_cert;
+    settings.key_file = config.cluster_etcd_key;
+    // A third of the node timeout leaves a renewal two more tries before
+    // the lease lapses; at least long enough for etcd to elect a leader.
+    settings.request_timeout =
+        std::clamp(std::chrono::milliseconds(config.cluster_node_timeout_ms / 3),
+                   std::chrono::milliseconds(kEtcdMinRequestTimeoutMs),
+                   std::chrono::milliseconds(kEtcdMaxRequestTimeoutMs));
+    return settings;
 }
 
 }  // namespace bloomery::cluster

@@ -110,6 +110,22 @@ public:
         return {};
     }
 
+    // Optional: a map written before any FORGET may lack it.
+    core::Status forgotten(ClusterMap& map) {
+        const auto list = document_.find("forgotten");
+        if (list == document_.end()) return {};
+        if (!list->is_array() || list->size() > ClusterMap::kForgottenKept) {
+            return core::Error{"the map's forgotten list is malformed"};
+        }
+        for (const json& id : *list) {
+            if (!id.is_string() || !is_node_id(id.get<std::string>())) {
+                return core::Error{"the map's forgotten list is malformed"};
+            }
+            map.remember_forgotten(id.get<std::string>());
+        }
+        return {};
+    }
+
 private:
     const json* array(const char* name) {
         const auto found = document_.find(name);
@@ -157,7 +173,8 @@ std::string encode_map(const ClusterMap& map) {
     const json document = {{"current_epoch", map.current_epoch()},
                            {"nodes", std::move(nodes)},
                            {"slots", std::move(slots)},
-                           {"open", std::move(open)}};
+                           {"open", std::move(open)},
+                           {"forgotten", map.forgotten()}};
     return document.dump();
 }
 
@@ -188,6 +205,7 @@ core::Result<ClusterMap> decode(std::string_view text, std::string_view self_id,
     map.set_current_epoch(epoch.get<std::uint64_t>());
     if (core::Status slots = reader.slots(map); !slots) return slots.failure();
     if (core::Status open = reader.open(map); !open) return open.failure();
+    if (core::Status forgotten = reader.forgotten(map); !forgotten) return forgotten.failure();
     map.finish();
     return map;
 }

@@ -164,6 +164,12 @@ std::optional<std::size_t> hostname_ordinal(std::string_view hostname) {
 
 }  // namespace
 
+core::Result<NodeAddress> parse_node_address(std::string_view text) {
+    core::Result<Endpoint> endpoint = parse_endpoint(text);
+    if (!endpoint) return endpoint.failure();
+    return NodeAddress{std::move(endpoint->host), endpoint->port};
+}
+
 std::string node_id(std::string_view host, std::uint16_t port) {
     const std::string text = core::ascii_lower(host) + ":" + std::to_string(port);
     std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};

@@ -1,6 +1,8 @@
 // Cluster commands that change the map: CLUSTER SETSLOT, ADDSLOTS,
-// ADDSLOTSRANGE, DELSLOTS, DELSLOTSRANGE. Each builds an edit from the
-// rules of cluster/cluster_changes.hpp and commits it through the node's
+// ADDSLOTSRANGE, DELSLOTS, DELSLOTSRANGE, SET-CONFIG-EPOCH, REPLICATE,
+// FORGET, MEET and RESET. Each builds an edit from the rules of
+// cluster/cluster_changes.hpp and cluster_membership.hpp (MEET and RESET
+// are the backend's own) and commits it through the node's
 // ClusterState: at once for a map this node keeps itself, or through the
 // backend that keeps the cluster's map, the reply waiting for it.
 
@@ -12,9 +14,11 @@
 
 #include "args.hpp"
 #include "bloomery/cluster/cluster_changes.hpp"
+#include "bloomery/cluster/cluster_membership.hpp"
 #include "bloomery/cluster/cluster_state.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/printable.hpp"
 #include "cluster_routing.hpp"
 #include "common.hpp"
 #include "families.hpp"
@@ -33,22 +37,28 @@ std::optional<std::uint16_t> parse_slot(std::string_view text) {
     return static_cast<std::uint16_t>(value);
 }
 
-// Commits `edit` and answers +OK or the error. A backend that commits
-// elsewhere answers later: the client waits (refused where it cannot wait,
-// inside MULTI).
-void commit(ClusterView& ctx, cluster::MapEdit edit) {
+// Runs `change` (which calls its argument once, with the outcome) and
+// answers +OK or the error. A backend that commits elsewhere answers later:
+// the client waits (refused where it cannot wait, inside MULTI).
+template <class Change>
+void answer_change(ClusterView& ctx, Change change) {
     if (!ctx.server.cluster.has_backend()) {
         core::Status outcome;
-        ctx.server.cluster.change(std::move(edit),
-                                  [&outcome](core::Status status) { outcome = std::move(status); });
+        change([&outcome](core::Status status) { outcome = std::move(status); });
         return outcome ? ctx.out.ok() : ctx.out.error(outcome.error());
     }
     DeferredReply reply = ctx.defer_reply();
     if (!reply) return ctx.out.error(errors::kClusterChangeCannotWait);
-    ctx.server.cluster.change(std::move(edit), [reply](core::Status status) {
+    change([reply](core::Status status) {
         reply.complete([status = std::move(status)](resp::Writer& out) {
             status ? out.ok() : out.error(status.error());
         });
+    });
+}
+
+void commit(ClusterView& ctx, cluster::MapEdit edit) {
+    answer_change(ctx, [&ctx, &edit](cluster::ChangeDone done) {
+        ctx.server.cluster.change(std::move(edit), std::move(done));
     });
 }
 
@@ -118,9 +128,84 @@ void cmd_cluster_slots_change(ClusterView& ctx, Args argv) {
     });
 }
 
+// CLUSTER SET-CONFIG-EPOCH epoch
+void cmd_cluster_set_config_epoch(ClusterView& ctx, Args argv) {
+    ArgCursor args(argv, 2);
+    const core::Result<std::int64_t> epoch = args.take_int(errors::kNotInteger);
+    if (!epoch) return ctx.out.error(epoch.error());
+    commit(ctx, [epoch = *epoch](const cluster::ClusterMap& map) {
+        return cluster::set_config_epoch(map, epoch);
+    });
+}
+
+// CLUSTER REPLICATE node-id: the map says whom this node follows; the
+// server follows it (net/cluster_node.hpp).
+void cmd_cluster_replicate(ClusterView& ctx, Args argv) {
+    std::string id(argv[2]);
+    const std::uint64_t keys_here = ctx.keyspace.size();
+    commit(ctx, [id = std::move(id), keys_here](const cluster::ClusterMap& map) {
+        return cluster::replicate(map, id, keys_here);
+    });
+}
+
+// CLUSTER FORGET node-id
+void cmd_cluster_forget(ClusterView& ctx, Args argv) {
+    std::string id(argv[2]);
+    commit(ctx, [id = std::move(id)](const cluster::ClusterMap& map) {
+        return cluster::forget(map, id);
+    });
+}
+
+// CLUSTER MEET ip port [cluster-bus-port]: the bus port is taken and
+// unused (there is no bus).
+void cmd_cluster_meet(ClusterView& ctx, Args argv) {
+    if (argv.size() > 5) return ctx.out.error(wrong_arity("cluster|meet").text);
+    ArgCursor args(argv, 2);
+    std::string host(args.next());
+    const std::optional<std::int64_t> port = args.next_int();
+    if (!port || *port < 0 || *port > 65535) {
+        std::string message(errors::kInvalidBasePort);
+        core::append_printable(message, argv[3]);
+        return ctx.out.error(message);
+    }
+    if (args.has_next()) {
+        const std::optional<std::int64_t> bus = args.next_int();
+        if (!bus || *bus < 0 || *bus > 65535) {
+            std::string message(errors::kInvalidBusPort);
+            core::append_printable(message, argv[4]);
+            return ctx.out.error(message);
+        }
+    }
+    answer_change(ctx, [&ctx, &host, &port](cluster::ChangeDone done) {
+        ctx.server.cluster.meet(std::move(host), static_cast<std::uint16_t>(*port),
+                                std::move(done));
+    });
+}
+
+// CLUSTER RESET [HARD|SOFT]: this node leaves the map, owning nothing.
+void cmd_cluster_reset(ClusterView& ctx, Args argv) {
+    ArgCursor args(argv, 2);
+    if (args.has_next() && !args.eat_one_of({"hard", "soft"})) {
+        return ctx.out.error(errors::kSyntax);
+    }
+    if (args.has_next()) return ctx.out.error(errors::kSyntax);
+    if (ctx.server.cluster.view().self().is_primary() && ctx.keyspace.size() != 0) {
+        return ctx.out.error(errors::kResetWithKeys);
+    }
+    answer_change(ctx,
+                  [&ctx](cluster::ChangeDone done) { ctx.server.cluster.leave(std::move(done)); });
+}
+
 }  // namespace
 
 void register_cluster_admin_commands(Registry& registry) {
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_set_config_epoch>>(
+        "cluster|set-config-epoch");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_replicate>>(
+        "cluster|replicate");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_forget>>("cluster|forget");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_meet>>("cluster|meet");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_reset>>("cluster|reset");
     registry.register_handler<cluster_only<ClusterView, cmd_cluster_setslot>>("cluster|setslot");
     registry.register_handler<
         cluster_only<ClusterView, cmd_cluster_slots_change<SlotChange::add, false>>>(

@@ -1,5 +1,6 @@
 // Cluster commands that read the map: CLUSTER SLOTS, SHARDS, NODES, INFO,
-// KEYSLOT, MYID, COUNTKEYSINSLOT, GETKEYSINSLOT and HELP, READONLY,
+// KEYSLOT, MYID, MYSHARDID, REPLICAS (SLAVES), COUNT-FAILURE-REPORTS,
+// COUNTKEYSINSLOT, GETKEYSINSLOT and HELP, READONLY,
 // READWRITE, ASKING. The map is the one this node last saw
 // (cluster/cluster_state.hpp); the replies describe it as Redis 7 describes
 // its cluster. The commands that change it are in cluster_admin_commands.cpp,
@@ -19,6 +20,7 @@
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/key_slot.hpp"
+#include "bloomery/core/printable.hpp"
 #include "cluster_routing.hpp"
 #include "common.hpp"
 #include "families.hpp"
@@ -145,40 +147,105 @@ void append_slots(std::string& text, const cluster::ClusterMap& map, std::uint16
     }
 }
 
-// CLUSTER NODES: one line per node, "\n"-terminated (redis-benchmark stops
-// at the last "\n"), Redis's fields:
+// One CLUSTER NODES line, "\n"-terminated, Redis's fields:
 // <id> <ip:port@cport> <flags> <primary id or -> <ping sent> <pong received>
 // <config epoch> <link state> <slot ranges...>
+void append_node_line(std::string& text, const cluster::ClusterMap& map, std::uint16_t i,
+                      std::string_view now) {
+    // Appended piece by piece: GCC 12 reports a false -Wrestrict on
+    // "literal" + std::string once inlined (GCC bug 105329).
+    const auto add = [&text](std::string_view piece) { text.append(piece); };
+    const cluster::MapNode& node = map.node(i);
+    const bool myself = i == map.self_index();
+    add(node.id);
+    add(" ");
+    add(node.address);
+    add("@");
+    add(std::to_string(bus_port(node)));
+    add(myself ? " myself," : " ");
+    add(node.is_primary() ? "master" : "slave");
+    if (node.failed) add(",fail");
+    add(" ");
+    add(node.is_primary() ? std::string_view("-") : std::string_view(node.primary_id));
+    add(" 0 ");
+    add(myself ? std::string_view("0") : now);
+    add(" ");
+    add(std::to_string(node.config_epoch));
+    add(node.failed ? " disconnected" : " connected");
+    append_slots(text, map, i);
+    add("\n");
+}
+
+// CLUSTER NODES: one line per node (redis-benchmark stops at the last "\n").
 void cmd_cluster_nodes(ClusterView& ctx, Args) {
     const cluster::ClusterMap& map = ctx.server.cluster.view();
     const std::string now = std::to_string(store::now_ms());
     std::string text;
-    // Appended piece by piece: GCC 12 reports a false -Wrestrict on
-    // "literal" + std::string once inlined (GCC bug 105329).
-    const auto add = [&text](std::string_view piece) { text.append(piece); };
     for (std::size_t index = 0; index < map.nodes().size(); ++index) {
-        const auto i = static_cast<std::uint16_t>(index);
-        const cluster::MapNode& node = map.node(i);
-        const bool myself = i == map.self_index();
-        add(node.id);
-        add(" ");
-        add(node.address);
-        add("@");
-        add(std::to_string(bus_port(node)));
-        add(myself ? " myself," : " ");
-        add(node.is_primary() ? "master" : "slave");
-        if (node.failed) add(",fail");
-        add(" ");
-        add(node.is_primary() ? std::string_view("-") : std::string_view(node.primary_id));
-        add(" 0 ");
-        add(myself ? std::string_view("0") : std::string_view(now));
-        add(" ");
-        add(std::to_string(node.config_epoch));
-        add(node.failed ? " disconnected" : " connected");
-        append_slots(text, map, i);
-        add("\n");
+        append_node_line(text, map, static_cast<std::uint16_t>(index), now);
     }
     ctx.out.verbatim(text);
+}
+
+// The primary `argv[2]` names, or nullopt once the error is written.
+std::optional<std::uint16_t> named_primary(ClusterView& ctx, const cluster::ClusterMap& map,
+                                           Args argv) {
+    const std::optional<std::uint16_t> index = map.find(argv[2]);
+    if (!index) {
+        std::string message(errors::kUnknownNode);
+        core::append_printable(message, argv[2]);
+        ctx.out.error(message);
+        return std::nullopt;
+    }
+    if (!map.node(*index).is_primary()) {
+        ctx.out.error(errors::kNotAMaster);
+        return std::nullopt;
+    }
+    return index;
+}
+
+// CLUSTER REPLICAS (SLAVES) node-id: its replicas' CLUSTER NODES lines.
+void cmd_cluster_replicas(ClusterView& ctx, Args argv) {
+    const cluster::ClusterMap& map = ctx.server.cluster.view();
+    const std::optional<std::uint16_t> primary = named_primary(ctx, map, argv);
+    if (!primary) return;
+    const std::string now = std::to_string(store::now_ms());
+    const std::vector<std::uint16_t> replicas = map.replicas_of(*primary);
+    ctx.out.array(replicas.size());
+    for (const std::uint16_t replica : replicas) {
+        std::string line;
+        append_node_line(line, map, replica, now);
+        ctx.out.bulk(line);
+    }
+}
+
+// CLUSTER MYSHARDID: a shard is a primary and its replicas; its id is the
+// primary's node id (as CLUSTER SHARDS groups them).
+void cmd_cluster_myshardid(ClusterView& ctx, Args) {
+    const cluster::ClusterMap& map = ctx.server.cluster.view();
+    const std::uint16_t primary = map.primary_of(map.self_index());
+    ctx.out.bulk(primary == cluster::kNoNode ? map.self().id : map.node(primary).id);
+}
+
+// CLUSTER COUNT-FAILURE-REPORTS node-id: no node reports failures to
+// others here; each reads the node's liveness from the map's store, so a
+// node seen down is reported down by every other primary.
+void cmd_cluster_count_failure_reports(ClusterView& ctx, Args argv) {
+    const cluster::ClusterMap& map = ctx.server.cluster.view();
+    const std::optional<std::uint16_t> index = map.find(argv[2]);
+    if (!index) {
+        std::string message(errors::kUnknownNode);
+        core::append_printable(message, argv[2]);
+        return ctx.out.error(message);
+    }
+    std::int64_t reports = 0;
+    if (map.node(*index).failed) {
+        for (std::size_t i = 0; i < map.nodes().size(); ++i) {
+            reports += i != *index && i != map.self_index() && map.nodes()[i].is_primary() &&
+                       !map.nodes()[i].failed;
+        }
+    }
+    ctx.out.integer(reports);
 }
 
 void cmd_cluster_info(ClusterView& ctx, Args) {
@@ -250,6 +317,8 @@ void cmd_cluster_help(Context& ctx, Args) {
          "    Assign slots to current node.",
          "ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
          "    Assign slots which are between <start-slot> and <end-slot> to current node.",
+         "COUNT-FAILURE-REPORTS <node-id>",
+         "    Return the number of primaries that see <node-id> down.",
          "COUNTKEYSINSLOT <slot>",
          "    Return the number of keys in <slot>.",
          "DELSLOTS <slot> [<slot> ...]",
@@ -258,15 +327,29 @@ void cmd_cluster_help(Context& ctx, Args) {
          "    Delete slots information which are between <start-slot> and <end-slot>.",
          "GETKEYSINSLOT <slot> <count>",
          "    Return key names stored by this node in a slot.",
+         "FORGET <node-id>",
+         "    Remove a node from the cluster.",
          "INFO",
          "    Return information about the cluster.",
          "KEYSLOT <key>",
          "    Return the hash slot for <key>.",
+         "MEET <ip> <port> [<bus-port>]",
+         "    Connect nodes into a working cluster.",
          "MYID",
          "    Return the node id.",
+         "MYSHARDID",
+         "    Return the node's shard id.",
          "NODES",
          "    Return cluster configuration seen by node. Output format:",
          "    <id> <ip:port@bus-port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+         "REPLICAS <node-id>",
+         "    Return <node-id> replicas.",
+         "REPLICATE <node-id>",
+         "    Configure current node as replica to <node-id>.",
+         "RESET [HARD|SOFT]",
+         "    Reset current node (default: soft).",
+         "SET-CONFIG-EPOCH <epoch>",
+         "    Set config epoch of current node.",
          "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
          "    Set slot state.",
          "SHARDS",
@@ -313,6 +396,12 @@ void register_cluster_commands(Registry& registry) {
     registry.register_handler<cluster_only<Context, cmd_readonly>>("readonly");
     registry.register_handler<cluster_only<Context, cmd_readwrite>>("readwrite");
     registry.register_handler<cluster_only<Context, cmd_asking>>("asking");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_replicas>>("cluster|replicas");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_replicas>>("cluster|slaves");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_myshardid>>(
+        "cluster|myshardid");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_count_failure_reports>>(
+        "cluster|count-failure-reports");
     register_cluster_admin_commands(registry);
 }
 

@@ -427,8 +427,8 @@ constexpr OptionSpec kOptions[] = {
     // ---- Cluster ----
     choice<&Config::cluster_enabled, kYesNoWords>(
         "cluster-enabled", kCluster,
-        "yes: Redis Cluster protocol with the static --cluster-slots map (keys of other nodes' "
-        "slots answer -MOVED)"),
+        "yes: Redis Cluster protocol, with the map in etcd (--cluster-etcd) or the static "
+        "--cluster-slots map (keys of other nodes' slots answer -MOVED)"),
     text<&Config::cluster_slots>(
         "cluster-slots", kCluster,
         "Slot map, the same on every node: RANGE=host:port[|replica:port...],... covering "
@@ -437,6 +437,47 @@ constexpr OptionSpec kOptions[] = {
         "cluster-self", kCluster,
         "This node's host:port in --cluster-slots, or auto: the N of a host name ending in -N "
         "(StatefulSet pod) picks the N-th node (primaries in slot order, then replicas)"),
+    text<&Config::cluster_etcd>(
+        "cluster-etcd", kCluster,
+        "Keep the cluster's map in etcd, at these endpoints (URL[,URL...], http:// or "
+        "https://), instead of --cluster-slots: nodes meet, take slots, fail over and move "
+        "slots through it (redis-cli --cluster create, add-node, reshard, ...)"),
+    text<&Config::cluster_name>("cluster-name", kCluster,
+                                "The cluster's name: its keys in etcd are under "
+                                "/bloomery/NAME/ (letters, digits, '.', '_', '-')"),
+    with_use(text<&Config::cluster_announce>(
+                 "cluster-announce", kCluster,
+                 "HOST:PORT other nodes and clients reach this node at (default: --bind's "
+                 "address, or this machine's name when bound to every address, and --port)"),
+             OptionUse::derived_default),
+    // Redis's bounds.
+    integer<&Config::cluster_node_timeout_ms>(
+        "cluster-node-timeout", kCluster, 1, kLongMax / 2,
+        "Milliseconds a node may be unreachable before it is failed over: its liveness "
+        "lease in etcd (rounded up to whole seconds)"),
+    text<&Config::cluster_config_file>(
+        "cluster-config-file", kCluster,
+        "File in --dir keeping this node's id (made at the first start with --cluster-etcd)"),
+    text<&Config::cluster_etcd_user>("cluster-etcd-user", kCluster,
+                                     "User to authenticate to etcd as (empty: none)"),
+    [] {
+        OptionSpec spec = text<&Config::cluster_etcd_password>("cluster-etcd-password", kCluster,
+                                                               "Password of --cluster-etcd-user");
+        spec.show = &show_redacted<&Config::cluster_etcd_password>;
+        return spec;
+    }(),
+    with_use(command_line_only("cluster-etcd-password-file", kCluster, OptionKind::text,
+                               "Read --cluster-etcd-password from this file (a Kubernetes "
+                               "Secret)"),
+             OptionUse::environment),
+    text<&Config::cluster_etcd_cacert>(
+        "cluster-etcd-cacert", kCluster,
+        "CA certificates (PEM) etcd's certificate is verified against (https endpoints; "
+        "empty: the system's)"),
+    text<&Config::cluster_etcd_cert>("cluster-etcd-cert", kCluster,
+                                     "This node's client certificate (PEM) for etcd"),
+    text<&Config::cluster_etcd_key>("cluster-etcd-key", kCluster,
+                                    "The private key (PEM) of --cluster-etcd-cert"),
 
     // ---- Monitoring ----
     integer<&Config::metrics_port>(

@@ -14,6 +14,7 @@
 #include "bloomery/net/replication.hpp"
 #include "bloomery/net/tls.hpp"
 #include "client_book.hpp"
+#include "cluster_node.hpp"
 #include "connection_environment.hpp"
 #include "migrator.hpp"
 #include "persistence_adapter.hpp"
@@ -117,6 +118,7 @@ Server::Server(const core::Config& config, core::RuntimeSettings& settings,
 }
 
 Server::~Server() {
+    cluster_node_.reset();
     migrator_.reset();
     replication_->stop_links();
     if (metrics_) metrics_->stop();
@@ -148,6 +150,10 @@ std::string Server::metrics_text() {
 
 void Server::listen() {
     acceptor_->listen();
+    if (config_.cluster_in_etcd()) {
+        cluster_node_ = std::make_unique<ClusterNode>(config_, *cluster_, *replication_);
+        cluster_node_->start();
+    }
 }
 
 int Server::run() {
@@ -157,6 +163,8 @@ int Server::run() {
     cron();
     acceptor_->start();
     main_context_.run();
+    // Seen down at once by the other nodes (its lease revoked).
+    if (cluster_node_) cluster_node_->stop();
     // The link applies the primary's stream: stop it before the last save.
     replication_->stop_links();
     // Stopped: every connection is closed, the workers are idle.

@@ -225,6 +225,9 @@ std::string describe_config(const core::Config& c) {
     if (c.cluster_enabled && c.cluster) {
         line("cluster", "this node is " + c.cluster->self().address + ", of " +
                             std::to_string(c.cluster->nodes().size()) + " nodes");
+    } else if (c.cluster_in_etcd()) {
+        line("cluster", "this node is " + c.cluster_announce + ", of cluster '" + c.cluster_name +
+                            "' kept in etcd at " + c.cluster_etcd);
     }
     if (!c.config_file.empty()) line("config file", c.config_file);
     return out;

@@ -84,6 +84,13 @@ public:
 
     std::uint64_t current_epoch() const { return current_epoch_; }
 
+    // The ids CLUSTER FORGET removed, newest last, at most kForgottenKept:
+    // a FORGET of one of them again answers OK (redis-cli --cluster
+    // del-node sends FORGET to every node in turn).
+    static constexpr std::size_t kForgottenKept = 64;
+    const std::vector<std::string>& forgotten() const { return forgotten_; }
+    bool was_forgotten(std::string_view id) const;
+
     // Derived, computed by finish(): the assigned slots as ranges in slot
     // order; the replicas of a primary, in node order; how many slots are
     // assigned; how many primaries serve at least one slot (cluster_size).
@@ -108,6 +115,8 @@ public:
     // `importer` takes `slot` from `source`; kNoNode for both clears it.
     void set_importing(std::uint16_t slot, std::uint16_t importer, std::uint16_t source);
     void set_current_epoch(std::uint64_t epoch) { current_epoch_ = epoch; }
+    void remember_forgotten(std::string id);  // drops the oldest beyond kForgottenKept
+    void drop_forgotten(std::string_view id);
     // Recomputes the derived fields; call once the changes are made.
     void finish();
 
@@ -120,6 +129,7 @@ private:
     const OpenSlot* find_open_slot(std::uint16_t slot) const;
     void drop_if_closed(std::uint16_t slot);
     std::uint64_t current_epoch_ = 0;
+    std::vector<std::string> forgotten_;
     std::vector<SlotRange> ranges_;
     std::size_t slots_assigned_ = 0;
     std::size_t serving_primaries_ = 0;

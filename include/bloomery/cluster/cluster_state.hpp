@@ -16,6 +16,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 
 #include "bloomery/cluster/cluster_map.hpp"
 #include "bloomery/core/result.hpp"
@@ -36,7 +38,17 @@ public:
     // committed, publishes the result to `state` and calls `done`; or calls
     // `done` with the edit's error or the backend's.
     virtual void commit(MapEdit edit, ChangeDone done) = 0;
+    // CLUSTER MEET: this node and the node at host:port become members of
+    // one map.
+    virtual void meet(std::string host, std::uint16_t port, ChangeDone done) = 0;
+    // CLUSTER RESET: this node leaves the map and forgets its own slots.
+    virtual void leave(ChangeDone done) = 0;
 };
+
+// What ClusterState answers MEET and RESET with when there is no backend.
+inline constexpr std::string_view kNeedsBackend =
+    "ERR this node serves the static map of --cluster-slots; a cluster whose nodes meet, "
+    "leave and fail over keeps its map in etcd (--cluster-etcd)";
 
 class ClusterState {
 public:
@@ -59,6 +71,15 @@ public:
     // Commits `edit` through the backend, if one is set, else on this
     // node's map at once; `done` says how it went.
     void change(MapEdit edit, ChangeDone done);
+    // MEET and RESET through the backend (without one: kNeedsBackend).
+    void meet(std::string host, std::uint16_t port, ChangeDone done);
+    void leave(ChangeDone done);
+    // Called with every map published from here on, on the publishing
+    // thread, after readers can see it (set before the server takes
+    // commands; the server follows the primary the map names).
+    using Listener = std::function<void(const ClusterMap&)>;
+    void set_listener(Listener listener) { listener_ = std::move(listener); }
+
     // Sets the backend changes go through (null: this node's memory). Call
     // before the server takes commands.
     void set_backend(MapBackend* backend) { backend_ = backend; }
@@ -70,6 +91,7 @@ private:
     std::shared_ptr<const ClusterMap> current_;
     std::atomic<std::uint64_t> version_{0};
     MapBackend* backend_ = nullptr;
+    Listener listener_;
 };
 
 }  // namespace bloomery::cluster

@@ -39,6 +39,10 @@
 
 #include "bloomery/core/result.hpp"
 
+namespace bloomery::core {
+struct Config;
+}
+
 namespace bloomery::cluster {
 
 // Where etcd is and how to reach it.
@@ -58,6 +62,13 @@ struct EtcdSettings {
     // waits for it instead of failing.
     std::chrono::milliseconds request_timeout{1000};
 };
+
+// The settings of --cluster-etcd and the options beside it: endpoints
+// split at commas; each request bounded by a third of the node timeout,
+// within these bounds.
+inline constexpr std::int64_t kEtcdMinRequestTimeoutMs = 500;
+inline constexpr std::int64_t kEtcdMaxRequestTimeoutMs = 5000;
+EtcdSettings etcd_settings_of(const core::Config& config);
 
 // An endpoint as parsed from "scheme://host:port".
 struct EtcdEndpoint {

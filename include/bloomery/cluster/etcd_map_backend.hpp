@@ -9,8 +9,13 @@
 // and is published to its ClusterState in revision order.
 //
 // A node the map does not name serves a map of itself alone (as a Redis
-// node nobody has met) and may change the map only by joining it (join(),
-// what CLUSTER MEET does) or by founding it when there is none.
+// node nobody has met): its registration, the key "nodes/<id>", a map
+// document naming it alone, with what was done to it before it was met
+// (ADDSLOTS, SET-CONFIG-EPOCH: what redis-cli --cluster create does first).
+// Registrations also tell CLUSTER MEET which node is at an address. MEET
+// (meet()) makes both nodes members in one transaction, founding the map
+// when there is none, and takes each one's registered slots and epoch into
+// it; RESET (leave()) takes this node out of the map.
 //
 // With Liveness::track, the nodes whose key under alive/ (etcd_liveness.hpp)
 // is missing are marked failed in the view published, as Redis marks a node
@@ -55,6 +60,8 @@ public:
     void stop();
 
     void commit(MapEdit edit, ChangeDone done) override;
+    void meet(std::string host, std::uint16_t port, ChangeDone done) override;
+    void leave(ChangeDone done) override;
     // Adds this node to the stored map (founding it if there is none).
     void join(ChangeDone done);
 
@@ -65,32 +72,63 @@ public:
 
 private:
     struct Request {
+        enum class Kind { edit, join, meet, leave, enroll };
+        Kind kind = Kind::edit;
         MapEdit edit;
         ChangeDone done;
-        bool join = false;
+        std::string host;  // meet
+        std::uint16_t port = 0;
     };
+    // What a change read: the map and a registration, each with its
+    // revision (0: absent), at one revision of the store.
+    struct Stored {
+        std::string document;
+        std::int64_t revision = 0;
+    };
+    static Request request_of(Request::Kind kind, ChangeDone done);
+    void enqueue(Request request);
     void commit_loop(const std::stop_token& stop);
     core::Status run(const Request& request);
+    // One try of each kind: true when committed, false when another change
+    // won the race (read again), an error otherwise (etcd_map_changes.cpp).
+    core::Result<bool> try_edit(const MapEdit& edit);
+    core::Result<bool> try_meet(const std::string& host, std::uint16_t port);
+    core::Result<bool> try_leave();
+    core::Result<bool> try_enroll();
+    core::Result<std::vector<Stored>> read_keys(const std::vector<std::string>& keys);
+    core::Result<std::string> registered_at(const std::string& host, std::uint16_t port);
+    // This node's view from a registration (empty: nothing done to it yet).
+    core::Result<ClusterMap> lone_view(std::string_view registration) const;
+    std::string registration_key(std::string_view id) const;
+    static core::Error store_error(const std::string& what);
+    // Puts `writes` if `reads` are unchanged; publishes what it wrote.
+    core::Result<bool> commit_txn(const std::vector<std::pair<std::string, Stored>>& reads,
+                                  std::vector<EtcdOp> writes);
     void watch_loop(const std::stop_token& stop);
     core::Status reload();
     void on_events(const std::vector<EtcdEvent>& events, std::int64_t revision);
     // Takes `document` (empty: no map) as the map at `revision`, unless a
     // later one was taken already, and publishes the view.
     void publish(std::string_view document, std::int64_t revision);
+    void publish_registration(std::string_view document, std::int64_t revision);
     // Publishes the view of document_ with alive_ (mutex_ held).
     void republish();
-    ClusterMap lone() const;
+    ClusterMap lone() const;  // this node's registered view (mutex_ held)
 
     std::unique_ptr<EtcdClient> client_;
     const std::string prefix_;
     const std::string key_;
     const std::string alive_prefix_;
+    const std::string nodes_prefix_;
+    const std::string own_key_;  // this node's registration
     const Liveness liveness_;
     const MapNode self_;
     ClusterState& state_;
 
-    mutable std::mutex mutex_;                  // guards what follows, to stopping_
-    std::string document_;                      // the map last taken
+    mutable std::mutex mutex_;  // guards what follows, to stopping_
+    std::string document_;      // the map last taken
+    std::string registration_;  // this node's, last taken
+    std::int64_t registration_revision_ = 0;
     std::set<std::string, std::less<>> alive_;  // ids of the nodes with an alive/ key
     std::int64_t watched_revision_ = 0;         // the watch resumes after it
     std::condition_variable_any wake_;

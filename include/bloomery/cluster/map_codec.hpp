@@ -8,8 +8,10 @@
 //               "primary": "" | "<id>", "config_epoch": 3}, ...],
 //    "slots": [[0, 5460, "<id>"], ...],
 //    "open": [{"slot": 12, "migrating_to": "<id>" | "",
-//              "importer": "<id>" | "", "importing_from": "<id>" | ""}, ...]}
+//              "importer": "<id>" | "", "importing_from": "<id>" | ""}, ...],
+//    "forgotten": ["<id>", ...]}
 //
+// "forgotten", optional: the ids CLUSTER FORGET removed lately.
 // Whether a node is down is not part of it (the store knows that from the
 // node's lease). Pure functions, safe from any thread.
 

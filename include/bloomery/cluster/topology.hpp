@@ -69,6 +69,14 @@ private:
 // across nodes without a bus to exchange them.
 std::string node_id(std::string_view host, std::uint16_t port);
 
+// "host:port" or "[v6-address]:port", checked as the map's nodes are
+// (--cluster-announce, CLUSTER MEET's address).
+struct NodeAddress {
+    std::string host;  // unbracketed
+    std::uint16_t port = 0;
+};
+core::Result<NodeAddress> parse_node_address(std::string_view text);
+
 // Parses `slots_spec` (the syntax above) and finds this node: `self_spec` is
 // "host:port" (matched case-insensitively on the host) or "auto", which takes
 // the trailing -N of `hostname`'s first label (a StatefulSet pod

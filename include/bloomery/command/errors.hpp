@@ -115,6 +115,12 @@ inline constexpr std::string_view kSlotNotServed = "CLUSTERDOWN Hash slot not se
 inline constexpr std::string_view kClusterChangeCannotWait =
     "ERR this cluster change waits for the cluster's store and cannot run inside MULTI";
 inline constexpr std::string_view kSetSlotOnReplica = "ERR Please use SETSLOT only with masters.";
+inline constexpr std::string_view kInvalidBasePort = "ERR Invalid base port specified: ";
+inline constexpr std::string_view kInvalidBusPort = "ERR Invalid bus port specified: ";
+inline constexpr std::string_view kResetWithKeys =
+    "ERR CLUSTER RESET can't be called with master nodes containing keys";
+inline constexpr std::string_view kNotAMaster = "ERR The specified node is not a master";
+inline constexpr std::string_view kUnknownNode = "ERR Unknown node ";
 inline constexpr std::string_view kSetSlotSyntax =
     "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP";
 inline constexpr std::string_view kInvalidSlotOrCount = "ERR Invalid slot or number of keys";

@@ -239,6 +239,26 @@ struct Config {
     std::string cluster_slots;
     std::string cluster_self;  // "host:port", or "auto"
     std::shared_ptr<const cluster::Topology> cluster;
+    // A cluster whose map is kept in etcd (cluster/etcd_map_backend.hpp),
+    // instead of the static map: its endpoints ("URL[,URL...]"), the name
+    // its keys are kept under, the address other nodes and clients reach
+    // this node at (empty: --bind's, or the host name when bound to all
+    // addresses, with --port), the node timeout (the lease of a node's
+    // liveness key), the file in --dir keeping this node's id, and etcd's
+    // own user, password and TLS files.
+    std::string cluster_etcd;
+    std::string cluster_name = "bloomery";
+    std::string cluster_announce;
+    std::int64_t cluster_node_timeout_ms = 15000;
+    std::string cluster_config_file = "nodes.conf";
+    std::string cluster_etcd_user;
+    std::string cluster_etcd_password;  // never logged
+    std::string cluster_etcd_cacert;
+    std::string cluster_etcd_cert;
+    std::string cluster_etcd_key;
+
+    bool cluster_in_etcd() const { return cluster_enabled && !cluster_etcd.empty(); }
+    std::string cluster_config_path() const { return dir + "/" + cluster_config_file; }
     // Monitoring (README "Monitoring"): the HTTP listener for /metrics,
     // /healthz and /readyz, and the slow log.
     std::uint16_t metrics_port = 0;  // 0: no HTTP listener

@@ -13,6 +13,7 @@
 //   ShutdownCoordinator    Shutdown: signals, SHUTDOWN, the drain, the final save
 //   ReplicationController  Replication and ReplicaGate: REPLICAOF, WAIT, INFO
 //   Migrator               Migration: MIGRATE's exchanges
+//   ClusterNode            a cluster kept in etcd: the map, the lease, the role
 //
 // Connections reach them through one ConnectionEnvironment.
 
@@ -40,6 +41,7 @@ namespace bloomery::net {
 
 class Acceptor;
 class ClientBook;
+class ClusterNode;
 struct ConnectionEnvironment;
 class MetricsServer;
 class Migrator;
@@ -66,9 +68,10 @@ public:
     // the data is loaded, so /healthz answers and /readyz says 503 while it
     // loads). Throws std::runtime_error naming the address on failure.
     void start_metrics();
-    // Builds the TLS context if --tls-port is set, binds and listens. Throws
-    // std::runtime_error naming the address or the TLS file on failure
-    // ("cannot listen on ADDR:PORT: ..." for a port that cannot be bound).
+    // Builds the TLS context if --tls-port is set, binds and listens, and
+    // with --cluster-etcd starts reaching etcd. Throws std::runtime_error
+    // naming the address or the file on failure ("cannot listen on
+    // ADDR:PORT: ..." for a port that cannot be bound).
     void listen();
     // Runs until a signal (SIGTERM/SIGINT) or SHUTDOWN; returns the exit code.
     int run();
@@ -108,6 +111,9 @@ private:
     // migrator, which use it.
     std::unique_ptr<boost::asio::ssl::context> link_tls_;
     std::unique_ptr<ReplicationController> replication_;
+    // With --cluster-etcd: the map's backend and this node's lease; it
+    // makes this node a replica or a primary through replication_.
+    std::unique_ptr<ClusterNode> cluster_node_;
     // Stopped first on the way out (~Server), while the workers its
     // pending replies go to still exist.
     std::unique_ptr<Migrator> migrator_;
