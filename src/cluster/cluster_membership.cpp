@@ -80,7 +80,10 @@ ClusterMap without_node(const ClusterMap& map, std::uint16_t index) {
         const std::uint16_t to = remap(open.migrating_to);
         const std::uint16_t importer = remap(open.importer);
         const std::uint16_t from = remap(open.importing_from);
-        if (to != kNoNode) next.set_migrating(open.slot, to);
+        // A migration is its owner's: it ends with the owner.
+        if (to != kNoNode && remap(map.owner(open.slot)) != kNoNode) {
+            next.set_migrating(open.slot, to);
+        }
         if (importer != kNoNode && from != kNoNode) next.set_importing(open.slot, importer, from);
     }
     next.set_current_epoch(map.current_epoch());

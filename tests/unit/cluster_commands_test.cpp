@@ -259,8 +259,10 @@ TEST_F(ClusterCommands, SlotArgumentsAreChecked) {
                 IsError("ERR value is not an integer or out of range"));
     EXPECT_THAT(run({"CLUSTER", "KEYSLOT"}),
                 IsError("ERR wrong number of arguments for 'cluster|keyslot' command"));
+    // Nodes meet through the map's store; a static map has none.
     EXPECT_THAT(run({"CLUSTER", "MEET", "a", "1"}),
-                IsError(StartsWith("ERR unknown subcommand 'MEET'")));
+                IsError(StartsWith("ERR this node serves the static map of --cluster-slots")));
+    EXPECT_THAT(run({"CLUSTER", "MEET", "a", "x"}), IsError("ERR Invalid base port specified: x"));
 }
 
 TEST_F(ClusterCommands, GetkeysinslotIsBoundedByItsCount) {

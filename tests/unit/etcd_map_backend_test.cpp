@@ -91,17 +91,21 @@ TEST(MapCodec, RoundTripsEveryFieldAndRefusesWhatIsNotAMap) {
 TEST(EtcdMapBackend, NodesShareOneMapAndSeeEachOthersChanges) {
     testing::EtcdTestCluster etcd;
     Node a(etcd, 7001), b(etcd, 7002);
-    // No map yet: each serves itself alone; a non-member cannot change it.
+    // No map yet: each serves itself alone. A node not met yet keeps its
+    // changes in its registration (as redis-cli --cluster create's
+    // ADDSLOTS before MEET); the map takes them when it joins.
     EXPECT_EQ(a.state.view().nodes().size(), 1u);
     ASSERT_TRUE(join(a.backend));
-    EXPECT_EQ(
-        change(b.state, [](const ClusterMap& map) { return add_slots(map, range(0, 10)); }).error(),
-        "ERR this node is not a member of the cluster yet: CLUSTER MEET one of its nodes first");
+    ASSERT_TRUE(
+        change(b.state, [](const ClusterMap& map) { return add_slots(map, range(8192, 8200)); }));
+    EXPECT_EQ(b.state.view().slots_assigned(), 9u);
+    EXPECT_EQ(b.state.view().nodes().size(), 1u);
+    EXPECT_EQ(a.state.view().nodes().size(), 1u);
     ASSERT_TRUE(join(b.backend));
     ASSERT_TRUE(
         change(a.state, [](const ClusterMap& map) { return add_slots(map, range(0, 8191)); }));
     ASSERT_TRUE(
-        change(b.state, [](const ClusterMap& map) { return add_slots(map, range(8192, 16383)); }));
+        change(b.state, [](const ClusterMap& map) { return add_slots(map, range(8201, 16383)); }));
     // Each sees the whole map through its watch.
     ASSERT_TRUE(eventually([&] { return a.state.view().state_ok() && b.state.view().state_ok(); }));
     EXPECT_EQ(a.state.view().node(a.state.view().owner(9000)).address, "127.0.0.1:7002");
@@ -116,6 +120,49 @@ TEST(EtcdMapBackend, NodesShareOneMapAndSeeEachOthersChanges) {
     ASSERT_TRUE(join(c.backend));
     EXPECT_EQ(c.state.view().nodes().size(), 3u);
     EXPECT_TRUE(c.state.view().state_ok());
+}
+
+core::Status meet(ClusterState& state, const std::string& host, std::uint16_t port) {
+    std::promise<core::Status> outcome;
+    state.meet(host, port, [&](core::Status status) { outcome.set_value(std::move(status)); });
+    return outcome.get_future().get();
+}
+
+core::Status leave(ClusterState& state) {
+    std::promise<core::Status> outcome;
+    state.leave([&](core::Status status) { outcome.set_value(std::move(status)); });
+    return outcome.get_future().get();
+}
+
+TEST(EtcdMapBackend, NodesMeetByAddressBringTheirSlotsAndLeave) {
+    testing::EtcdTestCluster etcd;
+    Node a(etcd, 7021), b(etcd, 7022), c(etcd, 7023);
+    ASSERT_TRUE(
+        change(a.state, [](const ClusterMap& map) { return add_slots(map, range(0, 99)); }));
+    ASSERT_TRUE(
+        change(b.state, [](const ClusterMap& map) { return add_slots(map, range(50, 200)); }));
+    // Both claim slots 50-99 before they meet: refused, nothing changed.
+    EXPECT_EQ(meet(a.state, "127.0.0.1", 7022).error(),
+              "ERR slot 50 is served by both " + a.self.id + " and " + b.self.id);
+    ASSERT_TRUE(
+        change(b.state, [](const ClusterMap& map) { return del_slots(map, range(50, 99)); }));
+    EXPECT_EQ(meet(a.state, "127.0.0.1", 7099).error(),
+              "ERR no node of this cluster is registered at 127.0.0.1:7099 (is it started with "
+              "the same --cluster-etcd and --cluster-name?)");
+    // A host name for the address registered finds the node too.
+    ASSERT_TRUE(meet(a.state, "localhost", 7022));
+    ASSERT_TRUE(eventually([&] { return b.state.view().nodes().size() == 2; }));
+    EXPECT_EQ(b.state.view().slots_assigned(), 100u + 101u);
+    ASSERT_TRUE(meet(c.state, "127.0.0.1", 7021));
+    ASSERT_TRUE(eventually(
+        [&] { return a.state.view().nodes().size() == 3 && b.state.view().nodes().size() == 3; }));
+    // A node that leaves serves itself alone, owning nothing; the others
+    // see it gone.
+    ASSERT_TRUE(leave(b.state));
+    EXPECT_EQ(b.state.view().nodes().size(), 1u);
+    EXPECT_EQ(b.state.view().slots_assigned(), 0u);
+    ASSERT_TRUE(eventually([&] { return a.state.view().nodes().size() == 2; }));
+    EXPECT_EQ(a.state.view().slots_assigned(), 100u);
 }
 
 TEST(EtcdMapBackend, RacingChangesForOneSlotLeaveExactlyOneOwner) {

@@ -231,7 +231,8 @@ TEST_F(Commands, ConfigGetShowsEveryServerOption) {
                                                 "health-check-tls",
                                                 "health-check-timeout",
                                                 "requirepass-file",
-                                                "masterauth-file"};
+                                                "masterauth-file",
+                                                "cluster-etcd-password-file"};
     // Answers Redis clients expect that no option sets here.
     const std::set<std::string> fixed = {"io-threads", "databases", "maxmemory-policy",
                                          "replica-read-only"};

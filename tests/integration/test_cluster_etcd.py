@@ -1,0 +1,346 @@
+"""A cluster whose map is kept in etcd (--cluster-etcd), formed and changed
+by redis-cli --cluster, unmodified: create of 3 primaries and 3 replicas,
+a node that knows others or holds keys refused, add-node (primary and
+replica), reshard, del-node, a node restarted on its data, etcd not up when
+a node starts, and the CLUSTER subcommands' replies and errors. Every test
+runs against 3 real etcd members on loopback, each under a cluster name of
+its own."""
+
+import logging
+import subprocess
+import unittest
+
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+
+from etcd_harness import EtcdCluster
+from harness import Server, wait_until
+from test_cluster import cluster_node, free_ports
+
+logging.getLogger("redis.cluster").setLevel(logging.CRITICAL)
+
+NODE_TIMEOUT_MS = "2000"
+
+
+def redis_cli(*args, timeout=180):
+    return subprocess.run(["redis-cli", *args], capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def address(server):
+    return "127.0.0.1:%d" % server.port
+
+
+def node_id(server):
+    return server.client().execute_command("CLUSTER", "MYID").decode()
+
+
+def cluster_info(server):
+    text = server.client().execute_command("CLUSTER", "INFO").decode()
+    return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+
+
+def known_nodes(server):
+    return int(cluster_info(server)["cluster_known_nodes"])
+
+
+class EtcdClusterTest(unittest.TestCase):
+    """One etcd of 3 members for the class; nodes per test."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.etcd = EtcdCluster(3).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.etcd.stop()
+
+    def setUp(self):
+        self.nodes = []
+        self.name = self.id().rsplit(".", 1)[-1][:60].replace("_", "-")
+
+    def tearDown(self):
+        for node in self.nodes:
+            node.cleanup()
+
+    def node(self, *extra, data_dir=None, start=True):
+        server = Server("--cluster-enabled", "yes", "--cluster-etcd", self.etcd.endpoints,
+                        "--cluster-name", self.name, "--cluster-node-timeout", NODE_TIMEOUT_MS,
+                        *extra, data_dir=data_dir)
+        if start:
+            server.start()
+        self.nodes.append(server)
+        return server
+
+    def registered(self, server):
+        """Waits until the node reached etcd (its registration is written)."""
+        wait_until(lambda: b"127.0.0.1" in server.client().execute_command("CLUSTER", "NODES"),
+                   timeout=30, what="the node to reach etcd")
+
+    def create(self, servers, replicas=0):
+        for server in servers:
+            self.registered(server)
+        result = redis_cli("--cluster", "create", *map(address, servers),
+                           "--cluster-replicas", str(replicas), "--cluster-yes")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("[OK] All 16384 slots covered", result.stdout)
+        self.settled(servers)
+        return result
+
+    def settled(self, servers):
+        """Every node sees every other, the map is whole, and each replica's
+        link to its primary is up."""
+        def agreed():
+            for server in servers:
+                info = cluster_info(server)
+                if info["cluster_state"] != "ok" or int(info["cluster_known_nodes"]) != len(servers):
+                    return False
+                role = server.client().info("replication")
+                if role["role"] == "slave" and role.get("master_link_status") != "up":
+                    return False
+            return True
+        wait_until(agreed, timeout=60, what="the cluster to settle")
+
+    def check(self, server):
+        result = redis_cli("--cluster", "check", address(server))
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("[OK] All nodes agree about slots configuration.", result.stdout)
+        self.assertIn("[OK] All 16384 slots covered.", result.stdout)
+
+    def client(self, server):
+        return RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", server.port)])
+
+
+class Create(EtcdClusterTest):
+    def test_create_three_primaries_with_replicas_and_write_through_them(self):
+        servers = [self.node() for _ in range(6)]
+        self.create(servers, replicas=1)
+        self.check(servers[0])
+        roles = [s.client().info("replication")["role"] for s in servers]
+        self.assertEqual(sorted(roles), ["master"] * 3 + ["slave"] * 3)
+
+        cluster = self.client(servers[0])
+        keys = ["urls:%d" % i for i in range(60)]
+        for key in keys:
+            cluster.execute_command("BF.MADD", key, *["%s-%d" % (key, i) for i in range(50)])
+        primaries = [s for s in servers if s.client().info("replication")["role"] == "master"]
+        for primary in primaries:
+            self.assertEqual(primary.client().execute_command("WAIT", 1, 10000), 1)
+        # Every replica holds its primary's filters, bit for bit.
+        for replica in (s for s in servers if s not in primaries):
+            link = replica.client().info("replication")
+            primary = [p for p in primaries if p.port == int(link["master_port"])][0]
+            owned = [key for key in keys if primary.client().execute_command(
+                "CLUSTER", "COUNTKEYSINSLOT",
+                primary.client().execute_command("CLUSTER", "KEYSLOT", key)) > 0]
+            self.assertGreater(len(owned), 0)
+            for key in owned:
+                dumped = primary.client().execute_command("DUMP", key)
+                reader = replica.client()
+                reader.execute_command("READONLY")
+                self.assertEqual(reader.execute_command("DUMP", key), dumped, key)
+        for key in keys:
+            self.assertEqual(cluster.execute_command("BF.EXISTS", key, key + "-7"), 1)
+
+    def test_create_refuses_a_node_that_knows_others_or_holds_keys(self):
+        a, b, c = (self.node() for _ in range(3))
+        for server in (a, b, c):
+            self.registered(server)
+        self.assertEqual(a.client().execute_command("CLUSTER", "MEET", "127.0.0.1", b.port), b"OK")
+        wait_until(lambda: known_nodes(b) == 2, what="b to know a")
+        result = redis_cli("--cluster", "create", address(a), address(b), address(c),
+                           "--cluster-yes")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("is not empty", result.stdout)
+        # A node started on a standalone server's data.
+        standalone = Server()
+        standalone.start()
+        standalone.client().execute_command("BF.ADD", "kept", "x")
+        directory = standalone.data_dir
+        standalone.stop()
+        holder = self.node(data_dir=directory)
+        self.registered(holder)
+        result = redis_cli("--cluster", "create", address(c), address(holder),
+                           address(self.node()), "--cluster-yes")
+        standalone.cleanup()
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("is not empty", result.stdout)
+
+
+class Membership(EtcdClusterTest):
+    def test_add_node_reshard_and_del_node(self):
+        servers = [self.node() for _ in range(3)]
+        self.create(servers)
+        cluster = self.client(servers[0])
+        items = {"f:%d" % i: ["f:%d-%d" % (i, j) for j in range(20)] for i in range(100)}
+        for key, values in items.items():
+            cluster.execute_command("BF.MADD", key, *values)
+
+        new, replica = self.node(), self.node()
+        self.registered(new)
+        self.registered(replica)
+        result = redis_cli("--cluster", "add-node", address(new), address(servers[0]))
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("[OK] New node added correctly.", result.stdout)
+        result = redis_cli("--cluster", "add-node", address(replica), address(servers[0]),
+                           "--cluster-slave", "--cluster-master-id", node_id(new))
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.settled(servers + [new, replica])
+        self.assertEqual(replica.client().info("replication")["master_port"], new.port)
+
+        result = redis_cli("--cluster", "reshard", address(servers[0]), "--cluster-from", "all",
+                           "--cluster-to", node_id(new), "--cluster-slots", "1500",
+                           "--cluster-yes")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.check(servers[0])
+        self.assertGreater(new.client().execute_command("DBSIZE"), 0)
+        for key, values in items.items():
+            self.assertEqual(cluster.execute_command("BF.MEXISTS", key, *values),
+                             [1] * len(values), key)
+        self.assertEqual(new.client().execute_command("WAIT", 1, 10000), 1)
+
+        # Emptied again, the new primary and its replica leave.
+        result = redis_cli("--cluster", "reshard", address(servers[0]),
+                           "--cluster-from", node_id(new), "--cluster-to", node_id(servers[0]),
+                           "--cluster-slots", "1500", "--cluster-yes")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        for leaving in (replica, new):
+            result = redis_cli("--cluster", "del-node", address(servers[0]), node_id(leaving))
+            self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.settled(servers)
+        self.assertEqual(known_nodes(new), 1)
+        self.check(servers[0])
+        for key, values in items.items():
+            self.assertEqual(cluster.execute_command("BF.MEXISTS", key, *values),
+                             [1] * len(values), key)
+
+    def test_a_node_restarted_on_its_data_keeps_its_id_and_role(self):
+        servers = [self.node() for _ in range(4)]
+        self.create(servers[:3])
+        primary = servers[0]
+        replica = servers[3]
+        self.registered(replica)
+        replica.client().execute_command("CLUSTER", "MEET", "127.0.0.1", primary.port)
+        wait_until(lambda: known_nodes(replica) == 4, what="the replica to be met")
+        self.assertEqual(
+            replica.client().execute_command("CLUSTER", "REPLICATE", node_id(primary)), b"OK")
+        self.settled(servers)
+        before = node_id(replica)
+        replica.terminate()
+        replica.start()
+        self.assertEqual(node_id(replica), before)
+        self.settled(servers)
+        self.assertEqual(replica.client().info("replication")["master_port"], primary.port)
+
+    def test_a_node_started_before_etcd_joins_once_etcd_is_up(self):
+        late = EtcdCluster(1)
+        try:
+            server = Server("--cluster-enabled", "yes", "--cluster-etcd", late.endpoints,
+                            "--cluster-node-timeout", NODE_TIMEOUT_MS)
+            server.start()
+            self.nodes.append(server)
+            self.assertEqual(server.client().ping(), True)
+            self.assertEqual(known_nodes(server), 1)
+            with self.assertRaisesRegex(redis.ResponseError, "CLUSTERDOWN"):
+                server.client().execute_command("BF.ADD", "k", "x")
+            late.start()
+            wait_until(lambda: b"connected to etcd" in server.log().encode(), timeout=30,
+                       what="the node to reach etcd")
+            self.assertEqual(server.client().execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383),
+                             b"OK")
+            wait_until(lambda: cluster_info(server)["cluster_state"] == "ok",
+                       what="the node to serve every slot")
+            self.assertEqual(server.client().execute_command("BF.ADD", "k", "x"), 1)
+        finally:
+            late.stop()
+
+
+class Replies(EtcdClusterTest):
+    def test_membership_commands_answer_as_redis(self):
+        a, b = self.node(), self.node()
+        for server in (a, b):
+            self.registered(server)
+        client = a.client()
+        a_id, b_id = node_id(a), node_id(b)
+        self.assertEqual(client.execute_command("CLUSTER", "SET-CONFIG-EPOCH", 5), b"OK")
+        with self.assertRaisesRegex(redis.ResponseError, "already non-zero"):
+            client.execute_command("CLUSTER", "SET-CONFIG-EPOCH", 6)
+        with self.assertRaisesRegex(redis.ResponseError, "Invalid config epoch specified: -1"):
+            b.client().execute_command("CLUSTER", "SET-CONFIG-EPOCH", -1)
+        with self.assertRaisesRegex(redis.ResponseError, "Invalid base port specified: x"):
+            client.execute_command("CLUSTER", "MEET", "127.0.0.1", "x")
+        with self.assertRaisesRegex(redis.ResponseError, "no node of this cluster"):
+            client.execute_command("CLUSTER", "MEET", "127.0.0.1", 1)
+        with self.assertRaisesRegex(redis.ResponseError, "Unknown node " + b_id):
+            client.execute_command("CLUSTER", "REPLICATE", b_id)
+        self.assertEqual(client.execute_command("CLUSTER", "MEET", "127.0.0.1", b.port), b"OK")
+        wait_until(lambda: known_nodes(b) == 2, what="b to know a")
+        self.assertEqual(cluster_info(a)["cluster_my_epoch"], "5")
+        with self.assertRaisesRegex(redis.ResponseError, "does not know any other node"):
+            b.client().execute_command("CLUSTER", "SET-CONFIG-EPOCH", 7)
+        with self.assertRaisesRegex(redis.ResponseError, "Can't replicate myself"):
+            client.execute_command("CLUSTER", "REPLICATE", a_id)
+        with self.assertRaisesRegex(redis.ResponseError, "can't forget myself"):
+            client.execute_command("CLUSTER", "FORGET", a_id)
+        self.assertEqual(client.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383), b"OK")
+        with self.assertRaisesRegex(redis.ResponseError, "must be empty and without assigned"):
+            client.execute_command("CLUSTER", "REPLICATE", b_id)
+        self.assertEqual(b.client().execute_command("CLUSTER", "REPLICATE", a_id), b"OK")
+        with self.assertRaisesRegex(redis.ResponseError, "only replicate a master, not a replica"):
+            client.execute_command("CLUSTER", "REPLICATE", b_id)
+        with self.assertRaisesRegex(redis.ResponseError, "Can't forget my master"):
+            b.client().execute_command("CLUSTER", "FORGET", a_id)
+        replicas = client.execute_command("CLUSTER", "REPLICAS", a_id)
+        self.assertEqual(len(replicas), 1)
+        self.assertTrue(replicas[0].startswith(b_id.encode()), replicas)
+        self.assertIn(b" slave " + a_id.encode(), replicas[0])
+        with self.assertRaisesRegex(redis.ResponseError, "not a master"):
+            client.execute_command("CLUSTER", "SLAVES", b_id)
+        self.assertEqual(b.client().execute_command("CLUSTER", "MYSHARDID").decode(), a_id)
+        self.assertEqual(client.execute_command("CLUSTER", "COUNT-FAILURE-REPORTS", b_id), 0)
+        # FORGET: gone from the map; forgetting it again answers OK (del-node
+        # sends it to every node).
+        b.client().execute_command("CLUSTER", "RESET", "SOFT")
+        wait_until(lambda: known_nodes(a) == 1, what="a to see b leave")
+        self.assertEqual(known_nodes(b), 1)
+        self.assertEqual(client.execute_command("CLUSTER", "MEET", "127.0.0.1", b.port), b"OK")
+        wait_until(lambda: known_nodes(a) == 2, what="b back")
+        self.assertEqual(client.execute_command("CLUSTER", "FORGET", b_id), b"OK")
+        self.assertEqual(client.execute_command("CLUSTER", "FORGET", b_id), b"OK")
+        wait_until(lambda: known_nodes(b) == 1, what="b to see itself forgotten")
+        client.execute_command("BF.ADD", "k", "x")
+        with self.assertRaisesRegex(redis.ResponseError, "CLUSTER RESET can't be called"):
+            client.execute_command("CLUSTER", "RESET")
+
+    def test_a_static_map_node_refuses_meet_and_reset(self):
+        port = free_ports(1)[0]
+        server = cluster_node(port, "0-16383=127.0.0.1:%d" % port)
+        server.start()
+        self.nodes.append(server)
+        for command in (("MEET", "127.0.0.1", port + 1), ("RESET",)):
+            with self.assertRaisesRegex(redis.ResponseError, "--cluster-etcd"):
+                server.client().execute_command("CLUSTER", *command)
+
+    def test_bad_settings_are_refused_at_start(self):
+        cases = [
+            (["--cluster-etcd", self.etcd.endpoints], "need --cluster-enabled yes"),
+            (["--cluster-enabled", "yes", "--cluster-etcd", "etcd:2379"], "bad etcd endpoint"),
+            (["--cluster-enabled", "yes", "--cluster-etcd", self.etcd.endpoints,
+              "--cluster-slots", "0-16383=127.0.0.1:1"], "for the static map"),
+            (["--cluster-enabled", "yes", "--cluster-etcd", self.etcd.endpoints,
+              "--cluster-name", "a/b"], "--cluster-name"),
+            (["--cluster-enabled", "yes", "--cluster-etcd", self.etcd.endpoints,
+              "--cluster-announce", "nohost"], "--cluster-announce"),
+            (["--cluster-enabled", "yes"], "--cluster-etcd"),
+        ]
+        for args, expected in cases:
+            server = Server(*args)
+            result = subprocess.run(server.args() + ["--test-config"], capture_output=True,
+                                    text=True)
+            server.cleanup()
+            self.assertNotEqual(result.returncode, 0, args)
+            self.assertIn(expected, result.stdout + result.stderr, args)
+
+
+if __name__ == "__main__":
+    unittest.main()
