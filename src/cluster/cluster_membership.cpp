@@ -141,6 +141,36 @@ core::Result<ClusterMap> admit(const ClusterMap& map, const ClusterMap& lone) {
     return next;
 }
 
+core::Result<ClusterMap> take_over(const ClusterMap& map, std::string_view primary) {
+    const std::optional<std::uint16_t> index = map.find(primary);
+    if (!index) return core::Error{"ERR Unknown node " + std::string(primary)};
+    if (map.self().primary_id != primary) {
+        return core::Error{"ERR this node is not a replica of " + std::string(primary)};
+    }
+    const std::uint16_t self = map.self_index();
+    const std::string self_id = map.self().id;
+    ClusterMap next = map;
+    for (std::uint32_t slot = 0; slot < kSlotCount; ++slot) {
+        const auto s = static_cast<std::uint16_t>(slot);
+        if (map.owner(s) == *index) next.set_owner(s, self);
+    }
+    for (const ClusterMap::OpenSlot& open : map.open_slots()) {
+        if (open.importer == *index) next.set_importing(open.slot, self, open.importing_from);
+        if (open.migrating_to == self) next.set_migrating(open.slot, kNoNode);
+    }
+    for (std::size_t i = 0; i < next.nodes().size(); ++i) {
+        MapNode& node = next.mutable_node(static_cast<std::uint16_t>(i));
+        if (node.primary_id == primary) node.primary_id = self_id;
+    }
+    next.mutable_node(*index).primary_id = self_id;
+    next.mutable_node(self).primary_id.clear();
+    const std::uint64_t epoch = next.current_epoch() + 1;
+    next.set_current_epoch(epoch);
+    next.mutable_node(self).config_epoch = epoch;
+    next.finish();
+    return next;
+}
+
 ClusterMap with_self_address(const ClusterMap& map, std::string_view host, std::uint16_t port) {
     ClusterMap next = map;
     MapNode& self = next.mutable_node(next.self_index());

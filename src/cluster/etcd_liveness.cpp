@@ -37,11 +37,13 @@ std::string EtcdLiveness::alive_prefix(std::string_view cluster_name) {
     return prefix;
 }
 
-void EtcdLiveness::extend(Clock::time_point sent, std::int64_t ttl_seconds) {
+void EtcdLiveness::extend(Clock::time_point sent, std::int64_t ttl_seconds, bool new_lease) {
     const auto ttl = std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(ttl_seconds));
     const auto margin = std::max<Clock::duration>(
         std::chrono::duration_cast<Clock::duration>(ttl * kLeaseDriftMargin), kLeaseMinimumMargin);
-    deadline_.store((sent + ttl - margin).time_since_epoch().count(), std::memory_order_release);
+    const Clock::time_point deadline = sent + ttl - margin;
+    deadline_.store(deadline.time_since_epoch().count(), std::memory_order_release);
+    if (listener_) listener_(deadline, new_lease);
 }
 
 core::Status EtcdLiveness::take_lease() {
@@ -55,7 +57,7 @@ core::Status EtcdLiveness::take_lease() {
     }
     lease_ = lease->id;
     granted_ttl_ = lease->ttl_seconds;
-    extend(sent, granted_ttl_);
+    extend(sent, granted_ttl_, true);
     return {};
 }
 
@@ -84,7 +86,7 @@ void EtcdLiveness::renew_loop(const std::stop_token& stop) {
             const Clock::time_point sent = Clock::now();
             const core::Result<std::int64_t> remaining = client_->keep_alive(lease_);
             if (remaining && *remaining > 0) {
-                extend(sent, *remaining);
+                extend(sent, *remaining, false);
                 renewals_.fetch_add(1, std::memory_order_relaxed);
                 break;
             }

@@ -157,6 +157,12 @@ void EtcdMapBackend::leave(ChangeDone done) {
     enqueue(request_of(Request::Kind::leave, std::move(done)));
 }
 
+void EtcdMapBackend::take_over(std::string primary, ChangeDone done) {
+    Request request = request_of(Request::Kind::take_over, std::move(done));
+    request.host = std::move(primary);
+    enqueue(std::move(request));
+}
+
 void EtcdMapBackend::join(ChangeDone done) {
     enqueue(request_of(Request::Kind::join, std::move(done)));
 }
@@ -198,6 +204,9 @@ core::Status EtcdMapBackend::run(const Request& request) {
                 break;
             case Request::Kind::enroll:
                 done = try_enroll();
+                break;
+            case Request::Kind::take_over:
+                done = try_take_over(request.host);
                 break;
         }
         if (!done) return done.failure();

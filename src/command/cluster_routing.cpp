@@ -82,6 +82,14 @@ struct Presence {
     bool missing = false;
 };
 
+// A write served here needs this primary's lease (ClusterState's fencing):
+// past its deadline another node may have taken the slots over.
+bool writable(DispatchContext& ctx, const Query& query) {
+    if (query.use == SlotUse::read || ctx.server.cluster.writes_allowed()) return true;
+    ctx.out.error(errors::kClusterDown);
+    return false;
+}
+
 // Redis's getNodeByQuery once the slot is known; `presence` is called only
 // for a slot that is migrating or importing here.
 template <class PresenceFn>
@@ -115,10 +123,10 @@ bool route(DispatchContext& ctx, const Query& query, PresenceFn&& presence) {
                 ctx.out.error(errors::kTryAgain);
                 return false;
             }
-            return true;
+            return writable(ctx, query);
         }
     }
-    if (owner == self) return true;
+    if (owner == self) return writable(ctx, query);
     // A replica serves reads of its primary's slots after READONLY (Redis's
     // rule: anything not flagged write; writes always go to the primary).
     if (ctx.client.cluster_readonly && query.use == SlotUse::read &&

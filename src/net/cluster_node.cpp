@@ -18,6 +18,7 @@
 #include "bloomery/cluster/topology.hpp"
 #include "bloomery/command/server.hpp"
 #include "bloomery/core/file_io.hpp"
+#include "cluster_failover.hpp"
 
 namespace bloomery::net {
 namespace {
@@ -108,12 +109,15 @@ void ClusterNode::start() {
     self_.port = address->port;
     self_.address = self_.host + ":" + std::to_string(self_.port);
     const cluster::EtcdSettings settings = cluster::etcd_settings_of(config_);
+    // Each its own: a lease renewal never waits behind a change or an election.
     auto map_client = cluster::EtcdClient::create(settings);
     auto lease_client = cluster::EtcdClient::create(settings);
-    if (!map_client || !lease_client) {
-        throw std::runtime_error("--cluster-etcd: " +
-                                 (map_client ? lease_client.error() : map_client.error()));
+    auto election_client = cluster::EtcdClient::create(settings);
+    for (const auto* client : {&map_client, &lease_client, &election_client}) {
+        if (!*client) throw std::runtime_error("--cluster-etcd: " + client->error());
     }
+    // No write is taken before this node holds its lease.
+    state_.set_writable_until(std::chrono::steady_clock::time_point{});
     state_.publish(cluster::ClusterMap::lone(self_));
     state_.set_listener([this](const cluster::ClusterMap&) { follow(*state_.snapshot()); });
     backend_ = std::make_unique<cluster::EtcdMapBackend>(std::move(*map_client),
@@ -122,6 +126,11 @@ void ClusterNode::start() {
     liveness_ = std::make_unique<cluster::EtcdLiveness>(
         std::move(*lease_client), config_.cluster_name, self_.id,
         std::chrono::milliseconds(config_.cluster_node_timeout_ms));
+    liveness_->set_listener([this](std::chrono::steady_clock::time_point deadline, bool new_lease) {
+        on_lease(deadline, new_lease);
+    });
+    failover_ = std::make_unique<ClusterFailover>(config_, state_, replication_, *backend_,
+                                                  std::move(*election_client), self_.id);
     state_.set_backend(backend_.get());
     spdlog::info("cluster: node {} at {}, cluster '{}' kept in etcd at {}", self_.id, self_.address,
                  config_.cluster_name, config_.cluster_etcd);
@@ -148,10 +157,29 @@ bool ClusterNode::keep_trying(const std::stop_token& stop, Attempt attempt) {
 void ClusterNode::connect_loop(const std::stop_token& stop) {
     if (!keep_trying(stop, [this] { return backend_->start(); })) return;
     if (!keep_trying(stop, [this] { return liveness_->start(); })) return;
+    failover_->start();
     std::lock_guard lock(mutex_);
     connected_ = true;
     spdlog::info("cluster: connected to etcd; this node's lease lasts {} s",
                  (config_.cluster_node_timeout_ms + 999) / 1000);
+}
+
+// Writes are taken until the lease's deadline. A new lease (the last one
+// lapsed: this node was cut off or paused past its timeout) extends it only
+// once the map has been read again: another node may have taken this
+// node's slots over meanwhile, and that must be seen before any write.
+void ClusterNode::on_lease(std::chrono::steady_clock::time_point deadline, bool new_lease) {
+    if (new_lease) map_fresh_ = false;
+    if (!map_fresh_) {
+        const core::Status read = backend_->refresh();
+        if (!read) {
+            spdlog::warn("cluster: the map cannot be read again after a new lease: {}",
+                         read.error());
+            return;
+        }
+        map_fresh_ = true;
+    }
+    state_.set_writable_until(deadline);
 }
 
 void ClusterNode::stop() {
@@ -159,6 +187,8 @@ void ClusterNode::stop() {
         connector_.request_stop();
         connector_.join();
     }
+    state_.set_writable_until(std::chrono::steady_clock::time_point{});
+    if (failover_) failover_->stop();
     if (liveness_) liveness_->stop(cluster::EtcdLiveness::Release::revoke);
     if (backend_) backend_->stop();
 }
@@ -200,6 +230,10 @@ std::uint64_t ClusterNode::lease_renewals() const {
 
 std::uint64_t ClusterNode::lease_failures() const {
     return liveness_ ? liveness_->failures() : 0;
+}
+
+std::uint64_t ClusterNode::failovers_won() const {
+    return failover_ ? failover_->won() : 0;
 }
 
 std::uint64_t ClusterNode::role_changes() const {

@@ -13,6 +13,7 @@
 // Threads: start() and stop() from the main thread; the role follows the
 // map on the thread that publishes it.
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -33,6 +34,8 @@ class Replication;
 }
 
 namespace bloomery::net {
+
+class ClusterFailover;
 
 // This node's id, read from --cluster-config-file in --dir, or made (40
 // random hex digits) and written there on the first start. Throws
@@ -61,6 +64,7 @@ public:
     std::uint64_t lease_renewals() const;
     std::uint64_t lease_failures() const;
     std::uint64_t role_changes() const;
+    std::uint64_t failovers_won() const;
 
 private:
     void connect_loop(const std::stop_token& stop);
@@ -68,6 +72,7 @@ private:
     template <class Attempt>
     bool keep_trying(const std::stop_token& stop, Attempt attempt);
     void follow(const cluster::ClusterMap& map);
+    void on_lease(std::chrono::steady_clock::time_point deadline, bool new_lease);
 
     const core::Config& config_;
     cluster::ClusterState& state_;
@@ -75,6 +80,8 @@ private:
     cluster::MapNode self_;
     std::unique_ptr<cluster::EtcdMapBackend> backend_;
     std::unique_ptr<cluster::EtcdLiveness> liveness_;
+    std::unique_ptr<ClusterFailover> failover_;
+    bool map_fresh_ = false;    // the liveness thread's
     mutable std::mutex mutex_;  // guards what follows
     std::condition_variable_any wake_;
     bool connected_ = false;

@@ -7,6 +7,7 @@ runs against 3 real etcd members on loopback, each under a cluster name of
 its own."""
 
 import logging
+import signal
 import subprocess
 import unittest
 
@@ -253,6 +254,76 @@ class Membership(EtcdClusterTest):
             self.assertEqual(server.client().execute_command("BF.ADD", "k", "x"), 1)
         finally:
             late.stop()
+
+
+class Failover(EtcdClusterTest):
+    def primaries(self, servers):
+        return [s for s in servers if s.process.poll() is None and
+                s.client().info("replication")["role"] == "master"]
+
+    def test_a_killed_primary_is_replaced_by_its_replica_and_returns_as_one(self):
+        servers = [self.node() for _ in range(6)]
+        self.create(servers, replicas=1)
+        cluster = self.client(servers[0])
+        acknowledged = []
+        for i in range(200):
+            key = "k:%d" % i
+            cluster.execute_command("BF.ADD", key, "item-%d" % i)
+            acknowledged.append(key)
+        for primary in self.primaries(servers):
+            self.assertEqual(primary.client().execute_command("WAIT", 1, 10000), 1)
+        victim = self.primaries(servers)[0]
+        victim_id = node_id(victim)
+        replica = [s for s in servers
+                   if s.client().info("replication").get("master_port") == victim.port][0]
+        victim.kill()
+        wait_until(lambda: replica.client().info("replication")["role"] == "master",
+                   timeout=30, what=lambda: "the replica to take over\n" + replica.log()[-3000:])
+        survivors = [s for s in servers if s is not victim]
+        wait_until(lambda: all(cluster_info(s)["cluster_state"] == "ok" for s in survivors),
+                   timeout=30, what="every survivor to see the cluster whole")
+        cluster = self.client(replica)
+        for i, key in enumerate(acknowledged):
+            self.assertEqual(cluster.execute_command("BF.EXISTS", key, "item-%d" % i), 1, key)
+        self.assertEqual(cluster.execute_command("BF.ADD", "after", "x"), 1)
+        # The old primary comes back on its data as the new primary's replica.
+        victim.start()
+        self.assertEqual(node_id(victim), victim_id)
+        wait_until(lambda: victim.client().info("replication").get("master_port") == replica.port
+                   and victim.client().info("replication")["master_link_status"] == "up",
+                   timeout=60, what="the old primary to follow the new one")
+        self.settled(servers)
+        self.check(servers[0])
+
+    def test_a_paused_primary_takes_no_write_the_new_primary_lacks(self):
+        servers = [self.node() for _ in range(2)]
+        primary, replica = servers
+        self.registered(primary)
+        self.registered(replica)
+        primary.client().execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        replica.client().execute_command("CLUSTER", "MEET", "127.0.0.1", primary.port)
+        wait_until(lambda: known_nodes(replica) == 2, what="the replica to be met")
+        replica.client().execute_command("CLUSTER", "REPLICATE", node_id(primary))
+        self.settled(servers)
+        writer = primary.client()
+        writer.execute_command("BF.ADD", "paused", "before")
+        self.assertEqual(writer.execute_command("WAIT", 1, 10000), 1)
+        primary.process.send_signal(signal.SIGSTOP)
+        try:
+            wait_until(lambda: replica.client().info("replication")["role"] == "master",
+                       timeout=30, what="the replica to take over")
+        finally:
+            primary.process.send_signal(signal.SIGCONT)
+        # Resumed past its lease, the old primary refuses writes, then
+        # redirects them once it reads the new map.
+        try:
+            reply = writer.execute_command("BF.ADD", "paused", "after-pause")
+            self.fail("the paused primary took a write: %r" % (reply,))
+        except redis.ResponseError as error:
+            self.assertRegex(str(error), "^(CLUSTERDOWN|MOVED)")
+        wait_until(lambda: primary.client().info("replication").get("master_port") ==
+                   replica.port, timeout=30, what="the old primary to follow the new one")
+        self.assertEqual(replica.client().execute_command("BF.EXISTS", "paused", "before"), 1)
 
 
 class Replies(EtcdClusterTest):

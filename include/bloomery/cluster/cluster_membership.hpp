@@ -38,6 +38,11 @@ ClusterMap without_node(const ClusterMap& map, std::uint16_t index);
 // map unchanged), and its config epoch when that is higher.
 core::Result<ClusterMap> admit(const ClusterMap& map, const ClusterMap& lone);
 
+// Failover: this node, a replica of `primary`, takes its place: it serves
+// the primary's slots (and its open slots' states), the primary and its
+// other replicas follow it, and its config epoch becomes the newest.
+core::Result<ClusterMap> take_over(const ClusterMap& map, std::string_view primary);
+
 // This node at a new address (a restart with another --cluster-announce).
 ClusterMap with_self_address(const ClusterMap& map, std::string_view host, std::uint16_t port);
 

@@ -12,8 +12,10 @@
 // atomic load per call); after a change, each thread takes the lock once.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -80,6 +82,20 @@ public:
     using Listener = std::function<void(const ClusterMap&)>;
     void set_listener(Listener listener) { listener_ = std::move(listener); }
 
+    // Fencing: a primary whose right to take writes rests on a lease (a
+    // map kept in etcd) takes them only until the lease's deadline
+    // (cluster/etcd_liveness.hpp); writes routed here after it answer
+    // -CLUSTERDOWN. Unfenced (the static map) by default. One relaxed load
+    // while unfenced; one clock read more while fenced.
+    bool writes_allowed() const {
+        const std::int64_t until = writable_until_.load(std::memory_order_acquire);
+        return until == kUnfenced ||
+               std::chrono::steady_clock::now().time_since_epoch().count() < until;
+    }
+    void set_writable_until(std::chrono::steady_clock::time_point until) {
+        writable_until_.store(until.time_since_epoch().count(), std::memory_order_release);
+    }
+
     // Sets the backend changes go through (null: this node's memory). Call
     // before the server takes commands.
     void set_backend(MapBackend* backend) { backend_ = backend; }
@@ -92,6 +108,8 @@ private:
     std::atomic<std::uint64_t> version_{0};
     MapBackend* backend_ = nullptr;
     Listener listener_;
+    static constexpr std::int64_t kUnfenced = std::numeric_limits<std::int64_t>::max();
+    std::atomic<std::int64_t> writable_until_{kUnfenced};  // steady clock ticks
 };
 
 }  // namespace bloomery::cluster

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -45,6 +46,12 @@ public:
     EtcdLiveness(const EtcdLiveness&) = delete;
     EtcdLiveness& operator=(const EtcdLiveness&) = delete;
 
+    // Called on the renewing thread (and in start()) with each new
+    // deadline, and whether it comes from a new lease (the old one lapsed:
+    // the node was cut off longer than its time to live). Set before start().
+    using Listener = std::function<void(Clock::time_point deadline, bool new_lease)>;
+    void set_listener(Listener listener) { listener_ = std::move(listener); }
+
     // Takes a lease, writes the key under it and starts renewing; an error
     // (nothing started) if etcd cannot be reached.
     core::Status start();
@@ -65,7 +72,7 @@ public:
 private:
     core::Status take_lease();
     void renew_loop(const std::stop_token& stop);
-    void extend(Clock::time_point sent, std::int64_t ttl_seconds);
+    void extend(Clock::time_point sent, std::int64_t ttl_seconds, bool new_lease);
 
     std::unique_ptr<EtcdClient> client_;
     const std::string key_;
@@ -75,6 +82,7 @@ private:
     std::atomic<Clock::rep> deadline_{0};
     std::atomic<std::uint64_t> renewals_{0};
     std::atomic<std::uint64_t> failures_{0};
+    Listener listener_;
     std::jthread renewer_;
 };
 

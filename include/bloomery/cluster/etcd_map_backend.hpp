@@ -64,6 +64,14 @@ public:
     void leave(ChangeDone done) override;
     // Adds this node to the stored map (founding it if there is none).
     void join(ChangeDone done);
+    // Failover: this replica takes `primary`'s place (take_over() of
+    // cluster_membership.hpp), in a transaction that also requires the
+    // primary's liveness key to be gone, so a primary still holding its
+    // lease is never replaced.
+    void take_over(std::string primary, ChangeDone done);
+    // Reads the map again and publishes it (after this node's lease was
+    // renewed from lapsed: what changed meanwhile is seen before writes).
+    core::Status refresh() { return reload(); }
 
     // The etcd revision of the map last published (0: none yet).
     std::int64_t published_revision() const;
@@ -72,11 +80,11 @@ public:
 
 private:
     struct Request {
-        enum class Kind { edit, join, meet, leave, enroll };
+        enum class Kind { edit, join, meet, leave, enroll, take_over };
         Kind kind = Kind::edit;
         MapEdit edit;
         ChangeDone done;
-        std::string host;  // meet
+        std::string host;  // meet; take_over: the primary's id
         std::uint16_t port = 0;
     };
     // What a change read: the map and a registration, each with its
@@ -95,6 +103,7 @@ private:
     core::Result<bool> try_meet(const std::string& host, std::uint16_t port);
     core::Result<bool> try_leave();
     core::Result<bool> try_enroll();
+    core::Result<bool> try_take_over(const std::string& primary);
     core::Result<std::vector<Stored>> read_keys(const std::vector<std::string>& keys);
     core::Result<std::string> registered_at(const std::string& host, std::uint16_t port);
     // This node's view from a registration (empty: nothing done to it yet).
