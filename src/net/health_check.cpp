@@ -2,7 +2,9 @@
 
 #include <openssl/ssl.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <utility>  // before Asio (Boost 1.74)
@@ -154,6 +156,32 @@ bool split_target(std::string_view target, std::string& host, std::string& port)
     return port.find_first_not_of("0123456789") == std::string::npos && port.size() <= 5;
 }
 
+// ", role master" (ROLE's first element) and, in cluster mode,
+// ", cluster_state ok" (CLUSTER INFO's first line); empty where the server
+// does not say (a user without the right to ask).
+std::string describe_role(Client& client) {
+    std::string out, line;
+    if (client.write(resp::encode_command({"CLUSTER", "INFO"})) || client.read_line(line)) {
+        return out;
+    }
+    if (line.starts_with('$')) {
+        std::size_t left = std::strtoul(line.c_str() + 1, nullptr, 10) + 2;
+        while (left > 0 && !client.read_line(line)) {
+            if (line.starts_with("cluster_state:")) {
+                out = ", cluster_state " + core::printable(line.substr(14), kQuotedBytes);
+            }
+            left -= std::min(left, line.size() + 2);
+        }
+        if (left > 0) return {};
+    }
+    if (client.write(resp::encode_command({"ROLE"})) || client.read_line(line) ||
+        !line.starts_with('*') || client.read_line(line) || !line.starts_with('$') ||
+        client.read_line(line)) {
+        return out;
+    }
+    return ", role " + core::printable(line, kQuotedBytes) + out;
+}
+
 }  // namespace
 
 core::Result<std::string> health_check(std::string_view target, const core::Config& config,
@@ -193,7 +221,7 @@ core::Result<std::string> health_check(std::string_view target, const core::Conf
     if (line != "+PONG") {
         return core::Error{where + " answered PING with " + core::printable(line, kQuotedBytes)};
     }
-    return where + ": PONG";
+    return where + ": PONG" + describe_role(client);
 }
 
 }  // namespace bloomery::net

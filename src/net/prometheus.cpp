@@ -33,6 +33,18 @@ MetricsSnapshot collect_metrics(const command::Services& server, const command::
     s.maxmemory = config.maxmemory;
     s.persistence = server.persistence.persistence();
     s.replication = server.replication.replication();
+    if (config.cluster_enabled) {
+        const std::shared_ptr<const cluster::ClusterMap> map = server.cluster.snapshot();
+        s.cluster.enabled = true;
+        s.cluster.in_etcd = config.cluster_in_etcd();
+        s.cluster.state_ok = map->state_ok();
+        s.cluster.primary = map->self().is_primary();
+        s.cluster.known_nodes = map->nodes().size();
+        s.cluster.slots_assigned = map->slots_assigned();
+        s.cluster.slots_failed = map->slots_failed();
+        s.cluster.current_epoch = map->current_epoch();
+        s.cluster.writes_allowed = server.cluster.writes_allowed();
+    }
     return s;
 }
 
@@ -337,10 +349,43 @@ void render_replication(const MetricsSnapshot& s, Text& t) {
     }
 }
 
+// The cluster map as this node sees it (INFO cluster's figures), and with
+// the map in etcd its lease, role changes and failovers.
+void render_cluster(const MetricsSnapshot& s, Text& t) {
+    const ClusterMetrics& c = s.cluster;
+    if (!c.enabled) return;
+    const auto flag = [](bool value) { return std::uint64_t{value ? 1u : 0u}; };
+    t.single("bloomery_cluster_state_ok", "gauge",
+             "1 while every slot is served by a node that is up (cluster_state:ok)",
+             flag(c.state_ok));
+    t.single("bloomery_cluster_is_primary", "gauge", "1 on a primary, 0 on a replica",
+             flag(c.primary));
+    t.single("bloomery_cluster_known_nodes", "gauge", "Nodes in this node's map", c.known_nodes);
+    t.single("bloomery_cluster_slots_assigned", "gauge", "Slots served by some node",
+             c.slots_assigned);
+    t.single("bloomery_cluster_slots_fail", "gauge", "Slots whose primary is down", c.slots_failed);
+    t.single("bloomery_cluster_current_epoch", "gauge", "The map's highest config epoch",
+             c.current_epoch);
+    if (!c.in_etcd) return;
+    t.single("bloomery_cluster_etcd_connected", "gauge",
+             "1 once the map in etcd was read and this node's lease taken", flag(c.etcd_connected));
+    t.single("bloomery_cluster_writes_allowed", "gauge",
+             "1 while this node's lease lets it take writes as a primary", flag(c.writes_allowed));
+    t.single("bloomery_cluster_lease_renewals_total", "counter",
+             "Renewals of this node's liveness lease in etcd", c.lease_renewals);
+    t.single("bloomery_cluster_lease_failures_total", "counter",
+             "Lease renewals etcd did not answer, or answered lapsed (etcd errors)",
+             c.lease_failures);
+    t.single("bloomery_cluster_role_changes_total", "counter",
+             "Times the map made this node a primary or a replica of another", c.role_changes);
+    t.single("bloomery_cluster_failovers_total", "counter",
+             "Failed primaries whose slots this node took over", c.failovers);
+}
+
 // Each block of metrics, in the order they appear.
 constexpr void (*kSections[])(const MetricsSnapshot&, Text&) = {
     render_server, render_commands,    render_clients,     render_keyspace,
-    render_memory, render_persistence, render_replication,
+    render_memory, render_persistence, render_replication, render_cluster,
 };
 
 }  // namespace

@@ -84,6 +84,9 @@ Server::Server(const core::Config& config, core::RuntimeSettings& settings,
       replication_(std::make_unique<ReplicationController>(
           config, keyspace, persistence, replication, main_context_,
           config.tls_replication ? link_tls_.get() : nullptr)),
+      cluster_node_(config.cluster_in_etcd()
+                        ? std::make_unique<ClusterNode>(config, *cluster_, *replication_)
+                        : nullptr),
       migrator_(std::make_unique<Migrator>(config.tls_cluster ? link_tls_.get() : nullptr)),
       cron_timer_(main_context_) {
     // A stop closes the listeners and ends the cron.
@@ -118,7 +121,7 @@ Server::Server(const core::Config& config, core::RuntimeSettings& settings,
 }
 
 Server::~Server() {
-    cluster_node_.reset();
+    if (cluster_node_) cluster_node_->stop();
     migrator_.reset();
     replication_->stop_links();
     if (metrics_) metrics_->stop();
@@ -143,17 +146,22 @@ void Server::start_metrics() {
 }
 
 std::string Server::metrics_text() {
-    return render_metrics(collect_metrics(environment_->services, registry_, keyspace_, config_,
-                                          &slowlog_,
-                                          ready() ? Readiness::ready : Readiness::not_ready));
+    MetricsSnapshot snapshot =
+        collect_metrics(environment_->services, registry_, keyspace_, config_, &slowlog_,
+                        ready() ? Readiness::ready : Readiness::not_ready);
+    if (const ClusterNode* node = cluster_node_.get()) {
+        snapshot.cluster.etcd_connected = node->connected();
+        snapshot.cluster.lease_renewals = node->lease_renewals();
+        snapshot.cluster.lease_failures = node->lease_failures();
+        snapshot.cluster.role_changes = node->role_changes();
+        snapshot.cluster.failovers = node->failovers_won();
+    }
+    return render_metrics(snapshot);
 }
 
 void Server::listen() {
     acceptor_->listen();
-    if (config_.cluster_in_etcd()) {
-        cluster_node_ = std::make_unique<ClusterNode>(config_, *cluster_, *replication_);
-        cluster_node_->start();
-    }
+    if (cluster_node_) cluster_node_->start();
 }
 
 int Server::run() {

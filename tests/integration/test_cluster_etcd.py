@@ -10,12 +10,13 @@ import logging
 import signal
 import subprocess
 import unittest
+import urllib.request
 
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
 from etcd_harness import EtcdCluster
-from harness import Server, wait_until
+from harness import BINARY, Server, wait_until
 from test_cluster import cluster_node, free_ports
 
 logging.getLogger("redis.cluster").setLevel(logging.CRITICAL)
@@ -262,7 +263,8 @@ class Failover(EtcdClusterTest):
                 s.client().info("replication")["role"] == "master"]
 
     def test_a_killed_primary_is_replaced_by_its_replica_and_returns_as_one(self):
-        servers = [self.node() for _ in range(6)]
+        metrics_ports = [free_ports(1)[0] for _ in range(6)]
+        servers = [self.node("--metrics-port", str(port)) for port in metrics_ports]
         self.create(servers, replicas=1)
         cluster = self.client(servers[0])
         acknowledged = []
@@ -286,6 +288,20 @@ class Failover(EtcdClusterTest):
         for i, key in enumerate(acknowledged):
             self.assertEqual(cluster.execute_command("BF.EXISTS", key, "item-%d" % i), 1, key)
         self.assertEqual(cluster.execute_command("BF.ADD", "after", "x"), 1)
+        # /metrics and --health-check say what happened.
+        port = metrics_ports[servers.index(replica)]
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as page:
+            metrics = page.read().decode()
+        for line in ("bloomery_cluster_failovers_total 1", "bloomery_cluster_is_primary 1",
+                     "bloomery_cluster_state_ok 1", "bloomery_cluster_etcd_connected 1",
+                     "bloomery_cluster_writes_allowed 1", "bloomery_cluster_known_nodes 6"):
+            self.assertIn(line + "\n", metrics)
+        self.assertRegex(metrics, r"bloomery_cluster_lease_renewals_total [1-9]")
+        self.assertRegex(metrics, r"bloomery_cluster_role_changes_total [1-9]")
+        probe = subprocess.run([BINARY, "--health-check", address(replica)],
+                               capture_output=True, text=True, timeout=30)
+        self.assertEqual(probe.stdout + probe.stderr, "bloomery: %s: PONG, role master, "
+                         "cluster_state ok\n" % address(replica))
         # The old primary comes back on its data as the new primary's replica.
         victim.start()
         self.assertEqual(node_id(victim), victim_id)

@@ -340,7 +340,8 @@ class HealthCheck(unittest.TestCase):
     def test_up_down_and_passwords(self):
         with harness.Server() as plain:
             code, text = run_bloomery("--health-check", "127.0.0.1:%d" % plain.port)
-            self.assertEqual((code, text), (0, "bloomery: 127.0.0.1:%d: PONG\n" % plain.port))
+            self.assertEqual((code, text),
+                             (0, "bloomery: 127.0.0.1:%d: PONG, role master\n" % plain.port))
             port = plain.port
         code, text = run_bloomery("--health-check", "127.0.0.1:%d" % port)
         self.assertEqual(code, 1, text)

@@ -25,6 +25,25 @@ class Slowlog;
 
 namespace bloomery::net {
 
+// The cluster as this node sees it (cluster mode only), and with the map in
+// etcd this node's lease and role changes (Server fills those in).
+struct ClusterMetrics {
+    bool enabled = false;
+    bool in_etcd = false;
+    bool state_ok = false;
+    bool primary = true;
+    std::uint64_t known_nodes = 0;
+    std::uint64_t slots_assigned = 0;
+    std::uint64_t slots_failed = 0;
+    std::uint64_t current_epoch = 0;
+    bool etcd_connected = false;
+    bool writes_allowed = true;
+    std::uint64_t lease_renewals = 0;
+    std::uint64_t lease_failures = 0;
+    std::uint64_t role_changes = 0;
+    std::uint64_t failovers = 0;
+};
+
 // Everything one scrape reports, copied at one moment.
 struct MetricsSnapshot {
     std::string version;
@@ -46,6 +65,7 @@ struct MetricsSnapshot {
     std::uint64_t maxmemory = 0;
     persist::PersistenceInfo persistence;
     command::ReplicationInfo replication;
+    ClusterMetrics cluster;
 };
 
 // What /readyz answers now (bloomery_ready).
