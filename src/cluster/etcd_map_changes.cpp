@@ -199,12 +199,16 @@ core::Result<bool> EtcdMapBackend::try_meet(const std::string& host, std::uint16
     core::Result<ClusterMap> mine = lone_view(own.document);
     if (!mine) return mine.failure();
     const bool member = !map.document.empty() && names_node(map.document, self_.id);
-    core::Result<ClusterMap> base = member                 ? decode_map(map.document, self_.id)
-                                    : map.document.empty() ? std::move(mine)
-                                                           : join_map(map.document, self_);
+    // The map from this node: as stored, or founded by this node, or
+    // joined with what this node brings.
+    core::Result<ClusterMap> base =
+        member ? decode_map(map.document, self_.id) : core::Result<ClusterMap>(*mine);
     if (!base) return core::Error{"ERR the cluster map in etcd is not one: " + base.error()};
     if (!member && !map.document.empty()) {
-        base = admit(*base, *mine);
+        const core::Result<ClusterMap> joined = join_map(map.document, self_);
+        if (!joined)
+            return core::Error{"ERR the cluster map in etcd is not one: " + joined.error()};
+        base = admit(*joined, *mine);
         if (!base) return base.failure();
     }
     core::Result<ClusterMap> theirs = decode_map(other.document, *other_id);
