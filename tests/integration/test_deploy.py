@@ -5,7 +5,8 @@ the compose file's env_file and environment, the manifest's env), its mounted
 files (config file, Secret, data volume) put in a temporary directory at the
 paths the container would see them under. YAML is parsed with Debian's
 python3-yaml. Probes, health checks and scrape annotations must point at the
-ports the configuration opens. And the Makefile's `make run` serves as README
+ports the configuration opens (the cluster kept in etcd is checked further
+in test_deploy_etcd). And the Makefile's `make run` serves as README
 says, with ARGS overriding its defaults.
 """
 
@@ -25,6 +26,36 @@ import harness
 from harness import BINARY, ROOT
 
 DEPLOY = os.path.join(ROOT, "deploy")
+# The directories of Kubernetes manifests checked here (k8s/sentinel/ holds
+# Redis Sentinel's, checked in SentinelDeployments).
+K8S_DIRS = [os.path.join(DEPLOY, "k8s"), os.path.join(DEPLOY, "k8s", "etcd-cluster")]
+
+
+def k8s_documents():
+    """(file name, document) of every manifest in K8S_DIRS."""
+    documents = []
+    for directory in K8S_DIRS:
+        for path in sorted(glob.glob(os.path.join(directory, "*.yaml"))):
+            name = os.path.relpath(path, os.path.join(DEPLOY, "k8s"))
+            with open(path) as f:
+                documents += [(name, d) for d in yaml.safe_load_all(f) if d]
+    return documents
+
+
+def expand_k8s(text, env):
+    """$(VAR) as the kubelet expands it in env values, command and args:
+    only variables defined before; $$ stands for a literal $."""
+    def one(match):
+        if match.group(0) == "$$":
+            return "$"
+        return env.get(match.group(1), match.group(0))
+    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)", one, text)
+
+
+def fake_field(field, pod_name, replica):
+    """What the downward API gives a pod for fieldRef.fieldPath."""
+    return {"metadata.name": pod_name, "metadata.namespace": "default",
+            "status.podIP": "10.244.0.%d" % (10 + replica)}[field]
 
 
 def image_environment():
@@ -135,6 +166,10 @@ class ComposeFiles(unittest.TestCase):
                     output = test_config(self, what, args, env, hostname=name)
                     if "--replicaof" in args:
                         self.assertIn("replication: replica of", output, what)
+                    if "--cluster-announce" in args:
+                        announce = args[args.index("--cluster-announce") + 1]
+                        self.assertIn("cluster: this node is %s, of cluster" % announce, output,
+                                      what)
                     # The health check PINGs the port the server listens on.
                     check = service["healthcheck"]["test"]
                     self.assertEqual(check[:3], ["CMD", "/usr/local/bin/bloomery", "--health-check"],
@@ -146,7 +181,7 @@ class ComposeFiles(unittest.TestCase):
                         self.assertIn(int(port), [configured_port(output, "listen"),
                                                   configured_port(output, "metrics")], what)
                     services_seen += 1
-        self.assertGreaterEqual(services_seen, 7)
+        self.assertGreaterEqual(services_seen, 13)
 
 
 def sentinel_monitor(text):
@@ -215,17 +250,14 @@ class SentinelDeployments(unittest.TestCase):
 class KubernetesManifests(unittest.TestCase):
     def test_every_container_of_every_manifest_passes_test_config(self):
         image_env, _ = image_environment()
-        documents = []
-        for path in sorted(glob.glob(os.path.join(DEPLOY, "k8s", "*.yaml"))):
-            with open(path) as f:
-                documents += [(os.path.basename(path), d) for d in yaml.safe_load_all(f) if d]
+        documents = k8s_documents()
         config_maps = {d["metadata"]["name"]: d["data"] for _, d in documents
                        if d["kind"] == "ConfigMap"}
         secrets = {d["metadata"]["name"]: d.get("stringData", {}) for _, d in documents
                    if d["kind"] == "Secret"}
         self.assertIn("bloomery-auth", secrets)
         sets = [(f, d) for f, d in documents if d["kind"] == "StatefulSet"]
-        self.assertGreaterEqual(len(sets), 2)
+        self.assertGreaterEqual(len(sets), 4)
         for path, stateful_set in sets:
             spec = stateful_set["spec"]
             pod = spec["template"]["spec"]
@@ -240,6 +272,8 @@ class KubernetesManifests(unittest.TestCase):
                     what = "%s: %s, container %s" % (path, pod_name, container["name"])
                     self.assertTrue(container["securityContext"]["readOnlyRootFilesystem"], what)
                     self.assertIn("memory", container["resources"]["limits"], what)
+                    if not container["image"].startswith("bloomery"):
+                        continue  # etcd: checked in test_deploy_etcd
                     with tempfile.TemporaryDirectory() as root:
                         mounts = Mounts(root)
                         mounts.add_dir("/data")
@@ -266,18 +300,33 @@ class KubernetesManifests(unittest.TestCase):
                         for target, content in files:
                             mounts.add_file(target, content)
                         env = {k: mounts.map_text(v) for k, v in image_env.items()}
+                        defined = {}  # what $(VAR) may name: the container's own env
                         for variable in container.get("env", []):
-                            self.assertIn("value", variable, what)
-                            env[variable["name"]] = mounts.map_text(str(variable["value"]))
-                        args = [mounts.map_text(str(a)) for a in container.get("args", [])]
+                            if "value" in variable:
+                                value = expand_k8s(str(variable["value"]), defined)
+                            else:
+                                value = fake_field(variable["valueFrom"]["fieldRef"]["fieldPath"],
+                                                   pod_name, replica)
+                            defined[variable["name"]] = value
+                            env[variable["name"]] = mounts.map_text(value)
+                        args = [mounts.map_text(expand_k8s(str(a), defined))
+                                for a in container.get("args", [])]
                         output = test_config(self, what, args, env, hostname=pod_name)
                         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
                         self.assertEqual(ports["redis"], configured_port(output, "listen"), what)
                         self.assertEqual(ports["metrics"], configured_port(output, "metrics"), what)
-                        for probe in ("readinessProbe", "livenessProbe"):
-                            http = container[probe]["httpGet"]
-                            self.assertEqual(http["port"], "metrics", what)
-                        self.assertEqual(container["readinessProbe"]["httpGet"]["path"], "/readyz")
+                        self.assertEqual(container["livenessProbe"]["httpGet"]["port"], "metrics",
+                                         what)
+                        readiness = container["readinessProbe"]
+                        if "exec" in readiness:
+                            # bloomery PINGs the port the server listens on.
+                            check = readiness["exec"]["command"]
+                            self.assertEqual(check[:2], ["/usr/local/bin/bloomery",
+                                                         "--health-check"], what)
+                            self.assertEqual(int(check[2].rsplit(":", 1)[1]), ports["redis"], what)
+                        else:
+                            self.assertEqual(readiness["httpGet"]["port"], "metrics", what)
+                            self.assertEqual(readiness["httpGet"]["path"], "/readyz", what)
                         self.assertEqual(container["livenessProbe"]["httpGet"]["path"], "/healthz")
                         self.assertEqual(int(annotations["prometheus.io/port"]), ports["metrics"],
                                          what)
@@ -291,19 +340,37 @@ class KubernetesManifests(unittest.TestCase):
                                               stateful_set["metadata"]["name"], output, what)
                         if "--cluster-self" in args:
                             self.assertIn("this node is %s." % pod_name, output, what)
+                        if "BLOOMERY_CLUSTER_ANNOUNCE" in env:
+                            self.assertIn("this node is %s, of cluster"
+                                          % env["BLOOMERY_CLUSTER_ANNOUNCE"], output, what)
 
     def test_services_select_the_pods_and_ports_they_name(self):
-        documents = []
-        for path in sorted(glob.glob(os.path.join(DEPLOY, "k8s", "*.yaml"))):
-            with open(path) as f:
-                documents += [d for d in yaml.safe_load_all(f) if d]
-        labels = [d["spec"]["template"]["metadata"]["labels"] for d in documents
-                  if d["kind"] == "StatefulSet"]
+        documents = [d for _, d in k8s_documents()]
+        sets = [d for d in documents if d["kind"] == "StatefulSet"]
         for service in (d for d in documents if d["kind"] == "Service"):
+            name = service["metadata"]["name"]
             selector = dict(service["spec"]["selector"])
             selector.pop("statefulset.kubernetes.io/pod-name", None)
-            self.assertTrue(any(all(l.get(k) == v for k, v in selector.items()) for l in labels),
-                            service["metadata"]["name"])
+            selected = [s for s in sets
+                        if all(s["spec"]["template"]["metadata"]["labels"].get(k) == v
+                               for k, v in selector.items())]
+            self.assertTrue(selected, name)
+            # Every port it names is one the selected pods open.
+            for stateful_set in selected:
+                opened = {p["containerPort"]: p.get("name")
+                          for c in stateful_set["spec"]["template"]["spec"]["containers"]
+                          for p in c.get("ports", [])}
+                for port in service["spec"]["ports"]:
+                    target = port.get("targetPort", port["port"])
+                    self.assertTrue(target in opened or target in opened.values(),
+                                    "%s: port %s" % (name, target))
+            # A StatefulSet's serviceName is a headless Service selecting it.
+        for stateful_set in sets:
+            headless = [d for d in documents if d["kind"] == "Service"
+                        and d["metadata"]["name"] == stateful_set["spec"]["serviceName"]]
+            self.assertEqual(len(headless), 1, stateful_set["metadata"]["name"])
+            self.assertEqual(headless[0]["spec"].get("clusterIP"), "None",
+                             stateful_set["metadata"]["name"])
 
 
 class MakeRun(unittest.TestCase):
