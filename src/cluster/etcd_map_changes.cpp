@@ -117,7 +117,14 @@ core::Result<bool> EtcdMapBackend::try_edit(const MapEdit& edit) {
     if (!next) return next.failure();
     if (!member && next->nodes().size() != 1) return core::Error{kNotMember};
     const std::string& key = member ? key_ : own_key_;
-    return commit_txn({{key_, map}, {own_key_, own}}, {EtcdOp::put(key, encode_map(*next))});
+    std::string document = encode_map(*next);
+    // Nothing changes (SETSLOT NODE that redis-cli sends to every primary
+    // after the first has it): no write, as it was read.
+    if (document == (member ? map.document : own.document)) {
+        if (member) publish(map.document, map.revision);  // seen here at least as read
+        return true;
+    }
+    return commit_txn({{key_, map}, {own_key_, own}}, {EtcdOp::put(key, std::move(document))});
 }
 
 core::Result<bool> EtcdMapBackend::try_enroll() {

@@ -191,7 +191,7 @@ class Membership(EtcdClusterTest):
         self.assertEqual(replica.client().info("replication")["master_port"], new.port)
 
         result = redis_cli("--cluster", "reshard", address(servers[0]), "--cluster-from", "all",
-                           "--cluster-to", node_id(new), "--cluster-slots", "1500",
+                           "--cluster-to", node_id(new), "--cluster-slots", "300",
                            "--cluster-yes")
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         self.check(servers[0])
@@ -204,7 +204,7 @@ class Membership(EtcdClusterTest):
         # Emptied again, the new primary and its replica leave.
         result = redis_cli("--cluster", "reshard", address(servers[0]),
                            "--cluster-from", node_id(new), "--cluster-to", node_id(servers[0]),
-                           "--cluster-slots", "1500", "--cluster-yes")
+                           "--cluster-slots", "300", "--cluster-yes")
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         for leaving in (replica, new):
             result = redis_cli("--cluster", "del-node", address(servers[0]), node_id(leaving))
