@@ -134,6 +134,8 @@ void ClusterNode::start() {
     state_.set_backend(backend_.get());
     spdlog::info("cluster: node {} at {}, cluster '{}' kept in etcd at {}", self_.id, self_.address,
                  config_.cluster_name, config_.cluster_etcd);
+    // The monitoring thread reads the parts from here on.
+    started_.store(true, std::memory_order_release);
     connector_ = std::jthread([this](const std::stop_token& stop) { connect_loop(stop); });
 }
 
@@ -225,15 +227,15 @@ bool ClusterNode::connected() const {
 }
 
 std::uint64_t ClusterNode::lease_renewals() const {
-    return liveness_ ? liveness_->renewals() : 0;
+    return started_.load(std::memory_order_acquire) ? liveness_->renewals() : 0;
 }
 
 std::uint64_t ClusterNode::lease_failures() const {
-    return liveness_ ? liveness_->failures() : 0;
+    return started_.load(std::memory_order_acquire) ? liveness_->failures() : 0;
 }
 
 std::uint64_t ClusterNode::failovers_won() const {
-    return failover_ ? failover_->won() : 0;
+    return started_.load(std::memory_order_acquire) ? failover_->won() : 0;
 }
 
 std::uint64_t ClusterNode::role_changes() const {

@@ -13,6 +13,7 @@
 // Threads: start() and stop() from the main thread; the role follows the
 // map on the thread that publishes it.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -81,8 +82,9 @@ private:
     std::unique_ptr<cluster::EtcdMapBackend> backend_;
     std::unique_ptr<cluster::EtcdLiveness> liveness_;
     std::unique_ptr<ClusterFailover> failover_;
-    bool map_fresh_ = false;    // the liveness thread's
-    mutable std::mutex mutex_;  // guards what follows
+    bool map_fresh_ = false;            // the liveness thread's
+    std::atomic<bool> started_{false};  // the parts above exist (start() made them)
+    mutable std::mutex mutex_;          // guards what follows
     std::condition_variable_any wake_;
     bool connected_ = false;
     std::string following_;  // "host:port" of the primary followed; empty: a primary
