@@ -9,6 +9,7 @@ its own."""
 import logging
 import signal
 import subprocess
+import time
 import unittest
 import urllib.request
 
@@ -340,6 +341,65 @@ class Failover(EtcdClusterTest):
         wait_until(lambda: primary.client().info("replication").get("master_port") ==
                    replica.port, timeout=30, what="the old primary to follow the new one")
         self.assertEqual(replica.client().execute_command("BF.EXISTS", "paused", "before"), 1)
+
+
+class EtcdOutages(EtcdClusterTest):
+    def test_one_etcd_member_down_changes_nothing(self):
+        servers = [self.node() for _ in range(3)]
+        self.create(servers)
+        cluster = self.client(servers[0])
+        self.etcd.stop_member(0)
+        try:
+            # Leases keep being renewed past the node timeout, the map
+            # keeps changing, and writes keep being taken.
+            result = redis_cli("--cluster", "reshard", address(servers[0]),
+                               "--cluster-from", node_id(servers[1]),
+                               "--cluster-to", node_id(servers[0]), "--cluster-slots", "20",
+                               "--cluster-yes")
+            self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+            deadline = time.monotonic() + 2 * int(NODE_TIMEOUT_MS) / 1000
+            while time.monotonic() < deadline:
+                for i in range(20):
+                    cluster.execute_command("BF.ADD", "m:%d" % i, "x")
+            self.check(servers[0])
+        finally:
+            self.etcd.start_member(0)
+
+    def test_all_of_etcd_down_refuses_writes_after_the_lease_then_heals(self):
+        own = EtcdCluster(1).start()
+        try:
+            servers = [Server("--cluster-enabled", "yes", "--cluster-etcd", own.endpoints,
+                              "--cluster-node-timeout", NODE_TIMEOUT_MS) for _ in range(3)]
+            for server in servers:
+                server.start()
+                self.nodes.append(server)
+            self.create(servers)
+            cluster = self.client(servers[0])
+            cluster.execute_command("BF.ADD", "kept", "before")
+            own.stop_member(0)
+            # Reads go on from the last map; writes stop once the lease
+            # cannot have been renewed (as a minority partition's).
+            owner = [s for s in servers
+                     if s.client().execute_command("CLUSTER", "COUNTKEYSINSLOT",
+                                                   s.client().execute_command(
+                                                       "CLUSTER", "KEYSLOT", "kept")) == 1][0]
+
+            def refused():
+                try:
+                    owner.client().execute_command("BF.ADD", "kept", "during")
+                    return False
+                except redis.ResponseError as error:
+                    return "cluster is down" in str(error).lower()
+            wait_until(refused, timeout=30, what="writes to be refused without etcd")
+            self.assertEqual(owner.client().execute_command("BF.EXISTS", "kept", "before"), 1)
+            own.start_member(0)
+            wait_until(lambda: own.healthy(0), timeout=60, what="etcd back")
+            wait_until(lambda: cluster.execute_command("BF.ADD", "kept", "after") == 1,
+                       timeout=60, what="writes to be taken again")
+            self.settled(servers)
+            self.assertEqual(cluster.execute_command("BF.EXISTS", "kept", "before"), 1)
+        finally:
+            own.stop()
 
 
 class Replies(EtcdClusterTest):
