@@ -59,6 +59,11 @@ void ClusterState::meet(std::string host, std::uint16_t port, ChangeDone done) {
     backend_->meet(std::move(host), port, std::move(done));
 }
 
+void ClusterState::failover(FailoverMode mode, ChangeDone done) {
+    if (!failover_handler_) return done(core::Error{std::string(kNeedsBackend)});
+    failover_handler_(mode, std::move(done));
+}
+
 void ClusterState::leave(ChangeDone done) {
     if (backend_ == nullptr) return done(core::Error{std::string(kNeedsBackend)});
     backend_->leave(std::move(done));

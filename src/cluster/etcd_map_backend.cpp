@@ -30,6 +30,7 @@ EtcdMapBackend::EtcdMapBackend(std::unique_ptr<EtcdClient> client, std::string_v
       alive_prefix_(prefix_ + "alive/"),
       nodes_prefix_(prefix_ + "nodes/"),
       own_key_(nodes_prefix_ + self.id),
+      handover_prefix_(prefix_ + "handover/"),
       liveness_(liveness),
       self_(std::move(self)),
       state_(state) {}
@@ -157,9 +158,10 @@ void EtcdMapBackend::leave(ChangeDone done) {
     enqueue(request_of(Request::Kind::leave, std::move(done)));
 }
 
-void EtcdMapBackend::take_over(std::string primary, ChangeDone done) {
+void EtcdMapBackend::take_over(std::string primary, Lease lease, ChangeDone done) {
     Request request = request_of(Request::Kind::take_over, std::move(done));
     request.host = std::move(primary);
+    request.forced = lease == Lease::ignore;
     enqueue(std::move(request));
 }
 
@@ -206,7 +208,7 @@ core::Status EtcdMapBackend::run(const Request& request) {
                 done = try_enroll();
                 break;
             case Request::Kind::take_over:
-                done = try_take_over(request.host);
+                done = try_take_over(request.host, request.forced);
                 break;
         }
         if (!done) return done.failure();
@@ -227,6 +229,10 @@ void EtcdMapBackend::on_events(const std::vector<EtcdEvent>& events, std::int64_
             if (event.kv.mod_revision <= registration_revision_) continue;
             registration_ = put ? event.kv.value : std::string();
             registration_revision_ = event.kv.mod_revision;
+        } else if (event.kv.key.starts_with(handover_prefix_)) {
+            if (handover_listener_) {
+                handover_listener_(event.kv.key.substr(handover_prefix_.size()), put);
+            }
         } else if (event.kv.key.starts_with(alive_prefix_)) {
             std::string id = event.kv.key.substr(alive_prefix_.size());
             if (put) {

@@ -234,21 +234,24 @@ core::Result<bool> EtcdMapBackend::try_meet(const std::string& host, std::uint16
     return commit_txn({{key_, map}, {own_key_, own}, {other_key, other}}, std::move(writes));
 }
 
-core::Result<bool> EtcdMapBackend::try_take_over(const std::string& primary) {
+core::Result<bool> EtcdMapBackend::try_take_over(const std::string& primary, bool forced) {
     const std::string alive = alive_prefix_ + primary;
     auto read = read_keys({key_, own_key_, alive});
     if (!read) return read.failure();
     const Stored& map = (*read)[0];
     if (map.document.empty() || !names_node(map.document, self_.id)) return core::Error{kNotMember};
-    if ((*read)[2].revision != 0) return core::Error{"ERR the primary " + primary + " is up"};
+    if (!forced && (*read)[2].revision != 0) {
+        return core::Error{"ERR the primary " + primary + " is up"};
+    }
     core::Result<ClusterMap> view = decode_map(map.document, self_.id);
     if (!view) return core::Error{"ERR the cluster map in etcd is not one: " + view.error()};
     core::Result<ClusterMap> next = cluster::take_over(*view, primary);
     if (!next) return next.failure();
+    std::vector<std::pair<std::string, Stored>> reads{{key_, map}, {own_key_, (*read)[1]}};
     // The primary's liveness key still absent: compared as one that was
     // never made (revision 0).
-    return commit_txn({{key_, map}, {own_key_, (*read)[1]}, {alive, Stored{}}},
-                      {EtcdOp::put(key_, encode_map(*next))});
+    if (!forced) reads.emplace_back(alive, Stored{});
+    return commit_txn(reads, {EtcdOp::put(key_, encode_map(*next))});
 }
 
 }  // namespace bloomery::cluster

@@ -1,6 +1,6 @@
 // Cluster commands that change the map: CLUSTER SETSLOT, ADDSLOTS,
 // ADDSLOTSRANGE, DELSLOTS, DELSLOTSRANGE, SET-CONFIG-EPOCH, REPLICATE,
-// FORGET, MEET and RESET. Each builds an edit from the rules of
+// FORGET, MEET, RESET and FAILOVER. Each builds an edit from the rules of
 // cluster/cluster_changes.hpp and cluster_membership.hpp (MEET and RESET
 // are the backend's own) and commits it through the node's
 // ClusterState: at once for a map this node keeps itself, or through the
@@ -196,9 +196,25 @@ void cmd_cluster_reset(ClusterView& ctx, Args argv) {
                   [&ctx](cluster::ChangeDone done) { ctx.server.cluster.leave(std::move(done)); });
 }
 
+// CLUSTER FAILOVER [FORCE|TAKEOVER], on a replica: it becomes its
+// primary's primary (net/cluster_failover.hpp); the reply comes once done.
+void cmd_cluster_failover(ClusterView& ctx, Args argv) {
+    using Mode = cluster::ClusterState::FailoverMode;
+    ArgCursor args(argv, 2);
+    Mode mode = Mode::handshake;
+    if (const std::optional<std::size_t> word = args.eat_one_of({"force", "takeover"})) {
+        mode = *word == 0 ? Mode::force : Mode::takeover;
+    }
+    if (args.has_next()) return ctx.out.error(errors::kSyntax);
+    answer_change(ctx, [&ctx, mode](cluster::ChangeDone done) {
+        ctx.server.cluster.failover(mode, std::move(done));
+    });
+}
+
 }  // namespace
 
 void register_cluster_admin_commands(Registry& registry) {
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_failover>>("cluster|failover");
     registry.register_handler<cluster_only<ClusterView, cmd_cluster_set_config_epoch>>(
         "cluster|set-config-epoch");
     registry.register_handler<cluster_only<ClusterView, cmd_cluster_replicate>>(

@@ -327,6 +327,8 @@ void cmd_cluster_help(Context& ctx, Args) {
          "    Delete slots information which are between <start-slot> and <end-slot>.",
          "GETKEYSINSLOT <slot> <count>",
          "    Return key names stored by this node in a slot.",
+         "FAILOVER [FORCE|TAKEOVER]",
+         "    Promote current replica node to being a master.",
          "FORGET <node-id>",
          "    Remove a node from the cluster.",
          "INFO",

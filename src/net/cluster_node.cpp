@@ -131,6 +131,13 @@ void ClusterNode::start() {
     });
     failover_ = std::make_unique<ClusterFailover>(config_, state_, replication_, *backend_,
                                                   std::move(*election_client), self_.id);
+    backend_->set_handover_listener(
+        [this](const std::string& name, bool put) { failover_->on_handover_event(name, put); });
+    failover_->set_lease_deadline([this] { return liveness_->deadline(); });
+    state_.set_failover_handler(
+        [this](cluster::ClusterState::FailoverMode mode, cluster::ChangeDone done) {
+            failover_->manual(mode, std::move(done));
+        });
     state_.set_backend(backend_.get());
     spdlog::info("cluster: node {} at {}, cluster '{}' kept in etcd at {}", self_.id, self_.address,
                  config_.cluster_name, config_.cluster_etcd);
@@ -181,7 +188,8 @@ void ClusterNode::on_lease(std::chrono::steady_clock::time_point deadline, bool 
         }
         map_fresh_ = true;
     }
-    state_.set_writable_until(deadline);
+    // A handover in progress keeps writes refused until it ends.
+    if (!failover_->handing_over()) state_.set_writable_until(deadline);
 }
 
 void ClusterNode::stop() {
@@ -212,6 +220,12 @@ void ClusterNode::follow(const cluster::ClusterMap& map) {
         ++role_changes_;
     }
     if (wanted.empty()) {
+        // Writes from now on, as far as the lease reaches (a handover in
+        // progress keeps them refused).
+        if (started_.load(std::memory_order_acquire) && !failover_->handing_over() &&
+            liveness_->held()) {
+            state_.set_writable_until(liveness_->deadline());
+        }
         spdlog::info("cluster: the map makes this node a primary");
     } else {
         spdlog::info("cluster: the map makes this node a replica of {}", wanted);

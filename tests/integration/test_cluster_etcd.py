@@ -9,6 +9,7 @@ its own."""
 import logging
 import signal
 import subprocess
+import threading
 import time
 import unittest
 import urllib.request
@@ -341,6 +342,58 @@ class Failover(EtcdClusterTest):
         wait_until(lambda: primary.client().info("replication").get("master_port") ==
                    replica.port, timeout=30, what="the old primary to follow the new one")
         self.assertEqual(replica.client().execute_command("BF.EXISTS", "paused", "before"), 1)
+
+
+class ManualFailover(EtcdClusterTest):
+    def pair(self):
+        primary, replica = self.node(), self.node()
+        self.registered(primary)
+        self.registered(replica)
+        primary.client().execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        replica.client().execute_command("CLUSTER", "MEET", "127.0.0.1", primary.port)
+        wait_until(lambda: known_nodes(replica) == 2, what="the replica to be met")
+        replica.client().execute_command("CLUSTER", "REPLICATE", node_id(primary))
+        self.settled([primary, replica])
+        return primary, replica
+
+    def test_failover_hands_over_without_losing_an_acknowledged_write(self):
+        primary, replica = self.pair()
+        with self.assertRaisesRegex(redis.ResponseError, "send CLUSTER FAILOVER to a replica"):
+            primary.client().execute_command("CLUSTER", "FAILOVER")
+        with self.assertRaisesRegex(redis.ResponseError, "syntax error"):
+            replica.client().execute_command("CLUSTER", "FAILOVER", "SOON")
+        acknowledged, stop = [], threading.Event()
+
+        def write():  # no WAIT: the handshake alone must keep every add
+            writer, serial = primary.client(), 0
+            while not stop.is_set():
+                serial += 1
+                try:
+                    writer.execute_command("BF.ADD", "handed", "item-%d" % serial)
+                    acknowledged.append("item-%d" % serial)
+                except redis.RedisError:
+                    time.sleep(0.01)
+        thread = threading.Thread(target=write)
+        thread.start()
+        try:
+            wait_until(lambda: len(acknowledged) > 200, what="writes to flow")
+            self.assertEqual(replica.client().execute_command("CLUSTER", "FAILOVER"), b"OK")
+            wait_until(lambda: primary.client().info("replication").get("master_port") ==
+                       replica.port, timeout=30, what="the old primary to follow")
+        finally:
+            stop.set()
+            thread.join(timeout=30)
+        self.assertEqual(replica.client().info("replication")["role"], "master")
+        self.assertEqual(replica.client().execute_command("BF.MEXISTS", "handed", *acknowledged),
+                         [1] * len(acknowledged))
+        # TAKEOVER: at once, without the handshake.
+        self.settled([primary, replica])
+        self.assertEqual(primary.client().execute_command("CLUSTER", "FAILOVER", "TAKEOVER"),
+                         b"OK")
+        wait_until(lambda: primary.client().info("replication")["role"] == "master",
+                   timeout=30, what="the takeover")
+        self.settled([primary, replica])
+        self.assertEqual(primary.client().execute_command("BF.ADD", "handed", "back"), 1)
 
 
 class EtcdOutages(EtcdClusterTest):

@@ -73,6 +73,15 @@ public:
     // Commits `edit` through the backend, if one is set, else on this
     // node's map at once; `done` says how it went.
     void change(MapEdit edit, ChangeDone done);
+    // CLUSTER FAILOVER on a replica: handshake (the primary stops taking
+    // writes, this replica catches up, then takes over), force or takeover
+    // (at once). Run by the handler the node sets (without one:
+    // kNeedsBackend).
+    enum class FailoverMode { handshake, force, takeover };
+    using FailoverHandler = std::function<void(FailoverMode, ChangeDone)>;
+    void set_failover_handler(FailoverHandler handler) { failover_handler_ = std::move(handler); }
+    void failover(FailoverMode mode, ChangeDone done);
+
     // MEET and RESET through the backend (without one: kNeedsBackend).
     void meet(std::string host, std::uint16_t port, ChangeDone done);
     void leave(ChangeDone done);
@@ -108,6 +117,7 @@ private:
     std::atomic<std::uint64_t> version_{0};
     MapBackend* backend_ = nullptr;
     Listener listener_;
+    FailoverHandler failover_handler_;
     static constexpr std::int64_t kUnfenced = std::numeric_limits<std::int64_t>::max();
     std::atomic<std::int64_t> writable_until_{kUnfenced};  // steady clock ticks
 };

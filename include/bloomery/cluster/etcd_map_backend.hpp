@@ -29,6 +29,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -68,7 +69,21 @@ public:
     // cluster_membership.hpp), in a transaction that also requires the
     // primary's liveness key to be gone, so a primary still holding its
     // lease is never replaced.
-    void take_over(std::string primary, ChangeDone done);
+    // With Lease::ignore (CLUSTER FAILOVER), whether the primary is up or
+    // not: the caller made sure it handed over, or accepts the risk.
+    enum class Lease { must_be_gone, ignore };
+    void take_over(std::string primary, Lease lease, ChangeDone done);
+    // Called on the watching thread with every change of a key under
+    // "handover/" (CLUSTER FAILOVER's handshake), after the key's name
+    // past that prefix and whether it was put (false: deleted). Set before
+    // start(); keep it short.
+    using HandoverListener = std::function<void(const std::string& name, bool put)>;
+    void set_handover_listener(HandoverListener listener) {
+        handover_listener_ = std::move(listener);
+    }
+    static std::string handover_prefix(std::string_view cluster_name) {
+        return cluster_prefix(cluster_name) + "handover/";
+    }
     // Reads the map again and publishes it (after this node's lease was
     // renewed from lapsed: what changed meanwhile is seen before writes).
     core::Status refresh() { return reload(); }
@@ -86,6 +101,7 @@ private:
         ChangeDone done;
         std::string host;  // meet; take_over: the primary's id
         std::uint16_t port = 0;
+        bool forced = false;  // take_over with Lease::ignore
     };
     // What a change read: the map and a registration, each with its
     // revision (0: absent), at one revision of the store.
@@ -103,7 +119,7 @@ private:
     core::Result<bool> try_meet(const std::string& host, std::uint16_t port);
     core::Result<bool> try_leave();
     core::Result<bool> try_enroll();
-    core::Result<bool> try_take_over(const std::string& primary);
+    core::Result<bool> try_take_over(const std::string& primary, bool forced);
     core::Result<std::vector<Stored>> read_keys(const std::vector<std::string>& keys);
     core::Result<std::string> registered_at(const std::string& host, std::uint16_t port);
     // This node's view from a registration (empty: nothing done to it yet).
@@ -130,6 +146,8 @@ private:
     const std::string alive_prefix_;
     const std::string nodes_prefix_;
     const std::string own_key_;  // this node's registration
+    const std::string handover_prefix_;
+    HandoverListener handover_listener_;
     const Liveness liveness_;
     const MapNode self_;
     ClusterState& state_;
