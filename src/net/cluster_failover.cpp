@@ -113,7 +113,7 @@ core::Status ClusterFailover::run_manual(cluster::ClusterState::FailoverMode mod
     if (map->node(primary).failed) {
         return core::Error{"ERR Master is down or failed, please use CLUSTER FAILOVER FORCE"};
     }
-    const core::Status taken = hand_over_and_take(primary_id, stop);
+    core::Status taken = hand_over_and_take(primary_id, stop);
     cluster::EtcdTxn cleanup;
     cleanup.success.push_back(cluster::EtcdOp::erase_prefix(handover_prefix_ + primary_id));
     (void)client_->txn(cleanup);
