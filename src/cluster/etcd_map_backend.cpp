@@ -15,11 +15,18 @@ namespace {
 constexpr int kCommitAttempts = 16;
 // The pause before watching again after the watch failed (etcd unreachable).
 constexpr auto kWatchRetry = std::chrono::milliseconds(200);
+// A change etcd could not take (no member answered, a leader being
+// elected after one was lost) is tried again for this long, every
+// kStoreRetryPause, before the command answers the error.
+constexpr auto kStoreRetryFor = std::chrono::seconds(5);
+constexpr auto kStoreRetryPause = std::chrono::milliseconds(100);
 
 }  // namespace
 
+constexpr std::string_view kStoreUnreachable = "ERR the cluster's store (etcd) cannot be reached: ";
+
 core::Error EtcdMapBackend::store_error(const std::string& what) {
-    return core::Error{"ERR the cluster's store (etcd) cannot be reached: " + what};
+    return core::Error{std::string(kStoreUnreachable) + what};
 }
 
 EtcdMapBackend::EtcdMapBackend(std::unique_ptr<EtcdClient> client, std::string_view cluster_name,
@@ -122,6 +129,12 @@ void EtcdMapBackend::stop() {
     }
 }
 
+bool EtcdMapBackend::pause_unless_stopping() {
+    std::unique_lock lock(mutex_);
+    wake_.wait_for(lock, kStoreRetryPause, [this] { return stopping_; });
+    return !stopping_;
+}
+
 EtcdMapBackend::Request EtcdMapBackend::request_of(Request::Kind kind, ChangeDone done) {
     Request request;
     request.kind = kind;
@@ -189,6 +202,7 @@ void EtcdMapBackend::commit_loop(const std::stop_token& stop) {
 }
 
 core::Status EtcdMapBackend::run(const Request& request) {
+    const auto give_up = std::chrono::steady_clock::now() + kStoreRetryFor;
     for (int attempt = 0; attempt < kCommitAttempts; ++attempt) {
         core::Result<bool> done = false;
         switch (request.kind) {
@@ -210,6 +224,11 @@ core::Status EtcdMapBackend::run(const Request& request) {
             case Request::Kind::take_over:
                 done = try_take_over(request.host, request.forced);
                 break;
+        }
+        if (!done && done.error().starts_with(kStoreUnreachable) &&
+            std::chrono::steady_clock::now() < give_up && pause_unless_stopping()) {
+            --attempt;  // etcd's own trouble: not a lost race
+            continue;
         }
         if (!done) return done.failure();
         if (*done) return {};

@@ -58,6 +58,29 @@ class EtcdCluster:
         except (OSError, ValueError):
             return False
 
+    def leader_index(self):
+        """The index of the member that leads now (asked of each member
+        until one answers), or None."""
+        for member in self.members:
+            url = "http://127.0.0.1:%d/v3/maintenance/status" % member["client"]
+            try:
+                request = urllib.request.Request(url, data=b"{}", method="POST")
+                with urllib.request.urlopen(request, timeout=2) as answer:
+                    status = json.loads(answer.read())
+            except (OSError, ValueError):
+                continue
+            leader = status.get("leader")
+            for index, other in enumerate(self.members):
+                other_url = "http://127.0.0.1:%d/v3/maintenance/status" % other["client"]
+                try:
+                    request = urllib.request.Request(other_url, data=b"{}", method="POST")
+                    with urllib.request.urlopen(request, timeout=2) as answer:
+                        if json.loads(answer.read())["header"]["member_id"] == leader:
+                            return index
+                except (OSError, ValueError, KeyError):
+                    continue
+        return None
+
     def start(self):
         for index in range(len(self.members)):
             self.start_member(index)

@@ -401,7 +401,13 @@ class EtcdOutages(EtcdClusterTest):
         servers = [self.node() for _ in range(3)]
         self.create(servers)
         cluster = self.client(servers[0])
-        self.etcd.stop_member(0)
+        # The leader: its loss makes the others elect another (etcd answers
+        # "leader changed" meanwhile).
+        def leader():
+            index = self.etcd.leader_index()
+            return None if index is None else (index,)
+        down = wait_until(leader, what="etcd's leader")[0]
+        self.etcd.stop_member(down)
         try:
             # Leases keep being renewed past the node timeout, the map
             # keeps changing, and writes keep being taken.
@@ -416,7 +422,8 @@ class EtcdOutages(EtcdClusterTest):
                     cluster.execute_command("BF.ADD", "m:%d" % i, "x")
             self.check(servers[0])
         finally:
-            self.etcd.start_member(0)
+            self.etcd.start_member(down)
+            wait_until(lambda: self.etcd.healthy(down), timeout=60, what="the member back")
 
     def test_all_of_etcd_down_refuses_writes_after_the_lease_then_heals(self):
         own = EtcdCluster(1).start()

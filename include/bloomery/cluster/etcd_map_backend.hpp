@@ -110,6 +110,8 @@ private:
         std::int64_t revision = 0;
     };
     static Request request_of(Request::Kind kind, ChangeDone done);
+    // Waits a moment before a change is tried again; false when stopping.
+    bool pause_unless_stopping();
     void enqueue(Request request);
     void commit_loop(const std::stop_token& stop);
     core::Status run(const Request& request);
