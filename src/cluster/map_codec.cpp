@@ -15,14 +15,6 @@ std::string id_or_empty(const ClusterMap& map, std::uint16_t index) {
     return index == kNoNode ? std::string() : map.node(index).id;
 }
 
-bool is_node_id(const std::string& id) {
-    if (id.size() != 40) return false;
-    for (const char c : id) {
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-    }
-    return true;
-}
-
 // Reading a document: every field checked, the first fault named.
 class Reader {
 public:
@@ -149,6 +141,14 @@ private:
 };
 
 }  // namespace
+
+bool is_node_id(std::string_view text) {
+    if (text.size() != 40) return false;
+    for (const char c : text) {
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    }
+    return true;
+}
 
 std::string encode_map(const ClusterMap& map) {
     json nodes = json::array();

@@ -187,16 +187,23 @@ void cmd_cluster_nodes(ClusterView& ctx, Args) {
     ctx.out.verbatim(text);
 }
 
-// The primary `argv[2]` names, or nullopt once the error is written.
-std::optional<std::uint16_t> named_primary(ClusterView& ctx, const cluster::ClusterMap& map,
-                                           Args argv) {
+// The node `argv[2]` names, or nullopt once "Unknown node" is written.
+std::optional<std::uint16_t> named_node(ClusterView& ctx, const cluster::ClusterMap& map,
+                                        Args argv) {
     const std::optional<std::uint16_t> index = map.find(argv[2]);
     if (!index) {
         std::string message(errors::kUnknownNode);
         core::append_printable(message, argv[2]);
         ctx.out.error(message);
-        return std::nullopt;
     }
+    return index;
+}
+
+// The primary `argv[2]` names, or nullopt once the error is written.
+std::optional<std::uint16_t> named_primary(ClusterView& ctx, const cluster::ClusterMap& map,
+                                           Args argv) {
+    const std::optional<std::uint16_t> index = named_node(ctx, map, argv);
+    if (!index) return std::nullopt;
     if (!map.node(*index).is_primary()) {
         ctx.out.error(errors::kNotAMaster);
         return std::nullopt;
@@ -232,12 +239,8 @@ void cmd_cluster_myshardid(ClusterView& ctx, Args) {
 // node seen down is reported down by every other primary.
 void cmd_cluster_count_failure_reports(ClusterView& ctx, Args argv) {
     const cluster::ClusterMap& map = ctx.server.cluster.view();
-    const std::optional<std::uint16_t> index = map.find(argv[2]);
-    if (!index) {
-        std::string message(errors::kUnknownNode);
-        core::append_printable(message, argv[2]);
-        return ctx.out.error(message);
-    }
+    const std::optional<std::uint16_t> index = named_node(ctx, map, argv);
+    if (!index) return;
     std::int64_t reports = 0;
     if (map.node(*index).failed) {
         for (std::size_t i = 0; i < map.nodes().size(); ++i) {

@@ -15,6 +15,7 @@
 #include "bloomery/cluster/etcd.hpp"
 #include "bloomery/cluster/etcd_liveness.hpp"
 #include "bloomery/cluster/etcd_map_backend.hpp"
+#include "bloomery/cluster/map_codec.hpp"
 #include "bloomery/cluster/topology.hpp"
 #include "bloomery/command/server.hpp"
 #include "bloomery/core/file_io.hpp"
@@ -26,14 +27,6 @@ namespace {
 constexpr auto kConnectRetry = std::chrono::seconds(1);
 // A node that cannot reach etcd says so at its first try, then once a minute.
 constexpr int kRetriesBetweenWarnings = 60;
-
-bool is_node_id(std::string_view text) {
-    if (text.size() != 40) return false;
-    for (const char c : text) {
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-    }
-    return true;
-}
 
 std::string random_node_id() {
     std::random_device device;
@@ -85,7 +78,7 @@ std::string cluster_node_id(const core::Config& config) {
     }
     std::string word;
     while (in >> word) {
-        if (word == "id" && in >> word && is_node_id(word)) return word;
+        if (word == "id" && in >> word && cluster::is_node_id(word)) return word;
     }
     throw std::runtime_error(path +
                              " holds no node id (a line \"id <40 hex digits>\"); move it "

@@ -105,6 +105,18 @@ class EtcdClusterTest(unittest.TestCase):
             return True
         wait_until(agreed, timeout=60, what="the cluster to settle")
 
+    def pair(self):
+        """A primary serving every slot and its replica, linked."""
+        primary, replica = self.node(), self.node()
+        self.registered(primary)
+        self.registered(replica)
+        primary.client().execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        replica.client().execute_command("CLUSTER", "MEET", "127.0.0.1", primary.port)
+        wait_until(lambda: known_nodes(replica) == 2, what="the replica to be met")
+        replica.client().execute_command("CLUSTER", "REPLICATE", node_id(primary))
+        self.settled([primary, replica])
+        return primary, replica
+
     def check(self, server):
         result = redis_cli("--cluster", "check", address(server))
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
@@ -314,15 +326,7 @@ class Failover(EtcdClusterTest):
         self.check(servers[0])
 
     def test_a_paused_primary_takes_no_write_the_new_primary_lacks(self):
-        servers = [self.node() for _ in range(2)]
-        primary, replica = servers
-        self.registered(primary)
-        self.registered(replica)
-        primary.client().execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
-        replica.client().execute_command("CLUSTER", "MEET", "127.0.0.1", primary.port)
-        wait_until(lambda: known_nodes(replica) == 2, what="the replica to be met")
-        replica.client().execute_command("CLUSTER", "REPLICATE", node_id(primary))
-        self.settled(servers)
+        primary, replica = self.pair()
         writer = primary.client()
         writer.execute_command("BF.ADD", "paused", "before")
         self.assertEqual(writer.execute_command("WAIT", 1, 10000), 1)
@@ -345,17 +349,6 @@ class Failover(EtcdClusterTest):
 
 
 class ManualFailover(EtcdClusterTest):
-    def pair(self):
-        primary, replica = self.node(), self.node()
-        self.registered(primary)
-        self.registered(replica)
-        primary.client().execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
-        replica.client().execute_command("CLUSTER", "MEET", "127.0.0.1", primary.port)
-        wait_until(lambda: known_nodes(replica) == 2, what="the replica to be met")
-        replica.client().execute_command("CLUSTER", "REPLICATE", node_id(primary))
-        self.settled([primary, replica])
-        return primary, replica
-
     def test_failover_hands_over_without_losing_an_acknowledged_write(self):
         primary, replica = self.pair()
         with self.assertRaisesRegex(redis.ResponseError, "send CLUSTER FAILOVER to a replica"):

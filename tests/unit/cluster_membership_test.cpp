@@ -9,18 +9,12 @@
 
 #include "bloomery/cluster/cluster_changes.hpp"
 #include "bloomery/cluster/topology.hpp"
+#include "etcd_test_cluster.hpp"
 
 namespace bloomery::cluster {
 namespace {
 
-MapNode make_node(std::uint16_t port) {
-    MapNode node;
-    node.host = "127.0.0.1";
-    node.port = port;
-    node.address = "127.0.0.1:" + std::to_string(port);
-    node.id = node_id(node.host, port);
-    return node;
-}
+const auto make_node = testing::loopback_node;
 
 std::vector<std::uint16_t> slots(std::uint16_t first, std::uint16_t last) {
     std::vector<std::uint16_t> out;

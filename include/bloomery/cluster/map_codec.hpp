@@ -27,6 +27,9 @@ namespace bloomery::cluster {
 // The most nodes a map may name (Redis Cluster's own bound).
 inline constexpr std::size_t kMaxClusterNodes = 1000;
 
+// Whether `text` is a node id: 40 lower-case hex digits.
+bool is_node_id(std::string_view text);
+
 // The map's document, whichever node's view `map` is.
 std::string encode_map(const ClusterMap& map);
 
