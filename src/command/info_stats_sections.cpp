@@ -97,9 +97,9 @@ void replication_section(InfoContext& ctx, std::string& out) {
     }
     line(out, "master_failover_state", "no-failover");
     line(out, "master_replid", r.replid);
-    line(out, "master_replid2", std::string(40, '0'));
+    line(out, "master_replid2", r.replid2.empty() ? std::string(40, '0') : r.replid2);
     line(out, "master_repl_offset", r.offset);
-    line(out, "second_repl_offset", -1);
+    line(out, "second_repl_offset", r.second_offset);
     line(out, "repl_backlog_active", r.backlog_active ? 1 : 0);
     line(out, "repl_backlog_size", r.backlog_bytes);
     line(out, "repl_backlog_first_byte_offset", r.backlog_first_offset);

@@ -86,6 +86,7 @@ void PrimaryStreamDecoder::start(Handshake handshake, SyncRequest request) {
     mark_.clear();
     replid_.clear();
     offset_ = 0;
+    resume_offset_.reset();
     error_.clear();
 }
 
@@ -207,12 +208,25 @@ PrimaryStreamDecoder::Event PrimaryStreamDecoder::on_psync_answer(const std::str
             return fail("the primary answered +CONTINUE to PSYNC ? -1 (a request for a full copy)");
         }
         // Redis sends its id, which may be new (a promoted replica that kept
-        // the history); an answer without one keeps the id asked for.
+        // the history); an answer without one keeps the id asked for. A
+        // bloomery primary resuming its second id adds where its stream
+        // continues (its offsets are its own journal's).
+        resume_offset_.reset();
         if (line.size() > kContinue.size()) {
-            const std::string_view id = std::string_view(line).substr(kContinue.size() + 1);
+            const std::string_view rest = std::string_view(line).substr(kContinue.size() + 1);
+            const auto space = rest.find(' ');
+            const std::string_view id = rest.substr(0, space);
             if (!is_hex_id(id)) {
                 return fail("bad replication id in the primary's +CONTINUE: " +
                             core::printable(line, kQuotedAnswerBytes));
+            }
+            if (space != std::string_view::npos) {
+                std::uint64_t from = 0;
+                if (!parse_offset(rest.substr(space + 1), from)) {
+                    return fail("bad offset in the primary's +CONTINUE (digits, at most 2^63-1): " +
+                                core::printable(line, kQuotedAnswerBytes));
+                }
+                resume_offset_ = from;
             }
             replid_.assign(id);
         }

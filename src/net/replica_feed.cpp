@@ -96,8 +96,10 @@ void ReplicaFeed::start() {
     replica_.is_replica.store(true, std::memory_order_relaxed);
     replica_.replica_ack_ms.store(store::now_ms(), std::memory_order_relaxed);
     replid_ = source.replid();
-    if (journal() != nullptr && source.can_continue(replica_.psync_replid, replica_.psync_offset)) {
-        resume();
+    std::optional<std::uint64_t> from;
+    if (journal() != nullptr) from = source.can_continue(replica_.psync_replid, replica_.psync_offset);
+    if (from) {
+        resume(*from);
     } else {
         begin_full_copy();
     }
@@ -106,12 +108,17 @@ void ReplicaFeed::start() {
     pump();
 }
 
-void ReplicaFeed::resume() {
-    const auto offset = static_cast<std::uint64_t>(replica_.psync_offset);
+void ReplicaFeed::resume(std::uint64_t offset) {
     offset_ = offset;
     floor_.store(offset, std::memory_order_relaxed);
     replica_.replica_ack_offset.store(offset, std::memory_order_relaxed);
-    out_ = "+CONTINUE " + replid_ + "\r\n";
+    // A replica resumed from this server's second id continues at another
+    // offset than it asked for (proto/replication.md): the answer says where.
+    out_ = "+CONTINUE " + replid_;
+    if (offset != static_cast<std::uint64_t>(replica_.psync_offset)) {
+        out_ += " " + std::to_string(offset);
+    }
+    out_ += "\r\n";
     online_.store(true, std::memory_order_relaxed);
     spdlog::info("replica {} resumes at offset {} (partial resynchronization)", replica_.address,
                  offset);

@@ -135,7 +135,7 @@ private:
     enum class Phase { awaiting_position, snapshot, stream };
 
     // +CONTINUE: the stream resumes where the replica's copy ends.
-    void resume();
+    void resume(std::uint64_t offset);
     // +FULLRESYNC: a snapshot streamed from a thread of its own first.
     void begin_full_copy();
     // The next piece of the stream into out_ (nothing if none yet).

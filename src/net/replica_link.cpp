@@ -96,7 +96,8 @@ private:
 ReplicaLink::ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
                          persist::Manager& persistence, command::ReplicaGate& gate,
                          std::string host, std::uint16_t port,
-                         boost::asio::ssl::context* tls_context, std::function<void()> before_start)
+                         boost::asio::ssl::context* tls_context,
+                         std::function<Resumable()> before_start)
     : config_(config),
       keyspace_(keyspace),
       persistence_(persistence),
@@ -118,8 +119,16 @@ void ReplicaLink::start() {
     asio::post(io_, [this] { begin_session(); });
     thread_ = std::thread([this] {
         if (before_start_) {
-            before_start_();
+            const Resumable from = before_start_();
             before_start_ = nullptr;  // what it held (the link replaced) goes now
+            if (from) {
+                // The data here is that history's copy: the first PSYNC asks
+                // to continue it (begin_session runs after this).
+                std::lock_guard lock(info_mutex_);
+                replid_ = from->replid;
+                offset_ = read_offset_ = from->offset;
+                applier_ = std::make_unique<persist::StreamApplier>(keyspace_);
+            }
         }
         io_.run();
     });
@@ -370,12 +379,22 @@ void ReplicaLink::on_input() {
 }
 
 void ReplicaLink::on_resume() {
-    spdlog::info("replication: resuming from {}:{} at offset {}", host_, port_, applied_offset());
-    if (!decoder_.replid().empty()) {
+    {
         std::lock_guard lock(info_mutex_);
-        replid_ = decoder_.replid();
+        if (!decoder_.replid().empty()) replid_ = decoder_.replid();
+        // Continued in another history (the primary's second id): the
+        // offsets are that primary's from here on.
+        if (decoder_.resume_offset()) offset_ = read_offset_ = *decoder_.resume_offset();
     }
+    spdlog::info("replication: resuming from {}:{} at offset {} (partial resynchronization)",
+                 host_, port_, applied_offset());
     go_up();
+}
+
+ReplicaLink::Resumable ReplicaLink::history() const {
+    std::lock_guard lock(info_mutex_);
+    if (applier_ == nullptr || replid_.empty()) return std::nullopt;
+    return ReplicationSource::History{replid_, offset_, 0};
 }
 
 // The snapshot arrives as "$EOF:<40-byte mark>\r\n", its bytes, the mark

@@ -171,23 +171,44 @@ std::string ReplicationSource::replid() const {
     return replid_;
 }
 
-void ReplicationSource::renew_replid() {
+void ReplicationSource::renew_replid(std::optional<History> previous) {
     std::lock_guard lock(mutex_);
     replid_ = new_replication_id();
+    shared_ = previous.has_value();
+    previous_ = std::move(previous);
     departed_.clear();
 }
 
-bool ReplicationSource::can_continue(const std::string& replid, std::int64_t offset) {
+bool ReplicationSource::history_shared() const {
+    std::lock_guard lock(mutex_);
+    return shared_;
+}
+
+std::optional<std::uint64_t> ReplicationSource::can_continue(const std::string& replid,
+                                                              std::int64_t offset) {
     persist::Journal* journal = persistence_.journal();
-    bool ok = false;
-    if (journal != nullptr && offset >= 0 && replid == this->replid()) {
-        const auto segments = journal->segment_files();
+    std::optional<std::uint64_t> from;
+    if (journal != nullptr && offset >= 0) {
         const auto at = static_cast<std::uint64_t>(offset);
-        ok = !segments.empty() && segments.front().start <= at && at <= journal->appended();
+        {
+            std::lock_guard lock(mutex_);
+            if (replid == replid_) {
+                from = at;
+            } else if (previous_ && replid == previous_->replid && at == previous_->offset) {
+                // Only the exact point: offsets of the old history before
+                // it name no place in this server's stream.
+                from = previous_->own_offset;
+            }
+        }
+        const auto segments = journal->segment_files();
+        if (from && (segments.empty() || segments.front().start > *from ||
+                     *from > journal->appended())) {
+            from.reset();
+        }
     }
     // "?" asks for a full synchronization: not a failed partial one.
-    if (replid != "?") (ok ? partial_ok_ : partial_err_).fetch_add(1, std::memory_order_relaxed);
-    return ok;
+    if (replid != "?") (from ? partial_ok_ : partial_err_).fetch_add(1, std::memory_order_relaxed);
+    return from;
 }
 
 void ReplicationSource::count_full_sync() {
@@ -198,6 +219,7 @@ void ReplicationSource::add_feed(const std::shared_ptr<ReplicaFeed>& feed) {
     {
         std::lock_guard lock(mutex_);
         feeds_.push_back(feed);
+        shared_ = true;
     }
     // Keep the segments it needs from now on, before any snapshot drops them.
     update_floor();
@@ -369,6 +391,13 @@ void ReplicationSource::fill_info(command::ReplicationInfo& info) {
         const std::int64_t last = client.replica_ack_ms.load(std::memory_order_relaxed);
         replica.lag_seconds = last == 0 ? 0 : (now - last) / 1000;
         info.replicas.push_back(std::move(replica));
+    }
+    {
+        std::lock_guard lock(mutex_);
+        if (previous_) {
+            info.replid2 = previous_->replid;
+            info.second_offset = static_cast<std::int64_t>(previous_->offset);
+        }
     }
     if (!info.replica) {
         info.replid = replid();

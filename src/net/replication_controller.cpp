@@ -7,8 +7,24 @@
 #include <chrono>
 
 #include "bloomery/net/replication.hpp"
+#include "bloomery/persist/journal.hpp"
 
 namespace bloomery::net {
+
+namespace {
+
+// A primary that becomes a replica: its data is its own history up to where
+// its journal stands once the writes in progress are in it (no new one
+// starts: the replica's flags are set). A replica promoted from that history
+// continues it (ReplicationSource::can_continue).
+ReplicaLink::Resumable own_history(persist::Manager& persistence, ReplicationSource& source) {
+    persist::Journal* journal = persistence.journal();
+    if (journal == nullptr || !source.history_shared()) return std::nullopt;
+    const std::uint64_t at = journal->cut([] {});
+    return ReplicationSource::History{source.replid(), at, at};
+}
+
+}  // namespace
 
 ReplicationController::ReplicationController(const core::Config& config, store::Keyspace& keyspace,
                                              persist::Manager& persistence,
@@ -89,6 +105,11 @@ void ReplicationController::promote(std::function<void(std::string)> done) {
     link_reapers_.emplace_back(
         [this, link = std::move(link_), before, stopped, done = std::move(done)]() mutable {
             if (before.valid()) before.wait();
+            std::optional<ReplicationSource::History> held;
+            if (link) {
+                link->stop();
+                held = link->history();
+            }
             link.reset();
             {
                 std::lock_guard inner(link_mutex_);
@@ -96,7 +117,15 @@ void ReplicationController::promote(std::function<void(std::string)> done) {
                     // Keys past their deadline on this clock are erased
                     // from now on, each with a DEL for its own replicas.
                     keyspace_.set_deadlines(store::Deadlines::enforce);
-                    source_.renew_replid();
+                    // Every record applied is in this server's stream: it
+                    // continues the old primary's history from here.
+                    persist::Journal* journal = persistence_.journal();
+                    if (held && journal != nullptr) {
+                        held->own_offset = journal->position();
+                    } else {
+                        held.reset();
+                    }
+                    source_.renew_replid(std::move(held));
                     gate_.replication_flags.store(0);
                     spdlog::info("replication: promoted to primary (REPLICAOF NO ONE)");
                 }
@@ -124,12 +153,22 @@ void ReplicationController::follow(std::string_view host, std::uint16_t port) {
     std::shared_ptr<ReplicaLink> replaced(std::move(link_));
     std::shared_future<void> before = links_stopped_;
     links_stopped_ = {};  // whoever replaces the new link stops it, and so waits for these
+    auto stop_replaced = [this, replaced = std::move(replaced),
+                          before]() mutable -> ReplicaLink::Resumable {
+        if (before.valid()) before.wait();
+        if (replaced) {
+            // A replica that changes primary continues the old primary's
+            // history if the new one was promoted from it.
+            replaced->stop();
+            ReplicaLink::Resumable held = replaced->history();
+            replaced.reset();
+            return held;
+        }
+        return own_history(persistence_, source_);
+    };
     link_ = std::make_unique<ReplicaLink>(config_, keyspace_, persistence_, gate_,
                                           std::string(host), port, link_tls_,
-                                          [replaced = std::move(replaced), before]() mutable {
-                                              if (before.valid()) before.wait();
-                                              replaced.reset();
-                                          });
+                                          std::move(stop_replaced));
     link_->start();
     spdlog::info("replication: this server is now a replica of {}:{}{}", host, port,
                  link_tls_ != nullptr ? " over TLS" : "");

@@ -379,6 +379,11 @@ class ManualFailover(EtcdClusterTest):
         self.assertEqual(replica.client().info("replication")["role"], "master")
         self.assertEqual(replica.client().execute_command("BF.MEXISTS", "handed", *acknowledged),
                          [1] * len(acknowledged))
+        # The old primary stood where the new one took over: it resumed.
+        wait_until(lambda: primary.client().info("replication")["master_link_status"] == "up",
+                   timeout=30, what="the old primary's link")
+        self.assertEqual(replica.client().info("stats")["sync_full"], 0)
+        self.assertEqual(replica.client().info("stats")["sync_partial_ok"], 1)
         # TAKEOVER: at once, without the handshake.
         self.settled([primary, replica])
         self.assertEqual(primary.client().execute_command("CLUSTER", "FAILOVER", "TAKEOVER"),

@@ -89,6 +89,25 @@ TEST(PrimaryStream, AResumedStreamFollowsContinue) {
     EXPECT_EQ(d.stream, "abc");
 }
 
+TEST(PrimaryStream, AContinueNamingAnOffsetMovesTheReplicaThere) {
+    // A primary promoted from the history the replica asked to resume
+    // continues it in its own stream, at another offset.
+    PrimaryStreamDecoder decoder;
+    decoder.start(Handshake::replconf_first, SyncRequest::resume);
+    decoder.append("+OK\r\n+CONTINUE " + kReplid + " 987654\r\nabc");
+    EXPECT_EQ(decoder.next(), Event::replconf_ok);
+    EXPECT_EQ(decoder.next(), Event::resume);
+    EXPECT_EQ(decoder.replid(), kReplid);
+    ASSERT_TRUE(decoder.resume_offset().has_value());
+    EXPECT_EQ(*decoder.resume_offset(), 987654u);
+    // Without an offset the stream continues where the replica asked.
+    decoder.start(Handshake::replconf_first, SyncRequest::resume);
+    decoder.append("+OK\r\n+CONTINUE " + kReplid + "\r\n");
+    EXPECT_EQ(decoder.next(), Event::replconf_ok);
+    EXPECT_EQ(decoder.next(), Event::resume);
+    EXPECT_FALSE(decoder.resume_offset().has_value());
+}
+
 TEST(PrimaryStream, MalformedAnswersFailTheSessionWithAReason) {
     const std::string ok = "+OK\r\n";
     const std::vector<std::pair<std::string, SyncRequest>> bad = {
@@ -100,6 +119,10 @@ TEST(PrimaryStream, MalformedAnswersFailTheSessionWithAReason) {
         {ok + "+FULLRESYNC shortid 5\r\n", SyncRequest::full_copy},
         // +CONTINUE to a PSYNC that asked for a full copy.
         {ok + "+CONTINUE " + kReplid + "\r\n", SyncRequest::full_copy},
+        // +CONTINUE with an offset that is not one.
+        {ok + "+CONTINUE " + kReplid + " 12x\r\n", SyncRequest::resume},
+        {ok + "+CONTINUE " + kReplid + " \r\n", SyncRequest::resume},
+        {ok + "+CONTINUE " + kReplid + " 99999999999999999999\r\n", SyncRequest::resume},
         // An error, or anything else, where +OK was due.
         {"-ERR nope\r\n", SyncRequest::full_copy},
         // A snapshot header that is neither $EOF:<40> nor $<length>.

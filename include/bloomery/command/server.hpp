@@ -76,6 +76,10 @@ struct ReplicationInfo {
     // primary's it follows) and the offset this server has reached in it.
     std::string replid;
     std::uint64_t offset = 0;
+    // The history a promoted replica held (its old primary's id and the
+    // offset it had reached there), which a replica at that point resumes.
+    std::string replid2;
+    std::int64_t second_offset = -1;
     // Primary side.
     std::vector<ReplicaInfo> replicas;
     bool backlog_active = false;  // journal segments are there to resume from

@@ -118,13 +118,31 @@ public:
     ReplicationSource(const core::Config& config, persist::Manager& persistence);
     ~ReplicationSource();
 
-    std::string replid() const;
-    // A new id (promotion, or a primary that becomes a replica).
-    void renew_replid();
+    // A history this server's data continues: a primary's replication id
+    // and the offset of its stream reached (the data is that primary's as
+    // it was there), and where this server's own stream stood at that point.
+    struct History {
+        std::string replid;
+        std::uint64_t offset = 0;
+        std::uint64_t own_offset = 0;
+    };
 
-    // PSYNC: whether `replid`/`offset` can resume (the bytes from offset are
-    // still on disk), counted in INFO's sync_partial_ok / _err and sync_full.
-    bool can_continue(const std::string& replid, std::int64_t offset);
+    std::string replid() const;
+    // A new id (promotion, or a primary that becomes a replica). A promoted
+    // replica passes the history it held (`previous`, its second id): a
+    // replica of the same old primary that stands exactly where it stood,
+    // or that old primary itself, resumes from `previous.own_offset`.
+    void renew_replid(std::optional<History> previous = std::nullopt);
+
+    // PSYNC: where this server's stream continues `replid`/`offset` (its
+    // own id and an offset still on disk, or the second id at exactly its
+    // offset), or nothing: a full copy. Counted in INFO's sync_partial_ok /
+    // _err and sync_full.
+    std::optional<std::uint64_t> can_continue(const std::string& replid, std::int64_t offset);
+    // Whether another server may hold this server's history: a replica
+    // copied it, or it continues one (a promoted replica). Only then does
+    // this server, becoming a replica, ask its new primary to continue it.
+    bool history_shared() const;
     void count_full_sync();
 
     // Feeds register when they start and are forgotten when they close.
@@ -172,6 +190,8 @@ private:
     persist::Manager& persistence_;
     mutable std::mutex mutex_;
     std::string replid_;
+    std::optional<History> previous_;  // INFO's master_replid2
+    bool shared_ = false;              // history_shared()
     std::vector<std::weak_ptr<ReplicaFeed>> feeds_;
     std::vector<Departed> departed_;
     std::vector<Waiter> waiters_;
@@ -233,6 +253,9 @@ public:
     void consume(std::size_t bytes);
     const std::string& replid() const { return replid_; }
     std::uint64_t offset() const { return offset_; }
+    // resume: where the stream continues when the primary named it (its
+    // second id: not the offset asked for); nothing: the offset asked for.
+    const std::optional<std::uint64_t>& resume_offset() const { return resume_offset_; }
     const std::string& error() const { return error_; }
     // Bytes received and not consumed (the stream's cut record).
     std::size_t buffered() const { return input_.size(); }
@@ -257,6 +280,7 @@ private:
     std::string mark_;  // ends the snapshot
     std::string replid_;
     std::uint64_t offset_ = 0;
+    std::optional<std::uint64_t> resume_offset_;
     std::string error_;
 };
 
@@ -279,11 +303,15 @@ public:
     // `before_start` runs on the link's own thread before it first connects:
     // it stops the link this one replaces (REPLICAOF to another primary), so
     // that the two never apply at once and whoever replaces a link never
-    // waits for it (its stop can take as long as a snapshot load).
+    // waits for it (its stop can take as long as a snapshot load). It says
+    // which history the data here continues, if one: the first PSYNC asks
+    // to resume it (a new primary promoted from the same history can
+    // continue it), else for a full copy.
+    using Resumable = std::optional<ReplicationSource::History>;
     ReplicaLink(const core::Config& config, store::Keyspace& keyspace,
                 persist::Manager& persistence, command::ReplicaGate& gate, std::string host,
                 std::uint16_t port, boost::asio::ssl::context* tls_context,
-                std::function<void()> before_start = {});
+                std::function<Resumable()> before_start = {});
     ~ReplicaLink();
     ReplicaLink(const ReplicaLink&) = delete;
     ReplicaLink& operator=(const ReplicaLink&) = delete;
@@ -302,6 +330,9 @@ public:
     const std::string& host() const { return host_; }
     std::uint16_t port() const { return port_; }
     void fill_info(command::ReplicationInfo& info) const;
+    // Once stopped: the primary's history the data here is a copy of (its
+    // id and the offset applied), if the link held a whole copy.
+    Resumable history() const;
 
 private:
     using Step = std::function<void()>;
@@ -343,7 +374,7 @@ private:
     command::ReplicaGate& gate_;
     const std::string host_;
     const std::uint16_t port_;
-    std::function<void()> before_start_;  // link thread only, until it has run
+    std::function<Resumable()> before_start_;  // link thread only, until it has run
 
     boost::asio::io_context io_{1};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{

@@ -1,0 +1,122 @@
+"""Replication across a failover (proto/replication.md, "Answers to PSYNC"):
+a replica promoted to primary keeps its old primary's history as its second
+id, so the other replicas and the old primary, when they follow it from
+exactly the point it had reached, resume (+CONTINUE) instead of copying
+everything again; one that holds writes the new primary lacks gets a full
+copy, which makes it the new primary's copy again. Every side is compared
+bit for bit (BF.SCANDUMP) at the end."""
+
+import unittest
+
+from harness import (Server, ServersTestCase, add_range, link_up, replica_of, scandump,
+                     wait_until)
+from harness import replication_info
+
+KEYS = ["a", "b", "c"]
+
+
+def stats(server):
+    return server.client().info("stats")
+
+
+def info(server):
+    return replication_info(server.client())
+
+
+class FailoverResync(ServersTestCase):
+    def group(self, replicas):
+        """A primary with `replicas` replicas whose links are up, holding
+        the same items, acknowledged by every replica."""
+        primary = self.start(Server())
+        followers = [self.start(replica_of(primary)) for _ in range(replicas)]
+        for follower in followers:
+            wait_until(lambda f=follower: link_up(f), what="a replica's link")
+        p = primary.client()
+        for key in KEYS:
+            add_range(p, key, 0, 5000)
+        self.assertEqual(p.execute_command("WAIT", replicas, 10000), replicas)
+        return primary, followers
+
+    def follow(self, server, primary):
+        client = server.client()
+        self.assertEqual(client.execute_command("REPLICAOF", "127.0.0.1", primary.port), b"OK")
+        wait_until(lambda: link_up(server) and info(server)["master_port"] == primary.port,
+                   what="the link to the new primary")
+
+    def same_everywhere(self, servers):
+        first = servers[0].client()
+        expected = {key: scandump(first, key) for key in KEYS}
+        for server in servers[1:]:
+            client = server.client()
+            for key in KEYS:
+                self.assertEqual(scandump(client, key), expected[key], (server.port, key))
+
+    def promote(self, server):
+        self.assertEqual(server.client().execute_command("REPLICAOF", "NO", "ONE"), b"OK")
+        wait_until(lambda: info(server)["role"] == "master", what="the promotion")
+
+    def test_the_old_primary_and_the_other_replica_resume_from_the_promoted_one(self):
+        primary, (chosen, other) = self.group(2)
+        old_replid = info(primary)["master_replid"]
+        old_offset = info(primary)["master_repl_offset"]
+        self.promote(chosen)
+        promoted = info(chosen)
+        self.assertEqual(promoted["master_replid2"], old_replid)
+        self.assertEqual(promoted["second_repl_offset"], old_offset)
+        self.assertNotEqual(promoted["master_replid"], old_replid)
+
+        self.follow(other, chosen)
+        self.follow(primary, chosen)
+        after = stats(chosen)
+        self.assertEqual(after["sync_full"], 0, "nobody needed a full copy")
+        self.assertEqual(after["sync_partial_ok"], 2)
+        # The new history flows on to both, and both hold every item.
+        c = chosen.client()
+        for key in KEYS:
+            add_range(c, key, 5000, 8000)
+        self.assertEqual(c.execute_command("WAIT", 2, 10000), 2)
+        self.assertEqual(info(primary)["master_repl_offset"], info(chosen)["master_repl_offset"])
+        self.same_everywhere([chosen, other, primary])
+
+        # And back: the old primary promoted again continues the history
+        # the other two hold.
+        before = stats(primary)  # its two full copies of the start
+        self.promote(primary)
+        self.follow(chosen, primary)
+        self.follow(other, primary)
+        self.assertEqual(stats(primary)["sync_full"], before["sync_full"])
+        self.assertEqual(stats(primary)["sync_partial_ok"], before["sync_partial_ok"] + 2)
+        p = primary.client()
+        for key in KEYS:
+            add_range(p, key, 8000, 9000)
+        self.assertEqual(p.execute_command("WAIT", 2, 10000), 2)
+        self.same_everywhere([primary, chosen, other])
+
+    def test_an_old_primary_with_writes_the_new_one_lacks_gets_a_full_copy(self):
+        primary, (chosen,) = self.group(1)
+        self.promote(chosen)
+        # Taken by the old primary after the promotion: never on the new one.
+        p = primary.client()
+        p.execute_command("BF.ADD", "a", "lost-with-the-old-history")
+        self.follow(primary, chosen)
+        wait_until(lambda: stats(chosen)["sync_full"] == 1, what="a full copy")
+        self.assertEqual(stats(chosen)["sync_partial_err"], 1)
+        self.same_everywhere([chosen, primary])
+
+    def test_a_replica_behind_the_promoted_one_gets_a_full_copy(self):
+        primary, (chosen, behind) = self.group(2)
+        # The second replica stops following before the last writes.
+        self.promote(behind)
+        p = primary.client()
+        add_range(p, "a", 5000, 6000)
+        self.assertEqual(p.execute_command("WAIT", 1, 10000), 1)
+        self.promote(chosen)
+        self.follow(behind, chosen)
+        wait_until(lambda: stats(chosen)["sync_full"] == 1, what="a full copy")
+        self.same_everywhere([chosen, behind])
+        self.assertEqual(
+            behind.client().execute_command("BF.MEXISTS", "a", *range(5000, 6000)), [1] * 1000)
+
+
+if __name__ == "__main__":
+    unittest.main()
