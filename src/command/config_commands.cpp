@@ -77,7 +77,11 @@ void cmd_config_get(ConfigContext& ctx, Args argv) {
 
 const OptionSpec* find_settable(std::string_view name) {
     for (const OptionSpec& option : core::option_specs()) {
-        if (option.set != nullptr && iequals(name, option.name)) return &option;
+        if (option.set == nullptr) continue;
+        if (iequals(name, option.name) ||
+            (!option.redis_alias.empty() && iequals(name, option.redis_alias))) {
+            return &option;
+        }
     }
     return nullptr;
 }

@@ -142,6 +142,7 @@ enum class Refusal : std::uint8_t {
     out_of_memory,      // a denyoom command past maxmemory (OOM)
     snapshot_failing,   // a write while snapshots fail (MISCONF)
     journal_failing,    // a write while the journal cannot write (MISCONF)
+    too_few_replicas,   // a write on a primary short of min-replicas-to-write (NOREPLICAS)
 };
 
 // Access control, in Redis's order: after the name and arity checks, NOAUTH
@@ -222,6 +223,14 @@ Refusal check_resources(const DispatchContext& ctx, const Effects& effects) {
         journal && journal->failing()) {
         return Refusal::journal_failing;
     }
+    // Redis's min-replicas-to-write, after the disk: a primary's writes are
+    // refused while too few replicas acknowledge within the lag (a replica
+    // refuses them as READONLY already).
+    const std::int64_t needed = ctx.settings.min_replicas_to_write();
+    if (needed > 0 && ctx.settings.min_replicas_max_lag_seconds() > 0 &&
+        ctx.server.gate.good_replicas.load(std::memory_order_relaxed) < needed) {
+        return Refusal::too_few_replicas;
+    }
     return Refusal::none;
 }
 
@@ -262,6 +271,8 @@ std::string word_refusal(const DispatchContext& ctx, const CommandSpec& spec, Re
             }
             return reason;
         }
+        case Refusal::too_few_replicas:
+            return std::string(errors::kNoReplicas);
     }
     return {};
 }

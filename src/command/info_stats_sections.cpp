@@ -88,6 +88,11 @@ void replication_section(InfoContext& ctx, std::string& out) {
         text_line(out, "master_link_last_error", r.last_error);
     }
     line(out, "connected_slaves", r.replicas.size());
+    if (!r.replica && ctx.settings.min_replicas_to_write() > 0 &&
+        ctx.settings.min_replicas_max_lag_seconds() > 0) {
+        line(out, "min_slaves_good_slaves",
+             ctx.server.gate.good_replicas.load(std::memory_order_relaxed));
+    }
     for (std::size_t i = 0; i < r.replicas.size(); ++i) {
         const command::ReplicaInfo& replica = r.replicas[i];
         line(out, "slave" + std::to_string(i),

@@ -146,6 +146,19 @@ constexpr auto set_slowlog_max_len = [](RuntimeSettings& s, std::int64_t n) {
     s.set_slowlog_max_len(static_cast<std::size_t>(n));
 };
 
+constexpr auto get_min_replicas = [](const RuntimeSettings& s) {
+    return s.min_replicas_to_write();
+};
+constexpr auto set_min_replicas = [](RuntimeSettings& s, std::int64_t n) {
+    s.set_min_replicas_to_write(n);
+};
+constexpr auto get_min_replicas_lag = [](const RuntimeSettings& s) {
+    return s.min_replicas_max_lag_seconds();
+};
+constexpr auto set_min_replicas_lag = [](RuntimeSettings& s, std::int64_t n) {
+    s.set_min_replicas_max_lag_seconds(n);
+};
+
 // ---- Names CONFIG GET answers for Redis's clients, which no option sets ----
 
 template <const std::string_view& Answer>
@@ -418,6 +431,27 @@ constexpr OptionSpec kOptions[] = {
     integer<&Config::repl_ping_replica_period_seconds>(
         "repl-ping-replica-period", kReplication, 1, kIntMax,
         "Seconds between keepalive records sent to replicas"),
+    // Redis's bounds; also under Redis's older names (min-slaves-*).
+    [] {
+        OptionSpec spec = run_time(
+            integer<&Config::min_replicas_to_write>(
+                "min-replicas-to-write", kReplication, 0, kIntMax,
+                "A primary refuses writes (-NOREPLICAS) while fewer replicas than this "
+                "acknowledged within --min-replicas-max-lag seconds (0 = never); also CONFIG SET"),
+            &show_runtime<get_min_replicas>, &set_whole<set_min_replicas>);
+        spec.redis_alias = "min-slaves-to-write";
+        return spec;
+    }(),
+    [] {
+        OptionSpec spec = run_time(
+            integer<&Config::min_replicas_max_lag_seconds>(
+                "min-replicas-max-lag", kReplication, 0, kIntMax,
+                "Seconds since its last acknowledgement within which a replica counts for "
+                "--min-replicas-to-write (0 = never refuse); also CONFIG SET"),
+            &show_runtime<get_min_replicas_lag>, &set_whole<set_min_replicas_lag>);
+        spec.redis_alias = "min-slaves-max-lag";
+        return spec;
+    }(),
     // Redis's bounds.
     integer<&Config::shutdown_timeout_seconds>(
         "shutdown-timeout", kReplication, 0, kIntMax,

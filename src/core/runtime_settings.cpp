@@ -32,6 +32,8 @@ RuntimeSettings::RuntimeSettings(const Config& start)
       latency_threshold_ms_(start.latency_monitor_threshold_ms),
       slowlog_threshold_ns_(to_threshold_ns(start.slowlog_log_slower_than_us)),
       slowlog_max_len_(start.slowlog_max_len),
+      min_replicas_to_write_(start.min_replicas_to_write),
+      min_replicas_max_lag_(start.min_replicas_max_lag_seconds),
       output_buffer_limits_(start.client_output_buffer_limits),
       maxmemory_clients_(start.maxmemory_clients) {}
 

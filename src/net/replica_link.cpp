@@ -126,7 +126,7 @@ void ReplicaLink::start() {
                 // to continue it (begin_session runs after this).
                 std::lock_guard lock(info_mutex_);
                 replid_ = from->replid;
-                offset_ = read_offset_ = from->offset;
+                offset_ = read_offset_ = changes_offset_ = from->offset;
                 applier_ = std::make_unique<persist::StreamApplier>(keyspace_);
             }
         }
@@ -384,7 +384,9 @@ void ReplicaLink::on_resume() {
         if (!decoder_.replid().empty()) replid_ = decoder_.replid();
         // Continued in another history (the primary's second id): the
         // offsets are that primary's from here on.
-        if (decoder_.resume_offset()) offset_ = read_offset_ = *decoder_.resume_offset();
+        if (decoder_.resume_offset()) {
+            offset_ = read_offset_ = changes_offset_ = *decoder_.resume_offset();
+        }
     }
     spdlog::info("replication: resuming from {}:{} at offset {} (partial resynchronization)",
                  host_, port_, applied_offset());
@@ -394,7 +396,7 @@ void ReplicaLink::on_resume() {
 ReplicaLink::Resumable ReplicaLink::history() const {
     std::lock_guard lock(info_mutex_);
     if (applier_ == nullptr || replid_.empty()) return std::nullopt;
-    return ReplicationSource::History{replid_, offset_, 0};
+    return ReplicationSource::History{replid_, changes_offset_, 0};
 }
 
 // The snapshot arrives as "$EOF:<40-byte mark>\r\n", its bytes, the mark
@@ -420,7 +422,7 @@ void ReplicaLink::finish_full_sync() {
     {
         std::lock_guard lock(info_mutex_);
         replid_ = decoder_.replid();
-        offset_ = read_offset_ = decoder_.offset();
+        offset_ = read_offset_ = changes_offset_ = decoder_.offset();
         syncing_ = false;
     }
     spdlog::info("replication: synchronized with {}:{} at offset {}", host_, port_,
@@ -477,6 +479,7 @@ void ReplicaLink::apply_stream() {
     decoder_.consume(consumed);
     {
         std::lock_guard lock(info_mutex_);
+        if (applied.changes_end) changes_offset_ = offset_ + *applied.changes_end;
         offset_ += consumed;
         read_offset_ = offset_ + decoder_.buffered();
     }

@@ -374,6 +374,16 @@ std::size_t ReplicationSource::replicas_behind(std::uint64_t offset) {
     return behind;
 }
 
+std::int64_t ReplicationSource::good_replicas(std::int64_t max_lag_seconds) {
+    const std::int64_t now = store::now_ms();
+    std::int64_t good = 0;
+    for (const auto& feed : live_feeds()) {
+        const std::int64_t acked = feed->replica().replica_ack_ms.load(std::memory_order_relaxed);
+        if (feed->online() && (now - acked) / 1000 <= max_lag_seconds) ++good;
+    }
+    return good;
+}
+
 void ReplicationSource::fill_info(command::ReplicationInfo& info) {
     const std::int64_t now = store::now_ms();
     for (const auto& feed : live_feeds()) {

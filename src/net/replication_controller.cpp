@@ -13,15 +13,18 @@ namespace bloomery::net {
 
 namespace {
 
-// A primary that becomes a replica: its data is its own history up to where
-// its journal stands once the writes in progress are in it (no new one
+// A primary that becomes a replica: its data is its own history up to its
+// journal's last change once the writes in progress are in it (no new one
 // starts: the replica's flags are set). A replica promoted from that history
-// continues it (ReplicationSource::can_continue).
+// at the same change continues it (ReplicationSource::can_continue).
 ReplicaLink::Resumable own_history(persist::Manager& persistence, ReplicationSource& source) {
     persist::Journal* journal = persistence.journal();
     if (journal == nullptr || !source.history_shared()) return std::nullopt;
-    const std::uint64_t at = journal->cut([] {});
-    return ReplicationSource::History{source.replid(), at, at};
+    // Keepalives appended after the last change (while it was cut off, say)
+    // change nothing: the history is offered at that change.
+    std::uint64_t changes = 0;
+    const std::uint64_t at = journal->cut([&changes, journal] { changes = journal->changes_end(); });
+    return ReplicationSource::History{source.replid(), changes, at};
 }
 
 }  // namespace

@@ -199,6 +199,9 @@ void Server::cron() {
                                            .count()));
         persistence_.tick();
         replication_source_.cron();
+        replication_->gate().good_replicas.store(
+            replication_source_.good_replicas(settings_.min_replicas_max_lag_seconds()),
+            std::memory_order_relaxed);
         const std::int64_t now = store::now_ms();
         statistics_->sample_ops(now);
         clients_->check_output_limits(now, replication_source_.replica_count());

@@ -142,7 +142,11 @@ std::uint64_t Journal::cut(const std::function<void()>& at_cut) {
 }
 
 void Journal::ping() {
-    parts_->appender.append(journal_encode::ping());
+    parts_->appender.append_keepalive(journal_encode::ping());
+}
+
+std::uint64_t Journal::changes_end() const {
+    return parts_->appender.changes_end();
 }
 
 // ---- Durability ----

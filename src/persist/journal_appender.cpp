@@ -106,8 +106,11 @@ JournalAppender::LocalBuffer& JournalAppender::local_buffer() {
     return *static_cast<LocalBuffer*>(t_buffer.buffer);
 }
 
-void JournalAppender::appended_bytes(std::uint64_t bytes) noexcept {
+void JournalAppender::appended_bytes(std::uint64_t bytes, bool keepalive) noexcept {
     const std::uint64_t end = appended_.load(std::memory_order_relaxed) + bytes;
+    trailing_keepalives_.store(
+        keepalive ? trailing_keepalives_.load(std::memory_order_relaxed) + bytes : 0,
+        std::memory_order_relaxed);
     appended_.store(end, std::memory_order_release);
     handoff_.hold(bytes);
 }
@@ -206,7 +209,7 @@ std::uint64_t JournalAppender::cut(const std::function<void()>& at_cut) {
     return at;
 }
 
-void JournalAppender::append_block(store::RecordBlock* block) noexcept {
+void JournalAppender::append_block(store::RecordBlock* block, bool keepalive) noexcept {
     if (block == nullptr) return;
     LocalBuffer& local = local_buffer();
     std::int64_t capacity = 0;
@@ -226,7 +229,7 @@ void JournalAppender::append_block(store::RecordBlock* block) noexcept {
         }
         const std::uint64_t before = pending_.bytes;
         pending_.push(block);
-        appended_bytes(pending_.bytes - before);
+        appended_bytes(pending_.bytes - before, keepalive);
         wake = turn == nullptr && handoff_.claim_idle_writer();
     }
     if (turn != nullptr) {
@@ -242,6 +245,10 @@ void JournalAppender::append(store::EncodedRecord record) noexcept {
         return;
     }
     append_block(record.release());
+}
+
+void JournalAppender::append_keepalive(store::EncodedRecord record) noexcept {
+    append_block(record.release(), true);
 }
 
 void JournalAppender::begin_transaction() {

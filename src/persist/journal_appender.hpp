@@ -35,6 +35,8 @@ public:
 
     // ---- Records: store::MutationLog's appending calls (mutation_log.hpp) ----
     void append(store::EncodedRecord record) noexcept;
+    // A keepalive (PING) record: changes nothing, so changes_end() stays.
+    void append_keepalive(store::EncodedRecord record) noexcept;
     bloom::AddRecorder& begin_adds(const bloom::ScalableFilter& filter, std::size_t max_items);
     void begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter, std::string_view data);
     void end_data() noexcept;
@@ -48,6 +50,13 @@ public:
 
     // The offset after the last record in the stream. Lock-free.
     std::uint64_t appended() const { return appended_.load(std::memory_order_acquire); }
+    // The offset after the last record that changed data: appended() less
+    // the keepalives appended since. The data a replica holds at any offset
+    // from here to appended() is the same. Exact under the handoff's mutex
+    // (inside cut()'s at_cut).
+    std::uint64_t changes_end() const {
+        return appended() - trailing_keepalives_.load(std::memory_order_acquire);
+    }
     // Lock-free: whether a thread's buffer holds records, or, counting open
     // scopes, has a scope open that may be recording some.
     enum class Count { records, records_and_open_scopes };
@@ -63,7 +72,10 @@ public:
     // stream order (waiting for open scopes to close).
     void take_all(BlockList& into);
     // A new history: the stream starts at `offset`.
-    void restart_at(std::uint64_t offset) { appended_.store(offset, std::memory_order_relaxed); }
+    void restart_at(std::uint64_t offset) {
+        appended_.store(offset, std::memory_order_relaxed);
+        trailing_keepalives_.store(0, std::memory_order_relaxed);
+    }
 
     // After the writer stopped: gives back the threads' buffers and the
     // stream's blocks (the writer wrote them, or could not and said so).
@@ -86,11 +98,12 @@ private:
     bool take_all_locals();
     // Marks the caller's scope open before any change it records.
     static void mark_open(LocalBuffer& local);
-    // Under the handoff's mutex: books `bytes` just moved into pending_.
-    void appended_bytes(std::uint64_t bytes) noexcept;
+    // Under the handoff's mutex: books `bytes` just moved into pending_
+    // (keepalive records only, or any that changes data).
+    void appended_bytes(std::uint64_t bytes, bool keepalive = false) noexcept;
     // Appends a keyspace record (after this thread's own buffered records);
     // cannot fail.
-    void append_block(store::RecordBlock* block) noexcept;
+    void append_block(store::RecordBlock* block, bool keepalive = false) noexcept;
     // After this thread appended a record: marks its registered turn, and
     // returns it if the turn's write-through writes the record instead of
     // the writer thread (everysec and no); null otherwise.
@@ -100,6 +113,8 @@ private:
     JournalHandoff& handoff_;
     BlockList pending_;  // appended, not yet taken by the writer (handoff's mutex)
     std::atomic<std::uint64_t> appended_{0};
+    // Bytes of keepalive records at the end of the stream (handoff's mutex).
+    std::atomic<std::uint64_t> trailing_keepalives_{0};
     // kLocalBuffers of their own, then one shared by the threads beyond.
     const std::unique_ptr<LocalBuffer[]> locals_;
     std::atomic<std::size_t> locals_claimed_{0};  // written under the handoff's mutex

@@ -209,6 +209,7 @@ StreamApplier::Applied StreamApplier::apply(std::string_view data) {
             if (!unit) return stop("in a transaction: " + unit.error());
             impl_->records += impl_->unit.size();
             consumed = unit_end;
+            applied.changes_end = consumed;
             continue;
         }
         core::Status done;
@@ -221,6 +222,7 @@ StreamApplier::Applied StreamApplier::apply(std::string_view data) {
         if (!done) return stop(done.error());
         ++impl_->records;
         consumed = end;
+        if (record.type != jf::kPing) applied.changes_end = consumed;
     }
     return applied;
 }

@@ -57,6 +57,7 @@ inline constexpr std::string_view kNoShutdownInProgress = "ERR No shutdown in pr
 // Redis's text, naming bloomery and its log.
 // Redis's text when the AOF cannot be written; the reason follows.
 inline constexpr std::string_view kMisconfJournal = "MISCONF Errors writing to the AOF file: ";
+inline constexpr std::string_view kNoReplicas = "NOREPLICAS Not enough good replicas to write.";
 inline constexpr std::string_view kMisconf =
     "MISCONF bloomery is configured to save snapshots, but it's currently unable to persist to "
     "disk. Commands that may modify the data set are disabled, because this instance is "

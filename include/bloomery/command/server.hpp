@@ -279,6 +279,10 @@ public:
 class ReplicaGate {
 public:
     std::atomic<std::uint8_t> replication_flags{0};
+    // Replicas online whose last acknowledgement is at most
+    // min-replicas-max-lag seconds old, counted by the primary every 100 ms:
+    // what min-replicas-to-write is checked against before every write.
+    std::atomic<std::int64_t> good_replicas{0};
 };
 
 // The server as commands see it: one reference per interface. Built from any

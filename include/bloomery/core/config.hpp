@@ -230,6 +230,11 @@ struct Config {
     // SHUTDOWN and SIGTERM give replicas this long, once the clients are
     // gone, to acknowledge every write (Redis 7's shutdown-timeout); 0: no wait.
     std::int64_t shutdown_timeout_seconds = 10;
+    // A primary refuses writes (-NOREPLICAS) while fewer than this many
+    // replicas acknowledged within min_replicas_max_lag_seconds (Redis's
+    // min-replicas-to-write / -max-lag; 0 of either: never).
+    std::int64_t min_replicas_to_write = 0;
+    std::int64_t min_replicas_max_lag_seconds = 10;
     // Cluster (cluster/topology.hpp; README "Cluster"). `cluster` is the
     // parsed --cluster-slots map with this node resolved, set exactly when
     // cluster_enabled; dispatch tests cluster_enabled before every command.

@@ -99,7 +99,8 @@ struct OptionSpec {
     double min_real = 0;  // inclusive bounds of real
     double max_real = 0;
     std::span<const std::string_view> choices = {};  // of choice, in the order of their enum
-    std::string_view redis_alias = {};   // CONFIG GET answers this name too (io-threads)
+    // CONFIG GET answers this name too (io-threads), CONFIG SET takes it.
+    std::string_view redis_alias = {};
     std::string_view default_text = {};  // the default of an option without `show`
     OptionReader read = nullptr;         // null: the command line reads it itself
     OptionShower show = nullptr;         // null: not a setting CONFIG GET shows

@@ -87,6 +87,22 @@ public:
         slowlog_max_len_.store(entries, std::memory_order_relaxed);
     }
 
+    // min-replicas-to-write and min-replicas-max-lag (seconds): while
+    // both are above 0, a primary takes writes only with that many
+    // replicas acknowledged within the lag (ReplicaGate::good_replicas).
+    std::int64_t min_replicas_to_write() const {
+        return min_replicas_to_write_.load(std::memory_order_relaxed);
+    }
+    void set_min_replicas_to_write(std::int64_t count) {
+        min_replicas_to_write_.store(count, std::memory_order_relaxed);
+    }
+    std::int64_t min_replicas_max_lag_seconds() const {
+        return min_replicas_max_lag_.load(std::memory_order_relaxed);
+    }
+    void set_min_replicas_max_lag_seconds(std::int64_t seconds) {
+        min_replicas_max_lag_.store(seconds, std::memory_order_relaxed);
+    }
+
     // client-output-buffer-limit, every class.
     OutputBufferLimits& client_output_buffer_limits() { return output_buffer_limits_; }
     const OutputBufferLimits& client_output_buffer_limits() const { return output_buffer_limits_; }
@@ -99,6 +115,8 @@ private:
     std::atomic<std::int64_t> latency_threshold_ms_;
     std::atomic<std::int64_t> slowlog_threshold_ns_;
     std::atomic<std::size_t> slowlog_max_len_;
+    std::atomic<std::int64_t> min_replicas_to_write_;
+    std::atomic<std::int64_t> min_replicas_max_lag_;
     OutputBufferLimits output_buffer_limits_;
     ClientsMemoryLimit maxmemory_clients_;
 };

@@ -165,6 +165,9 @@ public:
     // `offset` yet (one still receiving its snapshot has not): a shutdown
     // waits for them.
     std::size_t replica_count();
+    // Replicas online whose last acknowledgement is at most `max_lag_seconds`
+    // old (whole seconds, as Redis's lag): min-replicas-to-write's count.
+    std::int64_t good_replicas(std::int64_t max_lag_seconds);
     std::size_t replicas_behind(std::uint64_t offset);
 
 private:
@@ -331,7 +334,8 @@ public:
     std::uint16_t port() const { return port_; }
     void fill_info(command::ReplicationInfo& info) const;
     // Once stopped: the primary's history the data here is a copy of (its
-    // id and the offset applied), if the link held a whole copy.
+    // id and the offset after the last change applied), if the link held a
+    // whole copy.
     Resumable history() const;
 
 private:
@@ -402,6 +406,10 @@ private:
     mutable std::mutex info_mutex_;  // guards the fields below
     std::string replid_;             // the primary's, once synchronized
     std::uint64_t offset_ = 0;       // applied up to here
+    // The offset after the last record applied that changed data (the
+    // keepalives after it change nothing): history()'s offset, which a
+    // primary promoted from the same history matches.
+    std::uint64_t changes_offset_ = 0;
     std::uint64_t read_offset_ = 0;
     bool up_ = false;
     bool syncing_ = false;

@@ -121,6 +121,9 @@ public:
     // thread's buffer are not yet in it; position() moves them first).
     // Lock-free.
     std::uint64_t appended() const;
+    // The offset after the last record that changed data (appended() less
+    // the keepalives since): exact inside cut()'s at_cut.
+    std::uint64_t changes_end() const;
     // Every record before this offset is durable (with --appendfsync no:
     // written). Lock-free.
     std::uint64_t durable() const;

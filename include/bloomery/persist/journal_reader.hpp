@@ -32,6 +32,9 @@ public:
     // What apply() did.
     struct Applied {
         std::size_t consumed = 0;  // bytes of the whole records applied
+        // Bytes up to the end of the last one that changed data (not a
+        // keepalive), if any did.
+        std::optional<std::size_t> changes_end;
         // Failed on a record that fails its checksum, does not decode or
         // cannot be applied (`consumed` then stops before it).
         core::Status status;
