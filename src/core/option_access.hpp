@@ -196,6 +196,13 @@ constexpr OptionSpec run_time(OptionSpec spec, OptionShower show, OptionSetter s
     return spec;
 }
 
+// `spec` under Redis's other name too (CONFIG GET answers it, CONFIG SET
+// takes it).
+constexpr OptionSpec also_named(OptionSpec spec, std::string_view redis_alias) {
+    spec.redis_alias = redis_alias;
+    return spec;
+}
+
 constexpr OptionSpec with_use(OptionSpec spec, OptionUse use) {
     spec.use = spec.use | use;
     return spec;

@@ -432,26 +432,20 @@ constexpr OptionSpec kOptions[] = {
         "repl-ping-replica-period", kReplication, 1, kIntMax,
         "Seconds between keepalive records sent to replicas"),
     // Redis's bounds; also under Redis's older names (min-slaves-*).
-    [] {
-        OptionSpec spec = run_time(
-            integer<&Config::min_replicas_to_write>(
-                "min-replicas-to-write", kReplication, 0, kIntMax,
-                "A primary refuses writes (-NOREPLICAS) while fewer replicas than this "
-                "acknowledged within --min-replicas-max-lag seconds (0 = never); also CONFIG SET"),
-            &show_runtime<get_min_replicas>, &set_whole<set_min_replicas>);
-        spec.redis_alias = "min-slaves-to-write";
-        return spec;
-    }(),
-    [] {
-        OptionSpec spec = run_time(
-            integer<&Config::min_replicas_max_lag_seconds>(
-                "min-replicas-max-lag", kReplication, 0, kIntMax,
-                "Seconds since its last acknowledgement within which a replica counts for "
-                "--min-replicas-to-write (0 = never refuse); also CONFIG SET"),
-            &show_runtime<get_min_replicas_lag>, &set_whole<set_min_replicas_lag>);
-        spec.redis_alias = "min-slaves-max-lag";
-        return spec;
-    }(),
+    also_named(run_time(integer<&Config::min_replicas_to_write>(
+                            "min-replicas-to-write", kReplication, 0, kIntMax,
+                            "A primary refuses writes (-NOREPLICAS) while fewer replicas than "
+                            "this acknowledged within --min-replicas-max-lag seconds (0 = never); "
+                            "also CONFIG SET"),
+                        &show_runtime<get_min_replicas>, &set_whole<set_min_replicas>),
+               "min-slaves-to-write"),
+    also_named(run_time(integer<&Config::min_replicas_max_lag_seconds>(
+                            "min-replicas-max-lag", kReplication, 0, kIntMax,
+                            "Seconds since its last acknowledgement within which a replica "
+                            "counts for --min-replicas-to-write (0 = never refuse); also CONFIG "
+                            "SET"),
+                        &show_runtime<get_min_replicas_lag>, &set_whole<set_min_replicas_lag>),
+               "min-slaves-max-lag"),
     // Redis's bounds.
     integer<&Config::shutdown_timeout_seconds>(
         "shutdown-timeout", kReplication, 0, kIntMax,

@@ -97,7 +97,8 @@ void ReplicaFeed::start() {
     replica_.replica_ack_ms.store(store::now_ms(), std::memory_order_relaxed);
     replid_ = source.replid();
     std::optional<std::uint64_t> from;
-    if (journal() != nullptr) from = source.can_continue(replica_.psync_replid, replica_.psync_offset);
+    if (journal() != nullptr)
+        from = source.can_continue(replica_.psync_replid, replica_.psync_offset);
     if (from) {
         resume(*from);
     } else {

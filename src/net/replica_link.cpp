@@ -388,8 +388,8 @@ void ReplicaLink::on_resume() {
             offset_ = read_offset_ = changes_offset_ = *decoder_.resume_offset();
         }
     }
-    spdlog::info("replication: resuming from {}:{} at offset {} (partial resynchronization)",
-                 host_, port_, applied_offset());
+    spdlog::info("replication: resuming from {}:{} at offset {} (partial resynchronization)", host_,
+                 port_, applied_offset());
     go_up();
 }
 

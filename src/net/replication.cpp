@@ -185,7 +185,7 @@ bool ReplicationSource::history_shared() const {
 }
 
 std::optional<std::uint64_t> ReplicationSource::can_continue(const std::string& replid,
-                                                              std::int64_t offset) {
+                                                             std::int64_t offset) {
     persist::Journal* journal = persistence_.journal();
     std::optional<std::uint64_t> from;
     if (journal != nullptr && offset >= 0) {
@@ -201,8 +201,8 @@ std::optional<std::uint64_t> ReplicationSource::can_continue(const std::string& 
             }
         }
         const auto segments = journal->segment_files();
-        if (from && (segments.empty() || segments.front().start > *from ||
-                     *from > journal->appended())) {
+        if (from &&
+            (segments.empty() || segments.front().start > *from || *from > journal->appended())) {
             from.reset();
         }
     }

@@ -23,7 +23,8 @@ ReplicaLink::Resumable own_history(persist::Manager& persistence, ReplicationSou
     // Keepalives appended after the last change (while it was cut off, say)
     // change nothing: the history is offered at that change.
     std::uint64_t changes = 0;
-    const std::uint64_t at = journal->cut([&changes, journal] { changes = journal->changes_end(); });
+    const std::uint64_t at =
+        journal->cut([&changes, journal] { changes = journal->changes_end(); });
     return ReplicationSource::History{source.replid(), changes, at};
 }
 
@@ -169,9 +170,9 @@ void ReplicationController::follow(std::string_view host, std::uint16_t port) {
         }
         return own_history(persistence_, source_);
     };
-    link_ = std::make_unique<ReplicaLink>(config_, keyspace_, persistence_, gate_,
-                                          std::string(host), port, link_tls_,
-                                          std::move(stop_replaced));
+    link_ =
+        std::make_unique<ReplicaLink>(config_, keyspace_, persistence_, gate_, std::string(host),
+                                      port, link_tls_, std::move(stop_replaced));
     link_->start();
     spdlog::info("replication: this server is now a replica of {}:{}{}", host, port,
                  link_tls_ != nullptr ? " over TLS" : "");
