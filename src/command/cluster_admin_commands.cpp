@@ -27,6 +27,7 @@ namespace bloomery::command {
 namespace {
 
 using ClusterView = With<uses::Cluster>;
+using ResetView = With<uses::Cluster, uses::Replication>;
 
 // A slot argument, as Redis's getSlotOrReply reads it.
 std::optional<std::uint16_t> parse_slot(std::string_view text) {
@@ -40,8 +41,8 @@ std::optional<std::uint16_t> parse_slot(std::string_view text) {
 // Runs `change` (which calls its argument once, with the outcome) and
 // answers +OK or the error. A backend that commits elsewhere answers later:
 // the client waits (refused where it cannot wait, inside MULTI).
-template <class Change>
-void answer_change(ClusterView& ctx, Change change) {
+template <class View, class Change>
+void answer_change(View& ctx, Change change) {
     if (!ctx.server.cluster.has_backend()) {
         core::Status outcome;
         change([&outcome](core::Status status) { outcome = std::move(status); });
@@ -182,18 +183,39 @@ void cmd_cluster_meet(ClusterView& ctx, Args argv) {
     });
 }
 
-// CLUSTER RESET [HARD|SOFT]: this node leaves the map, owning nothing.
-void cmd_cluster_reset(ClusterView& ctx, Args argv) {
+// CLUSTER RESET [HARD|SOFT]: this node leaves the map, owning nothing. A
+// replica, as in Redis, stops following its primary and drops the data it
+// held (a copy of its primary's, which has them all): once it is a primary
+// on its own (ReplicationController: its link stopped), its keyspace is
+// emptied, journaled as a FLUSHALL, and then the reply comes.
+void cmd_cluster_reset(ResetView& ctx, Args argv) {
     ArgCursor args(argv, 2);
     if (args.has_next() && !args.eat_one_of({"hard", "soft"})) {
         return ctx.out.error(errors::kSyntax);
     }
     if (args.has_next()) return ctx.out.error(errors::kSyntax);
-    if (ctx.server.cluster.view().self().is_primary() && ctx.keyspace.size() != 0) {
-        return ctx.out.error(errors::kResetWithKeys);
+    const bool primary = ctx.server.cluster.view().self().is_primary();
+    if (primary && ctx.keyspace.size() != 0) return ctx.out.error(errors::kResetWithKeys);
+    if (primary || !ctx.server.cluster.has_backend()) {
+        return answer_change(
+            ctx, [&ctx](cluster::ChangeDone done) { ctx.server.cluster.leave(std::move(done)); });
     }
-    answer_change(ctx,
-                  [&ctx](cluster::ChangeDone done) { ctx.server.cluster.leave(std::move(done)); });
+    DeferredReply reply = ctx.defer_reply();
+    if (!reply) return ctx.out.error(errors::kClusterChangeCannotWait);
+    const auto answer = [reply](std::string error) {
+        reply.complete([error = std::move(error)](resp::Writer& out) {
+            error.empty() ? out.ok() : out.error(error);
+        });
+    };
+    command::Replication& replication = ctx.server.replication;
+    store::Keyspace& keyspace = ctx.keyspace;
+    ctx.server.cluster.leave([&replication, &keyspace, answer](const core::Status& left) {
+        if (!left) return answer(left.error());
+        replication.replicaof("", 0, [&keyspace, answer](const std::string& error) {
+            if (error.empty()) keyspace.clear();
+            answer(error);
+        });
+    });
 }
 
 // CLUSTER FAILOVER [FORCE|TAKEOVER], on a replica: it becomes its
@@ -221,7 +243,7 @@ void register_cluster_admin_commands(Registry& registry) {
         "cluster|replicate");
     registry.register_handler<cluster_only<ClusterView, cmd_cluster_forget>>("cluster|forget");
     registry.register_handler<cluster_only<ClusterView, cmd_cluster_meet>>("cluster|meet");
-    registry.register_handler<cluster_only<ClusterView, cmd_cluster_reset>>("cluster|reset");
+    registry.register_handler<cluster_only<ResetView, cmd_cluster_reset>>("cluster|reset");
     registry.register_handler<cluster_only<ClusterView, cmd_cluster_setslot>>("cluster|setslot");
     registry.register_handler<
         cluster_only<ClusterView, cmd_cluster_slots_change<SlotChange::add, false>>>(

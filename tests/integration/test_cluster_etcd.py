@@ -248,6 +248,29 @@ class Membership(EtcdClusterTest):
         self.settled(servers)
         self.assertEqual(replica.client().info("replication")["master_port"], primary.port)
 
+    def test_a_replica_reset_leaves_empty_and_can_be_added_again(self):
+        primary, replica = self.pair()
+        primary.client().execute_command("BF.MADD", "kept", "a", "b")
+        self.assertEqual(primary.client().execute_command("WAIT", 1, 10000), 1)
+        self.assertEqual(replica.client().execute_command("CLUSTER", "RESET"), b"OK")
+        # As Redis: it follows nobody and holds nothing; its primary keeps all.
+        self.assertEqual(replica.client().info("replication")["role"], "master")
+        self.assertEqual(replica.client().execute_command("DBSIZE"), 0)
+        self.assertEqual(known_nodes(replica), 1)
+        wait_until(lambda: known_nodes(primary) == 1, what="the primary to see it leave")
+        self.assertEqual(primary.client().execute_command("BF.MEXISTS", "kept", "a", "b"), [1, 1])
+        result = redis_cli("--cluster", "add-node", address(replica), address(primary),
+                           "--cluster-slave", "--cluster-master-id", node_id(primary))
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.settled([primary, replica])
+        wait_until(lambda: replica.client().info("replication").get("master_link_status") == "up",
+                   timeout=30, what="the replica's link")
+        self.assertEqual(primary.client().execute_command("WAIT", 1, 10000), 1)
+        pipe = replica.client().pipeline(transaction=False)
+        pipe.execute_command("READONLY")
+        pipe.execute_command("BF.MEXISTS", "kept", "a", "b")
+        self.assertEqual(pipe.execute()[1], [1, 1])
+
     def test_a_node_started_before_etcd_joins_once_etcd_is_up(self):
         late = EtcdCluster(1)
         try:
