@@ -73,6 +73,7 @@ struct Query {
     bool asking = false;   // ASKING came just before, or the command implies it
     bool migrate = false;  // MIGRATE: runs here while the slot is open
     bool several_keys = false;
+    bool transaction = false;  // EXEC's queue: nothing of it can wait
 };
 
 // Of the keys a query names, whether some are here and some are not: asked
@@ -80,7 +81,35 @@ struct Query {
 struct Presence {
     bool present = false;
     bool missing = false;
+    // A key MIGRATE is sending with its writes held (write_holds.hpp).
+    std::string_view held;
+
+    void add(const store::Keyspace& keyspace, const cluster::WriteHolds& holds,
+             std::string_view key) {
+        (keyspace.contains(key) ? present : missing) = true;
+        if (holds.any() && holds.held(key)) held = key;
+    }
 };
+
+// A write to a key that MIGRATE is sending with its writes held waits for
+// the move: its reply is deferred, then -ASK to the target (the key went
+// there: the client runs the write on it) or -TRYAGAIN (the key stayed).
+// A transaction, or a write of several keys, is answered -TRYAGAIN at once.
+void wait_for_move(DispatchContext& ctx, const Query& query, std::string_view key,
+                   const std::string& target) {
+    const DeferredReply reply =
+        query.several_keys || query.transaction ? DeferredReply() : ctx.defer_reply();
+    if (!reply) return ctx.out.error(errors::kTryAgain);
+    const std::uint16_t slot = query.slot;
+    const auto resume = [reply, slot, target](bool moved) {
+        reply.complete([moved, slot, target](resp::Writer& out) {
+            if (!moved) return out.error(errors::kTryAgain);
+            out.error("ASK " + std::to_string(slot) + " " + target);
+        });
+    };
+    // The hold may have ended since the key was found held.
+    if (!ctx.server.cluster.write_holds().wait_if_held(key, resume)) resume(false);
+}
 
 // A write served here needs this primary's lease (ClusterState's fencing):
 // past its deadline another node may have taken the slots over.
@@ -110,6 +139,10 @@ bool route(DispatchContext& ctx, const Query& query, PresenceFn&& presence) {
     if (migrating != cluster::kNoNode || importing != cluster::kNoNode) {
         if (query.migrate) return true;
         const Presence keys = presence();
+        if (migrating != cluster::kNoNode && query.use == SlotUse::write && !keys.held.empty()) {
+            wait_for_move(ctx, query, keys.held, map.node(migrating).address);
+            return false;
+        }
         if (migrating != cluster::kNoNode && keys.missing) {
             if (keys.present) {
                 ctx.out.error(errors::kTryAgain);
@@ -173,8 +206,8 @@ bool cluster_admits(const CommandSpec& spec, DispatchContext& ctx, Args argv) {
     return route(ctx, query, [&] {
         Presence keys;
         for (long position = range.first; position <= range.last; position += range.step) {
-            const bool here = ctx.keyspace.contains(argv[static_cast<std::size_t>(position)]);
-            (here ? keys.present : keys.missing) = true;
+            keys.add(ctx.keyspace, ctx.server.cluster.write_holds(),
+                     argv[static_cast<std::size_t>(position)]);
         }
         return keys;
     });
@@ -207,11 +240,12 @@ bool cluster_admits_transaction(DispatchContext& ctx) {
     const Query query{.slot = static_cast<std::uint16_t>(common.slot()),
                       .use = use,
                       .asking = asking,
-                      .several_keys = common.several()};
+                      .several_keys = common.several(),
+                      .transaction = true};
     return route(ctx, query, [&] {
         Presence presence;
         for (const std::string_view key : keys) {
-            (ctx.keyspace.contains(key) ? presence.present : presence.missing) = true;
+            presence.add(ctx.keyspace, ctx.server.cluster.write_holds(), key);
         }
         return presence;
     });

@@ -4,6 +4,8 @@
 // it, in Redis's DUMP shape, so it moves between bloomery servers and is
 // refused by Redis, and Redis's by bloomery, as a version mismatch.
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -18,6 +20,7 @@
 #include "args.hpp"
 #include "bloomery/bloom/bounds.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/cluster/cluster_state.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/persist/dump_payload.hpp"
@@ -242,9 +245,10 @@ core::Result<MigrateOptions> parse_migrate_options(Args argv) {
 }
 
 // How many times MIGRATE sends again a key that took adds while it was
-// sent, before it keeps it here and answers so (writers are never held: a
-// filter is re-sent instead, while the target is told to replace its
-// copy).
+// sent, before it keeps it here and answers so. A filter is re-sent (the
+// target told to replace its copy) rather than its writers held; in
+// cluster mode one still changing after its first re-send is sent again
+// with its writes held (cluster/write_holds.hpp), which ends the race.
 constexpr int kMigrateResends = 8;
 
 // What one MIGRATE knows while its exchange runs (on the network layer's
@@ -271,6 +275,23 @@ struct Migration {
     std::vector<std::string> changed;
     int resends_left = kMigrateResends;
     std::uint64_t deleted = 0;  // over every round
+    // Cluster mode: where writes to hot keys are held, and the keys this
+    // MIGRATE holds (released when it ends, whatever the outcome).
+    cluster::WriteHolds* holds = nullptr;
+    std::vector<std::string> held;
+
+    Migration() = default;
+    Migration(const Migration&) = delete;
+    Migration& operator=(const Migration&) = delete;
+    ~Migration() { release_holds(); }
+
+    // Writers waiting on a held key are answered: -ASK to the target if the
+    // key left, else -TRYAGAIN.
+    void release_holds() {
+        if (holds == nullptr || held.empty()) return;
+        holds->release(held, [this](std::string_view key) { return !keyspace->contains(key); });
+        held.clear();
+    }
 
     // Makes the keys that changed the next round's keys: sent again with
     // REPLACE, the target's copy of them being one this MIGRATE sent. False
@@ -282,6 +303,21 @@ struct Migration {
         changed.clear();
         sent.assign(keys.size(), Sent{});
         if_exists = IfExists::replace;
+        // Changed during two copies in a row: the next copy holds writes.
+        if (holds != nullptr && resends_left < kMigrateResends - 1) {
+            std::vector<std::string> newly;
+            for (const std::string& key : keys) {
+                if (std::find(held.begin(), held.end(), key) == held.end()) newly.push_back(key);
+            }
+            holds->hold(newly);
+            held.insert(held.end(), newly.begin(), newly.end());
+            if (!newly.empty()) {
+                spdlog::info(
+                    "MIGRATE: {} key(s) changed during two copies; the next copy holds "
+                    "their writes",
+                    newly.size());
+            }
+        }
         return true;
     }
 
@@ -408,6 +444,7 @@ void run_migration(MigrationRun run) {
                            result.target_error.empty() && !migration.too_large &&
                            !migration.out_of_memory;
         if (clean && migration.next_round()) return run_migration(run);
+        migration.release_holds();
         // The client's connection runs this on its worker thread, the only
         // writer of `stats`.
         run.reply.complete([error = migration.reply_error(result, deletion),
@@ -430,7 +467,7 @@ void run_migration(MigrationRun run) {
 // key's payload is made when it is about to be sent, so one MIGRATE holds
 // one payload at a time. Keys the target took are then deleted here
 // (Migration::delete_accepted) and the client answered.
-void cmd_migrate(With<uses::Migration>& ctx, Args argv) {
+void cmd_migrate(With<uses::Migration, uses::Cluster>& ctx, Args argv) {
     core::Result<MigrateOptions> options = parse_migrate_options(argv);
     if (!options) {
         ctx.out.error(options.error());
@@ -449,6 +486,7 @@ void cmd_migrate(With<uses::Migration>& ctx, Args argv) {
     migration->transfer = options->transfer;
     migration->if_exists = options->if_exists;
     migration->restore_name = ctx.config.cluster_enabled ? "RESTORE-ASKING" : "RESTORE";
+    if (ctx.config.cluster_enabled) migration->holds = &ctx.server.cluster.write_holds();
     migration->max_payload = ctx.config.proto_max_bulk_len;
     // Keys missing now are not sent; if all are, there is nothing to do
     // (Redis answers NOKEY: often a key that just expired, not an error).

@@ -13,6 +13,8 @@ import unittest
 
 import redis
 from redis.cluster import RedisCluster
+
+import harness
 from redis.crc import key_slot
 
 from test_cluster import MOVE_SLOTS, cluster_node, free_ports, three_node_map
@@ -189,6 +191,60 @@ class TwoNodes(TwoNodeCluster):
             self.assertIn("cluster_my_epoch:3", epoch_b)  # above both ranks of the map
         finally:
             cluster.close()
+
+
+class HotFilterMoves(TwoNodeCluster):
+    """A filter that takes adds without pause while MIGRATE copies it (a
+    crawler's): re-sending it never catches up, so its writes are held for
+    one last copy, then sent on with -ASK. The move ends; the writers see
+    only what their cluster client handles; nothing acknowledged is lost."""
+
+    def test_a_filter_written_without_pause_moves_exactly(self):
+        key = "{hot}filter"
+        slot = key_slot(key.encode())
+        self.assertLessEqual(slot, 8191)
+        self.a.execute_command("BF.RESERVE", key, 0.0001, 3_000_000)  # about 7 MB
+        ids = [c.execute_command("CLUSTER", "MYID").decode() for c in (self.a, self.b)]
+        acknowledged, stop, failures = [[], []], threading.Event(), []
+
+        def write(n):
+            cluster = RedisCluster(host="127.0.0.1", port=self.ports[0])
+            try:
+                i = 0
+                while not stop.is_set():
+                    if cluster.execute_command("BF.ADD", key, "w%d-%d" % (n, i)) is not None:
+                        acknowledged[n].append("w%d-%d" % (n, i))
+                    i += 1
+            except Exception as e:  # noqa: BLE001 - reported by the test
+                failures.append(e)
+            finally:
+                cluster.close()
+
+        writers = [threading.Thread(target=write, args=(n,)) for n in range(2)]
+        for writer in writers:
+            writer.start()
+        try:
+            harness.wait_until(lambda: min(map(len, acknowledged)) > 200, what="writes to flow")
+            self.b.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[0])
+            self.a.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[1])
+            self.assertEqual(self.a.execute_command("MIGRATE", "127.0.0.1", self.ports[1], "",
+                                                    0, 10000, "KEYS", key), b"OK")
+            for client in (self.a, self.b):
+                client.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[1])
+            count = sum(map(len, acknowledged))
+            harness.wait_until(lambda: sum(map(len, acknowledged)) > count + 200,
+                               what="writes to go on at the new owner")
+        finally:
+            stop.set()
+            for writer in writers:
+                writer.join(60)
+        self.assertEqual(failures, [])
+        self.assertIn("holds their writes", self.nodes[0].log())
+        self.assertEqual(self.a.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot), 0)
+        items = acknowledged[0] + acknowledged[1]
+        for start in range(0, len(items), 1000):
+            chunk = items[start:start + 1000]
+            self.assertEqual(self.b.execute_command("BF.MEXISTS", key, *chunk), [1] * len(chunk))
 
 
 class MoveSlotsUnderWriters(TwoNodeCluster):

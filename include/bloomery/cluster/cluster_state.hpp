@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "bloomery/cluster/cluster_map.hpp"
+#include "bloomery/cluster/write_holds.hpp"
 #include "bloomery/core/result.hpp"
 
 namespace bloomery::cluster {
@@ -111,6 +112,9 @@ public:
     // Whether changes go through a backend (and may complete later).
     bool has_backend() const { return backend_ != nullptr; }
 
+    // Keys whose writes wait while MIGRATE sends them (write_holds.hpp).
+    WriteHolds& write_holds() { return write_holds_; }
+
 private:
     mutable std::mutex mutex_;  // guards current_, orders publishes and local changes
     std::shared_ptr<const ClusterMap> current_;
@@ -120,6 +124,7 @@ private:
     FailoverHandler failover_handler_;
     static constexpr std::int64_t kUnfenced = std::numeric_limits<std::int64_t>::max();
     std::atomic<std::int64_t> writable_until_{kUnfenced};  // steady clock ticks
+    WriteHolds write_holds_;
 };
 
 }  // namespace bloomery::cluster
