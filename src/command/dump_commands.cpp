@@ -245,10 +245,10 @@ core::Result<MigrateOptions> parse_migrate_options(Args argv) {
 }
 
 // How many times MIGRATE sends again a key that took adds while it was
-// sent, before it keeps it here and answers so. A filter is re-sent (the
-// target told to replace its copy) rather than its writers held; in
-// cluster mode one still changing after its first re-send is sent again
-// with its writes held (cluster/write_holds.hpp), which ends the race.
+// sent, before it keeps it here and answers so. A filter is first sent with
+// its writers free; one that changed meanwhile is re-sent (the target told
+// to replace its copy), in cluster mode with its writes held
+// (cluster/write_holds.hpp), which ends the race.
 constexpr int kMigrateResends = 8;
 
 // What one MIGRATE knows while its exchange runs (on the network layer's
@@ -303,8 +303,8 @@ struct Migration {
         changed.clear();
         sent.assign(keys.size(), Sent{});
         if_exists = IfExists::replace;
-        // Changed during two copies in a row: the next copy holds writes.
-        if (holds != nullptr && resends_left < kMigrateResends - 1) {
+        // Changed during its copy: the next copy holds its writes.
+        if (holds != nullptr) {
             std::vector<std::string> newly;
             for (const std::string& key : keys) {
                 if (std::find(held.begin(), held.end(), key) == held.end()) newly.push_back(key);
@@ -313,7 +313,7 @@ struct Migration {
             held.insert(held.end(), newly.begin(), newly.end());
             if (!newly.empty()) {
                 spdlog::info(
-                    "MIGRATE: {} key(s) changed during two copies; the next copy holds "
+                    "MIGRATE: {} key(s) changed during their copy; the next copy holds "
                     "their writes",
                     newly.size());
             }

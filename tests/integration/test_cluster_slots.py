@@ -195,8 +195,8 @@ class TwoNodes(TwoNodeCluster):
 
 class HotFilterMoves(TwoNodeCluster):
     """A filter that takes adds without pause while MIGRATE copies it (a
-    crawler's): re-sending it never catches up, so its writes are held for
-    one last copy, then sent on with -ASK. The move ends; the writers see
+    crawler's): re-sending it alone would never catch up, so its writes are
+    held for the second copy, then sent on with -ASK. The move ends; the writers see
     only what their cluster client handles; nothing acknowledged is lost."""
 
     def test_a_filter_written_without_pause_moves_exactly(self):

@@ -1,12 +1,11 @@
 #pragma once
 // Writes held while MIGRATE sends keys for their last time. MIGRATE re-sends
-// a filter that took adds while it was being sent; a filter still changing
-// after one re-send (a hot one, taking adds faster than it is copied) is
-// sent again with its writes held: a write routed to a held key waits, its
-// reply deferred, until the move of that key ends, and is then answered
-// -ASK to the target the key went to (the client runs it there), or
-// -TRYAGAIN if the key stayed here. The pause a writer sees is the time to
-// copy that one filter to the target.
+// a filter that took adds while it was being sent, with its writes held: a
+// write routed to a held key waits, its reply deferred, until the move of
+// that key ends, and is then answered -ASK to the target the key went to
+// (the client runs it there), or -TRYAGAIN if the key stayed here. The
+// pause a writer sees is the time to copy that one filter to the target;
+// keys copied while nobody wrote them hold nothing.
 //
 // Thread safety: every member may be called from any thread. any() is one
 // relaxed load: the routing check costs nothing while no key is held.
