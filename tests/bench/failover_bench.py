@@ -1,5 +1,5 @@
 """The work of tests/bench/failover_bench.sh for one system (run it through
-that script): a six-node cluster (3 primaries, 3 replicas) of bloomery with
+that script): a cluster of 3 primaries with --replicas each (1: six nodes) of bloomery with
 its map in a 3-member etcd, or of redis-server 7 with RedisBloom; a writer
 adding unique items by BF.ADD then WAIT 1 on the same connection to the
 key's primary, an item acknowledged when WAIT answers 1; ROUNDS times a
@@ -144,9 +144,9 @@ class Node:
             return ""
 
 
-def make_nodes(system, directory, taken, etcd, bloomery, module):
+def make_nodes(system, directory, taken, etcd, bloomery, module, count):
     nodes = []
-    for i in range(6):
+    for i in range(count):
         port = free_port(taken)
         d = os.path.join(directory, "%s-%d" % (system, port))
         if system == "bloomery":
@@ -168,7 +168,7 @@ def settled(nodes):
     no node flags another as failing, every replica's link is up."""
     for n in nodes:
         ci = cluster_info(n.port)
-        if ci.get("cluster_state") != "ok" or ci.get("cluster_known_nodes") != "6":
+        if ci.get("cluster_state") != "ok" or ci.get("cluster_known_nodes") != str(len(nodes)):
             return False
         text = client(n.port).execute_command("CLUSTER", "NODES").decode()
         for line in text.splitlines():
@@ -288,6 +288,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--between", type=int, default=500,
                     help="acknowledged adds to wait for before each kill")
+    ap.add_argument("--replicas", type=int, default=1, help="replicas per primary (3 primaries)")
     a = ap.parse_args()
     random.seed(a.seed)
     taken = set()
@@ -299,7 +300,8 @@ def main():
         if a.system == "bloomery":
             etcd = Etcd(a.dir, taken)
             etcd.start()
-        nodes = make_nodes(a.system, a.dir, taken, etcd, a.bloomery, a.module)
+        nodes = make_nodes(a.system, a.dir, taken, etcd, a.bloomery, a.module,
+                           3 * (1 + a.replicas))
         for n in nodes:
             n.start()
         if a.system == "bloomery":
@@ -308,7 +310,7 @@ def main():
                     "CLUSTER", "NODES"), 30, "node %d to reach etcd" % n.port)
         create = subprocess.run(["redis-cli", "--cluster", "create"] +
                                 ["127.0.0.1:%d" % n.port for n in nodes] +
-                                ["--cluster-replicas", "1", "--cluster-yes"],
+                                ["--cluster-replicas", str(a.replicas), "--cluster-yes"],
                                 capture_output=True, text=True, timeout=180,
                                 stdin=subprocess.DEVNULL)
         if create.returncode != 0 or "[OK] All 16384 slots covered" not in create.stdout:
@@ -350,6 +352,8 @@ def main():
             wait_until(lambda: info(victim.port)["role"] == "slave" and
                        info(victim.port).get("master_link_status") == "up", 120,
                        "node %d to rejoin as a replica" % victim.port)
+            # settled(): every replica's link up, the victim's other replicas
+            # following the new primary included.
             wait_until(lambda: settled(nodes), 120, "the cluster to settle after round %d" % r)
             print("round %d victim %d replica %d new_primary %d seconds %.3f rejoin %.2f "
                   "acked_during %d" % (r, victim.port, replica_port, new_primary, seconds,

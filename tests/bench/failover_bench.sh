@@ -20,7 +20,9 @@
 # ROUNDS defaults to 20. Environment: BLOOMERY_BIN (default
 # build/release/bloomery), REDISBLOOM_SO (default
 # ../shared/anchors/redisbloom.so; without it only bloomery runs), SEED
-# (default 1, the choice of victims), BETWEEN (default 500), KEEP_LOGS (a
+# (default 1, the choice of victims), BETWEEN (default 500), REPLICAS (per
+# primary: 1 by default, six nodes; 2 makes nine, and each round also waits
+# for the victim's other replica to follow the new primary), KEEP_LOGS (a
 # directory to copy the servers' and etcd's logs into). Needs /usr/bin/etcd,
 # redis-server, redis-cli and Debian's python3-redis (/usr/bin/python3).
 set -euo pipefail
@@ -52,7 +54,8 @@ for kind in $KINDS; do
     mkdir -p "$DATA/$kind"
     # The helper starts, kills and stops every process by pid.
     "$PY" tests/bench/failover_bench.py "$kind" --rounds "$ROUNDS" --dir "$DATA/$kind" \
-        --bloomery "$BIN" --module "$MODULE" --seed "${SEED:-1}" --between "${BETWEEN:-500}" 2>&1 | tee "$DATA/$kind.out" ||
+        --bloomery "$BIN" --module "$MODULE" --seed "${SEED:-1}" --between "${BETWEEN:-500}" \
+        --replicas "${REPLICAS:-1}" 2>&1 | tee "$DATA/$kind.out" ||
         echo "$kind: the run stopped early (above)"
 done
 grep -h '^result ' "$DATA"/*.out >"$DATA/results" || true

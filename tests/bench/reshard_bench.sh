@@ -11,6 +11,10 @@
 #
 # REDISBLOOM_SO (default ../shared/anchors/redisbloom.so): without it only
 # bloomery runs. Every server: --appendonly no --save "" on loopback.
+# MAP=etcd: bloomery keeps its map in a 3-member etcd on loopback (started
+# once, a cluster name per round) and is formed by `redis-cli --cluster
+# create`, as Redis is; every SETSLOT of the reshard is then an etcd
+# transaction. MAP=static (the default): the map given at start.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}
@@ -22,9 +26,12 @@ BIN=build/release/bloomery
 MODULE=${REDISBLOOM_SO:-../shared/anchors/redisbloom.so}
 [ -f "$MODULE" ] && MODULE=$(realpath "$MODULE") || MODULE=""
 
+MAP=${MAP:-static}
 DATA=$(mktemp -d)
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$DATA"' EXIT
+ETCD_PIDS=()
+ENDPOINTS=""
+trap 'for p in "${PIDS[@]}" "${ETCD_PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$DATA"' EXIT
 # A free port whose cluster bus port (+10000) fits too (Redis refuses one that does not).
 free_port() {
     python3 -c '
@@ -42,9 +49,9 @@ wait_ping() {
     for _ in $(seq 200); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.05; done
     echo "no server on $1" >&2; exit 1
 }
-stop_all() {
+stop_all() {  # the round's servers (etcd, if any, runs on)
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
     PIDS=()
 }
 
@@ -59,6 +66,59 @@ start_bloomery() {  # ports...
     done
     for port in "$@"; do wait_ping "$port"; done
 }
+start_etcd() {
+    local i client peer initial="" clients=()
+    for i in 0 1 2; do
+        client=$(free_port); peer=$(free_port)
+        clients+=("$client"); initial+="${initial:+,}m$i=http://127.0.0.1:$peer"
+        PEERS[$i]=$peer
+    done
+    for i in 0 1 2; do
+        etcd --name "m$i" --data-dir "$DATA/etcd$i" \
+            --listen-client-urls "http://127.0.0.1:${clients[$i]}" \
+            --advertise-client-urls "http://127.0.0.1:${clients[$i]}" \
+            --listen-peer-urls "http://127.0.0.1:${PEERS[$i]}" \
+            --initial-advertise-peer-urls "http://127.0.0.1:${PEERS[$i]}" \
+            --initial-cluster "$initial" --initial-cluster-state new \
+            --initial-cluster-token reshard-bench --heartbeat-interval 50 \
+            --election-timeout 500 --log-level warn >"$DATA/etcd$i.log" 2>&1 &
+        ETCD_PIDS+=($!)
+        ENDPOINTS+="${ENDPOINTS:+,}http://127.0.0.1:${clients[$i]}"
+    done
+    for _ in $(seq 300); do
+        ETCDCTL_API=3 etcdctl --endpoints "$ENDPOINTS" endpoint health >/dev/null 2>&1 && return
+        sleep 0.1
+    done
+    echo "etcd did not start" >&2; exit 1
+}
+start_bloomery_etcd() {  # ports...
+    local port name="reshard-$RANDOM-$RANDOM"
+    for port in "$@"; do
+        mkdir -p "$DATA/b$port"
+        "$BIN" --port "$port" --appendonly no --save "" --dir "$DATA/b$port" --loglevel warn \
+            --cluster-enabled yes --cluster-etcd "$ENDPOINTS" --cluster-name "$name" \
+            >"$DATA/b$port.log" 2>&1 &
+        PIDS+=($!)
+    done
+    for port in "$@"; do
+        wait_ping "$port"
+        for _ in $(seq 300); do
+            redis-cli -p "$port" cluster nodes | grep -q 127.0.0.1 && break
+            sleep 0.1
+        done
+    done
+    form_cluster "$@"
+}
+form_cluster() {  # ports...
+    local port
+    redis-cli --cluster create "127.0.0.1:$1" "127.0.0.1:$2" "127.0.0.1:$3" --cluster-yes >/dev/null
+    for port in "$@"; do
+        for _ in $(seq 200); do
+            redis-cli -p "$port" cluster info | grep -q "cluster_state:ok" && break
+            sleep 0.1
+        done
+    done
+}
 start_redis() {  # ports...
     local port
     for port in "$@"; do
@@ -68,13 +128,7 @@ start_redis() {  # ports...
         PIDS+=($!)
     done
     for port in "$@"; do wait_ping "$port"; done
-    redis-cli --cluster create "127.0.0.1:$1" "127.0.0.1:$2" "127.0.0.1:$3" --cluster-yes >/dev/null
-    for port in "$@"; do
-        for _ in $(seq 200); do
-            redis-cli -p "$port" cluster info | grep -q "cluster_state:ok" && break
-            sleep 0.1
-        done
-    done
+    form_cluster "$@"
 }
 
 # Loads FILTERS filters into slots 0..SLOTS-1 (node 1's) and prints their DUMP bytes.
@@ -114,7 +168,11 @@ reshard() {  # port from_id to_id -> seconds
 round() {  # kind
     local p1 p2 p3 bytes from to seconds
     p1=$(free_port); p2=$(free_port); p3=$(free_port)
-    if [ "$1" = bloomery ]; then start_bloomery "$p1" "$p2" "$p3"; else start_redis "$p1" "$p2" "$p3"; fi
+    case "$1" in
+        bloomery) start_bloomery "$p1" "$p2" "$p3" ;;
+        bloomery-etcd) start_bloomery_etcd "$p1" "$p2" "$p3" ;;
+        *) start_redis "$p1" "$p2" "$p3" ;;
+    esac
     bytes=$(load "$p1")
     from=$(redis-cli -p "$p1" cluster myid)
     to=$(redis-cli -p "$p2" cluster myid)
@@ -125,7 +183,12 @@ round() {  # kind
 }
 
 KINDS="bloomery"
-[ -n "$MODULE" ] && KINDS="bloomery redisbloom"
+if [ "$MAP" = etcd ]; then
+    declare -a PEERS
+    start_etcd
+    KINDS="bloomery-etcd"
+fi
+[ -n "$MODULE" ] && KINDS="$KINDS redisbloom"
 echo "server seconds filters_per_s MB_per_s  ($FILTERS filters of $ITEMS items in $SLOTS slots)"
 for r in $(seq "$ROUNDS"); do
     for kind in $KINDS; do round "$kind"; done
@@ -139,6 +202,7 @@ for kind in sorted({r[0] for r in rows}):
     mine = [r for r in rows if r[0] == kind]
     med[kind] = [statistics.median(float(r[i]) for r in mine) for i in (1, 2, 3)]
     print("median %-10s %7.2f s %9.1f filters/s %7.2f MB/s" % (kind, *med[kind]))
+ours = "bloomery-etcd" if "bloomery-etcd" in med else "bloomery"
 if "redisbloom" in med:
-    print("bloomery / redisbloom filters/s: %.2fx" % (med["bloomery"][1] / med["redisbloom"][1]))
+    print("%s / redisbloom filters/s: %.2fx" % (ours, med[ours][1] / med["redisbloom"][1]))
 PY
