@@ -122,6 +122,17 @@ class Writers:
                       began + lat >= start_at)
 
 
+def timed_migrate(source, target_port):
+    """MIGRATE of KEY: when it began and ended, and its answer (or error)."""
+    began = time.monotonic()
+    try:
+        answer = source.execute_command("MIGRATE", "127.0.0.1", target_port, "", 0, 60000,
+                                        "KEYS", KEY)
+    except redis.RedisError as e:
+        answer = repr(e)
+    return began, time.monotonic(), answer
+
+
 def bloomery_round(binary, megabytes, workdir):
     ports = [free_port(), free_port()]
     slot_map = "0-8191=127.0.0.1:%d,8192-16383=127.0.0.1:%d" % tuple(ports)
@@ -139,13 +150,7 @@ def bloomery_round(binary, megabytes, workdir):
         with Writers(lambda: RedisCluster(host="127.0.0.1", port=ports[0]), KEY) as writers:
             b.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[0])
             a.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[1])
-            began = time.monotonic()
-            try:
-                answer = a.execute_command("MIGRATE", "127.0.0.1", ports[1], "", 0, 60000,
-                                           "KEYS", KEY)
-            except redis.RedisError as e:
-                answer = repr(e)
-            ended = time.monotonic()
+            began, ended, answer = timed_migrate(a, ports[1])
             for client in (a, b):
                 client.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[1])
         return began, ended, answer, writers
@@ -164,13 +169,7 @@ def redisbloom_round(module, megabytes, workdir):
         a = redis.Redis(port=ports[0])
         a.execute_command("BF.RESERVE", KEY, 0.0001, capacity_for(megabytes))
         with Writers(lambda: redis.Redis(port=ports[0]), OTHER) as writers:
-            began = time.monotonic()
-            try:
-                answer = a.execute_command("MIGRATE", "127.0.0.1", ports[1], "", 0, 60000,
-                                           "KEYS", KEY)
-            except redis.RedisError as e:
-                answer = repr(e)
-            ended = time.monotonic()
+            began, ended, answer = timed_migrate(a, ports[1])
             time.sleep(0.2)
         return began, ended, answer, writers
     finally:
