@@ -3,7 +3,8 @@ map is kept in etcd (3 primaries, 3 replicas, formed by redis-cli --cluster
 create), while writers add unique items through redis-py's RedisCluster and
 count one only once WAIT 1 on the key's node acknowledged it. The writers
 see no error their client does not handle itself, slots really move, and
-every acknowledged item answers 1 on its owner and on the owner's replica."""
+every acknowledged item answers 1 on its owner and on the owner's replica.
+Also info, call and fix (an open slot closed)."""
 
 import threading
 import unittest
@@ -109,6 +110,42 @@ class ReshardUnderWriters(EtcdClusterTest):
             pipe.execute_command("READONLY")
             pipe.execute_command("BF.MEXISTS", key, *items)
             self.assertEqual(pipe.execute()[1], [1] * len(items), (key, replica.port))
+
+
+class ClusterTools(EtcdClusterTest):
+    """redis-cli --cluster info, call and fix, unmodified."""
+
+    def test_info_call_and_fix(self):
+        servers = [self.node() for _ in range(3)]
+        self.create(servers)
+        cluster = self.client(servers[0])
+        for key in KEYS[:30]:
+            cluster.execute_command("BF.ADD", key, "x")
+        result = redis_cli("--cluster", "info", address(servers[0]))
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("[OK] 30 keys in 3 masters.", result.stdout)
+        result = redis_cli("--cluster", "call", address(servers[0]), "DBSIZE")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        sizes = [int(line.rsplit(":", 1)[1]) for line in result.stdout.splitlines()
+                 if line.startswith("127.0.0.1:")]
+        self.assertEqual(len(sizes), 3)
+        self.assertEqual(sum(sizes), 30)
+        # An open slot (importing on a node that does not own it): fix closes it.
+        owner = cluster.get_node_from_key("f1")
+        slot = cluster.keyslot("f1")
+        other = next(s for s in servers if s.port != owner.port)
+        other.client().execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING",
+                                       node_id(next(s for s in servers if s.port == owner.port)))
+        wait_until(lambda: b"[%d-<-" % slot in other.client().execute_command("CLUSTER", "NODES"),
+                   what="the open slot to show")
+        result = redis_cli("--cluster", "check", address(servers[0]))
+        self.assertNotEqual(result.returncode, 0, result.stdout)
+        result = redis_cli("--cluster", "fix", address(servers[0]), "--cluster-yes")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        wait_until(lambda: redis_cli("--cluster", "check", address(servers[0])).returncode == 0,
+                   timeout=30, what="the fixed cluster to check clean")
+        self.check(servers[0])
+        self.assertEqual(cluster.execute_command("BF.EXISTS", "f1", "x"), 1)
 
 
 if __name__ == "__main__":
