@@ -22,7 +22,7 @@ namespace {
 // slot, and every command of a client that ignores the map), so it
 // allocates nothing. Addresses are at most 253 + 1 + 5 bytes (topology.cpp
 // bounds the host).
-void reply_redirect(Context& ctx, std::string_view kind, std::uint16_t slot,
+void reply_redirect(resp::Writer& out, std::string_view kind, std::uint16_t slot,
                     std::string_view address) {
     std::array<char, 300> buffer;
     char* at = buffer.data();
@@ -35,7 +35,7 @@ void reply_redirect(Context& ctx, std::string_view kind, std::uint16_t slot,
     const std::size_t length = std::min(address.size(), room);
     std::memcpy(at, address.data(), length);
     at += length;
-    ctx.out.error(std::string_view(buffer.data(), static_cast<std::size_t>(at - buffer.data())));
+    out.error(std::string_view(buffer.data(), static_cast<std::size_t>(at - buffer.data())));
 }
 
 // The one slot of the keys seen so far (-1 before the first); add() is
@@ -104,7 +104,7 @@ void wait_for_move(DispatchContext& ctx, const Query& query, std::string_view ke
     const auto resume = [reply, slot, target](bool moved) {
         reply.complete([moved, slot, target](resp::Writer& out) {
             if (!moved) return out.error(errors::kTryAgain);
-            out.error("ASK " + std::to_string(slot) + " " + target);
+            reply_redirect(out, "ASK", slot, target);
         });
     };
     // The hold may have ended since the key was found held.
@@ -147,7 +147,7 @@ bool route(DispatchContext& ctx, const Query& query, PresenceFn&& presence) {
             if (keys.present) {
                 ctx.out.error(errors::kTryAgain);
             } else {
-                reply_redirect(ctx, "ASK", query.slot, map.node(migrating).address);
+                reply_redirect(ctx.out, "ASK", query.slot, map.node(migrating).address);
             }
             return false;
         }
@@ -166,7 +166,7 @@ bool route(DispatchContext& ctx, const Query& query, PresenceFn&& presence) {
         map.primary_of(self) == owner) {
         return true;
     }
-    reply_redirect(ctx, "MOVED", query.slot, map.node(owner).address);
+    reply_redirect(ctx.out, "MOVED", query.slot, map.node(owner).address);
     return false;
 }
 

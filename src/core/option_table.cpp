@@ -129,34 +129,16 @@ constexpr auto get_lfu_decay = [](const RuntimeSettings& s) { return s.lfu().dec
 constexpr auto set_lfu_decay = [](RuntimeSettings& s, std::int64_t n) {
     s.lfu().set_decay_minutes(n);
 };
-constexpr auto get_latency_threshold = [](const RuntimeSettings& s) {
-    return s.latency_monitor_threshold_ms();
-};
-constexpr auto set_latency_threshold = [](RuntimeSettings& s, std::int64_t n) {
-    s.set_latency_monitor_threshold_ms(n);
-};
-constexpr auto get_slowlog_threshold = [](const RuntimeSettings& s) {
-    return s.slowlog_log_slower_than_us();
-};
-constexpr auto set_slowlog_threshold = [](RuntimeSettings& s, std::int64_t n) {
-    s.set_slowlog_log_slower_than_us(n);
-};
+
+// A RuntimeSettings value read and written through its own two members.
+template <auto Getter>
+constexpr auto get_member = [](const RuntimeSettings& s) { return (s.*Getter)(); };
+template <auto Setter>
+constexpr auto set_member = [](RuntimeSettings& s, std::int64_t n) { (s.*Setter)(n); };
+
 constexpr auto get_slowlog_max_len = [](const RuntimeSettings& s) { return s.slowlog_max_len(); };
 constexpr auto set_slowlog_max_len = [](RuntimeSettings& s, std::int64_t n) {
     s.set_slowlog_max_len(static_cast<std::size_t>(n));
-};
-
-constexpr auto get_min_replicas = [](const RuntimeSettings& s) {
-    return s.min_replicas_to_write();
-};
-constexpr auto set_min_replicas = [](RuntimeSettings& s, std::int64_t n) {
-    s.set_min_replicas_to_write(n);
-};
-constexpr auto get_min_replicas_lag = [](const RuntimeSettings& s) {
-    return s.min_replicas_max_lag_seconds();
-};
-constexpr auto set_min_replicas_lag = [](RuntimeSettings& s, std::int64_t n) {
-    s.set_min_replicas_max_lag_seconds(n);
 };
 
 // ---- Names CONFIG GET answers for Redis's clients, which no option sets ----
@@ -437,14 +419,16 @@ constexpr OptionSpec kOptions[] = {
                             "A primary refuses writes (-NOREPLICAS) while fewer replicas than "
                             "this acknowledged within --min-replicas-max-lag seconds (0 = never); "
                             "also CONFIG SET"),
-                        &show_runtime<get_min_replicas>, &set_whole<set_min_replicas>),
+                        &show_runtime<get_member<&RuntimeSettings::min_replicas_to_write>>,
+                        &set_whole<set_member<&RuntimeSettings::set_min_replicas_to_write>>),
                "min-slaves-to-write"),
     also_named(run_time(integer<&Config::min_replicas_max_lag_seconds>(
                             "min-replicas-max-lag", kReplication, 0, kIntMax,
                             "Seconds since its last acknowledgement within which a replica "
                             "counts for --min-replicas-to-write (0 = never refuse); also CONFIG "
                             "SET"),
-                        &show_runtime<get_min_replicas_lag>, &set_whole<set_min_replicas_lag>),
+                        &show_runtime<get_member<&RuntimeSettings::min_replicas_max_lag_seconds>>,
+                        &set_whole<set_member<&RuntimeSettings::set_min_replicas_max_lag_seconds>>),
                "min-slaves-max-lag"),
     // Redis's bounds.
     integer<&Config::shutdown_timeout_seconds>(
@@ -543,13 +527,15 @@ constexpr OptionSpec kOptions[] = {
                  "latency-monitor-threshold", kMonitoring, 0, kLongMax,
                  "Record events (commands, expiry rounds, snapshots, fsyncs) that took at least "
                  "this many milliseconds for LATENCY (0 = off); also CONFIG SET"),
-             &show_runtime<get_latency_threshold>, &set_whole<set_latency_threshold>),
+             &show_runtime<get_member<&RuntimeSettings::latency_monitor_threshold_ms>>,
+             &set_whole<set_member<&RuntimeSettings::set_latency_monitor_threshold_ms>>),
     // -1: off, as Redis 7.
     run_time(integer<&Config::slowlog_log_slower_than_us>(
                  "slowlog-log-slower-than", kMonitoring, -1, kLongMax,
                  "Log commands that took at least this many microseconds in SLOWLOG (-1 = off, "
                  "0 = every command); also CONFIG SET"),
-             &show_runtime<get_slowlog_threshold>, &set_whole<set_slowlog_threshold>),
+             &show_runtime<get_member<&RuntimeSettings::slowlog_log_slower_than_us>>,
+             &set_whole<set_member<&RuntimeSettings::set_slowlog_log_slower_than_us>>),
     // Bounded for memory (see kSlowlogMaxLenLimit); Redis takes up to LONG_MAX.
     run_time(integer<&Config::slowlog_max_len>(
                  "slowlog-max-len", kMonitoring, 0, static_cast<std::int64_t>(kSlowlogMaxLenLimit),
