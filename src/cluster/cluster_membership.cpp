@@ -2,6 +2,7 @@
 
 #include "bloomery/cluster/map_codec.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,19 @@ core::Result<ClusterMap> set_config_epoch(const ClusterMap& map, std::int64_t ep
     const auto value = static_cast<std::uint64_t>(epoch);
     next.mutable_node(next.self_index()).config_epoch = value;
     if (next.current_epoch() < value) next.set_current_epoch(value);
+    next.finish();
+    return next;
+}
+
+core::Result<ClusterMap> bump_epoch(const ClusterMap& map, bool& bumped) {
+    std::uint64_t highest = map.current_epoch();
+    for (const MapNode& node : map.nodes()) highest = std::max(highest, node.config_epoch);
+    const std::uint64_t own = map.self().config_epoch;
+    bumped = own == 0 || own != highest;
+    if (!bumped) return map;
+    ClusterMap next = map;
+    next.set_current_epoch(highest + 1);
+    next.mutable_node(next.self_index()).config_epoch = highest + 1;
     next.finish();
     return next;
 }

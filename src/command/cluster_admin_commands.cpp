@@ -1,5 +1,5 @@
 // Cluster commands that change the map: CLUSTER SETSLOT, ADDSLOTS,
-// ADDSLOTSRANGE, DELSLOTS, DELSLOTSRANGE, SET-CONFIG-EPOCH, REPLICATE,
+// ADDSLOTSRANGE, DELSLOTS, DELSLOTSRANGE, SET-CONFIG-EPOCH, BUMPEPOCH, REPLICATE,
 // FORGET, MEET, RESET and FAILOVER. Each builds an edit from the rules of
 // cluster/cluster_changes.hpp and cluster_membership.hpp (MEET and RESET
 // are the backend's own) and commits it through the node's
@@ -7,6 +7,7 @@
 // backend that keeps the cluster's map, the reply waiting for it.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,28 +40,37 @@ std::optional<std::uint16_t> parse_slot(std::string_view text) {
 }
 
 // Runs `change` (which calls its argument once, with the outcome) and
-// answers +OK or the error. A backend that commits elsewhere answers later:
-// the client waits (refused where it cannot wait, inside MULTI).
+// answers the error, or what `success` writes (+OK when empty). A backend
+// that commits elsewhere answers later: the client waits, and so does EXEC's
+// reply for a change queued in MULTI (refused only where no reply can wait,
+// as in a script).
 template <class View, class Change>
-void answer_change(View& ctx, Change change) {
+void answer_change(View& ctx, Change change, ReplyWriter success = {}) {
+    const auto answer = [success = std::move(success)](resp::Writer& out,
+                                                       const core::Status& status) {
+        if (!status) return out.error(status.error());
+        success ? success(out) : out.ok();
+    };
     if (!ctx.server.cluster.has_backend()) {
         core::Status outcome;
         change([&outcome](core::Status status) { outcome = std::move(status); });
-        return outcome ? ctx.out.ok() : ctx.out.error(outcome.error());
+        return answer(ctx.out, outcome);
     }
     DeferredReply reply = ctx.defer_reply();
-    if (!reply) return ctx.out.error(errors::kClusterChangeCannotWait);
-    change([reply](core::Status status) {
-        reply.complete([status = std::move(status)](resp::Writer& out) {
-            status ? out.ok() : out.error(status.error());
-        });
+    if (!reply) return ctx.out.error(errors::kCannotWait);
+    change([reply, answer](core::Status status) {
+        reply.complete(
+            [answer, status = std::move(status)](resp::Writer& out) { answer(out, status); });
     });
 }
 
-void commit(ClusterView& ctx, cluster::MapEdit edit) {
-    answer_change(ctx, [&ctx, &edit](cluster::ChangeDone done) {
-        ctx.server.cluster.change(std::move(edit), std::move(done));
-    });
+void commit(ClusterView& ctx, cluster::MapEdit edit, ReplyWriter success = {}) {
+    answer_change(
+        ctx,
+        [&ctx, &edit](cluster::ChangeDone done) {
+            ctx.server.cluster.change(std::move(edit), std::move(done));
+        },
+        std::move(success));
 }
 
 void cmd_cluster_setslot(ClusterView& ctx, Args argv) {
@@ -139,6 +149,27 @@ void cmd_cluster_set_config_epoch(ClusterView& ctx, Args argv) {
     });
 }
 
+// CLUSTER BUMPEPOCH: +BUMPED <epoch> or +STILL <epoch>, from the last
+// application of the edit (a backend applies it again after a lost race;
+// its reply comes after that).
+void cmd_cluster_bumpepoch(ClusterView& ctx, Args) {
+    struct Outcome {
+        bool bumped = false;
+        std::uint64_t epoch = 0;
+    };
+    auto outcome = std::make_shared<Outcome>();
+    commit(
+        ctx,
+        [outcome](const cluster::ClusterMap& map) {
+            core::Result<cluster::ClusterMap> next = cluster::bump_epoch(map, outcome->bumped);
+            if (next) outcome->epoch = next->self().config_epoch;
+            return next;
+        },
+        [outcome](resp::Writer& out) {
+            out.simple((outcome->bumped ? "BUMPED " : "STILL ") + std::to_string(outcome->epoch));
+        });
+}
+
 // CLUSTER REPLICATE node-id: the map says whom this node follows; the
 // server follows it (net/cluster_node.hpp).
 void cmd_cluster_replicate(ClusterView& ctx, Args argv) {
@@ -201,7 +232,7 @@ void cmd_cluster_reset(ResetView& ctx, Args argv) {
             ctx, [&ctx](cluster::ChangeDone done) { ctx.server.cluster.leave(std::move(done)); });
     }
     DeferredReply reply = ctx.defer_reply();
-    if (!reply) return ctx.out.error(errors::kClusterChangeCannotWait);
+    if (!reply) return ctx.out.error(errors::kCannotWait);
     const auto answer = [reply](std::string error) {
         reply.complete([error = std::move(error)](resp::Writer& out) {
             error.empty() ? out.ok() : out.error(error);
@@ -241,6 +272,8 @@ void register_cluster_admin_commands(Registry& registry) {
         "cluster|set-config-epoch");
     registry.register_handler<cluster_only<ClusterView, cmd_cluster_replicate>>(
         "cluster|replicate");
+    registry.register_handler<cluster_only<ClusterView, cmd_cluster_bumpepoch>>(
+        "cluster|bumpepoch");
     registry.register_handler<cluster_only<ClusterView, cmd_cluster_forget>>("cluster|forget");
     registry.register_handler<cluster_only<ClusterView, cmd_cluster_meet>>("cluster|meet");
     registry.register_handler<cluster_only<ResetView, cmd_cluster_reset>>("cluster|reset");

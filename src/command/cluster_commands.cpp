@@ -320,6 +320,8 @@ void cmd_cluster_help(Context& ctx, Args) {
          "    Assign slots to current node.",
          "ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
          "    Assign slots which are between <start-slot> and <end-slot> to current node.",
+         "BUMPEPOCH",
+         "    Advance the cluster config epoch.",
          "COUNT-FAILURE-REPORTS <node-id>",
          "    Return the number of primaries that see <node-id> down.",
          "COUNTKEYSINSLOT <slot>",

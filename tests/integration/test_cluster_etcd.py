@@ -26,9 +26,12 @@ logging.getLogger("redis.cluster").setLevel(logging.CRITICAL)
 NODE_TIMEOUT_MS = "2000"
 
 
-def redis_cli(*args, timeout=180):
+def redis_cli(*args, timeout=180, answers=None):
+    """Runs redis-cli; `answers` is what it reads on stdin (its prompts
+    that --cluster-yes does not answer)."""
     return subprocess.run(["redis-cli", *args], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+                          timeout=timeout, input=answers,
+                          stdin=None if answers is not None else subprocess.DEVNULL)
 
 
 def address(server):
@@ -493,6 +496,7 @@ class Replies(EtcdClusterTest):
         self.assertEqual(client.execute_command("CLUSTER", "SET-CONFIG-EPOCH", 5), b"OK")
         with self.assertRaisesRegex(redis.ResponseError, "already non-zero"):
             client.execute_command("CLUSTER", "SET-CONFIG-EPOCH", 6)
+        self.assertEqual(client.execute_command("CLUSTER", "BUMPEPOCH"), b"STILL 5")
         with self.assertRaisesRegex(redis.ResponseError, "Invalid config epoch specified: -1"):
             b.client().execute_command("CLUSTER", "SET-CONFIG-EPOCH", -1)
         with self.assertRaisesRegex(redis.ResponseError, "Invalid base port specified: x"):
@@ -504,6 +508,16 @@ class Replies(EtcdClusterTest):
         self.assertEqual(client.execute_command("CLUSTER", "MEET", "127.0.0.1", b.port), b"OK")
         wait_until(lambda: known_nodes(b) == 2, what="b to know a")
         self.assertEqual(cluster_info(a)["cluster_my_epoch"], "5")
+        # b (epoch 0) bumps past a; then a past b, inside MULTI: EXEC's reply
+        # waits for the change to be in etcd.
+        self.assertEqual(b.client().execute_command("CLUSTER", "BUMPEPOCH"), b"BUMPED 6")
+        wait_until(lambda: cluster_info(a)["cluster_current_epoch"] == "6",
+                   what="a to see epoch 6")
+        pipe = client.pipeline(transaction=True)
+        pipe.execute_command("CLUSTER", "BUMPEPOCH")
+        pipe.execute_command("CLUSTER", "BUMPEPOCH")
+        self.assertEqual(pipe.execute(), [b"BUMPED 7", b"STILL 7"])
+        self.assertEqual(cluster_info(a)["cluster_my_epoch"], "7")
         with self.assertRaisesRegex(redis.ResponseError, "does not know any other node"):
             b.client().execute_command("CLUSTER", "SET-CONFIG-EPOCH", 7)
         with self.assertRaisesRegex(redis.ResponseError, "Can't replicate myself"):

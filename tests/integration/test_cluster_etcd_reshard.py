@@ -12,7 +12,7 @@ import unittest
 from redis.cluster import RedisCluster
 
 from harness import wait_until
-from test_cluster_etcd import EtcdClusterTest, address, node_id, redis_cli
+from test_cluster_etcd import EtcdClusterTest, address, node_id, redis_cli, cluster_info
 
 KEYS = ["f%d" % i for i in range(300)]
 
@@ -146,6 +146,46 @@ class ClusterTools(EtcdClusterTest):
                    timeout=30, what="the fixed cluster to check clean")
         self.check(servers[0])
         self.assertEqual(cluster.execute_command("BF.EXISTS", "f1", "x"), 1)
+        self.fix_unassigned_slots(servers, cluster)
+
+    def fix_unassigned_slots(self, servers, cluster):
+        """Slots no node serves, one empty and one holding a filter: fix
+        gives the empty one to some node and the other to the node holding
+        its keys (MULTI, DELSLOTS, ADDSLOTS, SETSLOT STABLE, BUMPEPOCH, EXEC)."""
+        by_port = {server.port: server for server in servers}
+        held_key = "f2"
+        held_slot = cluster.keyslot(held_key)
+        holder = by_port[cluster.get_node_from_key(held_key).port]
+        empty_slot = next(slot for slot in sorted(self.owned_slots(holder))
+                          if holder.client().execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0)
+        holder.client().execute_command("CLUSTER", "DELSLOTS", held_slot, empty_slot)
+        wait_until(lambda: all(cluster_info(s)["cluster_slots_assigned"] == "16382"
+                               for s in servers), what="two slots unassigned everywhere")
+        result = redis_cli("--cluster", "check", address(servers[0]))
+        self.assertIn("Not all 16384 slots are covered", result.stdout)
+        # Coverage prompts are asked even with --cluster-yes.
+        result = redis_cli("--cluster", "fix", address(servers[0]), "--cluster-yes",
+                           answers="yes\nyes\n")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        wait_until(lambda: redis_cli("--cluster", "check", address(servers[0])).returncode == 0,
+                   timeout=30, what="the fixed cluster to check clean")
+        self.assertIn(held_slot, self.owned_slots(holder))
+        for server in servers:
+            self.assertEqual(cluster_info(server)["cluster_slots_assigned"], "16384")
+        self.assertEqual(cluster.execute_command("BF.EXISTS", held_key, "x"), 1)
+
+    @staticmethod
+    def owned_slots(server):
+        me = next(line for line in
+                  server.client().execute_command("CLUSTER", "NODES").decode().splitlines()
+                  if "myself" in line)
+        slots = set()
+        for part in me.split()[8:]:
+            if part.startswith("["):
+                continue
+            first, _, last = part.partition("-")
+            slots.update(range(int(first), int(last or first) + 1))
+        return slots
 
 
 if __name__ == "__main__":

@@ -48,6 +48,35 @@ TEST(ClusterMembership, SetConfigEpochOnlyOnALoneNodeWithoutOne) {
               "node.");
 }
 
+TEST(ClusterMembership, BumpEpochTakesOnePastTheHighestUnlessAlreadyIt) {
+    bool bumped = false;
+    // A node at 0 always bumps, even alone.
+    const ClusterMap lone = bump_epoch(ClusterMap::lone(make_node(1)), bumped).value();
+    EXPECT_TRUE(bumped);
+    EXPECT_EQ(lone.self().config_epoch, 1u);
+    EXPECT_EQ(lone.current_epoch(), 1u);
+    // Already the highest: STILL, the map unchanged.
+    const ClusterMap still = bump_epoch(lone, bumped).value();
+    EXPECT_FALSE(bumped);
+    EXPECT_EQ(still.self().config_epoch, 1u);
+    EXPECT_EQ(still.current_epoch(), 1u);
+    // Another node's epoch, or the current epoch, higher: one past it.
+    ClusterMap map = three(0);
+    map.mutable_node(1).config_epoch = 7;
+    map.mutable_node(0).config_epoch = 3;
+    map.finish();
+    const ClusterMap past = bump_epoch(map, bumped).value();
+    EXPECT_TRUE(bumped);
+    EXPECT_EQ(past.self().config_epoch, 8u);
+    EXPECT_EQ(past.current_epoch(), 8u);
+    EXPECT_EQ(past.node(1).config_epoch, 7u);
+    ClusterMap ahead = past;
+    ahead.set_current_epoch(12);
+    ahead.finish();
+    EXPECT_EQ(bump_epoch(ahead, bumped).value().self().config_epoch, 13u);
+    EXPECT_TRUE(bumped);
+}
+
 TEST(ClusterMembership, ReplicateChecksInRedisOrderAndMovesFollowers) {
     const ClusterMap map = three(1);
     EXPECT_EQ(replicate(map, "x", 0).error(), "ERR Unknown node x");

@@ -1,6 +1,6 @@
 #pragma once
 // The changes to who is in a cluster and who follows whom: CLUSTER MEET's
-// admission of a node, SET-CONFIG-EPOCH, REPLICATE, FORGET, and a node's
+// admission of a node, SET-CONFIG-EPOCH, BUMPEPOCH, REPLICATE, FORGET, and a node's
 // address. Functions from one map to the next, as cluster_changes.hpp's,
 // checking what Redis 7 checks, with its texts. Pure, safe from any thread.
 
@@ -15,6 +15,12 @@ namespace bloomery::cluster {
 // CLUSTER SET-CONFIG-EPOCH: only on a node that knows no other node, and
 // whose config epoch is still 0.
 core::Result<ClusterMap> set_config_epoch(const ClusterMap& map, std::int64_t epoch);
+
+// CLUSTER BUMPEPOCH: this node's config epoch becomes one past the
+// highest epoch the map knows (its current epoch, advanced too), unless it
+// is already that highest and not 0. `bumped` says which: Redis's BUMPED or
+// STILL, with the node's config epoch after.
+core::Result<ClusterMap> bump_epoch(const ClusterMap& map, bool& bumped);
 
 // CLUSTER REPLICATE <id>: this node follows the primary `id`. A primary
 // must hold no slot and (`keys_here`) no key to become a replica. Replicas

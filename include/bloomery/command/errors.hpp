@@ -113,8 +113,6 @@ inline constexpr std::string_view kTryAgain =
     "TRYAGAIN Multiple keys request during rehashing of slot";
 inline constexpr std::string_view kClusterDown = "CLUSTERDOWN The cluster is down";
 inline constexpr std::string_view kSlotNotServed = "CLUSTERDOWN Hash slot not served";
-inline constexpr std::string_view kClusterChangeCannotWait =
-    "ERR this cluster change waits for the cluster's store and cannot run inside MULTI";
 inline constexpr std::string_view kSetSlotOnReplica = "ERR Please use SETSLOT only with masters.";
 inline constexpr std::string_view kInvalidBasePort = "ERR Invalid base port specified: ";
 inline constexpr std::string_view kInvalidBusPort = "ERR Invalid bus port specified: ";
