@@ -16,6 +16,8 @@ from formats import build_snapshot, parse_snapshot
 from harness import (DUMP, Server, TempDirCase, check_snapshot, read_bytes, temp_files,
                      write_bytes)
 
+SANITIZED = os.environ.get("BLOOMERY_SANITIZED") == "1"
+
 
 class Corruption(TempDirCase):
     """Every damaged or foreign file is refused, named, and left untouched."""
@@ -119,7 +121,11 @@ class Corruption(TempDirCase):
 
     def test_truncation_at_every_offset(self):
         self.assertLess(len(self.good), 4000)
-        cases = [("truncated at %d" % n, self.good[:n], ()) for n in range(len(self.good))]
+        n = len(self.good)
+        # A sanitized build (each check a slow process start) takes every
+        # offset of the header and the end record and every fourth between.
+        offsets = [i for i in range(n) if not SANITIZED or i < 64 or i >= n - 32 or i % 4 == 0]
+        cases = [("truncated at %d" % i, self.good[:i], ()) for i in offsets]
         self.check_bad(cases)
 
     def test_single_bit_flips(self):
