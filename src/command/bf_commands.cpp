@@ -212,6 +212,7 @@ void register_bf_commands(Registry& registry) {
     registry.register_handler<cmd_mexists>("bf.mexists");
     register_bf_info_commands(registry);
     register_bf_chunk_commands(registry);
+    register_bf_set_commands(registry);
 }
 
 }  // namespace bloomery::command

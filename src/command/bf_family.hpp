@@ -5,7 +5,8 @@
 //                          its register_bf_commands (families.hpp) calls the
 //                          two below
 //   bf_options.cpp         how BF.RESERVE and BF.INSERT read their options
-//   bf_info_commands.cpp   what a filter reports (BF.INFO, BF.CARD, BF.DEBUG)
+//   bf_info_commands.cpp   what a filter reports (BF.INFO, BF.DEBUG)
+//   bf_set_commands.cpp    set operations (BF.MERGE, BF.CARD, BF.INTERCARD)
 //   bf_chunk_commands.cpp  dumping and loading by chunks (BF.SCANDUMP,
 //                          BF.LOADCHUNK)
 
@@ -13,4 +14,5 @@ namespace bloomery::command {
 class Registry;
 void register_bf_info_commands(Registry& registry);
 void register_bf_chunk_commands(Registry& registry);
+void register_bf_set_commands(Registry& registry);
 }  // namespace bloomery::command

@@ -1,4 +1,4 @@
-// What a filter reports: BF.INFO, BF.CARD and BF.DEBUG, with RedisBloom's
+// What a filter reports: BF.INFO and BF.DEBUG, with RedisBloom's
 // fields and reply shapes (and bloomery's three more BF.INFO fields).
 
 #include <cstdint>
@@ -155,22 +155,10 @@ void cmd_debug(Context& ctx, Args argv) {
     if (!found) ctx.out.error(errors::kNotFound);
 }
 
-void cmd_card(Context& ctx, Args argv) {
-    std::uint64_t estimate = 0;
-    ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
-        // A RedisBloom-scheme filter answers as RedisBloom does: the items
-        // inserted. bloomery's own estimate from the bits set otherwise.
-        estimate = filter.scheme() == bloom::HashScheme::redisbloom ? filter.items()
-                                                                    : filter.estimate_cardinality();
-    });
-    ctx.out.integer(static_cast<std::int64_t>(estimate));
-}
-
 }  // namespace
 
 void register_bf_info_commands(Registry& registry) {
     registry.register_handler<cmd_info>("bf.info");
-    registry.register_handler<cmd_card>("bf.card");
     registry.register_handler<cmd_debug>("bf.debug");
 }
 

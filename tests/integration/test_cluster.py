@@ -154,6 +154,17 @@ class ThreeNodes(unittest.TestCase):
         self.assertEqual(sorted(client.execute_command("CLUSTER", "GETKEYSINSLOT", 3300, 10)),
                          [b"{b}2", b"{b}3"])
         self.assertEqual(client.execute_command("DEL", "{b}2", "{b}3"), 2)
+        # Set operations: every key in one slot; FORCE is not a key.
+        client.execute_command("BF.ADD", "{b}1", "x")
+        client.execute_command("BF.ADD", "{b}2", "x")
+        self.assertEqual(client.execute_command("BF.MERGE", "{b}3", "{b}1", "{b}2", "FORCE"), b"OK")
+        self.assertEqual(client.execute_command("BF.CARD", "{b}1", "{b}2"), 1)
+        self.assertEqual(client.execute_command("BF.INTERCARD", 2, "{b}1", "{b}3"), 1)
+        for command in (("BF.MERGE", "{b}3", "{b}1", "a"), ("BF.CARD", "{b}1", "a"),
+                        ("BF.INTERCARD", 2, "{b}1", "a")):
+            with self.assertRaisesRegex(redis.ResponseError, "^CROSSSLOT"):
+                client.execute_command(*command)
+        self.assertEqual(client.execute_command("DEL", "{b}1", "{b}2", "{b}3"), 3)
         self.assertEqual(client.ping(), True)
         self.assertEqual(client.dbsize(), 0)
         self.assertEqual(client.execute_command("CLUSTER", "KEYSLOT", "{user1000}.following"),

@@ -185,6 +185,12 @@ class Worker(threading.Thread):
                 ms = self.rng.randrange(20, 800)
                 self.last_deadline = max(self.last_deadline, time.time() * 1000 + ms)
                 c.pexpire(key, ms)
+        elif r < 0.885:
+            # A merge into a key (itself a source or not) while others add
+            # to the sources; FORCE past the rate, so most go through.
+            sources = [key] + [self.key() for _ in range(self.rng.randrange(1, 3))]
+            dest = self.rng.choice((key, self.key()))
+            c.execute_command("BF.MERGE", dest, *sources, "FORCE")
         elif r < 0.92:
             # A restore: the dump of one key loaded chunk by chunk into another.
             target = "restored:%d:%d" % (self.number, self.counter)
@@ -211,6 +217,8 @@ class Worker(threading.Thread):
                 elif choice < 0.7:
                     pipe.execute_command("BF.MADD", target,
                                          *[self.item() for _ in range(self.rng.randrange(1, 50))])
+                elif choice < 0.75:
+                    pipe.execute_command("BF.MERGE", target, self.key(), target, "FORCE")
                 elif choice < 0.8:
                     pipe.execute_command("RENAME", target, self.key())
                 elif choice < 0.9:
@@ -247,14 +255,18 @@ class RandomOperations(ExactnessTestCase):
         self.assertGreater(len(live), 3, "seed %d: too few keys left to compare" % seed)
         self.assert_same_state(live, state_of(replica.client()), "seed %d: the replica" % seed)
 
+        merges = p.info("commandstats").get("cmdstat_bf.merge", {})
+        self.assertGreater(merges.get("calls", 0) - merges.get("failed_calls", 0), 0,
+                           "seed %d: no merge went through" % seed)
         self.assertEqual(primary.kill(), -9)
         primary.start(timeout=60)
         self.assert_same_state(live, state_of(primary.client()),
                                "seed %d: after kill -9 and restart" % seed)
         items = sum(dict(zip(v[0][::2], v[0][1::2]))[b"Number of items inserted"]
                     for v in live.values())
-        print("\n[ measured ] seed %d: %d operations on 4 threads; %d keys, %d items compared "
-              "bit for bit on the replica and after kill -9" % (seed, 4 * OPS, len(live), items))
+        print("\n[ measured ] seed %d: %d operations on 4 threads (%d merges, %d refused); %d keys, "
+              "%d items compared bit for bit on the replica and after kill -9"
+              % (seed, 4 * OPS, merges["calls"], merges["failed_calls"], len(live), items))
 
 
 class Crashes(ExactnessTestCase):

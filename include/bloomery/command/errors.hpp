@@ -170,6 +170,22 @@ inline constexpr std::string_view kNonScalingExpansion = "Nonscaling filters can
 inline constexpr std::string_view kNonScalingFull = "ERR non scaling filter is full";
 inline constexpr std::string_view kInvalidInfoField = "Invalid information value";
 inline constexpr std::string_view kOutOfMemory = "ERR Insufficient memory to create filter";
+// Set operations (BF.MERGE, BF.CARD of several keys, BF.INTERCARD).
+inline constexpr std::string_view kSetSchemesDiffer =
+    "ERR the filters hash items differently (hash schemes differ) and cannot be combined";
+inline constexpr std::string_view kMergeNonscalingShape =
+    "ERR a NONSCALING filter merges only with filters of the same size and hash functions";
+inline constexpr std::string_view kMergeTooManyLayers =
+    "ERR the merged filter would have more than 64 sub-filters";
+inline constexpr std::string_view kSetShapesDiffer =
+    "ERR the filters must have one sub-filter each, all of the same size and hash functions";
+inline constexpr std::string_view kSetTooManyFilters = "ERR at most 8 filters can be combined";
+// Followed by the rate, the target and "; FORCE merges anyway".
+inline constexpr std::string_view kMergeRateExceeded =
+    "ERR the merged filter's estimated false positive rate ";
+inline constexpr std::string_view kInterCardNumKeys = "ERR numkeys should be between 2 and 8";
+inline constexpr std::string_view kInterCardKeyCount =
+    "ERR Number of keys can't be different from numkeys";
 // BF.INSERT's option texts.
 inline constexpr std::string_view kInsertUnknownOption = "Unknown argument received";
 inline constexpr std::string_view kInsertBadErrorRate = "Bad error rate";
