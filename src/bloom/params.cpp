@@ -107,8 +107,9 @@ ClassicSizing classic_sizing(double error_rate) {
     return ClassicSizing{c, hashes};
 }
 
-double blocked_false_positive_rate(double bits_per_item, std::uint32_t hashes) {
-    const auto block = static_cast<double>(kBlockBits);
+double blocked_false_positive_rate(double bits_per_item, std::uint32_t hashes,
+                                   std::uint64_t block_bits) {
+    const auto block = static_cast<double>(block_bits);
     const double lambda = block / bits_per_item;
     const double k = hashes;
     // log(1 - 1/B): each of the i·k bits set in a block misses a given bit
@@ -131,17 +132,17 @@ namespace {
 
 // For a given c the rate is unimodal in k: walk from the classic optimum
 // towards the better neighbour.
-std::uint32_t best_hashes(double bits_per_item, double& rate) {
+std::uint32_t best_hashes(double bits_per_item, std::uint64_t block, double& rate) {
     // Clamped before the cast: k beyond 128 is refused by the bounds anyway.
     const double guess = std::round(bits_per_item * kLn2);
     auto k = static_cast<std::uint32_t>(guess >= 1.0 ? (guess <= 128.0 ? guess : 128.0) : 1.0);
-    rate = blocked_false_positive_rate(bits_per_item, k);
+    rate = blocked_false_positive_rate(bits_per_item, k, block);
     for (int direction : {-1, +1}) {
         for (;;) {
             const std::int64_t next = static_cast<std::int64_t>(k) + direction;
             if (next < 1 || next > 128) break;
             const double r =
-                blocked_false_positive_rate(bits_per_item, static_cast<std::uint32_t>(next));
+                blocked_false_positive_rate(bits_per_item, static_cast<std::uint32_t>(next), block);
             if (!(r < rate)) break;
             rate = r;
             k = static_cast<std::uint32_t>(next);
@@ -150,29 +151,29 @@ std::uint32_t best_hashes(double bits_per_item, double& rate) {
     return k;
 }
 
-BlockedSizing compute_blocked_sizing(double error_rate) {
+BlockedSizing compute_blocked_sizing(double error_rate, std::uint64_t block) {
     // Bisection on c between the classic bits per item (never enough) and a
     // bound that is; 40 rounds pin c far below the 0.1 % it is rounded to.
     double low = bits_per_item(error_rate);
     double high = low * 2;
     double rate = 0;
-    while (best_hashes(high, rate), rate > error_rate) {
+    while (best_hashes(high, block, rate), rate > error_rate) {
         low = high;
         high *= 2;
         if (high > 1e7) break;  // absurd rates: the caller's overhead cap refuses it
     }
     for (int round = 0; round < 40 && high - low > low * 1e-4; ++round) {
         const double mid = (low + high) / 2;
-        best_hashes(mid, rate);
+        best_hashes(mid, block, rate);
         (rate > error_rate ? low : high) = mid;
     }
     const double c = std::ceil(high * 1000.0) / 1000.0;
-    return BlockedSizing{c, best_hashes(c, rate)};
+    return BlockedSizing{c, best_hashes(c, block, rate)};
 }
 
 }  // namespace
 
-BlockedSizing blocked_sizing(double error_rate) {
+BlockedSizing blocked_sizing(double error_rate, std::uint64_t block_bits) {
     if (!(error_rate >= 1e-300 && error_rate < 1.0)) {
         // Outside the precondition: an answer that the callers' overhead cap
         // refuses, rather than undefined arithmetic.
@@ -182,26 +183,27 @@ BlockedSizing blocked_sizing(double error_rate) {
     // p·2^-i for the layers of scaling filters): a small cache of recent ones.
     struct Entry {
         double error_rate;
+        std::uint64_t block;
         BlockedSizing sizing;
     };
-    thread_local Entry last{0.0, {}};
-    if (last.error_rate == error_rate) return last.sizing;
+    thread_local Entry last{0.0, 0, {}};
+    if (last.error_rate == error_rate && last.block == block_bits) return last.sizing;
     static std::mutex mutex;
     static std::array<Entry, 64> cache{};
     static std::size_t next = 0;
     {
         std::lock_guard lock(mutex);
         for (const Entry& entry : cache) {
-            if (entry.error_rate == error_rate) {
+            if (entry.error_rate == error_rate && entry.block == block_bits) {
                 last = entry;
                 return entry.sizing;
             }
         }
     }
-    const BlockedSizing sizing = compute_blocked_sizing(error_rate);
-    last = Entry{error_rate, sizing};
+    const BlockedSizing sizing = compute_blocked_sizing(error_rate, block_bits);
+    last = Entry{error_rate, block_bits, sizing};
     std::lock_guard lock(mutex);
-    cache[next] = Entry{error_rate, sizing};
+    cache[next] = Entry{error_rate, block_bits, sizing};
     next = (next + 1) % cache.size();
     return sizing;
 }

@@ -58,7 +58,10 @@ std::uint64_t classic_bits(std::uint64_t capacity, double bits_per_item);
 // item instead of 9.59 (+3.6 %), at 0.1 % +7.8 %, at 0.01 % +14 %.
 inline constexpr std::uint64_t kBlockBits = 512;
 
-double blocked_false_positive_rate(double bits_per_item, std::uint32_t hashes);
+// `block_bits` cells per block: 512 bits, or 128 counters of a counting
+// filter's 64-byte block (counting.hpp).
+double blocked_false_positive_rate(double bits_per_item, std::uint32_t hashes,
+                                   std::uint64_t block_bits = kBlockBits);
 
 struct BlockedSizing {
     double bits_per_item;
@@ -67,7 +70,7 @@ struct BlockedSizing {
 // Smallest bits per item (to 0.1 %) and its best k with
 // blocked_false_positive_rate <= p. Cached: a few hundred microseconds the
 // first time for a given p, a lookup after. Precondition: 0 < p < 1.
-BlockedSizing blocked_sizing(double error_rate);
+BlockedSizing blocked_sizing(double error_rate, std::uint64_t block_bits = kBlockBits);
 
 // ceil(capacity · bits_per_item) rounded up to whole 512-bit blocks.
 std::uint64_t blocked_bits(std::uint64_t capacity, double bits_per_item);
