@@ -111,6 +111,9 @@ INTENDED = {
     ("BF.CARD", "a"): (
         "BF.CARD is bloomery's estimate from the bits set, (m/k)·ln(m/m0) per layer, "
         "not RedisBloom's count of adds (equal here, as for most small filters)", integer_reply),
+    ("BF.CARD", "a", "b"): (
+        "BF.CARD takes several keys and answers the estimated size of their union, as PFCOUNT "
+        "does (RedisBloom takes one key: a wrong number of arguments)", integer_reply),
     ("OBJECT", "FREQ", "r1"): (
         "bloomery keeps Redis's LFU use counter beside the idle time whatever the policy "
         "(it evicts nothing), so OBJECT FREQ answers it where Redis under noeviction refuses",
