@@ -543,7 +543,8 @@ double ScalableFilter::estimated_false_positive_rate() const {
         const BloomLayer& l = layer(i);
         log_none_match += std::log1p(-fill_false_positive_rate(l.bits(), l.hashes(), l.set_bits()));
     }
-    return -std::expm1(log_none_match);
+    // 0 − expm1: an empty filter answers 0, not −0.
+    return 0.0 - std::expm1(log_none_match);
 }
 
 }  // namespace bloomery::bloom
