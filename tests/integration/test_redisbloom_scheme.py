@@ -9,6 +9,8 @@ with RedisBloom; these tests do not need it), so RedisBloom can load them.
 import base64
 import json
 import os
+import shutil
+import tempfile
 import unittest
 
 import redis
@@ -162,6 +164,41 @@ class SchemeConfiguredTest(SchemeTestCase):
         with self.assertRaisesRegex(redis.ResponseError,
                                     "LAYOUT cannot be used with the redisbloom scheme"):
             self.client.execute_command("BF.RESERVE", "laid", "0.01", "100", "LAYOUT", "BLOCKED")
+
+
+class SchemeRestartTest(unittest.TestCase):
+    """The scheme is kept with the filter: after a crash (journal replay)
+    and after a snapshot the dumps are still RedisBloom's."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="bloomery-scheme-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def start(self):
+        server = Server(data_dir=self.dir)
+        server.start()
+        self.addCleanup(server.cleanup)
+        return server
+
+    def check_dumps(self, client):
+        for entry in CREATED:
+            expected = [(it, base64.b64decode(data)) for it, data in entry["chunks"]]
+            self.assertEqual(scandump(client, entry["key"]), expected, entry["key"])
+
+    def test_journal_replay_and_snapshot_keep_the_scheme(self):
+        server = self.start()
+        client = server.client()
+        for entry in CREATED:
+            client.execute_command(*with_scheme(entry["create"]))
+            madd(client, entry["key"], items_of(entry["items"]))
+        self.check_dumps(client)
+        server.kill()
+        server = self.start()
+        self.check_dumps(server.client())
+        server.client().save()
+        server.terminate()
+        server = self.start()
+        self.check_dumps(server.client())
 
 
 if __name__ == "__main__":
