@@ -15,7 +15,7 @@ import unittest
 
 import redis
 
-from harness import ROOT, Server, scandump
+from harness import ROOT, Server, ServersTestCase, link_up, replica_of, scandump, wait_until
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "redisbloom")
 
@@ -199,6 +199,23 @@ class SchemeRestartTest(unittest.TestCase):
         server.terminate()
         server = self.start()
         self.check_dumps(server.client())
+
+
+class SchemeReplicaTest(ServersTestCase):
+    def test_a_replica_of_a_bf_scheme_redisbloom_primary_holds_redisbloom_s_filters(self):
+        # The replica runs with the default scheme: what it replays says
+        # which scheme each filter has, it decides nothing.
+        primary = self.start(Server("--bf-scheme", "redisbloom"))
+        replica = self.start(replica_of(primary))
+        wait_until(lambda: link_up(replica), what="the replica's link")
+        client = primary.client()
+        for entry in CREATED:
+            client.execute_command(*entry["create"])
+            madd(client, entry["key"], items_of(entry["items"]))
+        self.assertEqual(client.execute_command("WAIT", 1, 30000), 1)
+        for entry in CREATED:
+            expected = [(it, base64.b64decode(data)) for it, data in entry["chunks"]]
+            self.assertEqual(scandump(replica.client(), entry["key"]), expected, entry["key"])
 
 
 if __name__ == "__main__":
