@@ -269,4 +269,32 @@ std::uint64_t filter_bytes(std::span<const LayerGeometry> layers) {
     return total;
 }
 
+ScaleReach max_scaled_capacity(const FilterOptions& options, std::span<const LayerGeometry> layers,
+                               std::uint64_t max_filter_bytes) {
+    ScaleReach reach;
+    // Below kMaxLayers · kMaxLayerCapacity < 2^63: no overflow.
+    for (const LayerGeometry& layer : layers) reach.capacity += layer.capacity;
+    if (layers.empty() || options.nonscaling) return reach;
+    std::uint64_t bytes = filter_bytes(layers);
+    LayerGeometry last = layers.back();
+    for (std::size_t count = layers.size();; ++count) {
+        if (count >= kMaxLayers) {
+            reach.stop = GrowthStop::layers;
+            return reach;
+        }
+        const std::optional<LayerGeometry> next = next_layer(options, last);
+        if (!next) {
+            reach.stop = GrowthStop::bounds;
+            return reach;
+        }
+        if (max_filter_bytes != 0 && bytes + next->bits / 8 > max_filter_bytes) {
+            reach.stop = GrowthStop::filter_bytes;
+            return reach;
+        }
+        bytes += next->bits / 8;
+        reach.capacity += next->capacity;
+        last = *next;
+    }
+}
+
 }  // namespace bloomery::bloom

@@ -58,6 +58,16 @@ double expected_false_positive_rate(std::uint64_t bits, std::uint32_t hashes, st
     return std::pow(fill, k);
 }
 
+double fill_false_positive_rate(std::uint64_t bits, std::uint32_t hashes, std::uint64_t set_bits) {
+    if (bits == 0) return 1.0;
+    if (hashes == 0 || set_bits == 0) return 0.0;
+    // set_bits of a layer being added to can pass bits for a moment (a
+    // counter read mid-update); a full layer answers 1.
+    if (set_bits >= bits) return 1.0;
+    return std::pow(static_cast<double>(set_bits) / static_cast<double>(bits),
+                    static_cast<double>(hashes));
+}
+
 double estimate_items(std::uint64_t bits, std::uint32_t hashes, std::uint64_t zero_bits) {
     if (bits == 0) return 0.0;
     const double k = hashes == 0 ? 1.0 : static_cast<double>(hashes);

@@ -534,4 +534,17 @@ std::uint64_t ScalableFilter::estimate_cardinality() const {
     return static_cast<std::uint64_t>(total);
 }
 
+double ScalableFilter::estimated_false_positive_rate() const {
+    const std::size_t n = num_layers();
+    // ln of the chance that no layer answers "maybe", summed in logs so that
+    // rates near 1e-15 are not lost to 1 − (1 − r) rounding.
+    double log_none_match = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const BloomLayer& l = layer(i);
+        log_none_match += std::log1p(-fill_false_positive_rate(l.bits(), l.hashes(), l.set_bits()));
+    }
+    // 0 − expm1: an empty filter answers 0, not −0.
+    return 0.0 - std::expm1(log_none_match);
+}
+
 }  // namespace bloomery::bloom

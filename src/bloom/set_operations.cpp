@@ -130,17 +130,6 @@ FilterRef build_merge(const MergePlan& plan, std::span<const ScalableFilter* con
     return merged;
 }
 
-double fill_false_positive_rate(const ScalableFilter& filter) {
-    double all_clear = 1.0;  // the chance that no layer answers 1
-    for (std::size_t i = 0, n = filter.num_layers(); i < n; ++i) {
-        const BloomLayer& layer = filter.layer(i);
-        const double fill =
-            static_cast<double>(layer.set_bits()) / static_cast<double>(layer.bits());
-        all_clear *= 1.0 - std::pow(std::min(fill, 1.0), layer.hashes());
-    }
-    return 1.0 - all_clear;
-}
-
 double union_estimate(std::span<const ScalableFilter* const> filters, SetRefusal& refusal) {
     refusal = check_estimable(filters);
     if (refusal != SetRefusal::none) return 0;

@@ -1,10 +1,11 @@
-// What a filter reports: BF.INFO and BF.DEBUG, with RedisBloom's
-// fields and reply shapes (and bloomery's three more BF.INFO fields).
+// What a filter reports: BF.INFO and BF.DEBUG, with RedisBloom's fields and
+// reply shapes (and BF.INFO fields of bloomery's and valkey-bloom's).
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bf_family.hpp"
 #include "bloomery/bloom/bounds.hpp"
@@ -34,35 +35,52 @@ std::string layout_reply(const ScalableFilter& filter) {
     return reply;
 }
 
+// What a field may need beside the filter: the server's limits.
+struct InfoLimits {
+    std::uint64_t max_filter_bytes = 0;
+};
+
 // One BF.INFO field: the word that asks for it, the name its value is shown
 // under, and how the value is written.
 struct InfoField {
     std::string_view word;
     std::string_view name;
-    void (*write)(resp::Writer& out, const ScalableFilter& filter);
+    void (*write)(resp::Writer& out, const ScalableFilter& filter, const InfoLimits& limits);
 };
+
+// MAXSCALEDCAPACITY: the capacity of the filter's layers once grown as far
+// as the bounds and --max-filter-bytes let it (its capacity if NONSCALING).
+std::uint64_t max_scaled_capacity(const ScalableFilter& filter, const InfoLimits& limits) {
+    std::vector<bloom::LayerGeometry> layers(filter.num_layers());
+    for (std::size_t i = 0; i < layers.size(); ++i) layers[i] = filter.layer(i).geometry();
+    return bloom::max_scaled_capacity(filter.options(), layers, limits.max_filter_bytes).capacity;
+}
+
+// The ratio between a layer's error rate and the one before it (and between
+// a scaling filter's first layer's and the filter's): RedisBloom's, fixed.
+constexpr double kTighteningRatio = 0.5;
 
 // RedisBloom's five fields first, in its order: BF.INFO key answers them.
 constexpr std::size_t kRedisBloomInfoFields = 5;
 constexpr InfoField kInfoFields[] = {
     {"CAPACITY", "Capacity",
-     [](resp::Writer& out, const ScalableFilter& filter) {
+     [](resp::Writer& out, const ScalableFilter& filter, const InfoLimits&) {
          out.integer(static_cast<std::int64_t>(filter.capacity()));
      }},
     {"SIZE", "Size",
-     [](resp::Writer& out, const ScalableFilter& filter) {
+     [](resp::Writer& out, const ScalableFilter& filter, const InfoLimits&) {
          out.integer(static_cast<std::int64_t>(filter.info_size()));
      }},
     {"FILTERS", "Number of filters",
-     [](resp::Writer& out, const ScalableFilter& filter) {
+     [](resp::Writer& out, const ScalableFilter& filter, const InfoLimits&) {
          out.integer(static_cast<std::int64_t>(filter.num_layers()));
      }},
     {"ITEMS", "Number of items inserted",
-     [](resp::Writer& out, const ScalableFilter& filter) {
+     [](resp::Writer& out, const ScalableFilter& filter, const InfoLimits&) {
          out.integer(static_cast<std::int64_t>(filter.items()));
      }},
     {"EXPANSION", "Expansion rate",
-     [](resp::Writer& out, const ScalableFilter& filter) {
+     [](resp::Writer& out, const ScalableFilter& filter, const InfoLimits&) {
          if (filter.options().nonscaling) {
              out.null();
          } else {
@@ -73,18 +91,41 @@ constexpr InfoField kInfoFields[] = {
     // low to block stays classic; see bounds.hpp); for auto, also what its
     // layers are.
     {"LAYOUT", "Layout",
-     [](resp::Writer& out, const ScalableFilter& filter) { out.bulk(layout_reply(filter)); }},
+     [](resp::Writer& out, const ScalableFilter& filter, const InfoLimits&) {
+         out.bulk(layout_reply(filter));
+     }},
     // bloomery's: how items are hashed and placed (bounds.hpp: HashScheme),
     // "redisbloom" for filters migrated from it.
     {"SCHEME", "Scheme",
-     [](resp::Writer& out, const ScalableFilter& filter) {
+     [](resp::Writer& out, const ScalableFilter& filter, const InfoLimits&) {
          out.bulk(bloom::scheme_name(filter.scheme()));
      }},
     // bloomery's: bits of all layers per item of capacity.
     {"BITSPERITEM", "Bits per item",
-     [](resp::Writer& out, const ScalableFilter& filter) {
+     [](resp::Writer& out, const ScalableFilter& filter, const InfoLimits&) {
          out.real(static_cast<double>(filter.bits_size()) * 8.0 /
                   static_cast<double>(filter.capacity()));
+     }},
+    // valkey-bloom's: the error rate the filter was created for.
+    {"ERROR", "Error rate",
+     [](resp::Writer& out, const ScalableFilter& filter, const InfoLimits&) {
+         out.real(filter.options().error_rate);
+     }},
+    // valkey-bloom's.
+    {"TIGHTENING", "Tightening ratio",
+     [](resp::Writer& out, const ScalableFilter&, const InfoLimits&) {
+         out.real(kTighteningRatio);
+     }},
+    // valkey-bloom's (bounds.hpp: max_scaled_capacity).
+    {"MAXSCALEDCAPACITY", "Max scaled capacity",
+     [](resp::Writer& out, const ScalableFilter& filter, const InfoLimits& limits) {
+         out.integer(static_cast<std::int64_t>(max_scaled_capacity(filter, limits)));
+     }},
+    // bloomery's: the false-positive rate estimated from the layers' fill
+    // (ScalableFilter::estimated_false_positive_rate).
+    {"FPR", "False positive rate",
+     [](resp::Writer& out, const ScalableFilter& filter, const InfoLimits&) {
+         out.real(filter.estimated_false_positive_rate());
      }},
 };
 
@@ -106,12 +147,13 @@ void cmd_info(Context& ctx, Args argv) {
     }
     const bool one_field = argv.size() == 3;
     const InfoField* field = one_field ? find_info_field(argv[2]) : nullptr;
+    const InfoLimits limits{ctx.config.max_filter_bytes};
     const bool found = ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
         if (!one_field) {
             ctx.out.map(kRedisBloomInfoFields);
             for (std::size_t i = 0; i < kRedisBloomInfoFields; ++i) {
                 ctx.out.simple(kInfoFields[i].name);
-                kInfoFields[i].write(ctx.out, filter);
+                kInfoFields[i].write(ctx.out, filter, limits);
             }
         } else if (field != nullptr) {
             if (ctx.out.protocol() >= 3) {
@@ -120,7 +162,7 @@ void cmd_info(Context& ctx, Args argv) {
             } else {
                 ctx.out.array(1);
             }
-            field->write(ctx.out, filter);
+            field->write(ctx.out, filter, limits);
         }
     });
     if (!found) {

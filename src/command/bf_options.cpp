@@ -2,8 +2,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
+#include "bloomery/bloom/redisbloom.hpp"
 #include "bloomery/command/arg_cursor.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/core/ascii.hpp"
@@ -37,6 +39,43 @@ core::Result<bloom::Layout> take_layout(ArgCursor& args) {
         return kLayouts[*chosen];
     }
     return refuse(errors::kBadLayout);
+}
+
+// SCHEME's value: BLOOMERY or REDISBLOOM (any case).
+core::Result<bloom::HashScheme> take_scheme(ArgCursor& args) {
+    constexpr bloom::HashScheme kSchemes[] = {bloom::HashScheme::bloomery,
+                                              bloom::HashScheme::redisbloom};
+    if (const auto chosen = args.eat_one_of({"BLOOMERY", "REDISBLOOM"})) {
+        return kSchemes[*chosen];
+    }
+    return refuse(errors::kBadScheme);
+}
+
+// VALIDATESCALETO's value: a positive whole number of items.
+core::Result<std::uint64_t> take_scale_to(ArgCursor& args) {
+    const core::Result<std::int64_t> items = args.take_int(errors::kCapacityNotNumber);
+    if (!items) return items.failure();
+    if (*items < 1) return refuse(errors::kCapacityNotNumber);
+    return static_cast<std::uint64_t>(*items);
+}
+
+// Whether the filter `options` describe could grow to hold `items` within
+// the bounds and --max-filter-bytes (bounds.hpp: max_scaled_capacity, as
+// BF.INFO MAXSCALEDCAPACITY counts); valkey-bloom's VALIDATESCALETO. A first
+// layer that does not fit at all is left to the creation, which refuses it.
+core::Status check_scale_to(const core::Config& config, const bloom::FilterOptions& options,
+                            std::uint64_t items) {
+    if (options.nonscaling) return refuse(errors::kValidateScaleToNonScaling);
+    const bloom::LayerGeometry first = bloom::first_layer(options);
+    if (bloom::check_layer(first, 0) != bloom::BoundsError::none) return {};
+    const std::uint64_t max_bytes = config.max_filter_bytes;
+    if (max_bytes != 0 && bloom::filter_bytes(std::span(&first, 1)) > max_bytes) return {};
+    const bloom::ScaleReach reach =
+        bloom::max_scaled_capacity(options, std::span(&first, 1), max_bytes);
+    if (reach.capacity >= items) return {};
+    return refuse(reach.stop == bloom::GrowthStop::filter_bytes
+                      ? errors::kValidateScaleToTooLarge
+                      : errors::kValidateScaleToUnreachable);
 }
 
 // BF.RESERVE's EXPANSION value, `args` just past the word.
@@ -101,9 +140,15 @@ core::Status read_insert_option(std::string_view word, ArgCursor& args, InsertRe
     }
 }
 
-}  // namespace
+// What a creating command asked for beyond RedisBloom's options.
+struct CreationExtras {
+    std::optional<bloom::HashScheme> scheme;  // SCHEME; none: --bf-scheme
+    bool layout_given = false;                // LAYOUT
+    std::uint64_t scale_to = 0;               // VALIDATESCALETO; 0: none
+};
 
-bloom::FilterOptions default_filter_options(const core::Config& config) {
+// The configured defaults of every field but the scheme's.
+bloom::FilterOptions configured_options(const core::Config& config) {
     bloom::FilterOptions options;
     options.error_rate = config.default_error_rate;
     options.capacity = config.default_capacity;
@@ -122,18 +167,117 @@ bloom::FilterOptions default_filter_options(const core::Config& config) {
     return options;
 }
 
+// The options' scheme fields, once every other option is read: the scheme
+// asked for, else --bf-scheme. A RedisBloom-scheme filter is what RedisBloom
+// 2.4 creates for the same arguments: classic layers sized by its rule
+// (bounds.hpp: first_layer, next_layer) and the option word it gives a new
+// chain; it takes no LAYOUT.
+core::Status settle_scheme(const core::Config& config, const CreationExtras& extras,
+                           bloom::FilterOptions& options) {
+    const bool configured = config.default_scheme == core::DefaultScheme::redisbloom;
+    options.scheme = extras.scheme.value_or(configured ? bloom::HashScheme::redisbloom
+                                                       : bloom::HashScheme::bloomery);
+    options.redisbloom_options = 0;
+    if (options.scheme != bloom::HashScheme::redisbloom) return {};
+    if (extras.layout_given) return refuse(errors::kSchemeLayout);
+    options.layout = bloom::Layout::classic;
+    options.redisbloom_options =
+        bloom::kRedisBloomDefaultOptions | (options.nonscaling ? bloom::kRedisBloomNoScaling : 0);
+    return {};
+}
+
+// settle_scheme, then VALIDATESCALETO when given; `options` passed the
+// bounds (check_options).
+core::Status settle(const core::Config& config, const CreationExtras& extras,
+                    bloom::FilterOptions& options) {
+    if (core::Status scheme = settle_scheme(config, extras, options); !scheme) return scheme;
+    if (extras.scale_to == 0) return {};
+    return check_scale_to(config, options, extras.scale_to);
+}
+
+// bloomery's options of BF.RESERVE, found after the capacity as RedisBloom
+// finds its own there.
+constexpr std::string_view kReserveExtras[] = {"LAYOUT", "SCHEME", "VALIDATESCALETO"};
+
+// The arguments bloomery's options take (word and value), which do not count
+// toward RedisBloom's 7.
+std::size_t reserve_extra_args(const ArgCursor& after_capacity) {
+    std::size_t taken = 0;
+    for (const std::string_view word : kReserveExtras) {
+        const std::optional<ArgCursor> at = after_capacity.find(word);
+        if (at && at->has_next()) taken += 2;
+    }
+    return taken;
+}
+
+// Reads LAYOUT, SCHEME and VALIDATESCALETO where BF.RESERVE has them.
+core::Status read_reserve_extras(const ArgCursor& after_capacity, bloom::FilterOptions& options,
+                                 CreationExtras& extras) {
+    if (std::optional<ArgCursor> at = after_capacity.find(kReserveExtras[0])) {
+        const core::Result<bloom::Layout> chosen = take_layout(*at);
+        if (!chosen) return chosen.failure();
+        options.layout = *chosen;
+        extras.layout_given = true;
+    }
+    if (std::optional<ArgCursor> at = after_capacity.find(kReserveExtras[1])) {
+        const core::Result<bloom::HashScheme> chosen = take_scheme(*at);
+        if (!chosen) return chosen.failure();
+        extras.scheme = *chosen;
+    }
+    if (std::optional<ArgCursor> at = after_capacity.find(kReserveExtras[2])) {
+        const core::Result<std::uint64_t> items = take_scale_to(*at);
+        if (!items) return items.failure();
+        extras.scale_to = *items;
+    }
+    return {};
+}
+
+// One of bloomery's BF.INSERT options (LAYOUT, SCHEME, VALIDATESCALETO: the
+// whole word) if `args` is at one: read into `request` and `extras`, true.
+core::Result<bool> read_insert_extra(ArgCursor& args, InsertRequest& request,
+                                     CreationExtras& extras) {
+    const bool layout = args.eat("LAYOUT");
+    const bool scheme = !layout && args.eat("SCHEME");
+    const bool scale_to = !layout && !scheme && args.eat("VALIDATESCALETO");
+    if (!layout && !scheme && !scale_to) return false;
+    if (!args.has_next()) return wrong_arity("bf.insert");
+    if (layout) {
+        const core::Result<bloom::Layout> chosen = take_layout(args);
+        if (!chosen) return chosen.failure();
+        request.options.layout = *chosen;
+        extras.layout_given = true;
+    } else if (scheme) {
+        const core::Result<bloom::HashScheme> chosen = take_scheme(args);
+        if (!chosen) return chosen.failure();
+        extras.scheme = *chosen;
+    } else {
+        const core::Result<std::uint64_t> items = take_scale_to(args);
+        if (!items) return items.failure();
+        extras.scale_to = *items;
+    }
+    return true;
+}
+
+}  // namespace
+
+bloom::FilterOptions default_filter_options(const core::Config& config) {
+    bloom::FilterOptions options = configured_options(config);
+    // Without LAYOUT or VALIDATESCALETO there is nothing to refuse.
+    (void)settle_scheme(config, CreationExtras{}, options);
+    return options;
+}
+
 // Read as RedisBloom 2.4 reads BF.RESERVE: at most 7 arguments, the rate and
 // capacity checked first, NONSCALING and EXPANSION found wherever they are
 // after the capacity (other words are ignored), and the key looked at last
-// (by the command). bloomery adds LAYOUT AUTO|CLASSIC|BLOCKED, whose two words
-// do not count toward the 7. Unlike RedisBloom, options are looked for after
-// the capacity only (it also finds them in the key and the numbers) and an
-// expansion must be 1 to 32768.
+// (by the command). bloomery adds LAYOUT AUTO|CLASSIC|BLOCKED, SCHEME
+// BLOOMERY|REDISBLOOM and VALIDATESCALETO n, whose words do not count toward
+// the 7. Unlike RedisBloom, options are looked for after the capacity only
+// (it also finds them in the key and the numbers) and an expansion must be 1
+// to 32768.
 core::Result<bloom::FilterOptions> parse_reserve(const core::Config& config, Args argv) {
     const ArgCursor after_capacity(argv, 4);
-    std::optional<ArgCursor> layout = after_capacity.find("LAYOUT");
-    const std::size_t counted = argv.size() - (layout && layout->has_next() ? 2 : 0);
-    if (counted > 7) return wrong_arity("bf.reserve");
+    if (argv.size() - reserve_extra_args(after_capacity) > 7) return wrong_arity("bf.reserve");
     ArgCursor args(argv, 2);
     const core::Result<double> error_rate = args.take_double(errors::kErrorRateNotNumber);
     if (!error_rate) return error_rate.failure();
@@ -142,45 +286,45 @@ core::Result<bloom::FilterOptions> parse_reserve(const core::Config& config, Arg
     if (!capacity) return capacity.failure();
     if (*capacity <= 0) return refuse(errors::kBadCapacity);
 
-    bloom::FilterOptions options = default_filter_options(config);
+    bloom::FilterOptions options = configured_options(config);
     options.nonscaling = after_capacity.find("NONSCALING").has_value();
     if (std::optional<ArgCursor> expansion = after_capacity.find("EXPANSION")) {
         const core::Result<std::uint32_t> value = take_reserve_expansion(*expansion, options);
         if (!value) return value.failure();
         options.expansion = *value;
     }
-    if (layout) {
-        const core::Result<bloom::Layout> chosen = take_layout(*layout);
-        if (!chosen) return chosen.failure();
-        options.layout = *chosen;
+    CreationExtras extras;
+    if (core::Status read = read_reserve_extras(after_capacity, options, extras); !read) {
+        return read.failure();
     }
     if (core::Status bounds = rate_and_capacity_bounds(*error_rate, *capacity); !bounds) {
         return bounds.failure();
     }
     options.error_rate = *error_rate;
     options.capacity = static_cast<std::uint64_t>(*capacity);
+    if (core::Status settled = settle(config, extras, options); !settled) {
+        return settled.failure();
+    }
     return options;
 }
 
 // Read as RedisBloom 2.4 reads BF.INSERT: options known by their first
 // letter (read_insert_option), the values checked together once ITEMS is
 // found, and an EXPANSION beside NONSCALING taken. bloomery adds LAYOUT
-// AUTO|CLASSIC|BLOCKED (the whole word).
+// AUTO|CLASSIC|BLOCKED, SCHEME BLOOMERY|REDISBLOOM and VALIDATESCALETO n
+// (whole words).
 core::Result<InsertRequest> parse_insert(const core::Config& config, Args argv) {
-    InsertRequest request{default_filter_options(config), IfMissing::create, {}};
+    InsertRequest request{configured_options(config), IfMissing::create, {}};
     InsertNumbers numbers{request.options.error_rate,
                           static_cast<std::int64_t>(request.options.capacity),
                           request.options.expansion};
+    CreationExtras extras;
     ArgCursor args(argv, 2);
     bool items_found = false;
     while (args.has_next() && !items_found) {
-        if (args.eat("LAYOUT")) {
-            if (!args.has_next()) return wrong_arity("bf.insert");
-            const core::Result<bloom::Layout> chosen = take_layout(args);
-            if (!chosen) return chosen.failure();
-            request.options.layout = *chosen;
-            continue;
-        }
+        const core::Result<bool> extra = read_insert_extra(args, request, extras);
+        if (!extra) return extra.failure();
+        if (*extra) continue;
         const std::string_view word = args.next();
         if (!word.empty() && core::ascii_lower(word[0]) == 'i') {
             items_found = true;
@@ -201,6 +345,9 @@ core::Result<InsertRequest> parse_insert(const core::Config& config, Args argv) 
     request.options.error_rate = numbers.error_rate;
     request.options.capacity = static_cast<std::uint64_t>(numbers.capacity);
     request.options.expansion = static_cast<std::uint32_t>(numbers.expansion);
+    if (core::Status settled = settle(config, extras, request.options); !settled) {
+        return settled.failure();
+    }
     request.items = args.rest();
     return request;
 }

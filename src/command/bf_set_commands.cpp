@@ -104,7 +104,7 @@ void merge_held(Context& ctx, Args argv, std::span<const std::string_view> sourc
     core::Result<FilterRef> merged = build_new_filter(
         ctx, plan.layers, [&] { return bloom::build_merge(plan, filters, ctx.config.maxmemory); });
     if (!merged) return ctx.out.error(merged.error());
-    const double rate = bloom::fill_false_positive_rate(**merged);
+    const double rate = (*merged)->estimated_false_positive_rate();
     if (!force && rate > plan.options.error_rate) {
         return ctx.out.error(rate_exceeded(rate, plan.options.error_rate));
     }

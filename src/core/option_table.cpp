@@ -278,6 +278,11 @@ constexpr OptionSpec kOptions[] = {
                  "most 2 % more bits than RedisBloom, else classic), blocked (one cache line per "
                  "lookup, 4-40 % more bits) or classic"),
              OptionUse::any_case),
+    with_use(choice<&Config::default_scheme, kSchemeWords>(
+                 "bf-scheme", kFilters,
+                 "Hash scheme of filters created without SCHEME: bloomery, or redisbloom "
+                 "(RedisBloom 2.4's hashing and sizing, classic layout; RedisBloom can load them)"),
+             OptionUse::any_case),
     bytes<&Config::max_filter_bytes>(  // 0: no limit
         "max-filter-bytes", kFilters, 0, kLongMax,
         "Largest filter a client may create or grow, all sub-filters' bit arrays together, "

@@ -150,6 +150,9 @@ std::string_view name_of(AppendFsync policy) {
 std::string_view name_of(DefaultLayout layout) {
     return option_access::kLayoutWords[static_cast<std::size_t>(layout)];
 }
+std::string_view name_of(DefaultScheme scheme) {
+    return option_access::kSchemeWords[static_cast<std::size_t>(scheme)];
+}
 std::string_view name_of(LogLevel level) {
     return option_access::kLogLevelWords[static_cast<std::size_t>(level)];
 }

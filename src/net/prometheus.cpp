@@ -220,6 +220,20 @@ void render_keyspace(const MetricsSnapshot& s, Text& t) {
              s.keyspace.items);
     t.single("bloomery_filter_bytes", "gauge", "Bytes held by filters, at their allocated size",
              s.memory_by_use[static_cast<unsigned>(core::MemoryUse::filters)]);
+    t.single("bloomery_filters_over_error_rate", "gauge",
+             "Filters whose estimated false-positive rate (BF.INFO FPR) exceeds the rate they "
+             "were created for, in the last complete sweep of the keyspace",
+             s.false_positives.over_target);
+    t.single("bloomery_filter_fpr_worst_ratio", "gauge",
+             "The largest estimated false-positive rate over created-for rate of any filter, in "
+             "the last complete sweep",
+             s.false_positives.worst_ratio);
+    t.single("bloomery_fpr_sweep_filters", "gauge", "Filters the last complete sweep checked",
+             s.false_positives.filters_checked);
+    t.single("bloomery_fpr_sweeps_total", "counter",
+             "Complete sweeps of the keyspace for false-positive rates (a bounded slice per "
+             "scrape)",
+             s.false_positives.sweeps);
     t.single("bloomery_keyspace_hits_total", "counter", "Lookups that found their filter",
              s.stats.keyspace_hits);
     t.single("bloomery_keyspace_misses_total", "counter", "Lookups of a missing filter",

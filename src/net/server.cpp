@@ -149,6 +149,7 @@ std::string Server::metrics_text() {
     MetricsSnapshot snapshot =
         collect_metrics(environment_->services, registry_, keyspace_, config_, &slowlog_,
                         ready() ? Readiness::ready : Readiness::not_ready);
+    snapshot.false_positives = fpr_sweep_.step(keyspace_);
     if (const ClusterNode* node = cluster_node_.get()) {
         snapshot.cluster.etcd_connected = node->connected();
         snapshot.cluster.lease_renewals = node->lease_renewals();

@@ -65,6 +65,25 @@ def sample(families, family, name, **labels):
     return None
 
 
+def overfilled_filter(client, key):
+    """A filter sized for 1000 items at 1 % holding 2000 items' bits: the
+    bit arrays of two such filters ORed together, loaded with BF.LOADCHUNK
+    (the redisbloom scheme's dump is its bit array)."""
+    chunks = []
+    for part in (0, 1):
+        name = "%s:part%d" % (key, part)
+        client.execute_command("BF.RESERVE", name, "0.01", "1000", "NONSCALING", "SCHEME",
+                               "REDISBLOOM")
+        client.execute_command("BF.MADD", name,
+                               *[b"item:%d" % i for i in range(part * 1000, part * 1000 + 1000)])
+        chunks.append(harness.scandump(client, name))
+        client.delete(name)
+    merged = [chunks[0][0]] + [(it, bytes(x | y for x, y in zip(a, b)))
+                               for (it, a), (_, b) in zip(chunks[0][1:], chunks[1][1:])]
+    for it, data in merged:
+        client.execute_command("BF.LOADCHUNK", key, it, data)
+
+
 def run_bloomery(*args, env=None, timeout=30):
     environment = dict(os.environ)
     for key in list(environment):
@@ -75,6 +94,57 @@ def run_bloomery(*args, env=None, timeout=30):
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=environment,
                             timeout=timeout)
     return result.returncode, (result.stdout + result.stderr).decode("utf-8", "replace")
+
+
+class FalsePositiveGauges(unittest.TestCase):
+    """bloomery_filters_over_error_rate and bloomery_filter_fpr_worst_ratio:
+    each scrape checks a bounded slice of the keyspace."""
+
+    def setUp(self):
+        self.server = MetricsServer()
+        self.server.start()
+        self.addCleanup(self.server.cleanup)
+        self.r = self.server.client()
+
+    def gauges(self):
+        m = self.server.metrics()
+        return dict(over=sample(m, "bloomery_filters_over_error_rate",
+                                "bloomery_filters_over_error_rate"),
+                    worst=sample(m, "bloomery_filter_fpr_worst_ratio",
+                                 "bloomery_filter_fpr_worst_ratio"),
+                    checked=sample(m, "bloomery_fpr_sweep_filters", "bloomery_fpr_sweep_filters"),
+                    sweeps=sample(m, "bloomery_fpr_sweeps", "bloomery_fpr_sweeps_total"))
+
+    def test_an_overfilled_filter_is_counted_and_sweeps_are_bounded(self):
+        self.assertEqual(self.gauges(), dict(over=0, worst=0, checked=0, sweeps=1))
+        self.r.execute_command("BF.ADD", "fine", "a")
+        overfilled_filter(self.r, "over")
+        fpr = float(self.r.execute_command("BF.INFO", "over", "FPR")[0])
+        g = self.gauges()
+        self.assertEqual((g["over"], g["checked"], g["sweeps"]), (1, 2, 2))
+        self.assertAlmostEqual(g["worst"], fpr / 0.01, places=9)
+        self.assertGreater(g["worst"], 5)
+        # Thousands of keys: one scrape no longer walks them all, and the
+        # gauges keep the last complete sweep until the next one ends.
+        pipe = self.r.pipeline(transaction=False)
+        for i in range(5000):
+            pipe.execute_command("BF.ADD", "many:%d" % i, "x")
+        pipe.execute()
+        g = self.gauges()
+        self.assertEqual((g["over"], g["checked"], g["sweeps"]), (1, 2, 2))
+        for _ in range(100):
+            g = self.gauges()
+            if g["sweeps"] > 2:
+                break
+        self.assertEqual((g["over"], g["sweeps"]), (1, 3))
+        self.assertGreaterEqual(g["checked"], 5002)
+        self.r.delete("over")
+        for _ in range(100):
+            g = self.gauges()
+            if g["sweeps"] > 3:
+                break
+        self.assertEqual((g["over"], g["sweeps"]), (0, 4))
+        self.assertLess(g["worst"], 1)
 
 
 class Metrics(unittest.TestCase):

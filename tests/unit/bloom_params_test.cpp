@@ -89,5 +89,21 @@ TEST(BloomParams, EstimateItemsStaysFiniteWhenSaturated) {
     EXPECT_EQ(estimate_items(64, 7, 1000), 0.0);  // zero_bits > bits is clamped
 }
 
+TEST(BloomParams, FillFalsePositiveRateIsTheFillToTheK) {
+    EXPECT_DOUBLE_EQ(fill_false_positive_rate(1000, 7, 500), std::pow(0.5, 7));
+    EXPECT_DOUBLE_EQ(fill_false_positive_rate(1024, 3, 256), 1.0 / 64);
+    EXPECT_EQ(fill_false_positive_rate(1000, 7, 0), 0.0);
+    EXPECT_EQ(fill_false_positive_rate(1000, 7, 1000), 1.0);
+    EXPECT_EQ(fill_false_positive_rate(1000, 7, 2000), 1.0);  // a count read mid-update
+    EXPECT_EQ(fill_false_positive_rate(0, 7, 0), 1.0);
+    EXPECT_EQ(fill_false_positive_rate(1000, 0, 500), 0.0);
+    // At the design load about half the bits are set: f^k is close to the
+    // expected rate (1 − e^(−kn/m))^k.
+    const std::uint64_t m = 9586;
+    const double set = static_cast<double>(m) * -std::expm1(-7.0 * 1000 / m);
+    EXPECT_NEAR(fill_false_positive_rate(m, 7, static_cast<std::uint64_t>(set)),
+                expected_false_positive_rate(m, 7, 1000), 1e-5);
+}
+
 }  // namespace
 }  // namespace bloomery::bloom

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "bloomery/bloom/bounds.hpp"
@@ -147,6 +148,57 @@ TEST(Bounds, FilterBytesSumsEveryLayerAndSaturates) {
     EXPECT_EQ(filter_bytes(layers), 24u);
     const std::vector<LayerGeometry> huge(9, LayerGeometry{1, 0.5, ~std::uint64_t{63}, 1});
     EXPECT_EQ(filter_bytes(huge), std::numeric_limits<std::uint64_t>::max());
+}
+
+TEST(Bounds, MaxScaledCapacityGrowsUntilTheLayerLimit) {
+    // 100, 200, 400, ... capacity 100·(2^64 − 1) would pass the capacity
+    // bound first: 100·2^n <= 2^48 for n <= 41, so 42 layers.
+    const FilterOptions o = options(0.01, 100);
+    const LayerGeometry first = first_layer(o);
+    const ScaleReach reach = max_scaled_capacity(o, std::span(&first, 1), 0);
+    EXPECT_EQ(reach.stop, GrowthStop::bounds);
+    // Expansion 1: the hash bound stops it (each layer halves the error
+    // rate), or the 64-layer limit; either way a sum of equal layers.
+    const FilterOptions flat = options(0.01, 100, 1);
+    const LayerGeometry flat_first = first_layer(flat);
+    const ScaleReach flat_reach = max_scaled_capacity(flat, std::span(&flat_first, 1), 0);
+    EXPECT_EQ(flat_reach.capacity % 100, 0u);
+    EXPECT_LE(flat_reach.capacity, 100u * kMaxLayers);
+    EXPECT_GT(flat_reach.capacity, 100u);
+}
+
+TEST(Bounds, MaxScaledCapacityStopsAtMaxFilterBytes) {
+    FilterOptions o = options(0.01, 1000);
+    std::vector<LayerGeometry> layers = {first_layer(o)};
+    // Room for exactly three layers: the fourth would pass the limit.
+    for (int i = 0; i < 3; ++i) layers.push_back(*next_layer(o, layers.back()));
+    const std::uint64_t three = filter_bytes(std::span(layers).first(3));
+    const ScaleReach reach = max_scaled_capacity(o, std::span(layers).first(1), three);
+    EXPECT_EQ(reach.stop, GrowthStop::filter_bytes);
+    EXPECT_EQ(reach.capacity, 1000u + 2000u + 4000u);
+    // From a filter that has grown already: the same answer.
+    EXPECT_EQ(max_scaled_capacity(o, std::span(layers).first(2), three).capacity, 7000u);
+    // One byte more does not make room for the fourth layer.
+    EXPECT_EQ(max_scaled_capacity(o, std::span(layers).first(1), three + 1).capacity, 7000u);
+    EXPECT_EQ(max_scaled_capacity(o, std::span(layers).first(1), filter_bytes(layers)).capacity,
+              15000u);
+}
+
+TEST(Bounds, MaxScaledCapacityOfNonscalingFilterIsItsCapacity) {
+    const FilterOptions o = options(0.01, 1000, 2, true);
+    const LayerGeometry first = first_layer(o);
+    const ScaleReach reach = max_scaled_capacity(o, std::span(&first, 1), 0);
+    EXPECT_EQ(reach.stop, GrowthStop::nonscaling);
+    EXPECT_EQ(reach.capacity, 1000u);
+}
+
+TEST(Bounds, MaxScaledCapacityStopsAtTheLayerLimit) {
+    // Expansion 1 at a loose rate: 64 layers before any bound.
+    const FilterOptions o = options(0.5, 10, 1);
+    const LayerGeometry first = first_layer(o);
+    const ScaleReach reach = max_scaled_capacity(o, std::span(&first, 1), 0);
+    EXPECT_EQ(reach.stop, GrowthStop::layers);
+    EXPECT_EQ(reach.capacity, 10u * kMaxLayers);
 }
 
 }  // namespace

@@ -98,6 +98,15 @@ TEST(CommandLine, WordsBecomeTheirEnumsOnce) {
     EXPECT_EQ(name_of(defaults.log_level), "info");
 }
 
+TEST(CommandLine, BfSchemeIsBloomeryUnlessAsked) {
+    EXPECT_EQ(Config{}.default_scheme, DefaultScheme::bloomery);
+    const CommandLine line = parse({"--bf-scheme", "RedisBloom"});
+    ASSERT_EQ(line.exit_code, -1);
+    EXPECT_EQ(line.config.default_scheme, DefaultScheme::redisbloom);
+    EXPECT_EQ(name_of(line.config.default_scheme), "redisbloom");
+    EXPECT_GT(parse({"--bf-scheme", "cuckoo"}).exit_code, 0);
+}
+
 TEST(CommandLine, ClusterMapIsShownAsItDescribesItself) {
     const CommandLine line =
         parse({"--cluster-enabled", "yes", "--cluster-slots",

@@ -404,6 +404,41 @@ TEST(ScalableFilter, CapacityAtTheBoundStopsGrowingInsteadOfWrapping) {
     EXPECT_EQ(owned->capacity(), kMaxLayerCapacity);
 }
 
+TEST(ScalableFilter, EstimatedFalsePositiveRateCombinesEveryLayersFill) {
+    const FilterRef owned = ScalableFilter::create(make_options(1000, 0.01, 2));
+    ScalableFilter& filter = *owned;
+    EXPECT_EQ(filter.estimated_false_positive_rate(), 0.0);
+    fill_to(filter, 2500);
+    ASSERT_EQ(filter.num_layers(), 2u);
+    double none_match = 1.0;
+    for (std::size_t i = 0; i < filter.num_layers(); ++i) {
+        const BloomLayer& layer = filter.layer(i);
+        const double fill =
+            static_cast<double>(popcount_words(layer)) / static_cast<double>(layer.bits());
+        none_match *= 1.0 - std::pow(fill, layer.hashes());
+    }
+    EXPECT_NEAR(filter.estimated_false_positive_rate(), 1.0 - none_match, 1e-12);
+    // Filled to capacity each layer is near its own rate, and the filter's
+    // below the rate it was created for.
+    EXPECT_GT(filter.estimated_false_positive_rate(), 0.001);
+    EXPECT_LT(filter.estimated_false_positive_rate(), 0.01);
+}
+
+TEST(ScalableFilter, EstimatedFalsePositiveRatePassesTheTargetWhenOverfilled) {
+    // A layer sized for 1000 items at 1 % with three bits in four set (as
+    // BF.LOADCHUNK could leave it): far above its target.
+    const FilterRef owned = ScalableFilter::create(make_options(1000, 0.01, 2, true));
+    ScalableFilter& filter = *owned;
+    BloomLayer& layer = filter.layer(0);
+    std::vector<std::uint64_t> words(layer.num_words(), 0);
+    for (std::size_t i = 0; i < words.size(); ++i) words[i] = i % 4 == 0 ? 0 : ~std::uint64_t{0};
+    layer.store_words(0, words.size(), words.data());
+    const double fill =
+        static_cast<double>(popcount_words(layer)) / static_cast<double>(layer.bits());
+    EXPECT_NEAR(filter.estimated_false_positive_rate(), std::pow(fill, layer.hashes()), 1e-12);
+    EXPECT_GT(filter.estimated_false_positive_rate(), 0.01);
+}
+
 }  // namespace
 // A NONSCALING filter filled from several threads at once takes exactly its
 // capacity: every thread then gets "full", and the items counted are exactly

@@ -62,7 +62,7 @@ TEST(SetOperations, MergeOfOneShapeOrsAndAnswersEveryItem) {
     // The merged first layer counts at least what either source's held.
     EXPECT_GE(merged->layer(0).items(), b->layer(0).items());
     EXPECT_EQ(merged->layer(1).items(), b->layer(1).items());
-    EXPECT_LE(fill_false_positive_rate(*merged), 0.02);
+    EXPECT_LE(merged->estimated_false_positive_rate(), 0.02);
 }
 
 TEST(SetOperations, MergeOfOtherShapesAppendsTheirLayers) {

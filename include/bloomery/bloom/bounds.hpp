@@ -80,7 +80,8 @@ std::string_view layout_name(Layout layout);
 //               from RedisBloom keeps every bit and answers as it did.
 //               Its layers are classic (probes over the whole array).
 enum class HashScheme : std::uint8_t { bloomery = 0, redisbloom = 1 };
-std::string_view scheme_name(HashScheme scheme);  // "bloomery" / "redisbloom"
+// "bloomery" / "redisbloom"
+std::string_view scheme_name(HashScheme scheme);
 
 struct FilterOptions {
     double error_rate = 0.01;
@@ -155,5 +156,29 @@ std::optional<LayerGeometry> next_layer(const FilterOptions& options, const Laye
 // Bytes the bit arrays of these layers take (the quantity --max-filter-bytes
 // bounds). Saturates instead of overflowing.
 std::uint64_t filter_bytes(std::span<const LayerGeometry> layers);
+
+// Why a filter can grow no further (max_scaled_capacity).
+enum class GrowthStop {
+    nonscaling,    // NONSCALING: one layer, ever
+    layers,        // kMaxLayers layers
+    bounds,        // next_layer() refuses: capacity, bits or hashes out of bounds
+    filter_bytes,  // the next layer would pass max_filter_bytes
+};
+
+// How far a filter can scale: the total capacity of its layers once it has
+// grown as far as it can, and what stops it there.
+struct ScaleReach {
+    std::uint64_t capacity = 0;
+    GrowthStop stop = GrowthStop::nonscaling;
+};
+
+// The filter whose layers are `layers` (at least one: a filter's layers, or
+// {first_layer(options)} for a filter yet to be created), grown layer by
+// layer with next_layer() as the live filter grows: until kMaxLayers, until
+// next_layer() refuses, or until the bit arrays of all layers would pass
+// `max_filter_bytes` (0: no limit; the check growth makes, filter_bytes()).
+// At most kMaxLayers sizings; --maxmemory is not counted (it changes).
+ScaleReach max_scaled_capacity(const FilterOptions& options, std::span<const LayerGeometry> layers,
+                               std::uint64_t max_filter_bytes);
 
 }  // namespace bloomery::bloom

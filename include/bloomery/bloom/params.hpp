@@ -24,6 +24,11 @@ std::uint32_t optimal_hashes(double error_rate);
 // (1 − e^(−k·n/m))^k: expected false-positive rate after `items` distinct adds.
 double expected_false_positive_rate(std::uint64_t bits, std::uint32_t hashes, std::uint64_t items);
 
+// The false-positive rate a layer has now, from its fill: f^k with f the
+// fraction of its bits set (set_bits / bits, at most 1). 1 for a layer
+// without bits, 0 for one without hashes or set bits.
+double fill_false_positive_rate(std::uint64_t bits, std::uint32_t hashes, std::uint64_t set_bits);
+
 // Swamidass–Baldi estimate of distinct items: (m/k)·ln(m/m0), m bits of which
 // m0 are zero. When the filter is saturated (m0 == 0) the estimate is computed
 // with m0 = 1, the largest finite answer, instead of infinity. Never NaN or inf.

@@ -183,6 +183,12 @@ public:
     std::uint64_t info_size() const;
     // sum over layers of round((m/k)·ln(m/m0)); see estimate_items().
     std::uint64_t estimate_cardinality() const;
+    // The false-positive rate the filter has now, estimated from its layers'
+    // fill: 1 − Π(1 − f_i^k_i), f_i the fraction of layer i's bits set
+    // (params.hpp: fill_false_positive_rate). Reads each layer's set_bits():
+    // per-thread counters for large layers, a popcount of at most 8192 words
+    // for small ones.
+    double estimated_false_positive_rate() const;
 
 private:
     friend class FilterRef;

@@ -74,10 +74,6 @@ SetRefusal plan_merge(std::span<const ScalableFilter* const> sources, std::size_
 FilterRef build_merge(const MergePlan& plan, std::span<const ScalableFilter* const> sources,
                       std::uint64_t maxmemory = 0);
 
-// The false-positive rate `filter` has now, from each layer's fill:
-// 1 − Π(1 − (set bits / bits)^k) over its layers.
-double fill_false_positive_rate(const ScalableFilter& filter);
-
 // ---- Estimates ----
 inline constexpr std::size_t kMaxEstimateFilters = 8;
 

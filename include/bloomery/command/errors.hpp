@@ -207,6 +207,21 @@ inline constexpr std::string_view kCapacityTooLarge =
 inline constexpr std::string_view kExpansionTooLarge = "ERR expansion should be at most 32768";
 // bloomery's LAYOUT option (BF.RESERVE, BF.INSERT).
 inline constexpr std::string_view kBadLayout = "ERR LAYOUT must be AUTO, CLASSIC or BLOCKED";
+// bloomery's SCHEME option (BF.RESERVE, BF.INSERT).
+inline constexpr std::string_view kBadScheme = "ERR SCHEME must be BLOOMERY or REDISBLOOM";
+inline constexpr std::string_view kSchemeLayout =
+    "ERR LAYOUT cannot be used with the redisbloom scheme: its filters are sized and laid out as "
+    "RedisBloom's";
+// valkey-bloom's VALIDATESCALETO texts (BF.RESERVE, BF.INSERT): growth would
+// pass max-filter-bytes, or stop first at the sub-filter limit or a bound
+// (the error rates halve at each sub-filter); then NONSCALING beside it. A
+// value that is no positive integer answers kCapacityNotNumber.
+inline constexpr std::string_view kValidateScaleToTooLarge =
+    "ERR provided VALIDATESCALETO causes bloom object to exceed memory limit";
+inline constexpr std::string_view kValidateScaleToUnreachable =
+    "ERR provided VALIDATESCALETO causes false positive to degrade to 0";
+inline constexpr std::string_view kValidateScaleToNonScaling =
+    "ERR cannot use NONSCALING and VALIDATESCALETO options together";
 inline constexpr std::string_view kMaxLayers = "ERR maximum number of sub-filters reached";
 inline constexpr std::string_view kFilterTooLarge =
     "ERR filter would exceed max-filter-bytes (see CONFIG GET max-filter-bytes)";

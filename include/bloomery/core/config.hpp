@@ -47,6 +47,13 @@ enum class DefaultLayout {
     classic,
 };
 
+// The hash scheme of filters created without SCHEME (bloom::HashScheme's
+// choices): bloomery's own, or RedisBloom's, which RedisBloom can load back.
+enum class DefaultScheme {
+    bloomery,
+    redisbloom,
+};
+
 // --appendfsync: when a journal record is on disk before its reply leaves
 // (persist::FsyncPolicy, persist/journal.hpp).
 enum class AppendFsync { always, everysec, no };
@@ -189,6 +196,7 @@ struct Config {
     std::uint64_t default_capacity = 100;
     std::uint32_t default_expansion = 2;
     DefaultLayout default_layout = DefaultLayout::automatic;
+    DefaultScheme default_scheme = DefaultScheme::bloomery;
     std::uint64_t max_filter_bytes = 4ull * 1024 * 1024 * 1024;  // per filter, all layers
     std::size_t keyspace_shards = 64;
     // How keys' use counters grow and fade (OBJECT FREQ, store/key_access.hpp),

@@ -149,6 +149,7 @@ std::string format_real(double value);
 // The words of the choices kept as enums, as the spec reads and shows them.
 std::string_view name_of(AppendFsync policy);
 std::string_view name_of(DefaultLayout layout);
+std::string_view name_of(DefaultScheme scheme);
 std::string_view name_of(LogLevel level);
 std::string_view name_of(TlsAuthClients mode);
 

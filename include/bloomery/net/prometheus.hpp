@@ -16,6 +16,7 @@
 #include "bloomery/core/command_stats.hpp"
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/memory.hpp"
+#include "bloomery/net/fpr_sweep.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace bloomery::command {
@@ -58,6 +59,9 @@ struct MetricsSnapshot {
     std::vector<core::CommandTotals> commands;  // by command id
     std::size_t slowlog_length = 0;
     store::Keyspace::Counts keyspace;  // with items
+    // Filters past their error rate (the caller fills it in from its
+    // FalsePositiveSweep: collect_metrics() does not walk the keyspace).
+    FalsePositiveGauges false_positives;
     std::uint64_t memory_by_use[core::kMemoryUses] = {};
     std::uint64_t used_memory = 0;
     std::uint64_t used_memory_peak = 0;

@@ -30,6 +30,7 @@
 #include "bloomery/command/slowlog.hpp"
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/runtime_settings.hpp"
+#include "bloomery/net/fpr_sweep.hpp"
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/store/keyspace.hpp"
 
@@ -98,6 +99,7 @@ private:
     // The cluster map commands route by (outside cluster mode, unused).
     std::unique_ptr<cluster::ClusterState> cluster_;
     command::Slowlog slowlog_;
+    FalsePositiveSweep fpr_sweep_;  // a slice of the keyspace per /metrics scrape
     std::unique_ptr<PersistenceAdapter> persistence_commands_;
     std::unique_ptr<ConnectionEnvironment> environment_;  // made once every part exists
     // Declared before main_context_ so that it is destroyed after it: an
