@@ -291,10 +291,15 @@ bool CuckooFilter::apply(const InsertRecord& record) {
         return record.status == InsertStatus::exists || record.filters == num_filters();
     }
     if (record.filters < num_filters() || record.filters > num_filters() + 1U) return false;
-    if (record.filters > num_filters() && !grow(kNoLimit)) return false;
-    if (!valid(record.placed) || record.fingerprint == 0) return false;
+    const bool grew = record.filters > num_filters();
+    if (grew && !grow(kNoLimit)) return false;
+    bool fits = valid(record.placed) && record.fingerprint != 0;
     for (const FingerprintMove& m : record.relocations) {
-        if (!valid(m.to) || m.fingerprint == 0) return false;
+        fits = fits && valid(m.to) && m.fingerprint != 0;
+    }
+    if (!fits) {
+        if (grew) filters_.pop_back();  // leaves the filter as it was
+        return false;
     }
     slot(record.placed) = record.fingerprint;
     for (const FingerprintMove& m : record.relocations) slot(m.to) = m.fingerprint;

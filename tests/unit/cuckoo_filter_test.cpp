@@ -267,6 +267,10 @@ TEST(CuckooFilter, ApplyRefusesRecordsThatDoNotFit) {
     EXPECT_FALSE(made->apply(r));
     r.filters = 5;
     EXPECT_FALSE(made->apply(r));
+    r.filters = 2;  // a growth whose slot is out of range changes nothing
+    r.placed = SlotRef{1, 1U << 20};
+    EXPECT_FALSE(made->apply(r));
+    EXPECT_EQ(made->num_filters(), 1U);
     EXPECT_EQ(made->num_items(), 0U);
     EXPECT_FALSE(made->apply(DeleteRecord{true, SlotRef{0, 0}, false}));  // slot empty
 }
