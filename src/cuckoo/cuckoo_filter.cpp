@@ -145,11 +145,11 @@ bool CuckooFilter::free_slot_in(std::uint16_t i, std::uint64_t bucket, SlotRef& 
 
 // Kicks fingerprints around the newest sub-filter as RedisBloom does; on
 // failure every swap is undone and the record is left without relocations.
-bool CuckooFilter::relocate(std::uint16_t i, InsertRecord& record) {
+bool CuckooFilter::relocate(std::uint16_t i, std::uint64_t h1, InsertRecord& record) {
     const std::uint64_t buckets = filters_[i].num_buckets;
     std::uint8_t fp = record.fingerprint;
     std::uint32_t victim = 0;
-    std::uint64_t bucket = record.placed.offset % buckets;  // h1's bucket, set by insert()
+    std::uint64_t bucket = h1 % buckets;
     SlotRef from{};
     for (std::uint16_t n = 0; n < max_iterations_; ++n) {
         const SlotRef at{i, bucket * bucket_size_ + victim};
@@ -192,14 +192,14 @@ InsertRecord CuckooFilter::insert(std::uint64_t hash, std::uint64_t max_bytes) {
                 return record;
             }
         }
-        record.placed.offset = key.h1;  // relocate() starts from h1's bucket
-        if (relocate(static_cast<std::uint16_t>(filters_.size() - 1), record)) {
+        if (relocate(static_cast<std::uint16_t>(filters_.size() - 1), key.h1, record)) {
             ++num_items_;
             record.status = InsertStatus::inserted;
             record.filters = num_filters();
             return record;
         }
         record.filters = num_filters();
+        record.placed = SlotRef{};
         if (expansion_ == 0) {
             record.status = InsertStatus::no_space;
             return record;

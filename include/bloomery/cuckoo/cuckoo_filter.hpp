@@ -183,7 +183,7 @@ private:
     bool find_free(std::uint16_t i, const Lookup& key, SlotRef& out) const;
     bool grow(std::uint64_t max_bytes);
     bool sub_filter_buckets(std::size_t i, std::uint64_t& out) const;
-    bool relocate(std::uint16_t i, InsertRecord& record);
+    bool relocate(std::uint16_t i, std::uint64_t h1, InsertRecord& record);
     bool free_slot_in(std::uint16_t i, std::uint64_t bucket, SlotRef& out) const;
     int compact_one(std::uint16_t i);
     std::uint8_t& slot(const SlotRef& at) { return filters_[at.filter].data[at.offset]; }
