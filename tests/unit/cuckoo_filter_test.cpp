@@ -197,6 +197,20 @@ TEST(CuckooFilter, NonScalingIsFull) {
     EXPECT_EQ(made->num_items(), 40U - static_cast<unsigned>(full));
 }
 
+TEST(CuckooFilter, GrowthRespectsTheByteLimit) {
+    auto made = CuckooFilter::create(CuckooParams{64, 2, 20, 1});
+    ASSERT_TRUE(made.ok());
+    const std::uint64_t limit = made->bytes() + 16;  // room for no second sub-filter
+    int refused = 0;
+    for (int i = 0; i < 200; ++i) {
+        const InsertRecord r = made->insert(cuckoo_hash(std::to_string(i)), limit);
+        refused += r.status == InsertStatus::grow_failed ? 1 : 0;
+    }
+    EXPECT_GT(refused, 0);
+    EXPECT_EQ(made->num_filters(), 1U);
+    EXPECT_LE(made->bytes(), limit);
+}
+
 TEST(CuckooFilter, SameBytesAsRedisBloom) {
     for (const std::string& name : kFixtures) {
         SCOPED_TRACE(name);
