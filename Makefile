@@ -131,8 +131,8 @@ format-check:
 # any finding fails. build/tidy holds only the compile commands: nothing is
 # built there. TIDY_SINCE=<commit> checks only what changed since that commit
 # (.ci/tidy_files.sh: changed sources and every source including a changed
-# header); CI passes the commit in .ci/tidy-clean, the last one a whole run
-# found clean.
+# header); CI passes the commit in .ci/tidy-clean, one whose every source is
+# known clean (.ci/run says how it is kept).
 TIDY_SINCE ?=
 tidy:
 	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(LINT_PACKAGES)"
