@@ -16,6 +16,7 @@ import unittest
 import redis
 
 from harness import ROOT, Server, ServersTestCase, link_up, replica_of, scandump, wait_until
+from test_redisbloom_migration import info, madd
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "redisbloom")
 
@@ -25,24 +26,6 @@ with open(os.path.join(FIXTURES, "created.json")) as f:
 
 def items_of(spec):
     return [(spec["pattern"] % i).encode() for i in range(spec["count"])]
-
-
-def madd(client, key, items):
-    """BF.MADD in batches of 500, as make_created_fixtures.py adds: each
-    reply an int, or the error text that stops it."""
-    out = []
-    for start in range(0, len(items), 500):
-        for reply in client.execute_command("BF.MADD", key, *items[start:start + 500]):
-            if isinstance(reply, redis.ResponseError):
-                out.append(str(reply))
-                return out
-            out.append(int(reply))
-    return out
-
-
-def info(client, key):
-    reply = client.execute_command("BF.INFO", key)
-    return {reply[i].decode(): reply[i + 1] for i in range(0, len(reply), 2)}
 
 
 def with_scheme(create):
