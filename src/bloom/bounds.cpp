@@ -4,6 +4,7 @@
 #include <limits>
 #include <optional>
 
+#include "bloomery/bloom/counting.hpp"
 #include "bloomery/bloom/filter.hpp"
 #include "bloomery/bloom/params.hpp"
 #include "bloomery/bloom/redisbloom.hpp"
@@ -47,6 +48,8 @@ std::string describe(BoundsError error) {
             return "item count above 2^56";
         case BoundsError::scheme_invalid:
             return "hash scheme fields invalid";
+        case BoundsError::counting_error_rate:
+            return "counting filter's error rate below the minimum 1e-7";
     }
     return "unknown";
 }
@@ -57,6 +60,8 @@ std::string_view layout_name(Layout layout) {
             return "blocked";
         case Layout::automatic:
             return "auto";
+        case Layout::counting:
+            return "counting";
         default:
             return "classic";
     }
@@ -69,7 +74,7 @@ std::string_view scheme_name(HashScheme scheme) {
 namespace {
 // A layer's layout: what its bits are.
 bool known_layout(Layout layout) {
-    return layout == Layout::classic || layout == Layout::blocked;
+    return layout == Layout::classic || layout == Layout::blocked || layout == Layout::counting;
 }
 // A filter's: also the automatic policy.
 bool known_policy(Layout layout) {
@@ -96,6 +101,9 @@ BoundsError check_error_rate(double error_rate) {
 
 BoundsError check_options(const FilterOptions& options) {
     if (BoundsError e = check_error_rate(options.error_rate); e != BoundsError::none) return e;
+    if (options.layout == Layout::counting && options.error_rate < kMinCountingErrorRate) {
+        return BoundsError::counting_error_rate;
+    }
     return check_stored_options(options);
 }
 
@@ -122,6 +130,13 @@ BoundsError check_stored_options(const FilterOptions& options) {
     return BoundsError::none;
 }
 
+bool layer_layout_fits(Layout filter_layout, std::uint32_t layer_layout) {
+    if (filter_layout == Layout::counting) {
+        return layer_layout == static_cast<std::uint32_t>(Layout::counting);
+    }
+    return layer_layout <= static_cast<std::uint32_t>(Layout::blocked);
+}
+
 BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items) {
     // A layer's own error rate may be far below the filter's (p·2^-64 for the
     // last layer of a scaling filter at the minimum p), so only (0, 1) here;
@@ -133,7 +148,7 @@ BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items) {
     if (layer.capacity > kMaxLayerCapacity) return BoundsError::capacity_too_large;
     if (!known_layout(layer.layout)) return BoundsError::layout_invalid;
     if (layer.bits == 0 || layer.bits % 64 != 0 || layer.bits > kMaxLayerBits ||
-        (layer.layout == Layout::blocked && layer.bits % kBlockBits != 0)) {
+        (layer.layout != Layout::classic && layer.bits % kBlockBits != 0)) {
         return BoundsError::bits_invalid;
     }
     if (layer.hashes == 0 || layer.hashes > kMaxHashes) return BoundsError::hashes_range;
@@ -173,7 +188,19 @@ bool within_budget(const LayerGeometry& layer, std::uint64_t capacity, double er
                             kMaxAutoOverhead * static_cast<double>(reference->bits);
 }
 
+// Counting layers: 128-cell blocks sized with the blocked layout's margin.
+// Below kMinCountingErrorRate the zero geometry, which check_layer() and
+// next_layer() refuse.
+LayerGeometry sized_counting(std::uint64_t capacity, double error_rate) {
+    if (!(error_rate >= kMinCountingErrorRate)) return LayerGeometry{};
+    constexpr double kCountingMargin = 0.97;
+    const CountingSizing sizing = counting_sizing(error_rate * kCountingMargin);
+    const std::uint64_t cells = counting_cells(capacity, sizing.cells_per_item);
+    return LayerGeometry{capacity, error_rate, cells * kCellBits, sizing.hashes, Layout::counting};
+}
+
 LayerGeometry sized(std::uint64_t capacity, double error_rate, Layout requested) {
+    if (requested == Layout::counting) return sized_counting(capacity, error_rate);
     // Below 1e-9 blocking would cost more than kMaxBlockedOverhead (1.84×
     // the classic bits at 1e-9, and growing), so such layers are classic
     // without asking; it also keeps the sizing away from rates that
@@ -253,7 +280,9 @@ std::optional<LayerGeometry> next_layer(const FilterOptions& options, const Laye
     const LayerGeometry next = options.layout == Layout::automatic
                                    ? sized_automatically(capacity, error_rate)
                                    : sized(capacity, error_rate, options.layout);
-    if (next.bits > kMaxLayerBits || next.hashes > kMaxHashes) return std::nullopt;
+    if (next.bits == 0 || next.bits > kMaxLayerBits || next.hashes > kMaxHashes) {
+        return std::nullopt;
+    }
     return next;
 }
 

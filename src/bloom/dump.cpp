@@ -24,11 +24,13 @@ namespace bloomery::bloom {
 //   20 u64     options.capacity
 //   28 u32     options.expansion
 //   32 u32     flags: bit 0 = nonscaling, bit 1 = blocked layout for new
-//              layers, bit 2 = automatic layout for new layers (version 2;
-//              not both); other bits must be 0
+//              layers, bit 2 = automatic layout for new layers, bit 3 =
+//              counting (version 2; at most one of bits 1-3); other bits
+//              must be 0
 //   36 u32     layer count
 //   40 per layer: u64 capacity, f64 error_rate, u64 bits, u32 hashes,
-//              u32 layout (version 2: 0 classic, 1 blocked), u64 items
+//              u32 layout (version 2: 0 classic, 1 blocked, 3 counting:
+//              every layer of a counting filter, and only there), u64 items
 //   .. u64     XXH64 (seed 0) of every byte before it
 // Chunk: payload words (little-endian), then u64 XXH64 (seed 0) of
 // (u64 byte offset of the payload in the concatenated layers, payload).
@@ -54,6 +56,8 @@ constexpr std::uint32_t kVersion = 2;
 constexpr std::uint32_t kFlagNonscaling = 1;
 constexpr std::uint32_t kFlagBlocked = 2;
 constexpr std::uint32_t kFlagAutomatic = 4;
+constexpr std::uint32_t kFlagCounting = 8;
+constexpr std::uint32_t kLayoutFlags = kFlagBlocked | kFlagAutomatic | kFlagCounting;
 constexpr std::size_t kFixedHeaderBytes = 8 + 4 + 8 + 8 + 4 + 4 + 4;  // before the layers
 constexpr std::size_t kLayerBytesV1 = 8 + 8 + 8 + 4 + 8;
 constexpr std::size_t kLayerBytes = kLayerBytesV1 + 4;
@@ -360,8 +364,7 @@ constexpr const char* kInvalidHeader = "invalid dump header";
 core::Result<DumpHeader> read_bloomery_options(Reader& in, std::uint32_t version,
                                                std::size_t body_bytes) {
     const std::size_t layer_bytes = version == 1 ? kLayerBytesV1 : kLayerBytes;
-    const std::uint32_t known_flags =
-        version == 1 ? kFlagNonscaling : kFlagNonscaling | kFlagBlocked | kFlagAutomatic;
+    const std::uint32_t known_flags = version == 1 ? kFlagNonscaling : kFlagNonscaling | kLayoutFlags;
     DumpHeader header;
     header.options.error_rate = in.f64();
     header.options.capacity = in.u64();
@@ -370,10 +373,11 @@ core::Result<DumpHeader> read_bloomery_options(Reader& in, std::uint32_t version
     header.options.nonscaling = (flags & kFlagNonscaling) != 0;
     header.options.layout = (flags & kFlagBlocked) != 0     ? Layout::blocked
                             : (flags & kFlagAutomatic) != 0 ? Layout::automatic
+                            : (flags & kFlagCounting) != 0  ? Layout::counting
                                                             : Layout::classic;
     const std::uint32_t layers = in.u32();
     if (check_stored_options(header.options) != BoundsError::none || (flags & ~known_flags) != 0 ||
-        (flags & (kFlagBlocked | kFlagAutomatic)) == (kFlagBlocked | kFlagAutomatic) ||
+        std::popcount(flags & kLayoutFlags) > 1 ||
         layers < 1 || layers > kMaxLayers || (header.options.nonscaling && layers != 1) ||
         body_bytes != kFixedHeaderBytes + layers * layer_bytes) {
         return core::Error{kInvalidHeader};
@@ -394,8 +398,7 @@ core::Status read_bloomery_layer(Reader& in, std::uint32_t version, std::uint32_
     layer.hashes = in.u32();
     if (version != 1) {
         const std::uint32_t layout = in.u32();
-        if (layout > static_cast<std::uint32_t>(Layout::blocked))
-            return core::Error{kInvalidHeader};
+        if (!layer_layout_fits(header.options.layout, layout)) return core::Error{kInvalidHeader};
         layer.layout = static_cast<Layout>(layout);
     }
     header.items[index] = in.u64();
@@ -449,7 +452,8 @@ std::string encode_header(const ScalableFilter& filter) {
     put_u32(out, options.expansion);
     put_u32(out, (options.nonscaling ? kFlagNonscaling : 0) |
                      (options.layout == Layout::blocked ? kFlagBlocked : 0) |
-                     (options.layout == Layout::automatic ? kFlagAutomatic : 0));
+                     (options.layout == Layout::automatic ? kFlagAutomatic : 0) |
+                     (options.layout == Layout::counting ? kFlagCounting : 0));
     put_u32(out, static_cast<std::uint32_t>(n));
     for (std::size_t i = 0; i < n; ++i) {
         const BloomLayer& layer = filter.layer(i);
@@ -580,7 +584,13 @@ void apply_chunk(ScalableFilter& filter, const ChunkTarget& target) {
         const std::size_t n = std::min(kWords, rest.size() / 8);
         std::memcpy(words, rest.data(), n * 8);
         for (std::size_t i = 0; i < n; ++i) words[i] = to_le(words[i]);
-        layer.or_words(at / 8, n, words);
+        // A counting layer's cells are set to the chunk's (as RedisBloom's
+        // LOADCHUNK copies bytes): counters are values, not bits to OR.
+        if (layer.counting()) {
+            layer.store_words(at / 8, n, words);
+        } else {
+            layer.or_words(at / 8, n, words);
+        }
         at += n * 8;
         rest.remove_prefix(n * 8);
     }

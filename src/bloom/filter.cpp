@@ -256,6 +256,23 @@ void BloomLayer::count_item() {
     mine.items.fetch_add(1, std::memory_order_relaxed);
 }
 
+void BloomLayer::uncount_item() {
+    if (!mapped_) {
+        std::uint64_t taken = taken_or_unclaimed_.load(std::memory_order_relaxed);
+        while (taken != 0 && !taken_or_unclaimed_.compare_exchange_weak(
+                                 taken, taken - 1, std::memory_order_relaxed)) {
+        }
+        return;
+    }
+    // Slots' item counts may wrap below 0 one by one; their sum is the
+    // count. The room goes back to this slot's budget. Cells loaded with a
+    // count of 0 (a chunk) give nothing back.
+    if (items() == 0) return;
+    Counter& mine = my_counter();
+    mine.items.fetch_sub(1, std::memory_order_relaxed);
+    mine.budget.fetch_add(1, std::memory_order_relaxed);
+}
+
 void BloomLayer::cancel_item() {
     if (!mapped_) {
         taken_or_unclaimed_.fetch_sub(1, std::memory_order_relaxed);
@@ -264,12 +281,17 @@ void BloomLayer::cancel_item() {
     }
 }
 
+std::uint64_t BloomLayer::ones(std::uint64_t word) const {
+    return static_cast<std::uint64_t>(counting() ? cells::count_nonzero(word)
+                                                 : std::popcount(word));
+}
+
 std::uint64_t BloomLayer::block_start(const ItemHash& hash) const {
     return block_index(hash, bits_ / kBlockBits) * (kBlockBits / 64);
 }
 
 void BloomLayer::prefetch(const ItemHash& hash) const {
-    if (layout_ == static_cast<std::uint8_t>(Layout::blocked)) {
+    if (layout_ == static_cast<std::uint8_t>(Layout::blocked) || counting()) {
         __builtin_prefetch(&words_[block_start(hash)]);
         return;
     }
@@ -318,11 +340,60 @@ inline bool block_holds(std::uint64_t* block, const ItemHash& hash, std::uint32_
     return true;
 }
 
+// A counting layer's k cells of an item: indexes into its block, in probe
+// order (a cell probed twice appears twice).
+inline void cells_in_block(const ItemHash& hash, std::uint32_t k, std::uint32_t* out) {
+    BlockProbes probes(hash);
+    for (std::uint32_t i = 0; i < k; ++i) out[i] = probes.next() % kBlockCells;
+}
+
+inline std::uint64_t load(std::uint64_t* block, std::uint32_t cell) {
+    return WordRef(block[cell / kCellsPerWord]).load(std::memory_order_relaxed);
+}
+
+inline bool cells_nonzero(std::uint64_t* block, const ItemHash& hash, std::uint32_t k) {
+    std::uint32_t at[kMaxHashes];
+    cells_in_block(hash, k, at);
+    for (std::uint32_t i = 0; i < k; ++i) {
+        if (cells::get(load(block, at[i]), at[i]) == 0) return false;
+    }
+    return true;
+}
+
+// Adds `step` (+1 or -1) to each of the k cells, 15 staying and 0 staying
+// for a decrement; returns how many cells went from 0 (+1) or to 0 (-1).
+inline std::int64_t step_cells(std::uint64_t* block, const ItemHash& hash, std::uint32_t k,
+                               int step) {
+    std::uint32_t at[kMaxHashes];
+    cells_in_block(hash, k, at);
+    std::int64_t changed = 0;
+    for (std::uint32_t i = 0; i < k; ++i) {
+        WordRef word(block[at[i] / kCellsPerWord]);
+        const std::uint64_t value = word.load(std::memory_order_relaxed);
+        const std::uint32_t cell = cells::get(value, at[i]);
+        if (cell == kCellMax || (step < 0 && cell == 0)) continue;
+        const std::uint32_t next = step > 0 ? cell + 1 : cell - 1;
+        word.store(cells::with(value, at[i], next), std::memory_order_relaxed);
+        changed += (step > 0 ? cell == 0 : next == 0) ? 1 : 0;
+    }
+    return changed;
+}
+
 }  // namespace
+
+bool BloomLayer::remove(const ItemHash& hash) {
+    std::uint64_t* block = words_ + block_start(hash);
+    if (!counting() || !cells_nonzero(block, hash, hashes_)) return false;
+    const std::int64_t cleared = step_cells(block, hash, hashes_, -1);
+    if (cleared != 0) count_flipped(-cleared);
+    return true;
+}
 
 bool BloomLayer::add(const ItemHash& hash) {
     std::int64_t flipped = 0;
-    if (layout_ == static_cast<std::uint8_t>(Layout::blocked)) {
+    if (counting()) {
+        flipped = step_cells(words_ + block_start(hash), hash, hashes_, +1);
+    } else if (layout_ == static_cast<std::uint8_t>(Layout::blocked)) {
         std::uint64_t* block = words_ + block_start(hash);
         BlockProbes probes(hash);
         for (std::uint32_t i = 0; i < hashes_; ++i) flipped += set_bit(block, probes.next());
@@ -342,6 +413,7 @@ bool BloomLayer::add(const ItemHash& hash) {
 }
 
 bool BloomLayer::contains(const ItemHash& hash) const {
+    if (counting()) return cells_nonzero(words_ + block_start(hash), hash, hashes_);
     if (layout_ == static_cast<std::uint8_t>(Layout::blocked)) {
         // Every probe in one cache line: one miss, then register work.
         return block_holds(words_ + block_start(hash), hash, hashes_);
@@ -390,9 +462,7 @@ std::uint64_t BloomLayer::set_bits() const {
         // Fewer than kMappedLayerBytes / 8 = 8192 words; a default filter
         // has 18. Cheaper than counting on every add.
         std::uint64_t total = 0;
-        for (std::uint64_t i = 0; i < num_words(); ++i) {
-            total += static_cast<std::uint64_t>(std::popcount(load_word(i)));
-        }
+        for (std::uint64_t i = 0; i < num_words(); ++i) total += ones(load_word(i));
         return total;
     }
     std::int64_t total = 0;
@@ -422,13 +492,25 @@ void BloomLayer::store_words(std::uint64_t first, std::uint64_t count, const std
         // word actually replaced for set_bits() to stay exact.
         const std::uint64_t old =
             WordRef(words_[first + i]).exchange(in[i], std::memory_order_relaxed);
-        delta += std::popcount(in[i]) - std::popcount(old);
+        delta += static_cast<std::int64_t>(ones(in[i])) - static_cast<std::int64_t>(ones(old));
     }
     if (delta != 0) count_flipped(delta);
 }
 
 void BloomLayer::or_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in) {
     std::int64_t flipped = 0;
+    if (counting()) {
+        for (std::uint64_t i = 0; i < count; ++i) {
+            if (in[i] == 0) continue;
+            WordRef word(words_[first + i]);
+            const std::uint64_t old = word.load(std::memory_order_relaxed);
+            const std::uint64_t sum = cells::saturating_add(old, in[i]);
+            word.store(sum, std::memory_order_relaxed);
+            flipped += cells::count_nonzero(sum) - cells::count_nonzero(old);
+        }
+        if (flipped != 0) count_flipped(flipped);
+        return;
+    }
     for (std::uint64_t i = 0; i < count; ++i) {
         if (in[i] == 0) continue;
         WordRef word(words_[first + i]);

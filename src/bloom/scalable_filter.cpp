@@ -38,11 +38,13 @@ constexpr std::uint8_t kRedisBloom = 4;
 constexpr std::uint8_t kRedisBloomNoRoundFlag = 8;
 constexpr std::uint8_t kRedisBloomForce64Flag = 16;
 constexpr std::uint8_t kAutomatic = 32;  // Layout::automatic (never with kBlocked)
+constexpr std::uint8_t kCounting = 64;   // Layout::counting (alone of the three)
 
 std::uint8_t flags_of(const FilterOptions& options) {
     std::uint8_t flags = (options.nonscaling ? kNonscaling : 0) |
                          (options.layout == Layout::blocked ? kBlocked : 0) |
-                         (options.layout == Layout::automatic ? kAutomatic : 0);
+                         (options.layout == Layout::automatic ? kAutomatic : 0) |
+                         (options.layout == Layout::counting ? kCounting : 0);
     if (options.scheme == HashScheme::redisbloom) {
         flags |= kRedisBloom;
         if ((options.redisbloom_options & kRedisBloomNoRound) != 0) flags |= kRedisBloomNoRoundFlag;
@@ -274,6 +276,7 @@ FilterOptions ScalableFilter::options() const {
     options.nonscaling = (flags_ & kNonscaling) != 0;
     options.layout = (flags_ & kBlocked) != 0     ? Layout::blocked
                      : (flags_ & kAutomatic) != 0 ? Layout::automatic
+                     : (flags_ & kCounting) != 0  ? Layout::counting
                                                   : Layout::classic;
     if ((flags_ & kRedisBloom) != 0) {
         options.scheme = HashScheme::redisbloom;
@@ -301,6 +304,7 @@ AddResult ScalableFilter::add(std::string_view item, const GrowthLimits& limits,
 
 AddResult ScalableFilter::add(const ItemHash& hash, const GrowthLimits& limits,
                               AddRecorder* recorder) {
+    if (counting()) return count_add(hash, limits, recorder);
     std::size_t layer_index = 0;
     const AddResult planned = plan_add(hash, limits, layer_index);
     if (planned != AddResult::added) return planned;
@@ -310,6 +314,62 @@ AddResult ScalableFilter::add(const ItemHash& hash, const GrowthLimits& limits,
     }
     commit_add(layer_index, hash);
     return AddResult::added;
+}
+
+AddResult ScalableFilter::count_add(const ItemHash& hash, const GrowthLimits& limits,
+                                    AddRecorder* recorder) {
+    // Counted whether present or not (a multiset: each add is one delete's
+    // worth), so an item that was a false positive when added still holds
+    // cells of its own that deleting another item cannot take.
+    const bool present = contains(hash);
+    std::size_t n = num_layers();
+    while (!layer(n - 1).reserve_item()) {
+        if ((flags_ & kNonscaling) != 0) return AddResult::full;
+        const AddResult grown = grow(n, limits);
+        if (grown != AddResult::added) return grown;
+        n = num_layers();
+    }
+    if (recorder != nullptr && !recorder->record(static_cast<std::uint32_t>(n - 1), hash)) {
+        cancel_add(n - 1);
+        return AddResult::out_of_memory;
+    }
+    commit_add(n - 1, hash);
+    return present ? AddResult::exists : AddResult::added;
+}
+
+RemoveResult ScalableFilter::remove(const ItemHash& hash, AddRecorder* recorder) {
+    if (!counting()) return RemoveResult::absent;
+    for (std::size_t i = num_layers(); i-- > 0;) {
+        BloomLayer& target = layer(i);
+        if (!target.contains(hash)) continue;
+        if (recorder != nullptr && !recorder->record(static_cast<std::uint32_t>(i), hash)) {
+            return RemoveResult::out_of_memory;
+        }
+        target.remove(hash);
+        target.uncount_item();
+        return RemoveResult::removed;
+    }
+    return RemoveResult::absent;
+}
+
+bool ScalableFilter::redo_remove(std::size_t layer_index, const ItemHash& hash) {
+    BloomLayer& target = layer(layer_index);
+    if (!target.remove(hash)) return false;
+    target.uncount_item();
+    return true;
+}
+
+bool ScalableFilter::counting() const {
+    return (flags_ & kCounting) != 0;
+}
+
+std::unique_lock<std::mutex> ScalableFilter::serialize_changes() const {
+    if (!counting()) return {};
+    // Shared by a few filters each, as growth's locks are: contention only
+    // between counting filters that hash alike, for the length of one batch.
+    static std::mutex locks[64];
+    const auto address = reinterpret_cast<std::uintptr_t>(this);
+    return std::unique_lock(locks[(address >> 6) % 64]);
 }
 
 bool ScalableFilter::contains(std::string_view item) const {
@@ -379,6 +439,8 @@ void ScalableFilter::contains_many(std::span<const std::string_view> items,
         const std::size_t layers = num_layers();
         const BloomLayer& newest = layer(layers - 1);
         if (newest.layout() != Layout::blocked) {
+            // Counting layers are blocked too, but their cells are probed
+            // one item at a time.
             hash_and_probe(items, first, n, hashes,
                            [&](std::size_t i) { found[i] = contains(hashes[i]) ? 1 : 0; });
             continue;
@@ -522,8 +584,8 @@ std::uint64_t ScalableFilter::estimate_cardinality() const {
     for (std::size_t i = 0; i < n; ++i) {
         const BloomLayer& l = layer(i);
         const std::uint64_t set = l.set_bits();
-        const std::uint64_t zero = set >= l.bits() ? 0 : l.bits() - set;
-        const double estimate = estimate_items(l.bits(), l.hashes(), zero);
+        const std::uint64_t zero = set >= l.cells() ? 0 : l.cells() - set;
+        const double estimate = estimate_items(l.cells(), l.hashes(), zero);
         // llround is only defined below 2^63; beyond that rounding is moot.
         total += estimate < 9.0e18 ? static_cast<double>(std::llround(estimate)) : estimate;
     }
@@ -541,7 +603,7 @@ double ScalableFilter::estimated_false_positive_rate() const {
     double log_none_match = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
         const BloomLayer& l = layer(i);
-        log_none_match += std::log1p(-fill_false_positive_rate(l.bits(), l.hashes(), l.set_bits()));
+        log_none_match += std::log1p(-fill_false_positive_rate(l.cells(), l.hashes(), l.set_bits()));
     }
     // 0 − expm1: an empty filter answers 0, not −0.
     return 0.0 - std::expm1(log_none_match);

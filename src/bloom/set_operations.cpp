@@ -22,10 +22,22 @@ bool same_hashing(const FilterOptions& a, const FilterOptions& b) {
                                        (b.redisbloom_options & kRedisBloomForce64);
 }
 
+// The m of a layer's estimates: its bits, or a counting layer's cells.
+std::uint64_t positions(const LayerGeometry& shape) {
+    return shape.layout == Layout::counting ? shape.bits / kCellBits : shape.bits;
+}
+
+// Words as bits set: a counting layer's words become one bit per non-zero
+// cell, so ORs and popcounts count the cells of a union.
+void as_set_bits(const LayerGeometry& shape, std::span<std::uint64_t> words) {
+    if (shape.layout != Layout::counting) return;
+    for (std::uint64_t& word : words) word = cells::nonzero(word);
+}
+
 std::uint64_t merged_items(const BloomLayer& merged, std::uint64_t largest_source) {
     const std::uint64_t set = merged.set_bits();
-    const std::uint64_t zero = set >= merged.bits() ? 0 : merged.bits() - set;
-    const double estimate = estimate_items(merged.bits(), merged.hashes(), zero);
+    const std::uint64_t zero = set >= merged.cells() ? 0 : merged.cells() - set;
+    const double estimate = estimate_items(merged.cells(), merged.hashes(), zero);
     const double capped = std::min(estimate, static_cast<double>(kMaxLayerItems));
     return std::max(largest_source, static_cast<std::uint64_t>(std::llround(capped)));
 }
@@ -57,6 +69,7 @@ std::vector<std::uint64_t> subset_set_bits(std::span<const ScalableFilter* const
         const std::uint64_t count = std::min(kWordsAtOnce, num_words - first);
         for (std::size_t f = 0; f < n; ++f) {
             filters[f]->layer(0).copy_words(first, count, words[f].data());
+            as_set_bits(filters[f]->layer(0).geometry(), std::span(words[f]).first(count));
         }
         for (std::uint64_t w = 0; w < count; ++w) {
             for (std::size_t s = 1; s <= subsets; ++s) {
@@ -70,8 +83,9 @@ std::vector<std::uint64_t> subset_set_bits(std::span<const ScalableFilter* const
 }
 
 double union_of(const LayerGeometry& shape, std::uint64_t set) {
-    const std::uint64_t zero = set >= shape.bits ? 0 : shape.bits - set;
-    return estimate_items(shape.bits, shape.hashes, zero);
+    const std::uint64_t m = positions(shape);
+    const std::uint64_t zero = set >= m ? 0 : m - set;
+    return estimate_items(m, shape.hashes, zero);
 }
 
 }  // namespace
@@ -93,6 +107,7 @@ SetRefusal plan_merge(std::span<const ScalableFilter* const> sources, std::size_
     for (std::size_t s = 0; s < sources.size(); ++s) {
         if (s == base) continue;
         if (!same_hashing(plan.options, sources[s]->options())) return SetRefusal::schemes_differ;
+        if (sources[s]->counting() != first.counting()) return SetRefusal::kinds_differ;
         for (std::size_t i = 0, n = sources[s]->num_layers(); i < n; ++i) {
             const LayerGeometry geometry = sources[s]->layer(i).geometry();
             if (i < plan.layers.size() && same_shape(plan.layers[i], geometry)) {
@@ -116,16 +131,22 @@ FilterRef build_merge(const MergePlan& plan, std::span<const ScalableFilter* con
     for (std::size_t i = 0; i < plan.layers.size(); ++i) {
         BloomLayer& to = merged->layer(i);
         std::uint64_t largest = 0;
+        std::uint64_t sum = 0;  // a counting layer's: every add of every part
         for (const MergePlan::Part& part : plan.parts[i]) {
             const BloomLayer& from = sources[part.source]->layer(part.layer);
             largest = std::max(largest, from.items());
+            sum = std::min(sum + from.items(), kMaxLayerItems);
             for (std::uint64_t first = 0; first < to.num_words(); first += kWordsAtOnce) {
                 const std::uint64_t count = std::min(kWordsAtOnce, to.num_words() - first);
                 from.copy_words(first, count, words.data());
                 to.or_words(first, count, words.data());
             }
         }
-        to.set_items(plan.parts[i].size() == 1 ? largest : merged_items(to, largest));
+        if (to.counting()) {
+            to.set_items(sum);
+        } else {
+            to.set_items(plan.parts[i].size() == 1 ? largest : merged_items(to, largest));
+        }
     }
     return merged;
 }
@@ -142,6 +163,7 @@ double union_estimate(std::span<const ScalableFilter* const> filters, SetRefusal
         std::fill_n(all_words.begin(), count, 0);
         for (const ScalableFilter* filter : filters) {
             filter->layer(0).copy_words(first, count, words.data());
+            as_set_bits(shape, std::span(words).first(count));
             for (std::uint64_t w = 0; w < count; ++w) all_words[w] |= words[w];
         }
         for (std::uint64_t w = 0; w < count; ++w) {

@@ -201,6 +201,25 @@ void cmd_mexists(Context& ctx, Args argv) {
     WorkerStats::bump(found ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
 }
 
+// BF.DEL key item: 1 if the item may have been present (its counters were
+// decremented), 0 if it certainly was not (or the key is missing).
+void cmd_del(Context& ctx, Args argv) {
+    thread_local std::vector<bloom::RemoveResult> results;
+    const std::optional<bool> counting = ctx.keyspace.remove_items(argv[1], argv.subspan(2), results);
+    WorkerStats::bump(counting ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
+    if (counting && !*counting) {
+        ctx.out.error(errors::kNotCounting);
+        return;
+    }
+    const bool removed = !results.empty() && results.front() == bloom::RemoveResult::removed;
+    if (!results.empty() && results.front() == bloom::RemoveResult::out_of_memory) {
+        ctx.out.error(errors::kOom);
+        return;
+    }
+    if (removed) note_changes(ctx);
+    reply_flag(ctx, removed);
+}
+
 }  // namespace
 
 void register_bf_commands(Registry& registry) {
@@ -210,6 +229,7 @@ void register_bf_commands(Registry& registry) {
     registry.register_handler<cmd_insert>("bf.insert");
     registry.register_handler<cmd_exists>("bf.exists");
     registry.register_handler<cmd_mexists>("bf.mexists");
+    registry.register_handler<cmd_del>("bf.del");
     register_bf_info_commands(registry);
     register_bf_chunk_commands(registry);
     register_bf_set_commands(registry);

@@ -144,6 +144,7 @@ core::Status read_insert_option(std::string_view word, ArgCursor& args, InsertRe
 struct CreationExtras {
     std::optional<bloom::HashScheme> scheme;  // SCHEME; none: --bf-scheme
     bool layout_given = false;                // LAYOUT
+    bool counting = false;                    // COUNTING
     std::uint64_t scale_to = 0;               // VALIDATESCALETO; 0: none
 };
 
@@ -174,10 +175,20 @@ bloom::FilterOptions configured_options(const core::Config& config) {
 // chain; it takes no LAYOUT.
 core::Status settle_scheme(const core::Config& config, const CreationExtras& extras,
                            bloom::FilterOptions& options) {
-    const bool configured = config.default_scheme == core::DefaultScheme::redisbloom;
+    // A counting filter has no RedisBloom form: --bf-scheme does not apply.
+    const bool configured =
+        config.default_scheme == core::DefaultScheme::redisbloom && !extras.counting;
     options.scheme = extras.scheme.value_or(configured ? bloom::HashScheme::redisbloom
                                                        : bloom::HashScheme::bloomery);
     options.redisbloom_options = 0;
+    if (extras.counting) {
+        if (extras.layout_given) return refuse(errors::kCountingLayout);
+        if (options.scheme == bloom::HashScheme::redisbloom) return refuse(errors::kCountingScheme);
+        if (options.error_rate < bloom::kMinCountingErrorRate) {
+            return refuse(errors::kCountingErrorRate);
+        }
+        options.layout = bloom::Layout::counting;
+    }
     if (options.scheme != bloom::HashScheme::redisbloom) return {};
     if (extras.layout_given) return refuse(errors::kSchemeLayout);
     options.layout = bloom::Layout::classic;
@@ -199,10 +210,10 @@ core::Status settle(const core::Config& config, const CreationExtras& extras,
 // finds its own there.
 constexpr std::string_view kReserveExtras[] = {"LAYOUT", "SCHEME", "VALIDATESCALETO"};
 
-// The arguments bloomery's options take (word and value), which do not count
-// toward RedisBloom's 7.
+// The arguments bloomery's options take (word and value, or COUNTING's
+// word), which do not count toward RedisBloom's 7.
 std::size_t reserve_extra_args(const ArgCursor& after_capacity) {
-    std::size_t taken = 0;
+    std::size_t taken = after_capacity.find("COUNTING") ? 1 : 0;
     for (const std::string_view word : kReserveExtras) {
         const std::optional<ArgCursor> at = after_capacity.find(word);
         if (at && at->has_next()) taken += 2;
@@ -210,9 +221,11 @@ std::size_t reserve_extra_args(const ArgCursor& after_capacity) {
     return taken;
 }
 
-// Reads LAYOUT, SCHEME and VALIDATESCALETO where BF.RESERVE has them.
+// Reads LAYOUT, SCHEME, VALIDATESCALETO and COUNTING where BF.RESERVE has
+// them.
 core::Status read_reserve_extras(const ArgCursor& after_capacity, bloom::FilterOptions& options,
                                  CreationExtras& extras) {
+    extras.counting = after_capacity.find("COUNTING").has_value();
     if (std::optional<ArgCursor> at = after_capacity.find(kReserveExtras[0])) {
         const core::Result<bloom::Layout> chosen = take_layout(*at);
         if (!chosen) return chosen.failure();
@@ -232,10 +245,15 @@ core::Status read_reserve_extras(const ArgCursor& after_capacity, bloom::FilterO
     return {};
 }
 
-// One of bloomery's BF.INSERT options (LAYOUT, SCHEME, VALIDATESCALETO: the
-// whole word) if `args` is at one: read into `request` and `extras`, true.
+// One of bloomery's BF.INSERT options (LAYOUT, SCHEME, VALIDATESCALETO,
+// COUNTING: the whole word) if `args` is at one: read into `request` and
+// `extras`, true.
 core::Result<bool> read_insert_extra(ArgCursor& args, InsertRequest& request,
                                      CreationExtras& extras) {
+    if (args.eat("COUNTING")) {
+        extras.counting = true;
+        return true;
+    }
     const bool layout = args.eat("LAYOUT");
     const bool scheme = !layout && args.eat("SCHEME");
     const bool scale_to = !layout && !scheme && args.eat("VALIDATESCALETO");
@@ -271,8 +289,8 @@ bloom::FilterOptions default_filter_options(const core::Config& config) {
 // capacity checked first, NONSCALING and EXPANSION found wherever they are
 // after the capacity (other words are ignored), and the key looked at last
 // (by the command). bloomery adds LAYOUT AUTO|CLASSIC|BLOCKED, SCHEME
-// BLOOMERY|REDISBLOOM and VALIDATESCALETO n, whose words do not count toward
-// the 7. Unlike RedisBloom, options are looked for after the capacity only
+// BLOOMERY|REDISBLOOM, VALIDATESCALETO n and COUNTING, whose words do not
+// count toward the 7. Unlike RedisBloom, options are looked for after the capacity only
 // (it also finds them in the key and the numbers) and an expansion must be 1
 // to 32768.
 core::Result<bloom::FilterOptions> parse_reserve(const core::Config& config, Args argv) {
@@ -311,8 +329,8 @@ core::Result<bloom::FilterOptions> parse_reserve(const core::Config& config, Arg
 // Read as RedisBloom 2.4 reads BF.INSERT: options known by their first
 // letter (read_insert_option), the values checked together once ITEMS is
 // found, and an EXPANSION beside NONSCALING taken. bloomery adds LAYOUT
-// AUTO|CLASSIC|BLOCKED, SCHEME BLOOMERY|REDISBLOOM and VALIDATESCALETO n
-// (whole words).
+// AUTO|CLASSIC|BLOCKED, SCHEME BLOOMERY|REDISBLOOM, VALIDATESCALETO n and
+// COUNTING (whole words).
 core::Result<InsertRequest> parse_insert(const core::Config& config, Args argv) {
     InsertRequest request{configured_options(config), IfMissing::create, {}};
     InsertNumbers numbers{request.options.error_rate,

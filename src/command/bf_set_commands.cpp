@@ -37,6 +37,8 @@ std::string_view refusal_text(SetRefusal refusal) {
             return errors::kMergeTooManyLayers;
         case SetRefusal::shapes_differ:
             return errors::kSetShapesDiffer;
+        case SetRefusal::kinds_differ:
+            return errors::kMergeKindsDiffer;
         case SetRefusal::too_many_filters:
         case SetRefusal::none:
             break;

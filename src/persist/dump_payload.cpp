@@ -132,8 +132,8 @@ core::Result<bloom::FilterOptions> parse_options(Reader& in) {
         return core::Error{"nonscaling flag " + std::to_string(nonscaling) + " is neither 0 nor 1"};
     }
     // The filter's setting may be auto; each layer's own layout (below) is
-    // classic or blocked.
-    if (layout > static_cast<std::uint8_t>(bloom::Layout::automatic)) {
+    // classic or blocked, or counting in a counting filter.
+    if (layout > static_cast<std::uint8_t>(bloom::Layout::counting)) {
         return core::Error{"unknown layout " + std::to_string(layout)};
     }
     if (scheme > static_cast<std::uint8_t>(bloom::HashScheme::redisbloom)) {
@@ -162,9 +162,9 @@ core::Status parse_layer(Reader& in, std::uint32_t index, DumpValue& out) {
         !in.u8(layer_layout)) {
         return truncated("a layer header");
     }
-    if (layer_layout > static_cast<std::uint8_t>(bloom::Layout::blocked)) {
-        return core::Error{"layer " + std::to_string(index) + ": unknown layout " +
-                           std::to_string(layer_layout)};
+    if (!bloom::layer_layout_fits(out.options.layout, layer_layout)) {
+        return core::Error{"layer " + std::to_string(index) + ": layout " +
+                           std::to_string(layer_layout) + " does not fit the filter's"};
     }
     g.layout = static_cast<bloom::Layout>(layer_layout);
     g.scheme = out.options.scheme;

@@ -117,8 +117,17 @@ void Journal::begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter
     parts_->appender.begin_chunk(filter, iter, data);
 }
 
+bloom::AddRecorder& Journal::begin_removes(const bloom::ScalableFilter& filter,
+                                           std::size_t max_items) {
+    return parts_->appender.begin_removes(filter, max_items);
+}
+
 void Journal::end_data() noexcept {
     parts_->appender.end_data();
+}
+
+void Journal::publish_thread() noexcept {
+    parts_->appender.publish_thread();
 }
 
 void Journal::begin_transaction() {

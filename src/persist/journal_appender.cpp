@@ -285,8 +285,8 @@ void JournalAppender::mark_open(LocalBuffer& local) {
     std::atomic_thread_fence(std::memory_order_release);
 }
 
-bloom::AddRecorder& JournalAppender::begin_adds(const bloom::ScalableFilter& filter,
-                                                std::size_t max_items) {
+bloom::AddRecorder& JournalAppender::begin_entries(const bloom::ScalableFilter& filter,
+                                                   std::size_t max_items, std::uint8_t type) {
     if (max_items > bloom::ScalableFilter::kBatch) throw std::length_error("batch too large");
     LocalBuffer& local = local_buffer();
     std::unique_lock lock(local.mutex);
@@ -300,7 +300,7 @@ bloom::AddRecorder& JournalAppender::begin_adds(const bloom::ScalableFilter& fil
     // end_data() trims what the batch did not use.
     out.resize(local.record_start + most);
     auto* head = reinterpret_cast<unsigned char*>(out.data() + local.record_start);
-    head[4] = jf::kAdd;
+    head[4] = type;
     put_u64(head + 5, filter.id());
     local.next_entry = head + 5 + 12;
     local.scope = LocalBuffer::Scope::adds;
@@ -329,6 +329,19 @@ void JournalAppender::begin_chunk(const bloom::ScalableFilter& filter, std::int6
     mark_open(local);
     t_scope = &local;
     lock.release();  // held until end_data()
+}
+
+void JournalAppender::publish_thread() noexcept {
+    if (transaction() != nullptr) return;  // held back in order, appended whole
+    LocalBuffer& local = local_buffer();
+    if (local.bytes.load(std::memory_order_relaxed) == 0) return;
+    {
+        std::lock_guard lock(handoff_.mutex);
+        std::lock_guard local_lock(local.mutex);
+        take_local(local);
+    }
+    // end_data() woke the writer (or scheduled this thread's write-through)
+    // for these records already.
 }
 
 void JournalAppender::end_data() noexcept {

@@ -37,7 +37,14 @@ public:
     void append(store::EncodedRecord record) noexcept;
     // A keepalive (PING) record: changes nothing, so changes_end() stays.
     void append_keepalive(store::EncodedRecord record) noexcept;
-    bloom::AddRecorder& begin_adds(const bloom::ScalableFilter& filter, std::size_t max_items);
+    bloom::AddRecorder& begin_adds(const bloom::ScalableFilter& filter, std::size_t max_items) {
+        return begin_entries(filter, max_items, journal_format::kAdd);
+    }
+    bloom::AddRecorder& begin_removes(const bloom::ScalableFilter& filter, std::size_t max_items) {
+        return begin_entries(filter, max_items, journal_format::kRemove);
+    }
+    // Moves this thread's buffer into the stream (MutationLog::publish_thread).
+    void publish_thread() noexcept;
     void begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter, std::string_view data);
     void end_data() noexcept;
     void begin_transaction();
@@ -96,6 +103,9 @@ private:
     // Under the handoff's mutex: take_local for every claimed buffer
     // (waiting for open scopes to close); true if any held records.
     bool take_all_locals();
+    // An ADD or REMOVE record's scope: entries of (layer, h1, h2).
+    bloom::AddRecorder& begin_entries(const bloom::ScalableFilter& filter, std::size_t max_items,
+                                      std::uint8_t type);
     // Marks the caller's scope open before any change it records.
     static void mark_open(LocalBuffer& local);
     // Under the handoff's mutex: books `bytes` just moved into pending_

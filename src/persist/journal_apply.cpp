@@ -81,12 +81,29 @@ core::Status Applier::add(const Decoded& d) {
     return {};
 }
 
+core::Status Applier::remove(const Decoded& d) {
+    auto it = by_id_.find(d.filter_id);
+    if (it == by_id_.end()) return {};  // deleted before this delete landed
+    bloom::ScalableFilter& filter = *it->second;
+    adds_.resize(d.count);
+    for (std::uint32_t i = 0; i < d.count; ++i) {
+        const unsigned char* entry = d.adds + i * jf::kAddEntryBytes;
+        adds_[i] = {entry[0], {get_u64(entry + 1), get_u64(entry + 9)}};
+    }
+    if (core::Status redone = keyspace_.redo_removes(filter, adds_); !redone) {
+        return core::Error{"REMOVE record: " + redone.error()};
+    }
+    return {};
+}
+
 core::Status Applier::apply(std::uint8_t type, const Decoded& d) {
     switch (type) {
         case jf::kCreate:
             return create(d);
         case jf::kAdd:
             return add(d);
+        case jf::kRemove:
+            return remove(d);
         case jf::kDelete:
             forget(d.key);
             keyspace_.erase(d.key);

@@ -46,6 +46,7 @@ public:
 private:
     core::Status create(const Decoded& d);
     core::Status add(const Decoded& d);
+    core::Status remove(const Decoded& d);
     // The filter under `key` leaves the keyspace: adds journaled for it
     // later (they raced the change) go nowhere, as they did.
     void forget(std::string_view key);

@@ -39,8 +39,9 @@ enum RecordType : std::uint8_t {
     kPing = 8,      // empty body: a replication keepalive; replay skips it
     kMulti = 9,     // u64 bytes of the transaction's records, which follow it
     kExec = 10,     // empty body: ends the transaction a MULTI began
+    kRemove = 11,   // u64 filter id, u32 n, n x (u8 layer, u64 h1, u64 h2): counting deletes
 };
-inline constexpr std::uint8_t kLastRecordType = kExec;
+inline constexpr std::uint8_t kLastRecordType = kRemove;
 
 inline constexpr std::size_t kAddEntryBytes = 1 + 8 + 8;
 
@@ -66,6 +67,8 @@ inline const char* type_name(std::uint8_t type) {
             return "MULTI";
         case kExec:
             return "EXEC";
+        case kRemove:
+            return "REMOVE";
         default:
             return "unknown";
     }

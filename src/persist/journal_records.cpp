@@ -102,6 +102,7 @@ core::Result<Decoded> decode(const Record& record) {
             d.deadline = static_cast<std::int64_t>(v);
             break;
         case jf::kAdd:
+        case jf::kRemove:
             ok = body.u64(d.filter_id) && body.u32(d.count) && d.count != 0 &&
                  d.filter_id <= bloom::ScalableFilter::kMaxFilterId &&
                  body.left() == std::uint64_t{d.count} * jf::kAddEntryBytes;

@@ -294,7 +294,7 @@ private:
             at = in_.offset();
             const std::uint8_t layout = read_u8();
             // The filter's policy may also be automatic; a layer's is not.
-            if (layout > static_cast<std::uint8_t>(bloom::Layout::automatic)) {
+            if (layout > static_cast<std::uint8_t>(bloom::Layout::counting)) {
                 fail_at(at, "unknown layout " + std::to_string(layout));
             }
             record.options.layout = static_cast<bloom::Layout>(layout);
@@ -336,8 +336,10 @@ private:
         if (version_ >= 2) {
             const std::uint64_t layout_offset = in_.offset();
             const std::uint8_t layout = read_u8();
-            if (layout > static_cast<std::uint8_t>(bloom::Layout::blocked)) {
-                fail_at(layout_offset, which + "unknown layout " + std::to_string(layout));
+            if (!bloom::layer_layout_fits(record.options.layout, layout)) {
+                fail_at(layout_offset, which + "layout " + std::to_string(layout) +
+                                           " does not fit the filter's " +
+                                           std::string(bloom::layout_name(record.options.layout)));
             }
             layer.geometry.layout = static_cast<bloom::Layout>(layout);
         }

@@ -136,8 +136,11 @@ void write_filter_record(SnapshotFileWriter& out, const store::KeyspaceView& vie
     // Bits are copied live: they hold every add before the position, and
     // replaying the records after it sets the rest again, so a restart gives
     // back the live filter bit for bit and count for count.
-    const std::vector<std::uint64_t> counts = view.item_counts(index);
-    format::write_filter_body(out, filter, filter.num_layers(), counts, words);
+    // A counting filter's cells are not bits: its copy as it was at the
+    // position (SnapshotCounts) is written instead.
+    const store::KeyspaceView::AtCut at_cut = view.at_cut(index);
+    const bloom::ScalableFilter& body = at_cut.copy ? *at_cut.copy : filter;
+    format::write_filter_body(out, body, body.num_layers(), at_cut.counts, words);
     out.append_u64(out.record_checksum(), Hashed::file_only);
 }
 

@@ -24,6 +24,22 @@ void apply_recorded(MutationLog* log, bloom::ScalableFilter& filter, std::int64_
     bloom::apply_chunk(filter, target);
 }
 
+// Moves this thread's records of a counting filter's changes into the
+// journal's stream on every path out of the block that made them (inside the
+// filter's serialize_changes() lock, which is released after this).
+class Published {
+public:
+    explicit Published(MutationLog* log) : log_(log) {}
+    ~Published() {
+        if (log_ != nullptr) log_->publish_thread();
+    }
+    Published(const Published&) = delete;
+    Published& operator=(const Published&) = delete;
+
+private:
+    MutationLog* log_;
+};
+
 }  // namespace
 
 bool Keyspace::add_items(std::string_view key, std::span<const std::string_view> items,
@@ -34,6 +50,10 @@ bool Keyspace::add_items(std::string_view key, std::span<const std::string_view>
     const auto run = [&](bloom::ScalableFilter& filter) {
         done = 0;
         MutationLog* log = mutation_log();
+        // A counting filter's changes, one batch at a time, each batch's
+        // records in the stream before the next (serialize_changes()).
+        const std::unique_lock serial = filter.serialize_changes();
+        const Published published(serial.owns_lock() ? log : nullptr);
         constexpr std::size_t kBatch = bloom::ScalableFilter::kBatch;
         for (std::size_t first = 0; first < items.size(); first += kBatch) {
             const std::size_t n = std::min(kBatch, items.size() - first);
@@ -61,9 +81,12 @@ bool Keyspace::add_items(std::string_view key, std::span<const std::string_view>
                 }
                 stored = filter.add_many(batch, limits, out, scope);
             }
-            items_added_.add(std::count(out.begin(),
-                                        out.begin() + static_cast<std::ptrdiff_t>(stored),
-                                        bloom::AddResult::added));
+            // A counting filter counts every add, present or not.
+            const auto stored_end = out.begin() + static_cast<std::ptrdiff_t>(stored);
+            items_added_.add(std::count(out.begin(), stored_end, bloom::AddResult::added) +
+                             (filter.counting()
+                                  ? std::count(out.begin(), stored_end, bloom::AddResult::exists)
+                                  : 0));
             done += stored;
             if (stored < n) return;  // stopped at a full filter or an error
         }
@@ -85,11 +108,52 @@ bool Keyspace::add_items(std::string_view key, std::span<const std::string_view>
     return found;
 }
 
+std::optional<bool> Keyspace::remove_items(std::string_view key,
+                                           std::span<const std::string_view> items,
+                                           std::vector<bloom::RemoveResult>& results) {
+    results.clear();
+    bool counting = true;
+    const auto run = [&](bloom::ScalableFilter& filter) {
+        results.clear();
+        counting = filter.counting();
+        if (!counting) return;
+        MutationLog* log = mutation_log();
+        const std::unique_lock serial = filter.serialize_changes();
+        const Published published(log);
+        constexpr std::size_t kBatch = bloom::ScalableFilter::kBatch;
+        for (std::size_t first = 0; first < items.size(); first += kBatch) {
+            const auto batch = items.subspan(first, std::min(kBatch, items.size() - first));
+            bloom::AddRecorder* scope = nullptr;
+            if (log != nullptr) {
+                try {
+                    scope = &log->begin_removes(filter, batch.size());
+                } catch (const std::bad_alloc&) {
+                    results.push_back(bloom::RemoveResult::out_of_memory);
+                    return;
+                }
+            }
+            DataScope close(log);
+            if (!snapshot_counts_.before_count_change(filter)) {
+                results.push_back(bloom::RemoveResult::out_of_memory);
+                return;
+            }
+            for (const std::string_view item : batch) {
+                results.push_back(filter.remove(filter.hash(item), scope));
+                if (results.back() == bloom::RemoveResult::removed) items_added_.add(-1);
+            }
+        }
+    };
+    if (!with_filter(key, run)) return std::nullopt;
+    return counting;
+}
+
 core::Result<Keyspace::ChunkStatus> Keyspace::load_chunk(std::string_view key, std::int64_t iter,
                                                          std::string_view data) {
     bool refused = false;
     std::string why;
     const bool found = with_filter(key, [&](bloom::ScalableFilter& filter) {
+        const std::unique_lock serial = filter.serialize_changes();
+        const Published published(serial.owns_lock() ? mutation_log() : nullptr);
         // Checked first: a refused chunk is not recorded (nor sent to
         // replicas), however large it was.
         const core::Result<bloom::ChunkTarget> target = bloom::check_chunk(filter, iter, data);
@@ -97,6 +161,11 @@ core::Result<Keyspace::ChunkStatus> Keyspace::load_chunk(std::string_view key, s
             refused = true;
             why = target.error();
             return;
+        }
+        // A counting filter's cells are set, not ORed: copied for a running
+        // snapshot first (SnapshotCounts).
+        if (filter.counting() && !snapshot_counts_.before_count_change(filter)) {
+            throw std::bad_alloc();
         }
         apply_recorded(mutation_log(), filter, iter, data, *target);
         chunks_loaded_.fetch_add(1, std::memory_order_relaxed);
@@ -134,10 +203,35 @@ core::Status Keyspace::redo_adds(bloom::ScalableFilter& filter, std::span<const 
     return {};
 }
 
+core::Status Keyspace::redo_removes(bloom::ScalableFilter& filter,
+                                    std::span<const RecordedAdd> removes) {
+    for (const RecordedAdd& remove : removes) {
+        if (!filter.counting() || remove.layer >= filter.num_layers()) {
+            return core::Error{"a delete from a layer the filter does not have"};
+        }
+    }
+    MutationLog* log = mutation_log();
+    constexpr std::size_t kBatch = bloom::ScalableFilter::kBatch;
+    for (std::size_t first = 0; first < removes.size(); first += kBatch) {
+        const auto batch = removes.subspan(first, std::min(kBatch, removes.size() - first));
+        bloom::AddRecorder* scope = log == nullptr ? nullptr : &log->begin_removes(filter, batch.size());
+        DataScope close(log);
+        if (!snapshot_counts_.before_count_change(filter)) throw std::bad_alloc();
+        for (const RecordedAdd& remove : batch) {
+            if (scope != nullptr) scope->record(remove.layer, remove.hash);
+            if (filter.redo_remove(remove.layer, remove.hash)) items_added_.add(-1);
+        }
+    }
+    return {};
+}
+
 core::Status Keyspace::redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter,
                                   std::string_view data) {
     const core::Result<bloom::ChunkTarget> target = bloom::check_chunk(filter, iter, data);
     if (!target) return core::Error{target.error()};
+    if (filter.counting() && !snapshot_counts_.before_count_change(filter)) {
+        throw std::bad_alloc();
+    }
     apply_recorded(mutation_log(), filter, iter, data, *target);
     chunks_loaded_.fetch_add(1, std::memory_order_relaxed);
     return {};

@@ -2,13 +2,16 @@
 
 namespace bloomery::store {
 
-std::vector<std::uint64_t> KeyspaceView::item_counts(std::size_t i) const {
+KeyspaceView::AtCut KeyspaceView::at_cut(std::size_t i) const {
     counted_[i] = true;
     const bloom::ScalableFilter& filter = *entries_[i].filter;
-    if (counts_) return counts_->counts_at_cut(filter);
-    std::vector<std::uint64_t> counts(filter.num_layers());
-    for (std::size_t l = 0; l < counts.size(); ++l) counts[l] = filter.layer(l).items();
-    return counts;
+    if (counts_) return counts_->at_cut(filter);
+    AtCut state;
+    state.counts.resize(filter.num_layers());
+    for (std::size_t l = 0; l < state.counts.size(); ++l) {
+        state.counts[l] = filter.layer(l).items();
+    }
+    return state;
 }
 
 KeyspaceView::~KeyspaceView() {

@@ -33,6 +33,15 @@ std::vector<std::uint64_t> SnapshotCounts::live_counts(const bloom::ScalableFilt
     return counts;
 }
 
+SnapshotCounts::Session::AtCut SnapshotCounts::live_state(const bloom::ScalableFilter& filter) {
+    Session::AtCut state{live_counts(filter), {}};
+    if (filter.counting()) {
+        state.copy = bloom::ScalableFilter::copy_of(filter, state.counts.size());
+        if (!state.copy) throw std::bad_alloc();
+    }
+    return state;
+}
+
 void SnapshotCounts::save_locked(const bloom::ScalableFilter& filter) {
     const auto newest = static_cast<std::uint16_t>(newest_.load(std::memory_order_relaxed));
     const std::uint16_t stamp = filter.count_stamp();
@@ -43,9 +52,9 @@ void SnapshotCounts::save_locked(const bloom::ScalableFilter& filter) {
     for (Session* session : sessions_) {
         const auto epoch = static_cast<std::uint16_t>(session->epoch_);
         if (!after(epoch, stamp)) continue;
-        auto [it, inserted] = session->saved_.try_emplace(&filter, live_counts(filter));
+        auto [it, inserted] = session->saved_.try_emplace(&filter, live_state(filter));
         if (inserted) {
-            const std::uint64_t bytes = kSavedEntryBytes + it->second.size() * 8;
+            const std::uint64_t bytes = kSavedEntryBytes + it->second.counts.size() * 8;
             session->saved_bytes_ += bytes;
             core::memory_add(core::MemoryUse::other, static_cast<std::int64_t>(bytes));
         }
@@ -68,18 +77,18 @@ bool SnapshotCounts::before_count_change(const bloom::ScalableFilter& filter) no
     return true;
 }
 
-std::vector<std::uint64_t> SnapshotCounts::Session::counts_at_cut(
+SnapshotCounts::Session::AtCut SnapshotCounts::Session::at_cut(
     const bloom::ScalableFilter& filter) {
     std::lock_guard lock(owner_.mutex_);
     owner_.save_locked(filter);
     auto it = saved_.find(&filter);
-    if (it == saved_.end()) return live_counts(filter);  // not in this snapshot's view
-    std::vector<std::uint64_t> counts = std::move(it->second);
-    const std::uint64_t bytes = kSavedEntryBytes + counts.size() * 8;
+    if (it == saved_.end()) return live_state(filter);  // not in this snapshot's view
+    AtCut state = std::move(it->second);
+    const std::uint64_t bytes = kSavedEntryBytes + state.counts.size() * 8;
     saved_bytes_ -= bytes;
     core::memory_add(core::MemoryUse::other, -static_cast<std::int64_t>(bytes));
     saved_.erase(it);
-    return counts;
+    return state;
 }
 
 void SnapshotCounts::Session::end() {

@@ -107,7 +107,9 @@ class OneClient(ExactnessTestCase):
 
 class Worker(threading.Thread):
     """Random operations on a small shared set of keys and some of its own:
-    RESERVE at error rates from 0.9 to 1e-6, ADD, MADD, INSERT, DEL, RENAME,
+    RESERVE at error rates from 0.9 to 1e-6 (COUNTING filters among them),
+    ADD, MADD, INSERT, BF.DEL of items added before (counting filters'
+    saturating counters: their order matters), DEL, RENAME,
     EXPIRE (far ahead, in the past, PERSIST, and deadlines that pass during
     the test: short PEXPIREs, often moved or removed before they pass),
     LOADCHUNK of another key's dump, transactions (MULTI ... EXEC) of
@@ -124,6 +126,8 @@ class Worker(threading.Thread):
         self.done = 0
         self.counter = 0
         self.last_deadline = 0
+        self.recent = []  # items this worker added lately, for BF.DEL
+        self.deleted = 0  # BF.DELs that answered 1
 
     def key(self):
         if self.rng.random() < 0.7:
@@ -132,7 +136,9 @@ class Worker(threading.Thread):
 
     def item(self):
         self.counter += 1
-        return "t%d-%d" % (self.number, self.counter)
+        item = "t%d-%d" % (self.number, self.counter)
+        self.recent = self.recent[-199:] + [item]
+        return item
 
     def run(self):
         client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=60)
@@ -158,14 +164,23 @@ class Worker(threading.Thread):
                 args.append("NONSCALING")
             elif self.rng.random() < 0.5:
                 args += ["EXPANSION", self.rng.choice((1, 2, 4))]
+            if self.rng.random() < 0.5:
+                args.append("COUNTING")
             c.execute_command(*args)
-        elif r < 0.35:
+        elif r < 0.28:
             c.execute_command("BF.ADD", key, self.item())
+        elif r < 0.35:
+            # Deletes racing other threads' adds to the same counting filter;
+            # sometimes an item never added there (its counters are others').
+            for _ in range(self.rng.randrange(1, 4)):
+                item = self.rng.choice(self.recent) if self.recent else "never"
+                self.deleted += c.execute_command("BF.DEL", key, item)
         elif r < 0.60:
             c.execute_command("BF.MADD", key, *[self.item() for _ in range(self.rng.randrange(1, 200))])
         elif r < 0.70:
+            counting = ["COUNTING"] if self.rng.random() < 0.5 else []
             c.execute_command("BF.INSERT", key, "CAPACITY", self.rng.choice((10, 50, 500)), "ERROR",
-                              self.rng.choice(self.RATES), "ITEMS",
+                              self.rng.choice(self.RATES), *counting, "ITEMS",
                               *[self.item() for _ in range(self.rng.randrange(1, 100))])
         elif r < 0.75:
             c.delete(key)
@@ -217,8 +232,11 @@ class Worker(threading.Thread):
                 elif choice < 0.7:
                     pipe.execute_command("BF.MADD", target,
                                          *[self.item() for _ in range(self.rng.randrange(1, 50))])
-                elif choice < 0.75:
+                elif choice < 0.72:
                     pipe.execute_command("BF.MERGE", target, self.key(), target, "FORCE")
+                elif choice < 0.75:
+                    pipe.execute_command("BF.DEL", target,
+                                         self.rng.choice(self.recent) if self.recent else "x")
                 elif choice < 0.8:
                     pipe.execute_command("RENAME", target, self.key())
                 elif choice < 0.9:
@@ -258,15 +276,18 @@ class RandomOperations(ExactnessTestCase):
         merges = p.info("commandstats").get("cmdstat_bf.merge", {})
         self.assertGreater(merges.get("calls", 0) - merges.get("failed_calls", 0), 0,
                            "seed %d: no merge went through" % seed)
+        deleted = sum(worker.deleted for worker in workers)
+        self.assertGreater(deleted, 0, "seed %d: no BF.DEL took an item out" % seed)
         self.assertEqual(primary.kill(), -9)
         primary.start(timeout=60)
         self.assert_same_state(live, state_of(primary.client()),
                                "seed %d: after kill -9 and restart" % seed)
         items = sum(dict(zip(v[0][::2], v[0][1::2]))[b"Number of items inserted"]
                     for v in live.values())
-        print("\n[ measured ] seed %d: %d operations on 4 threads (%d merges, %d refused); %d keys, "
-              "%d items compared bit for bit on the replica and after kill -9"
-              % (seed, 4 * OPS, merges["calls"], merges["failed_calls"], len(live), items))
+        print("\n[ measured ] seed %d: %d operations on 4 threads (%d merges, %d refused; %d "
+              "counting deletes); %d keys, %d items compared bit for bit on the replica and "
+              "after kill -9" % (seed, 4 * OPS, merges["calls"], merges["failed_calls"], deleted,
+                                 len(live), items))
 
 
 class Crashes(ExactnessTestCase):

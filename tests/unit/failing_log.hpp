@@ -54,7 +54,13 @@ public:
         maybe_fail();
         journal_.begin_chunk(filter, iter, data);
     }
+    bloom::AddRecorder& begin_removes(const bloom::ScalableFilter& filter,
+                                      std::size_t n) override {
+        maybe_fail();
+        return journal_.begin_removes(filter, n);
+    }
     void end_data() noexcept override { journal_.end_data(); }
+    void publish_thread() noexcept override { journal_.publish_thread(); }
     void begin_transaction() override {
         maybe_fail();
         journal_.begin_transaction();

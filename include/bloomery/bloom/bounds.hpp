@@ -64,10 +64,14 @@ inline constexpr std::uint64_t kMaxLayerBits = std::uint64_t{1} << 49;
 //            for the same BF.RESERVE. The rule is part of the format: layers
 //            added by growth (live, on replay, on a replica) follow it as
 //            written here, so a different rule needs a new Layout value.
-enum class Layout : std::uint8_t { classic = 0, blocked = 1, automatic = 2 };
+//   counting: cells of 4-bit counters instead of bits, blocked as `blocked`
+//            is (128 cells to a 512-bit block), so items can be deleted
+//            (counting.hpp). A filter's policy and the layout of every one
+//            of its layers; its bits are 4 per cell.
+enum class Layout : std::uint8_t { classic = 0, blocked = 1, automatic = 2, counting = 3 };
 inline constexpr double kMaxBlockedOverhead = 1.5;
 inline constexpr double kMaxAutoOverhead = 1.02;
-// "classic" / "blocked" / "auto"
+// "classic" / "blocked" / "auto" / "counting"
 std::string_view layout_name(Layout layout);
 
 // How a filter turns an item into bit positions, fixed when it is created
@@ -102,7 +106,7 @@ struct LayerGeometry {
     double error_rate = 0;
     std::uint64_t bits = 0;
     std::uint32_t hashes = 0;
-    Layout layout = Layout::classic;  // classic or blocked, never automatic
+    Layout layout = Layout::classic;  // classic, blocked or counting, never automatic
     HashScheme scheme = HashScheme::bloomery;
     // RedisBloom scheme only (0 otherwise), kept verbatim so a dump gives
     // back RedisBloom's header byte for byte: its bits per entry (`bpe`, from
@@ -130,6 +134,7 @@ enum class BoundsError {
     items_too_large,
     scheme_invalid,  // an unknown scheme, RedisBloom options it cannot honour, or
                      // a RedisBloom layer whose bpe, hashes and n2 disagree
+    counting_error_rate,  // a counting filter below kMinCountingErrorRate
 };
 std::string describe(BoundsError error);
 
@@ -141,6 +146,10 @@ BoundsError check_options(const FilterOptions& options);
 // a smaller one still load. Their layers are checked by check_layer(), and
 // growth stops (next_layer() fails) before a layer would leave the bounds.
 BoundsError check_stored_options(const FilterOptions& options);
+// Whether a stored layer's layout (a number read from a file) may belong to
+// a filter of `filter_layout`: classic or blocked, or counting in a counting
+// filter, whose layers are all counting.
+bool layer_layout_fits(Layout filter_layout, std::uint32_t layer_layout);
 // A layer as stored (loaders): geometry and item count.
 BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items);
 

@@ -1,11 +1,13 @@
 #pragma once
-// A counting Bloom filter's layer (Fan, Cao, Almeida, Broder 2000): cells
-// are 4-bit counters instead of bits, so an item can be deleted. An add
-// increments the item's k cells, a delete decrements them, a lookup answers
-// 1 when all k are non-zero. The cells are blocked as the blocked layout's
-// bits are (bounds.hpp): 128 cells make a 64-byte block, one cache line, and
-// all k cells of an item are in the block chosen by h1, at positions from h2
-// (hash.hpp: block_index, block_probe), so an item still touches one line.
+// The counting Bloom filter (Fan, Cao, Almeida, Broder 2000): a layer of
+// Layout::counting (bounds.hpp) whose cells are 4-bit counters instead of
+// bits, so an item can be deleted. An add increments the item's k cells, a
+// delete decrements them, a lookup answers 1 when all k are non-zero. The
+// cells are blocked as the blocked layout's bits are: 128 cells make a
+// 512-bit block, one cache line, and all k cells of an item are in the block
+// chosen by h1, at positions from h2 (hash.hpp: block_index, block_probe),
+// so an item still touches one line. A layer's `bits` are its storage bits,
+// 4 per cell.
 //
 // Counters saturate: one that reached 15 stays there (a decrement cannot
 // know how many adds it stands for), and a decrement never takes a counter
@@ -16,20 +18,13 @@
 // Sizing: a cell is non-zero exactly where a Bloom filter of the same cells
 // would have its bit set, so the false-positive rate is the blocked one with
 // 128-cell blocks (params.hpp: blocked_false_positive_rate); counting_sizing
-// gives the cells per item and k, and a layer takes 4 bits per cell.
+// gives the cells per item and k.
 //
-// Thread safety: contains(), load_word() and the getters from any thread at
-// any time (words are read with relaxed atomic loads). add(), remove(),
-// add_cells() and the setters from one thread at a time: saturating
-// increments and decrements do not commute, so whoever records them
-// serializes them (one lock per filter) and records them in that order.
+// This header holds the sizing and the cell arithmetic; BloomLayer
+// (filter.hpp) stores the cells, and says which calls must be serialized.
 
-#include <atomic>
+#include <bit>
 #include <cstdint>
-#include <memory>
-#include <span>
-
-#include "bloomery/bloom/hash.hpp"
 
 namespace bloomery::bloom {
 
@@ -37,6 +32,10 @@ inline constexpr std::uint32_t kCellBits = 4;
 inline constexpr std::uint32_t kCellMax = 15;
 inline constexpr std::uint64_t kCellsPerWord = 64 / kCellBits;
 inline constexpr std::uint64_t kBlockCells = 128;  // one 64-byte line
+// Counting layers are refused below this error rate: 128-cell blocks need
+// more than 4× the classic bits there (params.hpp), and a scaling counting
+// filter stops growing before its layers' rates fall under it.
+inline constexpr double kMinCountingErrorRate = 1e-7;
 
 struct CountingSizing {
     double cells_per_item;
@@ -45,53 +44,34 @@ struct CountingSizing {
 // The fewest cells per item (and the best k) whose false-positive rate with
 // 128-cell blocks is within `error_rate`. Precondition: 0 < p < 1.
 CountingSizing counting_sizing(double error_rate);
-// ceil(capacity · cells_per_item) rounded up to whole blocks.
+// ceil(capacity · cells_per_item) rounded up to whole blocks; more than
+// kMaxLayerBits hold (one block more) when they do not fit.
 std::uint64_t counting_cells(std::uint64_t capacity, double cells_per_item);
 
-class CountingLayer {
-public:
-    // `cells` a positive multiple of kBlockCells, `hashes` in [1, 128];
-    // every cell 0. Throws std::bad_alloc.
-    CountingLayer(std::uint64_t cells, std::uint32_t hashes);
+namespace cells {
 
-    std::uint64_t cells() const { return cells_; }
-    std::uint32_t hashes() const { return hashes_; }
-    std::uint64_t num_words() const { return cells_ / kCellsPerWord; }
-    std::uint64_t byte_size() const { return cells_ / 2; }
+inline constexpr std::uint64_t kMask = (std::uint64_t{1} << kCellBits) - 1;
 
-    // Every one of the item's k cells is non-zero.
-    bool contains(const ItemHash& hash) const;
-    // Increments the item's k cells (a cell probed twice, twice; 15 stays).
-    // True if one of them was 0 (the item was new).
-    bool add(const ItemHash& hash);
-    // If every one of the item's cells is non-zero, decrements each (one at
-    // 15 stays) and returns true; otherwise changes nothing and returns
-    // false (the item was certainly not present).
-    bool remove(const ItemHash& hash);
-    // BF.MERGE: adds `other`'s cells to these, each saturating at 15.
-    // Precondition: the same cells and hashes.
-    void add_cells(const CountingLayer& other);
+// Cell `index` (of the layer; its word is `word`).
+inline std::uint32_t get(std::uint64_t word, std::uint64_t index) {
+    return static_cast<std::uint32_t>((word >> (kCellBits * (index % kCellsPerWord))) & kMask);
+}
+inline std::uint64_t with(std::uint64_t word, std::uint64_t index, std::uint64_t value) {
+    const unsigned shift = kCellBits * static_cast<unsigned>(index % kCellsPerWord);
+    return (word & ~(kMask << shift)) | (value << shift);
+}
+// Per cell: 1 in its lowest bit where the cell is non-zero.
+inline std::uint64_t nonzero(std::uint64_t word) {
+    word |= word >> 2;
+    word |= word >> 1;
+    return word & 0x1111111111111111ull;
+}
+inline int count_nonzero(std::uint64_t word) {
+    return std::popcount(nonzero(word));
+}
+// Each cell of a and b added, saturating at kCellMax.
+std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b);
 
-    std::uint32_t cell(std::uint64_t index) const;
-    // Cells that are not 0 (what a Bloom filter's set bits are).
-    std::uint64_t nonzero_cells() const;
-
-    // Word access for dumps, snapshots and replay: 16 cells per word, cell
-    // i of a word in bits 4i..4i+3.
-    std::uint64_t load_word(std::uint64_t index) const {
-        return words_[index].load(std::memory_order_relaxed);
-    }
-    void store_word(std::uint64_t index, std::uint64_t value) {
-        words_[index].store(value, std::memory_order_relaxed);
-    }
-
-private:
-    // The item's k cell indexes (all in one block), in probe order.
-    void cells_of(const ItemHash& hash, std::uint64_t* out) const;
-
-    std::uint64_t cells_;
-    std::uint32_t hashes_;
-    std::unique_ptr<std::atomic<std::uint64_t>[]> words_;
-};
+}  // namespace cells
 
 }  // namespace bloomery::bloom

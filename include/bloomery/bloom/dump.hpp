@@ -104,7 +104,8 @@ core::Result<ChunkTarget> check_chunk(const ScalableFilter& filter, std::int64_t
 // already held bits there keeps them, chunks and adds commute (replay in any
 // order gives the same bits), and loading never makes an item answer 0.
 // Safe beside concurrent adds. Layers never shrink, so a target checked
-// earlier against the same filter still fits.
+// earlier against the same filter still fits. A counting filter's cells are
+// set to the chunk's instead (under ScalableFilter::serialize_changes()).
 void apply_chunk(ScalableFilter& filter, const ChunkTarget& target);
 // check_chunk, then apply_chunk; check_chunk's reason if it does not fit.
 core::Status load_chunk(ScalableFilter& filter, std::int64_t iter, std::string_view chunk);

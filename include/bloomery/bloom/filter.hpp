@@ -27,6 +27,8 @@
 // Layout (bounds.hpp): classic layers spread an item's k probes over the
 // whole array (hash.hpp: probe_position); blocked layers put them in one
 // 512-bit block chosen by h1, at positions from h2 (block_probe()).
+// Counting layers (counting.hpp) are blocked in the same way, with 128
+// 4-bit cells to a block; their "bits set" are the non-zero cells.
 // Layers of the RedisBloom scheme (redisbloom.hpp) are classic with
 // RedisBloom's probes, (h1 + i·h2) mod M; they keep RedisBloom's bpe and n2
 // in 16 bytes right behind their words (inline) or their counters (mapped).
@@ -35,6 +37,10 @@
 // number of threads at once without a lock: bits are set with a relaxed
 // atomic fetch_or on 64-bit words, and only when a plain load shows them
 // clear (bits only go 0 -> 1). store_words() (loading) is atomic per word.
+// Counting layers: contains() and the getters from any thread at any time;
+// add(), remove() and every word write from one thread at a time, as
+// saturating increments and decrements do not commute (whoever records
+// them serializes them: ScalableFilter::serialize_changes()).
 
 #include <atomic>
 #include <cstddef>
@@ -42,6 +48,7 @@
 #include <memory>
 
 #include "bloomery/bloom/bounds.hpp"
+#include "bloomery/bloom/counting.hpp"
 #include "bloomery/bloom/hash.hpp"
 
 namespace bloomery::bloom {
@@ -71,8 +78,14 @@ public:
     BloomLayer(const BloomLayer&) = delete;
     BloomLayer& operator=(const BloomLayer&) = delete;
 
-    // Sets the item's k bits. Returns true if at least one bit went 0 -> 1.
+    // Sets the item's k bits (counting: increments its k cells, a cell
+    // probed twice twice, 15 stays). Returns true if at least one bit (cell)
+    // went from 0.
     bool add(const ItemHash& hash);
+    // Counting layers only: if every one of the item's cells is non-zero,
+    // decrements each (one at 15 stays, none goes below 0) and returns
+    // true; otherwise changes nothing and returns false.
+    bool remove(const ItemHash& hash);
     // True if all k bits are set (maybe present); false means definitely absent.
     bool contains(const ItemHash& hash) const;
     // Asks the CPU to fetch the words add/contains of this item will touch
@@ -93,6 +106,9 @@ public:
     std::uint64_t capacity() const { return capacity_; }
     double error_rate() const { return error_rate_; }
     std::uint64_t bits() const { return bits_; }
+    bool counting() const { return layout_ == static_cast<std::uint8_t>(Layout::counting); }
+    // Bits, or a counting layer's cells: the m of the fill and the estimates.
+    std::uint64_t cells() const { return counting() ? bits_ / kCellBits : bits_; }
     std::uint32_t hashes() const { return static_cast<std::uint32_t>(hashes_); }
     std::uint64_t num_words() const { return bits_ / 64; }
     std::uint64_t byte_size() const { return bits_ / 8; }  // the bit array
@@ -117,8 +133,11 @@ public:
     // Counts an item without a reservation (redoing a recorded add): the
     // room it takes comes out of what is left, if any is.
     void count_item();
+    // Counting layers: one item less (a delete), its room given back.
+    void uncount_item();
 
-    // Number of bits set (exact once concurrent adds and loads have finished).
+    // Number of bits set, or of a counting layer's non-zero cells (exact once
+    // concurrent adds and loads have finished).
     std::uint64_t set_bits() const;
 
     // Word access for dumps and snapshots. Words are host-order uint64_t.
@@ -130,6 +149,8 @@ public:
     void store_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in);
     // Sets the bits of `in` in `count` words starting at `first` (bits only
     // go 0 -> 1), keeping set_bits() exact; safe beside concurrent adds.
+    // Counting layers add `in`'s cells to theirs instead, saturating (a
+    // merge; serialized as add() is).
     void or_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in);
 
 private:
@@ -159,14 +180,16 @@ private:
     std::uint64_t capacity_ : 49;
     std::uint64_t hashes_ : 8;
     std::uint64_t mapped_ : 1;  // 1: words_ and counters are a block of mapped_bytes() of their own
-    std::uint64_t layout_ : 1;  // Layout
+    std::uint64_t layout_ : 2;  // Layout
     std::uint64_t redisbloom_ : 1;    // HashScheme::redisbloom
     std::uint64_t pow2_modulus_ : 1;  // RedisBloom layer with n2 != 0
     double error_rate_;
     std::uint64_t bits_;
-    // Blocked layout: the first word of an item's block (blocked layers are
+    // Blocked and counting layouts: the first word of an item's block (blocked layers are
     // whole blocks, in their own page-aligned storage: on cache lines).
     std::uint64_t block_start(const ItemHash& hash) const;
+    // Bits set in a word, or a counting layer's non-zero cells.
+    std::uint64_t ones(std::uint64_t word) const;
     // Inline layers: items taken (reserved or committed). Mapped layers:
     // room not yet claimed by any counter slot.
     std::atomic<std::uint64_t> taken_or_unclaimed_;

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -41,6 +42,13 @@ enum class AddResult {
 struct GrowthLimits {
     std::uint64_t max_filter_bytes = 0;  // bit arrays of all layers together
     std::uint64_t maxmemory = 0;         // checked with core::memory_would_exceed
+};
+
+// What deleting an item from a counting filter did.
+enum class RemoveResult {
+    removed,        // it was present in a layer, whose cells were decremented
+    absent,         // certainly not present (or not a counting filter): nothing changed
+    out_of_memory,  // the recorder could not keep it: nothing changed
 };
 
 class FilterRef;
@@ -96,6 +104,22 @@ public:
                   AddRecorder* recorder = nullptr);
     bool contains(std::string_view item) const;
     bool contains(const ItemHash& hash) const;
+
+    // ---- Counting filters ----
+    bool counting() const;
+    // Counting filters' adds, deletes and word writes are serialized, and
+    // recorded in the order they take effect (saturating counters do not
+    // commute): whoever changes one holds this lock (an empty one for other
+    // filters) across the change and its record reaching the journal's
+    // stream (store::MutationLog::publish_thread()).
+    std::unique_lock<std::mutex> serialize_changes() const;
+    // BF.DEL: decrements the item's cells in the newest layer that holds it
+    // (told to `recorder` first, as an add is) and counts one item less
+    // there. Under serialize_changes().
+    RemoveResult remove(const ItemHash& hash, AddRecorder* recorder = nullptr);
+    // Redoes a recorded delete in layer `layer` (which exists); false if the
+    // item is not present there (nothing changed).
+    bool redo_remove(std::size_t layer, const ItemHash& hash);
 
     // Batches (BF.MADD, BF.INSERT): items are hashed and their words
     // prefetched a group ahead, so the cache misses of a large filter overlap,
@@ -205,6 +229,8 @@ private:
     // as it holds them; the rest is counted here.
     void append_layer(LayerPtr layer, MemoryReservation* reserved = nullptr);
     AddResult grow(std::size_t seen_layers, const GrowthLimits& limits);
+    // add() of a counting filter.
+    AddResult count_add(const ItemHash& hash, const GrowthLimits& limits, AddRecorder* recorder);
     static constexpr std::uint64_t kIdMask = kMaxFilterId;
     // Hashes items[first, first + n) into hashes[0, n) and calls probe(i)
     // for each i in order, with the words of items ahead prefetched in the
@@ -215,7 +241,7 @@ private:
 
     mutable std::atomic<std::uint32_t> refs_{1};
     std::atomic<std::uint8_t> num_layers_{1};
-    std::uint8_t flags_;  // kNonscaling | kBlocked or kAutomatic (new layers' layout) | scheme bits
+    std::uint8_t flags_;  // kNonscaling | kBlocked, kAutomatic or kCounting (layout) | scheme bits
     std::uint16_t expansion_;  // <= kMaxExpansion
     double error_rate_;
     std::uint64_t capacity_;

@@ -43,6 +43,7 @@ enum class SetRefusal {
     too_many_layers,   // the merged chain would pass kMaxLayers
     shapes_differ,     // estimates: not one layer each of one shape
     too_many_filters,  // estimates: more than kMaxEstimateFilters
+    kinds_differ,      // a counting filter beside one that is not
 };
 
 // ---- Merge ----
@@ -51,6 +52,10 @@ enum class SetRefusal {
 // appended as a layer of its own otherwise. Every item of every source then
 // answers 1 (its bits are all in one layer that was ORed or copied), and the
 // compound false-positive rate stays within the sum of the layers'.
+// Counting filters merge only with counting filters: their cells are added
+// (saturating at 15) instead of ORed, and a merged layer counts the items
+// of all its parts. Estimates count a counting layer's non-zero cells as a
+// Bloom filter's set bits.
 struct MergePlan {
     FilterOptions options;  // the base's
     std::vector<LayerGeometry> layers;

@@ -180,6 +180,8 @@ inline constexpr std::string_view kMergeTooManyLayers =
 inline constexpr std::string_view kSetShapesDiffer =
     "ERR the filters must have one sub-filter each, all of the same size and hash functions";
 inline constexpr std::string_view kSetTooManyFilters = "ERR at most 8 filters can be combined";
+inline constexpr std::string_view kMergeKindsDiffer =
+    "ERR a COUNTING filter merges only with COUNTING filters";
 // Followed by the rate, the target and "; FORCE merges anyway".
 inline constexpr std::string_view kMergeRateExceeded =
     "ERR the merged filter's estimated false positive rate ";
@@ -207,6 +209,16 @@ inline constexpr std::string_view kCapacityTooLarge =
 inline constexpr std::string_view kExpansionTooLarge = "ERR expansion should be at most 32768";
 // bloomery's LAYOUT option (BF.RESERVE, BF.INSERT).
 inline constexpr std::string_view kBadLayout = "ERR LAYOUT must be AUTO, CLASSIC or BLOCKED";
+// COUNTING beside what it cannot have.
+inline constexpr std::string_view kCountingLayout =
+    "ERR COUNTING filters have their own layout and take no LAYOUT";
+inline constexpr std::string_view kCountingScheme =
+    "ERR COUNTING filters cannot use SCHEME REDISBLOOM (RedisBloom has no counting filter)";
+inline constexpr std::string_view kCountingErrorRate =
+    "ERR COUNTING filters need an error rate of at least 1e-7";
+// BF.DEL on a filter that is not a counting one.
+inline constexpr std::string_view kNotCounting =
+    "ERR only COUNTING filters can delete items (create one with BF.RESERVE ... COUNTING)";
 // bloomery's SCHEME option (BF.RESERVE, BF.INSERT).
 inline constexpr std::string_view kBadScheme = "ERR SCHEME must be BLOOMERY or REDISBLOOM";
 inline constexpr std::string_view kSchemeLayout =

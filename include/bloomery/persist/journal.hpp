@@ -108,7 +108,10 @@ public:
                                    std::size_t max_items) override;
     void begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
                      std::string_view data) override;
+    bloom::AddRecorder& begin_removes(const bloom::ScalableFilter& filter,
+                                      std::size_t max_items) override;
     void end_data() noexcept override;
+    void publish_thread() noexcept override;
     void begin_transaction() override;
     void end_transaction() noexcept override;
     std::uint64_t log_id() const override;

@@ -211,6 +211,15 @@ public:
                    const bloom::GrowthLimits& limits, const std::function<FilterRef()>* make,
                    std::vector<bloom::AddResult>& results);
 
+    // BF.DEL: deletes `items` from the counting filter under `key`
+    // (ScalableFilter::remove, in order, serialized with its other changes),
+    // each batch of up to ScalableFilter::kBatch one REMOVE record. Results
+    // in `results` (resized to what was done: a record that cannot be
+    // allocated stops there with out_of_memory). nullopt if the key is
+    // missing; false if its filter is not a counting one (nothing done).
+    std::optional<bool> remove_items(std::string_view key, std::span<const std::string_view> items,
+                                     std::vector<bloom::RemoveResult>& results);
+
     // BF.LOADCHUNK data chunk: checked against the filter under `key` first
     // (a refused chunk is neither applied nor recorded), then recorded and
     // its bits set (bloom::apply_chunk). `loaded`, `missing` (no live key),
@@ -230,6 +239,10 @@ public:
         bloom::ItemHash hash;
     };
     core::Status redo_adds(bloom::ScalableFilter& filter, std::span<const RecordedAdd> adds);
+    // Redoes recorded deletes of a counting filter the same way; fails with
+    // nothing changed if a layer does not exist or the filter is not a
+    // counting one.
+    core::Status redo_removes(bloom::ScalableFilter& filter, std::span<const RecordedAdd> removes);
     // Redoes a recorded chunk; fails (nothing changed) with the reason it
     // does not fit.
     core::Status redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter,

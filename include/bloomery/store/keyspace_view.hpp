@@ -56,9 +56,13 @@ public:
     const Entry& entry(std::size_t i) const { return entries_[i]; }
     // The per-layer item counts entry i's filter had at the view's position
     // (with a journal: exactly those of the adds recorded before it, however
-    // many were added since; without one: the counts now). Asked once per
-    // entry, in any order; layers created since count 0.
-    std::vector<std::uint64_t> item_counts(std::size_t i) const;
+    // many were added since; without one: the counts now), and for a
+    // counting filter a copy of it as it was then, to write instead of the
+    // live one. Asked once per entry, in any order; layers created since
+    // count 0. Throws std::bad_alloc.
+    using AtCut = SnapshotCounts::Session::AtCut;
+    AtCut at_cut(std::size_t i) const;
+    std::vector<std::uint64_t> item_counts(std::size_t i) const { return at_cut(i).counts; }
 
     KeyspaceView() = default;
     KeyspaceView(KeyspaceView&&) = default;

@@ -16,7 +16,8 @@
 //   appended after the change with append(), which cannot fail. Both happen
 //   under the locks of the shards the change touches, so for one key the
 //   records are in the order the changes took effect.
-// - Data records (the adds of one batch, a BF.LOADCHUNK chunk) are written
+// - Data records (the adds of one batch, a counting filter's deletes, a
+//   BF.LOADCHUNK chunk) are written
 //   inside a scope of the calling thread: begin_adds() / begin_chunk()
 //   reserve room for the whole record (may throw std::bad_alloc before
 //   anything changed), each add is recorded just before its bits are set,
@@ -76,6 +77,10 @@ public:
     // max_items). Throws std::bad_alloc with nothing changed.
     virtual bloom::AddRecorder& begin_adds(const bloom::ScalableFilter& filter,
                                            std::size_t max_items) = 0;
+    // The same for up to `max_items` deletes from a counting filter (a
+    // REMOVE record: the layer each was taken from and its hash).
+    virtual bloom::AddRecorder& begin_removes(const bloom::ScalableFilter& filter,
+                                              std::size_t max_items) = 0;
     // Opens this thread's scope with one BF.LOADCHUNK chunk, already checked
     // against `filter`, recorded. Throws std::bad_alloc with nothing changed.
     virtual void begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
@@ -83,6 +88,12 @@ public:
     // Closes this thread's scope (a scope of adds that recorded none leaves
     // nothing behind).
     virtual void end_data() noexcept = 0;
+    // After end_data(): moves this thread's buffered records into the
+    // stream now, behind every record appended before. A counting filter's
+    // changes do not commute, so each reaches the stream before the next
+    // change to that filter is made (ScalableFilter::serialize_changes());
+    // inside a transaction its records are held back in order anyway.
+    virtual void publish_thread() noexcept = 0;
 
     // ---- Transactions ----
     // From here until end_transaction(), this thread's records (keyspace and

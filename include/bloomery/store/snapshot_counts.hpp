@@ -21,6 +21,14 @@
 // read-mostly) once per batch; the first change per filter after a cut
 // takes a mutex and saves 8 bytes per layer for each running snapshot.
 //
+// Counting filters' cells are no bits: a counter incremented after the cut
+// and again by replay would count twice. So for a counting filter the first
+// change after a cut (or the snapshot reaching it first) saves a copy of
+// the whole filter (ScalableFilter::copy_of), and the snapshot writes that
+// copy: a snapshot taken while counting filters change holds, at most, one
+// more copy of each of them (counted in used_memory as filters), as a
+// forked Redis's copy-on-write pages do.
+//
 // Thread safety: every member may be called from any thread.
 
 #include <cstdint>
@@ -50,8 +58,9 @@ public:
     // nothing before the newest cut is owed by it.
     std::uint16_t current_stamp() const;
 
-    // Called before the first change this batch makes to `filter`'s counts,
-    // inside a data scope (MutationLog). Saves its counts for every running
+    // Called before the first change this batch makes to `filter`'s counts
+    // (or a counting filter's cells), inside a data scope (MutationLog).
+    // Saves its counts (and a counting filter's copy) for every running
     // session that needs them; false (nothing changed) if that could not be
     // allocated.
     bool before_count_change(const bloom::ScalableFilter& filter) noexcept;
@@ -60,8 +69,13 @@ public:
     public:
         ~Session();
         // The per-layer item counts `filter` (in the snapshot's view) had at
-        // the cut; layers created after it count 0. Each filter is asked once.
-        std::vector<std::uint64_t> counts_at_cut(const bloom::ScalableFilter& filter);
+        // the cut (layers created after it count 0), and for a counting
+        // filter its copy as it was then. Each filter is asked once.
+        struct AtCut {
+            std::vector<std::uint64_t> counts;
+            bloom::FilterRef copy;  // counting filters only
+        };
+        AtCut at_cut(const bloom::ScalableFilter& filter);
         // Ends the session: later changes save nothing for it.
         void end();
         // After end(): brings `filter`'s stamp to the newest cut (saving its
@@ -76,7 +90,7 @@ public:
         SnapshotCounts& owner_;
         const std::uint32_t epoch_;
         // Saved on first change, under owner_.mutex_.
-        std::unordered_map<const bloom::ScalableFilter*, std::vector<std::uint64_t>> saved_;
+        std::unordered_map<const bloom::ScalableFilter*, AtCut> saved_;
         std::uint64_t saved_bytes_ = 0;  // counted in core/memory.hpp (other)
         bool ended_ = false;
     };
@@ -87,6 +101,8 @@ private:
         return static_cast<std::int16_t>(static_cast<std::uint16_t>(a - b)) > 0;
     }
     static std::vector<std::uint64_t> live_counts(const bloom::ScalableFilter& filter);
+    // live_counts, and a counting filter's copy. Throws std::bad_alloc.
+    static Session::AtCut live_state(const bloom::ScalableFilter& filter);
     // Under mutex_: if `filter`'s stamp is behind the newest cut, saves its
     // (unchanged since) counts for every running session after the stamp,
     // then stamps it with the newest cut. The only way a stamp moves
