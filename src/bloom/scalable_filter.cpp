@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include <xxhash.h>
+
 #include "bloomery/bloom/params.hpp"
 #include "bloomery/bloom/redisbloom.hpp"
 #include "bloomery/core/memory.hpp"
@@ -357,6 +359,26 @@ bool ScalableFilter::redo_remove(std::size_t layer_index, const ItemHash& hash) 
     if (!target.remove(hash)) return false;
     target.uncount_item();
     return true;
+}
+
+std::uint64_t ScalableFilter::content_hash() const {
+    XXH64_state_t* state = XXH64_createState();
+    if (state == nullptr) throw std::bad_alloc();
+    XXH64_reset(state, 0);
+    std::uint64_t words[512];
+    for (std::size_t i = 0, n = num_layers(); i < n; ++i) {
+        const BloomLayer& l = layer(i);
+        const std::uint64_t items = l.items();
+        XXH64_update(state, &items, sizeof items);
+        for (std::uint64_t first = 0; first < l.num_words(); first += 512) {
+            const std::uint64_t count = std::min<std::uint64_t>(512, l.num_words() - first);
+            l.copy_words(first, count, words);
+            XXH64_update(state, words, count * sizeof words[0]);
+        }
+    }
+    const std::uint64_t digest = XXH64_digest(state);
+    XXH64_freeState(state);
+    return digest;
 }
 
 bool ScalableFilter::counting() const {

@@ -37,6 +37,8 @@ void cmd_scandump(Context& ctx, Args argv) {
             ctx.out.bulk("");
             return;
         }
+        // A counting filter's cells as of one moment within the chunk.
+        const std::unique_lock serial = filter.serialize_changes();
         const bloom::DumpChunk chunk = bloom::dump_chunk(filter, *iter);
         ctx.out.integer(chunk.next_iter);
         ctx.out.bulk(chunk.data);

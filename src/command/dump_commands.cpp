@@ -55,6 +55,8 @@ void cmd_dump(Context& ctx, Args argv) {
         return;
     }
     const bloom::ScalableFilter& filter = *entry->filter;
+    // A counting filter's cells and counts as of one moment.
+    const std::unique_lock serial = filter.serialize_changes();
     const std::size_t layers = filter.num_layers();
     const std::uint64_t bytes = persist::dump_payload_bytes(filter, layers);
     // What no server could RESTORE is not made: the bound of every
@@ -266,6 +268,10 @@ struct Migration {
         bloom::FilterRef filter;
         std::uint64_t items = 0;
         std::size_t layers = 0;
+        // A counting filter's contents when sent (ScalableFilter::
+        // content_hash): a delete and an add change neither the items nor
+        // the layers.
+        std::uint64_t contents = 0;
     };
     std::vector<Sent> sent;
     bool too_large = false;      // a key's payload passed proto-max-bulk-len: not sent
@@ -344,7 +350,9 @@ struct Migration {
             if (ttl < 1) ttl = 1;
         }
         const bloom::ScalableFilter& filter = *entry->filter;
+        const std::unique_lock serial = filter.serialize_changes();
         Sent record{entry->filter, 0, filter.num_layers()};
+        if (filter.counting()) record.contents = filter.content_hash();
         // Counted before the payload copies the bits: an add after this is
         // seen as a change when the key is deleted.
         for (std::size_t i = 0; i < record.layers; ++i) record.items += filter.layer(i).items();
@@ -378,8 +386,9 @@ struct Migration {
         Deletion deletion;
         if (transfer == Transfer::copy) return deletion;
         for (const std::size_t index : result.accepted) {
-            switch (keyspace->erase_if_unchanged(keys[index], sent[index].filter.get(),
-                                                 sent[index].items, sent[index].layers)) {
+            const Sent& was = sent[index];
+            switch (keyspace->erase_if_unchanged(keys[index], was.filter.get(), was.items,
+                                                 was.layers, was.contents)) {
                 case store::Keyspace::EraseIf::erased:
                     ++deletion.deleted;
                     break;

@@ -213,6 +213,8 @@ void cmd_copy(Context& ctx, Args argv) {
     std::vector<bloom::LayerGeometry> geometry(layers);
     for (std::size_t i = 0; i < layers; ++i) geometry[i] = filter.layer(i).geometry();
     core::Result<bloom::FilterRef> copy = build_new_filter(ctx, geometry, [&] {
+        // A counting filter's cells and counts as of one moment.
+        const std::unique_lock serial = filter.serialize_changes();
         return bloom::ScalableFilter::copy_of(filter, layers, ctx.config.maxmemory);
     });
     if (!copy) {

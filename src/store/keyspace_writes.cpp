@@ -123,7 +123,8 @@ bool Keyspace::erase(std::string_view key) {
 
 Keyspace::EraseIf Keyspace::erase_if_unchanged(std::string_view key,
                                                const bloom::ScalableFilter* filter,
-                                               std::uint64_t items, std::size_t num_layers) {
+                                               std::uint64_t items, std::size_t num_layers,
+                                               std::uint64_t contents) {
     KeyWrite write(*this, key);
     const std::size_t slot = write.find();
     if (slot == ShardTable::kNotFound) return EraseIf::gone;
@@ -136,6 +137,10 @@ Keyspace::EraseIf Keyspace::erase_if_unchanged(std::string_view key,
     if (!expired && (node->filter.get() != filter || node->filter->items() != items ||
                      node->filter->num_layers() != num_layers)) {
         return EraseIf::changed;
+    }
+    if (!expired && filter->counting()) {
+        const std::unique_lock serial = filter->serialize_changes();
+        if (filter->content_hash() != contents) return EraseIf::changed;
     }
     EncodedRecord record = write.encode_deleted();
     write.unlink(slot, expired ? KeyWrite::Why::expired : KeyWrite::Why::deleted);

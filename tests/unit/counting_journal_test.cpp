@@ -170,5 +170,23 @@ TEST(CountingJournal, SnapshotsTakenWhileCountersChangeRestartExactly) {
     std::printf("[ measured ] %d snapshots while two threads changed counters\n", rounds);
 }
 
+TEST(CountingJournal, MigratesDeleteKeepsAFilterThatADeleteAndAnAddChanged) {
+    // A delete and an add leave the item count and the layers as they were:
+    // the contents tell MIGRATE the copy it sent is out of date.
+    Keyspace keyspace(8);
+    ASSERT_TRUE(keyspace.insert_new("c", ScalableFilter::create(counting_options(100))));
+    add_items(keyspace, "c", {"a", "b"});
+    const bloom::FilterRef sent = keyspace.get("c")->filter;
+    const std::uint64_t items = sent->items();
+    const std::uint64_t contents = sent->content_hash();
+    remove_items(keyspace, "c", {"a"});
+    add_items(keyspace, "c", {"z"});
+    ASSERT_EQ(sent->items(), items);
+    EXPECT_EQ(keyspace.erase_if_unchanged("c", sent.get(), items, 1, contents),
+              Keyspace::EraseIf::changed);
+    EXPECT_EQ(keyspace.erase_if_unchanged("c", sent.get(), items, 1, sent->content_hash()),
+              Keyspace::EraseIf::erased);
+}
+
 }  // namespace
 }  // namespace bloomery::persist

@@ -120,6 +120,9 @@ public:
     // Redoes a recorded delete in layer `layer` (which exists); false if the
     // item is not present there (nothing changed).
     bool redo_remove(std::size_t layer, const ItemHash& hash);
+    // XXH64 of every layer's item count and words: whether a counting
+    // filter changed (MIGRATE's delete). O(bits); under serialize_changes().
+    std::uint64_t content_hash() const;
 
     // Batches (BF.MADD, BF.INSERT): items are hashed and their words
     // prefetched a group ahead, so the cache misses of a large filter overlap,

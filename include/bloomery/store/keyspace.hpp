@@ -304,10 +304,12 @@ public:
     // filter unchanged. `changed`, nothing done, if another filter is
     // there or this one took adds or grew since (deleting it would lose
     // them); `gone` if the key is missing (or past its deadline: erased as
-    // a lookup erases it).
+    // a lookup erases it). A counting filter must also still have
+    // `contents` (ScalableFilter::content_hash()).
     enum class EraseIf { erased, gone, changed };
     EraseIf erase_if_unchanged(std::string_view key, const bloom::ScalableFilter* filter,
-                               std::uint64_t items, std::size_t num_layers);
+                               std::uint64_t items, std::size_t num_layers,
+                               std::uint64_t contents = 0);
 
     // Removes every key at one instant (every shard locked at once, as for
     // view()); returns how many live keys there were. Filters are freed after
