@@ -126,19 +126,28 @@ class Worker(threading.Thread):
         self.done = 0
         self.counter = 0
         self.last_deadline = 0
-        self.recent = []  # items this worker added lately, for BF.DEL
+        self.recent = {}  # key: items this worker added to it lately, for BF.DEL
         self.deleted = 0  # BF.DELs that answered 1
 
     def key(self):
-        if self.rng.random() < 0.7:
+        r = self.rng.random()
+        if r < 0.55:
             return "shared:%d" % self.rng.randrange(8)
+        if r < 0.75:
+            return "counting:%d" % self.rng.randrange(3)  # created COUNTING by the test
         return "own:%d:%d" % (self.number, self.rng.randrange(4))
 
-    def item(self):
+    def item(self, key=None):
         self.counter += 1
         item = "t%d-%d" % (self.number, self.counter)
-        self.recent = self.recent[-199:] + [item]
+        if key is not None:
+            self.recent[key] = self.recent.get(key, [])[-99:] + [item]
         return item
+
+    def added_to(self, key):
+        """An item this worker added to `key` lately, or one it never added."""
+        items = self.recent.get(key)
+        return self.rng.choice(items) if items and self.rng.random() < 0.9 else "never"
 
     def run(self):
         client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=60)
@@ -168,20 +177,21 @@ class Worker(threading.Thread):
                 args.append("COUNTING")
             c.execute_command(*args)
         elif r < 0.28:
-            c.execute_command("BF.ADD", key, self.item())
+            c.execute_command("BF.ADD", key, self.item(key))
         elif r < 0.35:
             # Deletes racing other threads' adds to the same counting filter;
             # sometimes an item never added there (its counters are others').
+            key = "counting:%d" % self.rng.randrange(3)
             for _ in range(self.rng.randrange(1, 4)):
-                item = self.rng.choice(self.recent) if self.recent else "never"
-                self.deleted += c.execute_command("BF.DEL", key, item)
+                self.deleted += c.execute_command("BF.DEL", key, self.added_to(key))
         elif r < 0.60:
-            c.execute_command("BF.MADD", key, *[self.item() for _ in range(self.rng.randrange(1, 200))])
+            c.execute_command("BF.MADD", key,
+                              *[self.item(key) for _ in range(self.rng.randrange(1, 200))])
         elif r < 0.70:
             counting = ["COUNTING"] if self.rng.random() < 0.5 else []
             c.execute_command("BF.INSERT", key, "CAPACITY", self.rng.choice((10, 50, 500)), "ERROR",
                               self.rng.choice(self.RATES), *counting, "ITEMS",
-                              *[self.item() for _ in range(self.rng.randrange(1, 100))])
+                              *[self.item(key) for _ in range(self.rng.randrange(1, 100))])
         elif r < 0.75:
             c.delete(key)
         elif r < 0.80:
@@ -228,15 +238,14 @@ class Worker(threading.Thread):
                 choice = self.rng.random()
                 target = self.key()
                 if choice < 0.4:
-                    pipe.execute_command("BF.ADD", target, self.item())
+                    pipe.execute_command("BF.ADD", target, self.item(target))
                 elif choice < 0.7:
                     pipe.execute_command("BF.MADD", target,
-                                         *[self.item() for _ in range(self.rng.randrange(1, 50))])
+                                         *[self.item(target) for _ in range(self.rng.randrange(1, 50))])
                 elif choice < 0.72:
                     pipe.execute_command("BF.MERGE", target, self.key(), target, "FORCE")
                 elif choice < 0.75:
-                    pipe.execute_command("BF.DEL", target,
-                                         self.rng.choice(self.recent) if self.recent else "x")
+                    pipe.execute_command("BF.DEL", target, self.added_to(target))
                 elif choice < 0.8:
                     pipe.execute_command("RENAME", target, self.key())
                 elif choice < 0.9:
@@ -257,6 +266,8 @@ class RandomOperations(ExactnessTestCase):
         seed = int(os.environ.get("BLOOMERY_EXACTNESS_SEED", str(int(time.time()))))
         primary = self.start(Server("--appendfsync", "always", save=""))
         replica = self.replica_of(primary)
+        for n in range(3):
+            primary.client().execute_command("BF.RESERVE", "counting:%d" % n, 0.01, 100, "COUNTING")
         workers = [Worker(primary.port, n, seed * 10 + n, OPS) for n in range(4)]
         for worker in workers:
             worker.start()

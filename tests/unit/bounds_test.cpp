@@ -130,7 +130,9 @@ TEST(Bounds, BlockedLayersHaveAtLeastOneBlockAndAKnownLayout) {
     FilterOptions o;
     o.layout = Layout::automatic;
     EXPECT_EQ(check_options(o), BoundsError::none);
-    o.layout = static_cast<Layout>(3);
+    o.layout = Layout::counting;
+    EXPECT_EQ(check_options(o), BoundsError::none);
+    o.layout = static_cast<Layout>(4);
     EXPECT_EQ(check_options(o), BoundsError::layout_invalid);
     // Small layers of a blocked filter stay classic (a default filter keeps
     // its 1,152 bits); from 32 KiB of bits they are blocked, in whole blocks.
