@@ -17,7 +17,7 @@
 
 namespace bloomery::bloom {
 
-// Header layout (little-endian, 40 + 40·layers + 8 bytes in version 2):
+// Header layout (little-endian, 40 [+ 8] + 40·layers + 8 bytes in version 2):
 //   0  char[8] "BLMDUMP1"
 //   8  u32     version: 2 (1 is still read: no layout fields, all classic)
 //   12 f64     options.error_rate
@@ -25,9 +25,13 @@ namespace bloomery::bloom {
 //   28 u32     options.expansion
 //   32 u32     flags: bit 0 = nonscaling, bit 1 = blocked layout for new
 //              layers, bit 2 = automatic layout for new layers (version 2;
-//              not both); other bits must be 0
+//              not both), bit 3 = a tightening ratio follows the layer
+//              count (version 2); other bits must be 0
 //   36 u32     layer count
-//   40 per layer: u64 capacity, f64 error_rate, u64 bits, u32 hashes,
+//   40 f64     options.tightening, only with flag bit 3 (never 0.5: a filter
+//              at the default ratio is written without it, so its header is
+//              what earlier versions wrote)
+//   .. per layer: u64 capacity, f64 error_rate, u64 bits, u32 hashes,
 //              u32 layout (version 2: 0 classic, 1 blocked), u64 items
 //   .. u64     XXH64 (seed 0) of every byte before it
 // Chunk: payload words (little-endian), then u64 XXH64 (seed 0) of
@@ -54,6 +58,8 @@ constexpr std::uint32_t kVersion = 2;
 constexpr std::uint32_t kFlagNonscaling = 1;
 constexpr std::uint32_t kFlagBlocked = 2;
 constexpr std::uint32_t kFlagAutomatic = 4;
+constexpr std::uint32_t kFlagTightening = 8;
+constexpr std::size_t kTighteningBytes = 8;
 constexpr std::size_t kFixedHeaderBytes = 8 + 4 + 8 + 8 + 4 + 4 + 4;  // before the layers
 constexpr std::size_t kLayerBytesV1 = 8 + 8 + 8 + 4 + 8;
 constexpr std::size_t kLayerBytes = kLayerBytesV1 + 4;
@@ -361,7 +367,8 @@ core::Result<DumpHeader> read_bloomery_options(Reader& in, std::uint32_t version
                                                std::size_t body_bytes) {
     const std::size_t layer_bytes = version == 1 ? kLayerBytesV1 : kLayerBytes;
     const std::uint32_t known_flags =
-        version == 1 ? kFlagNonscaling : kFlagNonscaling | kFlagBlocked | kFlagAutomatic;
+        version == 1 ? kFlagNonscaling
+                     : kFlagNonscaling | kFlagBlocked | kFlagAutomatic | kFlagTightening;
     DumpHeader header;
     header.options.error_rate = in.f64();
     header.options.capacity = in.u64();
@@ -372,10 +379,19 @@ core::Result<DumpHeader> read_bloomery_options(Reader& in, std::uint32_t version
                             : (flags & kFlagAutomatic) != 0 ? Layout::automatic
                                                             : Layout::classic;
     const std::uint32_t layers = in.u32();
-    if (check_stored_options(header.options) != BoundsError::none || (flags & ~known_flags) != 0 ||
+    const bool own_tightening = (flags & kFlagTightening) != 0;
+    const std::size_t fixed_bytes = kFixedHeaderBytes + (own_tightening ? kTighteningBytes : 0);
+    if ((flags & ~known_flags) != 0 || layers < 1 || layers > kMaxLayers ||
+        body_bytes != fixed_bytes + layers * layer_bytes) {
+        return core::Error{kInvalidHeader};
+    }
+    if (own_tightening) {
+        header.options.tightening = in.f64();
+        if (header.options.tightening == kDefaultTightening) return core::Error{kInvalidHeader};
+    }
+    if (check_stored_options(header.options) != BoundsError::none ||
         (flags & (kFlagBlocked | kFlagAutomatic)) == (kFlagBlocked | kFlagAutomatic) ||
-        layers < 1 || layers > kMaxLayers || (header.options.nonscaling && layers != 1) ||
-        body_bytes != kFixedHeaderBytes + layers * layer_bytes) {
+        (header.options.nonscaling && layers != 1)) {
         return core::Error{kInvalidHeader};
     }
     header.layers.resize(layers);
@@ -441,7 +457,8 @@ std::string encode_header(const ScalableFilter& filter) {
     const std::size_t n = filter.num_layers();
     const FilterOptions options = filter.options();
     std::string out;
-    out.reserve(kFixedHeaderBytes + n * kLayerBytes + kChecksumBytes);
+    const bool own_tightening = options.tightening != kDefaultTightening;
+    out.reserve(kFixedHeaderBytes + kTighteningBytes + n * kLayerBytes + kChecksumBytes);
     out.append(kMagic, sizeof kMagic);
     put_u32(out, kVersion);
     put_f64(out, options.error_rate);
@@ -449,8 +466,10 @@ std::string encode_header(const ScalableFilter& filter) {
     put_u32(out, options.expansion);
     put_u32(out, (options.nonscaling ? kFlagNonscaling : 0) |
                      (options.layout == Layout::blocked ? kFlagBlocked : 0) |
-                     (options.layout == Layout::automatic ? kFlagAutomatic : 0));
+                     (options.layout == Layout::automatic ? kFlagAutomatic : 0) |
+                     (own_tightening ? kFlagTightening : 0));
     put_u32(out, static_cast<std::uint32_t>(n));
+    if (own_tightening) put_f64(out, options.tightening);
     for (std::size_t i = 0; i < n; ++i) {
         const BloomLayer& layer = filter.layer(i);
         put_u64(out, layer.capacity());

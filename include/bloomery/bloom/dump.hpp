@@ -16,6 +16,7 @@
 // - bloomery's (all integers little-endian):
 //   header = "BLMDUMP1" magic, u32 version, FilterOptions (f64 error_rate,
 //            u64 capacity, u32 expansion, u32 flags: bit 0 = nonscaling), u32 layer count,
+//            [f64 tightening ratio, when not 0.5 (flag bit 3)],
 //            per layer (u64 capacity, f64 error_rate, u64 bits, u32 hashes,
 //            u64 items), u64 XXH64 of everything before it.
 //   chunk  = payload (whole little-endian words, within one layer), then u64
