@@ -25,31 +25,17 @@ namespace bloomery::bloom {
 //   28 u32     options.expansion
 //   32 u32     flags: bit 0 = nonscaling, bit 1 = blocked layout for new
 //              layers, bit 2 = automatic layout for new layers (version 2;
-//              not both), bit 3 = a tightening ratio follows the layer
-//              count (version 2); other bits must be 0
+//              not both), bit 3 = tightening below (version 2); others 0
 //   36 u32     layer count
-//   40 f64     options.tightening, only with flag bit 3 (never 0.5: a filter
-//              at the default ratio is written without it, so its header is
-//              what earlier versions wrote)
+//   40 f64     options.tightening, only with flag bit 3 (never 0.5)
 //   .. per layer: u64 capacity, f64 error_rate, u64 bits, u32 hashes,
 //              u32 layout (version 2: 0 classic, 1 blocked), u64 items
 //   .. u64     XXH64 (seed 0) of every byte before it
 // Chunk: payload words (little-endian), then u64 XXH64 (seed 0) of
 // (u64 byte offset of the payload in the concatenated layers, payload).
 // Hashing the offset with the payload means a valid chunk replayed at another
-// iterator is rejected, not written to the wrong place.
-//
-// A RedisBloom-scheme filter dumps in RedisBloom 2.x's own format, so its
-// dump loads into RedisBloom as well as here (little-endian, packed):
-//   0  u64 size: items in all sub-filters
-//   8  u32 nfilters
-//   12 u32 options (redisbloom.hpp: NOROUND 1, FORCE64 4, NOSCALING 8)
-//   16 u32 growth (the expansion)
-//   20 per sub-filter, 53 bytes: u64 bytes, u64 bits, u64 size (items),
-//      f64 error, f64 bpe, u32 hashes, u64 entries (capacity), u8 n2
-// and its chunks are the raw bytes of the bit arrays (no checksum), at any
-// byte offset, at most 16 MiB and within one sub-filter, as RedisBloom's
-// SBChain_GetEncodedChunk cuts them.
+// iterator is rejected, not written to the wrong place. RedisBloom's format:
+// dump.hpp.
 
 namespace {
 
@@ -59,7 +45,6 @@ constexpr std::uint32_t kFlagNonscaling = 1;
 constexpr std::uint32_t kFlagBlocked = 2;
 constexpr std::uint32_t kFlagAutomatic = 4;
 constexpr std::uint32_t kFlagTightening = 8;
-constexpr std::size_t kTighteningBytes = 8;
 constexpr std::size_t kFixedHeaderBytes = 8 + 4 + 8 + 8 + 4 + 4 + 4;  // before the layers
 constexpr std::size_t kLayerBytesV1 = 8 + 8 + 8 + 4 + 8;
 constexpr std::size_t kLayerBytes = kLayerBytesV1 + 4;
@@ -380,16 +365,15 @@ core::Result<DumpHeader> read_bloomery_options(Reader& in, std::uint32_t version
                                                             : Layout::classic;
     const std::uint32_t layers = in.u32();
     const bool own_tightening = (flags & kFlagTightening) != 0;
-    const std::size_t fixed_bytes = kFixedHeaderBytes + (own_tightening ? kTighteningBytes : 0);
+    const std::size_t fixed_bytes = kFixedHeaderBytes + (own_tightening ? sizeof(double) : 0);
     if ((flags & ~known_flags) != 0 || layers < 1 || layers > kMaxLayers ||
         body_bytes != fixed_bytes + layers * layer_bytes) {
         return core::Error{kInvalidHeader};
     }
-    if (own_tightening) {
-        header.options.tightening = in.f64();
-        if (header.options.tightening == kDefaultTightening) return core::Error{kInvalidHeader};
-    }
-    if (check_stored_options(header.options) != BoundsError::none ||
+    if (own_tightening) header.options.tightening = in.f64();
+    // Written only when not the default: one encoding per filter.
+    if ((own_tightening && header.options.tightening == kDefaultTightening) ||
+        check_stored_options(header.options) != BoundsError::none ||
         (flags & (kFlagBlocked | kFlagAutomatic)) == (kFlagBlocked | kFlagAutomatic) ||
         (header.options.nonscaling && layers != 1)) {
         return core::Error{kInvalidHeader};
@@ -458,7 +442,7 @@ std::string encode_header(const ScalableFilter& filter) {
     const FilterOptions options = filter.options();
     std::string out;
     const bool own_tightening = options.tightening != kDefaultTightening;
-    out.reserve(kFixedHeaderBytes + kTighteningBytes + n * kLayerBytes + kChecksumBytes);
+    out.reserve(kFixedHeaderBytes + sizeof(double) + n * kLayerBytes + kChecksumBytes);
     out.append(kMagic, sizeof kMagic);
     put_u32(out, kVersion);
     put_f64(out, options.error_rate);
