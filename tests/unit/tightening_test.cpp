@@ -172,6 +172,50 @@ TEST(Tightening, DumpHeaderOfADefaultFilterIsUnchanged) {
     EXPECT_EQ(parsed->options.tightening, kDefaultTightening);
 }
 
+// A header laid out field by field as versions before the ratio wrote it
+// (proto/resp.md: 40 bytes, then 40 per layer, then the checksum).
+std::string header_as_before(const ScalableFilter& filter) {
+    std::string out = "BLMDUMP1";
+    const auto put = [&out](auto value) {
+        out.append(reinterpret_cast<const char*>(&value), sizeof value);
+    };
+    const FilterOptions options = filter.options();
+    put(std::uint32_t{2});
+    put(options.error_rate);
+    put(options.capacity);
+    put(options.expansion);
+    put(std::uint32_t{(options.nonscaling ? 1u : 0u) |
+                      (options.layout == Layout::blocked ? 2u : 0u) |
+                      (options.layout == Layout::automatic ? 4u : 0u)});
+    put(static_cast<std::uint32_t>(filter.num_layers()));
+    for (std::size_t i = 0; i < filter.num_layers(); ++i) {
+        const LayerGeometry g = filter.layer(i).geometry();
+        put(g.capacity);
+        put(g.error_rate);
+        put(g.bits);
+        put(g.hashes);
+        put(static_cast<std::uint32_t>(g.layout));
+        put(filter.layer(i).items());
+    }
+    put(static_cast<std::uint64_t>(XXH64(out.data(), out.size(), 0)));
+    return out;
+}
+
+TEST(Tightening, DefaultFiltersDumpAsBeforeAndOldHeadersLoad) {
+    FilterOptions blocked = make_options(1000, 0.001, 4);
+    blocked.layout = Layout::blocked;
+    FilterOptions nonscaling = make_options(50, 0.05, 2, true);
+    for (const FilterOptions& options : {make_options(100, 0.01), blocked, nonscaling}) {
+        const FilterRef filter = filled(options, 40);
+        const std::string old = header_as_before(*filter);
+        EXPECT_EQ(encode_header(*filter), old);
+        const core::Result<FilterRef> decoded = decode_header(old, 0);
+        ASSERT_TRUE(decoded) << decoded.error();
+        EXPECT_EQ((*decoded)->options().tightening, kDefaultTightening);
+        EXPECT_EQ(encode_header(**decoded), old);
+    }
+}
+
 TEST(Tightening, DumpHeaderCarriesAnotherRatio) {
     const FilterRef filter = filled(tightened(100, 0.01, 0.25), 300);
     const std::string header = encode_header(*filter);
