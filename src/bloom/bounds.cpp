@@ -13,10 +13,9 @@ namespace bloomery::bloom {
 
 namespace {
 
-// RedisBloom's ERROR_TIGHTENING_RATIO: each new layer's error rate (and a
-// scaling filter's first) is the previous one's times this, so the compound
-// rate p·r + p·r² + ... stays below p.
-constexpr double kTighteningRatio = 0.5;
+// The lowest error rate a layer can be sized for: ceil(-log2 p) hashes, at
+// most kMaxHashes.
+constexpr double kMinLayerErrorRate = 0x1p-128;
 
 }  // namespace
 
@@ -50,6 +49,8 @@ std::string describe(BoundsError error) {
             return "hash scheme fields invalid";
         case BoundsError::counting_error_rate:
             return "counting filter's error rate below the minimum 1e-7";
+        case BoundsError::tightening_range:
+            return "tightening ratio not in (0, 1)";
     }
     return "unknown";
 }
@@ -82,8 +83,10 @@ bool known_policy(Layout layout) {
 }
 
 // RedisBloom chains: the options it can honour (no ENTS_IS_BITS, nothing
-// unknown), NONSCALING said alike in both places, classic layers.
+// unknown), NONSCALING said alike in both places, classic layers, its own
+// tightening ratio.
 bool valid_redisbloom_options(const FilterOptions& options) {
+    if (options.tightening != kDefaultTightening) return false;
     constexpr std::uint32_t known = kRedisBloomNoRound | kRedisBloomForce64 | kRedisBloomNoScaling;
     if ((options.redisbloom_options & ~known) != 0) return false;
     if (((options.redisbloom_options & kRedisBloomNoScaling) != 0) != options.nonscaling) {
@@ -117,6 +120,9 @@ BoundsError check_stored_options(const FilterOptions& options) {
         return BoundsError::expansion_range;
     }
     if (!known_policy(options.layout)) return BoundsError::layout_invalid;
+    if (!(options.tightening > 0.0 && options.tightening < 1.0)) {
+        return BoundsError::tightening_range;
+    }
     switch (options.scheme) {
         case HashScheme::bloomery:
             if (options.redisbloom_options != 0) return BoundsError::scheme_invalid;
@@ -249,8 +255,9 @@ LayerGeometry sized_automatically(std::uint64_t capacity, double error_rate) {
 }  // namespace
 
 LayerGeometry first_layer(const FilterOptions& options) {
+    // p·(1 − r): at r = 0.5 exactly RedisBloom's p·0.5, bit for bit.
     const double error_rate =
-        options.nonscaling ? options.error_rate : options.error_rate * kTighteningRatio;
+        options.nonscaling ? options.error_rate : options.error_rate * (1.0 - options.tightening);
     if (options.scheme == HashScheme::redisbloom) {
         // Within check_options() bloom_init cannot fail; if it did, the
         // zero geometry fails check_layer() like any oversized layer.
@@ -270,13 +277,14 @@ std::optional<LayerGeometry> next_layer(const FilterOptions& options, const Laye
         // power-of-two rounding may have raised) times the expansion, its error
         // halved, sized by bloom_init with the chain's options.
         std::optional<LayerGeometry> next =
-            redisbloom_layer(last.capacity * expansion, last.error_rate * kTighteningRatio,
+            redisbloom_layer(last.capacity * expansion, last.error_rate * options.tightening,
                              options.redisbloom_options);
         if (!next || check_layer(*next, 0) != BoundsError::none) return std::nullopt;
         return next;
     }
     const std::uint64_t capacity = last.capacity * expansion;
-    const double error_rate = last.error_rate * kTighteningRatio;
+    const double error_rate = last.error_rate * options.tightening;
+    if (!(error_rate >= kMinLayerErrorRate)) return std::nullopt;
     const LayerGeometry next = options.layout == Layout::automatic
                                    ? sized_automatically(capacity, error_rate)
                                    : sized(capacity, error_rate, options.layout);

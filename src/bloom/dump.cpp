@@ -17,37 +17,27 @@
 
 namespace bloomery::bloom {
 
-// Header layout (little-endian, 40 + 40·layers + 8 bytes in version 2):
+// Header layout (little-endian, 40 [+ 8] + 40·layers + 8 bytes in version 2):
 //   0  char[8] "BLMDUMP1"
 //   8  u32     version: 2 (1 is still read: no layout fields, all classic)
 //   12 f64     options.error_rate
 //   20 u64     options.capacity
 //   28 u32     options.expansion
 //   32 u32     flags: bit 0 = nonscaling, bit 1 = blocked layout for new
-//              layers, bit 2 = automatic layout for new layers, bit 3 =
-//              counting (version 2; at most one of bits 1-3); other bits
-//              must be 0
+//              layers, bit 2 = automatic layout for new layers, bit 4 =
+//              counting (version 2; at most one of bits 1, 2 and 4), bit 3 =
+//              tightening below (version 2); others 0
 //   36 u32     layer count
-//   40 per layer: u64 capacity, f64 error_rate, u64 bits, u32 hashes,
+//   40 f64     options.tightening, only with flag bit 3 (never 0.5)
+//   .. per layer: u64 capacity, f64 error_rate, u64 bits, u32 hashes,
 //              u32 layout (version 2: 0 classic, 1 blocked, 3 counting:
 //              every layer of a counting filter, and only there), u64 items
 //   .. u64     XXH64 (seed 0) of every byte before it
 // Chunk: payload words (little-endian), then u64 XXH64 (seed 0) of
 // (u64 byte offset of the payload in the concatenated layers, payload).
 // Hashing the offset with the payload means a valid chunk replayed at another
-// iterator is rejected, not written to the wrong place.
-//
-// A RedisBloom-scheme filter dumps in RedisBloom 2.x's own format, so its
-// dump loads into RedisBloom as well as here (little-endian, packed):
-//   0  u64 size: items in all sub-filters
-//   8  u32 nfilters
-//   12 u32 options (redisbloom.hpp: NOROUND 1, FORCE64 4, NOSCALING 8)
-//   16 u32 growth (the expansion)
-//   20 per sub-filter, 53 bytes: u64 bytes, u64 bits, u64 size (items),
-//      f64 error, f64 bpe, u32 hashes, u64 entries (capacity), u8 n2
-// and its chunks are the raw bytes of the bit arrays (no checksum), at any
-// byte offset, at most 16 MiB and within one sub-filter, as RedisBloom's
-// SBChain_GetEncodedChunk cuts them.
+// iterator is rejected, not written to the wrong place. RedisBloom's format:
+// dump.hpp.
 
 namespace {
 
@@ -56,7 +46,8 @@ constexpr std::uint32_t kVersion = 2;
 constexpr std::uint32_t kFlagNonscaling = 1;
 constexpr std::uint32_t kFlagBlocked = 2;
 constexpr std::uint32_t kFlagAutomatic = 4;
-constexpr std::uint32_t kFlagCounting = 8;
+constexpr std::uint32_t kFlagTightening = 8;
+constexpr std::uint32_t kFlagCounting = 16;
 constexpr std::uint32_t kLayoutFlags = kFlagBlocked | kFlagAutomatic | kFlagCounting;
 constexpr std::size_t kFixedHeaderBytes = 8 + 4 + 8 + 8 + 4 + 4 + 4;  // before the layers
 constexpr std::size_t kLayerBytesV1 = 8 + 8 + 8 + 4 + 8;
@@ -364,7 +355,8 @@ constexpr const char* kInvalidHeader = "invalid dump header";
 core::Result<DumpHeader> read_bloomery_options(Reader& in, std::uint32_t version,
                                                std::size_t body_bytes) {
     const std::size_t layer_bytes = version == 1 ? kLayerBytesV1 : kLayerBytes;
-    const std::uint32_t known_flags = version == 1 ? kFlagNonscaling : kFlagNonscaling | kLayoutFlags;
+    const std::uint32_t known_flags =
+        version == 1 ? kFlagNonscaling : kFlagNonscaling | kLayoutFlags | kFlagTightening;
     DumpHeader header;
     header.options.error_rate = in.f64();
     header.options.capacity = in.u64();
@@ -376,10 +368,18 @@ core::Result<DumpHeader> read_bloomery_options(Reader& in, std::uint32_t version
                             : (flags & kFlagCounting) != 0  ? Layout::counting
                                                             : Layout::classic;
     const std::uint32_t layers = in.u32();
-    if (check_stored_options(header.options) != BoundsError::none || (flags & ~known_flags) != 0 ||
+    const bool own_tightening = (flags & kFlagTightening) != 0;
+    const std::size_t fixed_bytes = kFixedHeaderBytes + (own_tightening ? sizeof(double) : 0);
+    if ((flags & ~known_flags) != 0 || layers < 1 || layers > kMaxLayers ||
+        body_bytes != fixed_bytes + layers * layer_bytes) {
+        return core::Error{kInvalidHeader};
+    }
+    if (own_tightening) header.options.tightening = in.f64();
+    // Written only when not the default: one encoding per filter.
+    if ((own_tightening && header.options.tightening == kDefaultTightening) ||
+        check_stored_options(header.options) != BoundsError::none ||
         std::popcount(flags & kLayoutFlags) > 1 ||
-        layers < 1 || layers > kMaxLayers || (header.options.nonscaling && layers != 1) ||
-        body_bytes != kFixedHeaderBytes + layers * layer_bytes) {
+        (header.options.nonscaling && layers != 1)) {
         return core::Error{kInvalidHeader};
     }
     header.layers.resize(layers);
@@ -444,7 +444,8 @@ std::string encode_header(const ScalableFilter& filter) {
     const std::size_t n = filter.num_layers();
     const FilterOptions options = filter.options();
     std::string out;
-    out.reserve(kFixedHeaderBytes + n * kLayerBytes + kChecksumBytes);
+    const bool own_tightening = options.tightening != kDefaultTightening;
+    out.reserve(kFixedHeaderBytes + sizeof(double) + n * kLayerBytes + kChecksumBytes);
     out.append(kMagic, sizeof kMagic);
     put_u32(out, kVersion);
     put_f64(out, options.error_rate);
@@ -453,8 +454,10 @@ std::string encode_header(const ScalableFilter& filter) {
     put_u32(out, (options.nonscaling ? kFlagNonscaling : 0) |
                      (options.layout == Layout::blocked ? kFlagBlocked : 0) |
                      (options.layout == Layout::automatic ? kFlagAutomatic : 0) |
-                     (options.layout == Layout::counting ? kFlagCounting : 0));
+                     (options.layout == Layout::counting ? kFlagCounting : 0) |
+                     (own_tightening ? kFlagTightening : 0));
     put_u32(out, static_cast<std::uint32_t>(n));
+    if (own_tightening) put_f64(out, options.tightening);
     for (std::size_t i = 0; i < n; ++i) {
         const BloomLayer& layer = filter.layer(i);
         put_u64(out, layer.capacity());

@@ -41,6 +41,10 @@ constexpr std::uint8_t kRedisBloomNoRoundFlag = 8;
 constexpr std::uint8_t kRedisBloomForce64Flag = 16;
 constexpr std::uint8_t kAutomatic = 32;  // Layout::automatic (never with kBlocked)
 constexpr std::uint8_t kCounting = 64;   // Layout::counting (alone of the three)
+// A tightening ratio other than kDefaultTightening, kept in the 8 bytes right
+// behind the object (before inline words): filters at the default stay
+// within their 224-byte size class.
+constexpr std::uint8_t kOwnTightening = 128;
 
 std::uint8_t flags_of(const FilterOptions& options) {
     std::uint8_t flags = (options.nonscaling ? kNonscaling : 0) |
@@ -52,11 +56,17 @@ std::uint8_t flags_of(const FilterOptions& options) {
         if ((options.redisbloom_options & kRedisBloomNoRound) != 0) flags |= kRedisBloomNoRoundFlag;
         if ((options.redisbloom_options & kRedisBloomForce64) != 0) flags |= kRedisBloomForce64Flag;
     }
+    if (options.tightening != kDefaultTightening) flags |= kOwnTightening;
     return flags;
 }
 
-std::uint64_t header_bytes(const LayerGeometry& first) {
-    return sizeof(ScalableFilter) + BloomLayer::inline_bytes(first);
+// Bytes behind the object before the first layer's inline words.
+std::uint64_t extension_bytes(std::uint8_t flags) {
+    return (flags & kOwnTightening) != 0 ? sizeof(double) : 0;
+}
+
+std::uint64_t header_bytes(std::uint8_t flags, const LayerGeometry& first) {
+    return sizeof(ScalableFilter) + extension_bytes(flags) + BloomLayer::inline_bytes(first);
 }
 
 }  // namespace
@@ -153,12 +163,15 @@ void count_allocation(std::uint64_t bytes, Reservation* reserved) {
 
 FilterRef ScalableFilter::allocate(const FilterOptions& options, const LayerGeometry& first,
                                    MemoryReservation* reserved) {
+    const std::uint8_t flags = flags_of(options);
     const std::size_t inline_bytes = BloomLayer::inline_bytes(first);
-    void* block = ::operator new(sizeof(ScalableFilter) + inline_bytes);
+    const std::size_t extension = extension_bytes(flags);
+    void* block = ::operator new(sizeof(ScalableFilter) + extension + inline_bytes);
+    char* behind = static_cast<char*>(block) + sizeof(ScalableFilter);
+    if (extension != 0) std::memcpy(behind, &options.tightening, sizeof options.tightening);
     std::uint64_t* words = nullptr;
     if (inline_bytes != 0) {
-        words =
-            reinterpret_cast<std::uint64_t*>(static_cast<char*>(block) + sizeof(ScalableFilter));
+        words = reinterpret_cast<std::uint64_t*>(behind + extension);
         std::memset(words, 0, inline_bytes);
     }
     ScalableFilter* filter;
@@ -168,7 +181,7 @@ FilterRef ScalableFilter::allocate(const FilterOptions& options, const LayerGeom
         ::operator delete(block);
         throw;
     }
-    count_allocation(header_bytes(first) + filter->first_.mapped_bytes(), reserved);
+    count_allocation(header_bytes(flags, first) + filter->first_.mapped_bytes(), reserved);
     return FilterRef(filter);
 }
 
@@ -179,7 +192,8 @@ FilterRef ScalableFilter::create(const FilterOptions& options, std::uint64_t max
 
 FilterRef ScalableFilter::create(const FilterOptions& options,
                                  std::span<const LayerGeometry> layers, std::uint64_t maxmemory) {
-    MemoryReservation reserved(allocation_bytes(layers), maxmemory);
+    MemoryReservation reserved(allocation_bytes(layers) + extension_bytes(flags_of(options)),
+                               maxmemory);
     if (!reserved.held()) return {};
     FilterRef filter = allocate(options, layers.front(), &reserved);
     for (std::size_t i = 1; i < layers.size(); ++i) {
@@ -219,7 +233,7 @@ FilterRef ScalableFilter::copy_of(const ScalableFilter& source, std::size_t num_
 
 std::uint64_t ScalableFilter::allocation_bytes(std::span<const LayerGeometry> layers) {
     if (layers.empty()) return 0;
-    std::uint64_t total = header_bytes(layers.front());
+    std::uint64_t total = header_bytes(0, layers.front());
     total += layer_allocation_bytes(layers.front()) - sizeof(BloomLayer) -
              BloomLayer::inline_bytes(layers.front());  // its mapping, if any
     if (layers.size() > 1)
@@ -286,6 +300,10 @@ FilterOptions ScalableFilter::options() const {
             ((flags_ & kRedisBloomNoRoundFlag) != 0 ? kRedisBloomNoRound : 0) |
             ((flags_ & kRedisBloomForce64Flag) != 0 ? kRedisBloomForce64 : 0) |
             (options.nonscaling ? kRedisBloomNoScaling : 0);
+    }
+    if ((flags_ & kOwnTightening) != 0) {
+        std::memcpy(&options.tightening, reinterpret_cast<const char*>(this) + sizeof(*this),
+                    sizeof options.tightening);
     }
     return options;
 }
@@ -586,7 +604,7 @@ std::uint64_t ScalableFilter::bits_size() const {
 
 std::uint64_t ScalableFilter::allocated_bytes() const {
     const std::size_t n = num_layers();
-    std::uint64_t total = header_bytes(first_.geometry()) + first_.mapped_bytes();
+    std::uint64_t total = header_bytes(flags_, first_.geometry()) + first_.mapped_bytes();
     if (n > 1)
         total += kMoreLayers *
                  sizeof(BloomLayer*);  // NOLINT(bugprone-sizeof-expression): a pointer per layer

@@ -56,10 +56,6 @@ std::uint64_t max_scaled_capacity(const ScalableFilter& filter, const InfoLimits
     return bloom::max_scaled_capacity(filter.options(), layers, limits.max_filter_bytes).capacity;
 }
 
-// The ratio between a layer's error rate and the one before it (and between
-// a scaling filter's first layer's and the filter's): RedisBloom's, fixed.
-constexpr double kTighteningRatio = 0.5;
-
 // RedisBloom's five fields first, in its order: BF.INFO key answers them.
 constexpr std::size_t kRedisBloomInfoFields = 5;
 constexpr InfoField kInfoFields[] = {
@@ -111,10 +107,11 @@ constexpr InfoField kInfoFields[] = {
      [](resp::Writer& out, const ScalableFilter& filter, const InfoLimits&) {
          out.real(filter.options().error_rate);
      }},
-    // valkey-bloom's.
+    // valkey-bloom's: the ratio between a layer's error rate and the one
+    // before it (bounds.hpp: first_layer), 0.5 unless TIGHTENING chose another.
     {"TIGHTENING", "Tightening ratio",
-     [](resp::Writer& out, const ScalableFilter&, const InfoLimits&) {
-         out.real(kTighteningRatio);
+     [](resp::Writer& out, const ScalableFilter& filter, const InfoLimits&) {
+         out.real(filter.options().tightening);
      }},
     // valkey-bloom's (bounds.hpp: max_scaled_capacity).
     {"MAXSCALEDCAPACITY", "Max scaled capacity",

@@ -59,6 +59,14 @@ core::Result<std::uint64_t> take_scale_to(ArgCursor& args) {
     return static_cast<std::uint64_t>(*items);
 }
 
+// TIGHTENING's value: a ratio in (0, 1), valkey-bloom's range.
+core::Result<double> take_tightening(ArgCursor& args) {
+    const core::Result<double> ratio = args.take_double(errors::kBadTightening);
+    if (!ratio) return ratio.failure();
+    if (!(*ratio > 0 && *ratio < 1)) return refuse(errors::kTighteningRange);
+    return *ratio;
+}
+
 // Whether the filter `options` describe could grow to hold `items` within
 // the bounds and --max-filter-bytes (bounds.hpp: max_scaled_capacity, as
 // BF.INFO MAXSCALEDCAPACITY counts); valkey-bloom's VALIDATESCALETO. A first
@@ -191,6 +199,7 @@ core::Status settle_scheme(const core::Config& config, const CreationExtras& ext
     }
     if (options.scheme != bloom::HashScheme::redisbloom) return {};
     if (extras.layout_given) return refuse(errors::kSchemeLayout);
+    if (options.tightening != bloom::kDefaultTightening) return refuse(errors::kSchemeTightening);
     options.layout = bloom::Layout::classic;
     options.redisbloom_options =
         bloom::kRedisBloomDefaultOptions | (options.nonscaling ? bloom::kRedisBloomNoScaling : 0);
@@ -208,7 +217,7 @@ core::Status settle(const core::Config& config, const CreationExtras& extras,
 
 // bloomery's options of BF.RESERVE, found after the capacity as RedisBloom
 // finds its own there.
-constexpr std::string_view kReserveExtras[] = {"LAYOUT", "SCHEME", "VALIDATESCALETO"};
+constexpr std::string_view kReserveExtras[] = {"LAYOUT", "SCHEME", "VALIDATESCALETO", "TIGHTENING"};
 
 // The arguments bloomery's options take (word and value, or COUNTING's
 // word), which do not count toward RedisBloom's 7.
@@ -221,7 +230,7 @@ std::size_t reserve_extra_args(const ArgCursor& after_capacity) {
     return taken;
 }
 
-// Reads LAYOUT, SCHEME, VALIDATESCALETO and COUNTING where BF.RESERVE has
+// Reads LAYOUT, SCHEME, VALIDATESCALETO, TIGHTENING and COUNTING where BF.RESERVE has
 // them.
 core::Status read_reserve_extras(const ArgCursor& after_capacity, bloom::FilterOptions& options,
                                  CreationExtras& extras) {
@@ -242,11 +251,16 @@ core::Status read_reserve_extras(const ArgCursor& after_capacity, bloom::FilterO
         if (!items) return items.failure();
         extras.scale_to = *items;
     }
+    if (std::optional<ArgCursor> at = after_capacity.find(kReserveExtras[3])) {
+        const core::Result<double> ratio = take_tightening(*at);
+        if (!ratio) return ratio.failure();
+        options.tightening = *ratio;
+    }
     return {};
 }
 
 // One of bloomery's BF.INSERT options (LAYOUT, SCHEME, VALIDATESCALETO,
-// COUNTING: the whole word) if `args` is at one: read into `request` and
+// TIGHTENING, COUNTING: the whole word) if `args` is at one: read into `request` and
 // `extras`, true.
 core::Result<bool> read_insert_extra(ArgCursor& args, InsertRequest& request,
                                      CreationExtras& extras) {
@@ -257,9 +271,14 @@ core::Result<bool> read_insert_extra(ArgCursor& args, InsertRequest& request,
     const bool layout = args.eat("LAYOUT");
     const bool scheme = !layout && args.eat("SCHEME");
     const bool scale_to = !layout && !scheme && args.eat("VALIDATESCALETO");
-    if (!layout && !scheme && !scale_to) return false;
+    const bool tightening = !layout && !scheme && !scale_to && args.eat("TIGHTENING");
+    if (!layout && !scheme && !scale_to && !tightening) return false;
     if (!args.has_next()) return wrong_arity("bf.insert");
-    if (layout) {
+    if (tightening) {
+        const core::Result<double> ratio = take_tightening(args);
+        if (!ratio) return ratio.failure();
+        request.options.tightening = *ratio;
+    } else if (layout) {
         const core::Result<bloom::Layout> chosen = take_layout(args);
         if (!chosen) return chosen.failure();
         request.options.layout = *chosen;
@@ -289,7 +308,7 @@ bloom::FilterOptions default_filter_options(const core::Config& config) {
 // capacity checked first, NONSCALING and EXPANSION found wherever they are
 // after the capacity (other words are ignored), and the key looked at last
 // (by the command). bloomery adds LAYOUT AUTO|CLASSIC|BLOCKED, SCHEME
-// BLOOMERY|REDISBLOOM, VALIDATESCALETO n and COUNTING, whose words do not
+// BLOOMERY|REDISBLOOM, VALIDATESCALETO n, TIGHTENING r and COUNTING, whose words do not
 // count toward the 7. Unlike RedisBloom, options are looked for after the capacity only
 // (it also finds them in the key and the numbers) and an expansion must be 1
 // to 32768.
@@ -330,7 +349,7 @@ core::Result<bloom::FilterOptions> parse_reserve(const core::Config& config, Arg
 // letter (read_insert_option), the values checked together once ITEMS is
 // found, and an EXPANSION beside NONSCALING taken. bloomery adds LAYOUT
 // AUTO|CLASSIC|BLOCKED, SCHEME BLOOMERY|REDISBLOOM, VALIDATESCALETO n and
-// COUNTING (whole words).
+// TIGHTENING r and COUNTING (whole words).
 core::Result<InsertRequest> parse_insert(const core::Config& config, Args argv) {
     InsertRequest request{configured_options(config), IfMissing::create, {}};
     InsertNumbers numbers{request.options.error_rate,

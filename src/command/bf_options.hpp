@@ -1,8 +1,8 @@
 #pragma once
 // How BF.RESERVE and BF.INSERT read their options: as RedisBloom 2.4 reads
 // them, its quirks kept (each parser says which), plus bloomery's LAYOUT,
-// SCHEME, valkey-bloom's VALIDATESCALETO and bloomery's bounds
-// (bloom/bounds.hpp). Parsing only: nothing here touches the keyspace
+// SCHEME, valkey-bloom's VALIDATESCALETO and TIGHTENING and bloomery's
+// bounds (bloom/bounds.hpp). Parsing only: nothing here touches the keyspace
 // or writes a reply; a refusal carries the error text the command answers.
 
 #include "bloomery/bloom/bounds.hpp"
@@ -18,11 +18,13 @@ namespace bloomery::command {
 bloom::FilterOptions default_filter_options(const core::Config& config);
 
 // BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [LAYOUT l]
-// [SCHEME s] [VALIDATESCALETO n]: the new filter's options, or the error to
-// reply. The key is not looked at. SCHEME REDISBLOOM (or --bf-scheme
-// redisbloom without SCHEME) gives the filter RedisBloom 2.4 would create,
-// and refuses LAYOUT. VALIDATESCALETO refuses a filter that could not grow to
-// n items (bounds.hpp: max_scaled_capacity) and a NONSCALING one.
+// [SCHEME s] [VALIDATESCALETO n] [TIGHTENING r]: the new filter's options, or
+// the error to reply. The key is not looked at. SCHEME REDISBLOOM (or
+// --bf-scheme redisbloom without SCHEME) gives the filter RedisBloom 2.4
+// would create, and refuses LAYOUT and a TIGHTENING other than 0.5.
+// VALIDATESCALETO refuses a filter that could not grow to n items (bounds.hpp:
+// max_scaled_capacity, at the filter's ratio) and a NONSCALING one.
+// TIGHTENING (valkey-bloom's, in (0, 1)) is taken beside NONSCALING and kept.
 core::Result<bloom::FilterOptions> parse_reserve(const core::Config& config, Args argv);
 
 // What an add does with a key that is missing: creates it (BF.ADD, BF.MADD,
@@ -37,8 +39,9 @@ struct InsertRequest {
 };
 
 // BF.INSERT key [CAPACITY n] [ERROR rate] [EXPANSION n] [NOCREATE]
-// [NONSCALING] [LAYOUT l] [SCHEME s] [VALIDATESCALETO n] ITEMS item...: the
-// request, or the error to reply (SCHEME and VALIDATESCALETO as BF.RESERVE's;
+// [NONSCALING] [LAYOUT l] [SCHEME s] [VALIDATESCALETO n] [TIGHTENING r]
+// ITEMS item...: the request, or the error to reply (SCHEME, VALIDATESCALETO
+// and TIGHTENING as BF.RESERVE's;
 // VALIDATESCALETO is checked whether or not the key exists).
 core::Result<InsertRequest> parse_insert(const core::Config& config, Args argv);
 

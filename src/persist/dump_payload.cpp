@@ -123,13 +123,13 @@ core::Error truncated(const char* what) {
 // The value's options, as a snapshot's filter record holds them.
 core::Result<bloom::FilterOptions> parse_options(Reader& in) {
     bloom::FilterOptions options;
-    std::uint8_t nonscaling, layout, scheme;
+    std::uint8_t option_bits, layout, scheme;
     if (!in.f64(options.error_rate) || !in.u64(options.capacity) || !in.u32(options.expansion) ||
-        !in.u8(nonscaling) || !in.u8(layout) || !in.u8(scheme)) {
+        !in.u8(option_bits) || !in.u8(layout) || !in.u8(scheme)) {
         return truncated("the options");
     }
-    if (nonscaling > 1) {
-        return core::Error{"nonscaling flag " + std::to_string(nonscaling) + " is neither 0 nor 1"};
+    if ((option_bits & ~(format::kOptionNonscaling | format::kOptionTightening)) != 0) {
+        return core::Error{"option bits " + std::to_string(option_bits) + " not understood"};
     }
     // The filter's setting may be auto; each layer's own layout (below) is
     // classic or blocked, or counting in a counting filter.
@@ -139,11 +139,18 @@ core::Result<bloom::FilterOptions> parse_options(Reader& in) {
     if (scheme > static_cast<std::uint8_t>(bloom::HashScheme::redisbloom)) {
         return core::Error{"unknown hash scheme " + std::to_string(scheme)};
     }
-    options.nonscaling = nonscaling == 1;
+    options.nonscaling = (option_bits & format::kOptionNonscaling) != 0;
     options.layout = static_cast<bloom::Layout>(layout);
     options.scheme = static_cast<bloom::HashScheme>(scheme);
     if (options.scheme == bloom::HashScheme::redisbloom && !in.u32(options.redisbloom_options)) {
         return truncated("the options");
+    }
+    if ((option_bits & format::kOptionTightening) != 0) {
+        if (!in.f64(options.tightening)) return truncated("the options");
+        // Written only when not the default: one encoding per filter.
+        if (options.tightening == bloom::kDefaultTightening) {
+            return core::Error{"tightening ratio 0.5 written out though it is the default"};
+        }
     }
     if (const bloom::BoundsError e = bloom::check_stored_options(options);
         e != bloom::BoundsError::none) {

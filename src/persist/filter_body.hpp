@@ -21,17 +21,18 @@ inline std::uint64_t layer_header_bytes(bloom::HashScheme scheme) {
 }
 
 // Bytes of the options before the layers: f64 error_rate, u64 capacity, u32
-// expansion, u8 nonscaling, u8 layout, u8 scheme, [u32 RedisBloom options],
-// u32 layer count.
-inline std::uint64_t options_bytes(bloom::HashScheme scheme) {
-    return 8 + 8 + 4 + 1 + 1 + 1 + (scheme == bloom::HashScheme::redisbloom ? 4 : 0) + 4;
+// expansion, u8 option bits, u8 layout, u8 scheme, [u32 RedisBloom options],
+// [f64 tightening], u32 layer count.
+inline std::uint64_t options_bytes(const bloom::FilterOptions& options) {
+    return 8 + 8 + 4 + 1 + 1 + 1 + (options.scheme == bloom::HashScheme::redisbloom ? 4 : 0) +
+           (options.tightening != bloom::kDefaultTightening ? 8 : 0) + 4;
 }
 
 // Bytes write_filter_body() writes for the first `num_layers` layers.
 inline std::uint64_t filter_body_bytes(const bloom::ScalableFilter& filter,
                                        std::size_t num_layers) {
     const bloom::HashScheme scheme = filter.scheme();
-    std::uint64_t bytes = options_bytes(scheme);
+    std::uint64_t bytes = options_bytes(filter.options());
     for (std::size_t i = 0; i < num_layers; ++i) {
         bytes += layer_header_bytes(scheme) + filter.layer(i).byte_size();
     }
@@ -51,11 +52,14 @@ void write_filter_body(Out& out, const bloom::ScalableFilter& filter, std::size_
     out.append_f64(options.error_rate);
     out.append_u64(options.capacity);
     out.append_u32(options.expansion);
-    out.append_u8(options.nonscaling ? 1 : 0);
+    const bool own_tightening = options.tightening != bloom::kDefaultTightening;
+    out.append_u8((options.nonscaling ? kOptionNonscaling : 0) |
+                  (own_tightening ? kOptionTightening : 0));
     out.append_u8(static_cast<std::uint8_t>(options.layout));
     out.append_u8(static_cast<std::uint8_t>(options.scheme));
     const bool redisbloom = options.scheme == bloom::HashScheme::redisbloom;
     if (redisbloom) out.append_u32(options.redisbloom_options);
+    if (own_tightening) out.append_f64(options.tightening);
     out.append_u32(static_cast<std::uint32_t>(num_layers));
     for (std::size_t i = 0; i < num_layers; ++i) {
         const bloom::BloomLayer& layer = filter.layer(i);

@@ -26,6 +26,13 @@ inline constexpr std::size_t kFileHeaderBytes = 8 + 4 + 8 + 8 + 8;
 inline constexpr std::uint8_t kRecordFilter = 0x01;
 inline constexpr std::uint8_t kRecordEnd = 0xFF;
 
+// A filter record's byte after the expansion: bit 0 NONSCALING, bit 1 (from
+// version 4 on) a tightening ratio other than the default follows the scheme
+// fields, so a filter at the default is written as before the ratio could be
+// chosen.
+inline constexpr std::uint8_t kOptionNonscaling = 1;
+inline constexpr std::uint8_t kOptionTightening = 2;
+
 // u64 capacity, f64 error_rate, u64 bits, u32 hashes, u8 layout, u64 items
 // (version 1: no layout byte).
 inline constexpr std::size_t kLayerHeaderBytes = 8 + 8 + 8 + 4 + 1 + 8;

@@ -285,11 +285,15 @@ private:
         record.options.capacity = read_u64();
         record.options.expansion = read_u32();
         std::uint64_t at = in_.offset();
-        const std::uint8_t nonscaling = read_u8();
-        if (nonscaling > 1) {
-            fail_at(at, "nonscaling flag " + std::to_string(nonscaling) + " is neither 0 nor 1");
+        // NONSCALING; from version 4 on also whether a tightening ratio follows.
+        const std::uint8_t option_bits = read_u8();
+        const std::uint8_t known_bits = version_ >= 4
+                                            ? format::kOptionNonscaling | format::kOptionTightening
+                                            : format::kOptionNonscaling;
+        if ((option_bits & ~known_bits) != 0) {
+            fail_at(at, "option bits " + std::to_string(option_bits) + " not understood");
         }
-        record.options.nonscaling = nonscaling == 1;
+        record.options.nonscaling = (option_bits & format::kOptionNonscaling) != 0;
         if (version_ >= 2) {  // version 1 filters are all classic
             at = in_.offset();
             const std::uint8_t layout = read_u8();
@@ -310,6 +314,14 @@ private:
                 record.options.redisbloom_options = read_u32();
             }
         }
+        if ((option_bits & format::kOptionTightening) != 0) {
+            at = in_.offset();
+            record.options.tightening = read_f64();
+            // Written only when not the default: one encoding per filter.
+            if (record.options.tightening == bloom::kDefaultTightening) {
+                fail_at(at, "tightening ratio 0.5 written out though it is the default");
+            }
+        }
         // The bounds every path shares (bloom/bounds.hpp), in the form for
         // stored filters: what the server could have created loads.
         if (const bloom::BoundsError e = bloom::check_stored_options(record.options);
@@ -320,7 +332,9 @@ private:
                                         std::to_string(record.options.expansion) + ", scheme " +
                                         std::string(bloom::scheme_name(record.options.scheme)) +
                                         ", RedisBloom options " +
-                                        std::to_string(record.options.redisbloom_options) + ")");
+                                        std::to_string(record.options.redisbloom_options) +
+                                        ", tightening " +
+                                        std::to_string(record.options.tightening) + ")");
         }
     }
 

@@ -148,6 +148,9 @@ std::string describe_record(const Record& record, SnapshotTotals& totals) {
     } else {
         line += ", expansion " + std::to_string(record.options.expansion);
     }
+    if (record.options.tightening != bloom::kDefaultTightening) {
+        line += ", tightening " + format_rate(record.options.tightening);
+    }
     line += ", layout ";
     line += bloom::layout_name(record.options.layout);
     line += ", scheme ";

@@ -201,6 +201,14 @@ def command_seeds(dumps):
         "mutated-header": cmd("BF.RESERVE", "k0", "0.01", "20") + cmd("BF.ADD", "k0", "a")
         + mutated_chunk("k0", "k1", 0, 52, 0xFF, True) + mutated_chunk("k0", "k2", 0, 12, 0x00, True)
         + mutated_chunk("k0", "k3", 0, 36, 0x40, True),
+        "tightening": cmd("BF.RESERVE", "k0", "0.01", "3", "TIGHTENING", "0.25")
+        + cmd("BF.MADD", "k0", *["t%d" % i for i in range(10)]) + round_trip("k0", "k1")
+        + cmd("BF.INFO", "k1", "TIGHTENING") + cmd("BF.INFO", "k1", "MAXSCALEDCAPACITY")
+        + cmd("BF.INSERT", "k2", "NONSCALING", "TIGHTENING", "0.75", "ITEMS", "a")
+        + cmd("BF.RESERVE", "k3", "0.01", "3", "TIGHTENING", "1") + cmd("BF.RESERVE", "k3", "0.01",
+                                                                        "3", "TIGHTENING", "x")
+        + cmd("BF.RESERVE", "k3", "0.01", "3", "TIGHTENING", "1e-300", "VALIDATESCALETO", "100")
+        + cmd("BF.INSERT", "k4", "SCHEME", "REDISBLOOM", "TIGHTENING", "0.25", "ITEMS", "a"),
         "mutated-chunk": cmd("BF.RESERVE", "k0", "0.01", "20") + cmd("BF.MADD", "k0", "a", "b")
         + round_trip("k0", "k1") + mutated_chunk("k0", "k1", 1, 3, 0xFF, True)
         + mutated_chunk("k0", "k1", 1, 3, 0x01, False) + add_then_exists("k1", ["a", "b"], MADD),
@@ -222,7 +230,7 @@ def command_dict():
         for sub in entry.get("subcommands", []):
             names.append(sub["name"].split("|")[1])
     options = ["NONSCALING", "EXPANSION", "CAPACITY", "ERROR", "ITEMS", "NOCREATE", "SIZE",
-               "FILTERS", "LAYOUT", "CLASSIC", "BLOCKED", "BITSPERITEM", "SCHEME", "MATCH", "COUNT", "TYPE", "NX", "XX", "GT", "LT", "BLMDUMP1", "0.01",
+               "FILTERS", "LAYOUT", "CLASSIC", "BLOCKED", "BITSPERITEM", "SCHEME", "TIGHTENING", "VALIDATESCALETO", "MAXSCALEDCAPACITY", "MATCH", "COUNT", "TYPE", "NX", "XX", "GT", "LT", "BLMDUMP1", "0.01",
                "1e-300", "inf", "nan", "-1", "9223372036854775807", "18446744073709551615", "k*"]
     return names + options
 
@@ -242,13 +250,15 @@ LOADCHUNK_DICT = [b"BLMDUMP1", struct.pack("<I", 1), struct.pack("<I", 64), stru
                   struct.pack("<I", 0xFFFFFFFF), struct.pack("<Q", 64), struct.pack("<Q", 1 << 63),
                   struct.pack("<d", 1.0), struct.pack("<d", 0.5), struct.pack("<d", 1e-300),
                   struct.pack("<d", float("inf")), struct.pack("<d", float("nan")),
-                  struct.pack("<d", 5e-324), struct.pack("<Q", 0xFFFFFFFFFFFFFFFF)]
+                  struct.pack("<d", 5e-324), struct.pack("<Q", 0xFFFFFFFFFFFFFFFF),
+                  struct.pack("<I", 8), struct.pack("<I", 9), struct.pack("<d", 0.25)]
 
 
 # ---- snapshot_reader_fuzz: whole snapshot files ----
 
 SNAPSHOT_DICT = [b"BLOOMERY", struct.pack("<I", 1), struct.pack("<I", 0xFFFFFFFF),
-                 struct.pack("<Q", 0), struct.pack("<Q", 0xFFFFFFFFFFFFFFFF), struct.pack("<d", 0.01)]
+                 struct.pack("<Q", 0), struct.pack("<Q", 0xFFFFFFFFFFFFFFFF), struct.pack("<d", 0.01),
+                 struct.pack("<d", 0.25), struct.pack("<d", 0.5)]
 
 
 # ---- The server's part ----
@@ -268,6 +278,8 @@ FILTERS = {
     + [["BF.ADD", "f", "c%d" % i] for i in range(50)],
     "blocked-nonscaling": [["BF.RESERVE", "f", "0.001", "60", "NONSCALING", "LAYOUT", "BLOCKED"],
                            ["BF.MADD", "f", "p", "q", "r"]],
+    "tightening": [["BF.RESERVE", "f", "0.01", "10", "TIGHTENING", "0.25"]]
+    + [["BF.ADD", "f", "t%d" % i] for i in range(40)],
 }
 
 
@@ -330,6 +342,8 @@ def from_server(binary):
                            ["BF.MADD", "b", "1", "2", "3", "4", "5", "6", "7"],
                            ["BF.ADD", "c", "y"], ["PEXPIREAT", "c", str(int(time.time() * 1000) + 10**9)]])
         snapshot("expansion", FILTERS["expansion4"])
+        snapshot("tightening", FILTERS["tightening"]
+                 + [["BF.INSERT", "n", "NONSCALING", "TIGHTENING", "0.75", "ITEMS", "x"]])
         rb = redisbloom_dumps()
         snapshot("redisbloom", [["BF.LOADCHUNK", name, it, data]
                                 for name in ("redisbloom-tiny", "redisbloom-legacy-v1")

@@ -78,7 +78,9 @@ def parse_snapshot(data):
     Reads versions 1 (no layout), 2 (a layout byte per filter and layer), 3
     (the journal position in the header, a filter id per record) and 4 (a
     hash scheme byte per filter; RedisBloom-scheme filters carry their option
-    word and each layer its bpe and n2)."""
+    word and each layer its bpe and n2; a filter whose tightening ratio is not
+    0.5 has bit 1 of its option byte set and the ratio after the scheme
+    fields)."""
     assert data[:8] == b"BLOOMERY", data[:8]
     version, created = struct.unpack_from("<Iq", data, 8)
     assert version in (1, 2, 3, 4), version
@@ -95,6 +97,7 @@ def parse_snapshot(data):
         p = pos + 5 + key_len
         filter_id = 0
         scheme = rb_options = 0
+        tightening = 0.5
         if version >= 4:
             (filter_id,) = struct.unpack_from("<Q", data, p + 8)
             expire, = struct.unpack_from("<q", data, p)
@@ -104,6 +107,10 @@ def parse_snapshot(data):
             if scheme == 1:
                 (rb_options,) = struct.unpack_from("<I", data, p)
                 p += 4
+            if nonscaling & 2:
+                (tightening,) = struct.unpack_from("<d", data, p)
+                p += 8
+                nonscaling &= 1
             (layer_count,) = struct.unpack_from("<I", data, p)
             p += 4
         elif version >= 3:
@@ -145,7 +152,7 @@ def parse_snapshot(data):
         records.append(dict(key=key, expire=expire, error_rate=error_rate, capacity=capacity,
                             expansion=expansion, nonscaling=nonscaling, layout=layout,
                             layers=layers, offset=start, end=p, type=1, id=filter_id,
-                            scheme=scheme, rb_options=rb_options))
+                            scheme=scheme, rb_options=rb_options, tightening=tightening))
         pos = p
     assert data[pos] == 0xFF
     (count,) = struct.unpack_from("<Q", data, pos + 1)
@@ -161,11 +168,15 @@ def build_record(r, layer_count=None, version=4):
     count = len(r["layers"]) if layer_count is None else layer_count
     scheme = r.get("scheme", 0) if version >= 4 else 0
     if version >= 4:
+        tightening = r.get("tightening", 0.5)
+        option_bits = r["nonscaling"] | (2 if tightening != 0.5 else 0)
         body += struct.pack("<qQdQIBBB", r["expire"], r.get("id", 0), r["error_rate"],
-                            r["capacity"], r["expansion"], r["nonscaling"], r.get("layout", 0),
+                            r["capacity"], r["expansion"], option_bits, r.get("layout", 0),
                             scheme)
         if scheme == 1:
             body += struct.pack("<I", r.get("rb_options", 0))
+        if tightening != 0.5:
+            body += struct.pack("<d", tightening)
         body += struct.pack("<I", count)
     elif version >= 3:
         body += struct.pack("<qQdQIBBI", r["expire"], r.get("id", 0), r["error_rate"],
@@ -216,3 +227,27 @@ def build_dump_header(error_rate, capacity, expansion, nonscaling, layers):
         body += struct.pack("<QdQIQ", *layer)
     return body + struct.pack("<Q", xxh64(body))
 
+
+
+def parse_dump_header(header):
+    """bloomery's BF.SCANDUMP header (version 2): dict of the options
+    (tightening 0.5 unless flag bit 3 carries another) and its layers."""
+    assert header[:8] == b"BLMDUMP1", header[:8]
+    assert xxh64(header[:-8]) == struct.unpack_from("<Q", header, len(header) - 8)[0]
+    version, error_rate, capacity, expansion, flags, count = struct.unpack_from("<IdQIII",
+                                                                                header, 8)
+    assert version == 2, version
+    p = 40
+    tightening = 0.5
+    if flags & 8:
+        (tightening,) = struct.unpack_from("<d", header, p)
+        p += 8
+    layers = []
+    for _ in range(count):
+        l_cap, l_err, bits, hashes, layout, items = struct.unpack_from("<QdQIIQ", header, p)
+        layers.append(dict(capacity=l_cap, error_rate=l_err, bits=bits, hashes=hashes,
+                           layout=layout, items=items))
+        p += 40
+    assert p + 8 == len(header)
+    return dict(error_rate=error_rate, capacity=capacity, expansion=expansion, flags=flags,
+                tightening=tightening, layers=layers)

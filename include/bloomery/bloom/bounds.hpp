@@ -7,9 +7,13 @@
 //
 // Why these numbers:
 // - Error rate >= 1e-15: the tightest layer of a scaling filter has error
-//   p·2^-(layers), so its hash count is ceil(-log2 p) + layers <= 50 + 64 =
-//   114 <= kMaxHashes. (RedisBloom accepts any p in (0, 1); 1e-300 asks for
-//   998 hash functions per item, which nobody means.)
+//   p·2^-(layers) at the default tightening ratio, so its hash count is
+//   ceil(-log2 p) + layers <= 50 + 64 = 114 <= kMaxHashes. (RedisBloom
+//   accepts any p in (0, 1); 1e-300 asks for 998 hash functions per item,
+//   which nobody means.) A smaller ratio reaches kMaxHashes sooner: growth
+//   then stops (next_layer) before a layer would need more.
+// - Tightening ratio in (0, 1), valkey-bloom's range; the RedisBloom scheme
+//   has only RedisBloom's 0.5.
 // - Hashes <= 128, layers <= 64: follow from the above.
 // - Capacity <= 2^48 and items <= 2^56 per layer: a layer at p close to 1
 //   needs almost no bits per item, so memory alone does not bound them; 64
@@ -39,6 +43,8 @@ inline constexpr std::uint64_t kMaxLayerCapacity = std::uint64_t{1} << 48;
 inline constexpr std::uint64_t kMaxLayerItems = std::uint64_t{1} << 56;
 inline constexpr std::uint32_t kMinExpansion = 1;
 inline constexpr std::uint32_t kMaxExpansion = 32768;
+// RedisBloom's ERROR_TIGHTENING_RATIO, the default ratio r (first_layer).
+inline constexpr double kDefaultTightening = 0.5;
 // The largest bit array one layer may have (2^46 bytes = 64 TiB): beyond any
 // machine, and small enough that byte counts of 64 layers never overflow.
 inline constexpr std::uint64_t kMaxLayerBits = std::uint64_t{1} << 49;
@@ -98,6 +104,9 @@ struct FilterOptions {
     // (redisbloom.hpp: kRedisBloomNoRound | kRedisBloomForce64 |
     // kRedisBloomNoScaling); 0 for bloomery's scheme.
     std::uint32_t redisbloom_options = 0;
+    // The ratio r between a layer's error rate and the one before it
+    // (first_layer); kept by a NONSCALING filter too, which never uses it.
+    double tightening = kDefaultTightening;
 };
 
 // One layer's geometry: what it was sized for and what it is.
@@ -132,8 +141,10 @@ enum class BoundsError {
     layout_invalid,     // not a known Layout (automatic: options only)
     hashes_range,
     items_too_large,
-    scheme_invalid,  // an unknown scheme, RedisBloom options it cannot honour, or
-                     // a RedisBloom layer whose bpe, hashes and n2 disagree
+    scheme_invalid,    // an unknown scheme, RedisBloom options it cannot honour
+                       // (a tightening ratio other than 0.5 among them), or a
+                       // RedisBloom layer whose bpe, hashes and n2 disagree
+    tightening_range,  // tightening ratio not in (0, 1), or NaN
     counting_error_rate,  // a counting filter below kMinCountingErrorRate
 };
 std::string describe(BoundsError error);
@@ -153,13 +164,18 @@ bool layer_layout_fits(Layout filter_layout, std::uint32_t layer_layout);
 // A layer as stored (loaders): geometry and item count.
 BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items);
 
-// The first layer of a new filter, derived from its options (a scaling
-// filter's first layer already has error p·r; RedisBloom's rule), sized by
-// the filter's scheme. Precondition: check_options(options) == none.
+// The first layer of a new filter, derived from its options, sized by the
+// filter's scheme. A NONSCALING filter's has error p. A scaling filter's
+// has p·(1 − r) and layer i p·(1 − r)·r^i (next_layer), so the error rates
+// of all its layers, however many, sum to less than p, the rate the filter
+// promises, for every r in (0, 1); at r = 0.5 these are RedisBloom's p/2,
+// p/4, ... (valkey-bloom gives layer i p·r^i, which sums to p/(1 − r)).
+// Precondition: check_options(options) == none.
 LayerGeometry first_layer(const FilterOptions& options);
 // The layer a scaling filter adds after `last`: capacity × expansion, error
 // × r, sized by the filter's scheme. Nothing if it would leave the bounds
-// (capacity, bits or hashes too large).
+// (capacity, bits or hashes too large, or an error rate below 2^-128, which
+// no kMaxHashes hashes can reach).
 std::optional<LayerGeometry> next_layer(const FilterOptions& options, const LayerGeometry& last);
 
 // Bytes the bit arrays of these layers take (the quantity --max-filter-bytes

@@ -10,12 +10,20 @@
 // Two encodings, both specified in proto/resp.md ("BF.SCANDUMP /
 // BF.LOADCHUNK payloads"); a filter dumps in the one of its hash scheme, and
 // a header is read as whichever it is (parse_header tells them apart):
-// - RedisBloom-scheme filters: RedisBloom 2.x's own (its packed chain
-//   header; chunks the raw bytes of the bit arrays), so a filter migrated
-//   from RedisBloom dumps back into it unchanged.
+// - RedisBloom-scheme filters: RedisBloom 2.x's own, so a filter migrated
+//   from RedisBloom dumps back into it unchanged (little-endian, packed):
+//   header = u64 size (items in all sub-filters), u32 nfilters, u32 options
+//            (redisbloom.hpp: NOROUND 1, FORCE64 4, NOSCALING 8), u32 growth
+//            (the expansion), per sub-filter 53 bytes: u64 bytes, u64 bits,
+//            u64 size (items), f64 error, f64 bpe, u32 hashes, u64 entries
+//            (capacity), u8 n2.
+//   chunk  = raw bytes of the bit arrays (no checksum), at any byte offset,
+//            at most 16 MiB and within one sub-filter, as RedisBloom's
+//            SBChain_GetEncodedChunk cuts them.
 // - bloomery's (all integers little-endian):
 //   header = "BLMDUMP1" magic, u32 version, FilterOptions (f64 error_rate,
 //            u64 capacity, u32 expansion, u32 flags: bit 0 = nonscaling), u32 layer count,
+//            [f64 tightening ratio, when not 0.5 (flag bit 3)],
 //            per layer (u64 capacity, f64 error_rate, u64 bits, u32 hashes,
 //            u64 items), u64 XXH64 of everything before it.
 //   chunk  = payload (whole little-endian words, within one layer), then u64

@@ -94,7 +94,8 @@ public:
     // a layer with this geometry, all bits clear. Throws std::bad_alloc and
     // std::length_error past kMaxLayers. `geometry` must pass check_layer().
     BloomLayer& append_layer_for_load(const LayerGeometry& geometry);
-    // Bytes create() would allocate for these layers, all layers included.
+    // Bytes create() would allocate for these layers, all layers included
+    // (8 more for a filter whose tightening ratio is not the default).
     static std::uint64_t allocation_bytes(std::span<const LayerGeometry> layers);
 
     // One item, as add_many() with one item.

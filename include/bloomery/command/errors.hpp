@@ -234,6 +234,14 @@ inline constexpr std::string_view kValidateScaleToUnreachable =
     "ERR provided VALIDATESCALETO causes false positive to degrade to 0";
 inline constexpr std::string_view kValidateScaleToNonScaling =
     "ERR cannot use NONSCALING and VALIDATESCALETO options together";
+// valkey-bloom's TIGHTENING texts (BF.RESERVE, BF.INSERT): a value that is
+// no number, then one outside (0, 1); then bloomery's for a ratio the
+// redisbloom scheme cannot have.
+inline constexpr std::string_view kBadTightening = "ERR bad tightening ratio";
+inline constexpr std::string_view kTighteningRange = "ERR (0 < tightening ratio range < 1)";
+inline constexpr std::string_view kSchemeTightening =
+    "ERR TIGHTENING must be 0.5 with the redisbloom scheme: its error rates halve at each "
+    "sub-filter, as RedisBloom's";
 inline constexpr std::string_view kMaxLayers = "ERR maximum number of sub-filters reached";
 inline constexpr std::string_view kFilterTooLarge =
     "ERR filter would exceed max-filter-bytes (see CONFIG GET max-filter-bytes)";
