@@ -28,7 +28,8 @@ std::uint64_t cells::saturating_add(std::uint64_t a, std::uint64_t b) {
     if (b == 0) return a;
     std::uint64_t sum = 0;
     for (std::uint64_t c = 0; c < kCellsPerWord; ++c) {
-        const std::uint64_t value = std::min<std::uint64_t>(kCellMax, std::uint64_t{get(a, c)} + get(b, c));
+        const std::uint64_t value =
+            std::min<std::uint64_t>(kCellMax, std::uint64_t{get(a, c)} + get(b, c));
         sum |= value << (kCellBits * c);
     }
     return sum;

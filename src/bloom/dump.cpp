@@ -17,27 +17,7 @@
 
 namespace bloomery::bloom {
 
-// Header layout (little-endian, 40 [+ 8] + 40·layers + 8 bytes in version 2):
-//   0  char[8] "BLMDUMP1"
-//   8  u32     version: 2 (1 is still read: no layout fields, all classic)
-//   12 f64     options.error_rate
-//   20 u64     options.capacity
-//   28 u32     options.expansion
-//   32 u32     flags: bit 0 = nonscaling, bit 1 = blocked layout for new
-//              layers, bit 2 = automatic layout for new layers, bit 4 =
-//              counting (version 2; at most one of bits 1, 2 and 4), bit 3 =
-//              tightening below (version 2); others 0
-//   36 u32     layer count
-//   40 f64     options.tightening, only with flag bit 3 (never 0.5)
-//   .. per layer: u64 capacity, f64 error_rate, u64 bits, u32 hashes,
-//              u32 layout (version 2: 0 classic, 1 blocked, 3 counting:
-//              every layer of a counting filter, and only there), u64 items
-//   .. u64     XXH64 (seed 0) of every byte before it
-// Chunk: payload words (little-endian), then u64 XXH64 (seed 0) of
-// (u64 byte offset of the payload in the concatenated layers, payload).
-// Hashing the offset with the payload means a valid chunk replayed at another
-// iterator is rejected, not written to the wrong place. RedisBloom's format:
-// dump.hpp.
+// bloomery's header and chunks: dump.hpp.
 
 namespace {
 
@@ -378,8 +358,7 @@ core::Result<DumpHeader> read_bloomery_options(Reader& in, std::uint32_t version
     // Written only when not the default: one encoding per filter.
     if ((own_tightening && header.options.tightening == kDefaultTightening) ||
         check_stored_options(header.options) != BoundsError::none ||
-        std::popcount(flags & kLayoutFlags) > 1 ||
-        (header.options.nonscaling && layers != 1)) {
+        std::popcount(flags & kLayoutFlags) > 1 || (header.options.nonscaling && layers != 1)) {
         return core::Error{kInvalidHeader};
     }
     header.layers.resize(layers);

@@ -205,7 +205,8 @@ void cmd_mexists(Context& ctx, Args argv) {
 // decremented), 0 if it certainly was not (or the key is missing).
 void cmd_del(Context& ctx, Args argv) {
     thread_local std::vector<bloom::RemoveResult> results;
-    const std::optional<bool> counting = ctx.keyspace.remove_items(argv[1], argv.subspan(2), results);
+    const std::optional<bool> counting =
+        ctx.keyspace.remove_items(argv[1], argv.subspan(2), results);
     WorkerStats::bump(counting ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
     if (counting && !*counting) {
         ctx.out.error(errors::kNotCounting);

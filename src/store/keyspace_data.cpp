@@ -214,7 +214,8 @@ core::Status Keyspace::redo_removes(bloom::ScalableFilter& filter,
     constexpr std::size_t kBatch = bloom::ScalableFilter::kBatch;
     for (std::size_t first = 0; first < removes.size(); first += kBatch) {
         const auto batch = removes.subspan(first, std::min(kBatch, removes.size() - first));
-        bloom::AddRecorder* scope = log == nullptr ? nullptr : &log->begin_removes(filter, batch.size());
+        bloom::AddRecorder* scope =
+            log == nullptr ? nullptr : &log->begin_removes(filter, batch.size());
         DataScope close(log);
         if (!snapshot_counts_.before_count_change(filter)) throw std::bad_alloc();
         for (const RecordedAdd& remove : batch) {

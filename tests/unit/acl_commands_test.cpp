@@ -178,9 +178,9 @@ TEST_F(AccessControl, AclListUsersCatAndClientList) {
                                   "keyspace", "connection"}) {
         EXPECT_THAT(categories, IsArrayThat(Contains(IsBulk(std::string(name))))) << name;
     }
-    EXPECT_THAT(run({"ACL", "CAT", "BLOOM"}),
-                IsArrayThat(AllOf(SizeIs(14), Contains(IsBulk("bf.merge")),
-                                  Contains(IsBulk("bf.del")))));
+    EXPECT_THAT(
+        run({"ACL", "CAT", "BLOOM"}),
+        IsArrayThat(AllOf(SizeIs(14), Contains(IsBulk("bf.merge")), Contains(IsBulk("bf.del")))));
     EXPECT_THAT(run({"ACL", "CAT", "admin"}), IsArrayThat(Contains(IsBulk("client|list"))));
     EXPECT_THAT(run({"ACL", "CAT", "nosuch"}), IsError("ERR Unknown category 'nosuch'"));
     EXPECT_THAT(run({"ACL", "CAT", "a", "b"}),

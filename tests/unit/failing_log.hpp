@@ -54,8 +54,7 @@ public:
         maybe_fail();
         journal_.begin_chunk(filter, iter, data);
     }
-    bloom::AddRecorder& begin_removes(const bloom::ScalableFilter& filter,
-                                      std::size_t n) override {
+    bloom::AddRecorder& begin_removes(const bloom::ScalableFilter& filter, std::size_t n) override {
         maybe_fail();
         return journal_.begin_removes(filter, n);
     }

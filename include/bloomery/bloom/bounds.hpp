@@ -141,10 +141,10 @@ enum class BoundsError {
     layout_invalid,     // not a known Layout (automatic: options only)
     hashes_range,
     items_too_large,
-    scheme_invalid,    // an unknown scheme, RedisBloom options it cannot honour
-                       // (a tightening ratio other than 0.5 among them), or a
-                       // RedisBloom layer whose bpe, hashes and n2 disagree
-    tightening_range,  // tightening ratio not in (0, 1), or NaN
+    scheme_invalid,       // an unknown scheme, RedisBloom options it cannot honour
+                          // (a tightening ratio other than 0.5 among them), or a
+                          // RedisBloom layer whose bpe, hashes and n2 disagree
+    tightening_range,     // tightening ratio not in (0, 1), or NaN
     counting_error_rate,  // a counting filter below kMinCountingErrorRate
 };
 std::string describe(BoundsError error);

@@ -20,14 +20,27 @@
 //   chunk  = raw bytes of the bit arrays (no checksum), at any byte offset,
 //            at most 16 MiB and within one sub-filter, as RedisBloom's
 //            SBChain_GetEncodedChunk cuts them.
-// - bloomery's (all integers little-endian):
-//   header = "BLMDUMP1" magic, u32 version, FilterOptions (f64 error_rate,
-//            u64 capacity, u32 expansion, u32 flags: bit 0 = nonscaling), u32 layer count,
-//            [f64 tightening ratio, when not 0.5 (flag bit 3)],
-//            per layer (u64 capacity, f64 error_rate, u64 bits, u32 hashes,
-//            u64 items), u64 XXH64 of everything before it.
-//   chunk  = payload (whole little-endian words, within one layer), then u64
-//            XXH64 of (u64 byte offset, payload).
+// - bloomery's, the header little-endian, 40 [+ 8] + 40·layers + 8 bytes in
+//   version 2:
+//     0  char[8] "BLMDUMP1"
+//     8  u32     version: 2 (1 is still read: no layout fields, all classic)
+//     12 f64     options.error_rate
+//     20 u64     options.capacity
+//     28 u32     options.expansion
+//     32 u32     flags: bit 0 = nonscaling, bit 1 = blocked layout for new
+//                layers, bit 2 = automatic layout for new layers, bit 4 =
+//                counting (version 2; at most one of bits 1, 2 and 4), bit 3 =
+//                tightening below (version 2); others 0
+//     36 u32     layer count
+//     40 f64     options.tightening, only with flag bit 3 (never 0.5)
+//     .. per layer: u64 capacity, f64 error_rate, u64 bits, u32 hashes,
+//                u32 layout (version 2: 0 classic, 1 blocked, 3 counting:
+//                every layer of a counting filter, and only there), u64 items
+//     .. u64     XXH64 (seed 0) of every byte before it
+//   Chunk: payload words (little-endian), then u64 XXH64 (seed 0) of
+//   (u64 byte offset of the payload in the concatenated layers, payload).
+//   Hashing the offset with the payload means a valid chunk replayed at
+//   another iterator is rejected, not written to the wrong place.
 // Every decode checks lengths, ranges and checksums: bad input is an error
 // message, never a crash or a half-written filter.
 
