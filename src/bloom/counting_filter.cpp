@@ -75,7 +75,6 @@ std::uint64_t ScalableFilter::content_hash() const {
     return digest;
 }
 
-
 std::unique_lock<std::mutex> ScalableFilter::serialize_changes() const {
     if (!counting()) return {};
     // Shared by a few filters each, as growth's locks are: contention only

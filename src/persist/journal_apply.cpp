@@ -60,15 +60,21 @@ core::Status Applier::create(const Decoded& d) {
     return {};
 }
 
-core::Status Applier::add(const Decoded& d) {
+bloom::ScalableFilter* Applier::entries_of(const Decoded& d) {
     auto it = by_id_.find(d.filter_id);
-    if (it == by_id_.end()) return {};  // deleted before this add landed
-    bloom::ScalableFilter& filter = *it->second;
+    if (it == by_id_.end()) return nullptr;
     adds_.resize(d.count);
     for (std::uint32_t i = 0; i < d.count; ++i) {
         const unsigned char* entry = d.adds + i * jf::kAddEntryBytes;
         adds_[i] = {entry[0], {get_u64(entry + 1), get_u64(entry + 9)}};
     }
+    return it->second.get();
+}
+
+core::Status Applier::add(const Decoded& d) {
+    bloom::ScalableFilter* found = entries_of(d);
+    if (found == nullptr) return {};  // deleted before this add landed
+    bloom::ScalableFilter& filter = *found;
     // Prefetch every item's block or word first, so the cache misses of a
     // large filter overlap instead of costing one full miss per add.
     const std::size_t layers = filter.num_layers();
@@ -82,15 +88,9 @@ core::Status Applier::add(const Decoded& d) {
 }
 
 core::Status Applier::remove(const Decoded& d) {
-    auto it = by_id_.find(d.filter_id);
-    if (it == by_id_.end()) return {};  // deleted before this delete landed
-    bloom::ScalableFilter& filter = *it->second;
-    adds_.resize(d.count);
-    for (std::uint32_t i = 0; i < d.count; ++i) {
-        const unsigned char* entry = d.adds + i * jf::kAddEntryBytes;
-        adds_[i] = {entry[0], {get_u64(entry + 1), get_u64(entry + 9)}};
-    }
-    if (core::Status redone = keyspace_.redo_removes(filter, adds_); !redone) {
+    bloom::ScalableFilter* filter = entries_of(d);
+    if (filter == nullptr) return {};  // deleted before this delete landed
+    if (core::Status redone = keyspace_.redo_removes(*filter, adds_); !redone) {
         return core::Error{"REMOVE record: " + redone.error()};
     }
     return {};

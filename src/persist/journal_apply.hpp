@@ -45,6 +45,8 @@ public:
 
 private:
     core::Status create(const Decoded& d);
+    // An ADD or REMOVE record's filter (null: gone), its entries in adds_.
+    bloom::ScalableFilter* entries_of(const Decoded& d);
     core::Status add(const Decoded& d);
     core::Status remove(const Decoded& d);
     // The filter under `key` leaves the keyspace: adds journaled for it

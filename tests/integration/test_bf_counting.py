@@ -12,8 +12,8 @@ import unittest
 
 import redis
 
-from harness import (BINARY, Server, add_range, bgsave, missing_items, raw_connection, scandump,
-                     wait_durable, wait_until)
+from harness import (BINARY, Server, ServersTestCase, SharedServerTestCase, add_range, bgsave,
+                     missing_items, raw_connection, scandump, wait_durable, wait_until)
 
 SANITIZED = "/asan/" in BINARY or "/tsan/" in BINARY
 
@@ -23,18 +23,9 @@ def info(client, key):
     return dict(zip(reply[::2], reply[1::2]))
 
 
-class Replies(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server("--appendfsync", "always")
-        cls.server.start()
-        cls.r = cls.server.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.cleanup()
-
+class Replies(SharedServerTestCase):
     def setUp(self):
+        self.r = self.server.client()
         self.r.flushall()
 
     def test_adds_count_every_time_and_deletes_take_one_each(self):
@@ -233,25 +224,14 @@ def state_of(client):
             for key in sorted(client.keys("c*"))}
 
 
-class Exactness(unittest.TestCase):
-    def setUp(self):
-        self.servers = []
-
-    def tearDown(self):
-        for server in self.servers:
-            server.cleanup()
-
-    def start(self, server):
-        self.servers.append(server)
-        server.start(timeout=60)
-        return server
-
+class Exactness(ServersTestCase):
     def test_adds_and_deletes_racing_snapshots_replay_and_replicate_exactly(self):
         seed = random.randrange(1 << 30)
         ops = 150 if SANITIZED else 400
         # everysec: records wait in the workers' buffers, where a change
         # recorded out of order would stay out of order.
-        primary = self.start(Server("--appendfsync", "everysec", save=""))
+        primary = Server("--appendfsync", "everysec", save="")
+        self.start(primary)
         p = primary.client()
         for n in range(3):
             # Small layers that grow: adds land in several layers, deletes
@@ -275,7 +255,8 @@ class Exactness(unittest.TestCase):
             wait_until(lambda: p.info("persistence")["rdb_bgsave_in_progress"] == 0,
                        what="the snapshot to finish")
             if replica is None:
-                replica = self.start(Server("--replicaof", "127.0.0.1 %d" % primary.port))
+                replica = Server("--replicaof", "127.0.0.1 %d" % primary.port)
+                self.start(replica)
         for worker in workers:
             worker.join(300)
             self.assertIsNone(worker.failure, "seed %d" % seed)

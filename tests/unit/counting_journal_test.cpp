@@ -154,18 +154,13 @@ TEST(CountingJournal, SnapshotsTakenWhileCountersChangeRestartExactly) {
     });
     int rounds = 0;
     while (!done.load() || rounds == 0) {
-        live.journal.rotate();
-        const core::Result<SaveStats> saved = save_snapshot(live.keyspace, dump);
-        ASSERT_TRUE(saved.ok()) << saved.error();
-        live.journal.drop_covered(saved->journal_offset);
+        snapshot_and_drop_covered(live, dump);
         ++rounds;
     }
     changer.join();
     live.close();
     Keyspace restarted(8);
-    const core::Result<LoadStats> loaded = load_snapshot(dump, restarted);
-    ASSERT_TRUE(loaded.ok()) << loaded.error();
-    replay_into(dir, restarted, JournalCoverage{loaded->journal_id, loaded->journal_offset});
+    restart_from(dir, dump, restarted);
     expect_exact_replay(live.keyspace, restarted);
     std::printf("[ measured ] %d snapshots while two threads changed counters\n", rounds);
 }

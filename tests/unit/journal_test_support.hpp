@@ -21,6 +21,7 @@
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/persist/journal.hpp"
 #include "bloomery/persist/journal_reader.hpp"
+#include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
 #include "temp_dir.hpp"
 
@@ -176,6 +177,23 @@ inline ReplayStats replay_into(const TempDir& dir, Keyspace& keyspace,
         replay_journal(dir.str(), "journal", snapshot, keyspace);
     EXPECT_TRUE(replayed.ok()) << replayed.error();
     return replayed.ok() ? *replayed : ReplayStats{};
+}
+
+// A snapshot of `live` into `dump` as the server takes one: a new journal
+// segment first, the segments it covers dropped after.
+inline void snapshot_and_drop_covered(Journaled& live, const std::string& dump) {
+    live.journal.rotate();
+    const core::Result<SaveStats> saved = save_snapshot(live.keyspace, dump);
+    ASSERT_TRUE(saved.ok()) << saved.error();
+    live.journal.drop_covered(saved->journal_offset);
+}
+
+// Loads `dump` and replays the journal of `dir` after it into `restarted`:
+// a restart.
+inline void restart_from(const TempDir& dir, const std::string& dump, Keyspace& restarted) {
+    const core::Result<LoadStats> loaded = load_snapshot(dump, restarted);
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    replay_into(dir, restarted, JournalCoverage{loaded->journal_id, loaded->journal_offset});
 }
 
 }  // namespace bloomery::persist::journal_testing

@@ -314,19 +314,12 @@ TEST(Journal, ConcurrentAddersAndSnapshotsRestartExactly) {
         });
     }
     go = true;
-    for (int round = 0; round < 5; ++round) {
-        live.journal.rotate();
-        const core::Result<SaveStats> saved = save_snapshot(live.keyspace, dump);
-        ASSERT_TRUE(saved.ok()) << saved.error();
-        live.journal.drop_covered(saved->journal_offset);
-    }
+    for (int round = 0; round < 5; ++round) snapshot_and_drop_covered(live, dump);
     for (auto& thread : adders) thread.join();
     live.close();
 
     Keyspace restarted(8);
-    const core::Result<LoadStats> loaded = load_snapshot(dump, restarted);
-    ASSERT_TRUE(loaded.ok()) << loaded.error();
-    replay_into(dir, restarted, JournalCoverage{loaded->journal_id, loaded->journal_offset});
+    restart_from(dir, dump, restarted);
     expect_exact_replay(live.keyspace, restarted);
     int missing = 0;
     for (int t = 0; t < kThreads; ++t) {
