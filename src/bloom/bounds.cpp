@@ -194,12 +194,16 @@ bool within_budget(const LayerGeometry& layer, std::uint64_t capacity, double er
                             kMaxAutoOverhead * static_cast<double>(reference->bits);
 }
 
-// Counting layers: 128-cell blocks sized with the blocked layout's margin.
-// Below kMinCountingErrorRate the zero geometry, which check_layer() and
+// Counting layers: 128-cell blocks, sized for 10 % below the requested rate.
+// The model is further from the measured rate with 128 cells to a block
+// than with 512 bits (an item's k cells share a cell more often): sized with
+// blocked's 3 % margin, a full filter measured 1.02× the rate at 0.1 %; with
+// 10 %, 0.94× at 1 % and 0.97× at 0.1 %, for 2 % more cells. Below
+// kMinCountingErrorRate the zero geometry, which check_layer() and
 // next_layer() refuse.
 LayerGeometry sized_counting(std::uint64_t capacity, double error_rate) {
     if (!(error_rate >= kMinCountingErrorRate)) return LayerGeometry{};
-    constexpr double kCountingMargin = 0.97;
+    constexpr double kCountingMargin = 0.9;
     const CountingSizing sizing = counting_sizing(error_rate * kCountingMargin);
     const std::uint64_t cells = counting_cells(capacity, sizing.cells_per_item);
     return LayerGeometry{capacity, error_rate, cells * kCellBits, sizing.hashes, Layout::counting};

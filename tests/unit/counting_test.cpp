@@ -193,6 +193,24 @@ TEST(CountingFilter, EveryAddCountsAndDeletesTakeFromTheNewestLayerHoldingTheIte
     EXPECT_TRUE(bits->contains("a"));
 }
 
+TEST(CountingFilter, AFullFilterKeepsItsFalsePositiveRateWithinTheRequest) {
+    for (const double p : {0.01, 0.001}) {
+        FilterOptions options = counting_options(100000, true);
+        options.error_rate = p;
+        FilterRef filter = ScalableFilter::create(options);
+        for (int i = 0; i < 100000; ++i) filter->add("item:" + std::to_string(i), {});
+        std::uint64_t hits = 0;
+        constexpr int kProbes = 2'000'000;
+        for (int i = 0; i < kProbes; ++i) hits += filter->contains("absent:" + std::to_string(i));
+        const double measured = static_cast<double>(hits) / kProbes;
+        const double bits = static_cast<double>(filter->bits_size()) * 8 / 100000;
+        std::printf("[ measured ] counting filter at %g: rate %.5f (%.2f of the request), "
+                    "%.1f bits per item\n",
+                    p, measured, measured / p, bits);
+        EXPECT_LE(measured, p);
+    }
+}
+
 TEST(CountingFilter, DeletesFreeRoomInANonscalingFilter) {
     FilterRef filter = ScalableFilter::create(counting_options(10, true));
     for (int i = 0; i < 10; ++i) EXPECT_NE(filter->add(std::to_string(i), {}), AddResult::full);
