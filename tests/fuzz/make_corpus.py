@@ -209,6 +209,14 @@ def command_seeds(dumps):
                                                                         "3", "TIGHTENING", "x")
         + cmd("BF.RESERVE", "k3", "0.01", "3", "TIGHTENING", "1e-300", "VALIDATESCALETO", "100")
         + cmd("BF.INSERT", "k4", "SCHEME", "REDISBLOOM", "TIGHTENING", "0.25", "ITEMS", "a"),
+        "counting": cmd("BF.RESERVE", "k0", "0.01", "3", "COUNTING")
+        + cmd("BF.MADD", "k0", *["c%d" % (i % 4) for i in range(10)])
+        + cmd("BF.MADD", "k0", *["c%d" % (i % 3) for i in range(10)]) + round_trip("k0", "k1")
+        + cmd("BF.DEL", "k1", "c1") + cmd("BF.DEL", "k1", "nope") + cmd("BF.DEL", "k9", "x")
+        + cmd("BF.INSERT", "k2", "COUNTING", "NONSCALING", "ITEMS", "a", "a")
+        + cmd("BF.MERGE", "k3", "k0", "k2") + cmd("BF.MERGE", "k4", "k0", "k5")
+        + cmd("BF.RESERVE", "k5", "0.01", "3", "COUNTING", "LAYOUT", "BLOCKED")
+        + cmd("BF.RESERVE", "k5", "1e-9", "3", "COUNTING") + cmd("BF.DEL", "k5"),
         "mutated-chunk": cmd("BF.RESERVE", "k0", "0.01", "20") + cmd("BF.MADD", "k0", "a", "b")
         + round_trip("k0", "k1") + mutated_chunk("k0", "k1", 1, 3, 0xFF, True)
         + mutated_chunk("k0", "k1", 1, 3, 0x01, False) + add_then_exists("k1", ["a", "b"], MADD),
@@ -280,6 +288,8 @@ FILTERS = {
                            ["BF.MADD", "f", "p", "q", "r"]],
     "tightening": [["BF.RESERVE", "f", "0.01", "10", "TIGHTENING", "0.25"]]
     + [["BF.ADD", "f", "t%d" % i] for i in range(40)],
+    "counting": [["BF.RESERVE", "f", "0.01", "10", "COUNTING"]]
+    + [["BF.ADD", "f", "c%d" % (i % 7)] for i in range(60)] + [["BF.DEL", "f", "c1"]],
 }
 
 
@@ -344,6 +354,7 @@ def from_server(binary):
         snapshot("expansion", FILTERS["expansion4"])
         snapshot("tightening", FILTERS["tightening"]
                  + [["BF.INSERT", "n", "NONSCALING", "TIGHTENING", "0.75", "ITEMS", "x"]])
+        snapshot("counting", FILTERS["counting"])
         rb = redisbloom_dumps()
         snapshot("redisbloom", [["BF.LOADCHUNK", name, it, data]
                                 for name in ("redisbloom-tiny", "redisbloom-legacy-v1")
