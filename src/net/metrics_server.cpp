@@ -40,6 +40,8 @@ public:
     // Since when it has waited for its request (or the rest of one) or for
     // the reply being written to be read: what an eviction compares.
     std::chrono::steady_clock::time_point stalled_since() const { return stalled_since_; }
+    // Whether it waits for its reply to be read (else for a request).
+    bool writing() const { return writing_; }
 
     // Ends the connection now; what is pending completes with an error.
     void close() {
@@ -71,6 +73,7 @@ private:
 
     void read() {
         stalled_since_ = std::chrono::steady_clock::now();
+        writing_ = false;
         parser_.emplace();
         parser_->header_limit(
             static_cast<std::uint32_t>(server_.config_.metrics_max_request_bytes));
@@ -145,6 +148,7 @@ private:
         // never reads cannot keep the connection (and the /metrics text).
         stream_.expires_after(timeout());
         stalled_since_ = std::chrono::steady_clock::now();
+        writing_ = true;
         http::async_write(stream_, *response,
                           [self = shared_from_this(), response, keep_alive](const error_code& error,
                                                                             std::size_t) {
@@ -171,6 +175,7 @@ private:
     std::list<Session*>::iterator position_;
     bool registered_ = true;
     std::chrono::steady_clock::time_point stalled_since_;
+    bool writing_ = false;
 };
 
 MetricsServer::MetricsServer(const core::Config& config, std::function<std::string()> render,
@@ -238,6 +243,16 @@ void MetricsServer::admit(asio::ip::tcp::socket socket) {
     std::make_shared<Session>(*this, std::move(socket), peer)->start();
 }
 
+namespace {
+// Of two sessions of one load, the one to close first: stalled writing a
+// reply before waiting for a request, then the one stalled longer.
+template <class Session>
+bool stalls_worse(const Session& a, const Session& b) {
+    if (a.writing() != b.writing()) return a.writing();
+    return a.stalled_since() < b.stalled_since();
+}
+}  // namespace
+
 void MetricsServer::evict_stalled(const asio::ip::address& newcomer, EvictionScope scope) {
     // The victim comes from the address that holds the most connections
     // (counting the newcomer's), so a client with fewer than others (a
@@ -245,10 +260,13 @@ void MetricsServer::evict_stalled(const asio::ip::address& newcomer, EvictionSco
     // that address's, the one stalled longest: waiting for its request
     // (slow writers) or for its reply to be read (slow readers: eight
     // connections pipelining 200 scrapes each and never reading once held
-    // every slot of their address until the request timeout). A probe is
-    // never that one while others stall: it sends its request at once and
-    // its reply of a few bytes fits any socket buffer. There is always a
-    // victim: the bound reached is held by sessions of the scope searched.
+    // every slot of their address until the request timeout), those
+    // stalled writing a reply first: a probe is never that one while others
+    // stall writing (it sends its request at once and its reply of a few
+    // bytes fits any socket buffer), even when a busy server has not yet
+    // read its request and it has waited longer than a slow reader that
+    // reconnected since. There is always a victim: the bound reached is held
+    // by sessions of the scope searched.
     // At most --metrics-max-connections sessions: a scan per connection
     // that arrives at a bound is cheap.
     Session* victim = nullptr;
@@ -258,7 +276,7 @@ void MetricsServer::evict_stalled(const asio::ip::address& newcomer, EvictionSco
         if (scope == EvictionScope::newcomers_address && !same) continue;
         const std::size_t load = per_client_[session->peer()] + (same ? 1 : 0);
         if (victim == nullptr || load > victim_load ||
-            (load == victim_load && session->stalled_since() < victim->stalled_since())) {
+            (load == victim_load && stalls_worse(*session, *victim))) {
             victim = session;
             victim_load = load;
         }

@@ -204,9 +204,10 @@ TEST(CountingFilter, AFullFilterKeepsItsFalsePositiveRateWithinTheRequest) {
         for (int i = 0; i < kProbes; ++i) hits += filter->contains("absent:" + std::to_string(i));
         const double measured = static_cast<double>(hits) / kProbes;
         const double bits = static_cast<double>(filter->bits_size()) * 8 / 100000;
-        std::printf("[ measured ] counting filter at %g: rate %.5f (%.2f of the request), "
-                    "%.1f bits per item\n",
-                    p, measured, measured / p, bits);
+        std::printf(
+            "[ measured ] counting filter at %g: rate %.5f (%.2f of the request), "
+            "%.1f bits per item\n",
+            p, measured, measured / p, bits);
         EXPECT_LE(measured, p);
     }
 }
