@@ -75,8 +75,7 @@ std::uint64_t ScalableFilter::content_hash() const {
     return digest;
 }
 
-std::unique_lock<std::mutex> ScalableFilter::serialize_changes() const {
-    if (!counting()) return {};
+std::unique_lock<std::mutex> ScalableFilter::counting_lock() const {
     // Shared by a few filters each, as growth's locks are: contention only
     // between counting filters that hash alike, for the length of one batch.
     static std::mutex locks[64];

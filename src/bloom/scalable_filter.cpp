@@ -38,7 +38,7 @@ constexpr std::uint8_t kRedisBloom = 4;
 constexpr std::uint8_t kRedisBloomNoRoundFlag = 8;
 constexpr std::uint8_t kRedisBloomForce64Flag = 16;
 constexpr std::uint8_t kAutomatic = 32;  // Layout::automatic (never with kBlocked)
-constexpr std::uint8_t kCounting = 64;   // Layout::counting (alone of the three)
+constexpr std::uint8_t kCounting = ScalableFilter::kCountingFlag;  // alone of the three layouts
 // A tightening ratio other than kDefaultTightening, kept in the 8 bytes right
 // behind the object (before inline words): filters at the default stay
 // within their 224-byte size class.
@@ -332,10 +332,6 @@ AddResult ScalableFilter::add(const ItemHash& hash, const GrowthLimits& limits,
     }
     commit_add(layer_index, hash);
     return AddResult::added;
-}
-
-bool ScalableFilter::counting() const {
-    return (flags_ & kCounting) != 0;
 }
 
 bool ScalableFilter::contains(std::string_view item) const {

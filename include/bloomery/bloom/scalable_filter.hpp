@@ -107,13 +107,18 @@ public:
     bool contains(const ItemHash& hash) const;
 
     // ---- Counting filters ----
-    bool counting() const;
+    // The options' bit for Layout::counting (scalable_filter.cpp has the
+    // others), read inline on every add.
+    static constexpr std::uint8_t kCountingFlag = 64;
+    bool counting() const { return (flags_ & kCountingFlag) != 0; }
     // Counting filters' adds, deletes and word writes are serialized, and
     // recorded in the order they take effect (saturating counters do not
     // commute): whoever changes one holds this lock (an empty one for other
     // filters) across the change and its record reaching the journal's
     // stream (store::MutationLog::publish_thread()).
-    std::unique_lock<std::mutex> serialize_changes() const;
+    std::unique_lock<std::mutex> serialize_changes() const {
+        return counting() ? counting_lock() : std::unique_lock<std::mutex>();
+    }
     // BF.DEL: decrements the item's cells in the newest layer that holds it
     // (told to `recorder` first, as an add is) and counts one item less
     // there. Under serialize_changes().
@@ -236,6 +241,8 @@ private:
     // add() of a counting filter.
     AddResult count_add(const ItemHash& hash, const GrowthLimits& limits, AddRecorder* recorder);
     static constexpr std::uint64_t kIdMask = kMaxFilterId;
+    // The lock of serialize_changes(), one of a pool shared by address.
+    std::unique_lock<std::mutex> counting_lock() const;
     // Hashes items[first, first + n) into hashes[0, n) and calls probe(i)
     // for each i in order, with the words of items ahead prefetched in the
     // newest layer, so misses overlap (adds, and lookups in classic layers).
