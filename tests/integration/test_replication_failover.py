@@ -81,7 +81,10 @@ class FailoverResync(ServersTestCase):
         for key in KEYS:
             add_range(c, key, 5000, 8000)
         self.assertEqual(c.execute_command("WAIT", 2, 10000), 2)
-        self.assertEqual(info(primary)["master_repl_offset"], info(chosen)["master_repl_offset"])
+        # A keepalive PING may be on its way to the follower: wait for it.
+        wait_until(lambda: info(primary)["master_repl_offset"]
+                   == info(chosen)["master_repl_offset"],
+                   what="the old primary at the new one's offset")
         self.same_everywhere([chosen, other, primary])
 
         # And back: the old primary promoted again continues the history
