@@ -74,13 +74,19 @@ class ReplicationTest(ServersTestCase):
             self.assertEqual(r.execute_command("BF.EXISTS", "new-name", "y"), 1)
             self.assertGreater(r.ttl("new-name"), 3000)
             same_filters(self, primary, replica, ["urls", "new-name", "scaling"])
-        state = info(p)
-        self.assertEqual(state["connected_slaves"], 2)
+        def acked_everything():
+            # A keepalive PING sent after the last write is acknowledged
+            # with the next ack: poll for the moment both are in.
+            state = info(p)
+            lines = [state["slave%d" % i] for i in range(state["connected_slaves"])]
+            return len(lines) == 2 and all(
+                line["offset"] == state["master_repl_offset"] for line in lines) and state
+
+        state = wait_until(acked_everything, what="both replicas acknowledging every record")
         for i in range(2):
             line = state["slave%d" % i]
             self.assertEqual(line["state"], "online")
             self.assertIn(line["port"], [replicas[0].port, replicas[1].port])
-            self.assertEqual(line["offset"], state["master_repl_offset"])
 
     def test_replica_refuses_writes_and_reports_its_link(self):
         primary, replica = self.primary_and_replica()
