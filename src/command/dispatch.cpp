@@ -352,6 +352,10 @@ void run_handler(const CommandSpec& spec, DispatchContext& ctx, Args argv) {
     } catch (const std::length_error&) {
         ctx.out.buffer().resize(reply_mark);
         ctx.out.error(errors::kNoMemory);
+    } catch (const store::WrongType&) {
+        // A key of the other filter kind, found before anything changed.
+        ctx.out.buffer().resize(reply_mark);
+        ctx.out.error(errors::kWrongType);
     }
 }
 

@@ -54,7 +54,7 @@ void cmd_dump(Context& ctx, Args argv) {
         ctx.out.null();
         return;
     }
-    const bloom::ScalableFilter& filter = *entry->filter;
+    const bloom::ScalableFilter& filter = entry->value.filter();
     // A counting filter's cells and counts as of one moment.
     const std::unique_lock serial = filter.serialize_changes();
     const std::size_t layers = filter.num_layers();
@@ -349,9 +349,9 @@ struct Migration {
             if (ttl < 0) return false;
             if (ttl < 1) ttl = 1;
         }
-        const bloom::ScalableFilter& filter = *entry->filter;
+        const bloom::ScalableFilter& filter = entry->value.filter();
         const std::unique_lock serial = filter.serialize_changes();
-        Sent record{entry->filter, 0, filter.num_layers()};
+        Sent record{entry->value.filter_ref(), 0, filter.num_layers()};
         if (filter.counting()) record.contents = filter.content_hash();
         // Counted before the payload copies the bits: an add after this is
         // seen as a change when the key is deleted.

@@ -24,8 +24,14 @@
 namespace bloomery::command {
 namespace {
 
-// RedisBloom's module type name, which TYPE reports for a Bloom filter.
+// RedisBloom's module type names, which TYPE reports for a Bloom and a
+// Cuckoo filter.
 constexpr std::string_view kBloomTypeName = "MBbloom--";
+constexpr std::string_view kCuckooTypeName = "MBbloomCF";
+
+std::string_view type_name(store::ValueKind kind) {
+    return kind == store::ValueKind::cuckoo ? kCuckooTypeName : kBloomTypeName;
+}
 
 void cmd_del(Context& ctx, Args argv) {
     std::int64_t removed = 0;
@@ -41,7 +47,8 @@ void cmd_exists(Context& ctx, Args argv) {
 }
 
 void cmd_type(Context& ctx, Args argv) {
-    ctx.out.simple(ctx.keyspace.contains(argv[1]) ? kBloomTypeName : "none");
+    const std::optional<store::KeyDetails> key = ctx.keyspace.inspect(argv[1]);
+    ctx.out.simple(key ? type_name(key->value.kind()) : "none");
 }
 
 void cmd_dbsize(Context& ctx, Args) {
@@ -87,7 +94,8 @@ std::optional<std::uint64_t> parse_scan_cursor(std::string_view text) {
 struct ScanOptions {
     std::string_view pattern;  // MATCH; empty: every key
     std::int64_t count = 10;   // COUNT: about how many buckets to look at
-    // TYPE named a type other than a filter's: no key is answered.
+    // TYPE: only keys of this kind; a type no filter has answers no key.
+    std::optional<store::ValueKind> kind;
     bool other_type = false;
 };
 
@@ -104,7 +112,16 @@ core::Result<ScanOptions> parse_scan_options(Args argv) {
             if (*count < 1) return refuse(errors::kSyntax);
             options.count = *count;
         } else if (args.eat("TYPE")) {
-            options.other_type = !iequals(args.next(), kBloomTypeName);
+            const std::string_view type = args.next();
+            options.kind.reset();
+            options.other_type = false;
+            if (iequals(type, kBloomTypeName)) {
+                options.kind = store::ValueKind::bloom;
+            } else if (iequals(type, kCuckooTypeName)) {
+                options.kind = store::ValueKind::cuckoo;
+            } else {
+                options.other_type = true;
+            }
         } else {
             return refuse(errors::kSyntax);
         }
@@ -132,7 +149,13 @@ void cmd_scan(Context& ctx, Args argv) {
         ctx.keyspace.scan(*cursor, static_cast<std::size_t>(options->count), keys);
     if (options->other_type) {
         keys.clear();
-    } else if (!options->pattern.empty()) {
+    } else if (options->kind) {
+        std::erase_if(keys, [&](const std::string& key) {
+            const std::optional<store::KeyDetails> found = ctx.keyspace.inspect(key);
+            return !found || found->value.kind() != *options->kind;
+        });
+    }
+    if (!options->other_type && !options->pattern.empty()) {
         const GlobPattern compiled(options->pattern);
         if (!compiled.matches_everything()) {
             std::erase_if(keys, [&](const std::string& key) { return !compiled.match(key); });
@@ -208,7 +231,7 @@ void cmd_copy(Context& ctx, Args argv) {
         ctx.out.integer(0);
         return;
     }
-    const bloom::ScalableFilter& filter = *source->filter;
+    const bloom::ScalableFilter& filter = source->value.filter();
     const std::size_t layers = filter.num_layers();
     std::vector<bloom::LayerGeometry> geometry(layers);
     for (std::size_t i = 0; i < layers; ++i) geometry[i] = filter.layer(i).geometry();

@@ -44,7 +44,7 @@ void cmd_memory_usage(Context& ctx, Args argv) {
         ctx.out.null();
         return;
     }
-    ctx.out.integer(static_cast<std::int64_t>(key->entry_bytes + key->filter->allocated_bytes()));
+    ctx.out.integer(static_cast<std::int64_t>(key->entry_bytes + key->value.allocated_bytes()));
 }
 
 // The figures MEMORY STATS and MEMORY DOCTOR share, Redis's names for them.

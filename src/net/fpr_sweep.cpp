@@ -11,8 +11,10 @@ void FalsePositiveSweep::check(const store::Keyspace& keyspace, const std::strin
     // inspect(): the key's filter without counting a use of the key (its
     // LFU clock stays as the clients left it).
     const std::optional<store::KeyDetails> details = keyspace.inspect(key);
-    if (!details || !details->filter) return;
-    const bloom::ScalableFilter& filter = *details->filter;
+    // Bloom filters only: a Cuckoo filter has no fill to estimate from.
+    const bloom::ScalableFilter* found = details ? details->value.bloom_or_null() : nullptr;
+    if (found == nullptr) return;
+    const bloom::ScalableFilter& filter = *found;
     const double target = filter.options().error_rate;
     const double ratio = filter.estimated_false_positive_rate() / target;
     ++current_.filters_checked;

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "journal_appender.hpp"
+#include "journal_cuckoo.hpp"
 #include "journal_encode.hpp"
 #include "journal_handoff.hpp"
 #include "journal_writer.hpp"
@@ -99,6 +100,23 @@ store::EncodedRecord Journal::encode_cleared() {
 store::EncodedRecord Journal::encode_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
                                            std::string_view data) {
     return journal_encode::chunk(filter, iter, data);
+}
+
+store::EncodedRecord Journal::encode_cuckoo_created(std::string_view key,
+                                                    const cuckoo::CuckooFilter& filter,
+                                                    std::uint64_t id, std::uint64_t seq,
+                                                    std::int64_t expire_at_ms) {
+    return journal_cuckoo::created(key, filter, id, seq, expire_at_ms);
+}
+
+store::EncodedRecord Journal::reserve_cuckoo_change(std::size_t max_moves,
+                                                    std::size_t data_bytes) {
+    return journal_cuckoo::reserve(max_moves, data_bytes);
+}
+
+void Journal::seal_cuckoo_change(store::RecordBlock& record, std::uint64_t id, std::uint64_t seq,
+                                 const store::CuckooChange& change) noexcept {
+    journal_cuckoo::seal(record, id, seq, change);
 }
 
 // The data path (begin_adds, end_data) forwards with a tail call: an add

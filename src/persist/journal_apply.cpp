@@ -10,6 +10,7 @@
 
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/persist/journal_reader.hpp"
+#include "journal_cuckoo.hpp"
 #include "journal_format.hpp"
 #include "snapshot_format.hpp"
 
@@ -28,9 +29,9 @@ Applier::Applier(store::Keyspace& keyspace) : keyspace_(keyspace) {
     keyspace.set_deadlines(store::Deadlines::follow);
     const store::KeyspaceView view = keyspace.view(store::ViewFor::keys);
     for (std::size_t i = 0; i < view.size(); ++i) {
-        const bloom::FilterRef& filter = view.entry(i).filter;
-        by_id_[filter->id()] = filter;
-        max_id_ = std::max(max_id_, filter->id());
+        const store::ValueRef& value = view.entry(i).value;
+        by_id_[value.id()] = value;
+        max_id_ = std::max(max_id_, value.id());
     }
 }
 
@@ -63,12 +64,15 @@ core::Status Applier::create(const Decoded& d) {
 bloom::ScalableFilter* Applier::entries_of(const Decoded& d) {
     auto it = by_id_.find(d.filter_id);
     if (it == by_id_.end()) return nullptr;
+    // Ids are unique among filters of both kinds: none of a Cuckoo filter
+    // is in an ADD record of an intact journal.
+    if (it->second.bloom_or_null() == nullptr) return nullptr;
     adds_.resize(d.count);
     for (std::uint32_t i = 0; i < d.count; ++i) {
         const unsigned char* entry = d.adds + i * jf::kAddEntryBytes;
         adds_[i] = {entry[0], {get_u64(entry + 1), get_u64(entry + 9)}};
     }
-    return it->second.get();
+    return &it->second.filter();
 }
 
 core::Status Applier::add(const Decoded& d) {
@@ -92,6 +96,32 @@ core::Status Applier::remove(const Decoded& d) {
     if (filter == nullptr) return {};  // deleted before this delete landed
     if (core::Status redone = keyspace_.redo_removes(*filter, adds_); !redone) {
         return core::Error{"REMOVE record: " + redone.error()};
+    }
+    return {};
+}
+
+core::Status Applier::cuckoo_create(const Decoded& d) {
+    core::Result<cuckoo::CuckooFilter> filter = cuckoo::CuckooFilter::load_header(d.data, cuckoo::kNoLimit);
+    if (!filter) return core::Error{"CF-CREATE record: " + filter.error()};
+    cuckoo::CuckooRef object = cuckoo::CuckooObject::make(std::move(*filter), d.seq);
+    object->set_id(d.filter_id);
+    max_id_ = std::max(max_id_, d.filter_id);
+    bloom::ScalableFilter::reserve_ids_through(d.filter_id);
+    forget(d.key);
+    keyspace_.put(d.key, object, d.deadline);
+    by_id_[d.filter_id] = std::move(object);
+    return {};
+}
+
+core::Status Applier::cuckoo_change(const Decoded& d) {
+    journal_cuckoo::ParsedChange parsed;
+    if (core::Status shaped = journal_cuckoo::parse(d.data, parsed); !shaped) return shaped;
+    auto it = by_id_.find(parsed.id);
+    if (it == by_id_.end()) return {};  // deleted before this change landed
+    cuckoo::CuckooObject* object = it->second.cuckoo_or_null();
+    if (object == nullptr) return core::Error{"CF-CHANGE record of a Bloom filter"};
+    if (core::Status redone = keyspace_.redo_cuckoo(*object, parsed.seq, parsed.change); !redone) {
+        return core::Error{"CF-CHANGE record: " + redone.error()};
     }
     return {};
 }
@@ -125,13 +155,20 @@ core::Status Applier::apply(std::uint8_t type, const Decoded& d) {
         case jf::kMulti:
         case jf::kExec:
             return core::Error{std::string(jf::type_name(type)) + " record outside its place"};
+        case jf::kCuckooCreate:
+            return cuckoo_create(d);
+        case jf::kCuckooChange:
+            return cuckoo_change(d);
         case jf::kChunk: {
             auto it = by_id_.find(d.filter_id);
             if (it == by_id_.end()) return {};
+            if (it->second.bloom_or_null() == nullptr) {
+                return core::Error{"CHUNK record of a Cuckoo filter"};
+            }
             // A server writes only chunks it checked; one that does not fit
             // comes from a journal of an older version, which recorded
             // chunks before checking them (and applied none).
-            static_cast<void>(keyspace_.redo_chunk(*it->second, d.iter, d.data));
+            static_cast<void>(keyspace_.redo_chunk(it->second.filter(), d.iter, d.data));
             return {};
         }
         default:
@@ -140,7 +177,7 @@ core::Status Applier::apply(std::uint8_t type, const Decoded& d) {
 }
 
 void Applier::forget(std::string_view key) {
-    if (auto entry = keyspace_.linked(key)) by_id_.erase(entry->filter->id());
+    if (auto entry = keyspace_.linked(key)) by_id_.erase(entry->value.id());
 }
 
 core::Status apply_record(Applier& applier, const Record& record, const Decoded& decoded) {

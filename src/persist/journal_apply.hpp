@@ -49,13 +49,15 @@ private:
     bloom::ScalableFilter* entries_of(const Decoded& d);
     core::Status add(const Decoded& d);
     core::Status remove(const Decoded& d);
+    core::Status cuckoo_create(const Decoded& d);
+    core::Status cuckoo_change(const Decoded& d);
     // The filter under `key` leaves the keyspace: adds journaled for it
     // later (they raced the change) go nowhere, as they did.
     void forget(std::string_view key);
 
     store::Keyspace& keyspace_;
     std::vector<store::Keyspace::RecordedAdd> adds_;
-    std::unordered_map<std::uint64_t, bloom::FilterRef> by_id_;
+    std::unordered_map<std::uint64_t, store::ValueRef> by_id_;
     std::uint64_t max_id_ = 0;
 };
 

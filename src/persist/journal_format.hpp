@@ -40,8 +40,13 @@ enum RecordType : std::uint8_t {
     kMulti = 9,     // u64 bytes of the transaction's records, which follow it
     kExec = 10,     // empty body: ends the transaction a MULTI began
     kRemove = 11,   // u64 filter id, u32 n, n x (u8 layer, u64 h1, u64 h2): counting deletes
+    // u32 key length, key, i64 deadline, u64 filter id, u64 change number,
+    // u32 n, n bytes of CF.SCANDUMP header: a Cuckoo filter linked
+    kCuckooCreate = 12,
+    // u64 filter id, u64 change number, u8 kind, the change (journal_cuckoo.hpp)
+    kCuckooChange = 13,
 };
-inline constexpr std::uint8_t kLastRecordType = kRemove;
+inline constexpr std::uint8_t kLastRecordType = kCuckooChange;
 
 inline constexpr std::size_t kAddEntryBytes = 1 + 8 + 8;
 
@@ -69,6 +74,10 @@ inline const char* type_name(std::uint8_t type) {
             return "EXEC";
         case kRemove:
             return "REMOVE";
+        case kCuckooCreate:
+            return "CF-CREATE";
+        case kCuckooChange:
+            return "CF-CHANGE";
         default:
             return "unknown";
     }

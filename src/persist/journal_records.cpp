@@ -5,6 +5,7 @@
 
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "journal_format.hpp"
+#include "journal_cuckoo.hpp"
 #include "journal_records.hpp"
 #include "snapshot_format.hpp"
 
@@ -133,6 +134,18 @@ core::Result<Decoded> decode(const Record& record) {
             ok = body.u64(d.filter_id) && body.u64(v) && body.bytes(d.data) &&
                  d.filter_id <= bloom::ScalableFilter::kMaxFilterId;
             d.iter = static_cast<std::int64_t>(v);
+            break;
+        case jf::kCuckooCreate:
+            ok = body.bytes(d.key) && body.u64(v) && body.u64(d.filter_id) && body.u64(d.seq) &&
+                 body.bytes(d.data) && d.filter_id <= bloom::ScalableFilter::kMaxFilterId &&
+                 d.data.size() == cuckoo::kHeaderBytes;
+            d.deadline = static_cast<std::int64_t>(v);
+            break;
+        case jf::kCuckooChange:
+            // The whole body; the applier parses it (journal_cuckoo.hpp).
+            d.data = std::string_view(reinterpret_cast<const char*>(record.body),
+                                      record.body_size);
+            if (journal_cuckoo::well_formed(d.data)) return d;
             break;
         default:
             return core::Error{"unknown record type " + std::to_string(record.type)};

@@ -46,6 +46,7 @@ struct Decoded {
     std::uint32_t count = 0;
     const unsigned char* adds = nullptr;
     std::uint64_t span = 0;  // MULTI: bytes of the records it holds
+    std::uint64_t seq = 0;   // CF-CREATE: the number of the filter's last change
 };
 
 // Decodes a record's body by its type; fails if it does not hold what its

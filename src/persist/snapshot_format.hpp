@@ -24,6 +24,10 @@ inline constexpr std::size_t kMagicBytes = 8;
 inline constexpr std::size_t kFileHeaderBytes = 8 + 4 + 8 + 8 + 8;
 
 inline constexpr std::uint8_t kRecordFilter = 0x01;
+// A Cuckoo filter: u32 key length, key, i64 deadline, u64 filter id, u64
+// the number of its last change, its 38-byte CF.SCANDUMP header, then every
+// sub-filter's slots, oldest first, then the record checksum.
+inline constexpr std::uint8_t kRecordCuckoo = 0x02;
 inline constexpr std::uint8_t kRecordEnd = 0xFF;
 
 // A filter record's byte after the expansion: bit 0 NONSCALING, bit 1 (from
@@ -48,6 +52,13 @@ inline constexpr std::size_t kIoBufferBytes = 1u << 20;
 
 inline void put_u8(unsigned char* out, std::uint8_t v) {
     out[0] = v;
+}
+inline void put_u16(unsigned char* out, std::uint16_t v) {
+    out[0] = static_cast<unsigned char>(v);
+    out[1] = static_cast<unsigned char>(v >> 8);
+}
+inline std::uint16_t get_u16(const unsigned char* in) {
+    return static_cast<std::uint16_t>(in[0] | (in[1] << 8));
 }
 inline void put_u32(unsigned char* out, std::uint32_t v) {
     for (int i = 0; i < 4; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -121,6 +122,10 @@ public:
             }
             ++records;
             context_.record = records;
+            if (type == format::kRecordCuckoo && version_ >= 3) {
+                parse_cuckoo_record(records, record_offset);
+                continue;
+            }
             if (type != format::kRecordFilter) {
                 char hex[8];
                 std::snprintf(hex, sizeof hex, "0x%02x", type);
@@ -215,12 +220,9 @@ private:
         if (!in_.at_end()) fail_at(in_.offset(), "trailing garbage after the end of file record");
     }
 
-    void parse_filter_record(std::uint64_t index, std::uint64_t record_offset) {
-        Record record;
-        record.index = index;
-        record.offset = record_offset;
-
-        std::uint64_t at = in_.offset();
+    // The key, its deadline and (version 3) its filter id.
+    void parse_key_fields(Record& record, std::uint64_t record_offset) {
+        const std::uint64_t at = in_.offset();
         const std::uint32_t key_length = read_u32();
         if (key_length > in_.remaining()) {
             fail_at(at, "key length " + std::to_string(key_length) + " exceeds the " +
@@ -244,10 +246,51 @@ private:
                         "filter id " + std::to_string(record.filter_id) + " is above 2^48 - 1");
             }
         }
+    }
 
+    void parse_cuckoo_record(std::uint64_t index, std::uint64_t record_offset) {
+        Record record;
+        record.index = index;
+        record.offset = record_offset;
+        parse_key_fields(record, record_offset);
+        const std::uint64_t seq = read_u64();
+        std::uint64_t at = in_.offset();
+        std::string header(cuckoo::kHeaderBytes, '\0');
+        read_exact(header.data(), header.size());
+        // Allocates no more than the file still holds.
+        core::Result<cuckoo::CuckooFilter> filter =
+            cuckoo::CuckooFilter::load_header(header, in_.remaining());
+        if (!filter) fail_at(at, "Cuckoo filter header refused: " + filter.error());
+        std::vector<char> piece;
+        std::int64_t end = 1;
+        for (std::uint16_t i = 0; i < filter->num_filters(); ++i) {
+            std::uint64_t left = filter->filter_data(i).size();
+            while (left > 0) {
+                const std::uint64_t take = std::min<std::uint64_t>(left, format::kIoBufferBytes);
+                piece.resize(take);
+                read_exact(piece.data(), take);
+                end += static_cast<std::int64_t>(take);
+                filter->load_chunk(end, std::string_view(piece.data(), take));
+                left -= take;
+            }
+        }
+        const std::uint64_t computed = in_.record_checksum();
+        at = in_.offset();
+        if (read_u64() != computed) fail_at(at, "record checksum mismatch");
+        record.bytes = in_.offset() - record_offset;
+        record.cuckoo = cuckoo::CuckooObject::make(std::move(*filter), seq);
+        context_.key = nullptr;  // `record` is about to move
+        if (hooks_.on_record) hooks_.on_record(std::move(record));
+    }
+
+    void parse_filter_record(std::uint64_t index, std::uint64_t record_offset) {
+        Record record;
+        record.index = index;
+        record.offset = record_offset;
+        parse_key_fields(record, record_offset);
         parse_options(record);
 
-        at = in_.offset();
+        std::uint64_t at = in_.offset();
         const std::uint32_t num_layers = read_u32();
         if (num_layers == 0 || num_layers > bloom::kMaxLayers) {
             fail_at(at, "layer count " + std::to_string(num_layers) + " not in [1, " +

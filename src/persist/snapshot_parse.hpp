@@ -9,6 +9,7 @@
 
 #include "bloomery/bloom/bounds.hpp"
 #include "bloomery/core/result.hpp"
+#include "bloomery/cuckoo/cuckoo_object.hpp"
 #include "bloomery/persist/snapshot.hpp"
 
 namespace bloomery::persist::snapshot_parse {
@@ -28,6 +29,9 @@ struct Record {
     bloom::FilterOptions options;
     std::vector<LayerInfo> layers;
     bloom::FilterRef filter;  // empty unless materialized
+    // A Cuckoo filter's record: the filter (always built) and the number
+    // of its last change; options and layers stay empty.
+    cuckoo::CuckooRef cuckoo;
 };
 
 struct FileHeader {

@@ -63,7 +63,11 @@ core::Result<LoadStats> load_snapshot(const std::string& path, store::Keyspace& 
     };
     hooks.on_record = [&](Record&& record) {
         if (record.expire_at_ms != 0 && record.expire_at_ms <= now) ++past_deadline;
-        if (record.filter) {
+        if (record.cuckoo) {
+            record.cuckoo->set_id(record.filter_id);
+            bloom::ScalableFilter::reserve_ids_through(record.filter_id);
+            records.push_back(std::move(record));
+        } else if (record.filter) {
             // The id the journal names this filter by (a fresh one if the
             // file predates ids).
             if (record.filter_id != 0) {
@@ -84,7 +88,9 @@ core::Result<LoadStats> load_snapshot(const std::string& path, store::Keyspace& 
         file_size = *parsed;
         // Only now, with every checksum verified, does the keyspace change.
         for (Record& record : records) {
-            keyspace.put(record.key, std::move(record.filter), record.expire_at_ms);
+            store::ValueRef value = record.cuckoo ? store::ValueRef(std::move(record.cuckoo))
+                                                  : store::ValueRef(std::move(record.filter));
+            keyspace.put(record.key, std::move(value), record.expire_at_ms);
         }
     } catch (const std::exception& exception) {
         return core::Error{path + ": " + exception.what()};
@@ -123,8 +129,33 @@ struct SnapshotTotals {
     std::uint64_t bit_bytes = 0;
 };
 
+// --check-snapshot's line for a Cuckoo filter.
+std::string describe_cuckoo(const Record& record, SnapshotTotals& totals) {
+    const cuckoo::CuckooObject::Locked locked = record.cuckoo->lock();
+    const cuckoo::CuckooFilter& filter = locked.filter();
+    ++totals.keys;
+    totals.capacity += filter.capacity();
+    totals.items += filter.num_items();
+    totals.bit_bytes += filter.capacity();
+    std::string line = "key " + format::printable_key(record.key) + ": cuckoo";
+    line += ", sub-filters " + std::to_string(filter.num_filters());
+    line += ", buckets " + std::to_string(filter.num_buckets());
+    line += ", bucket size " + std::to_string(filter.bucket_size());
+    line += ", items " + std::to_string(filter.num_items());
+    line += ", deletes " + std::to_string(filter.num_deletes());
+    line += ", expansion " + std::to_string(filter.expansion());
+    line += ", max iterations " + std::to_string(filter.max_iterations());
+    line += ", changes " + std::to_string(locked.seq());
+    line += ", expiry ";
+    line += record.expire_at_ms == 0 ? "none" : format_time_ms(record.expire_at_ms);
+    line += ", record bytes " + std::to_string(record.bytes);
+    line += ", offset " + std::to_string(record.offset) + "\n";
+    return line;
+}
+
 // --check-snapshot's lines for one key (and its layers), counted in `totals`.
 std::string describe_record(const Record& record, SnapshotTotals& totals) {
+    if (record.cuckoo) return describe_cuckoo(record, totals);
     std::uint64_t capacity = 0;
     std::uint64_t items = 0;
     std::uint64_t bit_bytes = 0;

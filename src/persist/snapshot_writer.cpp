@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,11 +120,45 @@ private:
     std::uint64_t written_ = 0;
 };
 
+// A Cuckoo filter as it is now, with the number of its last change
+// (cuckoo_object.hpp: replay skips the changes it holds). Copied under its
+// lock and written from the copy, so its writers wait for a copy, not for
+// the disk or a replica's socket.
+void write_cuckoo_record(SnapshotFileWriter& out, std::string_view key,
+                         const store::KeyspaceView::Entry& entry) {
+    const cuckoo::CuckooObject& object = entry.value.cuckoo();
+    std::optional<cuckoo::CuckooFilter> copy;
+    std::uint64_t seq = 0;
+    {
+        const cuckoo::CuckooObject::Locked locked = object.lock();
+        copy.emplace(locked.filter());
+        seq = locked.seq();
+    }
+    out.begin_record();
+    out.append_u8(format::kRecordCuckoo);
+    out.append_u32(static_cast<std::uint32_t>(key.size()));
+    out.append(key.data(), key.size());
+    out.append_i64(entry.expire_at_ms);
+    out.append_u64(object.id());
+    out.append_u64(seq);
+    const std::string header = copy->header();
+    out.append(header.data(), header.size());
+    for (std::uint16_t i = 0; i < copy->num_filters(); ++i) {
+        const std::string_view data = copy->filter_data(i);
+        out.append(data.data(), data.size());
+    }
+    out.append_u64(out.record_checksum(), Hashed::file_only);
+}
+
 void write_filter_record(SnapshotFileWriter& out, const store::KeyspaceView& view,
                          std::size_t index, std::vector<std::uint64_t>& words) {
     const std::string_view key = view.key(index);
     const store::KeyspaceView::Entry& entry = view.entry(index);
-    const bloom::ScalableFilter& filter = *entry.filter;
+    if (entry.value.cuckoo_or_null() != nullptr) {
+        write_cuckoo_record(out, key, entry);
+        return;
+    }
+    const bloom::ScalableFilter& filter = entry.value.filter();
 
     out.begin_record();
     out.append_u8(format::kRecordFilter);

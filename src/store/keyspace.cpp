@@ -30,7 +30,7 @@ void Keyspace::wait_for_readers() {
 // ---- Lookups ----
 
 Keyspace::Probe Keyspace::probe_unlocked(const Shard& shard, std::string_view key,
-                                         std::uint64_t hash, bloom::ScalableFilter*& filter) const {
+                                         std::uint64_t hash, const ValueRef*& value) const {
     ShardTable::Seen seen;
     switch (table_.probe(shard, key, hash, seen)) {
         case ShardTable::Probe::retry:
@@ -49,11 +49,11 @@ Keyspace::Probe Keyspace::probe_unlocked(const Shard& shard, std::string_view ke
     // epoch guard is held, even if a writer unlinks it now; a linked node's
     // filter never changes.
     seen.node->touch(lfu_);
-    filter = seen.node->filter.get();
+    value = &seen.node->value;
     return Probe::found;
 }
 
-bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
+const ValueRef* Keyspace::find_live(const Shard& shard,
                                            std::shared_lock<std::shared_mutex>& lock,
                                            std::string_view key, std::uint64_t hash,
                                            Use use) const {
@@ -68,7 +68,7 @@ bloom::ScalableFilter* Keyspace::find_live(const Shard& shard,
         return nullptr;
     }
     if (use == Use::touch) node->touch(lfu_);
-    return node->filter.get();
+    return &node->value;
 }
 
 bool Keyspace::reap(std::string_view key, std::uint64_t hash) const {
@@ -111,7 +111,7 @@ std::optional<KeySnapshot> Keyspace::get(std::string_view key) const {
     std::shared_lock lock = ShardGates::read(shard);
     if (find_live(shard, lock, key, hash) == nullptr) return std::nullopt;
     const Node* node = table_.node_at(shard, table_.find_slot(shard, key, hash));
-    return KeySnapshot{std::string(key), node->filter, node->deadline()};
+    return KeySnapshot{std::string(key), node->value, node->deadline()};
 }
 
 std::optional<KeySnapshot> Keyspace::linked(std::string_view key) const {
@@ -121,7 +121,7 @@ std::optional<KeySnapshot> Keyspace::linked(std::string_view key) const {
     const std::size_t slot = table_.find_slot(shard, key, hash);
     if (slot == ShardTable::kNotFound) return std::nullopt;
     const Node* node = table_.node_at(shard, slot);
-    return KeySnapshot{std::string(key), node->filter, node->deadline()};
+    return KeySnapshot{std::string(key), node->value, node->deadline()};
 }
 
 std::optional<KeyDetails> Keyspace::inspect(std::string_view key) const {
@@ -131,13 +131,13 @@ std::optional<KeyDetails> Keyspace::inspect(std::string_view key) const {
     if (find_live(shard, lock, key, hash) == nullptr) return std::nullopt;
     const Node* node = table_.node_at(shard, table_.find_slot(shard, key, hash));
     KeyDetails details;
-    details.filter = node->filter;
+    details.value = node->value;
     details.expire_at_ms = node->deadline();
     details.accessed = node->accessed.load(std::memory_order_relaxed);
     // What used_memory counts for the entry: its node and its slot.
     details.entry_bytes = Node::allocation_bytes(node->key_size) + sizeof(std::uint64_t);
     // Without the copy just taken.
-    details.references = static_cast<long>(details.filter->references()) - 1;
+    details.references = static_cast<long>(details.value.references()) - 1;
     return details;
 }
 
@@ -154,12 +154,15 @@ Keyspace::WatchStamp Keyspace::watch_stamp(std::string_view key) const {
     const std::uint64_t hash = ShardTable::hash_key(key);
     const Shard& shard = table_.shard_for(hash);
     std::shared_lock lock = ShardGates::read(shard);
-    const bloom::ScalableFilter* filter = find_live(shard, lock, key, hash);
-    if (filter == nullptr) return stamp;
+    const ValueRef* value = find_live(shard, lock, key, hash);
+    if (value == nullptr) return stamp;
     stamp.exists = true;
-    stamp.filter_id = filter->id();
+    stamp.filter_id = value->id();
     stamp.expire_at_ms = table_.node_at(shard, table_.find_slot(shard, key, hash))->deadline();
-    stamp.items = filter->items();
+    // A Bloom filter changes by adding items (or loading chunks); a Cuckoo
+    // filter's changes are numbered.
+    const bloom::ScalableFilter* filter = value->bloom_or_null();
+    stamp.items = filter != nullptr ? filter->items() : value->cuckoo().changes();
     stamp.chunks = chunks_loaded_.load(std::memory_order_relaxed);
     return stamp;
 }
@@ -190,8 +193,11 @@ void Keyspace::reserve_deadline(const Shard& shard, std::int64_t deadline) {
 
 void Keyspace::account(Shard& shard, const Node& node, Linked linked) {
     const std::int64_t sign = linked == Linked::in ? 1 : -1;
-    shard.linked_items.fetch_add(sign * static_cast<std::int64_t>(node.filter->items()),
-                                 std::memory_order_relaxed);
+    // Items of Bloom filters (Counts::items).
+    if (const bloom::ScalableFilter* filter = node.value.bloom_or_null()) {
+        shard.linked_items.fetch_add(sign * static_cast<std::int64_t>(filter->items()),
+                                     std::memory_order_relaxed);
+    }
     slot_counts_.add(node.key(), sign);
     if (const std::int64_t deadline = node.deadline(); deadline != 0) {
         const auto entry = reinterpret_cast<std::uintptr_t>(&node);

@@ -4,7 +4,7 @@ namespace bloomery::store {
 
 KeyspaceView::AtCut KeyspaceView::at_cut(std::size_t i) const {
     counted_[i] = true;
-    const bloom::ScalableFilter& filter = *entries_[i].filter;
+    const bloom::ScalableFilter& filter = entries_[i].value.filter();
     if (counts_) return counts_->at_cut(filter);
     AtCut state;
     state.counts.resize(filter.num_layers());
@@ -20,7 +20,8 @@ KeyspaceView::~KeyspaceView() {
     // filters it never read saves counts only for other running sessions.
     counts_->end();
     for (std::size_t i = 0; i < entries_.size(); ++i) {
-        if (!counted_[i]) counts_->settle(*entries_[i].filter);
+        const bloom::ScalableFilter* filter = entries_[i].value.bloom_or_null();
+        if (!counted_[i] && filter != nullptr) counts_->settle(*filter);
     }
 }
 

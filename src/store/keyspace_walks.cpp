@@ -53,7 +53,7 @@ std::vector<KeySnapshot> Keyspace::shard_entries(std::size_t index) const {
     const std::int64_t now = now_ms();
     table_.for_each(shard, [&](const Node& node) {
         if (node.expired(now)) return;
-        out.push_back(KeySnapshot{std::string(node.key()), node.filter, node.deadline()});
+        out.push_back(KeySnapshot{std::string(node.key()), node.value, node.deadline()});
     });
     return out;
 }
@@ -175,7 +175,7 @@ KeyspaceView Keyspace::view(ViewFor purpose) const {
     for (const Shard& shard : table_.shards()) {
         table_.for_each(shard, [&](const Node& node) {
             view.entries_.push_back(KeyspaceView::Entry{view.keys_.size(), node.key_size,
-                                                        node.deadline(), node.filter});
+                                                        node.deadline(), node.value});
             view.keys_.append(node.key());
         });
     }

@@ -44,44 +44,80 @@ std::vector<EncodedRecord> encode_bits(MutationLog& log, const bloom::ScalableFi
     return records;
 }
 
+// A new Cuckoo filter's CREATE record and, with `with_slots`, its slots as
+// fill records (CF.SCANDUMP's chunks, those of zero bytes left out).
+EncodedRecord encode_cuckoo(MutationLog& log, std::string_view key,
+                            const cuckoo::CuckooObject& object, std::int64_t expire_at_ms,
+                            bool with_slots, std::vector<EncodedRecord>& fills) {
+    const cuckoo::CuckooObject::Locked locked = object.lock();
+    const cuckoo::CuckooFilter& filter = locked.filter();
+    EncodedRecord created =
+        log.encode_cuckoo_created(key, filter, object.id(), locked.seq(), expire_at_ms);
+    if (!with_slots) return created;
+    for (std::int64_t pos = 1;;) {
+        const cuckoo::DumpChunk chunk = filter.scandump(pos, Keyspace::kRestoreChunkBytes);
+        if (chunk.next == 0) break;
+        if (std::any_of(chunk.data.begin(), chunk.data.end(), [](char c) { return c != 0; })) {
+            EncodedRecord fill = log.reserve_cuckoo_change(0, chunk.data.size());
+            CuckooChange change;
+            change.kind = CuckooChange::Kind::chunk;
+            change.pos = chunk.next;
+            change.data = chunk.data;
+            log.seal_cuckoo_change(*fill, object.id(), 0, change);
+            fills.push_back(std::move(fill));
+        }
+        pos = chunk.next;
+    }
+    return created;
+}
+
 }  // namespace
 
-bool Keyspace::restore(std::string_view key, FilterRef filter, const RestoreOptions& options) {
-    return store(key, std::move(filter),
+bool Keyspace::restore(std::string_view key, ValueRef value, const RestoreOptions& options) {
+    return store(key, std::move(value),
                  {options.expire_at_ms, options.if_live, Record::create_and_bits,
                   access_word(options.idle_seconds, options.frequency)});
 }
 
-bool Keyspace::insert_new(std::string_view key, FilterRef filter, std::int64_t expire_at_ms) {
+bool Keyspace::insert_new(std::string_view key, ValueRef value, std::int64_t expire_at_ms) {
     return store(
-        key, std::move(filter),
+        key, std::move(value),
         {expire_at_ms, IfLive::keep, Record::create, access_word(0, key_access::kInitialCount)});
 }
 
-void Keyspace::put(std::string_view key, FilterRef filter, std::int64_t expire_at_ms) {
+void Keyspace::put(std::string_view key, ValueRef value, std::int64_t expire_at_ms) {
     store(
-        key, std::move(filter),
+        key, std::move(value),
         {expire_at_ms, IfLive::replace, Record::create, access_word(0, key_access::kInitialCount)});
 }
 
-bool Keyspace::store(std::string_view key, FilterRef filter, const Link& how) {
+bool Keyspace::store(std::string_view key, ValueRef value, const Link& how) {
     // Records are encoded before the change they describe (here, or under
     // the lock once it is known which): once the key changed, nothing may
     // fail to record it.
     MutationLog* log = mutation_log();
-    EncodedRecord created =
-        log != nullptr ? log->encode_created(key, *filter, how.expire_at_ms) : nullptr;
+    EncodedRecord created;
     // The filter is not shared yet: its bits cannot change under the copy.
     std::vector<EncodedRecord> bits;
-    if (how.record == Record::create_and_bits && log != nullptr) bits = encode_bits(*log, *filter);
+    if (log != nullptr) {
+        const bool with_bits = how.record == Record::create_and_bits;
+        if (const bloom::ScalableFilter* filter = value.bloom_or_null()) {
+            created = log->encode_created(key, *filter, how.expire_at_ms);
+            if (with_bits) bits = encode_bits(*log, *filter);
+        } else {
+            created = encode_cuckoo(*log, key, value.cuckoo(), how.expire_at_ms, with_bits, bits);
+        }
+    }
     KeyWrite write(*this, key);
     // Under the lock, so no snapshot cut falls between the stamp and the
     // link: the new filter owes nothing to a snapshot taken before.
-    filter->set_count_stamp(snapshot_counts_.current_stamp());
+    if (const bloom::ScalableFilter* filter = value.bloom_or_null()) {
+        filter->set_count_stamp(snapshot_counts_.current_stamp());
+    }
     reserve_deadline(write.shard, how.expire_at_ms);
     const std::size_t slot = write.find();
     if (slot == ShardTable::kNotFound) {
-        Node* node = table_.make_node(key, std::move(filter), how.expire_at_ms, how.accessed);
+        Node* node = table_.make_node(key, std::move(value), how.expire_at_ms, how.accessed);
         try {
             link(write.shard, node, write.hash, write.garbage);
         } catch (...) {
@@ -95,9 +131,9 @@ bool Keyspace::store(std::string_view key, FilterRef filter, const Link& how) {
     const bool expired = write.lapsed(*node);
     if (!expired && how.if_live == IfLive::keep) return false;
     EncodedRecord deleted = log != nullptr ? log->encode_deleted(key) : nullptr;
-    // A new node, not a new filter in the old one: lookups read a linked
-    // node's filter without a lock.
-    Node* fresh = table_.make_node(key, std::move(filter), how.expire_at_ms, how.accessed);
+    // A new node, not a new value in the old one: lookups read a linked
+    // node's value without a lock.
+    Node* fresh = table_.make_node(key, std::move(value), how.expire_at_ms, how.accessed);
     if (expired) expiry_.count_expired();
     relink(write.shard, slot, fresh, write.hash, write.garbage);
     if (log != nullptr) {
@@ -134,8 +170,8 @@ Keyspace::EraseIf Keyspace::erase_if_unchanged(std::string_view key,
     // since it was copied differs here. (An add in flight, its room taken
     // and its bits not yet all set, may still land in it after this: it
     // raced the delete, as it would race a DEL.)
-    if (!expired && (node->filter.get() != filter || node->filter->items() != items ||
-                     node->filter->num_layers() != num_layers)) {
+    if (!expired && (node->value.bloom_or_null() != filter || filter->items() != items ||
+                     filter->num_layers() != num_layers)) {
         return EraseIf::changed;
     }
     if (!expired && filter->counting()) {
@@ -243,7 +279,7 @@ Keyspace::Moved Keyspace::move_key(std::string_view from, std::string_view to, I
             EncodedRecord renamed = log != nullptr ? log->encode_renamed(from, to) : nullptr;
             reserve_deadline(target, node->deadline());
             // As Redis's RENAME keeps the value object, its idle time stays.
-            Node* moved = table_.make_node(to, node->filter, node->deadline(),
+            Node* moved = table_.make_node(to, node->value, node->deadline(),
                                            node->accessed.load(std::memory_order_relaxed));
             // `existing` is where `to` is (found above; nothing moved since).
             if (existing != ShardTable::kNotFound) {
@@ -286,7 +322,9 @@ std::size_t Keyspace::clear() {
             std::int64_t items = 0;
             table_.for_each(shard, [&](const Node& node) {
                 if (!node.expired(now)) ++live;
-                items += static_cast<std::int64_t>(node.filter->items());
+                if (const bloom::ScalableFilter* filter = node.value.bloom_or_null()) {
+                    items += static_cast<std::int64_t>(filter->items());
+                }
             });
             shard.linked_items.fetch_sub(items, std::memory_order_relaxed);
             expiry_.clear(table_.index_of(shard));

@@ -100,14 +100,14 @@ ShardTable::Node* ShardTable::node_at(const Shard& shard, std::size_t slot) cons
     return node_of<Node>(shard.table.load(std::memory_order_relaxed)->slots()[slot]);
 }
 
-ShardTable::Node* ShardTable::make_node(std::string_view key, FilterRef filter,
+ShardTable::Node* ShardTable::make_node(std::string_view key, ValueRef value,
                                         std::int64_t expire_at_ms, std::uint32_t accessed) {
     // Key lengths are bounded by proto-max-bulk-len (at most 4 GiB - 1 by
     // the config's range), so the size fits the node's 32-bit field.
     const std::size_t bytes = Node::allocation_bytes(key.size());
     void* block = ::operator new(bytes);
     Node* node = new (block)
-        Node{{expire_at_ms}, std::move(filter), static_cast<std::uint32_t>(key.size()), {accessed}};
+        Node{{expire_at_ms}, std::move(value), static_cast<std::uint32_t>(key.size()), {accessed}};
     if (!key.empty()) std::memcpy(static_cast<char*>(block) + sizeof(Node), key.data(), key.size());
     charge(static_cast<std::int64_t>(bytes));
     return node;

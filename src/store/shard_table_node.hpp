@@ -12,16 +12,16 @@
 
 namespace bloomery::store {
 
-// One key: its deadline, its filter, when it was last used and its name, in
+// One key: its deadline, its value (a filter), when it was last used and its name, in
 // one allocation (the name follows the node). Only the deadline and the
 // access word change while a node is linked (atomic: lock-free lookups read
-// them); replacing the filter links a new node instead. Moving slots
+// them); replacing the value links a new node instead. Moving slots
 // (growth, deletion) and SCAN find an entry's home slot by hashing its key
 // again: the node keeps the access word rather than part of the hash, so a
 // short key's node stays in a 32-byte size class.
 struct ShardTable::Node {
     std::atomic<std::int64_t> expire_at_ms;
-    FilterRef filter;
+    ValueRef value;
     std::uint32_t key_size;
     // When and how often commands use the key (key_access.hpp); written by
     // lookups (key_access::use).
@@ -51,7 +51,7 @@ struct ShardTable::Table {
 
 namespace shard_table_detail {
 
-static_assert(sizeof(FilterRef) == sizeof(void*), "a node holds one pointer to its filter");
+static_assert(sizeof(ValueRef) == sizeof(void*), "a node holds one pointer to its value");
 
 inline constexpr unsigned kTagShift = 48;
 inline constexpr std::uint64_t kPointerMask = (std::uint64_t{1} << kTagShift) - 1;

@@ -95,7 +95,7 @@ TEST(CountingJournal, AddsAndDeletesRacingOnThreadsReplayExactly) {
     ASSERT_TRUE(live.keyspace.insert_new("b", ScalableFilter::create(counting_options(50))));
     race_adds_and_deletes(live.keyspace, 4, 3000);
     live.close();
-    EXPECT_GT(live.keyspace.get("a")->filter->num_layers(), 1u);
+    EXPECT_GT(live.keyspace.get("a")->value.filter().num_layers(), 1u);
     Keyspace replayed(8);
     replay_into(dir, replayed);
     expect_exact_replay(live.keyspace, replayed);
@@ -117,13 +117,13 @@ TEST(CountingJournal, AViewHoldsTheCountingFilterAsItWasAtItsCut) {
     Journaled live(dir, FsyncPolicy::everysec);
     ASSERT_TRUE(live.keyspace.insert_new("a", ScalableFilter::create(counting_options(50))));
     for (int i = 0; i < 40; ++i) add_items(live.keyspace, "a", {"x" + std::to_string(i % 10)});
-    const std::vector<std::uint64_t> at_cut = contents(*live.keyspace.get("a")->filter);
+    const std::vector<std::uint64_t> at_cut = contents(live.keyspace.get("a")->value.filter());
     const store::KeyspaceView view = live.keyspace.view();
     ASSERT_EQ(view.size(), 1u);
     // Changes after the cut: the first one copies the filter for the view.
     for (int i = 0; i < 100; ++i) add_items(live.keyspace, "a", {"y" + std::to_string(i)});
     remove_items(live.keyspace, "a", {"x1", "x2", "x3"});
-    ASSERT_NE(contents(*live.keyspace.get("a")->filter), at_cut);
+    ASSERT_NE(contents(live.keyspace.get("a")->value.filter()), at_cut);
     const store::KeyspaceView::AtCut state = view.at_cut(0);
     ASSERT_TRUE(state.copy);
     EXPECT_EQ(contents(*state.copy), at_cut);
@@ -132,7 +132,7 @@ TEST(CountingJournal, AViewHoldsTheCountingFilterAsItWasAtItsCut) {
     const store::KeyspaceView later = live.keyspace.view();
     const store::KeyspaceView::AtCut unchanged = later.at_cut(0);
     ASSERT_TRUE(unchanged.copy);
-    EXPECT_EQ(contents(*unchanged.copy), contents(*live.keyspace.get("a")->filter));
+    EXPECT_EQ(contents(*unchanged.copy), contents(live.keyspace.get("a")->value.filter()));
 }
 
 TEST(CountingJournal, SnapshotsTakenWhileCountersChangeRestartExactly) {
@@ -171,7 +171,7 @@ TEST(CountingJournal, MigratesDeleteKeepsAFilterThatADeleteAndAnAddChanged) {
     Keyspace keyspace(8);
     ASSERT_TRUE(keyspace.insert_new("c", ScalableFilter::create(counting_options(100))));
     add_items(keyspace, "c", {"a", "b"});
-    const bloom::FilterRef sent = keyspace.get("c")->filter;
+    const bloom::FilterRef sent = keyspace.get("c")->value.filter_ref();
     const std::uint64_t items = sent->items();
     const std::uint64_t contents = sent->content_hash();
     remove_items(keyspace, "c", {"a"});

@@ -177,7 +177,7 @@ TEST(Deadlines, ReplayAfterTheOldDeadlinesPassedGivesBackMovedAndRemovedOnes) {
             SCOPED_TRACE(key);
             ASSERT_TRUE(replayed.contains(key));
             for (const std::string& item : items) {
-                EXPECT_TRUE(replayed.get(key)->filter->contains(item));
+                EXPECT_TRUE(replayed.get(key)->value.filter().contains(item));
             }
         }
         EXPECT_EQ(*replayed.expiry("eap"), 0);

@@ -148,7 +148,7 @@ TEST(DumpPayload, HoldsTheFilterExactlyAsASnapshotRecordDoes) {
     keyspace.put("rb", filter_with(redisbloom_options(50), 120));
     for (const std::string& name : {key, std::string("rb")}) {
         Keyspace one(1);
-        const FilterRef filter = keyspace.get(name)->filter;
+        const FilterRef filter = keyspace.get(name)->value.filter_ref();
         one.put(name, filter);
         const std::string path = dir.str() + "/" + name + ".bloomery";
         const core::Result<persist::SaveStats> saved = persist::save_snapshot(one, path);
@@ -323,7 +323,7 @@ TEST(KeyspaceRestore, ReplayRebuildsRestoredAndCopiedFiltersBitForBit) {
     // COPY's filter: taken from "restored", which then takes more adds that
     // the copy must not have, live or replayed.
     const FilterRef copy =
-        ScalableFilter::copy_of(*live.keyspace.get("restored")->filter, source->num_layers());
+        ScalableFilter::copy_of(live.keyspace.get("restored")->value.filter(), source->num_layers());
     ASSERT_TRUE(live.keyspace.restore("copy", copy));
     std::vector<bloom::AddResult> results;
     const std::vector<std::string> more = {"late-1", "late-2", "late-3"};
@@ -347,7 +347,7 @@ TEST(KeyspaceRestore, ReplayRebuildsRestoredAndCopiedFiltersBitForBit) {
     for (const char* key : {"restored", "rb", "copy", "empty"}) {
         SCOPED_TRACE(key);
         ASSERT_TRUE(replayed.get(key));
-        expect_same_filter(*live.keyspace.get(key)->filter, *replayed.get(key)->filter);
+        expect_same_filter(live.keyspace.get(key)->value.filter(), replayed.get(key)->value.filter());
         EXPECT_EQ(replayed.get(key)->expire_at_ms, live.keyspace.get(key)->expire_at_ms);
     }
     EXPECT_EQ(replayed.expiry("restored"), later);
@@ -357,7 +357,7 @@ TEST(KeyspaceRestore, ReplayRebuildsRestoredAndCopiedFiltersBitForBit) {
         late_in_copy = f.contains("late-1") && f.contains("late-2") && f.contains("late-3");
     });
     EXPECT_FALSE(late_in_copy);
-    EXPECT_EQ(replayed.get("copy")->filter->items(), source->items() - 3);
+    EXPECT_EQ(replayed.get("copy")->value.filter().items(), source->items() - 3);
 }
 
 TEST(KeyspaceRestore, ABigFilterGoesAsChunksOfAtMostAMebibyte) {
@@ -376,33 +376,33 @@ TEST(KeyspaceRestore, ABigFilterGoesAsChunksOfAtMostAMebibyte) {
     live.close();
     Keyspace replayed(8);
     replay(dir, replayed);
-    expect_same_filter(*filter, *replayed.get("big")->filter);
+    expect_same_filter(*filter, replayed.get("big")->value.filter());
 }
 
 TEST(KeyspaceRestore, RenameIfAbsentMovesOnlyToAFreeName) {
     Keyspace keyspace(4);
     keyspace.put("a", ScalableFilter::create(options_of(0.01, 10, bloom::Layout::classic)));
     keyspace.put("b", ScalableFilter::create(options_of(0.01, 10, bloom::Layout::classic)));
-    const ScalableFilter* a = keyspace.get("a")->filter.get();
+    const ScalableFilter* a = keyspace.get("a")->value.bloom_or_null();
     EXPECT_EQ(keyspace.rename_if_absent("missing", "x"), std::nullopt);
     EXPECT_EQ(keyspace.rename_if_absent("a", "b"), false);
     EXPECT_EQ(keyspace.rename_if_absent("a", "a"), false);
     EXPECT_EQ(keyspace.rename_if_absent("a", "c"), true);
     EXPECT_FALSE(keyspace.contains("a"));
-    EXPECT_EQ(keyspace.get("c")->filter.get(), a);
+    EXPECT_EQ(keyspace.get("c")->value.bloom_or_null(), a);
     // A name whose key is past its deadline is free.
     store::ManualClock clock;
     ASSERT_TRUE(keyspace.set_expiry("b", clock.now() + 1));
     clock.advance(std::chrono::milliseconds(5));
     EXPECT_EQ(keyspace.rename_if_absent("c", "b"), true);
-    EXPECT_EQ(keyspace.get("b")->filter.get(), a);
+    EXPECT_EQ(keyspace.get("b")->value.bloom_or_null(), a);
     EXPECT_EQ(keyspace.size(), 1u);
 }
 
 TEST(KeyspaceRestore, EraseIfUnchangedKeepsAKeyThatTookAdds) {
     Keyspace keyspace(4);
     keyspace.put("k", filter_with(options_of(0.01, 100, bloom::Layout::classic), 10));
-    FilterRef filter = keyspace.get("k")->filter;
+    FilterRef filter = keyspace.get("k")->value.filter_ref();
     const std::uint64_t items = filter->items();
     const std::size_t layers = filter->num_layers();
     std::vector<bloom::AddResult> results;

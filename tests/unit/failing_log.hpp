@@ -42,6 +42,20 @@ public:
         maybe_fail();
         return journal_.encode_chunk(filter, iter, data);
     }
+    store::EncodedRecord encode_cuckoo_created(std::string_view key,
+                                               const cuckoo::CuckooFilter& filter, std::uint64_t id,
+                                               std::uint64_t seq, std::int64_t at) override {
+        maybe_fail();
+        return journal_.encode_cuckoo_created(key, filter, id, seq, at);
+    }
+    store::EncodedRecord reserve_cuckoo_change(std::size_t moves, std::size_t bytes) override {
+        maybe_fail();
+        return journal_.reserve_cuckoo_change(moves, bytes);
+    }
+    void seal_cuckoo_change(store::RecordBlock& record, std::uint64_t id, std::uint64_t seq,
+                            const store::CuckooChange& change) noexcept override {
+        journal_.seal_cuckoo_change(record, id, seq, change);
+    }
     void append(store::EncodedRecord record) noexcept override {
         journal_.append(std::move(record));
     }

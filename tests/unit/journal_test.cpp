@@ -48,7 +48,7 @@ TEST(Journal, ReplayRebuildsEveryKindOfChange) {
     ASSERT_TRUE(live.keyspace.set_expiry("persisted", 0));
     ASSERT_TRUE(live.keyspace.set_expiry("cleared-before", store::now_ms() - 1));  // deletes
     // A LOADCHUNK restore of "grows" under another name.
-    bloom::FilterRef grows = live.keyspace.get("grows")->filter;
+    bloom::FilterRef grows = live.keyspace.get("grows")->value.filter_ref();
     const core::Result<bloom::FilterRef> copy =
         bloom::decode_header(bloom::encode_header(*grows), 0);
     ASSERT_TRUE(copy) << copy.error();
@@ -73,7 +73,7 @@ TEST(Journal, ReplayRebuildsEveryKindOfChange) {
     EXPECT_FALSE(replayed.contains("renamed-from"));
     EXPECT_EQ(replayed.expiry("expiring"), later);
     EXPECT_EQ(replayed.expiry("persisted"), 0);
-    EXPECT_EQ(replayed.get("grows")->filter->num_layers(), 3u);
+    EXPECT_EQ(replayed.get("grows")->value.filter().num_layers(), 3u);
 
     // FLUSHALL, then more: only what followed survives.
     Journaled again(dir, FsyncPolicy::always, 42, stats.end, stats.last_segment);
@@ -93,15 +93,15 @@ TEST(Journal, AddsFollowTheFilterThroughARename) {
     TempDir dir;
     Journaled live(dir, FsyncPolicy::no);
     live.add("old", "first");
-    bloom::FilterRef held = live.keyspace.get("old")->filter;
+    bloom::FilterRef held = live.keyspace.get("old")->value.filter_ref();
     ASSERT_TRUE(live.keyspace.rename("old", "new"));
     EXPECT_EQ(add_recorded(live.journal, *held, "late"), AddResult::added);
     live.close();
     Keyspace replayed(8);
     replay_into(dir, replayed);
     ASSERT_TRUE(replayed.contains("new"));
-    EXPECT_TRUE(replayed.get("new")->filter->contains(std::string("late")));
-    EXPECT_EQ(replayed.get("new")->filter->items(), 2u);
+    EXPECT_TRUE(replayed.get("new")->value.filter().contains(std::string("late")));
+    EXPECT_EQ(replayed.get("new")->value.filter().items(), 2u);
 }
 
 TEST(Journal, SnapshotPositionSkipsCoveredRecordsAndDropsCoveredSegments) {
@@ -154,7 +154,7 @@ TEST(Journal, TornTailIsCutAndACorruptMiddleRefusesWithTheOffset) {
     EXPECT_EQ(stats.truncated_bytes, 12u);
     EXPECT_EQ(fs::file_size(path), good_size);
     for (int i = 0; i < 10; ++i) {
-        EXPECT_TRUE(replayed.get("k")->filter->contains(std::to_string(i)));
+        EXPECT_TRUE(replayed.get("k")->value.filter().contains(std::to_string(i)));
     }
 
     // Zeros at the end are no record a crash leaves (a write lands whole or
@@ -235,7 +235,7 @@ TEST(Journal, ReplayRedoesWhatWasDoneAtAHighErrorRate) {
     Keyspace replayed(8);
     replay_into(dir, replayed);
     expect_exact_replay(live.keyspace, replayed);
-    const bloom::FilterRef filter = replayed.get("f")->filter;
+    const bloom::FilterRef filter = replayed.get("f")->value.filter_ref();
     int missing = 0;
     for (const std::string& item : all) missing += filter->contains(item) ? 0 : 1;
     EXPECT_EQ(missing, 0);
@@ -332,7 +332,7 @@ TEST(Journal, ASegmentNameBeyondSixtyFourBitsIsIgnored) {
     { std::ofstream(dir.str() + "/journal.99999999999999999999") << "stray"; }
     Keyspace replayed(8);
     replay_into(dir, replayed);
-    EXPECT_TRUE(replayed.get("k")->filter->contains(std::string("0")));
+    EXPECT_TRUE(replayed.get("k")->value.filter().contains(std::string("0")));
     Journal journal(dir.str(), "journal", FsyncPolicy::no, 1 << 20);
     const core::Status opened = journal.open(42, 1 << 20, "");
     EXPECT_TRUE(opened.ok()) << opened.error();

@@ -132,9 +132,9 @@ void for_each_chunk_pair(const ScalableFilter& a, const ScalableFilter& b, Check
 inline void expect_same_keyspace(const Keyspace& a, const Keyspace& b) {
     for_each_key_in_both(a, b, [](const auto& ea, const auto& eb) {
         EXPECT_EQ(eb.expire_at_ms, ea.expire_at_ms);
-        EXPECT_EQ(bloom::encode_header(*ea.filter), bloom::encode_header(*eb.filter));
-        EXPECT_EQ(ea.filter->items(), eb.filter->items());
-        for_each_chunk_pair(*ea.filter, *eb.filter,
+        EXPECT_EQ(bloom::encode_header(ea.value.filter()), bloom::encode_header(eb.value.filter()));
+        EXPECT_EQ(ea.value.filter().items(), eb.value.filter().items());
+        for_each_chunk_pair(ea.value.filter(), eb.value.filter(),
                             [](std::int64_t iter, const auto& ca, const auto& cb) {
                                 ASSERT_TRUE(ca.data == cb.data) << "chunk " << iter;
                             });
@@ -145,7 +145,7 @@ inline void expect_same_keyspace(const Keyspace& a, const Keyspace& b) {
 // id, with the same layers, counts and bits.
 inline void expect_exact_replay(const Keyspace& live, const Keyspace& replayed) {
     for_each_key_in_both(live, replayed, [&](const auto& ea, const auto& eb) {
-        EXPECT_EQ(ea.filter->id(), eb.filter->id());
+        EXPECT_EQ(ea.value.filter().id(), eb.value.filter().id());
     });
     expect_same_keyspace(live, replayed);
 }

@@ -73,8 +73,8 @@ TEST(Journal, BufferedAddsReplayAndReachTheStreamWhenIdle) {
     Keyspace replayed(8);
     replay_into(dir, replayed);
     expect_same_keyspace(live.keyspace, replayed);
-    EXPECT_EQ(replayed.get("k")->filter->items(), 1u);
-    EXPECT_TRUE(replayed.get("lone")->filter->contains(std::string("x")));
+    EXPECT_EQ(replayed.get("k")->value.filter().items(), 1u);
+    EXPECT_TRUE(replayed.get("lone")->value.filter().contains(std::string("x")));
 }
 
 TEST(Journal, PositionCoversAddsStillInThreadBuffers) {
@@ -104,7 +104,7 @@ TEST(Journal, PositionWaitsForAnOpenScopeAndCoversItsRecords) {
     TempDir dir;
     Journaled live(dir, FsyncPolicy::always);
     live.add("k", "first");
-    bloom::FilterRef filter = live.keyspace.get("k")->filter;
+    bloom::FilterRef filter = live.keyspace.get("k")->value.filter_ref();
     const std::uint64_t before = live.journal.position();
     bloom::AddRecorder& scope = live.journal.begin_adds(*filter, 1);
     ASSERT_TRUE(scope.record(0, bloom::hash_item("second")));
@@ -232,7 +232,7 @@ TEST(Journal, ThreadsBeyondTheBuffersShareOneAndReplayExactly) {
     replay_into(dir, replayed);
     expect_exact_replay(live.keyspace, replayed);
     for (int t = 0; t < kThreads; ++t) {
-        EXPECT_TRUE(replayed.get("k" + std::to_string(t % 5))->filter->contains(std::to_string(t)));
+        EXPECT_TRUE(replayed.get("k" + std::to_string(t % 5))->value.filter().contains(std::to_string(t)));
     }
 }
 
@@ -325,7 +325,7 @@ TEST(Journal, ConcurrentAddersAndSnapshotsRestartExactly) {
     for (int t = 0; t < kThreads; ++t) {
         for (int i = 0; i < kPerThread; ++i) {
             const std::string item = std::to_string(t) + ":" + std::to_string(i);
-            missing += restarted.get(i % 5 == 0 ? "small" : "hot")->filter->contains(item) ? 0 : 1;
+            missing += restarted.get(i % 5 == 0 ? "small" : "hot")->value.filter().contains(item) ? 0 : 1;
         }
     }
     EXPECT_EQ(missing, 0);
@@ -338,10 +338,10 @@ TEST(Journal, OverlappingSnapshotsEachKeepTheCountsOfTheirOwnCut) {
     Journaled live(dir, FsyncPolicy::no);
     for (int i = 0; i < 30; ++i) live.add("a", "x" + std::to_string(i));
     live.add("b", "only");
-    const std::uint64_t a_at_first = live.keyspace.get("a")->filter->items();
+    const std::uint64_t a_at_first = live.keyspace.get("a")->value.filter().items();
     store::KeyspaceView first = live.keyspace.view();
     for (int i = 30; i < 60; ++i) live.add("a", "x" + std::to_string(i));
-    const std::uint64_t a_at_second = live.keyspace.get("a")->filter->items();
+    const std::uint64_t a_at_second = live.keyspace.get("a")->value.filter().items();
     store::KeyspaceView second = live.keyspace.view();
     for (int i = 60; i < 200; ++i) live.add("a", "x" + std::to_string(i));  // grows
     live.add("b", "more");
@@ -359,7 +359,7 @@ TEST(Journal, OverlappingSnapshotsEachKeepTheCountsOfTheirOwnCut) {
     EXPECT_EQ(counts_of(first, "a"), a_at_first);
     EXPECT_EQ(counts_of(first, "b"), 1u);
     EXPECT_EQ(counts_of(second, "b"), 1u);
-    EXPECT_GT(live.keyspace.get("a")->filter->items(), a_at_second);
+    EXPECT_GT(live.keyspace.get("a")->value.filter().items(), a_at_second);
 }
 
 TEST(Journal, AnAllocationThatFailsChangesNothingAndTheRecordsStayExact) {
@@ -368,15 +368,15 @@ TEST(Journal, AnAllocationThatFailsChangesNothingAndTheRecordsStayExact) {
     testing::FailingLog failing(live.journal);
     live.keyspace.set_mutation_log(&failing);
     live.add("k", "before");
-    const std::uint64_t items = live.keyspace.get("k")->filter->items();
+    const std::uint64_t items = live.keyspace.get("k")->value.filter().items();
 
     // The batch's record cannot be reserved: no item of it is added.
     failing.fail_next = 1;
     std::vector<AddResult> results = add_items(live.keyspace, "k", {"a", "b", "c"});
     ASSERT_EQ(results.size(), 1u);
     EXPECT_EQ(results[0], AddResult::out_of_memory);
-    EXPECT_EQ(live.keyspace.get("k")->filter->items(), items);
-    EXPECT_FALSE(live.keyspace.get("k")->filter->contains(std::string("a")));
+    EXPECT_EQ(live.keyspace.get("k")->value.filter().items(), items);
+    EXPECT_FALSE(live.keyspace.get("k")->value.filter().contains(std::string("a")));
 
     // Keyspace records are encoded before the change: a failed one leaves
     // the key as it was.

@@ -188,7 +188,7 @@ protected:
         return value.text;
     }
     std::vector<std::string> scandump_of(const std::string& key) {
-        return scandump(*keyspace.get(key)->filter);
+        return scandump(keyspace.get(key)->value.filter());
     }
 
     command::Registry registry;
@@ -299,7 +299,7 @@ TEST_F(KeyCommands, CopyMakesAnIndependentFilterWithTheDeadline) {
     EXPECT_THAT(run({"COPY", "src", "dst", "DB", "0"}), IsInt(1));
     EXPECT_EQ(scandump_of("dst"), scandump_of("src"));
     EXPECT_EQ(run({"PEXPIRETIME", "dst"}), run({"PEXPIRETIME", "src"}));
-    EXPECT_NE(keyspace.get("dst")->filter.get(), keyspace.get("src")->filter.get());
+    EXPECT_NE(keyspace.get("dst")->value.bloom_or_null(), keyspace.get("src")->value.bloom_or_null());
     ASSERT_THAT(run({"BF.ADD", "src", "only-in-src"}), IsInt(1));
     EXPECT_THAT(run({"BF.EXISTS", "dst", "only-in-src"}), IsInt(0));
     EXPECT_THAT(run({"COPY", "src", "dst"}), IsInt(0));
@@ -338,7 +338,7 @@ TEST_F(KeyCommands, MigrateMovesKeysAndDeletesThemUnlessCopy) {
     EXPECT_EQ(target.last.timeout_ms, 1000);  // 0: Redis's default
     EXPECT_FALSE(target.last.auth);
     EXPECT_THAT(run({"EXISTS", "k1"}), IsInt(1));
-    EXPECT_EQ(scandump(*target.keyspace.get("k1")->filter), k1);
+    EXPECT_EQ(scandump(target.keyspace.get("k1")->value.filter()), k1);
     // Again: the target has it (BUSYKEY passed back), unless REPLACE.
     EXPECT_THAT(run({"MIGRATE", "h", "7000", "k1", "0", "50"}),
                 IsError("ERR Target instance replied with error: BUSYKEY Target "
@@ -353,7 +353,7 @@ TEST_F(KeyCommands, MigrateMovesKeysAndDeletesThemUnlessCopy) {
     EXPECT_EQ(target.last.keys, 2u);  // "absent" is not sent
     EXPECT_EQ(target.commands.back(), "RESTORE");
     EXPECT_THAT(run({"EXISTS", "k1", "k2"}), IsInt(0));
-    EXPECT_EQ(scandump(*target.keyspace.get("k2")->filter), k2);
+    EXPECT_EQ(scandump(target.keyspace.get("k2")->value.filter()), k2);
     const std::int64_t left = *target.keyspace.expiry("k2") - store::now_ms();
     EXPECT_GT(left, 90000);
     EXPECT_LE(left, 100000);

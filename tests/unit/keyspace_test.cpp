@@ -27,7 +27,7 @@ TEST(Keyspace, InsertNewRefusesAnExistingKeyAndPutReplaces) {
     EXPECT_FALSE(keyspace.insert_new("k", make_filter()));
     EXPECT_TRUE(keyspace.contains("k"));
     keyspace.put("k", make_filter(5));
-    EXPECT_EQ(keyspace.get("k")->filter->capacity(), 5u);
+    EXPECT_EQ(keyspace.get("k")->value.filter().capacity(), 5u);
     EXPECT_EQ(keyspace.size(), 1u);
     EXPECT_TRUE(keyspace.erase("k"));
     EXPECT_FALSE(keyspace.erase("k"));
@@ -130,7 +130,7 @@ TEST(Keyspace, RenameMovesTheFilterAndItsExpiryAcrossShards) {
     keyspace.put("to", make_filter());
     EXPECT_TRUE(keyspace.rename("from", "to"));
     EXPECT_FALSE(keyspace.contains("from"));
-    EXPECT_EQ(keyspace.get("to")->filter.get(), filter.get());
+    EXPECT_EQ(keyspace.get("to")->value.bloom_or_null(), filter.get());
     EXPECT_EQ(*keyspace.expiry("to"), deadline);
     EXPECT_FALSE(keyspace.rename("from", "to"));
     EXPECT_TRUE(keyspace.rename("to", "to"));
@@ -162,7 +162,7 @@ TEST(Keyspace, ShardEntriesListEveryLiveKeyOnce) {
     for (std::size_t s = 0; s < keyspace.num_shards(); ++s) {
         for (const auto& entry : keyspace.shard_entries(s)) {
             listed.push_back(entry.key);
-            EXPECT_TRUE(entry.filter) << entry.key;
+            EXPECT_TRUE(entry.value) << entry.key;
         }
     }
     const std::set<std::string> unique(listed.begin(), listed.end());
@@ -411,7 +411,7 @@ TEST(Keyspace, CountsKeptAsKeysComeAndGoEqualAWalkOfTheKeys) {
         for (std::size_t s = 0; s < keyspace.num_shards(); ++s) {
             for (const auto& entry : keyspace.shard_entries(s)) {
                 ++keys;
-                items += entry.filter->items();
+                items += entry.value.filter().items();
                 if (entry.expire_at_ms != 0) {
                     ++with_expiry;
                     deadlines += entry.expire_at_ms;

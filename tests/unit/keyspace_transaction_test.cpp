@@ -130,7 +130,7 @@ TEST(KeyspaceTransaction, TransactionsOnOverlappingShardsRunOneAfterTheOther) {
     std::thread reader([&] {
         while (!stop.load()) {
             Keyspace::Transaction transaction = keyspace.begin_transaction(keys);
-            if (keyspace.get("a")->filter->items() != keyspace.get("b")->filter->items()) {
+            if (keyspace.get("a")->value.filter().items() != keyspace.get("b")->value.filter().items()) {
                 mismatches.fetch_add(1);
             }
         }
@@ -148,8 +148,8 @@ TEST(KeyspaceTransaction, TransactionsOnOverlappingShardsRunOneAfterTheOther) {
     reader.join();
     outsider.join();
     EXPECT_EQ(mismatches.load(), 0);
-    EXPECT_EQ(keyspace.get("a")->filter->items(), std::uint64_t{kThreads * kRounds});
-    EXPECT_EQ(keyspace.get("b")->filter->items(), std::uint64_t{kThreads * kRounds});
+    EXPECT_EQ(keyspace.get("a")->value.filter().items(), std::uint64_t{kThreads * kRounds});
+    EXPECT_EQ(keyspace.get("b")->value.filter().items(), std::uint64_t{kThreads * kRounds});
 }
 
 TEST(KeyspaceTransaction, WatchStampsChangeWithWhatAClientCouldSee) {

@@ -468,7 +468,7 @@ TEST(RdbImport, WritesASnapshotTheServerLoadsAndRefusesToReplaceData) {
     for (const json& f : all["filters"]) {
         const auto entry = keyspace.get(f["key"].get<std::string>());
         ASSERT_TRUE(entry.has_value());
-        EXPECT_EQ(bloom::encode_header(*entry->filter),
+        EXPECT_EQ(bloom::encode_header(entry->value.filter()),
                   base64_decode(f["chunks"][0][1].get<std::string>()));
     }
     // The snapshot is there now: a second import refuses, changing nothing.

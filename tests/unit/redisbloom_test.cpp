@@ -510,8 +510,8 @@ void expect_same_filters(const store::Keyspace& a, const store::Keyspace& b) {
         const auto other = b.get(key);
         ASSERT_TRUE(other.has_value());
         EXPECT_EQ(other->expire_at_ms, view.entry(i).expire_at_ms);
-        EXPECT_EQ(other->filter->scheme(), view.entry(i).filter->scheme());
-        expect_same_chunks(dump_all(*other->filter), dump_all(*view.entry(i).filter));
+        EXPECT_EQ(other->value.filter().scheme(), view.entry(i).value.filter().scheme());
+        expect_same_chunks(dump_all(other->value.filter()), dump_all(view.entry(i).value.filter()));
     }
 }
 
@@ -568,7 +568,7 @@ TEST(RedisBloomPersistence, JournalReplayRedoesLoadsAndAddsExactly) {
             const std::vector<std::string_view> views(more.begin(), more.end());
             std::vector<AddResult> results;
             ASSERT_TRUE(live.add_items(key, views, {}, nullptr, results));
-            EXPECT_TRUE(bloom::encode_header(*live.get(key)->filter) ==
+            EXPECT_TRUE(bloom::encode_header(live.get(key)->value.filter()) ==
                         base64_decode(f["after"]["header_b64"].get<std::string>()));
         }
         journal.close();
@@ -580,7 +580,7 @@ TEST(RedisBloomPersistence, JournalReplayRedoesLoadsAndAddsExactly) {
     ASSERT_TRUE(replay.ok()) << replay.error();
     expect_same_filters(live, replayed);
     for (const json& f : fixtures("filters.json")["filters"]) {
-        const FilterRef filter = replayed.get(f["key"].get<std::string>())->filter;
+        const FilterRef filter = replayed.get(f["key"].get<std::string>())->value.filter_ref();
         EXPECT_EQ(answers(*filter, items_of(f["absent"])),
                   f["after"]["absent_answers"].get<std::string>());
     }

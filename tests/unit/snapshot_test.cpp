@@ -57,7 +57,7 @@ TEST(SnapshotStream, SendsWhatASaveWritesAndStopsWhenTheReceiverGoes) {
     Keyspace loaded(8);
     const core::Result<LoadStats> read = load_snapshot(dir.file("streamed"), loaded);
     ASSERT_TRUE(read.ok()) << read.error();
-    expect_same_filter(*keyspace.get("crawler")->filter, *loaded.get("crawler")->filter, "url-",
+    expect_same_filter(keyspace.get("crawler")->value.filter(), loaded.get("crawler")->value.filter(), "url-",
                        2000);
 
     std::size_t accepted = 0;
@@ -78,7 +78,7 @@ TEST(SnapshotRoundTrip, ScalableFilterWithSeveralLayersKeepsWordsAndAnswers) {
     auto entry = loaded->get("crawler");
     ASSERT_TRUE(entry);
     EXPECT_EQ(entry->expire_at_ms, 0);
-    expect_same_filter(*filter, *entry->filter, "url-", 2000);
+    expect_same_filter(*filter, entry->value.filter(), "url-", 2000);
 }
 
 TEST(SnapshotRoundTrip, NonscalingFilterStaysNonscaling) {
@@ -89,8 +89,8 @@ TEST(SnapshotRoundTrip, NonscalingFilterStaysNonscaling) {
     auto loaded = round_trip(keyspace, dir);
     auto entry = loaded->get("fixed");
     ASSERT_TRUE(entry);
-    expect_same_filter(*filter, *entry->filter, "n-", 500);
-    EXPECT_EQ(entry->filter->add("one-more", bloom::GrowthLimits{}), bloom::AddResult::full);
+    expect_same_filter(*filter, entry->value.filter(), "n-", 500);
+    EXPECT_EQ(entry->value.filter().add("one-more", bloom::GrowthLimits{}), bloom::AddResult::full);
 }
 
 TEST(SnapshotRoundTrip, ExpiringKeyKeepsItsDeadline) {
@@ -103,7 +103,7 @@ TEST(SnapshotRoundTrip, ExpiringKeyKeepsItsDeadline) {
     auto entry = loaded->get("session");
     ASSERT_TRUE(entry);
     EXPECT_EQ(entry->expire_at_ms, deadline);
-    expect_same_filter(*filter, *entry->filter, "e-", 40);
+    expect_same_filter(*filter, entry->value.filter(), "e-", 40);
 }
 
 TEST(SnapshotRoundTrip, EmptyFilterAndEmptyKeyspace) {
@@ -119,8 +119,8 @@ TEST(SnapshotRoundTrip, EmptyFilterAndEmptyKeyspace) {
     auto loaded = round_trip(keyspace, dir);
     auto entry = loaded->get("reserved");
     ASSERT_TRUE(entry);
-    expect_same_filter(*filter, *entry->filter, "", 0);
-    EXPECT_EQ(entry->filter->items(), 0u);
+    expect_same_filter(*filter, entry->value.filter(), "", 0);
+    EXPECT_EQ(entry->value.filter().items(), 0u);
 }
 
 TEST(SnapshotRoundTrip, ManyKeysAcrossShards) {
@@ -139,10 +139,10 @@ TEST(SnapshotRoundTrip, ManyKeysAcrossShards) {
         auto entry = loaded->get("key:" + std::to_string(k));
         ASSERT_TRUE(entry) << k;
         for (std::size_t i = 0; i < filters[k]->num_layers(); ++i) {
-            ASSERT_EQ(words_of(filters[k]->layer(i)), words_of(entry->filter->layer(i)));
+            ASSERT_EQ(words_of(filters[k]->layer(i)), words_of(entry->value.filter().layer(i)));
         }
         for (int i = 0; i < k % 25; ++i) {
-            ASSERT_TRUE(entry->filter->contains("k" + std::to_string(k) + "-" + std::to_string(i)));
+            ASSERT_TRUE(entry->value.filter().contains("k" + std::to_string(k) + "-" + std::to_string(i)));
         }
     }
 }
@@ -161,7 +161,7 @@ TEST(SnapshotRoundTrip, BinaryKeyNamesSurviveExactly) {
     for (const std::string& key : keys) {
         auto entry = loaded->get(key);
         ASSERT_TRUE(entry) << key.size();
-        EXPECT_TRUE(entry->filter->contains(key + "0"));
+        EXPECT_TRUE(entry->value.filter().contains(key + "0"));
     }
 }
 
@@ -305,16 +305,16 @@ TEST(SnapshotSave, ConcurrentAddsKeepEveryItemAcknowledgedBeforeTheSave) {
     auto loaded_before = loaded.get("before");
     ASSERT_TRUE(loaded_busy && loaded_before);
     for (int i = 0; i < 5000; ++i) {
-        ASSERT_TRUE(loaded_before->filter->contains("before-" + std::to_string(i))) << i;
+        ASSERT_TRUE(loaded_before->value.filter().contains("before-" + std::to_string(i))) << i;
     }
     for (int t = 0; t < kThreads; ++t) {
         for (int i = 0; i < acknowledged_at_start[t]; ++i) {
             const std::string item = "t" + std::to_string(t) + "-" + std::to_string(i);
-            ASSERT_TRUE(loaded_busy->filter->contains(item)) << item;
-            ASSERT_TRUE(loaded_before->filter->contains(item)) << item;
+            ASSERT_TRUE(loaded_busy->value.filter().contains(item)) << item;
+            ASSERT_TRUE(loaded_before->value.filter().contains(item)) << item;
         }
     }
-    EXPECT_LE(loaded_busy->filter->items(), busy->items());
+    EXPECT_LE(loaded_busy->value.filter().items(), busy->items());
     EXPECT_GT(busy->num_layers(), 1u);
 }
 

@@ -292,8 +292,8 @@ TEST(Tightening, SnapshotKeepsTheRatio) {
     const core::Result<persist::LoadStats> stats = persist::load_snapshot(path, loaded);
     ASSERT_TRUE(stats) << stats.error();
     for (const char* key : {"plain", "quarter", "nonscaling"}) {
-        const FilterRef before = keyspace.get(key)->filter;
-        const FilterRef after = loaded.get(key)->filter;
+        const FilterRef before = keyspace.get(key)->value.filter_ref();
+        const FilterRef after = loaded.get(key)->value.filter_ref();
         EXPECT_EQ(after->options().tightening, before->options().tightening) << key;
         EXPECT_EQ(encode_header(*after), encode_header(*before)) << key;
     }

@@ -116,7 +116,7 @@ TEST_F(WritePath, KeyspaceChangesWhoseRecordCannotBeAllocatedChangeNothing) {
 
 TEST_F(WritePath, AChunkWhoseRecordCannotBeAllocatedIsNotApplied) {
     pipeline({{"BF.RESERVE", "src", "0.01", "1000"}, {"BF.MADD", "src", "a", "b", "c"}});
-    const bloom::FilterRef source = keyspace.get("src")->filter;
+    const bloom::FilterRef source = keyspace.get("src")->value.filter_ref();
     const bloom::DumpChunk header = bloom::dump_chunk(*source, 0);
     const bloom::DumpChunk data = bloom::dump_chunk(*source, header.next_iter);
     EXPECT_THAT(pipeline({{"BF.LOADCHUNK", "dst", "1", header.data}}), IsOk());

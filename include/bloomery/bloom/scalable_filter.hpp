@@ -289,6 +289,15 @@ public:
     void reset() { FilterRef().swap(*this); }
     void swap(FilterRef& other) noexcept { std::swap(filter_, other.filter_); }
     friend bool operator==(const FilterRef& ref, std::nullptr_t) { return ref.filter_ == nullptr; }
+    // For a holder that keeps the pointer itself (store::ValueRef): gives up
+    // this reference's count without releasing it, and takes one back.
+    ScalableFilter* release_ownership() { return std::exchange(filter_, nullptr); }
+    static FilterRef adopt(ScalableFilter* filter) { return FilterRef(filter); }
+    // A new reference to a filter another holder keeps alive.
+    static FilterRef share(ScalableFilter& filter) {
+        filter.retain();
+        return FilterRef(&filter);
+    }
 
 private:
     friend class ScalableFilter;

@@ -250,6 +250,10 @@ inline constexpr std::string_view kFilterTooLarge =
 inline constexpr std::string_view kOom = "OOM command not allowed when used memory > 'maxmemory'.";
 // An allocation failed while a command ran (before it changed anything).
 inline constexpr std::string_view kNoMemory = "OOM not enough memory to run the command";
+// Redis's answer to a command on a key holding another type (a Bloom
+// filter's key given to CF.*, a Cuckoo filter's to BF.*).
+inline constexpr std::string_view kWrongType =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 // Replication (Redis's texts, naming bloomery where Redis names itself).
 inline constexpr std::string_view kReadOnlyReplica =

@@ -103,6 +103,14 @@ public:
     store::EncodedRecord encode_cleared() override;
     store::EncodedRecord encode_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
                                       std::string_view data) override;
+    store::EncodedRecord encode_cuckoo_created(std::string_view key,
+                                               const cuckoo::CuckooFilter& filter, std::uint64_t id,
+                                               std::uint64_t seq,
+                                               std::int64_t expire_at_ms) override;
+    store::EncodedRecord reserve_cuckoo_change(std::size_t max_moves,
+                                               std::size_t data_bytes) override;
+    void seal_cuckoo_change(store::RecordBlock& record, std::uint64_t id, std::uint64_t seq,
+                            const store::CuckooChange& change) noexcept override;
     void append(store::EncodedRecord record) noexcept override;
     bloom::AddRecorder& begin_adds(const bloom::ScalableFilter& filter,
                                    std::size_t max_items) override;

@@ -130,11 +130,11 @@ public:
     // position has set its bits once this returns).
     static void wait_for_readers();
 
-    // Calls fn(bloom::ScalableFilter&) if the key exists and has not expired,
-    // with the filter kept alive for the call (an epoch guard, or the shard's
+    // Calls fn(const ValueRef&) if the key exists and has not expired, with
+    // the value kept alive for the call (an epoch guard, or the shard's
     // shared lock on the slow path). Returns whether it did.
     template <class Fn>
-    bool with_filter(std::string_view key, Fn&& fn) const {
+    bool with_value(std::string_view key, Fn&& fn) const {
         const std::uint64_t hash = ShardTable::hash_key(key);
         const Shard& shard = table_.shard_for(hash);
         for (;;) {
@@ -147,10 +147,10 @@ public:
                 if (!ShardGates::closed(shard)) {
                     if (guard.active()) {
                         for (int attempt = 0; attempt < kOptimisticAttempts; ++attempt) {
-                            bloom::ScalableFilter* filter = nullptr;
-                            const Probe probe = probe_unlocked(shard, key, hash, filter);
+                            const ValueRef* value = nullptr;
+                            const Probe probe = probe_unlocked(shard, key, hash, value);
                             if (probe == Probe::found) {
-                                fn(*filter);
+                                fn(*value);
                                 return true;
                             }
                             if (probe == Probe::missing) return false;
@@ -159,10 +159,9 @@ public:
                     }
                     std::shared_lock lock(shard.mutex);
                     if (!ShardGates::closed(shard)) {
-                        bloom::ScalableFilter* filter =
-                            find_live(shard, lock, key, hash, Use::touch);
-                        if (filter == nullptr) return false;
-                        fn(*filter);
+                        const ValueRef* value = find_live(shard, lock, key, hash, Use::touch);
+                        if (value == nullptr) return false;
+                        fn(*value);
                         return true;
                     }
                 }
@@ -172,19 +171,19 @@ public:
         }
     }
 
-    // Like with_filter, but if the key is missing (or expired) calls make(),
-    // which returns a FilterRef or an empty one to refuse, and inserts that.
+    // Like with_value, but if the key is missing (or expired) calls make(),
+    // which returns a ValueRef or an empty one to refuse, and inserts that.
     // make() runs outside any lock (a large filter takes a while to
     // allocate); fn runs under the shared lock. Returns false if make()
     // refused, or the key is there past its deadline while deadlines are
     // followed (and fn was not called).
     template <class Make, class Fn>
-    bool with_filter_or_create(std::string_view key, Make&& make, Fn&& fn) {
+    bool with_value_or_create(std::string_view key, Make&& make, Fn&& fn) {
         // Each round finds the filter or creates it; only a client deleting
         // the key between the two steps, every time, could keep us looping.
         for (;;) {
-            if (with_filter(key, fn)) return true;
-            FilterRef created = make();
+            if (with_value(key, fn)) return true;
+            ValueRef created = make();
             if (!created) return false;
             // If another client created the key first, its filter wins and
             // ours is dropped: the next lookup finds theirs. Following
@@ -194,6 +193,25 @@ public:
             // looping until the primary's DEL.
             if (!insert_new(key, std::move(created)) && expiry_.following()) return false;
         }
+    }
+
+    // with_value() for a Bloom filter: fn(bloom::ScalableFilter&). A Cuckoo
+    // filter under the key throws WrongType (before fn runs).
+    template <class Fn>
+    bool with_filter(std::string_view key, Fn&& fn) const {
+        return with_value(key, [&fn](const ValueRef& value) { fn(value.filter()); });
+    }
+    template <class Make, class Fn>
+    bool with_filter_or_create(std::string_view key, Make&& make, Fn&& fn) {
+        return with_value_or_create(
+            key, [&make]() -> ValueRef { return make(); },
+            [&fn](const ValueRef& value) { fn(value.filter()); });
+    }
+    // The same for a Cuckoo filter: fn(cuckoo::CuckooObject&); a Bloom
+    // filter under the key throws WrongType.
+    template <class Fn>
+    bool with_cuckoo(std::string_view key, Fn&& fn) const {
+        return with_value(key, [&fn](const ValueRef& value) { fn(value.cuckoo()); });
     }
 
     // ---- The write path: every change to the data goes through these, and
@@ -248,24 +266,46 @@ public:
     core::Status redo_chunk(bloom::ScalableFilter& filter, std::int64_t iter,
                             std::string_view data);
 
-    // RESTORE and COPY: links `filter`, complete with its bits and item
-    // counts and not shared with anything yet, under `key` with the
+    // ---- Cuckoo filters (cuckoo/cuckoo_object.hpp) ----
+    // One change to the Cuckoo filter under `key` (created by make() when
+    // missing and make is not null), made under the filter's lock and
+    // recorded in the same step, so its record reaches the stream in the
+    // order of the filter's changes: change(filter) makes it and returns
+    // what it did (nullopt: nothing changed, nothing is recorded). A chunk
+    // change has at most `data_bytes` bytes. Returns false if the key is
+    // missing and was not created. Throws WrongType for a Bloom filter's
+    // key, std::bad_alloc with nothing changed.
+    using CuckooEdit = std::function<std::optional<CuckooChange>(cuckoo::CuckooFilter&)>;
+    bool change_cuckoo(std::string_view key, const std::function<ValueRef()>* make,
+                       std::size_t data_bytes, const CuckooEdit& change);
+    // Redoes a recorded change numbered `seq` (replay, replicas) and
+    // records it in this keyspace's log: a fill (seq 0) always, a change
+    // the filter already holds (seq at or below its last, from a snapshot
+    // taken after the change) not at all, the next one in full. Fails with
+    // nothing changed if the record does not fit the filter or a change
+    // is missing before it.
+    core::Status redo_cuckoo(cuckoo::CuckooObject& object, std::uint64_t seq,
+                             const CuckooChange& change);
+
+    // RESTORE and COPY: links a filter (`value`), complete with its bits and
+    // item counts and not shared with anything yet, under `key` with the
     // options' deadline, access clock and use counter. Its CREATE record and
     // its bits, as CHUNK records (bloom::dump_chunk's, of up to
     // kRestoreChunkBytes each; chunks of zero words are left out, as replay
     // starts from zero bits) are encoded first and appended with the
     // change, under the shard's lock: no reader sees the key before its
     // bits, and replay and replicas rebuild the filter bit for bit, owing
-    // nothing to the filter it was copied from. False, nothing changed, if
+    // nothing to the filter it was copied from. (A Cuckoo filter: its
+    // CREATE and its slots as fill records, the same way.) False, nothing changed, if
     // the key is live and options.if_live is keep. Throws std::bad_alloc or
     // std::length_error with nothing changed.
     static constexpr std::size_t kRestoreChunkBytes = std::size_t{1} << 20;
-    bool restore(std::string_view key, FilterRef filter, const RestoreOptions& options = {});
+    bool restore(std::string_view key, ValueRef value, const RestoreOptions& options = {});
 
     // Inserts `filter` under `key` only if the key is absent (or expired).
-    bool insert_new(std::string_view key, FilterRef filter, std::int64_t expire_at_ms = 0);
+    bool insert_new(std::string_view key, ValueRef value, std::int64_t expire_at_ms = 0);
     // Inserts or replaces.
-    void put(std::string_view key, FilterRef filter, std::int64_t expire_at_ms = 0);
+    void put(std::string_view key, ValueRef value, std::int64_t expire_at_ms = 0);
     bool erase(std::string_view key);
     bool contains(std::string_view key) const;
     std::optional<KeySnapshot> get(std::string_view key) const;
@@ -430,15 +470,15 @@ private:
     // One lock-free lookup attempt (ShardTable::probe()), with the rule for
     // deadlines applied and the key's use counted.
     Probe probe_unlocked(const Shard& shard, std::string_view key, std::uint64_t hash,
-                         bloom::ScalableFilter*& filter) const;
+                         const ValueRef*& value) const;
     // Whether a lookup is a command's use of the key (its access clock moves;
     // OBJECT IDLETIME) or only a look at it.
     enum class Use { touch, look };
     // Looks `key` up in `shard` under `lock`, a shared lock on it. An expired
     // entry is reaped (releasing the lock) and reported missing.
-    bloom::ScalableFilter* find_live(const Shard& shard, std::shared_lock<std::shared_mutex>& lock,
-                                     std::string_view key, std::uint64_t hash,
-                                     Use use = Use::look) const;
+    const ValueRef* find_live(const Shard& shard, std::shared_lock<std::shared_mutex>& lock,
+                              std::string_view key, std::uint64_t hash,
+                              Use use = Use::look) const;
     // Erases `key` if it is still expired (a lookup found it so), with a DEL
     // record; true if it did. Takes the shard's exclusive lock.
     bool reap(std::string_view key, std::uint64_t hash) const;
@@ -468,7 +508,7 @@ private:
         std::uint32_t accessed = 0;  // the key's access word
     };
     // insert_new, put and restore.
-    bool store(std::string_view key, FilterRef filter, const Link& how);
+    bool store(std::string_view key, ValueRef value, const Link& how);
     enum class Moved { missing, exists, moved };
     Moved move_key(std::string_view from, std::string_view to, IfLive if_live);
 

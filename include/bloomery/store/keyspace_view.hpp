@@ -11,6 +11,7 @@
 
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/store/snapshot_counts.hpp"
+#include "bloomery/store/value_ref.hpp"
 
 namespace bloomery::store {
 
@@ -19,13 +20,13 @@ using bloom::FilterRef;
 // One key as seen by SCAN, KEYS or get(): a copy of its entry.
 struct KeySnapshot {
     std::string key;
-    FilterRef filter;
+    ValueRef value;
     std::int64_t expire_at_ms;
 };
 
 // One key as OBJECT and MEMORY USAGE see it (Keyspace::inspect).
 struct KeyDetails {
-    FilterRef filter;
+    ValueRef value;
     std::int64_t expire_at_ms = 0;
     std::uint32_t accessed = 0;     // how it is used (key_access.hpp)
     std::uint64_t entry_bytes = 0;  // its node (with the key) and its table slot
@@ -42,7 +43,7 @@ public:
         std::uint64_t key_offset;
         std::uint32_t key_size;
         std::int64_t expire_at_ms;
-        FilterRef filter;
+        ValueRef value;
     };
     std::size_t size() const { return entries_.size(); }
     // The journal attached when the view was taken (0, 0 without one): its
@@ -54,12 +55,14 @@ public:
         return std::string_view(keys_).substr(entries_[i].key_offset, entries_[i].key_size);
     }
     const Entry& entry(std::size_t i) const { return entries_[i]; }
-    // The per-layer item counts entry i's filter had at the view's position
-    // (with a journal: exactly those of the adds recorded before it, however
-    // many were added since; without one: the counts now), and for a
-    // counting filter a copy of it as it was then, to write instead of the
-    // live one. Asked once per entry, in any order; layers created since
-    // count 0. Throws std::bad_alloc.
+    // For a Bloom filter entry: the per-layer item counts entry i's filter
+    // had at the view's position (with a journal: exactly those of the adds
+    // recorded before it, however many were added since; without one: the
+    // counts now), and for a counting filter a copy of it as it was then, to
+    // write instead of the live one. Asked once per entry, in any order;
+    // layers created since count 0. Throws std::bad_alloc. (A Cuckoo filter
+    // is written as it is when the writer reaches it, with the number of its
+    // last change: cuckoo_object.hpp.)
     using AtCut = SnapshotCounts::Session::AtCut;
     AtCut at_cut(std::size_t i) const;
     std::vector<std::uint64_t> item_counts(std::size_t i) const { return at_cut(i).counts; }

@@ -38,6 +38,7 @@
 #include <string_view>
 
 #include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/cuckoo/cuckoo_filter.hpp"
 
 namespace bloomery::store {
 
@@ -47,6 +48,18 @@ struct RecordBlock {
     RecordBlock* next = nullptr;
 };
 using EncodedRecord = std::unique_ptr<RecordBlock>;
+
+// One change to a Cuckoo filter, as its record says it (cuckoo_object.hpp:
+// changes are numbered; the record carries the number). `fill` is a chunk
+// of a new filter's slots, part of its creation (RESTORE, COPY), numbered 0.
+struct CuckooChange {
+    enum class Kind : std::uint8_t { insert = 1, remove = 2, compact = 3, chunk = 4 };
+    Kind kind = Kind::insert;
+    const cuckoo::InsertRecord* insert = nullptr;  // insert
+    const cuckoo::DeleteRecord* remove = nullptr;  // remove
+    std::int64_t pos = 0;                          // chunk: CF.LOADCHUNK's iterator
+    std::string_view data;                         // chunk: its bytes
+};
 
 class MutationLog {
 public:
@@ -68,6 +81,21 @@ public:
     // CREATE: Keyspace::restore()).
     virtual EncodedRecord encode_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
                                        std::string_view data) = 0;
+    // A new Cuckoo filter linked under `key`: its id, the number of its last
+    // change and its header (RedisBloom's CF.SCANDUMP header, counts
+    // included); its slots follow as fill records when it is not empty.
+    virtual EncodedRecord encode_cuckoo_created(std::string_view key,
+                                                const cuckoo::CuckooFilter& filter,
+                                                std::uint64_t id, std::uint64_t seq,
+                                                std::int64_t expire_at_ms) = 0;
+    // A record with room for one change to a Cuckoo filter of at most
+    // `max_moves` relocations or `data_bytes` bytes of chunk, allocated
+    // before the change (throws std::bad_alloc with nothing changed), then
+    // written by seal_cuckoo_change() once the change is made (cannot
+    // fail) and appended.
+    virtual EncodedRecord reserve_cuckoo_change(std::size_t max_moves, std::size_t data_bytes) = 0;
+    virtual void seal_cuckoo_change(RecordBlock& record, std::uint64_t id, std::uint64_t seq,
+                                    const CuckooChange& change) noexcept = 0;
     // Appends an encoded record (a chain of them, in order) to the stream.
     virtual void append(EncodedRecord record) noexcept = 0;
 

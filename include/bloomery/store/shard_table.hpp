@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/store/value_ref.hpp"
 
 namespace bloomery::store {
 
@@ -115,7 +116,7 @@ public:
 
     // A node for `key`, not linked yet (counted in bytes()). Throws
     // std::bad_alloc.
-    Node* make_node(std::string_view key, FilterRef filter, std::int64_t expire_at_ms,
+    Node* make_node(std::string_view key, ValueRef value, std::int64_t expire_at_ms,
                     std::uint32_t accessed);
     // Frees a node that was never linked (or, as reclamation does, one no
     // lookup can see any more).
