@@ -154,6 +154,14 @@ void cmd_insert(Context& ctx, Args argv) {
     reply_adds(ctx, add_items(ctx, argv[1], request->items, new_key), Answers::array);
 }
 
+// What an existing key answers BF.RESERVE: "item exists", or WRONGTYPE
+// when it holds a Cuckoo filter.
+std::string_view exists_error(const Context& ctx, std::string_view key) {
+    const std::optional<store::KeyDetails> found = ctx.keyspace.inspect(key);
+    return found && found->value.kind() == store::ValueKind::cuckoo ? errors::kWrongType
+                                                                    : errors::kItemExists;
+}
+
 // BF.RESERVE: options as bf_options.hpp reads them; the key is looked at
 // last, as RedisBloom does.
 void cmd_reserve(Context& ctx, Args argv) {
@@ -166,7 +174,7 @@ void cmd_reserve(Context& ctx, Args argv) {
     // Checked first so an existing key costs no allocation; insert_new below
     // still settles a race with another creator.
     if (ctx.keyspace.contains(key)) {
-        ctx.out.error(errors::kItemExists);
+        ctx.out.error(exists_error(ctx, key));
         return;
     }
     core::Result<FilterRef> filter = make_filter(ctx, *options);
@@ -175,17 +183,19 @@ void cmd_reserve(Context& ctx, Args argv) {
         return;
     }
     if (!ctx.keyspace.insert_new(key, std::move(*filter))) {
-        ctx.out.error(errors::kItemExists);  // another client created it meanwhile
+        ctx.out.error(exists_error(ctx, key));  // another client created it meanwhile
         return;
     }
     note_changes(ctx);
     ctx.out.ok();
 }
 
+// Lookups answer 0 for a key holding a Cuckoo filter, as RedisBloom's do.
 void cmd_exists(Context& ctx, Args argv) {
     bool present = false;
-    const bool found = ctx.keyspace.with_filter(
-        argv[1], [&](const ScalableFilter& filter) { present = filter.contains(argv[2]); });
+    const bool found = ctx.keyspace.with_value(argv[1], [&](const store::ValueRef& value) {
+        if (const ScalableFilter* filter = value.bloom_or_null()) present = filter->contains(argv[2]);
+    });
     WorkerStats::bump(found ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
     reply_flag(ctx, present);
 }
@@ -195,8 +205,11 @@ void cmd_mexists(Context& ctx, Args argv) {
     ctx.out.array(items.size());
     thread_local std::vector<std::uint8_t> present;
     present.assign(items.size(), 0);
-    const bool found = ctx.keyspace.with_filter(
-        argv[1], [&](const ScalableFilter& filter) { filter.contains_many(items, present); });
+    const bool found = ctx.keyspace.with_value(argv[1], [&](const store::ValueRef& value) {
+        if (const ScalableFilter* filter = value.bloom_or_null()) {
+            filter->contains_many(items, present);
+        }
+    });
     for (std::size_t i = 0; i < items.size(); ++i) reply_flag(ctx, present[i] != 0);
     WorkerStats::bump(found ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
 }

@@ -5,6 +5,7 @@
 namespace bloomery::command {
 class Registry;
 void register_bf_commands(Registry& registry);
+void register_cf_commands(Registry& registry);
 void register_keyspace_commands(Registry& registry);
 void register_dump_commands(Registry& registry);
 void register_connection_commands(Registry& registry);

@@ -39,6 +39,7 @@ std::vector<std::size_t> Registry::key_positions(const CommandSpec& spec, Args a
 
 core::Status build_default_registry(Registry& registry) {
     register_bf_commands(registry);
+    register_cf_commands(registry);
     register_keyspace_commands(registry);
     register_dump_commands(registry);
     register_connection_commands(registry);

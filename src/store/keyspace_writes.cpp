@@ -59,11 +59,8 @@ EncodedRecord encode_cuckoo(MutationLog& log, std::string_view key,
         if (chunk.next == 0) break;
         if (std::any_of(chunk.data.begin(), chunk.data.end(), [](char c) { return c != 0; })) {
             EncodedRecord fill = log.reserve_cuckoo_change(0, chunk.data.size());
-            CuckooChange change;
-            change.kind = CuckooChange::Kind::chunk;
-            change.pos = chunk.next;
-            change.data = chunk.data;
-            log.seal_cuckoo_change(*fill, object.id(), 0, change);
+            log.seal_cuckoo_change(*fill, object.id(), 0,
+                                   CuckooChange::chunk(chunk.next, chunk.data));
             fills.push_back(std::move(fill));
         }
         pos = chunk.next;

@@ -554,8 +554,10 @@ class Arity(CfTestCase):
 
 
 class RespThree(CfTestCase):
-    """RedisBloom 2.4 answers RESP3 clients with RESP2's shapes (integers,
-    not booleans; CF.INFO a flat array, not a map); only nulls are RESP3's."""
+    """RESP3 clients get the shapes the BF.* family gives them (RedisBloom
+    2.8's and Redis 8's): booleans for yes/no answers, CF.INFO a map;
+    counts and CF.INSERT's per-item results stay integers. (RedisBloom 2.4
+    answered RESP3 with RESP2's shapes.)"""
 
     def setUp(self):
         super().setUp()
@@ -563,21 +565,21 @@ class RespThree(CfTestCase):
         self.assertIsInstance(hello, dict, hello)
         self.assertEqual(hello[b"proto"], 3)
 
-    def test_replies_keep_resp2_shapes(self):
+    def test_replies_take_resp3_shapes(self):
         raw = self.c.raw
-        self.assertEqual(raw("CF.ADD", "k", "a"), b":1\r\n")
-        self.assertEqual(raw("CF.ADDNX", "k", "a"), b":0\r\n")
-        self.assertEqual(raw("CF.EXISTS", "k", "a"), b":1\r\n")
-        self.assertEqual(raw("CF.EXISTS", "k", "b"), b":0\r\n")
-        self.assertEqual(raw("CF.EXISTS", "missing", "b"), b":0\r\n")
-        self.assertEqual(raw("CF.MEXISTS", "k", "a", "b"), b"*2\r\n:1\r\n:0\r\n")
+        self.assertEqual(raw("CF.ADD", "k", "a"), b"#t\r\n")
+        self.assertEqual(raw("CF.ADDNX", "k", "a"), b"#f\r\n")
+        self.assertEqual(raw("CF.EXISTS", "k", "a"), b"#t\r\n")
+        self.assertEqual(raw("CF.EXISTS", "k", "b"), b"#f\r\n")
+        self.assertEqual(raw("CF.EXISTS", "missing", "b"), b"#f\r\n")
+        self.assertEqual(raw("CF.MEXISTS", "k", "a", "b"), b"*2\r\n#t\r\n#f\r\n")
         self.assertEqual(raw("CF.COUNT", "k", "a"), b":1\r\n")
         self.assertEqual(raw("CF.INSERT", "k", "ITEMS", "a", "c"), b"*2\r\n:1\r\n:1\r\n")
         self.assertEqual(raw("CF.INSERTNX", "k", "ITEMS", "a", "d"), b"*2\r\n:0\r\n:1\r\n")
-        self.assertEqual(raw("CF.DEL", "k", "a"), b":1\r\n")
+        self.assertEqual(raw("CF.DEL", "k", "a"), b"#t\r\n")
         self.assertEqual(raw("CF.COMPACT", "k"), b"+OK\r\n")
         self.assertEqual(raw("CF.INFO", "k"),
-                         b"*16\r\n+Size\r\n:1080\r\n+Number of buckets\r\n:512\r\n"
+                         b"%8\r\n+Size\r\n:1080\r\n+Number of buckets\r\n:512\r\n"
                          b"+Number of filters\r\n:1\r\n+Number of items inserted\r\n:3\r\n"
                          b"+Number of items deleted\r\n:0\r\n+Bucket size\r\n:2\r\n"
                          b"+Expansion rate\r\n:1\r\n+Max iterations\r\n:20\r\n")

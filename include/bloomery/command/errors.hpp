@@ -168,6 +168,19 @@ inline constexpr std::string_view kExpansionNotNumber = "ERR bad expansion";
 inline constexpr std::string_view kNoExpansion = "ERR no expansion";
 inline constexpr std::string_view kNonScalingExpansion = "Nonscaling filters cannot expand";
 inline constexpr std::string_view kNonScalingFull = "ERR non scaling filter is full";
+// The CF.* family's (RedisBloom 2.4's texts, prefixes as it sends them).
+inline constexpr std::string_view kCuckooBadCapacity = "Bad capacity";
+inline constexpr std::string_view kCuckooSmallCapacity = "Capacity must be at least (BucketSize * 2)";
+inline constexpr std::string_view kCuckooUnknownArgument = "Unknown argument received";
+inline constexpr std::string_view kCuckooFull = "Filter is full";
+inline constexpr std::string_view kCuckooGrowFailed = "Memory allocation failure";
+inline constexpr std::string_view kCuckooMaxExpansions = "Maximum expansions reached";
+inline constexpr std::string_view kCuckooDelNotFound = "Not found";
+inline constexpr std::string_view kCuckooNotFound = "Cuckoo filter was not found";
+inline constexpr std::string_view kCuckooPosition = "Invalid position";
+inline constexpr std::string_view kCuckooBadHeader = "Invalid header";
+inline constexpr std::string_view kCuckooCannotCreate = "Couldn't create filter!";
+inline constexpr std::string_view kCuckooBadChunk = "Couldn't load chunk!";
 inline constexpr std::string_view kInvalidInfoField = "Invalid information value";
 inline constexpr std::string_view kOutOfMemory = "ERR Insufficient memory to create filter";
 // Set operations (BF.MERGE, BF.CARD of several keys, BF.INTERCARD).

@@ -59,6 +59,30 @@ struct CuckooChange {
     const cuckoo::DeleteRecord* remove = nullptr;  // remove
     std::int64_t pos = 0;                          // chunk: CF.LOADCHUNK's iterator
     std::string_view data;                         // chunk: its bytes
+
+    static CuckooChange inserted(const cuckoo::InsertRecord& record) {
+        CuckooChange change;
+        change.insert = &record;
+        return change;
+    }
+    static CuckooChange removed(const cuckoo::DeleteRecord& record) {
+        CuckooChange change;
+        change.kind = Kind::remove;
+        change.remove = &record;
+        return change;
+    }
+    static CuckooChange compacted() {
+        CuckooChange change;
+        change.kind = Kind::compact;
+        return change;
+    }
+    static CuckooChange chunk(std::int64_t pos, std::string_view data) {
+        CuckooChange change;
+        change.kind = Kind::chunk;
+        change.pos = pos;
+        change.data = data;
+        return change;
+    }
 };
 
 class MutationLog {
