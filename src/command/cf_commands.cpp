@@ -282,7 +282,12 @@ void insert_command(Context& ctx, Args argv, bool unique, std::string_view name)
     request.create = nullptr;
     for (std::size_t i = first; i < argv.size(); ++i) {
         const Added added = i == first ? head : add_one(ctx, argv[1], argv[i], request, refusal);
-        ctx.out.integer(added == Added::inserted ? 1 : added == Added::exists ? 0 : -1);
+        if (!unique && ctx.out.protocol() >= 3) {
+            // RedisBloom 2.8's RESP3 CF.INSERT: whether each was added.
+            ctx.out.boolean(added == Added::inserted);
+        } else {
+            ctx.out.integer(added == Added::inserted ? 1 : added == Added::exists ? 0 : -1);
+        }
     }
 }
 

@@ -8,11 +8,14 @@
 //                          CF.DEL, CF.COMPACT); its register_cf_commands
 //                          (families.hpp) calls the one below
 //   cf_chunk_commands.cpp  CF.INFO, CF.SCANDUMP, CF.LOADCHUNK
+//   cf_dump.cpp            copies for DUMP, RESTORE, COPY and MIGRATE
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "bloomery/command/context.hpp"
+#include "bloomery/core/result.hpp"
 #include "bloomery/cuckoo/cuckoo_object.hpp"
 
 namespace bloomery::command {
@@ -43,6 +46,22 @@ bool find(const Context& ctx, std::string_view key, Fn&& fn) {
     });
     return found;
 }
+
+// ---- Copies (cf_dump.cpp): DUMP, RESTORE, COPY and MIGRATE ----
+
+// The filter as it is now and the number of its last change, copied under
+// its lock. Throws std::bad_alloc.
+struct Copy {
+    std::optional<cuckoo::CuckooFilter> filter;
+    std::uint64_t changes = 0;
+};
+Copy copy_of(const cuckoo::CuckooObject& object);
+// COPY's new filter: `source` copied, within --max-filter-bytes and
+// --maxmemory; or the error to reply.
+core::Result<cuckoo::CuckooRef> duplicate(const Context& ctx, const cuckoo::CuckooObject& source);
+// RESTORE's: the filter of a verified payload of a Cuckoo filter, within
+// the same limits; or the error to reply.
+core::Result<cuckoo::CuckooRef> from_payload(const Context& ctx, std::string_view payload);
 
 }  // namespace cf
 }  // namespace bloomery::command

@@ -24,6 +24,7 @@
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
 #include "bloomery/persist/dump_payload.hpp"
+#include "cf_family.hpp"
 #include "common.hpp"
 #include "families.hpp"
 #include "new_filter.hpp"
@@ -52,6 +53,15 @@ void cmd_dump(Context& ctx, Args argv) {
     const std::optional<store::KeySnapshot> entry = ctx.keyspace.get(argv[1]);
     if (!entry) {
         ctx.out.null();
+        return;
+    }
+    if (const cuckoo::CuckooObject* object = entry->value.cuckoo_or_null()) {
+        const std::string payload = persist::cuckoo_dump_payload(*cf::copy_of(*object).filter);
+        if (payload.size() > ctx.config.proto_max_bulk_len) {
+            ctx.out.error(errors::kDumpTooLarge);
+        } else {
+            ctx.out.bulk(payload);
+        }
         return;
     }
     const bloom::ScalableFilter& filter = entry->value.filter();
@@ -109,13 +119,20 @@ core::Result<RestoreOptions> parse_restore_options(Args argv) {
 // The filter a DUMP payload holds, checked in Redis's order (its version and
 // checksum, then its content), then against bloomery's bounds on new
 // filters (as BF.LOADCHUNK's header); or the error to reply.
-core::Result<bloom::FilterRef> filter_of_payload(const Context& ctx, std::string_view payload) {
+core::Result<store::ValueRef> filter_of_payload(const Context& ctx, std::string_view payload) {
     if (!persist::verify_dump_payload(payload)) return refuse(errors::kBadDumpPayload);
+    if (persist::dump_value_type(payload) == persist::kDumpTypeCuckoo) {
+        core::Result<cuckoo::CuckooRef> filter = cf::from_payload(ctx, payload);
+        if (!filter) return filter.failure();
+        return store::ValueRef(std::move(*filter));
+    }
     const core::Result<persist::DumpValue> value = persist::parse_dump_value(payload);
     if (!value) return refuse(errors::kBadDataFormat);
-    return build_new_filter(ctx, value->layers, [&] {
+    core::Result<bloom::FilterRef> filter = build_new_filter(ctx, value->layers, [&] {
         return persist::build_dump_filter(*value, ctx.config.maxmemory);
     });
+    if (!filter) return filter.failure();
+    return store::ValueRef(std::move(*filter));
 }
 
 // RESTORE's deadline (Unix time in ms, 0: none) for a TTL that passed its
@@ -151,7 +168,7 @@ void cmd_restore(Context& ctx, Args argv) {
         ctx.out.error(errors::kInvalidTtl);
         return;
     }
-    core::Result<bloom::FilterRef> filter = filter_of_payload(ctx, argv[3]);
+    core::Result<store::ValueRef> filter = filter_of_payload(ctx, argv[3]);
     if (!filter) {
         ctx.out.error(filter.error());
         return;
@@ -265,7 +282,9 @@ struct Migration {
     // What was sent for each key: the filter (held, so its address names
     // it until the end), its item count and layer count then.
     struct Sent {
-        bloom::FilterRef filter;
+        // The filter sent; for a Cuckoo filter `items` is the number of its
+        // last change then (CuckooObject::changes()).
+        store::ValueRef filter;
         std::uint64_t items = 0;
         std::size_t layers = 0;
         // A counting filter's contents when sent (ScalableFilter::
@@ -349,9 +368,14 @@ struct Migration {
             if (ttl < 0) return false;
             if (ttl < 1) ttl = 1;
         }
+        if (const cuckoo::CuckooObject* object = entry->value.cuckoo_or_null()) {
+            cf::Copy copy = cf::copy_of(*object);
+            const std::string payload = persist::cuckoo_dump_payload(*copy.filter);
+            return append_restore(index, ttl, payload, Sent{entry->value, copy.changes}, command);
+        }
         const bloom::ScalableFilter& filter = entry->value.filter();
         const std::unique_lock serial = filter.serialize_changes();
-        Sent record{entry->value.filter_ref(), 0, filter.num_layers()};
+        Sent record{entry->value, 0, filter.num_layers()};
         if (filter.counting()) record.contents = filter.content_hash();
         // Counted before the payload copies the bits: an add after this is
         // seen as a change when the key is deleted.
@@ -361,15 +385,33 @@ struct Migration {
             too_large = true;
             return false;
         }
-        const bool replace = if_exists == IfExists::replace;
-        append_length_line(command, '*', replace ? 5 : 4);
-        append_bulk(command, restore_name);
-        append_bulk(command, keys[index]);
-        append_bulk(command, std::to_string(ttl));
+        append_restore_head(index, ttl, command);
         append_length_line(command, '$', bytes);
         persist::append_dump_payload(filter, record.layers, command);
         command += "\r\n";
-        if (replace) append_bulk(command, "REPLACE");
+        if (if_exists == IfExists::replace) append_bulk(command, "REPLACE");
+        sent[index] = std::move(record);
+        return true;
+    }
+
+    // RESTORE key ttl, before the payload.
+    void append_restore_head(std::size_t index, std::int64_t ttl, std::string& command) const {
+        append_length_line(command, '*', if_exists == IfExists::replace ? 5 : 4);
+        append_bulk(command, restore_name);
+        append_bulk(command, keys[index]);
+        append_bulk(command, std::to_string(ttl));
+    }
+
+    // The whole RESTORE of a payload made already (a Cuckoo filter's).
+    bool append_restore(std::size_t index, std::int64_t ttl, std::string_view payload, Sent record,
+                        std::string& command) {
+        if (payload.size() > max_payload) {
+            too_large = true;
+            return false;
+        }
+        append_restore_head(index, ttl, command);
+        append_bulk(command, payload);
+        if (if_exists == IfExists::replace) append_bulk(command, "REPLACE");
         sent[index] = std::move(record);
         return true;
     }
@@ -387,8 +429,13 @@ struct Migration {
         if (transfer == Transfer::copy) return deletion;
         for (const std::size_t index : result.accepted) {
             const Sent& was = sent[index];
-            switch (keyspace->erase_if_unchanged(keys[index], was.filter.get(), was.items,
-                                                 was.layers, was.contents)) {
+            const store::Keyspace::EraseIf erased =
+                was.filter.cuckoo_or_null() != nullptr
+                    ? keyspace->erase_if_unchanged(keys[index], was.filter.cuckoo_or_null(),
+                                                   was.items)
+                    : keyspace->erase_if_unchanged(keys[index], was.filter.bloom_or_null(),
+                                                   was.items, was.layers, was.contents);
+            switch (erased) {
                 case store::Keyspace::EraseIf::erased:
                     ++deletion.deleted;
                     break;

@@ -17,6 +17,7 @@
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/allocator.hpp"
 #include "bloomery/core/printable.hpp"
+#include "cf_family.hpp"
 #include "common.hpp"
 #include "families.hpp"
 #include "new_filter.hpp"
@@ -210,6 +211,26 @@ core::Result<IfExists> parse_copy_options(Args argv) {
     return if_exists;
 }
 
+// COPY of a Cuckoo filter: a copy taken under its lock, linked with its
+// slots recorded (Keyspace::restore()).
+void copy_cuckoo(Context& ctx, std::string_view to, const cuckoo::CuckooObject& source,
+                 std::int64_t expire_at_ms, bool replace) {
+    core::Result<cuckoo::CuckooRef> copy = cf::duplicate(ctx, source);
+    if (!copy) {
+        ctx.out.error(copy.error());
+        return;
+    }
+    if (!ctx.keyspace.restore(
+            to, std::move(*copy),
+            {.expire_at_ms = expire_at_ms,
+             .if_live = replace ? store::IfLive::replace : store::IfLive::keep})) {
+        ctx.out.integer(0);
+        return;
+    }
+    note_changes(ctx);
+    ctx.out.integer(1);
+}
+
 // COPY source destination [DB destination-db] [REPLACE], as Redis 7: 1 if
 // copied (with the source's deadline), 0 if the source is missing or the
 // destination exists without REPLACE. The copy is a new filter with the
@@ -229,6 +250,10 @@ void cmd_copy(Context& ctx, Args argv) {
     const std::optional<store::KeySnapshot> source = ctx.keyspace.get(argv[1]);
     if (!source || (!replace && ctx.keyspace.contains(argv[2]))) {
         ctx.out.integer(0);
+        return;
+    }
+    if (const cuckoo::CuckooObject* object = source->value.cuckoo_or_null()) {
+        copy_cuckoo(ctx, argv[2], *object, source->expire_at_ms, replace);
         return;
     }
     const bloom::ScalableFilter& filter = source->value.filter();

@@ -142,6 +142,30 @@ bool Keyspace::store(std::string_view key, ValueRef value, const Link& how) {
     return true;
 }
 
+Keyspace::EraseIf Keyspace::erase_if_unchanged(std::string_view key,
+                                               const cuckoo::CuckooObject* filter,
+                                               std::uint64_t changes) {
+    KeyWrite write(*this, key);
+    const std::size_t slot = write.find();
+    if (slot == ShardTable::kNotFound) return EraseIf::gone;
+    const Node* node = write.node_at(slot);
+    const bool expired = write.lapsed(*node);
+    if (!expired) {
+        if (node->value.cuckoo_or_null() != filter) return EraseIf::changed;
+        // Under the filter's lock: no change is in flight while it goes.
+        const cuckoo::CuckooObject::Locked locked = filter->lock();
+        if (locked.seq() != changes) return EraseIf::changed;
+        EncodedRecord record = write.encode_deleted();
+        write.unlink(slot, KeyWrite::Why::deleted);
+        write.append(std::move(record));
+        return EraseIf::erased;
+    }
+    EncodedRecord record = write.encode_deleted();
+    write.unlink(slot, KeyWrite::Why::expired);
+    write.append(std::move(record));
+    return EraseIf::gone;
+}
+
 bool Keyspace::erase(std::string_view key) {
     KeyWrite write(*this, key);
     const std::size_t slot = write.find();

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The client libraries' own Bloom-filter tests against bloomery and, beside
-# it, against Redis with RedisBloom: redis-py's tests/test_bloom.py (the BF
-# tests, at the tag that matches Debian's python3-redis 4.3) and node-redis's
-# packages/bloom BF specs (over RESP3, as they are written, and over RESP2).
+# The client libraries' own Bloom-filter and Cuckoo-filter tests against
+# bloomery and, beside it, against Redis with RedisBloom: redis-py's
+# tests/test_bloom.py and tests/test_asyncio/test_bloom.py (the BF tests, -k bf,
+# and the CF tests, -k cf, at the tag that matches Debian's python3-redis 4.3)
+# and node-redis's packages/bloom BF specs (lib/commands/bloom) and CF specs
+# (lib/commands/cuckoo), each over RESP3, as they are written, and over RESP2.
 # Not a test of the suite: the clients' tests are theirs, run from a scratch
 # directory and never copied into this repository. tests/bench/README.md
 # ("Client libraries' Bloom tests") has the results.
@@ -18,7 +20,7 @@
 # python3-packaging (Debian; python3-pytest-asyncio for the asyncio tests too),
 # node >= 20 and npm (npm install runs in SCRATCH).
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n '2,20p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,21p' "$0"; exit 2; }
 REDIS_PY_GIT=$1
 NODE_REDIS_GIT=$2
 REDISBLOOM=${3:-}
@@ -93,23 +95,28 @@ EOF
 
 # run_all NAME HOST:PORT
 run_all() {
-    local name=$1 address=$2
+    local name=$1 address=$2 family label file
     echo "== $name ($address)"
-    echo "-- redis-py $REDIS_PY_TAG tests/test_bloom.py -k bf"
-    (cd "$SCRATCH/redis-py" && /usr/bin/python3 -m pytest -p no:cacheprovider -q -rfEs \
-        tests/test_bloom.py -k bf --redis-url="redis://$address/0" \
-        --redismod-url="redis://$address") || true
-    if /usr/bin/python3 -c 'import pytest_asyncio' 2>/dev/null; then
-        echo "-- redis-py $REDIS_PY_TAG tests/test_asyncio/test_bloom.py -k bf"
-        (cd "$SCRATCH/redis-py" && /usr/bin/python3 -m pytest -p no:cacheprovider -q -rfEs \
-            tests/test_asyncio/test_bloom.py -k bf --redis-url="redis://$address/0" \
-            --redismod-url="redis://$address") || true
-    fi
-    for resp in 3 2; do
-        echo "-- node-redis $NODE_REDIS_TAG packages/bloom BF specs, RESP$resp"
-        (cd "$NR" && NR_RESP=$resp REDIS_URL="redis://$address" npx mocha -r tsx --exit \
-            'bloom/packages/bloom/lib/commands/bloom/*.spec.ts' 2>&1 |
-            grep -E '^ +[0-9]+ (passing|failing|pending)|^ +[0-9]+\) ') || true
+    for family in bf cf; do
+        for file in tests/test_bloom.py tests/test_asyncio/test_bloom.py; do
+            if [ "$file" = tests/test_asyncio/test_bloom.py ] &&
+                ! /usr/bin/python3 -c 'import pytest_asyncio' 2>/dev/null; then
+                continue
+            fi
+            echo "-- redis-py $REDIS_PY_TAG $file -k $family"
+            (cd "$SCRATCH/redis-py" && /usr/bin/python3 -m pytest -p no:cacheprovider -q -rfEs \
+                "$file" -k "$family" --redis-url="redis://$address/0" \
+                --redismod-url="redis://$address") || true
+        done
+    done
+    for family in bloom cuckoo; do
+        [ $family = bloom ] && label=BF || label=CF
+        for resp in 3 2; do
+            echo "-- node-redis $NODE_REDIS_TAG packages/bloom $label specs ($family/*.spec.ts), RESP$resp"
+            (cd "$NR" && NR_RESP=$resp REDIS_URL="redis://$address" npx mocha -r tsx --exit \
+                "bloom/packages/bloom/lib/commands/$family/*.spec.ts" 2>&1 |
+                grep -E '^ +[0-9]+ (passing|failing|pending)|^ +[0-9]+\) ') || true
+        done
     done
 }
 

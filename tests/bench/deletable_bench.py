@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Filters that can delete, side by side in one run: bloomery's counting
-Bloom filter (BF.RESERVE ... COUNTING, BF.DEL) against RedisBloom's Cuckoo
-filter (CF.RESERVE, CF.DEL) in Redis, with each one's plain Bloom filter
-for reference. Not a test: it measures.
+Bloom filter (BF.RESERVE ... COUNTING, BF.DEL) and bloomery's Cuckoo filter
+(CF.RESERVE, CF.DEL) against RedisBloom's Cuckoo filter (CF.RESERVE, CF.DEL)
+in Redis, with each server's plain Bloom filter for reference. The two
+servers' Cuckoo filters are created alike (capacity N, the default bucket
+size 2 and BUCKETSIZE 1; other parameters their defaults, the same in both)
+and sit in adjacent rows. Not a test: it measures.
 
   tests/bench/deletable_bench.py BLOOMERY_BINARY REDISBLOOM_SO [--items N] [--rounds R]
 
-Per filter, at capacity N (default 1,000,000), each server fresh and single
-threaded (bloomery --threads 1, journal off; Redis with no AOF and no
-snapshots):
+Per filter, at capacity N (default 1,000,000), each server fresh for each
+filter and round, and single threaded (bloomery --threads 1, journal and
+snapshots off; Redis with no AOF and no snapshots):
 - bits per item: the filter's own size (BF.INFO / CF.INFO Size) × 8 / N,
   after N distinct adds;
 - the false-positive rate measured with 200,000 items never added
@@ -19,7 +22,13 @@ snapshots):
   items: N/4 adds to a second, empty filter of the same kind; 2N lookups of
   which half were added; N/2 deletes of items drawn from the N added (the
   first delete of an item takes it out, a second finds it absent or not).
-Each figure is the median of R rounds (default 3). Prints Markdown tables.
+Rounds alternate: round r measures every filter once, in the table's order,
+before round r + 1 starts, so the servers compared see the same state of
+the machine. Each figure is the median of R rounds (default 3). Prints
+Markdown tables: the figures, then the ratios bloomery / RedisBloom of the
+two Cuckoo filters at each bucket size and of bloomery's counting filters
+to RedisBloom's Cuckoo filter at its default (below 1: bloomery smaller,
+fewer false positives, less CPU). Progress goes to stderr.
 """
 
 import argparse
@@ -28,7 +37,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
@@ -90,12 +98,27 @@ KINDS = [
      "BF.INFO"),
     ("bloomery plain (auto), 1 %", "bloomery", ["BF.RESERVE", "f", 0.01, None, "NONSCALING"],
      "BF.ADD", "BF.EXISTS", None, "BF.INFO"),
+    ("bloomery Cuckoo, bucket 2 (default)", "bloomery", ["CF.RESERVE", "f", None],
+     "CF.ADD", "CF.EXISTS", "CF.DEL", "CF.INFO"),
     ("RedisBloom Cuckoo, bucket 2 (default)", "redis", ["CF.RESERVE", "f", None],
+     "CF.ADD", "CF.EXISTS", "CF.DEL", "CF.INFO"),
+    ("bloomery Cuckoo, bucket 1", "bloomery", ["CF.RESERVE", "f", None, "BUCKETSIZE", 1],
      "CF.ADD", "CF.EXISTS", "CF.DEL", "CF.INFO"),
     ("RedisBloom Cuckoo, bucket 1", "redis", ["CF.RESERVE", "f", None, "BUCKETSIZE", 1],
      "CF.ADD", "CF.EXISTS", "CF.DEL", "CF.INFO"),
     ("RedisBloom Bloom, 1 %", "redis", ["BF.RESERVE", "f", 0.01, None, "NONSCALING"],
      "BF.ADD", "BF.EXISTS", None, "BF.INFO"),
+]
+
+# Ratio rows: label, bloomery's filter, RedisBloom's filter.
+RATIOS = [
+    ("Cuckoo, bucket 2 (default)", "bloomery Cuckoo, bucket 2 (default)",
+     "RedisBloom Cuckoo, bucket 2 (default)"),
+    ("Cuckoo, bucket 1", "bloomery Cuckoo, bucket 1", "RedisBloom Cuckoo, bucket 1"),
+    ("counting 1 % / Cuckoo default", "bloomery counting, 1 %",
+     "RedisBloom Cuckoo, bucket 2 (default)"),
+    ("counting 0.1 % / Cuckoo default", "bloomery counting, 0.1 %",
+     "RedisBloom Cuckoo, bucket 2 (default)"),
 ]
 
 
@@ -167,18 +190,32 @@ def main():
     parser.add_argument("--items", type=int, default=1000000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    results = {kind[0]: [] for kind in KINDS}
+    for round_ in range(args.rounds):
+        for kind in KINDS:
+            print("round %d/%d: %s" % (round_ + 1, args.rounds, kind[0]), file=sys.stderr)
+            results[kind[0]].append(measure(kind, args.binary, args.module, args.items))
+    med = {}
+    for name, rounds in results.items():
+        med[name] = [statistics.median(r[i] for r in rounds) if rounds[0][i] is not None
+                     else None for i in range(5)]
     print("| filter | bits per item | false positives | add, µs CPU | lookup, µs CPU | "
           "delete, µs CPU |")
     print("|---|---|---|---|---|---|")
     for kind in KINDS:
-        rounds = [measure(kind, args.binary, args.module, args.items) for _ in range(args.rounds)]
-        med = [statistics.median(r[i] for r in rounds) if rounds[0][i] is not None else None
-               for i in range(5)]
+        m = med[kind[0]]
         print("| %s | %.1f | %.3f %% | %.2f | %.2f | %s |"
-              % (kind[0], med[0], 100 * med[1], 1e6 * med[2], 1e6 * med[3],
-                 "%.2f" % (1e6 * med[4]) if med[4] is not None else "-"))
-        sys.stdout.flush()
-        time.sleep(0.5)
+              % (kind[0], m[0], 100 * m[1], 1e6 * m[2], 1e6 * m[3],
+                 "%.2f" % (1e6 * m[4]) if m[4] is not None else "-"))
+    print()
+    print("| bloomery / RedisBloom | bits per item | false positives | add CPU | lookup CPU | "
+          "delete CPU |")
+    print("|---|---|---|---|---|---|")
+    for label, ours, theirs in RATIOS:
+        a, b = med[ours], med[theirs]
+        print("| %s | %s |" % (label, " | ".join(
+            "%.2f×" % (a[i] / b[i]) if b[i] else "-" for i in range(5))))
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -555,8 +555,8 @@ class Arity(CfTestCase):
 
 class RespThree(CfTestCase):
     """RESP3 clients get the shapes the BF.* family gives them (RedisBloom
-    2.8's and Redis 8's): booleans for yes/no answers, CF.INFO a map;
-    counts and CF.INSERT's per-item results stay integers. (RedisBloom 2.4
+    2.8's and Redis 8's): booleans for yes/no answers (CF.INSERT's per item
+    too), CF.INFO a map; counts and CF.INSERTNX's 1 / 0 / -1 stay integers. (RedisBloom 2.4
     answered RESP3 with RESP2's shapes.)"""
 
     def setUp(self):
@@ -574,7 +574,7 @@ class RespThree(CfTestCase):
         self.assertEqual(raw("CF.EXISTS", "missing", "b"), b"#f\r\n")
         self.assertEqual(raw("CF.MEXISTS", "k", "a", "b"), b"*2\r\n#t\r\n#f\r\n")
         self.assertEqual(raw("CF.COUNT", "k", "a"), b":1\r\n")
-        self.assertEqual(raw("CF.INSERT", "k", "ITEMS", "a", "c"), b"*2\r\n:1\r\n:1\r\n")
+        self.assertEqual(raw("CF.INSERT", "k", "ITEMS", "a", "c"), b"*2\r\n#t\r\n#t\r\n")
         self.assertEqual(raw("CF.INSERTNX", "k", "ITEMS", "a", "d"), b"*2\r\n:0\r\n:1\r\n")
         self.assertEqual(raw("CF.DEL", "k", "a"), b"#t\r\n")
         self.assertEqual(raw("CF.COMPACT", "k"), b"+OK\r\n")

@@ -58,6 +58,10 @@ inline constexpr std::uint64_t kMaxFilters = 65535;
 inline constexpr std::size_t kHeaderBytes = 38;
 inline constexpr std::size_t kMaxChunkBytes = 16 * 1024 * 1024;
 inline constexpr std::uint64_t kNoLimit = ~std::uint64_t{0};
+// The most bytes() counts beyond the slots: the object and a table of
+// kMaxFilters sub-filters. A loader that knows the slots' size allows this
+// much more.
+inline constexpr std::uint64_t kMaxBookkeepingBytes = std::uint64_t{4} << 20;
 
 // The hash CF.* commands compute for an item.
 std::uint64_t cuckoo_hash(std::string_view item);

@@ -6,7 +6,9 @@
 //   value   = u8 type (0x01, a Bloom filter), then the filter's fields of a
 //             snapshot record (proto/snapshot.md, from error_rate through the
 //             last layer's words): options, hash scheme, every layer's
-//             geometry, item count and bits
+//             geometry, item count and bits;
+//             or u8 type 0x02 (a Cuckoo filter), its 38-byte CF.SCANDUMP
+//             header, then every sub-filter's slots, oldest first
 //
 // Integers little-endian; crc64 is core/crc64.hpp's (Redis's) over every
 // byte before it. The version is bloomery's own (kDumpPayloadVersion): Redis
@@ -26,6 +28,7 @@
 
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/core/result.hpp"
+#include "bloomery/cuckoo/cuckoo_filter.hpp"
 
 namespace bloomery::persist {
 
@@ -33,6 +36,7 @@ namespace bloomery::persist {
 inline constexpr std::uint16_t kDumpPayloadVersion = 0xBF01;
 // The value's type byte, as a snapshot's filter record type.
 inline constexpr std::uint8_t kDumpTypeBloom = 0x01;
+inline constexpr std::uint8_t kDumpTypeCuckoo = 0x02;
 // u16 version and u64 CRC64 after the value.
 inline constexpr std::size_t kDumpFooterBytes = 2 + 8;
 
@@ -73,5 +77,18 @@ core::Result<DumpValue> parse_dump_value(std::string_view payload);
 // allocated: an empty reference if they would pass it. Throws std::bad_alloc.
 // The caller checks --max-filter-bytes first (bloom::filter_bytes).
 bloom::FilterRef build_dump_filter(const DumpValue& value, std::uint64_t maxmemory = 0);
+
+// ---- Cuckoo filters ----
+// The payload of a Cuckoo filter (a copy its caller took under the
+// filter's lock). Throws std::bad_alloc.
+std::string cuckoo_dump_payload(const cuckoo::CuckooFilter& filter);
+// The type byte of a payload verify_dump_payload() accepted (0: empty).
+std::uint8_t dump_value_type(std::string_view payload);
+// The Cuckoo filter of a verified payload of type kDumpTypeCuckoo: its
+// header as CF.LOADCHUNK checks one, slots of exactly the header's size,
+// at most `max_bytes` of them. Fails (the reason for logs; clients get
+// "Bad data format") with nothing allocated beyond the check.
+core::Result<cuckoo::CuckooFilter> parse_dump_cuckoo(std::string_view payload,
+                                                     std::uint64_t max_bytes);
 
 }  // namespace bloomery::persist

@@ -350,6 +350,10 @@ public:
     EraseIf erase_if_unchanged(std::string_view key, const bloom::ScalableFilter* filter,
                                std::uint64_t items, std::size_t num_layers,
                                std::uint64_t contents = 0);
+    // The same for a Cuckoo filter copied when it had made `changes`
+    // changes (CuckooObject::changes()).
+    EraseIf erase_if_unchanged(std::string_view key, const cuckoo::CuckooObject* filter,
+                               std::uint64_t changes);
 
     // Removes every key at one instant (every shard locked at once, as for
     // view()); returns how many live keys there were. Filters are freed after
