@@ -104,7 +104,7 @@ void race(Keyspace& keyspace, int threads, int rounds) {
             unsigned state = 2654435761u * static_cast<unsigned>(t + 1);
             for (int i = 0; i < rounds; ++i) {
                 state = state * 1103515245u + 12345u;
-                const std::string item = "i" + std::to_string((state >> 8) % 400);
+                const std::string item = "i" + std::to_string((state >> 8) % 5000);
                 if ((state >> 20) % 3 != 0) {
                     cf_add(keyspace, "r", item);
                 } else {
@@ -139,7 +139,7 @@ TEST(CuckooJournal, SnapshotsTakenWhileAFilterChangesRestartExactly) {
     ASSERT_TRUE(live.keyspace.insert_new("big", ScalableFilter::create(small_options(2000000))));
     std::atomic<bool> done{false};
     std::thread changer([&] {
-        race(live.keyspace, 2, 30000);
+        race(live.keyspace, 2, 20000);
         done = true;
     });
     int rounds = 0;
