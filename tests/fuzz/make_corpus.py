@@ -217,6 +217,20 @@ def command_seeds(dumps):
         + cmd("BF.MERGE", "k3", "k0", "k2") + cmd("BF.MERGE", "k4", "k0", "k5")
         + cmd("BF.RESERVE", "k5", "0.01", "3", "COUNTING", "LAYOUT", "BLOCKED")
         + cmd("BF.RESERVE", "k5", "1e-9", "3", "COUNTING") + cmd("BF.DEL", "k5"),
+        "cuckoo": cmd("CF.RESERVE", "k0", "8", "BUCKETSIZE", "2", "EXPANSION", "2",
+                      "MAXITERATIONS", "5")
+        + b"".join(cmd("CF.ADD", "k0", "c%d" % i) for i in range(12))
+        + cmd("CF.INSERT", "k0", "CAPACITY", "4", "ITEMS", "a", "b", "a")
+        + cmd("CF.INSERTNX", "k1", "NOCREATE", "ITEMS", "a") + cmd("CF.ADDNX", "k0", "a")
+        + cmd("CF.DEL", "k0", "c1") + cmd("CF.DEL", "k0", "nope") + cmd("CF.COMPACT", "k0")
+        + cmd("CF.COUNT", "k0", "a") + cmd("CF.MEXISTS", "k0", "a", "z") + cmd("CF.INFO", "k0")
+        + cmd("CF.SCANDUMP", "k0", "0") + cmd("CF.SCANDUMP", "k0", "1")
+        + cmd("DUMP", "k0") + cmd("COPY", "k0", "k2") + cmd("CF.DEL", "k2", "c2")
+        + cmd("BF.ADD", "k0", "x") + cmd("BF.EXISTS", "k0", "x") + cmd("CF.ADD", "k3", "y")
+        + cmd("CF.LOADCHUNK", "k1", "1", "\x01" + "\x00" * 7 + "\x04" + "\x00" * 23
+              + "\x01" + "\x00" * 7 + "\x02\x00\x14\x00\x01\x00")
+        + cmd("CF.LOADCHUNK", "k1", "9", "\x05" * 8) + cmd("CF.LOADCHUNK", "k1", "3", "\x05" * 8)
+        + cmd("CF.EXISTS", "k1", "a") + cmd("CF.RESERVE", "k1", "1", "BUCKETSIZE", "300"),
         "mutated-chunk": cmd("BF.RESERVE", "k0", "0.01", "20") + cmd("BF.MADD", "k0", "a", "b")
         + round_trip("k0", "k1") + mutated_chunk("k0", "k1", 1, 3, 0xFF, True)
         + mutated_chunk("k0", "k1", 1, 3, 0x01, False) + add_then_exists("k1", ["a", "b"], MADD),
@@ -238,7 +252,7 @@ def command_dict():
         for sub in entry.get("subcommands", []):
             names.append(sub["name"].split("|")[1])
     options = ["NONSCALING", "EXPANSION", "CAPACITY", "ERROR", "ITEMS", "NOCREATE", "SIZE",
-               "FILTERS", "LAYOUT", "CLASSIC", "BLOCKED", "BITSPERITEM", "SCHEME", "TIGHTENING", "VALIDATESCALETO", "MAXSCALEDCAPACITY", "MATCH", "COUNT", "TYPE", "NX", "XX", "GT", "LT", "BLMDUMP1", "0.01",
+               "FILTERS", "LAYOUT", "CLASSIC", "BLOCKED", "BITSPERITEM", "SCHEME", "TIGHTENING", "VALIDATESCALETO", "MAXSCALEDCAPACITY", "BUCKETSIZE", "MAXITERATIONS", "MATCH", "COUNT", "TYPE", "NX", "XX", "GT", "LT", "BLMDUMP1", "0.01",
                "1e-300", "inf", "nan", "-1", "9223372036854775807", "18446744073709551615", "k*"]
     return names + options
 
@@ -355,6 +369,9 @@ def from_server(binary):
         snapshot("tightening", FILTERS["tightening"]
                  + [["BF.INSERT", "n", "NONSCALING", "TIGHTENING", "0.75", "ITEMS", "x"]])
         snapshot("counting", FILTERS["counting"])
+        snapshot("cuckoo", [["CF.RESERVE", "c", "8", "EXPANSION", "2"]]
+                 + [["CF.ADD", "c", "i%d" % i] for i in range(40)]
+                 + [["CF.DEL", "c", "i3"], ["CF.ADD", "d", "x"], ["BF.ADD", "b", "y"]])
         rb = redisbloom_dumps()
         snapshot("redisbloom", [["BF.LOADCHUNK", name, it, data]
                                 for name in ("redisbloom-tiny", "redisbloom-legacy-v1")

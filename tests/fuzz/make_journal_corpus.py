@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 from formats import build_dump_header, xxh64  # noqa: E402
 
 CREATE, ADD, DELETE, RENAME, EXPIRE, FLUSHALL, CHUNK = range(1, 8)
+CF_CREATE, CF_CHANGE = 12, 13
 
 
 def record(kind, body):
@@ -40,6 +41,22 @@ def add(filter_id, entries):
     return record(ADD, body)
 
 
+def cf_create(key, filter_id, seq=0, buckets=4, bucket_size=2, filters=1, expansion=2):
+    header = struct.pack("<QQQQHHH", 0, buckets, 0, filters, bucket_size, 20, expansion)
+    return record(CF_CREATE, s(key) + struct.pack("<qQQ", 0, filter_id, seq) + s(header))
+
+
+def cf_change(filter_id, seq, kind, body):
+    return record(CF_CHANGE, struct.pack("<QQB", filter_id, seq, kind) + body)
+
+
+def cf_insert(filter_id, seq, fingerprint, sub, offset, moves=(), filters=1):
+    body = struct.pack("<HBHQI", filters, fingerprint, sub, offset, len(moves))
+    for fp, (f1, o1), (f2, o2) in moves:
+        body += struct.pack("<BHQHQ", fp, f1, o1, f2, o2)
+    return cf_change(filter_id, seq, 1, body)
+
+
 def main():
     seeds = []
     base = create("k", 1) + add(1, [(0, 0x1234, 0x5678), (0, 0xDEADBEEF, 0x1)])
@@ -50,6 +67,12 @@ def main():
                   record(DELETE, s("j")) + add(1, [(0, 1, 2)])))
     seeds.append(("flushall", base + record(FLUSHALL, b"") + create("k", 2) + add(2, [(0, 5, 6)])))
     seeds.append(("chunk", base + record(CHUNK, struct.pack("<Qq", 1, 1) + s(b"\xff" * 120))))
+    cuckoo = cf_create("c", 3) + cf_insert(3, 1, 7, 0, 2) + cf_insert(3, 2, 9, 0, 2, [(7, (0, 2), (0, 5))])
+    seeds.append(("cuckoo", cuckoo + cf_change(3, 3, 2, struct.pack("<HQB", 0, 5, 0))
+                  + cf_change(3, 4, 3, b"") + cf_change(3, 5, 4, struct.pack("<q", 3) + s(b"\x01\x02"))
+                  + cf_change(3, 0, 4, struct.pack("<q", 9) + s(b"\x03" * 8))))
+    seeds.append(("cuckoo-grow-gap", cuckoo + cf_insert(3, 3, 4, 1, 6, filters=2)
+                  + cf_insert(3, 9, 4, 0, 1) + cf_insert(3, 2, 4, 0, 1)))
     seeds.append(("torn", base + add(1, [(0, 9, 9)])[:-5]))
     seeds.append(("zeros", base + b"\0" * 64))
     seeds.append(("empty", b""))
@@ -61,7 +84,7 @@ def main():
             f.write(data)
     with open(os.path.join(HERE, "journal_reader_fuzz.dict"), "w") as f:
         f.write("# journal record types and framing\n# Written by tests/fuzz/make_journal_corpus.py.\n")
-        for token in (b"\x01", b"\x02", b"\x03", b"\x04", b"\x05", b"\x06", b"\x07",
+        for token in (b"\x01", b"\x02", b"\x03", b"\x04", b"\x05", b"\x06", b"\x07", b"\x0C", b"\x0D",
                       b"\x00\x00\x00\x00", b"\xff\xff\xff\x7f"):
             f.write('"%s"\n' % "".join("\\x%02X" % b for b in token))
     print("journal_reader_fuzz: %d seeds" % len(seeds))
