@@ -73,7 +73,7 @@ tsan: test-deps
 # clang only recommends; llvm-14 brings llvm-symbolizer for readable reports.
 FUZZ_PACKAGES := clang libclang-rt-14-dev llvm-14
 FUZZ_TARGETS  := resp_parser_fuzz snapshot_reader_fuzz command_fuzz loadchunk_fuzz journal_reader_fuzz \
-                 replica_stream_fuzz rdb_reader_fuzz
+                 replica_stream_fuzz rdb_reader_fuzz cuckoo_fuzz
 FUZZ_SECONDS  ?= 60
 
 # Builds the libFuzzer targets (build/fuzz) and runs each for FUZZ_SECONDS on a

@@ -380,6 +380,32 @@ def from_server(binary):
     return dumps, snapshots
 
 
+# ---- cuckoo_fuzz: a CF.SCANDUMP header, u8 chunks, (u32 iter, u16 length,
+# bytes) each, then one byte per operation ----
+
+def cuckoo_seeds():
+    """RedisBloom's own dumps (tests/fixtures/redisbloom/cuckoo), each with
+    a run of inserts, deletes and a compaction after it."""
+    directory = os.path.join(ROOT, "tests", "fixtures", "redisbloom", "cuckoo")
+    ops = bytes([(i << 2) | (i % 3) for i in range(64)]) + bytes([3]) + bytes(
+        [(i << 2) | 2 for i in range(0, 64, 2)])
+    seeds = []
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name)) as f:
+            chunks = [(it, bytes.fromhex(data)) for it, data in json.load(f)["chunks"]]
+        header, data = chunks[0][1], chunks[1:]
+        body = header + bytes([len(data)])
+        for it, piece in data:
+            body += struct.pack("<IH", it, len(piece)) + piece
+        seeds.append((name[:-len(".json")], body + ops))
+    return seeds
+
+
+CUCKOO_DICT = [struct.pack("<Q", 1), struct.pack("<Q", 0), struct.pack("<H", 2),
+               struct.pack("<H", 20), struct.pack("<H", 0xFFFF), struct.pack("<Q", 1 << 56),
+               struct.pack("<I", 1), struct.pack("<I", 0xFFFFFFFF)]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--binary", help="bloomery server binary (default: build/release/bloomery)")
@@ -400,6 +426,9 @@ def main():
         seeds.append((name + "-header-only-fix", loadchunk_input(0x13, 200, pieces[:1])))
     write_corpus("loadchunk_fuzz", seeds)
     write_dict("loadchunk_fuzz", LOADCHUNK_DICT, "Dump magic and little-endian values at bounds")
+
+    write_corpus("cuckoo_fuzz", cuckoo_seeds())
+    write_dict("cuckoo_fuzz", CUCKOO_DICT, "Little-endian values at the bounds of a Cuckoo header")
 
     write_corpus("snapshot_reader_fuzz", snapshots)
     write_dict("snapshot_reader_fuzz", SNAPSHOT_DICT, "Snapshot magic and little-endian values")

@@ -74,7 +74,7 @@ class GenericCommandsTest(CommandsTestCase):
         self.assertTrue(text.startswith("ERR unknown command"), text)
         self.assertIn("nosuchcmd", text.lower())
         # Redis commands bloomery does not have are unknown too, not crashes.
-        for cmd in (("SET", "a", "b"), ("GET", "a"), ("CF.ADD", "a", "b"), ("BF.NOPE", "k")):
+        for cmd in (("SET", "a", "b"), ("GET", "a"), ("CMS.INITBYDIM", "a", 1, 1), ("BF.NOPE", "k")):
             self.assertTrue(self.error_of(*cmd).startswith("ERR unknown command"), cmd)
         # Never echoes CR/LF back (a name with CRLF can't forge a reply).
         c = self.raw()
