@@ -29,10 +29,15 @@ Throughput is the adds the server counted (INFO commandstats; a little over
 N, as redis-benchmark sends whole pipelines; none may fail) over the wall
 time from starting the clients until the last one exits; server CPU per add
 is the server's user + system time (/proc) over the load, divided by the
-same count. Rounds alternate thread counts and cases; each
-figure is the median of R rounds (default 3). On a machine with few cores
-the clients take CPU from the server: the throughput there says little
-about the server, the CPU per add more.
+same count; server sleeps per 1000 adds are its threads' voluntary context
+switches (/proc/PID/task/*/status) over the load per 1000 adds: a worker
+that finds a filter's mutex held sleeps on it (glibc's mutex does not
+spin), and so does one waiting for input, so contention for the one
+filter's lock shows as more sleeps than with F filters. Rounds alternate
+thread counts and cases; each figure is the median of R rounds (default
+3). On a machine with few cores the clients take CPU from the server: the
+throughput there says little about the server, the CPU per add and the
+sleeps more.
 
 Correctness, once per --threads value after the rounds: 8 Python clients
 (redis-py, one connection each, in threads) CF.ADD to one filter (CF.RESERVE
@@ -60,7 +65,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 import harness  # noqa: E402
-import redis  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 RANGE = 1000000000  # redis-benchmark's -r: items drawn from [0, 10^9)
@@ -70,6 +74,22 @@ def cpu_seconds(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def voluntary_switches(pid):
+    """Voluntary context switches of all the process's threads: a thread
+    that finds a mutex held sleeps on it (a futex wait), and so does one
+    with nothing to read (epoll_wait)."""
+    total = 0
+    for task in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, task)) as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+        except FileNotFoundError:
+            pass  # a thread that ended
+    return total
 
 
 def start_server(binary, threads):
@@ -88,7 +108,7 @@ FAMILIES = {
 
 def run_case(binary, threads, family, case, adds, filters, pipeline):
     """One fresh server, one load; returns (adds per second, server CPU
-    seconds per add)."""
+    seconds per add, server voluntary context switches per add)."""
     reserve, add = FAMILIES[family]
     server = start_server(binary, threads)
     try:
@@ -110,6 +130,7 @@ def run_case(binary, threads, family, case, adds, filters, pipeline):
             commands = [base + ["-c", "1", "-n", str(n), add, key, "__rand_int__"]
                         for key, n in zip(keys, share)]
         before = cpu_seconds(server.process.pid)
+        switches = voluntary_switches(server.process.pid)
         start = time.monotonic()
         processes = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                      for c in commands]
@@ -120,6 +141,7 @@ def run_case(binary, threads, family, case, adds, filters, pipeline):
                 failed.append(err.decode(errors="replace"))
         wall = time.monotonic() - start
         cpu = cpu_seconds(server.process.pid) - before
+        switches = voluntary_switches(server.process.pid) - switches
         if failed:
             raise RuntimeError("redis-benchmark failed: %s" % failed[0])
         # The server's own count of the adds: redis-benchmark sends whole
@@ -128,7 +150,7 @@ def run_case(binary, threads, family, case, adds, filters, pipeline):
         calls = stats.get("calls", 0)
         if calls < adds or stats.get("failed_calls", 0) or stats.get("rejected_calls", 0):
             raise RuntimeError("%s: expected %d calls, server says %s" % (add, adds, stats))
-        return calls / wall, cpu / calls
+        return calls / wall, cpu / calls, switches / calls
     finally:
         server.cleanup()
 
@@ -242,26 +264,28 @@ def main():
                     results.setdefault((threads, family, case), []).append(
                         run_case(args.binary, threads, family, case, args.adds, args.filters,
                                  args.pipeline))
-    med = {k: (statistics.median(v[0] for v in rounds), statistics.median(v[1] for v in rounds))
+    med = {k: tuple(statistics.median(v[i] for v in rounds) for i in range(3))
            for k, rounds in results.items()}
 
-    print("| --threads | command | keys | adds/s | server µs CPU per add |")
-    print("|---|---|---|---|---|")
+    print("| --threads | command | keys | adds/s | server µs CPU per add | "
+          "server sleeps per 1000 adds |")
+    print("|---|---|---|---|---|---|")
     for threads in thread_counts:
         for family, (_, add) in FAMILIES.items():
             for case, label in cases:
-                ops, cpu = med[(threads, family, case)]
-                print("| %d | %s | %s | %.0f | %.2f |" % (threads, add, label, ops, 1e6 * cpu))
+                ops, cpu, sleeps = med[(threads, family, case)]
+                print("| %d | %s | %s | %.0f | %.2f | %.1f |" % (threads, add, label, ops,
+                                                               1e6 * cpu, 1e3 * sleeps))
     print()
     print("Ratios, %d filters / 1 filter (same %d clients):" % (args.filters, args.filters))
     print()
-    print("| --threads | command | adds/s | CPU per add |")
-    print("|---|---|---|---|")
+    print("| --threads | command | adds/s | CPU per add | sleeps per add |")
+    print("|---|---|---|---|---|")
     for threads in thread_counts:
         for family, (_, add) in FAMILIES.items():
             one, many = med[(threads, family, "one")], med[(threads, family, "many")]
-            print("| %d | %s | %.2f× | %.2f× |" % (threads, add, many[0] / one[0],
-                                                    many[1] / one[1]))
+            print("| %d | %s | %.2f× | %.2f× | %.2f× |" % (threads, add, many[0] / one[0],
+                                                           many[1] / one[1], many[2] / one[2]))
     if len(thread_counts) > 1:
         first = thread_counts[0]
         print()

@@ -17,6 +17,7 @@ import sys
 
 GROUPS = [
     ("bf", "Bloom filters"),
+    ("cf", "Cuckoo filters"),
     ("generic", "Keys"),
     ("transactions", "Transactions"),
     ("pubsub", "Pub/Sub"),
