@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Copies every Bloom filter of a live Redis + RedisBloom into bloomery.
+"""Copies every Bloom and Cuckoo filter of a live Redis + RedisBloom into bloomery.
 
     deploy/migrate-from-redisbloom.py --from redis.internal:6379 --to bloomery.internal:6379 --verify
 
@@ -9,16 +9,24 @@ the target and gives it the source's time to live (PTTL, then PEXPIRE). The
 filter keeps RedisBloom's hashing and bits on bloomery (its hash scheme is
 "redisbloom", BF.INFO key SCHEME), so every item answers as it did, false
 positives included, and later adds land where RedisBloom would have put them.
-A filter the source changed while it was copied (its BF.INFO item count
-moved) is copied again. The source is only read.
+Then its Cuckoo filters (TYPE MBbloomCF) the same way, with CF.SCANDUMP and
+CF.LOADCHUNK: every slot, count and setting as the source holds them. A
+Cuckoo filter without items has no dump (CF.SCANDUMP answers nothing); it is
+created empty with CF.RESERVE and the source's CF.INFO settings (bucket
+count and size, expansion, max iterations); one that has more than one
+sub-filter or a deletes count is an error (RedisBloom cannot dump it
+either). A filter the source changed while it was copied (its BF.INFO or
+CF.INFO counts moved) is copied again. The source is only read.
 
---verify compares each copy with its source: BF.INFO's five fields and the
-SHA-256 of the whole BF.SCANDUMP stream (bloomery dumps a migrated filter in
-RedisBloom's own format, byte for byte the same); --sample N also asks both
-sides BF.MEXISTS for N random items and requires the same answers.
+--verify compares each copy with its source: BF.INFO's five fields or
+CF.INFO's eight, and the SHA-256 of the whole BF.SCANDUMP / CF.SCANDUMP
+stream (bloomery dumps a migrated filter in RedisBloom's own format, byte for
+byte the same); --sample N also asks both sides BF.MEXISTS / CF.MEXISTS for N
+random items and requires the same answers.
 
-Cuckoo filters (TYPE MBbloomCF) are not supported yet: they are counted and
-named, not copied. Keys that already exist on the target are an error unless
+Both commands' chunks are RedisBloom's own format both ways, so the same tool
+copies filters back from bloomery to RedisBloom (--from bloomery --to
+redis). Keys that already exist on the target are an error unless
 --replace. Progress goes to stderr about once a second (--quiet: only the
 summary).
 
@@ -41,8 +49,27 @@ import redis
 
 BLOOM_TYPE = "MBbloom--"
 CUCKOO_TYPE = "MBbloomCF"
-INFO_FIELDS = (b"Capacity", b"Size", b"Number of filters", b"Number of items inserted",
-               b"Expansion rate")
+
+
+class Kind:
+    """One kind of filter: its TYPE name, commands and INFO fields compared."""
+
+    def __init__(self, type_name, prefix, what, info_fields):
+        self.type_name = type_name
+        self.what = what
+        self.info_cmd = prefix + ".INFO"
+        self.scandump_cmd = prefix + ".SCANDUMP"
+        self.loadchunk_cmd = prefix + ".LOADCHUNK"
+        self.mexists_cmd = prefix + ".MEXISTS"
+        self.info_fields = info_fields
+
+
+BLOOM = Kind(BLOOM_TYPE, "BF", "Bloom filter",
+             (b"Capacity", b"Size", b"Number of filters", b"Number of items inserted",
+              b"Expansion rate"))
+CUCKOO = Kind(CUCKOO_TYPE, "CF", "Cuckoo filter",
+              (b"Size", b"Number of buckets", b"Number of filters", b"Number of items inserted",
+               b"Number of items deleted", b"Bucket size", b"Expansion rate", b"Max iterations"))
 
 
 class MigrationError(Exception):
@@ -88,24 +115,25 @@ def scan(conn, match, count, type_name):
             return
 
 
-def info(conn, key):
-    """BF.INFO's five fields, or None if the key is gone."""
+def info(conn, kind, key):
+    """BF.INFO's five fields or CF.INFO's eight, or None if the key is gone."""
     try:
-        reply = conn.execute_command("BF.INFO", key)
+        reply = conn.execute_command(kind.info_cmd, key)
     except redis.ResponseError as e:
         if "not found" in str(e):
             return None
         raise
     fields = dict(zip(reply[0::2], reply[1::2]))
-    return tuple(fields.get(field) for field in INFO_FIELDS)
+    return tuple(fields.get(field) for field in kind.info_fields)
 
 
-def dump(conn, key, each_chunk):
-    """Calls each_chunk(iterator, data) for the BF.SCANDUMP stream; returns its SHA-256."""
+def dump(conn, kind, key, each_chunk):
+    """Calls each_chunk(iterator, data) for the BF.SCANDUMP / CF.SCANDUMP
+    stream; returns its SHA-256."""
     digest = hashlib.sha256()
     cursor = 0
     while True:
-        cursor, data = conn.execute_command("BF.SCANDUMP", key, cursor)
+        cursor, data = conn.execute_command(kind.scandump_cmd, key, cursor)
         if cursor == 0:
             return digest.hexdigest()
         data = data or b""
@@ -114,10 +142,25 @@ def dump(conn, key, each_chunk):
         each_chunk(cursor, data)
 
 
-def copy_filter(source, target, key, replace):
-    """Copies `key` once. Returns (source BF.INFO before, bytes copied, source
+def reserve_empty_cuckoo(target, key, before):
+    """An empty Cuckoo filter (no dump to copy) made with the source's settings."""
+    fields = dict(zip(CUCKOO.info_fields, before))
+    if fields[b"Number of filters"] != 1 or fields[b"Number of items deleted"] != 0:
+        raise MigrationError("%r is an empty Cuckoo filter with %d sub-filters and %d deletes: "
+                             "it has no dump to copy (add an item to it, or recreate it)"
+                             % (name(key), fields[b"Number of filters"],
+                                fields[b"Number of items deleted"]))
+    bucket_size = fields[b"Bucket size"]
+    target.execute_command("CF.RESERVE", key, fields[b"Number of buckets"] * bucket_size,
+                           "BUCKETSIZE", bucket_size,
+                           "MAXITERATIONS", fields[b"Max iterations"],
+                           "EXPANSION", fields[b"Expansion rate"])
+
+
+def copy_filter(source, target, kind, key, replace):
+    """Copies `key` once. Returns (source INFO before, bytes copied, source
     digest), or None when the key is gone from the source."""
-    before = info(source, key)
+    before = info(source, kind, key)
     if before is None:
         return None
     ttl = source.pttl(key)
@@ -130,56 +173,60 @@ def copy_filter(source, target, key, replace):
 
     def load(cursor, data):
         try:
-            target.execute_command("BF.LOADCHUNK", key, cursor, data)
+            target.execute_command(kind.loadchunk_cmd, key, cursor, data)
         except redis.ResponseError as e:
             raise MigrationError("%r: the target refused a chunk at iterator %d: %s"
                                  % (name(key), cursor, e))
         copied[0] += len(data)
 
     try:
-        digest = dump(source, key, load)
+        digest = dump(source, kind, key, load)
     except redis.ResponseError as e:
         if "not found" in str(e):  # deleted or expired while copied
             target.delete(key)
             return None
         raise
+    if copied[0] == 0 and kind is CUCKOO:
+        reserve_empty_cuckoo(target, key, before)
     if ttl is not None and ttl > 0:
         target.pexpire(key, ttl)
     return before, copied[0], digest
 
 
-def verify(source, target, key, source_digest, sample, rng):
+def verify(source, target, kind, key, source_digest, sample, rng):
     """Raises MigrationError unless the target's copy answers as the source."""
-    source_info, target_info = info(source, key), info(target, key)
+    source_info, target_info = info(source, kind, key), info(target, kind, key)
     if target_info != source_info:
-        raise MigrationError("%r: BF.INFO differs: source %s, target %s"
-                             % (name(key), source_info, target_info))
-    target_digest = dump(target, key, lambda cursor, data: None)
+        raise MigrationError("%r: %s differs: source %s, target %s"
+                             % (name(key), kind.info_cmd, source_info, target_info))
+    target_digest = dump(target, kind, key, lambda cursor, data: None)
     if target_digest != source_digest:
-        raise MigrationError("%r: the target's BF.SCANDUMP differs from the source's" % name(key))
+        raise MigrationError("%r: the target's %s differs from the source's"
+                             % (name(key), kind.scandump_cmd))
     if sample:
         probes = ["migrate-sample:%x" % rng.getrandbits(64) for _ in range(sample)]
         for start in range(0, len(probes), 1000):
             batch = probes[start:start + 1000]
-            a = source.execute_command("BF.MEXISTS", key, *batch)
-            b = target.execute_command("BF.MEXISTS", key, *batch)
-            if list(a) != list(b):
-                raise MigrationError("%r: BF.MEXISTS answers differ for sampled items" % name(key))
+            a = source.execute_command(kind.mexists_cmd, key, *batch)
+            b = target.execute_command(kind.mexists_cmd, key, *batch)
+            if [int(x) for x in a] != [int(x) for x in b]:
+                raise MigrationError("%r: %s answers differ for sampled items"
+                                     % (name(key), kind.mexists_cmd))
 
 
-def migrate_filter(source, target, key, args, rng, attempts=3):
+def migrate_filter(source, target, kind, key, args, rng, attempts=3):
     """Copies (and verifies) one filter; returns the bytes copied (0: gone)."""
     replace = args.replace
     for _attempt in range(attempts):
-        result = copy_filter(source, target, key, replace)
+        result = copy_filter(source, target, kind, key, replace)
         if result is None:
             return 0
         before, copied, digest = result
-        # An add that reached the source while it was copied may have set
-        # bits in chunks already sent: copy again rather than lose it.
-        if info(source, key) == before:
+        # An add (or a delete) that reached the source while it was copied
+        # may have changed chunks already sent: copy again rather than lose it.
+        if info(source, kind, key) == before:
             if args.verify or args.sample:
-                verify(source, target, key, digest, args.sample, rng)
+                verify(source, target, kind, key, digest, args.sample, rng)
             return copied
         replace = True  # our own copy, now stale
     raise MigrationError("%r kept changing on the source; stop its writers and rerun with "

@@ -194,7 +194,8 @@ void cmd_reserve(Context& ctx, Args argv) {
 void cmd_exists(Context& ctx, Args argv) {
     bool present = false;
     const bool found = ctx.keyspace.with_value(argv[1], [&](const store::ValueRef& value) {
-        if (const ScalableFilter* filter = value.bloom_or_null()) present = filter->contains(argv[2]);
+        if (const ScalableFilter* filter = value.bloom_or_null())
+            present = filter->contains(argv[2]);
     });
     WorkerStats::bump(found ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
     reply_flag(ctx, present);

@@ -73,7 +73,8 @@ std::optional<std::vector<store::KeySnapshot>> live_filters(
 std::vector<const ScalableFilter*> filters_of(const std::vector<store::KeySnapshot>& snapshots) {
     std::vector<const ScalableFilter*> filters;
     filters.reserve(snapshots.size());
-    for (const store::KeySnapshot& snapshot : snapshots) filters.push_back(&snapshot.value.filter());
+    for (const store::KeySnapshot& snapshot : snapshots)
+        filters.push_back(&snapshot.value.filter());
     return filters;
 }
 

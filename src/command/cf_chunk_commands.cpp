@@ -101,13 +101,13 @@ void cmd_loadchunk(Context& ctx, Args argv) {
     }
     const std::string_view data = argv[3];
     bool loaded = false;
-    const bool found = ctx.keyspace.change_cuckoo(
-        argv[1], nullptr, data.size(),
-        [&](CuckooFilter& filter) -> std::optional<store::CuckooChange> {
-            loaded = filter.load_chunk(*pos, data);
-            if (!loaded) return std::nullopt;
-            return store::CuckooChange::chunk(*pos, data);
-        });
+    const bool found =
+        ctx.keyspace.change_cuckoo(argv[1], nullptr, data.size(),
+                                   [&](CuckooFilter& filter) -> std::optional<store::CuckooChange> {
+                                       loaded = filter.load_chunk(*pos, data);
+                                       if (!loaded) return std::nullopt;
+                                       return store::CuckooChange::chunk(*pos, data);
+                                   });
     if (!found) {
         ctx.out.error(errors::kNotFound);
     } else if (!loaded) {

@@ -153,8 +153,8 @@ struct AddRequest {
 
 // Adds one item to the filter at `key` (created with request.create when
 // missing). `refusal` holds why a new filter could not be made.
-Added add_one(Context& ctx, std::string_view key, std::string_view item,
-              const AddRequest& request, std::optional<core::Error>& refusal) {
+Added add_one(Context& ctx, std::string_view key, std::string_view item, const AddRequest& request,
+              std::optional<core::Error>& refusal) {
     const std::uint64_t hash = cuckoo::cuckoo_hash(item);
     Added added = Added::not_found;
     cuckoo::InsertRecord record;
@@ -172,7 +172,8 @@ Added add_one(Context& ctx, std::string_view key, std::string_view item,
                 return std::nullopt;
             }
             const std::uint64_t limit = cf::growth_limit(ctx, filter.bytes());
-            record = request.unique ? filter.insert_unique(hash, limit) : filter.insert(hash, limit);
+            record =
+                request.unique ? filter.insert_unique(hash, limit) : filter.insert(hash, limit);
             switch (record.status) {
                 case InsertStatus::inserted:
                     added = Added::inserted;

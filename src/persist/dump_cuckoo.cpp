@@ -34,9 +34,8 @@ core::Result<cuckoo::CuckooFilter> parse_dump_cuckoo(std::string_view payload,
     const std::string_view header = value.substr(0, cuckoo::kHeaderBytes);
     const std::string_view slots = value.substr(cuckoo::kHeaderBytes);
     // No more than the payload holds is allocated for it.
-    core::Result<cuckoo::CuckooFilter> filter =
-        cuckoo::CuckooFilter::load_header(
-            header, std::min<std::uint64_t>(max_bytes, slots.size() + cuckoo::kMaxBookkeepingBytes));
+    core::Result<cuckoo::CuckooFilter> filter = cuckoo::CuckooFilter::load_header(
+        header, std::min<std::uint64_t>(max_bytes, slots.size() + cuckoo::kMaxBookkeepingBytes));
     if (!filter) return core::Error{"Cuckoo filter header: " + filter.error()};
     if (filter->capacity() != slots.size()) {
         return core::Error{std::to_string(slots.size()) + " bytes of slots for a filter of " +

@@ -109,8 +109,7 @@ store::EncodedRecord Journal::encode_cuckoo_created(std::string_view key,
     return journal_cuckoo::created(key, filter, id, seq, expire_at_ms);
 }
 
-store::EncodedRecord Journal::reserve_cuckoo_change(std::size_t max_moves,
-                                                    std::size_t data_bytes) {
+store::EncodedRecord Journal::reserve_cuckoo_change(std::size_t max_moves, std::size_t data_bytes) {
     return journal_cuckoo::reserve(max_moves, data_bytes);
 }
 

@@ -101,7 +101,8 @@ core::Status Applier::remove(const Decoded& d) {
 }
 
 core::Status Applier::cuckoo_create(const Decoded& d) {
-    core::Result<cuckoo::CuckooFilter> filter = cuckoo::CuckooFilter::load_header(d.data, cuckoo::kNoLimit);
+    core::Result<cuckoo::CuckooFilter> filter =
+        cuckoo::CuckooFilter::load_header(d.data, cuckoo::kNoLimit);
     if (!filter) return core::Error{"CF-CREATE record: " + filter.error()};
     cuckoo::CuckooRef object = cuckoo::CuckooObject::make(std::move(*filter), d.seq);
     object->set_id(d.filter_id);

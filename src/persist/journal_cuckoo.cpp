@@ -85,8 +85,7 @@ store::EncodedRecord created(std::string_view key, const cuckoo::CuckooFilter& f
                              std::uint64_t id, std::uint64_t seq, std::int64_t expire_at_ms) {
     const std::string header = filter.header();
     return journal_encode::encode_block(
-        jf::kCuckooCreate, 4 + key.size() + 8 + 8 + 8 + 4 + header.size(),
-        [&](unsigned char* out) {
+        jf::kCuckooCreate, 4 + key.size() + 8 + 8 + 8 + 4 + header.size(), [&](unsigned char* out) {
             out = journal_encode::put_bytes(out, key);
             put_u64(out, static_cast<std::uint64_t>(expire_at_ms));
             put_u64(out + 8, id);
@@ -96,9 +95,8 @@ store::EncodedRecord created(std::string_view key, const cuckoo::CuckooFilter& f
 }
 
 store::EncodedRecord reserve(std::size_t max_moves, std::size_t data_bytes) {
-    const std::size_t most =
-        kChangeHeader +
-        std::max({kInsertBytes + kMoveBytes * max_moves, kRemoveBytes, kChunkBytes + data_bytes});
+    const std::size_t most = kChangeHeader + std::max({kInsertBytes + kMoveBytes * max_moves,
+                                                       kRemoveBytes, kChunkBytes + data_bytes});
     journal_encode::check_body_size(most);
     auto block = std::make_unique<store::RecordBlock>();
     block->bytes.reserve(jf::kRecordOverhead + most);

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "bloomery/bloom/scalable_filter.hpp"
-#include "journal_format.hpp"
 #include "journal_cuckoo.hpp"
+#include "journal_format.hpp"
 #include "journal_records.hpp"
 #include "snapshot_format.hpp"
 
@@ -143,8 +143,7 @@ core::Result<Decoded> decode(const Record& record) {
             break;
         case jf::kCuckooChange:
             // The whole body; the applier parses it (journal_cuckoo.hpp).
-            d.data = std::string_view(reinterpret_cast<const char*>(record.body),
-                                      record.body_size);
+            d.data = std::string_view(reinterpret_cast<const char*>(record.body), record.body_size);
             if (journal_cuckoo::well_formed(d.data)) return d;
             break;
         default:

@@ -66,7 +66,10 @@ constexpr std::uint32_t kNewestVersion = 12;  // Redis 7.4
 // RedisBloom's Bloom filter type, and the newest encoding it writes (2.x: 4).
 constexpr std::string_view kBloomType = "MBbloom--";
 constexpr std::uint32_t kBloomNewestEncoding = 4;
+// RedisBloom's Cuckoo filter type, and the newest encoding it writes (2.x:
+// 4; 0 to 3 have no deletes count, bucket size, iterations or expansion).
 constexpr std::string_view kCuckooType = "MBbloomCF";
+constexpr std::uint32_t kCuckooNewestEncoding = 4;
 // LZF output per input byte at most: a 3-byte back reference copies 264.
 constexpr std::uint64_t kMaxLzfExpansion = 88;
 

@@ -1,4 +1,4 @@
-// `bloomery --import-rdb`: the Bloom filters of a Redis RDB file (read by
+// `bloomery --import-rdb`: the Bloom and Cuckoo filters of a Redis RDB file (read by
 // rdb_reader.cpp) loaded into a keyspace of their own and written as the
 // data directory's new snapshot, with a report of what was imported and
 // what stayed behind.
@@ -43,7 +43,7 @@ core::Status check_import_target(const core::Config& config) {
 }
 
 // The report's lines for what was read: the file, the filters imported and
-// skipped, and the values that are not Bloom filters.
+// skipped, and the values that are neither Bloom nor Cuckoo filters.
 std::string describe_import(const std::string& rdb_path, const RdbImportStats& stats,
                             const std::string& warnings) {
     std::string report = "file: " + rdb_path + "\n";
@@ -53,8 +53,10 @@ std::string describe_import(const std::string& rdb_path, const RdbImportStats& s
     report += warnings;
     report += "Bloom filters imported: " + std::to_string(stats.filters) + " (" +
               std::to_string(stats.with_deadline) + " with a TTL)\n";
-    report += "Bloom filters skipped: " + std::to_string(stats.expired_skipped) + " expired, " +
-              std::to_string(stats.other_databases) + " outside database 0\n";
+    report += "Cuckoo filters imported: " + std::to_string(stats.cuckoo_filters) + " (" +
+              std::to_string(stats.cuckoo_with_deadline) + " with a TTL)\n";
+    report += "Bloom and Cuckoo filters skipped: " + std::to_string(stats.expired_skipped) +
+              " expired, " + std::to_string(stats.other_databases) + " outside database 0\n";
     std::uint64_t skipped = 0;
     std::string by_type;
     for (const auto& [type, n] : stats.skipped) {
@@ -62,9 +64,9 @@ std::string describe_import(const std::string& rdb_path, const RdbImportStats& s
         by_type += (by_type.empty() ? "" : ", ") + type + " " + std::to_string(n);
     }
     if (skipped != 0) {
-        // bloomery holds Bloom filters only: say what stays behind.
+        // bloomery holds Bloom and Cuckoo filters only: say what stays behind.
         report += "warning: skipped " + std::to_string(skipped) +
-                  " values that are not Bloom filters (by type: " + by_type + ")\n";
+                  " values that are neither Bloom nor Cuckoo filters (by type: " + by_type + ")\n";
     }
     report += "other values skipped: " + std::to_string(skipped) + "\n";
     return report;
@@ -89,11 +91,16 @@ RdbImportReport import_rdb(const std::string& rdb_path, const core::Config& conf
                                         std::int64_t deadline) {
         keyspace.put(key, std::move(filter), deadline);
     };
+    const RdbCuckooSink on_cuckoo = [&](const std::string& key, cuckoo::CuckooRef filter,
+                                        std::int64_t deadline) {
+        keyspace.put(key, std::move(filter), deadline);
+    };
     const RdbWarningSink warn = [&](const std::string& warning) {
         warnings += "warning: " + warning + "\n";
     };
-    const core::Result<RdbImportStats> stats = read_rdb(
-        std::span<const unsigned char>(file.data(), file.size()), store::now_ms(), on_filter, warn);
+    const core::Result<RdbImportStats> stats =
+        read_rdb(std::span<const unsigned char>(file.data(), file.size()), store::now_ms(),
+                 on_filter, warn, on_cuckoo);
     if (!stats) {
         result.status = core::Error{rdb_path + ": " + stats.error()};
         return result;

@@ -1,7 +1,8 @@
 // Module values in an RDB image: RedisBloom's Bloom filter value is what
 // its BFRdbSave writes through the module serialization opcodes (RedisBloom
-// src/rebloom.c), read as BFRdbLoad reads it; any other module's value is
-// read through its opcodes and skipped.
+// src/rebloom.c), read as BFRdbLoad reads it; any other module's value but
+// RedisBloom's Cuckoo filter (rdb_cuckoo.cpp) is read through its opcodes
+// and skipped.
 
 #include "rdb_module.hpp"
 
@@ -54,42 +55,36 @@ void skip_module_fields(Cursor& in, const std::string& name) {
     }
 }
 
-// RedisBloom's value: the module opcodes of one field after another.
-class BloomValueReader::Fields {
-public:
-    explicit Fields(Cursor& in) : in_(in) {}
-    std::uint64_t unsigned_field(const char* what) {
-        expect(kModuleUint, what);
-        return in_.length(what);
-    }
-    double double_field(const char* what) {
-        expect(kModuleDouble, what);
-        return in_.f64(what);
-    }
-    // A view into the file, or into `scratch` when the string had to be
-    // decoded (LZF, an integer).
-    std::string_view string_field(const char* what, std::string& scratch) {
-        expect(kModuleString, what);
-        return in_.string_bytes(what, scratch);
-    }
-    void end(const char* type) {
-        const std::uint64_t at = in_.offset();
-        if (in_.length("module value end") != kModuleEof) {
-            in_.fail(at, std::string("the ") + type + " value does not end where it should");
-        }
-    }
+std::uint64_t ModuleFields::unsigned_field(const char* what) {
+    expect(kModuleUint, what);
+    return in_.length(what);
+}
 
-private:
-    void expect(std::uint64_t opcode, const char* what) {
-        const std::uint64_t at = in_.offset();
-        const std::uint64_t got = in_.length(what);
-        if (got != opcode) {
-            in_.fail(at, std::string("module opcode ") + std::to_string(got) + " where " + what +
-                             " (opcode " + std::to_string(opcode) + ") was expected");
-        }
+double ModuleFields::double_field(const char* what) {
+    expect(kModuleDouble, what);
+    return in_.f64(what);
+}
+
+std::string_view ModuleFields::string_field(const char* what, std::string& scratch) {
+    expect(kModuleString, what);
+    return in_.string_bytes(what, scratch);
+}
+
+void ModuleFields::end(const char* type) {
+    const std::uint64_t at = in_.offset();
+    if (in_.length("module value end") != kModuleEof) {
+        in_.fail(at, std::string("the ") + type + " value does not end where it should");
     }
-    Cursor& in_;
-};
+}
+
+void ModuleFields::expect(std::uint64_t opcode, const char* what) {
+    const std::uint64_t at = in_.offset();
+    const std::uint64_t got = in_.length(what);
+    if (got != opcode) {
+        in_.fail(at, std::string("module opcode ") + std::to_string(got) + " where " + what +
+                         " (opcode " + std::to_string(opcode) + ") was expected");
+    }
+}
 
 // BFRdbLoad, encodings 0 to 4, checked as RedisBloom checks a loaded chain
 // and then against bloomery's bounds before anything is allocated.

@@ -1,14 +1,17 @@
 #pragma once
 // Module values in an RDB image (rdb_module.cpp): their type names, the
 // module opcodes of a value read through and skipped
-// (rdbLoadCheckModuleValue), and RedisBloom's Bloom filter value
-// (`MBbloom--`) decoded as its BFRdbLoad reads it (RedisBloom src/rebloom.c).
+// (rdbLoadCheckModuleValue), RedisBloom's Bloom filter value (`MBbloom--`)
+// decoded as its BFRdbLoad reads it, and its Cuckoo filter value
+// (`MBbloomCF`, rdb_cuckoo.cpp) as its CFRdbLoad reads it (RedisBloom
+// src/rebloom.c).
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "bloomery/bloom/scalable_filter.hpp"
+#include "bloomery/cuckoo/cuckoo_object.hpp"
 #include "rdb_cursor.hpp"
 
 namespace bloomery::persist::rdb {
@@ -21,6 +24,24 @@ std::string module_type_name(std::uint64_t id);
 // does not load, up to its end marker.
 void skip_module_fields(Cursor& in, const std::string& name);
 
+// A RedisBloom value: the module opcodes of one field after another, each
+// checked to be the kind of field expected.
+class ModuleFields {
+public:
+    explicit ModuleFields(Cursor& in) : in_(in) {}
+    std::uint64_t unsigned_field(const char* what);
+    double double_field(const char* what);
+    // A view into the file, or into `scratch` when the string had to be
+    // decoded (LZF, an integer).
+    std::string_view string_field(const char* what, std::string& scratch);
+    // The value's end marker, `type` naming the value when it is missing.
+    void end(const char* type);
+
+private:
+    void expect(std::uint64_t opcode, const char* what);
+    Cursor& in_;
+};
+
 // RedisBloom's Bloom filter values, read one after another from one image.
 class BloomValueReader {
 public:
@@ -32,7 +53,7 @@ public:
     bloom::FilterRef read(std::uint64_t at, std::uint32_t encoding);
 
 private:
-    class Fields;
+    using Fields = ModuleFields;
     // The chain's head: its item count, its sub-filter count, and the
     // options every sub-filter shares.
     struct Chain {
@@ -56,5 +77,11 @@ private:
     std::string scratch_;               // a decoded bit array
     std::vector<std::uint64_t> words_;  // words on their way into a layer
 };
+
+// RedisBloom's Cuckoo filter value (`MBbloomCF`, at `at`, in `encoding` 0
+// to 4) as CFRdbLoad reads it, refused unless it is a filter RedisBloom's
+// own checks (CF.LOADCHUNK's) and bloomery's accept. Allocates no more
+// than the bytes left in the image can hold, decompressed.
+cuckoo::CuckooRef read_cuckoo_value(Cursor& in, std::uint64_t at, std::uint32_t encoding);
 
 }  // namespace bloomery::persist::rdb

@@ -1,7 +1,8 @@
 // The RDB reader of `bloomery --import-rdb` (include/bloomery/persist/
 // rdb_import.hpp): the file's opcodes, keys and values in Redis's format
 // (src/rdb.c, src/rdb.h), every value type Redis 7 writes read through and
-// skipped, RedisBloom's Bloom filters handed over (rdb_module.hpp).
+// skipped, RedisBloom's Bloom and Cuckoo filters handed over
+// (rdb_module.hpp).
 
 #include <cstring>
 #include <new>
@@ -48,13 +49,23 @@ std::string type_name(std::uint8_t type) {
 }
 
 // One pass over a whole image: its header, then opcode after opcode up to
-// EOF and the checksum, each key's value loaded (a RedisBloom Bloom filter)
-// or read through and counted by type.
+// EOF and the checksum, each key's value loaded (a RedisBloom Bloom or
+// Cuckoo filter) or read through and counted by type.
 class RdbReader {
 public:
-    RdbReader(std::span<const unsigned char> bytes, std::int64_t now_ms,
-              const RdbFilterSink& on_filter, const RdbWarningSink& warn, RdbImportStats& stats)
-        : in_(bytes), now_ms_(now_ms), on_filter_(on_filter), warn_(warn), stats_(stats) {}
+    struct Sinks {
+        const RdbFilterSink& on_filter;
+        const RdbCuckooSink& on_cuckoo;
+        const RdbWarningSink& warn;
+    };
+    RdbReader(std::span<const unsigned char> bytes, std::int64_t now_ms, const Sinks& sinks,
+              RdbImportStats& stats)
+        : in_(bytes),
+          now_ms_(now_ms),
+          on_filter_(sinks.on_filter),
+          on_cuckoo_(sinks.on_cuckoo),
+          warn_(sinks.warn),
+          stats_(stats) {}
 
     void read() {
         read_header();
@@ -169,50 +180,53 @@ private:
             const std::uint64_t id_at = in_.offset();
             const std::uint64_t id = in_.length("a module type id");
             const std::string name = module_type_name(id);
+            const auto encoding = static_cast<std::uint32_t>(id & 1023);
             if (name == kBloomType) {
-                bloom::FilterRef filter =
-                    bloom_values_.read(id_at, static_cast<std::uint32_t>(id & 1023));
-                take_filter(at, std::move(key), std::move(filter), database, deadline);
+                bloom::FilterRef filter = bloom_values_.read(id_at, encoding);
+                if (!admit(at, key, "Bloom filter", database, deadline)) return;
+                ++stats_.filters;
+                if (deadline != 0) ++stats_.with_deadline;
+                if (on_filter_) on_filter_(std::move(key), std::move(filter), deadline);
+                return;
+            }
+            if (name == kCuckooType) {
+                cuckoo::CuckooRef filter = read_cuckoo_value(in_, id_at, encoding);
+                if (!admit(at, key, "Cuckoo filter", database, deadline)) return;
+                ++stats_.cuckoo_filters;
+                if (deadline != 0) ++stats_.cuckoo_with_deadline;
+                if (on_cuckoo_) on_cuckoo_(std::move(key), std::move(filter), deadline);
                 return;
             }
             skip_module_fields(in_, name);
-            count_skipped(name, key, database);
+            ++stats_.skipped[name];
             return;
         }
         if (type == kTypeModulePreGa) {
             in_.fail(at, "pre-release module value format (Redis 4.0 RC) is not supported");
         }
         skip_value(at, type);
-        count_skipped(type_name(type), key, database);
+        ++stats_.skipped[type_name(type)];
     }
 
-    void count_skipped(const std::string& type, const std::string& key, std::uint64_t database) {
-        ++stats_.skipped[type];
-        if (type == kCuckooType && warn_) {
-            warn_("key " + format::printable_key(key) + " in database " + std::to_string(database) +
-                  " is a Cuckoo filter: not supported yet, skipped");
-        }
-    }
-
-    void take_filter(std::uint64_t at, std::string key, bloom::FilterRef filter,
-                     std::uint64_t database, std::int64_t deadline) {
+    // Whether a filter (`kind`) read under `key` is handed over: in database
+    // 0, not expired, and its key not seen before (else the file is refused).
+    bool admit(std::uint64_t at, const std::string& key, const char* kind, std::uint64_t database,
+               std::int64_t deadline) {
         if (database != 0) {
             ++stats_.other_databases;
             if (warn_) {
-                warn_("Bloom filter " + format::printable_key(key) + " is in database " +
+                warn_(std::string(kind) + " " + format::printable_key(key) + " is in database " +
                       std::to_string(database) + ": bloomery serves database 0 only, skipped");
             }
-            return;
+            return false;
         }
         if (deadline < 0) in_.fail(at, "negative expire time");
         if (deadline != 0 && deadline <= now_ms_) {
             ++stats_.expired_skipped;
-            return;
+            return false;
         }
         if (!keys_.insert(key).second) in_.fail(at, "duplicate key " + format::printable_key(key));
-        ++stats_.filters;
-        if (deadline != 0) ++stats_.with_deadline;
-        if (on_filter_) on_filter_(std::move(key), std::move(filter), deadline);
+        return true;
     }
 
     // A count that says how many elements follow; each is at least a byte,
@@ -333,6 +347,7 @@ private:
     Cursor in_;
     std::int64_t now_ms_;
     const RdbFilterSink& on_filter_;
+    const RdbCuckooSink& on_cuckoo_;
     const RdbWarningSink& warn_;
     RdbImportStats& stats_;
     std::unordered_set<std::string> keys_;
@@ -343,10 +358,11 @@ private:
 }  // namespace rdb
 
 core::Result<RdbImportStats> read_rdb(std::span<const unsigned char> bytes, std::int64_t now_ms,
-                                      const RdbFilterSink& on_filter, const RdbWarningSink& warn) {
+                                      const RdbFilterSink& on_filter, const RdbWarningSink& warn,
+                                      const RdbCuckooSink& on_cuckoo) {
     RdbImportStats stats;
     try {
-        rdb::RdbReader reader(bytes, now_ms, on_filter, warn, stats);
+        rdb::RdbReader reader(bytes, now_ms, {on_filter, on_cuckoo, warn}, stats);
         reader.read();
         return stats;
     } catch (const rdb::Failure& failure) {

@@ -258,9 +258,8 @@ private:
         std::string header(cuckoo::kHeaderBytes, '\0');
         read_exact(header.data(), header.size());
         // Allocates no more than the file still holds.
-        core::Result<cuckoo::CuckooFilter> filter =
-            cuckoo::CuckooFilter::load_header(header,
-                                              in_.remaining() + cuckoo::kMaxBookkeepingBytes);
+        core::Result<cuckoo::CuckooFilter> filter = cuckoo::CuckooFilter::load_header(
+            header, in_.remaining() + cuckoo::kMaxBookkeepingBytes);
         if (!filter) fail_at(at, "Cuckoo filter header refused: " + filter.error());
         std::vector<char> piece;
         std::int64_t end = 1;

@@ -53,10 +53,8 @@ Keyspace::Probe Keyspace::probe_unlocked(const Shard& shard, std::string_view ke
     return Probe::found;
 }
 
-const ValueRef* Keyspace::find_live(const Shard& shard,
-                                           std::shared_lock<std::shared_mutex>& lock,
-                                           std::string_view key, std::uint64_t hash,
-                                           Use use) const {
+const ValueRef* Keyspace::find_live(const Shard& shard, std::shared_lock<std::shared_mutex>& lock,
+                                    std::string_view key, std::uint64_t hash, Use use) const {
     const std::size_t slot = table_.find_slot(shard, key, hash);
     if (slot == ShardTable::kNotFound) return nullptr;
     const Node* node = table_.node_at(shard, slot);

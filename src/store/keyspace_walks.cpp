@@ -174,8 +174,8 @@ KeyspaceView Keyspace::view(ViewFor purpose) const {
     // them until the journal after it has been redone.
     for (const Shard& shard : table_.shards()) {
         table_.for_each(shard, [&](const Node& node) {
-            view.entries_.push_back(KeyspaceView::Entry{view.keys_.size(), node.key_size,
-                                                        node.deadline(), node.value});
+            view.entries_.push_back(
+                KeyspaceView::Entry{view.keys_.size(), node.key_size, node.deadline(), node.value});
             view.keys_.append(node.key());
         });
     }

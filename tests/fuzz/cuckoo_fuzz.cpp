@@ -52,8 +52,8 @@ std::string bytes_of(const CuckooFilter& filter) {
 void check_scandump_round_trip(const CuckooFilter& filter) {
     if (filter.num_items() == 0) return;  // RedisBloom dumps nothing then
     const bloomery::cuckoo::DumpChunk head = filter.scandump(0);
-    bloomery::core::Result<CuckooFilter> copy =
-        CuckooFilter::load_header(head.data, filter.bytes() + bloomery::cuckoo::kMaxBookkeepingBytes);
+    bloomery::core::Result<CuckooFilter> copy = CuckooFilter::load_header(
+        head.data, filter.bytes() + bloomery::cuckoo::kMaxBookkeepingBytes);
     require(copy.ok(), "a filter's own header loads");
     for (std::int64_t pos = head.next;;) {
         const bloomery::cuckoo::DumpChunk chunk = filter.scandump(pos, 1000);
@@ -78,9 +78,9 @@ void run_operations(CuckooFilter& filter, const std::uint8_t* data, std::size_t 
         switch (data[i] & 3) {
             case 0:
             case 1: {
-                const bloomery::cuckoo::InsertRecord record = (data[i] & 3) == 0
-                                                                  ? filter.insert(hash, kMaxBytes)
-                                                                  : filter.insert_unique(hash, kMaxBytes);
+                const bloomery::cuckoo::InsertRecord record =
+                    (data[i] & 3) == 0 ? filter.insert(hash, kMaxBytes)
+                                       : filter.insert_unique(hash, kMaxBytes);
                 if (record.status == bloomery::cuckoo::InsertStatus::inserted) ++present[item];
                 require(before.apply(record), "an insert's record applies");
                 break;

@@ -34,7 +34,8 @@ cuckoo::CuckooParams small_params() {
 }
 
 void reserve(Keyspace& keyspace, const std::string& key) {
-    ASSERT_TRUE(keyspace.insert_new(key, CuckooObject::make(*CuckooFilter::create(small_params()))));
+    ASSERT_TRUE(
+        keyspace.insert_new(key, CuckooObject::make(*CuckooFilter::create(small_params()))));
 }
 
 // CF.ADD as the server runs it; whether it was inserted.
@@ -65,11 +66,11 @@ bool cf_del(Keyspace& keyspace, const std::string& key, const std::string& item)
 }
 
 void cf_compact(Keyspace& keyspace, const std::string& key) {
-    EXPECT_TRUE(keyspace.change_cuckoo(key, nullptr, 0,
-                                       [](CuckooFilter& f) -> std::optional<CuckooChange> {
-                                           f.compact(true);
-                                           return CuckooChange::compacted();
-                                       }));
+    EXPECT_TRUE(
+        keyspace.change_cuckoo(key, nullptr, 0, [](CuckooFilter& f) -> std::optional<CuckooChange> {
+            f.compact(true);
+            return CuckooChange::compacted();
+        }));
 }
 
 std::uint64_t changes_of(const Keyspace& keyspace, const std::string& key) {
@@ -81,7 +82,8 @@ TEST(CuckooJournal, InsertsRelocationsGrowthDeletesAndCompactionsReplayExactly) 
     Journaled live(dir, FsyncPolicy::always);
     reserve(live.keyspace, "c");
     for (int i = 0; i < 600; ++i) cf_add(live.keyspace, "c", "item" + std::to_string(i));
-    for (int i = 0; i < 600; i += 3) EXPECT_TRUE(cf_del(live.keyspace, "c", "item" + std::to_string(i)));
+    for (int i = 0; i < 600; i += 3)
+        EXPECT_TRUE(cf_del(live.keyspace, "c", "item" + std::to_string(i)));
     cf_compact(live.keyspace, "c");
     for (int i = 600; i < 700; ++i) cf_add(live.keyspace, "c", "item" + std::to_string(i));
     EXPECT_GT(live.keyspace.get("c")->value.cuckoo().lock().filter().num_filters(), 3);

@@ -322,8 +322,8 @@ TEST(KeyspaceRestore, ReplayRebuildsRestoredAndCopiedFiltersBitForBit) {
     ASSERT_TRUE(live.keyspace.restore("rb", rb));
     // COPY's filter: taken from "restored", which then takes more adds that
     // the copy must not have, live or replayed.
-    const FilterRef copy =
-        ScalableFilter::copy_of(live.keyspace.get("restored")->value.filter(), source->num_layers());
+    const FilterRef copy = ScalableFilter::copy_of(live.keyspace.get("restored")->value.filter(),
+                                                   source->num_layers());
     ASSERT_TRUE(live.keyspace.restore("copy", copy));
     std::vector<bloom::AddResult> results;
     const std::vector<std::string> more = {"late-1", "late-2", "late-3"};
@@ -347,7 +347,8 @@ TEST(KeyspaceRestore, ReplayRebuildsRestoredAndCopiedFiltersBitForBit) {
     for (const char* key : {"restored", "rb", "copy", "empty"}) {
         SCOPED_TRACE(key);
         ASSERT_TRUE(replayed.get(key));
-        expect_same_filter(live.keyspace.get(key)->value.filter(), replayed.get(key)->value.filter());
+        expect_same_filter(live.keyspace.get(key)->value.filter(),
+                           replayed.get(key)->value.filter());
         EXPECT_EQ(replayed.get(key)->expire_at_ms, live.keyspace.get(key)->expire_at_ms);
     }
     EXPECT_EQ(replayed.expiry("restored"), later);

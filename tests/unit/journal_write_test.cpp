@@ -232,7 +232,8 @@ TEST(Journal, ThreadsBeyondTheBuffersShareOneAndReplayExactly) {
     replay_into(dir, replayed);
     expect_exact_replay(live.keyspace, replayed);
     for (int t = 0; t < kThreads; ++t) {
-        EXPECT_TRUE(replayed.get("k" + std::to_string(t % 5))->value.filter().contains(std::to_string(t)));
+        EXPECT_TRUE(
+            replayed.get("k" + std::to_string(t % 5))->value.filter().contains(std::to_string(t)));
     }
 }
 
@@ -325,7 +326,8 @@ TEST(Journal, ConcurrentAddersAndSnapshotsRestartExactly) {
     for (int t = 0; t < kThreads; ++t) {
         for (int i = 0; i < kPerThread; ++i) {
             const std::string item = std::to_string(t) + ":" + std::to_string(i);
-            missing += restarted.get(i % 5 == 0 ? "small" : "hot")->value.filter().contains(item) ? 0 : 1;
+            missing +=
+                restarted.get(i % 5 == 0 ? "small" : "hot")->value.filter().contains(item) ? 0 : 1;
         }
     }
     EXPECT_EQ(missing, 0);

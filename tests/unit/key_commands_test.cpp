@@ -299,7 +299,8 @@ TEST_F(KeyCommands, CopyMakesAnIndependentFilterWithTheDeadline) {
     EXPECT_THAT(run({"COPY", "src", "dst", "DB", "0"}), IsInt(1));
     EXPECT_EQ(scandump_of("dst"), scandump_of("src"));
     EXPECT_EQ(run({"PEXPIRETIME", "dst"}), run({"PEXPIRETIME", "src"}));
-    EXPECT_NE(keyspace.get("dst")->value.bloom_or_null(), keyspace.get("src")->value.bloom_or_null());
+    EXPECT_NE(keyspace.get("dst")->value.bloom_or_null(),
+              keyspace.get("src")->value.bloom_or_null());
     ASSERT_THAT(run({"BF.ADD", "src", "only-in-src"}), IsInt(1));
     EXPECT_THAT(run({"BF.EXISTS", "dst", "only-in-src"}), IsInt(0));
     EXPECT_THAT(run({"COPY", "src", "dst"}), IsInt(0));

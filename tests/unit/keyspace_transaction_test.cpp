@@ -130,7 +130,8 @@ TEST(KeyspaceTransaction, TransactionsOnOverlappingShardsRunOneAfterTheOther) {
     std::thread reader([&] {
         while (!stop.load()) {
             Keyspace::Transaction transaction = keyspace.begin_transaction(keys);
-            if (keyspace.get("a")->value.filter().items() != keyspace.get("b")->value.filter().items()) {
+            if (keyspace.get("a")->value.filter().items() !=
+                keyspace.get("b")->value.filter().items()) {
                 mismatches.fetch_add(1);
             }
         }

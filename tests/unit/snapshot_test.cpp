@@ -57,8 +57,8 @@ TEST(SnapshotStream, SendsWhatASaveWritesAndStopsWhenTheReceiverGoes) {
     Keyspace loaded(8);
     const core::Result<LoadStats> read = load_snapshot(dir.file("streamed"), loaded);
     ASSERT_TRUE(read.ok()) << read.error();
-    expect_same_filter(keyspace.get("crawler")->value.filter(), loaded.get("crawler")->value.filter(), "url-",
-                       2000);
+    expect_same_filter(keyspace.get("crawler")->value.filter(),
+                       loaded.get("crawler")->value.filter(), "url-", 2000);
 
     std::size_t accepted = 0;
     const core::Result<SaveStats> cut = stream_snapshot(
@@ -142,7 +142,8 @@ TEST(SnapshotRoundTrip, ManyKeysAcrossShards) {
             ASSERT_EQ(words_of(filters[k]->layer(i)), words_of(entry->value.filter().layer(i)));
         }
         for (int i = 0; i < k % 25; ++i) {
-            ASSERT_TRUE(entry->value.filter().contains("k" + std::to_string(k) + "-" + std::to_string(i)));
+            ASSERT_TRUE(
+                entry->value.filter().contains("k" + std::to_string(k) + "-" + std::to_string(i)));
         }
     }
 }

@@ -170,7 +170,8 @@ inline constexpr std::string_view kNonScalingExpansion = "Nonscaling filters can
 inline constexpr std::string_view kNonScalingFull = "ERR non scaling filter is full";
 // The CF.* family's (RedisBloom 2.4's texts, prefixes as it sends them).
 inline constexpr std::string_view kCuckooBadCapacity = "Bad capacity";
-inline constexpr std::string_view kCuckooSmallCapacity = "Capacity must be at least (BucketSize * 2)";
+inline constexpr std::string_view kCuckooSmallCapacity =
+    "Capacity must be at least (BucketSize * 2)";
 inline constexpr std::string_view kCuckooUnknownArgument = "Unknown argument received";
 inline constexpr std::string_view kCuckooFull = "Filter is full";
 inline constexpr std::string_view kCuckooGrowFailed = "Memory allocation failure";

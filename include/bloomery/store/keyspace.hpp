@@ -481,8 +481,7 @@ private:
     // Looks `key` up in `shard` under `lock`, a shared lock on it. An expired
     // entry is reaped (releasing the lock) and reported missing.
     const ValueRef* find_live(const Shard& shard, std::shared_lock<std::shared_mutex>& lock,
-                              std::string_view key, std::uint64_t hash,
-                              Use use = Use::look) const;
+                              std::string_view key, std::uint64_t hash, Use use = Use::look) const;
     // Erases `key` if it is still expired (a lookup found it so), with a DEL
     // record; true if it did. Takes the shard's exclusive lock.
     bool reap(std::string_view key, std::uint64_t hash) const;

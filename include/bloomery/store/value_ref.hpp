@@ -41,7 +41,9 @@ public:
     ~ValueRef() { release(); }
 
     explicit operator bool() const { return bits_ != 0; }
-    ValueKind kind() const { return (bits_ & kCuckooBit) != 0 ? ValueKind::cuckoo : ValueKind::bloom; }
+    ValueKind kind() const {
+        return (bits_ & kCuckooBit) != 0 ? ValueKind::cuckoo : ValueKind::bloom;
+    }
     // The value if it is of that kind, else null (no exception).
     bloom::ScalableFilter* bloom_or_null() const {
         return kind() == ValueKind::bloom ? bloom_pointer() : nullptr;
@@ -83,7 +85,8 @@ private:
         return object == nullptr ? 0 : reinterpret_cast<std::uintptr_t>(object) | kCuckooBit;
     }
     bloom::ScalableFilter* bloom_pointer() const {
-        return reinterpret_cast<bloom::ScalableFilter*>(bits_);  // NOLINT(performance-no-int-to-ptr)
+        return reinterpret_cast<bloom::ScalableFilter*>(
+            bits_);  // NOLINT(performance-no-int-to-ptr)
     }
     cuckoo::CuckooObject* cuckoo_pointer() const {
         // NOLINTNEXTLINE(performance-no-int-to-ptr)
