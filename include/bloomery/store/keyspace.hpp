@@ -1,7 +1,7 @@
 #pragma once
-// The keyspace: a map from key name to Bloom filter, sharded by a hash of the
-// key, one reader/writer lock per shard, so clients using different filters do
-// not contend.
+// The keyspace: a map from key name to filter (a Bloom or a Cuckoo filter:
+// value_ref.hpp), sharded by a hash of the key, one reader/writer lock per
+// shard, so clients using different filters do not contend.
 //
 // Keyspace is the store's one entry point, a facade over parts that each do
 // one thing (each header says how):
@@ -375,7 +375,7 @@ public:
     struct Counts {
         std::size_t keys = 0;
         std::size_t with_expiry = 0;
-        std::uint64_t items = 0;  // every filter's items inserted, summed
+        std::uint64_t items = 0;  // every Bloom filter's items inserted, summed
     };
     // Keys, and how many of them have a deadline, as Redis counts them: keys
     // past their deadline that no lookup or expiry cycle has erased yet are
