@@ -193,6 +193,34 @@ class TwoNodes(TwoNodeCluster):
             cluster.close()
 
 
+    def test_a_cuckoo_filter_moves_with_its_slot(self):
+        key = "{%s}cf" % self.tag
+        self.a.execute_command("CF.RESERVE", key, 64, "EXPANSION", 2)
+        pipe = self.a.pipeline(transaction=False)
+        for i in range(300):
+            pipe.execute_command("CF.ADD", key, "i%d" % i)
+        pipe.execute()
+        self.assertEqual(self.a.execute_command("CF.DEL", key, "i7"), 1)
+        payload = self.a.dump(key)
+        self.open_slot()
+        self.assertEqual(self.a.execute_command("MIGRATE", "127.0.0.1", self.ports[1], "", 0,
+                                                5000, "KEYS", key), b"OK")
+        # Gone from a, which sends its clients to b for it; b serves it.
+        self.assertIn("ASK", self.error(self.a, "CF.ADD", key, "late"))
+        self.assertEqual(self.asking(self.b, "CF.EXISTS", key, "i1"), 1)
+        self.b.execute_command("CLUSTER", "SETSLOT", self.slot, "NODE", self.b_id)
+        self.a.execute_command("CLUSTER", "SETSLOT", self.slot, "NODE", self.b_id)
+        self.assertEqual(self.b.dump(key), payload)
+        self.assertEqual(self.b.type(key), b"MBbloomCF")
+        self.assertIn("MOVED", self.error(self.a, "CF.EXISTS", key, "i1"))
+        cluster = RedisCluster(host="127.0.0.1", port=self.ports[0])
+        try:
+            self.assertEqual(cluster.execute_command("CF.EXISTS", key, "i299"), 1)
+            self.assertEqual(cluster.execute_command("CF.COUNT", key, "i7"), 0)
+        finally:
+            cluster.close()
+
+
 class HotFilterMoves(TwoNodeCluster):
     """A filter that takes adds without pause while MIGRATE copies it (a
     crawler's): re-sending it alone would never catch up, so its writes are
