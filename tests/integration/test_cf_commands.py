@@ -489,14 +489,6 @@ class Dump(CfTestCase):
 
 
 class Types(CfTestCase):
-    def test_acl_category_cuckoo_holds_the_cf_commands(self):
-        self.assertIn(b"cuckoo", self.call("ACL", "CAT"))
-        self.assertEqual(sorted(self.call("ACL", "CAT", "cuckoo")), sorted(
-            [b"cf.reserve", b"cf.add", b"cf.addnx", b"cf.insert", b"cf.insertnx", b"cf.exists",
-             b"cf.mexists", b"cf.count", b"cf.del", b"cf.compact", b"cf.info", b"cf.scandump",
-             b"cf.loadchunk"]))
-        self.assertNotIn(b"cf.add", self.call("ACL", "CAT", "bloom"))
-
     def test_bf_commands_on_a_cf_key(self):
         self.assertEqual(self.call("CF.ADD", "c", "a"), 1)
         for args in (("BF.ADD", "c", "a"), ("BF.MADD", "c", "a"), ("BF.INFO", "c"),
