@@ -13,10 +13,10 @@ Then its Cuckoo filters (TYPE MBbloomCF) the same way, with CF.SCANDUMP and
 CF.LOADCHUNK: every slot, count and setting as the source holds them. A
 Cuckoo filter without items has no dump (CF.SCANDUMP answers nothing); it is
 created empty with CF.RESERVE and the source's CF.INFO settings (bucket
-count and size, expansion, max iterations); one that has more than one
-sub-filter or a deletes count is an error (RedisBloom cannot dump it
-either). A filter the source changed while it was copied (its BF.INFO or
-CF.INFO counts moved) is copied again. The source is only read.
+count and size, expansion, max iterations), and a warning names it if its
+sub-filter count or deletes count could not be carried that way. A filter
+the source changed while it was copied (its BF.INFO or CF.INFO counts moved)
+is copied again. The source is only read.
 
 --verify compares each copy with its source: BF.INFO's five fields or
 CF.INFO's eight, and the SHA-256 of the whole BF.SCANDUMP / CF.SCANDUMP
@@ -142,14 +142,20 @@ def dump(conn, kind, key, each_chunk):
         each_chunk(cursor, data)
 
 
+# What CF.RESERVE gives an empty Cuckoo filter, which has no dump to copy.
+EMPTY_CUCKOO_FIELDS = (b"Number of buckets", b"Number of items inserted", b"Bucket size",
+                       b"Expansion rate", b"Max iterations")
+
+
 def reserve_empty_cuckoo(target, key, before):
     """An empty Cuckoo filter (no dump to copy) made with the source's settings."""
     fields = dict(zip(CUCKOO.info_fields, before))
     if fields[b"Number of filters"] != 1 or fields[b"Number of items deleted"] != 0:
-        raise MigrationError("%r is an empty Cuckoo filter with %d sub-filters and %d deletes: "
-                             "it has no dump to copy (add an item to it, or recreate it)"
-                             % (name(key), fields[b"Number of filters"],
-                                fields[b"Number of items deleted"]))
+        print("migrate: warning: %s is an empty Cuckoo filter of %d sub-filters with %d deletes "
+              "counted: it has no dump, and is copied as a new empty filter of its settings "
+              "(1 sub-filter, 0 deletes)" % (name(key), fields[b"Number of filters"],
+                                             fields[b"Number of items deleted"]),
+              file=sys.stderr)
     bucket_size = fields[b"Bucket size"]
     target.execute_command("CF.RESERVE", key, fields[b"Number of buckets"] * bucket_size,
                            "BUCKETSIZE", bucket_size,
@@ -196,6 +202,12 @@ def copy_filter(source, target, kind, key, replace):
 def verify(source, target, kind, key, source_digest, sample, rng):
     """Raises MigrationError unless the target's copy answers as the source."""
     source_info, target_info = info(source, kind, key), info(target, kind, key)
+    if kind is CUCKOO and source_info is not None and target_info is not None and \
+            dict(zip(kind.info_fields, source_info))[b"Number of items inserted"] == 0:
+        # Made again by CF.RESERVE: its settings are what it carries.
+        keep = [kind.info_fields.index(field) for field in EMPTY_CUCKOO_FIELDS]
+        source_info = tuple(source_info[i] for i in keep)
+        target_info = tuple(target_info[i] for i in keep)
     if target_info != source_info:
         raise MigrationError("%r: %s differs: source %s, target %s"
                              % (name(key), kind.info_cmd, source_info, target_info))
@@ -238,9 +250,11 @@ class Progress:
         self.quiet = quiet
         self.started = self.last = time.monotonic()
         self.filters = self.bytes = 0
+        self.by_kind = {BLOOM: 0, CUCKOO: 0}
 
-    def add(self, copied):
+    def add(self, kind, copied):
         self.filters += 1
+        self.by_kind[kind] += 1
         self.bytes += copied
         now = time.monotonic()
         if not self.quiet and now - self.last >= 1.0:
@@ -251,8 +265,9 @@ class Progress:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        description="Copy every RedisBloom Bloom filter of a Redis server into bloomery "
-                    "(BF.SCANDUMP / BF.LOADCHUNK, TTLs kept).")
+        description="Copy every RedisBloom Bloom and Cuckoo filter of a Redis server into "
+                    "bloomery (BF.SCANDUMP / BF.LOADCHUNK, CF.SCANDUMP / CF.LOADCHUNK, TTLs "
+                    "kept), or back.")
     parser.add_argument("--from", dest="from", required=True, type=parse_node,
                         help="source Redis + RedisBloom, host:port")
     parser.add_argument("--to", dest="to", required=True, type=parse_node,
@@ -277,10 +292,11 @@ def main(argv=None):
     parser.add_argument("--replace", action="store_true",
                         help="overwrite keys that already exist on the target")
     parser.add_argument("--verify", action="store_true",
-                        help="compare BF.INFO and the whole dump of every copy with its source")
+                        help="compare BF.INFO / CF.INFO and the whole dump of every copy with its "
+                             "source")
     parser.add_argument("--sample", type=int, default=0, metavar="N",
-                        help="with or without --verify: also compare BF.MEXISTS answers for N "
-                             "random items per filter")
+                        help="with or without --verify: also compare BF.MEXISTS / CF.MEXISTS "
+                             "answers for N random items per filter")
     parser.add_argument("--dry-run", action="store_true",
                         help="only list what would be copied")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -303,28 +319,26 @@ def main(argv=None):
                 conn.ping()
             except redis.RedisError as e:
                 raise MigrationError("cannot reach the %s: %s" % (what, e))
-        cuckoo = list(scan(source, args.match, args.count, CUCKOO_TYPE))
-        for key in scan(source, args.match, args.count, BLOOM_TYPE):
-            if args.dry_run:
-                print("would copy %s" % name(key))
-                progress.add(0)
-                continue
-            failed_key = key
-            progress.add(migrate_filter(source, target, key, args, rng))
-            failed_key = None
+        for kind in (BLOOM, CUCKOO):
+            for key in scan(source, args.match, args.count, kind.type_name):
+                if args.dry_run:
+                    print("would copy %s (%s)" % (name(key), kind.what))
+                    progress.add(kind, 0)
+                    continue
+                failed_key = key
+                progress.add(kind, migrate_filter(source, target, kind, key, args, rng))
+                failed_key = None
     except (MigrationError, redis.RedisError) as e:
         where = "" if failed_key is None or isinstance(e, MigrationError) else \
             " (key %r)" % name(failed_key)
         print("migrate: %s%s" % (e, where), file=sys.stderr)
         print("migrate: %d filters copied before the error" % progress.filters, file=sys.stderr)
         return 1
-    for key in cuckoo:
-        print("migrate: %s is a Cuckoo filter: not supported yet, not copied" % name(key),
-              file=sys.stderr)
-    print("%s %d Bloom filters (%.1f MB)%s in %.1f s; %d Cuckoo filters not copied"
-          % ("would copy" if args.dry_run else "copied", progress.filters, progress.bytes / 1e6,
+    print("%s %d Bloom filters and %d Cuckoo filters (%.1f MB)%s in %.1f s"
+          % ("would copy" if args.dry_run else "copied", progress.by_kind[BLOOM],
+             progress.by_kind[CUCKOO], progress.bytes / 1e6,
              ", verified" if args.verify and not args.dry_run else "",
-             time.monotonic() - progress.started, len(cuckoo)))
+             time.monotonic() - progress.started))
     return 0
 
 

@@ -2,10 +2,12 @@
 """Writes the seed corpus of rdb_reader_fuzz (tests/fuzz/corpus/rdb_reader_fuzz).
 
 Seeds are small RDB files: RedisBloom's older encodings as RedisBloom loaded
-them (tests/fixtures/redisbloom/legacy.rdb), RedisBloom 2.x Bloom values
-rebuilt from the dumps of tests/fixtures/redisbloom/filters.json, and one
-value of every other type Redis 4.0 to 7.4 writes, with the opcodes around
-them. Run: /usr/bin/python3 tests/fuzz/make_rdb_corpus.py
+them (tests/fixtures/redisbloom/legacy.rdb, cuckoo_legacy.rdb), Redis's own
+SAVE of RedisBloom's Cuckoo filters (cuckoo.rdb), RedisBloom 2.x Bloom and
+Cuckoo values rebuilt from the dumps of tests/fixtures/redisbloom/filters.json
+and cuckoo/*.json, and one value of every other type Redis 4.0 to 7.4
+writes, with the opcodes around them. Run:
+/usr/bin/python3 tests/fuzz/make_rdb_corpus.py
 """
 
 import base64
@@ -91,6 +93,31 @@ def bloom_value(chunks):
     return out + b"\x00"
 
 
+def cuckoo_value(chunks):
+    """RedisBloom's CFRdbSave (encoding 4) of a Cuckoo filter given by its
+    CF.SCANDUMP chunks."""
+    items, buckets, deletes, filters, bucket_size, iterations, expansion = struct.unpack_from(
+        "<QQQQHHH", chunks[0], 0)
+    data = b"".join(chunks[1:])
+
+    def uint(v):
+        return b"\x02" + length(v)
+    out = module_id("MBbloomCF", 4) + uint(filters) + uint(buckets) + uint(items)
+    out += uint(deletes) + uint(bucket_size) + uint(iterations) + uint(expansion)
+    at = 0
+    for i in range(filters):
+        sub_buckets = buckets * expansion ** i
+        size = sub_buckets * bucket_size
+        out += uint(sub_buckets) + b"\x05" + string(data[at:at + size])
+        at += size
+    return out + b"\x00"
+
+
+def cuckoo_fixture(name):
+    with open(os.path.join(FIXTURES, "cuckoo", name + ".json")) as f:
+        return [bytes.fromhex(data) for _it, data in json.load(f)["chunks"]]
+
+
 def fixture_filter(key):
     with open(os.path.join(FIXTURES, "filters.json")) as f:
         for entry in json.load(f)["filters"]:
@@ -124,6 +151,8 @@ def main():
             f.write(data)
 
     shutil.copyfile(os.path.join(FIXTURES, "legacy.rdb"), os.path.join(OUT, "redisbloom-legacy"))
+    shutil.copyfile(os.path.join(FIXTURES, "cuckoo.rdb"), os.path.join(OUT, "cuckoo-filters"))
+    shutil.copyfile(os.path.join(FIXTURES, "cuckoo_legacy.rdb"), os.path.join(OUT, "cuckoo-legacy"))
     tiny, auto = fixture_filter("rb:tiny"), fixture_filter("rb:auto")
     head = b"REDIS0010" + b"\xfa" + string(b"redis-ver") + string(b"7.0.15") + b"\xfe\x00"
     write("bloom-filters", sealed(head + b"\xfb\x02\x01" + b"\x07" + string(b"tiny") +
@@ -150,12 +179,17 @@ def main():
              + length(1) + b"\1" * 16 + struct.pack("<Q", 1) + length(1)
              + length(1) + string(b"c") + struct.pack("<Q", 1) + length(1) + b"\1" * 16
              + b"\xf9\x05\xf8" + length(1000)
-             + b"\x07" + string(b"cuckoo") + module_id("MBbloomCF", 4) + b"\x02\x01\x05"
+             + b"\x07" + string(b"cuckoo") + cuckoo_value(cuckoo_fixture("nonscaling"))
+             + b"\x07" + string(b"module") + module_id("other-typ", 4) + b"\x02\x01\x05"
              + string(b"buckets") + b"\x04" + b"\0" * 8 + b"\x03" + b"\0" * 4 + b"\x01\x07\x00"
              + b"\xf7" + module_id("SomeAux-x", 1) + b"\x02\x01\x02\x07\x00"
              + b"\xf5" + string(b"#!lua name=lib")
              + b"\xfe\x01" + b"\x07" + string(b"db1") + bloom_value(tiny))
     write("other-types", sealed(head + other + b"\xff"))
+    write("cuckoo-grown", sealed(head + b"\x07" + string(b"grown") + cuckoo_value(
+        cuckoo_fixture("bucket4_expansion2")) + b"\xfc" + struct.pack("<Q", 4102444800000)
+        + b"\x07" + string(b"deletions") + cuckoo_value(cuckoo_fixture("grown_deletions"))
+        + b"\xff"))
     newer = (b"REDIS0012" + b"\xfe\x00" + b"\xf4" + length(10) + length(1) + length(0)
              + b"\x14" + string(b"setlp") + string(b"listpack")
              + b"\x15" + string(b"stream3") + length(0) + length(0) + length(0) + length(0)

@@ -1,7 +1,8 @@
 """Migrating from RedisBloom (README "Migrating from RedisBloom"): RedisBloom
-2.4's own dumps and RDB file (tests/fixtures/redisbloom, made by
-make_fixtures.py with RedisBloom; these tests do not need it) loaded into the
-real binary with redis-py, then compared with what RedisBloom answered.
+2.4's own dumps and RDB files (tests/fixtures/redisbloom, made by
+make_fixtures.py and make_cuckoo_rdb.py with RedisBloom; these tests do not
+need it) loaded into the real binary with redis-py, then compared with what
+RedisBloom answered.
 """
 
 import base64
@@ -30,6 +31,7 @@ def load_json(name):
 
 FILTERS = load_json("filters.json")
 LEGACY = load_json("legacy.json")
+CUCKOO = load_json("cuckoo_rdb.json")
 
 
 def items_of(spec):
@@ -70,6 +72,48 @@ def madd(client, key, items):
 def info(client, key):
     reply = client.execute_command("BF.INFO", key)
     return {reply[i].decode(): reply[i + 1] for i in range(0, len(reply), 2)}
+
+
+def cf_scandump(client, key):
+    """Every CF.SCANDUMP chunk of `key`, as [(iterator, bytes)]."""
+    chunks, cursor = [], 0
+    while True:
+        cursor, data = client.execute_command("CF.SCANDUMP", key, cursor)
+        if cursor == 0:
+            return chunks
+        chunks.append((cursor, data))
+
+
+def cf_chunks_of(entries):
+    return [(it, bytes.fromhex(data)) for it, data in entries]
+
+
+def cf_info(client, key):
+    reply = client.execute_command("CF.INFO", key)
+    return {reply[i].decode(): reply[i + 1] for i in range(0, len(reply), 2)}
+
+
+def cf_items(f):
+    return ["%s:%d" % (f["items"]["prefix"], i) for i in range(f["items"]["count"])]
+
+
+def cf_mexists(client, key, items):
+    out = []
+    for start in range(0, len(items), 1000):
+        out += client.execute_command("CF.MEXISTS", key, *items[start:start + 1000])
+    return "".join(str(int(x)) for x in out)
+
+
+def load_cuckoo(client, f):
+    """A fixture's Cuckoo filter as RedisBloom held it (an empty one has no
+    dump: made again with its CF.RESERVE)."""
+    if f["chunks"]:
+        for it, data in cf_chunks_of(f["chunks"]):
+            client.execute_command("CF.LOADCHUNK", f["key"], it, data)
+    else:
+        client.execute_command("CF.RESERVE", f["key"], *f["create"])
+    if f["pexpiretime"] > 0:
+        client.pexpireat(f["key"], f["pexpiretime"])
 
 
 def dump_digest(chunks):
@@ -241,12 +285,13 @@ class ImportRdb(MigrationTestCase):
         out = result.stdout.decode()
         self.assertEqual(result.returncode, 0, out + result.stderr.decode())
         self.assertIn("Bloom filters imported: %d (2 with a TTL)" % len(FILTERS["filters"]), out)
+        self.assertIn("Cuckoo filters imported: 1 (0 with a TTL)", out)
         self.assertIn("1 expired, 1 outside database 0", out)
-        self.assertIn("Cuckoo filter: not supported yet", out)
-        self.assertIn("MBbloomCF 1", out)
+        self.assertNotIn("MBbloomCF", out)
         server.start()
         c = server.client()
-        self.assertEqual(c.dbsize(), len(FILTERS["filters"]))
+        self.assertEqual(c.dbsize(), len(FILTERS["filters"]) + 1)
+        self.assertEqual(c.execute_command("CF.EXISTS", "cf:one", "cuckoo"), 1)
         for f in FILTERS["filters"]:
             key = f["key"]
             with self.subTest(key=key):
@@ -255,8 +300,51 @@ class ImportRdb(MigrationTestCase):
                 self.assertEqual(c.execute_command("PEXPIRETIME", key), f["pexpiretime"])
                 self.assertEqual(madd(c, key, items_of(f["more"])), f["after"]["replies"])
                 self.assertEqual(dump_digest(scandump(c, key)), f["after"]["dump_sha256"])
-        for gone in ("rb:soon", "rb:db1", "str:plain", "cf:one"):
+        for gone in ("rb:soon", "rb:db1", "str:plain"):
             self.assertEqual(c.exists(gone), 0, gone)
+
+    def test_import_serves_redisblooms_cuckoo_filters_slot_for_slot(self):
+        server = Server("--appendonly", "yes", "--appendfsync", "always")
+        self.addCleanup(server.cleanup)
+        result = self.run_import(os.path.join(FIXTURES, "cuckoo.rdb"), server.data_dir)
+        out = result.stdout.decode()
+        self.assertEqual(result.returncode, 0, out + result.stderr.decode())
+        self.assertIn("Cuckoo filters imported: %d (1 with a TTL)" % len(CUCKOO["filters"]), out)
+        self.assertIn("Cuckoo filter 'cf:db1' is in database 1", out)
+        server.start()
+        c = server.client()
+        self.assertEqual(c.dbsize(), len(CUCKOO["filters"]) + 1)
+        for f in CUCKOO["filters"]:
+            key = f["key"]
+            with self.subTest(key=key):
+                self.assertEqual(c.type(key), b"MBbloomCF")
+                self.assertEqual(cf_scandump(c, key), cf_chunks_of(f["chunks"]))
+                self.assertEqual(cf_info(c, key), f["info"])
+                self.assertEqual(cf_mexists(c, key, cf_items(f)), f["exists"])
+                self.assertEqual(c.execute_command("PEXPIRETIME", key), f["pexpiretime"])
+        bloom = CUCKOO["bloom"][0]
+        self.assertEqual(scandump(c, bloom["key"]), cf_chunks_of(bloom["chunks"]))
+        for gone in CUCKOO["expired"] + CUCKOO["other_database"]:
+            self.assertEqual(c.exists(gone), 0, gone)
+        # They take adds, and a crash keeps them: a snapshot of the imported
+        # filters and the journal after it.
+        self.assertTrue(c.save())
+        c.execute_command("CF.ADD", "cf:default", "after-import")
+        live = cf_scandump(c, "cf:default")
+        server.kill()
+        server.start()
+        self.assertEqual(cf_scandump(server.client(), "cf:default"), live)
+
+    def test_import_reads_redisblooms_older_cuckoo_encodings(self):
+        server = Server()
+        self.addCleanup(server.cleanup)
+        result = self.run_import(os.path.join(FIXTURES, "cuckoo_legacy.rdb"), server.data_dir)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        server.start()
+        c = server.client()
+        for f in CUCKOO["legacy"]:
+            self.assertEqual(cf_scandump(c, f["key"]), cf_chunks_of(f["chunks"]), f["key"])
+            self.assertEqual(cf_info(c, f["key"]), f["info"], f["key"])
 
     def test_import_refuses_a_corrupt_file_and_existing_data(self):
         server = Server()
@@ -349,31 +437,67 @@ class MigrationTool(MigrationTestCase):
         self.assertEqual(code, 1)
         self.assertIn("cannot reach the target", err)
 
-    def test_cuckoo_filters_are_reported_not_copied(self):
-        # bloomery has no Cuckoo filters to SCAN for: the tool's SCAN is
-        # given one, as a RedisBloom source would list it.
+    def test_copies_cuckoo_filters_with_ttls_and_verifies(self):
+        # A bloomery source holding RedisBloom's Cuckoo filters as RedisBloom
+        # dumped them (CF chunks are RedisBloom's format both ways), and
+        # filters made on bloomery.
         source = self.start(Server())
         target = self.start(Server())
-        source.client().execute_command("BF.ADD", "bloom", "x")
-        spec = importlib.util.spec_from_file_location("migrate_tool", TOOL)
-        tool = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(tool)
-        real_scan = tool.scan
+        s = source.client()
+        for f in CUCKOO["filters"]:
+            load_cuckoo(s, f)
+        s.execute_command("CF.RESERVE", "own:cf", 200, "BUCKETSIZE", 4, "EXPANSION", 2)
+        s.execute_command("CF.INSERT", "own:cf", "ITEMS", *range(600))
+        for i in range(0, 600, 5):
+            s.execute_command("CF.DEL", "own:cf", i)
+        s.pexpire("own:cf", 600000)
+        s.execute_command("BF.ADD", "bloom", "x")
+        code, out, err = self.run_tool(source, target, "--verify", "--sample", "300")
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("copied 1 Bloom filters and %d Cuckoo filters" % (len(CUCKOO["filters"]) + 1),
+                      out)
+        self.assertIn("verified", out)
+        t = target.client()
+        for f in CUCKOO["filters"]:
+            key = f["key"]
+            with self.subTest(key=key):
+                self.assertEqual(cf_scandump(t, key), cf_chunks_of(f["chunks"]))
+                self.assertEqual(cf_info(t, key), f["info"])
+                self.assertEqual(cf_mexists(t, key, cf_items(f)), f["exists"])
+                if f["pexpiretime"] > 0:
+                    self.assertEqual(t.execute_command("PEXPIRETIME", key) // 60000,
+                                     f["pexpiretime"] // 60000)
+                else:
+                    self.assertEqual(t.pttl(key), -1)
+        self.assertEqual(cf_scandump(t, "own:cf"), cf_scandump(s, "own:cf"))
+        self.assertEqual(cf_info(t, "own:cf"), cf_info(s, "own:cf"))
+        self.assertTrue(0 < t.pttl("own:cf") <= 600000)
+        # Existing keys stop it; --replace copies them again.
+        code, out, err = self.run_tool(source, target, "--quiet", "--match", "cf:*")
+        self.assertEqual(code, 1)
+        self.assertIn("already exists on the target", err)
+        code, out, err = self.run_tool(source, target, "--replace", "--verify", "--match", "cf:*")
+        self.assertEqual(code, 0, err)
+        self.assertIn("copied 0 Bloom filters and %d Cuckoo filters" % len(CUCKOO["filters"]), out)
+        code, out, err = self.run_tool(source, target, "--dry-run", "--match", "own:*")
+        self.assertIn("would copy own:cf (Cuckoo filter)", out)
 
-        def scan(conn, match, count, type_name):
-            if type_name == tool.CUCKOO_TYPE:
-                return iter([b"cf:one"])
-            return real_scan(conn, match, count, type_name)
-        tool.scan = scan
-        out, err = io.StringIO(), io.StringIO()
-        with redirect_stdout(out), redirect_stderr(err):
-            code = tool.main(["--from", "127.0.0.1:%d" % source.port,
-                              "--to", "127.0.0.1:%d" % target.port])
-        self.assertEqual(code, 0, err.getvalue())
-        self.assertIn("cf:one is a Cuckoo filter: not supported yet, not copied", err.getvalue())
-        self.assertIn("copied 1 Bloom filters", out.getvalue())
-        self.assertIn("1 Cuckoo filters not copied", out.getvalue())
-        self.assertEqual(target.client().exists("cf:one"), 0)
+    def test_an_empty_cuckoo_filter_is_made_again_with_its_settings(self):
+        # No dump to copy: CF.RESERVE with the source's settings, and a
+        # warning for the deletes count that cannot be carried.
+        source = self.start(Server())
+        target = self.start(Server())
+        s = source.client()
+        s.execute_command("CF.RESERVE", "cf:emptied", 500, "BUCKETSIZE", 3, "MAXITERATIONS", 7,
+                          "EXPANSION", 4)
+        s.execute_command("CF.ADD", "cf:emptied", "x")
+        s.execute_command("CF.DEL", "cf:emptied", "x")
+        code, out, err = self.run_tool(source, target, "--verify")
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("cf:emptied is an empty Cuckoo filter of 1 sub-filters with 1 deletes", err)
+        want = cf_info(s, "cf:emptied")
+        want["Number of items deleted"] = 0
+        self.assertEqual(cf_info(target.client(), "cf:emptied"), want)
 
 
 if __name__ == "__main__":
