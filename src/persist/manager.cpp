@@ -199,6 +199,24 @@ core::Status Manager::replay_and_open_journal(const std::optional<LoadStats>& sn
     }
     spdlog::info("journal on (appendfsync {}), id {:016x}, appending at offset {}",
                  fsync_policy_name(fsync_policy(config_.appendfsync)), id, replay.end);
+    return tie_snapshot_to_journal(snapshot, id);
+}
+
+core::Status Manager::tie_snapshot_to_journal(const std::optional<LoadStats>& snapshot,
+                                              std::uint64_t id) {
+    // A snapshot of no journal or another one (--import-rdb's, one saved
+    // with --appendonly no) is followed at the next start only by segments
+    // of its own journal: the new journal's records would be set aside and
+    // every write after this start lost. A snapshot of the new journal, at
+    // its start, before any client writes, makes the two one history.
+    if (!snapshot || snapshot->journal_id == id) return {};
+    spdlog::info("the snapshot belongs to no journal of this directory: saving one of journal "
+                 "{:016x} before serving",
+                 id);
+    const persist::SaveResult saved = save();
+    if (!saved.ok()) {
+        return core::Error{"cannot save the snapshot that starts the journal: " + saved.detail};
+    }
     return {};
 }
 

@@ -201,6 +201,32 @@ class RoundTrip(TempDirCase):
         self.assertEqual(build_snapshot(header, records), data)
 
 
+class JournalAfterSnapshotOfNoJournal(TempDirCase):
+    def test_writes_after_turning_the_journal_on_survive_kill_9(self):
+        # A snapshot saved with the journal off (as --import-rdb's) belongs
+        # to no journal: the first start with one saves a snapshot of it,
+        # or the journal's records would be set aside at the next start.
+        d = self.make_dir()
+        s = self.server(d, "--appendonly", "no")
+        r = s.client()
+        r.execute_command("BF.ADD", "before", "a")
+        r.execute_command("CF.ADD", "cuckoo", "a")
+        self.assertTrue(r.save())
+        s.stop()
+        s = self.server(d, "--appendonly", "yes", "--appendfsync", "always")
+        r = s.client()
+        r.execute_command("BF.ADD", "before", "b")
+        r.execute_command("BF.ADD", "after", "c")
+        r.execute_command("CF.ADD", "cuckoo", "b")
+        self.assertIn("belongs to no journal", s.log())
+        self.assertEqual(s.kill(), -9)
+        s.start()
+        r = s.client()
+        self.assertEqual(r.execute_command("BF.MEXISTS", "before", "a", "b"), [1, 1])
+        self.assertEqual(r.execute_command("BF.EXISTS", "after", "c"), 1)
+        self.assertEqual(r.execute_command("CF.MEXISTS", "cuckoo", "a", "b"), [1, 1])
+
+
 class BackgroundSave(TempDirCase):
 
     def test_bgsave_info_and_lastsave(self):

@@ -106,6 +106,11 @@ private:
     core::Status prepare_directory();
     core::Result<std::optional<LoadStats>> load_snapshot_file();
     core::Status replay_and_open_journal(const std::optional<LoadStats>& snapshot);
+    // Saves a snapshot of journal `id` now if the loaded one is of no
+    // journal or another, so the journal's records follow it at the next
+    // start.
+    core::Status tie_snapshot_to_journal(const std::optional<LoadStats>& snapshot,
+                                         std::uint64_t id);
     // --appendonly no with journal segments in --dir: says they are not
     // loaded.
     void warn_of_unloaded_journal() const;
