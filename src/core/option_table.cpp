@@ -345,7 +345,8 @@ constexpr OptionSpec kOptions[] = {
                       "Verify a snapshot file, print what it holds, and exit"),
     command_line_only(
         "import-rdb", kPersistence, OptionKind::text,
-        "Read a Redis RDB file (RDB 8-12, Redis 4.0-7.4) and write its RedisBloom Bloom filters "
+        "Read a Redis RDB file (RDB 8-12, Redis 4.0-7.4) and write its RedisBloom Bloom and Cuckoo "
+        "filters "
         "of database 0, bits, item counts and TTLs kept, as the snapshot in --dir "
         "(--dbfilename), then exit; other values are skipped and counted. Refuses a data "
         "directory that holds a snapshot or journal already. Start the server afterwards to "

@@ -210,9 +210,10 @@ core::Status Manager::tie_snapshot_to_journal(const std::optional<LoadStats>& sn
     // every write after this start lost. A snapshot of the new journal, at
     // its start, before any client writes, makes the two one history.
     if (!snapshot || snapshot->journal_id == id) return {};
-    spdlog::info("the snapshot belongs to no journal of this directory: saving one of journal "
-                 "{:016x} before serving",
-                 id);
+    spdlog::info(
+        "the snapshot belongs to no journal of this directory: saving one of journal "
+        "{:016x} before serving",
+        id);
     const persist::SaveResult saved = save();
     if (!saved.ok()) {
         return core::Error{"cannot save the snapshot that starts the journal: " + saved.detail};
