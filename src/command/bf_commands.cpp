@@ -103,16 +103,6 @@ std::string_view add_error(AddResult result) {
     }
 }
 
-// One add's or lookup's answer: an integer under RESP2 (RedisBloom 2.4), a
-// boolean under RESP3 (RedisBloom 2.8, Redis 8).
-void reply_flag(Context& ctx, bool value) {
-    if (ctx.out.protocol() >= 3) {
-        ctx.out.boolean(value);
-    } else {
-        ctx.out.integer(value ? 1 : 0);
-    }
-}
-
 // How many answers an add gives: one (BF.ADD) or an array of one per item
 // it tried (BF.MADD, BF.INSERT).
 enum class Answers { one, array };

@@ -7,7 +7,6 @@
 
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
-#include "bloomery/core/parse_int64.hpp"
 #include "cf_family.hpp"
 #include "common.hpp"
 
@@ -16,12 +15,6 @@ namespace {
 
 using cuckoo::CuckooFilter;
 using cuckoo::CuckooObject;
-
-std::optional<std::int64_t> integer(std::string_view text) {
-    std::int64_t value = 0;
-    if (!core::parse_int64(text, value)) return std::nullopt;
-    return value;
-}
 
 void cmd_info(Context& ctx, Args argv) {
     const bool found = ctx.keyspace.with_cuckoo(argv[1], [&](const CuckooObject& object) {
@@ -46,7 +39,7 @@ void cmd_info(Context& ctx, Args argv) {
 
 // CF.SCANDUMP key iter: the iterator is checked before the key.
 void cmd_scandump(Context& ctx, Args argv) {
-    const std::optional<std::int64_t> pos = integer(argv[2]);
+    const std::optional<std::int64_t> pos = cf::integer(argv[2]);
     if (!pos || *pos < 0) {
         ctx.out.error(errors::kCuckooPosition);
         return;
@@ -90,7 +83,7 @@ void load_header(Context& ctx, std::string_view key, std::string_view header) {
 }
 
 void cmd_loadchunk(Context& ctx, Args argv) {
-    const std::optional<std::int64_t> pos = integer(argv[2]);
+    const std::optional<std::int64_t> pos = cf::integer(argv[2]);
     if (!pos || *pos == 0) {
         ctx.out.error(errors::kCuckooPosition);
         return;

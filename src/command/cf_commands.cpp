@@ -9,7 +9,6 @@
 #include "bloomery/command/registry.hpp"
 #include "bloomery/core/ascii.hpp"
 #include "bloomery/core/memory.hpp"
-#include "bloomery/core/parse_int64.hpp"
 #include "cf_family.hpp"
 #include "common.hpp"
 #include "families.hpp"
@@ -37,22 +36,6 @@ using cuckoo::CuckooFilter;
 using cuckoo::CuckooObject;
 using cuckoo::InsertStatus;
 
-std::optional<std::int64_t> integer(std::string_view text) {
-    std::int64_t value = 0;
-    if (!core::parse_int64(text, value)) return std::nullopt;
-    return value;
-}
-
-// A yes/no answer: an integer under RESP2, a boolean under RESP3 (as the
-// BF.* family answers).
-void reply_flag(Context& ctx, bool value) {
-    if (ctx.out.protocol() >= 3) {
-        ctx.out.boolean(value);
-    } else {
-        ctx.out.integer(value ? 1 : 0);
-    }
-}
-
 // One of CF.RESERVE's options: the value after the first `word` among the
 // arguments after the capacity (RedisBloom's search), in [low, high].
 core::Result<std::optional<std::int64_t>> find_option(Args argv, std::string_view word,
@@ -60,7 +43,7 @@ core::Result<std::optional<std::int64_t>> find_option(Args argv, std::string_vie
     for (std::size_t i = 3; i < argv.size(); ++i) {
         if (!core::iequals(argv[i], word)) continue;
         const std::optional<std::int64_t> value =
-            i + 1 < argv.size() ? integer(argv[i + 1]) : std::nullopt;
+            i + 1 < argv.size() ? cf::integer(argv[i + 1]) : std::nullopt;
         if (!value) return core::Error{"Couldn't parse " + std::string(word)};
         if (*value < low || *value > high) {
             return core::Error{std::string(word) + ": value must be an integer between " +
@@ -75,7 +58,7 @@ core::Result<std::optional<std::int64_t>> find_option(Args argv, std::string_vie
 // CF.RESERVE's parameters, checked in RedisBloom's order.
 core::Result<cuckoo::CuckooParams> parse_reserve(Args argv) {
     if (argv.size() % 2 == 0) return wrong_arity("cf.reserve");
-    const std::optional<std::int64_t> capacity = integer(argv[2]);
+    const std::optional<std::int64_t> capacity = cf::integer(argv[2]);
     if (!capacity) return refuse(errors::kCuckooBadCapacity);
     cuckoo::CuckooParams params;
     const auto take = [&](std::string_view word, std::int64_t low, std::int64_t high,
@@ -249,7 +232,7 @@ core::Result<InsertOptions> parse_insert(Args argv, std::string_view name) {
             options.nocreate = true;
         } else if (letter == 'c') {
             if (++i == argv.size()) return wrong_arity(name);
-            const std::optional<std::int64_t> capacity = integer(argv[i]);
+            const std::optional<std::int64_t> capacity = cf::integer(argv[i]);
             if (!capacity) return refuse(errors::kCuckooBadCapacity);
             if (*capacity < 2 * std::int64_t{options.params.bucket_size}) {
                 return refuse(errors::kCuckooSmallCapacity);

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "bloomery/command/context.hpp"
+#include "bloomery/core/parse_int64.hpp"
 #include "bloomery/core/result.hpp"
 #include "bloomery/cuckoo/cuckoo_object.hpp"
 
@@ -23,6 +24,13 @@ class Registry;
 void register_cf_chunk_commands(Registry& registry);
 
 namespace cf {
+
+// A CF command's integer argument: Redis's strict form, nothing else.
+inline std::optional<std::int64_t> integer(std::string_view text) {
+    std::int64_t value = 0;
+    if (!core::parse_int64(text, value)) return std::nullopt;
+    return value;
+}
 
 // RedisBloom's CF_MAX_EXPANSIONS: a filter of this many sub-filters takes
 // no more items ("Maximum expansions reached").

@@ -50,6 +50,16 @@ inline core::Error refuse(std::string_view text) {
 // reply_wrong_arity (registry.hpp) answers the same text.
 core::Error wrong_arity(std::string_view command_name);
 
+// One add's, lookup's or delete's answer (BF.* and CF.*): an integer under
+// RESP2 (RedisBloom 2.4), a boolean under RESP3 (RedisBloom 2.8, Redis 8).
+inline void reply_flag(Context& ctx, bool value) {
+    if (ctx.out.protocol() >= 3) {
+        ctx.out.boolean(value);
+    } else {
+        ctx.out.integer(value ? 1 : 0);
+    }
+}
+
 // Counts `changes` writes that changed data (INFO's changes since the last
 // save, the save points).
 inline void note_changes(Context& ctx, std::uint64_t changes = 1) {

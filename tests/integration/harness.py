@@ -352,6 +352,34 @@ def replication_info(client, section="replication"):
     return client.info(section)
 
 
+def race_snapshots_and_a_replica(case, primary, workers, seed):
+    """Runs `workers` (threads with a `failure` attribute, started here) to
+    their end while snapshots of `primary` are taken one after another and a
+    replica of it starts (its full sync races them too), then waits for the
+    replica's link and for it to acknowledge everything. `case` is a
+    ServersTestCase; `seed` names the run in failures. Returns (snapshots
+    taken, the replica)."""
+    p = primary.client()
+    for worker in workers:
+        worker.start()
+    saves, replica = 0, None
+    while any(worker.is_alive() for worker in workers):
+        if bgsave(p) == b"Background saving started":
+            saves += 1
+        wait_until(lambda: p.info("persistence")["rdb_bgsave_in_progress"] == 0,
+                   what="the snapshot to finish")
+        if replica is None:
+            replica = case.start(replica_of(primary))
+    for worker in workers:
+        worker.join(300)
+        case.assertIsNone(worker.failure, "seed %d" % seed)
+    if replica is None:
+        replica = case.start(replica_of(primary))
+    wait_until(lambda: link_up(replica), what="the replica's link")
+    case.assertEqual(p.execute_command("WAIT", 1, 0), 1)
+    return saves, replica
+
+
 def replica_of(primary, *extra, **kwargs):
     return Server("--replicaof", "127.0.0.1 %d" % primary.port, *extra, **kwargs)
 

@@ -12,8 +12,9 @@ import unittest
 
 import redis
 
-from harness import (BINARY, Server, ServersTestCase, SharedServerTestCase, add_range, bgsave,
-                     missing_items, raw_connection, scandump, wait_durable, wait_until)
+from harness import (BINARY, Server, ServersTestCase, SharedServerTestCase, add_range,
+                     missing_items, race_snapshots_and_a_replica, raw_connection, scandump,
+                     wait_durable)
 
 SANITIZED = "/asan/" in BINARY or "/tsan/" in BINARY
 
@@ -243,26 +244,9 @@ class Exactness(ServersTestCase):
             p.execute_command("BF.RESERVE", "filler%d" % n, 0.01, 5000000)
             p.execute_command("BF.ADD", "filler%d" % n, "x")
         workers = [Worker(primary.port, seed * 10 + n, ops) for n in range(4)]
-        for worker in workers:
-            worker.start()
         # Snapshots and a replica's full sync taken while the counters change:
         # the snapshot must hold each counting filter as it was at its cut.
-        saves = 0
-        replica = None
-        while any(worker.is_alive() for worker in workers):
-            if bgsave(p) == b"Background saving started":
-                saves += 1
-            wait_until(lambda: p.info("persistence")["rdb_bgsave_in_progress"] == 0,
-                       what="the snapshot to finish")
-            if replica is None:
-                replica = Server("--replicaof", "127.0.0.1 %d" % primary.port)
-                self.start(replica)
-        for worker in workers:
-            worker.join(300)
-            self.assertIsNone(worker.failure, "seed %d" % seed)
-        wait_until(lambda: replica.client().info("replication")["master_link_status"] == "up",
-                   what="the replica's link")
-        self.assertEqual(p.execute_command("WAIT", 1, 0), 1)
+        saves, replica = race_snapshots_and_a_replica(self, primary, workers, seed)
         live = state_of(p)
         deleted = sum(worker.deleted for worker in workers)
         self.assertGreater(deleted, 0, "seed %d" % seed)

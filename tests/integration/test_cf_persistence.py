@@ -13,8 +13,8 @@ import unittest
 
 import redis
 
-from harness import (BINARY, DUMP, Server, ServersTestCase, SharedServerTestCase, bgsave,
-                     check_snapshot, wait_durable, wait_until)
+from harness import (BINARY, DUMP, Server, ServersTestCase, SharedServerTestCase,
+                     check_snapshot, race_snapshots_and_a_replica, wait_durable, wait_until)
 
 SANITIZED = "/asan/" in BINARY or "/tsan/" in BINARY
 
@@ -119,6 +119,31 @@ class Migrate(ServersTestCase):
         self.assertEqual(t.execute_command("CF.EXISTS", "m", "item-499"), 1)
 
 
+class Limits(ServersTestCase):
+    def test_max_filter_bytes_bounds_creation_and_growth(self):
+        server = self.start(Server("--max-filter-bytes", "65536"))
+        r = server.client()
+        with self.assertRaises(redis.ResponseError) as big:
+            r.execute_command("CF.RESERVE", "big", 1000000)
+        self.assertEqual(str(big.exception), "Insufficient memory to create filter")
+        self.assertEqual(r.exists("big"), 0)
+        r.execute_command("CF.RESERVE", "grows", 1024, "EXPANSION", 2)
+        refused = None
+        for i in range(100000):
+            try:
+                r.execute_command("CF.ADD", "grows", "i%d" % i)
+            except redis.ResponseError as error:
+                refused = (i, str(error))
+                break
+        self.assertIsNotNone(refused)
+        self.assertEqual(refused[1], "Memory allocation failure")
+        self.assertLessEqual(r.memory_usage("grows"), 65536 + 4096)
+        # Every item acknowledged is there.
+        self.assertEqual(r.execute_command("CF.MEXISTS", "grows", *["i%d" % i
+                                                                    for i in range(refused[0])]),
+                         [1] * refused[0])
+
+
 class Worker(threading.Thread):
     """Adds, deletes, compacts and loads chunks on a few small Cuckoo
     filters that grow: relocations, new sub-filters and compactions all
@@ -188,23 +213,7 @@ class Exactness(ServersTestCase):
             p.execute_command("BF.RESERVE", "filler%d" % n, 0.01, 5000000)
             p.execute_command("BF.ADD", "filler%d" % n, "x")
         workers = [Worker(primary.port, seed * 10 + n, ops) for n in range(4)]
-        for worker in workers:
-            worker.start()
-        saves, replica = 0, None
-        while any(worker.is_alive() for worker in workers):
-            if bgsave(p) == b"Background saving started":
-                saves += 1
-            wait_until(lambda: p.info("persistence")["rdb_bgsave_in_progress"] == 0,
-                       what="the snapshot to finish")
-            if replica is None:
-                replica = Server("--replicaof", "127.0.0.1 %d" % primary.port)
-                self.start(replica)
-        for worker in workers:
-            worker.join(300)
-            self.assertIsNone(worker.failure, "seed %d" % seed)
-        wait_until(lambda: replica.client().info("replication")["master_link_status"] == "up",
-                   what="the replica's link")
-        self.assertEqual(p.execute_command("WAIT", 1, 0), 1)
+        saves, replica = race_snapshots_and_a_replica(self, primary, workers, seed)
         live = state_of(p)
         filters = sum(cf_info(p, key)[b"Number of filters"] for key in live)
         self.assertGreater(filters, 3, "seed %d: no filter grew" % seed)

@@ -7,14 +7,11 @@ RedisBloom answered.
 
 import base64
 import hashlib
-import importlib.util
-import io
 import json
 import os
 import subprocess
 import sys
 import unittest
-from contextlib import redirect_stderr, redirect_stdout
 
 import redis
 

@@ -139,17 +139,7 @@ TEST(CuckooJournal, SnapshotsTakenWhileAFilterChangesRestartExactly) {
     // A big Bloom filter first in no particular order: writing it takes a
     // while, so the Cuckoo filter changes between the cut and its copy.
     ASSERT_TRUE(live.keyspace.insert_new("big", ScalableFilter::create(small_options(2000000))));
-    std::atomic<bool> done{false};
-    std::thread changer([&] {
-        race(live.keyspace, 2, 20000);
-        done = true;
-    });
-    int rounds = 0;
-    while (!done.load() || rounds == 0) {
-        snapshot_and_drop_covered(live, dump);
-        ++rounds;
-    }
-    changer.join();
+    const int rounds = snapshots_while(live, dump, [&] { race(live.keyspace, 2, 20000); });
     live.close();
     Keyspace restarted(8);
     restart_from(dir, dump, restarted);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -200,6 +202,24 @@ inline void snapshot_and_drop_covered(Journaled& live, const std::string& dump) 
     const core::Result<SaveStats> saved = save_snapshot(live.keyspace, dump);
     ASSERT_TRUE(saved.ok()) << saved.error();
     live.journal.drop_covered(saved->journal_offset);
+}
+
+// Runs `change` on a thread while snapshots of `live` are taken into `dump`
+// one after another (at least one); returns how many.
+template <class Change>
+int snapshots_while(Journaled& live, const std::string& dump, Change&& change) {
+    std::atomic<bool> done{false};
+    std::thread changer([&] {
+        change();
+        done = true;
+    });
+    int rounds = 0;
+    while (!done.load() || rounds == 0) {
+        snapshot_and_drop_covered(live, dump);
+        ++rounds;
+    }
+    changer.join();
+    return rounds;
 }
 
 // Loads `dump` and replays the journal of `dir` after it into `restarted`:
