@@ -147,7 +147,8 @@ TEST(CountingJournal, SnapshotsTakenWhileCountersChangeRestartExactly) {
     ASSERT_TRUE(live.keyspace.insert_new("b", ScalableFilter::create(counting_options(50))));
     // A big plain filter: a snapshot takes a while to write it.
     ASSERT_TRUE(live.keyspace.insert_new("big", ScalableFilter::create(small_options(2000000))));
-    const int rounds = snapshots_while(live, dump, [&] { race_adds_and_deletes(live.keyspace, 2, 6000); });
+    const int rounds =
+        snapshots_while(live, dump, [&] { race_adds_and_deletes(live.keyspace, 2, 6000); });
     live.close();
     Keyspace restarted(8);
     restart_from(dir, dump, restarted);
