@@ -144,14 +144,6 @@ void cmd_insert(Context& ctx, Args argv) {
     reply_adds(ctx, add_items(ctx, argv[1], request->items, new_key), Answers::array);
 }
 
-// What an existing key answers BF.RESERVE: "item exists", or WRONGTYPE
-// when it holds a Cuckoo filter.
-std::string_view exists_error(const Context& ctx, std::string_view key) {
-    const std::optional<store::KeyDetails> found = ctx.keyspace.inspect(key);
-    return found && found->value.kind() == store::ValueKind::cuckoo ? errors::kWrongType
-                                                                    : errors::kItemExists;
-}
-
 // BF.RESERVE: options as bf_options.hpp reads them; the key is looked at
 // last, as RedisBloom does.
 void cmd_reserve(Context& ctx, Args argv) {
@@ -164,7 +156,7 @@ void cmd_reserve(Context& ctx, Args argv) {
     // Checked first so an existing key costs no allocation; insert_new below
     // still settles a race with another creator.
     if (ctx.keyspace.contains(key)) {
-        ctx.out.error(exists_error(ctx, key));
+        ctx.out.error(exists_error(ctx, key, store::ValueKind::bloom));
         return;
     }
     core::Result<FilterRef> filter = make_filter(ctx, *options);
@@ -173,7 +165,8 @@ void cmd_reserve(Context& ctx, Args argv) {
         return;
     }
     if (!ctx.keyspace.insert_new(key, std::move(*filter))) {
-        ctx.out.error(exists_error(ctx, key));  // another client created it meanwhile
+        // Another client created it meanwhile.
+        ctx.out.error(exists_error(ctx, key, store::ValueKind::bloom));
         return;
     }
     note_changes(ctx);

@@ -64,18 +64,18 @@ void cmd_scandump(Context& ctx, Args argv) {
 // CF.LOADCHUNK key 1 header: a new filter as the header describes it.
 void load_header(Context& ctx, std::string_view key, std::string_view header) {
     if (ctx.keyspace.contains(key)) {
-        ctx.keyspace.with_cuckoo(key, [](const CuckooObject&) {});  // WRONGTYPE for a Bloom filter
-        ctx.out.error(errors::kItemExists);
+        ctx.out.error(exists_error(ctx, key, store::ValueKind::cuckoo));
         return;
     }
     core::Result<CuckooFilter> filter = CuckooFilter::load_header(header, cf::growth_limit(ctx, 0));
     if (!filter) {
-        ctx.out.error(filter.error() == "Invalid header" ? errors::kCuckooBadHeader
-                                                         : errors::kCuckooCannotCreate);
+        // The filter's own texts are RedisBloom's, as errors.hpp has them.
+        ctx.out.error(filter.error() == errors::kCuckooBadHeader ? errors::kCuckooBadHeader
+                                                                 : errors::kCuckooCannotCreate);
         return;
     }
     if (!ctx.keyspace.insert_new(key, CuckooObject::make(std::move(*filter)))) {
-        ctx.out.error(errors::kItemExists);
+        ctx.out.error(exists_error(ctx, key, store::ValueKind::cuckoo));
         return;
     }
     note_changes(ctx);

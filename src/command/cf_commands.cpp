@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
@@ -94,14 +95,6 @@ core::Result<cuckoo::CuckooRef> make_cuckoo(const Context& ctx,
     return CuckooObject::make(std::move(*filter));
 }
 
-// What a key that exists already answers to a command that creates one:
-// "item exists" for a Cuckoo filter, WRONGTYPE for a Bloom filter.
-std::string_view exists_error(const Context& ctx, std::string_view key) {
-    const std::optional<store::KeyDetails> found = ctx.keyspace.inspect(key);
-    return found && found->value.kind() == store::ValueKind::bloom ? errors::kWrongType
-                                                                   : errors::kItemExists;
-}
-
 void cmd_reserve(Context& ctx, Args argv) {
     const core::Result<cuckoo::CuckooParams> params = parse_reserve(argv);
     if (!params) {
@@ -109,7 +102,7 @@ void cmd_reserve(Context& ctx, Args argv) {
         return;
     }
     if (ctx.keyspace.contains(argv[1])) {
-        ctx.out.error(exists_error(ctx, argv[1]));
+        ctx.out.error(exists_error(ctx, argv[1], store::ValueKind::cuckoo));
         return;
     }
     core::Result<cuckoo::CuckooRef> filter = make_cuckoo(ctx, *params);
@@ -118,7 +111,7 @@ void cmd_reserve(Context& ctx, Args argv) {
         return;
     }
     if (!ctx.keyspace.insert_new(argv[1], std::move(*filter))) {
-        ctx.out.error(exists_error(ctx, argv[1]));
+        ctx.out.error(exists_error(ctx, argv[1], store::ValueKind::cuckoo));
         return;
     }
     note_changes(ctx);
@@ -292,19 +285,19 @@ void cmd_exists(Context& ctx, Args argv) {
     reply_flag(ctx, present);
 }
 
+// One lookup of the key and one hold of its lock for every item.
 void cmd_mexists(Context& ctx, Args argv) {
-    ctx.out.array(argv.size() - 2);
-    bool found = true;
-    for (std::size_t i = 2; i < argv.size(); ++i) {
-        const std::uint64_t hash = cuckoo::cuckoo_hash(argv[i]);
-        bool present = false;
-        if (found) {
-            found = cf::find(ctx, argv[1], [&](const CuckooObject& object) {
-                present = object.lock().filter().exists(hash);
-            });
+    const Args items = argv.subspan(2);
+    thread_local std::vector<std::uint8_t> present;
+    present.assign(items.size(), 0);
+    cf::find(ctx, argv[1], [&](const CuckooObject& object) {
+        const CuckooObject::Locked locked = object.lock();
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            present[i] = locked.filter().exists(cuckoo::cuckoo_hash(items[i])) ? 1 : 0;
         }
-        reply_flag(ctx, present);
-    }
+    });
+    ctx.out.array(items.size());
+    for (const std::uint8_t flag : present) reply_flag(ctx, flag != 0);
 }
 
 void cmd_count(Context& ctx, Args argv) {

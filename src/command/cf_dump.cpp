@@ -24,19 +24,10 @@ core::Status fits(const Context& ctx, std::uint64_t bytes) {
 
 }  // namespace
 
-Copy copy_of(const cuckoo::CuckooObject& object) {
-    Copy copy;
-    const cuckoo::CuckooObject::Locked locked = object.lock();
-    copy.filter.emplace(locked.filter());
-    copy.changes = locked.seq();
-    return copy;
-}
-
 core::Result<cuckoo::CuckooRef> duplicate(const Context& ctx, const cuckoo::CuckooObject& source) {
     if (core::Status room = fits(ctx, source.allocated_bytes()); !room) return room.failure();
     try {
-        Copy copy = copy_of(source);
-        return cuckoo::CuckooObject::make(std::move(*copy.filter));
+        return cuckoo::CuckooObject::make(source.copy().filter);
     } catch (const std::bad_alloc&) {
         return refuse(errors::kOutOfMemory);
     }

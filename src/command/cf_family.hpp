@@ -57,13 +57,6 @@ bool find(const Context& ctx, std::string_view key, Fn&& fn) {
 
 // ---- Copies (cf_dump.cpp): DUMP, RESTORE, COPY and MIGRATE ----
 
-// The filter as it is now and the number of its last change, copied under
-// its lock. Throws std::bad_alloc.
-struct Copy {
-    std::optional<cuckoo::CuckooFilter> filter;
-    std::uint64_t changes = 0;
-};
-Copy copy_of(const cuckoo::CuckooObject& object);
 // COPY's new filter: `source` copied, within --max-filter-bytes and
 // --maxmemory; or the error to reply.
 core::Result<cuckoo::CuckooRef> duplicate(const Context& ctx, const cuckoo::CuckooObject& source);

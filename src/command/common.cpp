@@ -1,5 +1,6 @@
 #include "common.hpp"
 
+#include <optional>
 #include <utility>
 
 #include "bloomery/command/errors.hpp"
@@ -28,6 +29,11 @@ void write_module_entry(Context& ctx) {
 void reply_help(Context& ctx, std::initializer_list<std::string_view> lines) {
     ctx.out.array(lines.size());
     for (std::string_view line : lines) ctx.out.simple(line);
+}
+
+std::string_view exists_error(const Context& ctx, std::string_view key, store::ValueKind kind) {
+    const std::optional<store::KeyDetails> found = ctx.keyspace.inspect(key);
+    return found && found->value.kind() != kind ? errors::kWrongType : errors::kItemExists;
 }
 
 core::Error wrong_arity(std::string_view command_name) {

@@ -60,6 +60,11 @@ inline void reply_flag(Context& ctx, bool value) {
     }
 }
 
+// What a command that creates a filter of kind `kind` answers when `key`
+// exists already: "item exists" (RedisBloom's) for a filter of that kind,
+// WRONGTYPE for one of the other.
+std::string_view exists_error(const Context& ctx, std::string_view key, store::ValueKind kind);
+
 // Counts `changes` writes that changed data (INFO's changes since the last
 // save, the save points).
 inline void note_changes(Context& ctx, std::uint64_t changes = 1) {

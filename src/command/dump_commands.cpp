@@ -56,7 +56,7 @@ void cmd_dump(Context& ctx, Args argv) {
         return;
     }
     if (const cuckoo::CuckooObject* object = entry->value.cuckoo_or_null()) {
-        const std::string payload = persist::cuckoo_dump_payload(*cf::copy_of(*object).filter);
+        const std::string payload = persist::cuckoo_dump_payload(object->copy().filter);
         if (payload.size() > ctx.config.proto_max_bulk_len) {
             ctx.out.error(errors::kDumpTooLarge);
         } else {
@@ -369,8 +369,8 @@ struct Migration {
             if (ttl < 1) ttl = 1;
         }
         if (const cuckoo::CuckooObject* object = entry->value.cuckoo_or_null()) {
-            cf::Copy copy = cf::copy_of(*object);
-            const std::string payload = persist::cuckoo_dump_payload(*copy.filter);
+            const cuckoo::CuckooObject::Copy copy = object->copy();
+            const std::string payload = persist::cuckoo_dump_payload(copy.filter);
             return append_restore(index, ttl, payload, Sent{entry->value, copy.changes}, command);
         }
         const bloom::ScalableFilter& filter = entry->value.filter();

@@ -50,15 +50,18 @@ core::Status Applier::apply_transaction(const std::vector<std::pair<Record, Deco
 core::Status Applier::create(const Decoded& d) {
     const core::Result<bloom::DumpHeader> header = bloom::parse_header(d.data);
     if (!header) return core::Error{"CREATE record: " + header.error()};
-    bloom::FilterRef filter = bloom::build_filter(*header);
-    filter->set_id(d.filter_id);
+    link(d, bloom::build_filter(*header));
+    return {};
+}
+
+void Applier::link(const Decoded& d, store::ValueRef value) {
+    value.set_id(d.filter_id);
     max_id_ = std::max(max_id_, d.filter_id);
     // A replica promoted later names its new filters past every id it holds.
     bloom::ScalableFilter::reserve_ids_through(d.filter_id);
     forget(d.key);
-    keyspace_.put(d.key, filter, d.deadline);
-    by_id_[d.filter_id] = std::move(filter);
-    return {};
+    keyspace_.put(d.key, value, d.deadline);
+    by_id_[d.filter_id] = std::move(value);
 }
 
 bloom::ScalableFilter* Applier::entries_of(const Decoded& d) {
@@ -104,13 +107,7 @@ core::Status Applier::cuckoo_create(const Decoded& d) {
     core::Result<cuckoo::CuckooFilter> filter =
         cuckoo::CuckooFilter::load_header(d.data, cuckoo::kNoLimit);
     if (!filter) return core::Error{"CF-CREATE record: " + filter.error()};
-    cuckoo::CuckooRef object = cuckoo::CuckooObject::make(std::move(*filter), d.seq);
-    object->set_id(d.filter_id);
-    max_id_ = std::max(max_id_, d.filter_id);
-    bloom::ScalableFilter::reserve_ids_through(d.filter_id);
-    forget(d.key);
-    keyspace_.put(d.key, object, d.deadline);
-    by_id_[d.filter_id] = std::move(object);
+    link(d, cuckoo::CuckooObject::make(std::move(*filter), d.seq));
     return {};
 }
 

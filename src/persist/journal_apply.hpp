@@ -50,6 +50,8 @@ private:
     core::Status add(const Decoded& d);
     core::Status remove(const Decoded& d);
     core::Status cuckoo_create(const Decoded& d);
+    // Links a new filter under the record's key and id (CREATE, CF-CREATE).
+    void link(const Decoded& d, store::ValueRef value);
     core::Status cuckoo_change(const Decoded& d);
     // The filter under `key` leaves the keyspace: adds journaled for it
     // later (they raced the change) go nowhere, as they did.

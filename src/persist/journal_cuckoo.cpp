@@ -26,6 +26,8 @@ constexpr std::size_t kInsertBytes = 2 + 1 + kSlotBytes + 4;
 constexpr std::size_t kMoveBytes = 1 + 2 * kSlotBytes;
 constexpr std::size_t kRemoveBytes = kSlotBytes + 1;
 constexpr std::size_t kChunkBytes = 8 + 4;
+// Room a sealed record may keep unused (seal()).
+constexpr std::size_t kKeepUnused = 4096;
 
 std::size_t body_bytes(const store::CuckooChange& change) {
     switch (change.kind) {
@@ -115,6 +117,15 @@ void seal(store::RecordBlock& block, std::uint64_t id, std::uint64_t seq,
                                          out[16] = static_cast<std::uint8_t>(change.kind);
                                          put_change(out + kChangeHeader, change);
                                      });
+    // A filter of many relocations per insert reserves far more than most
+    // changes take: give the rest back rather than hold it in the stream
+    // (a failure to, which cannot lose the record, keeps the room).
+    if (block.bytes.capacity() - block.bytes.size() > kKeepUnused) {
+        try {
+            block.bytes.shrink_to_fit();
+        } catch (...) {
+        }
+    }
 }
 
 namespace {

@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <chrono>
 #include <exception>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -127,24 +126,18 @@ private:
 void write_cuckoo_record(SnapshotFileWriter& out, std::string_view key,
                          const store::KeyspaceView::Entry& entry) {
     const cuckoo::CuckooObject& object = entry.value.cuckoo();
-    std::optional<cuckoo::CuckooFilter> copy;
-    std::uint64_t seq = 0;
-    {
-        const cuckoo::CuckooObject::Locked locked = object.lock();
-        copy.emplace(locked.filter());
-        seq = locked.seq();
-    }
+    const cuckoo::CuckooObject::Copy copy = object.copy();
     out.begin_record();
     out.append_u8(format::kRecordCuckoo);
     out.append_u32(static_cast<std::uint32_t>(key.size()));
     out.append(key.data(), key.size());
     out.append_i64(entry.expire_at_ms);
     out.append_u64(object.id());
-    out.append_u64(seq);
-    const std::string header = copy->header();
+    out.append_u64(copy.changes);
+    const std::string header = copy.filter.header();
     out.append(header.data(), header.size());
-    for (std::uint16_t i = 0; i < copy->num_filters(); ++i) {
-        const std::string_view data = copy->filter_data(i);
+    for (std::uint16_t i = 0; i < copy.filter.num_filters(); ++i) {
+        const std::string_view data = copy.filter.filter_data(i);
         out.append(data.data(), data.size());
     }
     out.append_u64(out.record_checksum(), Hashed::file_only);

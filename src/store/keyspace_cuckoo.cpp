@@ -76,11 +76,8 @@ core::Status Keyspace::redo_cuckoo(cuckoo::CuckooObject& object, std::uint64_t s
     if (!redo(locked.filter(), change)) {
         return core::Error{"a recorded change does not fit its Cuckoo filter"};
     }
-    if (fill) {
-        locked.redone(locked.seq());
-    } else {
-        locked.redone(seq);
-    }
+    // A fill is part of the filter's creation and takes no number.
+    locked.redone(fill ? locked.seq() : seq);
     if (log != nullptr) {
         log->seal_cuckoo_change(*record, object.id(), seq, change);
         log->append(std::move(record));

@@ -192,6 +192,12 @@ TEST(CuckooJournal, ARecordIsSealedInTheRoomReservedBeforeTheChange) {
         EXPECT_EQ(block->bytes.capacity(), room);
         EXPECT_EQ(block->bytes.data(), where) << "sealing allocated";
     }
+    // Room for 65535 relocations (MAXITERATIONS' most) is not kept by a
+    // change that took none.
+    store::EncodedRecord wide = live.journal.reserve_cuckoo_change(65535, 0);
+    EXPECT_GT(wide->bytes.capacity(), 1000000u);
+    live.journal.seal_cuckoo_change(*wide, 12, 35, CuckooChange::compacted());
+    EXPECT_LE(wide->bytes.capacity(), wide->bytes.size() + 4096);
 }
 
 TEST(CuckooJournal, MigratesDeleteKeepsAFilterThatChangedSinceItWasSent) {

@@ -136,8 +136,8 @@ void for_each_chunk_pair(const ScalableFilter& a, const ScalableFilter& b, Check
 // The bytes of a Cuckoo filter (its DUMP payload: header, counts, every
 // slot) and the number of its last change.
 inline std::pair<std::string, std::uint64_t> cuckoo_state(const store::ValueRef& value) {
-    const cuckoo::CuckooObject::Locked locked = value.cuckoo().lock();
-    return {cuckoo_dump_payload(locked.filter()), locked.seq()};
+    const cuckoo::CuckooObject::Copy copy = value.cuckoo().copy();
+    return {cuckoo_dump_payload(copy.filter), copy.changes};
 }
 
 inline void expect_same_keyspace(const Keyspace& a, const Keyspace& b) {

@@ -22,41 +22,16 @@
 #include "bloomery/bloom/redisbloom.hpp"
 #include "bloomery/persist/rdb_import.hpp"
 #include "bloomery/store/keyspace.hpp"
+#include "redisbloom_fixtures.hpp"
 
 namespace bloomery::persist::rdb_testing {
 
 using json = nlohmann::json;
 using Chunks = std::vector<std::pair<std::int64_t, std::string>>;
 
-inline std::string fixture_path(const std::string& name) {
-    return std::string(BLOOMERY_FIXTURES_DIR) + "/redisbloom/" + name;
-}
-
-inline std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    EXPECT_TRUE(in) << path;
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-inline std::string base64_decode(std::string_view text) {
-    static const std::string kAlphabet =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    std::uint32_t acc = 0;
-    int bits = 0;
-    for (char c : text) {
-        if (c == '=') break;
-        const auto value = kAlphabet.find(c);
-        if (value == std::string::npos) continue;
-        acc = (acc << 6) | static_cast<std::uint32_t>(value);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out.push_back(static_cast<char>((acc >> bits) & 0xff));
-        }
-    }
-    return out;
-}
+using fixtures::base64_decode;
+using fixtures::fixture_path;
+using fixtures::read_file;
 
 inline Chunks chunks_of(const json& list) {
     Chunks out;

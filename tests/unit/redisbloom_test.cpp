@@ -30,6 +30,7 @@
 #include "bloomery/persist/journal_reader.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "bloomery/store/keyspace.hpp"
+#include "redisbloom_fixtures.hpp"
 
 namespace bloomery {
 namespace {
@@ -39,16 +40,9 @@ using bloom::FilterRef;
 using bloom::ScalableFilter;
 using json = nlohmann::json;
 using Chunks = std::vector<std::pair<std::int64_t, std::string>>;
-
-std::string fixture_path(const std::string& name) {
-    return std::string(BLOOMERY_FIXTURES_DIR) + "/redisbloom/" + name;
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    EXPECT_TRUE(in) << path;
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using fixtures::base64_decode;
+using fixtures::fixture_path;
+using fixtures::read_file;
 
 const json& fixtures(const std::string& name) {
     static std::map<std::string, json> loaded;
@@ -56,26 +50,6 @@ const json& fixtures(const std::string& name) {
     if (it == loaded.end())
         it = loaded.emplace(name, json::parse(read_file(fixture_path(name)))).first;
     return it->second;
-}
-
-std::string base64_decode(std::string_view text) {
-    static const std::string kAlphabet =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    std::uint32_t acc = 0;
-    int bits = 0;
-    for (char c : text) {
-        if (c == '=') break;
-        const auto value = kAlphabet.find(c);
-        if (value == std::string::npos) continue;
-        acc = (acc << 6) | static_cast<std::uint32_t>(value);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out.push_back(static_cast<char>((acc >> bits) & 0xff));
-        }
-    }
-    return out;
 }
 
 // The items of a fixture spec: a Python "%d" pattern and a count, or base64.

@@ -66,6 +66,19 @@ public:
     };
     Locked lock() const { return Locked(*this); }
 
+    // The filter as it is now and the number of its last change, copied
+    // under the lock, for whoever writes it out (snapshots, DUMP, COPY,
+    // MIGRATE) without holding up its writers meanwhile. Throws
+    // std::bad_alloc.
+    struct Copy {
+        CuckooFilter filter;
+        std::uint64_t changes;
+    };
+    Copy copy() const {
+        const Locked locked = lock();
+        return Copy{locked.filter(), locked.seq()};
+    }
+
     // The journal's name for this filter (the id space Bloom filters use:
     // bloom::ScalableFilter::next_id()).
     std::uint64_t id() const { return id_; }

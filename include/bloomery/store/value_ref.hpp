@@ -60,9 +60,8 @@ public:
         if (kind() != ValueKind::cuckoo) throw WrongType();
         return *cuckoo_pointer();
     }
-    // New owning references of their own kind.
+    // A new owning reference to the Bloom filter (WrongType as filter()).
     bloom::FilterRef filter_ref() const { return bloom::FilterRef::share(filter()); }
-    cuckoo::CuckooRef cuckoo_ref() const { return cuckoo::CuckooRef::share(cuckoo()); }
 
     // What every kind answers.
     std::uint64_t id() const {
@@ -76,8 +75,14 @@ public:
         return kind() == ValueKind::bloom ? bloom_pointer()->references()
                                           : cuckoo_pointer()->references();
     }
-    // The address, as an identity (MIGRATE's "is it still the same value").
-    const void* address() const { return reinterpret_cast<const void*>(bits_ & ~kCuckooBit); }
+    // The journal's name for the value (set once, before it is shared).
+    void set_id(std::uint64_t id) const {
+        if (kind() == ValueKind::bloom) {
+            bloom_pointer()->set_id(id);
+        } else {
+            cuckoo_pointer()->set_id(id);
+        }
+    }
 
 private:
     static constexpr std::uintptr_t kCuckooBit = 1;
