@@ -22,10 +22,15 @@ OPS = int(os.environ.get("BLOOMERY_EXACTNESS_OPS", "200" if SANITIZED else "600"
 
 
 def state_of(client):
-    """Every key's BF.INFO and SCANDUMP chunks, and its deadline (EXPIRETIME,
-    in seconds: -1 for none)."""
+    """Every key's BF.INFO and SCANDUMP chunks (a Cuckoo filter's CF.INFO
+    and DUMP, which holds every slot and count), and its deadline
+    (EXPIRETIME, in seconds: -1 for none)."""
     state = {}
     for key in sorted(client.keys("*")):
+        if client.type(key) == b"MBbloomCF":
+            state[key] = (client.execute_command("CF.INFO", key), client.dump(key),
+                          client.execute_command("EXPIRETIME", key))
+            continue
         state[key] = (client.execute_command("BF.INFO", key), scandump(client, key),
                       client.execute_command("EXPIRETIME", key))
     return state
@@ -82,16 +87,39 @@ def high_error_rate_adds(client):
     return items
 
 
+def cuckoo_adds(client):
+    """One client: CF.RESERVE c 64 EXPANSION 2 (it grows to several
+    sub-filters, relocating), 3,000 CF.ADDs and a CF.DEL of every third.
+    Returns the items still added."""
+    client.execute_command("CF.RESERVE", "c", 64, "EXPANSION", 2)
+    pipe = client.pipeline(transaction=False)
+    for i in range(3000):
+        pipe.execute_command("CF.ADD", "c", "c%d" % i)
+    pipe.execute()
+    pipe = client.pipeline(transaction=False)
+    for i in range(0, 3000, 3):
+        pipe.execute_command("CF.DEL", "c", "c%d" % i)
+    pipe.execute()
+    return ["c%d" % i for i in range(3000) if i % 3 != 0]
+
+
+def cuckoo_missing(client, items):
+    return [item for item, present in zip(items, client.execute_command("CF.MEXISTS", "c", *items))
+            if not present]
+
+
 class OneClient(ExactnessTestCase):
     def test_restart_from_the_journal_gives_back_every_item_and_every_bit(self):
         server = self.start(Server(save=""))
         client = server.client()
         items = high_error_rate_adds(client)
+        cuckoo_items = cuckoo_adds(client)
         before = state_of(client)
         self.assertEqual(server.terminate(), 0)
         server.start(timeout=60)
         client = server.client()
         self.assertEqual(missing_items(client, "f", items), [])
+        self.assertEqual(cuckoo_missing(client, cuckoo_items), [])
         self.assert_same_state(before, state_of(client), "after the restart")
 
     def test_a_replica_after_wait_holds_every_item_and_every_bit(self):
@@ -99,15 +127,18 @@ class OneClient(ExactnessTestCase):
         replica = self.replica_of(primary)
         p = primary.client()
         items = high_error_rate_adds(p)
+        cuckoo_items = cuckoo_adds(p)
         self.assertEqual(p.execute_command("WAIT", 1, 0), 1)
         r = replica.client()
         self.assertEqual(missing_items(r, "f", items), [])
+        self.assertEqual(cuckoo_missing(r, cuckoo_items), [])
         self.assert_same_state(state_of(p), state_of(r), "on the replica")
 
 
 class Worker(threading.Thread):
     """Random operations on a small shared set of keys and some of its own:
     RESERVE at error rates from 0.9 to 1e-6 (COUNTING filters among them),
+    Cuckoo filters' CF.ADD, ADDNX, INSERT, DEL, COMPACT and LOADCHUNK,
     ADD, MADD, INSERT, BF.DEL of items added before (counting filters'
     saturating counters: their order matters), DEL, RENAME,
     EXPIRE (far ahead, in the past, PERSIST, and deadlines that pass during
@@ -128,11 +159,14 @@ class Worker(threading.Thread):
         self.last_deadline = 0
         self.recent = {}  # key: items this worker added to it lately, for BF.DEL
         self.deleted = 0  # BF.DELs that answered 1
+        self.cf_deleted = 0  # CF.DELs that answered 1
 
     def key(self):
         r = self.rng.random()
-        if r < 0.55:
+        if r < 0.45:
             return "shared:%d" % self.rng.randrange(8)
+        if r < 0.55:
+            return "cuckoo:%d" % self.rng.randrange(3)  # created CF.RESERVE by the test
         if r < 0.75:
             return "counting:%d" % self.rng.randrange(3)  # created COUNTING by the test
         return "own:%d:%d" % (self.number, self.rng.randrange(4))
@@ -164,9 +198,36 @@ class Worker(threading.Thread):
         finally:
             client.close()
 
+    def cuckoo_step(self, c, key):
+        """A change to a Cuckoo filter: adds (relocating, growing), deletes
+        of items added before (or never), compaction, a reload of its own
+        chunk. Against a Bloom filter's key: WRONGTYPE, part of the game."""
+        r = self.rng.random()
+        if r < 0.45:
+            c.execute_command("CF.ADD" if r < 0.35 else "CF.ADDNX", key, self.item(key))
+        elif r < 0.6:
+            c.execute_command("CF.INSERT", key, "CAPACITY", 64, "ITEMS",
+                              *[self.item(key) for _ in range(self.rng.randrange(1, 30))])
+        elif r < 0.85:
+            self.cf_deleted += c.execute_command("CF.DEL", key, self.added_to(key))
+        elif r < 0.9:
+            c.execute_command("CF.COMPACT", key)
+        else:
+            iterator, data = c.execute_command("CF.SCANDUMP", key, 1)
+            if iterator != 0:
+                c.execute_command("CF.LOADCHUNK", key, iterator, data)
+
     def step(self, c):
         r = self.rng.random()
         key = self.key()
+        if key.startswith("cuckoo:"):
+            # Mostly CF changes; else what any key takes (DEL, RENAME, the
+            # deadlines), never a BF command that would make it a Bloom
+            # filter's key.
+            if self.rng.random() < 0.85:
+                self.cuckoo_step(c, key)
+                return
+            r = self.rng.uniform(0.70, 0.85)
         if r < 0.10:
             args = ["BF.RESERVE", key, self.rng.choice(self.RATES), self.rng.choice((10, 100, 1000))]
             if self.rng.random() < 0.3:
@@ -268,6 +329,7 @@ class RandomOperations(ExactnessTestCase):
         replica = self.replica_of(primary)
         for n in range(3):
             primary.client().execute_command("BF.RESERVE", "counting:%d" % n, 0.01, 100, "COUNTING")
+            primary.client().execute_command("CF.RESERVE", "cuckoo:%d" % n, 64, "EXPANSION", 2)
         workers = [Worker(primary.port, n, seed * 10 + n, OPS) for n in range(4)]
         for worker in workers:
             worker.start()
@@ -289,6 +351,9 @@ class RandomOperations(ExactnessTestCase):
                            "seed %d: no merge went through" % seed)
         deleted = sum(worker.deleted for worker in workers)
         self.assertGreater(deleted, 0, "seed %d: no BF.DEL took an item out" % seed)
+        cf_adds = p.info("commandstats").get("cmdstat_cf.add", {})
+        self.assertGreater(cf_adds.get("calls", 0) - cf_adds.get("failed_calls", 0), 0,
+                           "seed %d: no CF.ADD went through" % seed)
         self.assertEqual(primary.kill(), -9)
         primary.start(timeout=60)
         self.assert_same_state(live, state_of(primary.client()),
@@ -296,9 +361,11 @@ class RandomOperations(ExactnessTestCase):
         items = sum(dict(zip(v[0][::2], v[0][1::2]))[b"Number of items inserted"]
                     for v in live.values())
         print("\n[ measured ] seed %d: %d operations on 4 threads (%d merges, %d refused; %d "
-              "counting deletes); %d keys, %d items compared bit for bit on the replica and "
-              "after kill -9" % (seed, 4 * OPS, merges["calls"], merges["failed_calls"], deleted,
-                                 len(live), items))
+              "counting deletes, %d Cuckoo deletes); %d keys (%d Cuckoo filters), %d items compared "
+              "bit for bit on the replica and after kill -9"
+              % (seed, 4 * OPS, merges["calls"], merges["failed_calls"], deleted,
+                 sum(worker.cf_deleted for worker in workers), len(live),
+                 sum(1 for key in live if isinstance(live[key][1], bytes)), items))
 
 
 class Crashes(ExactnessTestCase):
