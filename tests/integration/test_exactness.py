@@ -163,10 +163,8 @@ class Worker(threading.Thread):
 
     def key(self):
         r = self.rng.random()
-        if r < 0.45:
-            return "shared:%d" % self.rng.randrange(8)
         if r < 0.55:
-            return "cuckoo:%d" % self.rng.randrange(3)  # created CF.RESERVE by the test
+            return "shared:%d" % self.rng.randrange(8)
         if r < 0.75:
             return "counting:%d" % self.rng.randrange(3)  # created COUNTING by the test
         return "own:%d:%d" % (self.number, self.rng.randrange(4))
@@ -190,6 +188,8 @@ class Worker(threading.Thread):
             for _ in range(self.ops):
                 try:
                     self.step(client)
+                    if self.rng.random() < 0.15:
+                        self.cuckoo_op(client)
                 except redis.ResponseError:
                     pass
                 self.done += 1
@@ -217,17 +217,26 @@ class Worker(threading.Thread):
             if iterator != 0:
                 c.execute_command("CF.LOADCHUNK", key, iterator, data)
 
-    def step(self, c):
+    def cuckoo_op(self, c):
+        """On top of the Bloom operations: one of the Cuckoo filters the
+        test created, mostly changed by CF commands, else given what any key
+        takes (DEL, RENAME, the deadlines), never a BF command that would
+        make it a Bloom filter's key nor a RENAME onto a Bloom filter's."""
+        key = "cuckoo:%d" % self.rng.randrange(3)
         r = self.rng.random()
-        key = self.key()
-        if key.startswith("cuckoo:"):
-            # Mostly CF changes; else what any key takes (DEL, RENAME, the
-            # deadlines), never a BF command that would make it a Bloom
-            # filter's key.
-            if self.rng.random() < 0.85:
-                self.cuckoo_step(c, key)
-                return
-            r = self.rng.uniform(0.70, 0.85)
+        if r < 0.85:
+            self.cuckoo_step(c, key)
+        elif r < 0.9:
+            c.delete(key)
+        elif r < 0.95:
+            # Among the Cuckoo names: the Bloom filters keep theirs.
+            c.execute_command("RENAME", key, "cuckoo:%d" % self.rng.randrange(3))
+        else:
+            self.step(c, key, self.rng.uniform(0.80, 0.85))  # its deadline
+
+    def step(self, c, key=None, r=None):
+        r = self.rng.random() if r is None else r
+        key = self.key() if key is None else key
         if r < 0.10:
             args = ["BF.RESERVE", key, self.rng.choice(self.RATES), self.rng.choice((10, 100, 1000))]
             if self.rng.random() < 0.3:
