@@ -252,6 +252,17 @@ class Worker(threading.Thread):
             # Deletes racing other threads' adds to the same counting filter;
             # sometimes an item never added there (its counters are others').
             key = "counting:%d" % self.rng.randrange(3)
+            # A counting filter there (made again if another thread deleted
+            # it, or replaced if a plain one took the name) holding an item
+            # of this thread's, deleted first.
+            item = self.item(key)
+            c.execute_command("BF.INSERT", key, "COUNTING", "ITEMS", item)
+            try:
+                self.deleted += c.execute_command("BF.DEL", key, item)
+            except redis.ResponseError:
+                c.delete(key)
+                c.execute_command("BF.INSERT", key, "COUNTING", "ITEMS", item)
+                self.deleted += c.execute_command("BF.DEL", key, item)
             for _ in range(self.rng.randrange(1, 4)):
                 self.deleted += c.execute_command("BF.DEL", key, self.added_to(key))
         elif r < 0.60:
