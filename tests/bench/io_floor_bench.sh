@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Where a request's CPU goes: the kernel's floor against the servers. Runs,
+# interleaved round by round, io_floor (a +PONG server: a bare epoll loop,
+# Boost.Asio, io_uring where built), redis-server answering PING, bloomery
+# and redis-server + RedisBloom answering BF.EXISTS on one 10^7-item filter
+# at 1 % (journal on, everysec, for both). Reported per (server, depth,
+# clients): median server CPU per request in ns (every thread's on-CPU time
+# from /proc/PID/task/*/schedstat, so nanoseconds, not clock ticks), ops/s
+# and p99. What io_floor costs is what any server on this machine and
+# kernel pays for the sockets alone. Not a test.
+#
+# Usage: tests/bench/io_floor_bench.sh [--rounds N] [--requests N]
+#        [--depths "1 16"] [--clients "50"] [--servers "..."]
+# IO_FLOOR (default build/bench/tests/bench/io_floor), BLOOMERY (default
+# build/release/bloomery), REDISBLOOM_SO (default ../shared/anchors/redisbloom.so).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+ROUNDS=3
+REQUESTS=300000
+DEPTHS="1 16"
+CLIENTS="50"
+SERVERS="epoll asio io_uring redis bloomery redisbloom"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rounds) ROUNDS=$2; shift 2 ;;
+        --requests) REQUESTS=$2; shift 2 ;;
+        --depths) DEPTHS=$2; shift 2 ;;
+        --clients) CLIENTS=$2; shift 2 ;;
+        --servers) SERVERS=$2; shift 2 ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+done
+IO_FLOOR=${IO_FLOOR:-build/bench/tests/bench/io_floor}
+BLOOMERY=${BLOOMERY:-build/release/bloomery}
+MODULE=$(realpath "${REDISBLOOM_SO:-../shared/anchors/redisbloom.so}")
+WORK=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/io-floor.XXXXXX")
+PID=""
+cleanup() {
+    [ -n "$PID" ] && kill "$PID" 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+. tests/bench/bench_lib.sh
+
+cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {printf "%d", s}'; }
+
+start() {  # start SERVER PORT DIR: starts it in the background, sets PID
+    local server=(redis-server --bind 127.0.0.1 --port "$2" --dir "$3" --save "" --appendonly yes
+        --appendfsync everysec)
+    case $1 in
+        epoll | asio | io_uring) server=("$IO_FLOOR" "$1" "$2") ;;
+        bloomery) server=("$BLOOMERY" --bind 127.0.0.1 --port "$2" --dir "$3" --save "" --threads 1
+            --appendonly yes --appendfsync everysec) ;;
+        redisbloom) server+=(--loadmodule "$MODULE") ;;
+    esac
+    "${server[@]}" >"$3/log" 2>&1 &
+    PID=$!
+}
+
+echo "server,depth,clients,round,rps,p99_ms,cpu_ns" >"$WORK/results.csv"
+run() {  # run SERVER DEPTH CLIENTS ROUND
+    local server=$1 depth=$2 clients=$3 round=$4 dir port command
+    dir="$WORK/$server-$round"
+    mkdir -p "$dir"
+    port=$(free_port)
+    start "$server" "$port" "$dir"
+    wait_ping "$port"
+    command=(PING)
+    case $server in
+        bloomery | redisbloom)
+            redis-cli -p "$port" BF.RESERVE hot 0.01 10000000 NONSCALING >/dev/null
+            command=(BF.EXISTS hot __rand_int__)
+            ;;
+    esac
+    local before after line
+    before=$(cpu_ns "$PID")
+    line=$(redis-benchmark -p "$port" -c "$clients" -n "$REQUESTS" -r 100000000 -P "$depth" \
+        --csv "${command[@]}" 2>/dev/null | tail -1)
+    after=$(cpu_ns "$PID")
+    kill "$PID"
+    wait "$PID" 2>/dev/null || true
+    PID=""
+    rm -rf "$dir"
+    local rps p99
+    rps=$(echo "$line" | cut -d, -f2 | tr -d '"')
+    p99=$(echo "$line" | cut -d, -f7 | tr -d '"')
+    echo "$server,$depth,$clients,$round,$rps,$p99,$(((after - before) / REQUESTS))" \
+        >>"$WORK/results.csv"
+}
+
+for clients in $CLIENTS; do
+    for depth in $DEPTHS; do
+        for round in $(seq 1 "$ROUNDS"); do
+            for server in $SERVERS; do run "$server" "$depth" "$clients" "$round"; done
+        done
+    done
+done
+
+python3 - "$WORK/results.csv" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+print("| server | -P | clients | CPU ns/request | ops/s | p99 ms |")
+print("|---|---|---|---|---|---|")
+keys = []
+for r in rows:
+    key = (r["server"], r["depth"], r["clients"])
+    if key not in keys:
+        keys.append(key)
+for server, depth, clients in sorted(keys, key=lambda k: (int(k[2]), int(k[1]))):
+    mine = [r for r in rows if (r["server"], r["depth"], r["clients"]) == (server, depth, clients)]
+    med = lambda field: statistics.median(float(r[field]) for r in mine)
+    print("| %s | %s | %s | %.0f | %.0f | %.2f |" % (server, depth, clients, med("cpu_ns"),
+                                                     med("rps"), med("p99_ms")))
+PY
