@@ -1,7 +1,9 @@
 #include "bloomery/bloom/bounds.hpp"
 
+#include <array>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <optional>
 
 #include "bloomery/bloom/counting.hpp"
@@ -256,7 +258,47 @@ LayerGeometry sized_automatically(std::uint64_t capacity, double error_rate) {
     return sized(capacity, error_rate, Layout::classic);
 }
 
+// A sizing (a few microseconds: classic_sizing's bisection, RedisBloom's
+// reference sizing) for each new filter would cost more than creating a
+// small one: filters of one server use a handful of (capacity, rate,
+// layout), kept here as blocked_sizing keeps its rates.
+LayerGeometry cached_size(std::uint64_t capacity, double error_rate, Layout layout) {
+    struct Entry {
+        std::uint64_t capacity;
+        double error_rate;
+        Layout layout;
+        LayerGeometry geometry;
+    };
+    const auto matches = [&](const Entry& e) {
+        return e.capacity == capacity && e.error_rate == error_rate && e.layout == layout;
+    };
+    thread_local Entry last{0, 0.0, Layout::classic, {}};
+    if (matches(last)) return last.geometry;
+    static std::mutex mutex;
+    static std::array<Entry, 64> cache{};
+    static std::size_t next = 0;
+    {
+        std::lock_guard lock(mutex);
+        for (const Entry& entry : cache) {
+            if (matches(entry)) {
+                last = entry;
+                return entry.geometry;
+            }
+        }
+    }
+    last = Entry{capacity, error_rate, layout, size_layer(capacity, error_rate, layout)};
+    std::lock_guard lock(mutex);
+    cache[next] = last;
+    next = (next + 1) % cache.size();
+    return last.geometry;
+}
+
 }  // namespace
+
+LayerGeometry size_layer(std::uint64_t capacity, double error_rate, Layout layout) {
+    if (layout == Layout::automatic) return sized_automatically(capacity, error_rate);
+    return sized(capacity, error_rate, layout);
+}
 
 LayerGeometry first_layer(const FilterOptions& options) {
     // p·(1 − r): at r = 0.5 exactly RedisBloom's p·0.5, bit for bit.
@@ -268,9 +310,7 @@ LayerGeometry first_layer(const FilterOptions& options) {
         return redisbloom_layer(options.capacity, error_rate, options.redisbloom_options)
             .value_or(LayerGeometry{});
     }
-    if (options.layout == Layout::automatic)
-        return sized_automatically(options.capacity, error_rate);
-    return sized(options.capacity, error_rate, options.layout);
+    return cached_size(options.capacity, error_rate, options.layout);
 }
 
 std::optional<LayerGeometry> next_layer(const FilterOptions& options, const LayerGeometry& last) {
@@ -289,9 +329,7 @@ std::optional<LayerGeometry> next_layer(const FilterOptions& options, const Laye
     const std::uint64_t capacity = last.capacity * expansion;
     const double error_rate = last.error_rate * options.tightening;
     if (!(error_rate >= kMinLayerErrorRate)) return std::nullopt;
-    const LayerGeometry next = options.layout == Layout::automatic
-                                   ? sized_automatically(capacity, error_rate)
-                                   : sized(capacity, error_rate, options.layout);
+    const LayerGeometry next = cached_size(capacity, error_rate, options.layout);
     if (next.bits == 0 || next.bits > kMaxLayerBits || next.hashes > kMaxHashes) {
         return std::nullopt;
     }

@@ -178,6 +178,12 @@ LayerGeometry first_layer(const FilterOptions& options);
 // no kMaxHashes hashes can reach).
 std::optional<LayerGeometry> next_layer(const FilterOptions& options, const LayerGeometry& last);
 
+// The bloomery-scheme layer for this capacity, rate and layout (or
+// policy), computed afresh. first_layer() and next_layer() give the same
+// from a cache of recent sizings (one per distinct capacity, rate and
+// layout), as sizing one costs far more than creating a small filter.
+LayerGeometry size_layer(std::uint64_t capacity, double error_rate, Layout layout);
+
 // Bytes the bit arrays of these layers take (the quantity --max-filter-bytes
 // bounds). Saturates instead of overflowing.
 std::uint64_t filter_bytes(std::span<const LayerGeometry> layers);
