@@ -29,8 +29,8 @@ TEST(SizingCache, FirstAndNextLayerEqualAFreshSizing) {
     // More distinct sizings than the shared table holds, twice over, so
     // answers come fresh, from the table and from the last entry.
     for (int pass = 0; pass < 2; ++pass) {
-        for (const Layout layout :
-             {Layout::classic, Layout::blocked, Layout::automatic, Layout::counting}) {
+        for (const Layout layout : {Layout::classic, Layout::blocked, Layout::automatic,
+                                    Layout::automatic_blocks, Layout::counting}) {
             for (const double p : {0.25, 0.01, 1e-3, 1e-4, 1e-6}) {
                 for (const std::uint64_t n : {100u, 5000u, 100000u, 3000000u}) {
                     FilterOptions options = make_options(n, p, 2, false);
