@@ -1,7 +1,9 @@
 #include "bloomery/bloom/bounds.hpp"
 
+#include <array>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <optional>
 
 #include "bloomery/bloom/counting.hpp"
@@ -63,8 +65,32 @@ std::string_view layout_name(Layout layout) {
             return "auto";
         case Layout::counting:
             return "counting";
+        case Layout::blocked_1024:
+            return "blocked-1024";
+        case Layout::blocked_2048:
+            return "blocked-2048";
+        case Layout::blocked_4096:
+            return "blocked-4096";
+        case Layout::automatic_blocks:
+            return "auto";
         default:
             return "classic";
+    }
+}
+
+std::uint64_t layout_block_bits(Layout layout) {
+    switch (layout) {
+        case Layout::blocked:
+        case Layout::counting:
+            return kBlockBits;
+        case Layout::blocked_1024:
+            return 1024;
+        case Layout::blocked_2048:
+            return 2048;
+        case Layout::blocked_4096:
+            return 4096;
+        default:
+            return 0;
     }
 }
 
@@ -75,11 +101,13 @@ std::string_view scheme_name(HashScheme scheme) {
 namespace {
 // A layer's layout: what its bits are.
 bool known_layout(Layout layout) {
-    return layout == Layout::classic || layout == Layout::blocked || layout == Layout::counting;
+    return layout == Layout::classic || blocked_layout(layout) || layout == Layout::counting;
 }
-// A filter's: also the automatic policy.
+// A filter's: one a filter's flags can hold (scalable_filter.cpp), the
+// multi-line blocks only through automatic_blocks.
 bool known_policy(Layout layout) {
-    return known_layout(layout) || layout == Layout::automatic;
+    return layout == Layout::classic || layout == Layout::blocked || layout == Layout::counting ||
+           automatic_policy(layout);
 }
 
 // RedisBloom chains: the options it can honour (no ENTS_IS_BITS, nothing
@@ -140,7 +168,9 @@ bool layer_layout_fits(Layout filter_layout, std::uint32_t layer_layout) {
     if (filter_layout == Layout::counting) {
         return layer_layout == static_cast<std::uint32_t>(Layout::counting);
     }
-    return layer_layout <= static_cast<std::uint32_t>(Layout::blocked);
+    if (layer_layout > static_cast<std::uint32_t>(Layout::automatic_blocks)) return false;
+    const auto layout = static_cast<Layout>(layer_layout);
+    return layout == Layout::classic || blocked_layout(layout);
 }
 
 BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items) {
@@ -154,7 +184,7 @@ BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items) {
     if (layer.capacity > kMaxLayerCapacity) return BoundsError::capacity_too_large;
     if (!known_layout(layer.layout)) return BoundsError::layout_invalid;
     if (layer.bits == 0 || layer.bits % 64 != 0 || layer.bits > kMaxLayerBits ||
-        (layer.layout != Layout::classic && layer.bits % kBlockBits != 0)) {
+        (layer.layout != Layout::classic && layer.bits % layout_block_bits(layer.layout) != 0)) {
         return BoundsError::bits_invalid;
     }
     if (layer.hashes == 0 || layer.hashes > kMaxHashes) return BoundsError::hashes_range;
@@ -209,6 +239,8 @@ LayerGeometry sized_counting(std::uint64_t capacity, double error_rate) {
     return LayerGeometry{capacity, error_rate, cells * kCellBits, sizing.hashes, Layout::counting};
 }
 
+// `requested`: classic, or a blocked layout (the block size it is tried
+// with); counting goes to sized_counting.
 LayerGeometry sized(std::uint64_t capacity, double error_rate, Layout requested) {
     if (requested == Layout::counting) return sized_counting(capacity, error_rate);
     // Below 1e-9 blocking would cost more than kMaxBlockedOverhead (1.84×
@@ -231,10 +263,12 @@ LayerGeometry sized(std::uint64_t capacity, double error_rate, Layout requested)
     // above the model, so the margin keeps the measured rate within p for a
     // fraction of a percent more bits (tests/bench/README.md).
     constexpr double kBlockedMargin = 0.97;
-    const BlockedSizing sizing = blocked_sizing(error_rate * kBlockedMargin);
+    const std::uint64_t block = layout_block_bits(requested);
+    const BlockedSizing sizing = blocked_sizing(error_rate * kBlockedMargin, block);
     if (!(sizing.bits_per_item <= kMaxBlockedOverhead * bits_per_item(error_rate))) return classic;
-    const LayerGeometry blocked{capacity, error_rate, blocked_bits(capacity, sizing.bits_per_item),
-                                sizing.hashes, Layout::blocked};
+    const LayerGeometry blocked{capacity, error_rate,
+                                blocked_bits(capacity, sizing.bits_per_item, block), sizing.hashes,
+                                requested};
     return blocked;
 }
 
@@ -243,11 +277,7 @@ LayerGeometry sized(std::uint64_t capacity, double error_rate, Layout requested)
 // classic_sizing, with the same kind of margin for the hashing's distance
 // from the model) where that is, else RedisBloom's own sizing (only p in
 // about (0.35, 0.46), where a whole k misses p by a few percent).
-LayerGeometry sized_automatically(std::uint64_t capacity, double error_rate) {
-    const LayerGeometry blocked = sized(capacity, error_rate, Layout::blocked);
-    if (blocked.layout == Layout::blocked && within_budget(blocked, capacity, error_rate)) {
-        return blocked;
-    }
+LayerGeometry sized_classic_within_budget(std::uint64_t capacity, double error_rate) {
     constexpr double kClassicMargin = 0.99;
     const ClassicSizing sizing = classic_sizing(error_rate * kClassicMargin);
     const LayerGeometry exact{capacity, error_rate, classic_bits(capacity, sizing.bits_per_item),
@@ -256,7 +286,76 @@ LayerGeometry sized_automatically(std::uint64_t capacity, double error_rate) {
     return sized(capacity, error_rate, Layout::classic);
 }
 
+// Layout::automatic: one-line blocks, else classic.
+LayerGeometry sized_automatically(std::uint64_t capacity, double error_rate) {
+    const LayerGeometry blocked = sized(capacity, error_rate, Layout::blocked);
+    if (blocked.layout == Layout::blocked && within_budget(blocked, capacity, error_rate)) {
+        return blocked;
+    }
+    return sized_classic_within_budget(capacity, error_rate);
+}
+
+// Layout::automatic_blocks: the smallest block within the budget, else
+// classic as under automatic. A block of more lines costs fewer extra bits
+// (its load varies less), so where one line is over the budget a bigger
+// block may not be.
+LayerGeometry sized_automatically_in_blocks(std::uint64_t capacity, double error_rate) {
+    for (const Layout layout :
+         {Layout::blocked, Layout::blocked_1024, Layout::blocked_2048, Layout::blocked_4096}) {
+        const LayerGeometry blocked = sized(capacity, error_rate, layout);
+        if (blocked.layout != layout) break;  // small or low-rate layers: classic
+        if (within_budget(blocked, capacity, error_rate)) return blocked;
+    }
+    return sized_classic_within_budget(capacity, error_rate);
+}
+
+// A sizing (a few microseconds: classic_sizing's bisection, RedisBloom's
+// reference sizing) for each new filter would cost more than creating a
+// small one: filters of one server use a handful of (capacity, rate,
+// layout), kept here as blocked_sizing keeps its rates.
+LayerGeometry cached_size(std::uint64_t capacity, double error_rate, Layout layout) {
+    struct Entry {
+        std::uint64_t capacity;
+        double error_rate;
+        Layout layout;
+        LayerGeometry geometry;
+    };
+    const auto matches = [&](const Entry& e) {
+        return e.capacity == capacity && e.error_rate == error_rate && e.layout == layout;
+    };
+    thread_local Entry last{0, 0.0, Layout::classic, {}};
+    if (matches(last)) return last.geometry;
+    static std::mutex mutex;
+    static std::array<Entry, 64> cache{};
+    static std::size_t next = 0;
+    {
+        std::lock_guard lock(mutex);
+        for (const Entry& entry : cache) {
+            if (matches(entry)) {
+                last = entry;
+                return entry.geometry;
+            }
+        }
+    }
+    last = Entry{capacity, error_rate, layout, size_layer(capacity, error_rate, layout)};
+    std::lock_guard lock(mutex);
+    cache[next] = last;
+    next = (next + 1) % cache.size();
+    return last.geometry;
+}
+
 }  // namespace
+
+LayerGeometry size_layer(std::uint64_t capacity, double error_rate, Layout layout) {
+    switch (layout) {
+        case Layout::automatic:
+            return sized_automatically(capacity, error_rate);
+        case Layout::automatic_blocks:
+            return sized_automatically_in_blocks(capacity, error_rate);
+        default:
+            return sized(capacity, error_rate, layout);
+    }
+}
 
 LayerGeometry first_layer(const FilterOptions& options) {
     // p·(1 − r): at r = 0.5 exactly RedisBloom's p·0.5, bit for bit.
@@ -268,9 +367,7 @@ LayerGeometry first_layer(const FilterOptions& options) {
         return redisbloom_layer(options.capacity, error_rate, options.redisbloom_options)
             .value_or(LayerGeometry{});
     }
-    if (options.layout == Layout::automatic)
-        return sized_automatically(options.capacity, error_rate);
-    return sized(options.capacity, error_rate, options.layout);
+    return cached_size(options.capacity, error_rate, options.layout);
 }
 
 std::optional<LayerGeometry> next_layer(const FilterOptions& options, const LayerGeometry& last) {
@@ -289,9 +386,7 @@ std::optional<LayerGeometry> next_layer(const FilterOptions& options, const Laye
     const std::uint64_t capacity = last.capacity * expansion;
     const double error_rate = last.error_rate * options.tightening;
     if (!(error_rate >= kMinLayerErrorRate)) return std::nullopt;
-    const LayerGeometry next = options.layout == Layout::automatic
-                                   ? sized_automatically(capacity, error_rate)
-                                   : sized(capacity, error_rate, options.layout);
+    const LayerGeometry next = cached_size(capacity, error_rate, options.layout);
     if (next.bits == 0 || next.bits > kMaxLayerBits || next.hashes > kMaxHashes) {
         return std::nullopt;
     }

@@ -343,7 +343,9 @@ core::Result<DumpHeader> read_bloomery_options(Reader& in, std::uint32_t version
     header.options.expansion = in.u32();
     const std::uint32_t flags = in.u32();
     header.options.nonscaling = (flags & kFlagNonscaling) != 0;
-    header.options.layout = (flags & kFlagBlocked) != 0     ? Layout::blocked
+    const bool both = (flags & (kFlagBlocked | kFlagAutomatic)) == (kFlagBlocked | kFlagAutomatic);
+    header.options.layout = both                            ? Layout::automatic_blocks
+                            : (flags & kFlagBlocked) != 0   ? Layout::blocked
                             : (flags & kFlagAutomatic) != 0 ? Layout::automatic
                             : (flags & kFlagCounting) != 0  ? Layout::counting
                                                             : Layout::classic;
@@ -358,7 +360,9 @@ core::Result<DumpHeader> read_bloomery_options(Reader& in, std::uint32_t version
     // Written only when not the default: one encoding per filter.
     if ((own_tightening && header.options.tightening == kDefaultTightening) ||
         check_stored_options(header.options) != BoundsError::none ||
-        std::popcount(flags & kLayoutFlags) > 1 || (header.options.nonscaling && layers != 1)) {
+        (std::popcount(flags & kLayoutFlags) > 1 &&
+         (flags & kLayoutFlags) != (kFlagBlocked | kFlagAutomatic)) ||
+        (header.options.nonscaling && layers != 1)) {
         return core::Error{kInvalidHeader};
     }
     header.layers.resize(layers);
@@ -430,11 +434,13 @@ std::string encode_header(const ScalableFilter& filter) {
     put_f64(out, options.error_rate);
     put_u64(out, options.capacity);
     put_u32(out, options.expansion);
-    put_u32(out, (options.nonscaling ? kFlagNonscaling : 0) |
-                     (options.layout == Layout::blocked ? kFlagBlocked : 0) |
-                     (options.layout == Layout::automatic ? kFlagAutomatic : 0) |
-                     (options.layout == Layout::counting ? kFlagCounting : 0) |
-                     (own_tightening ? kFlagTightening : 0));
+    put_u32(out,
+            (options.nonscaling ? kFlagNonscaling : 0) |
+                (options.layout == Layout::blocked ? kFlagBlocked : 0) |
+                (options.layout == Layout::automatic ? kFlagAutomatic : 0) |
+                (options.layout == Layout::automatic_blocks ? kFlagBlocked | kFlagAutomatic : 0) |
+                (options.layout == Layout::counting ? kFlagCounting : 0) |
+                (own_tightening ? kFlagTightening : 0));
     put_u32(out, static_cast<std::uint32_t>(n));
     if (own_tightening) put_f64(out, options.tightening);
     for (std::size_t i = 0; i < n; ++i) {

@@ -1,5 +1,6 @@
 #include "bloomery/bloom/filter.hpp"
 
+#include "block_probing.hpp"
 #include "bloomery/bloom/params.hpp"
 
 #include <sys/mman.h>
@@ -295,6 +296,13 @@ void BloomLayer::prefetch(const ItemHash& hash) const {
         __builtin_prefetch(&words_[block_start(hash)]);
         return;
     }
+    if (blocked_layout(layout())) {
+        blocks::with_width(blocks::width_of(layout()),
+                           [&]<unsigned W>(std::integral_constant<unsigned, W>) {
+                               blocks::prefetch<W>(blocks::block_of<W>(words_, bits_, hash));
+                           });
+        return;
+    }
     if (redisbloom_) {
         const std::uint64_t modulus = redisbloom_modulus();
         const std::uint32_t n = hashes_ < 4 ? hashes_ : 4;
@@ -397,6 +405,12 @@ bool BloomLayer::add(const ItemHash& hash) {
         std::uint64_t* block = words_ + block_start(hash);
         BlockProbes probes(hash);
         for (std::uint32_t i = 0; i < hashes_; ++i) flipped += set_bit(block, probes.next());
+    } else if (blocked_layout(layout())) {
+        flipped = blocks::with_width(
+            blocks::width_of(layout()), [&]<unsigned W>(std::integral_constant<unsigned, W>) {
+                return blocks::add<W>(blocks::block_of<W>(words_, bits_, hash), hash, hashes_,
+                                      set_bit);
+            });
     } else if (redisbloom_) {
         // RedisBloom's probes: (a + i·b) mod 2^64, then mod M.
         const std::uint64_t modulus = redisbloom_modulus();
@@ -417,6 +431,12 @@ bool BloomLayer::contains(const ItemHash& hash) const {
     if (layout_ == static_cast<std::uint8_t>(Layout::blocked)) {
         // Every probe in one cache line: one miss, then register work.
         return block_holds(words_ + block_start(hash), hash, hashes_);
+    }
+    if (blocked_layout(layout())) {
+        return blocks::with_width(
+            blocks::width_of(layout()), [&]<unsigned W>(std::integral_constant<unsigned, W>) {
+                return blocks::holds<W>(blocks::block_of<W>(words_, bits_, hash), hash, hashes_);
+            });
     }
     if (redisbloom_) {
         const std::uint64_t modulus = redisbloom_modulus();
@@ -441,20 +461,10 @@ bool BloomLayer::contains(const ItemHash& hash) const {
 
 void BloomLayer::contains_blocked(const ItemHash* hashes, std::size_t n,
                                   std::uint8_t* found) const {
-    // The layer's fields in locals: stores to found[] could alias them.
-    const std::uint64_t blocks = bits_ / kBlockBits;
-    const std::uint32_t k = hashes_;
-    std::uint64_t* const words = words_;
-    const auto block_of = [&](const ItemHash& hash) {
-        return words + block_index(hash, blocks) * (kBlockBits / 64);
-    };
-    constexpr std::size_t kAhead = 16;
-    const std::size_t ahead = std::min(kAhead, n);
-    for (std::size_t i = 0; i < ahead; ++i) __builtin_prefetch(block_of(hashes[i]));
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i + ahead < n) __builtin_prefetch(block_of(hashes[i + ahead]));
-        found[i] = block_holds(block_of(hashes[i]), hashes[i], k) ? 1 : 0;
-    }
+    blocks::with_width(blocks::width_of(layout()),
+                       [&]<unsigned W>(std::integral_constant<unsigned, W>) {
+                           blocks::contains_batch<W>(words_, bits_, hashes_, hashes, n, found);
+                       });
 }
 
 std::uint64_t BloomLayer::set_bits() const {

@@ -218,12 +218,12 @@ BlockedSizing blocked_sizing(double error_rate, std::uint64_t block_bits) {
     return sizing;
 }
 
-std::uint64_t blocked_bits(std::uint64_t capacity, double bits_per_item) {
+std::uint64_t blocked_bits(std::uint64_t capacity, double bits_per_item, std::uint64_t block_bits) {
     const double bits = std::ceil(static_cast<double>(capacity) * bits_per_item);
     if (!(bits < 18446744073709551616.0 / 2)) return kMaxBits;
     auto raw = static_cast<std::uint64_t>(bits);
-    if (raw > kMaxBits - kBlockBits) return kMaxBits;
-    return (raw + kBlockBits - 1) / kBlockBits * kBlockBits;
+    if (raw > kMaxBits - block_bits) return kMaxBits;
+    return (raw + block_bits - 1) / block_bits * block_bits;
 }
 
 }  // namespace bloomery::bloom

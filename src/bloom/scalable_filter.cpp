@@ -37,7 +37,8 @@ constexpr std::uint8_t kBlocked = 2;
 constexpr std::uint8_t kRedisBloom = 4;
 constexpr std::uint8_t kRedisBloomNoRoundFlag = 8;
 constexpr std::uint8_t kRedisBloomForce64Flag = 16;
-constexpr std::uint8_t kAutomatic = 32;  // Layout::automatic (never with kBlocked)
+constexpr std::uint8_t kAutomatic = 32;  // Layout::automatic
+// Layout::automatic_blocks: kBlocked and kAutomatic together.
 constexpr std::uint8_t kCounting = ScalableFilter::kCountingFlag;  // alone of the three layouts
 // A tightening ratio other than kDefaultTightening, kept in the 8 bytes right
 // behind the object (before inline words): filters at the default stay
@@ -48,6 +49,7 @@ std::uint8_t flags_of(const FilterOptions& options) {
     std::uint8_t flags = (options.nonscaling ? kNonscaling : 0) |
                          (options.layout == Layout::blocked ? kBlocked : 0) |
                          (options.layout == Layout::automatic ? kAutomatic : 0) |
+                         (options.layout == Layout::automatic_blocks ? kBlocked | kAutomatic : 0) |
                          (options.layout == Layout::counting ? kCounting : 0);
     if (options.scheme == HashScheme::redisbloom) {
         flags |= kRedisBloom;
@@ -288,7 +290,9 @@ FilterOptions ScalableFilter::options() const {
     options.capacity = capacity_;
     options.expansion = expansion_;
     options.nonscaling = (flags_ & kNonscaling) != 0;
-    options.layout = (flags_ & kBlocked) != 0     ? Layout::blocked
+    const bool both = (flags_ & (kBlocked | kAutomatic)) == (kBlocked | kAutomatic);
+    options.layout = both                         ? Layout::automatic_blocks
+                     : (flags_ & kBlocked) != 0   ? Layout::blocked
                      : (flags_ & kAutomatic) != 0 ? Layout::automatic
                      : (flags_ & kCounting) != 0  ? Layout::counting
                                                   : Layout::classic;
@@ -400,7 +404,7 @@ void ScalableFilter::contains_many(std::span<const std::string_view> items,
         std::uint8_t* found = out.data() + first;
         const std::size_t layers = num_layers();
         const BloomLayer& newest = layer(layers - 1);
-        if (newest.layout() != Layout::blocked) {
+        if (!blocked_layout(newest.layout())) {
             // Counting layers are blocked too, but their cells are probed
             // one item at a time.
             hash_and_probe(items, first, n, hashes,

@@ -20,19 +20,26 @@ namespace {
 using bloom::ScalableFilter;
 
 // BF.INFO LAYOUT: the layout the filter asked for; under auto, followed by
-// the layouts its sub-filters have, "auto (classic)", "auto (blocked)" or
-// "auto (blocked, classic)".
+// the layouts its sub-filters have, "auto (classic)", "auto (blocked)",
+// "auto (blocked-1024, classic)" and so on: blocked ones by block size, then
+// classic.
 std::string layout_reply(const ScalableFilter& filter) {
     const bloom::Layout policy = filter.options().layout;
     std::string reply(bloom::layout_name(policy));
-    if (policy != bloom::Layout::automatic) return reply;
-    bool blocked = false;
-    bool classic = false;
-    for (std::size_t i = 0; i < filter.num_layers(); ++i) {
-        (filter.layer(i).layout() == bloom::Layout::blocked ? blocked : classic) = true;
+    if (!bloom::automatic_policy(policy)) return reply;
+    const char* separator = " (";
+    for (const bloom::Layout layout :
+         {bloom::Layout::blocked, bloom::Layout::blocked_1024, bloom::Layout::blocked_2048,
+          bloom::Layout::blocked_4096, bloom::Layout::classic}) {
+        for (std::size_t i = 0; i < filter.num_layers(); ++i) {
+            if (filter.layer(i).layout() != layout) continue;
+            reply += separator;
+            reply += bloom::layout_name(layout);
+            separator = ", ";
+            break;
+        }
     }
-    reply += blocked && classic ? " (blocked, classic)" : blocked ? " (blocked)" : " (classic)";
-    return reply;
+    return reply + ")";
 }
 
 // What a field may need beside the filter: the server's limits.

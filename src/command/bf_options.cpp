@@ -31,9 +31,10 @@ core::Status expansion_bound(std::int64_t expansion) {
     return {};
 }
 
-// LAYOUT's value: AUTO, BLOCKED or CLASSIC (any case).
+// LAYOUT's value: AUTO, BLOCKED or CLASSIC (any case). AUTO is the rule
+// with multi-line blocks (bounds.hpp: automatic_blocks).
 core::Result<bloom::Layout> take_layout(ArgCursor& args) {
-    constexpr bloom::Layout kLayouts[] = {bloom::Layout::automatic, bloom::Layout::blocked,
+    constexpr bloom::Layout kLayouts[] = {bloom::Layout::automatic_blocks, bloom::Layout::blocked,
                                           bloom::Layout::classic};
     if (const auto chosen = args.eat_one_of({"AUTO", "BLOCKED", "CLASSIC"})) {
         return kLayouts[*chosen];
@@ -164,7 +165,7 @@ bloom::FilterOptions configured_options(const core::Config& config) {
     options.expansion = config.default_expansion;
     switch (config.default_layout) {
         case core::DefaultLayout::automatic:
-            options.layout = bloom::Layout::automatic;
+            options.layout = bloom::Layout::automatic_blocks;
             break;
         case core::DefaultLayout::blocked:
             options.layout = bloom::Layout::blocked;

@@ -274,9 +274,9 @@ constexpr OptionSpec kOptions[] = {
         "Growth factor of sub-filters of filters created implicitly"),
     with_use(choice<&Config::default_layout, kLayoutWords>(
                  "bf-default-layout", kFilters,
-                 "Layout of filters created without LAYOUT: auto (blocked where that costs at "
-                 "most 2 % more bits than RedisBloom, else classic), blocked (one cache line per "
-                 "lookup, 4-40 % more bits) or classic"),
+                 "Layout of filters created without LAYOUT: auto (blocks of 1 to 8 cache lines "
+                 "where that costs at most 2 % more bits than RedisBloom, else classic), blocked "
+                 "(one cache line per lookup, 4-40 % more bits) or classic"),
              OptionUse::any_case),
     with_use(choice<&Config::default_scheme, kSchemeWords>(
                  "bf-scheme", kFilters,

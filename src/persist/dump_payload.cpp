@@ -133,7 +133,7 @@ core::Result<bloom::FilterOptions> parse_options(Reader& in) {
     }
     // The filter's setting may be auto; each layer's own layout (below) is
     // classic or blocked, or counting in a counting filter.
-    if (layout > static_cast<std::uint8_t>(bloom::Layout::counting)) {
+    if (layout > static_cast<std::uint8_t>(bloom::Layout::automatic_blocks)) {
         return core::Error{"unknown layout " + std::to_string(layout)};
     }
     if (scheme > static_cast<std::uint8_t>(bloom::HashScheme::redisbloom)) {

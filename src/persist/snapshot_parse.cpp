@@ -340,8 +340,9 @@ private:
         if (version_ >= 2) {  // version 1 filters are all classic
             at = in_.offset();
             const std::uint8_t layout = read_u8();
-            // The filter's policy may also be automatic; a layer's is not.
-            if (layout > static_cast<std::uint8_t>(bloom::Layout::counting)) {
+            // The filter's policy may also be automatic; a layer's is not
+            // (check_stored_options refuses a policy that is not one).
+            if (layout > static_cast<std::uint8_t>(bloom::Layout::automatic_blocks)) {
                 fail_at(at, "unknown layout " + std::to_string(layout));
             }
             record.options.layout = static_cast<bloom::Layout>(layout);

@@ -231,6 +231,11 @@ def command_seeds(dumps):
               + "\x01" + "\x00" * 7 + "\x02\x00\x14\x00\x01\x00")
         + cmd("CF.LOADCHUNK", "k1", "9", "\x05" * 8) + cmd("CF.LOADCHUNK", "k1", "3", "\x05" * 8)
         + cmd("CF.EXISTS", "k1", "a") + cmd("CF.RESERVE", "k1", "1", "BUCKETSIZE", "300"),
+        # Blocks of 4,096 bits (AUTO at 0.5 %, 42 KB), copied and grown.
+        "auto-blocks": cmd("BF.RESERVE", "k0", "0.01", "30000") + cmd("BF.INFO", "k0", "LAYOUT")
+        + add_then_exists("k0", ["a", "b", "c"], MADD) + round_trip("k0", "k1")
+        + cmd("BF.INSERT", "k2", "CAPACITY", "30000", "LAYOUT", "AUTO", "ITEMS", "x")
+        + add_then_exists("k1", ["a", "d"], INSERT) + cmd("BF.INFO", "k1"),
         "mutated-chunk": cmd("BF.RESERVE", "k0", "0.01", "20") + cmd("BF.MADD", "k0", "a", "b")
         + round_trip("k0", "k1") + mutated_chunk("k0", "k1", 1, 3, 0xFF, True)
         + mutated_chunk("k0", "k1", 1, 3, 0x01, False) + add_then_exists("k1", ["a", "b"], MADD),
@@ -304,6 +309,8 @@ FILTERS = {
     + [["BF.ADD", "f", "t%d" % i] for i in range(40)],
     "counting": [["BF.RESERVE", "f", "0.01", "10", "COUNTING"]]
     + [["BF.ADD", "f", "c%d" % (i % 7)] for i in range(60)] + [["BF.DEL", "f", "c1"]],
+    # 42 KB at 0.5 %: blocks of 4,096 bits (the smallest within 2 % there).
+    "auto-blocks": [["BF.RESERVE", "f", "0.01", "30000"], ["BF.MADD", "f", "a", "b", "c"]],
 }
 
 
@@ -369,6 +376,7 @@ def from_server(binary):
         snapshot("tightening", FILTERS["tightening"]
                  + [["BF.INSERT", "n", "NONSCALING", "TIGHTENING", "0.75", "ITEMS", "x"]])
         snapshot("counting", FILTERS["counting"])
+        snapshot("auto-blocks", FILTERS["auto-blocks"])
         snapshot("cuckoo", [["CF.RESERVE", "c", "8", "EXPANSION", "2"]]
                  + [["CF.ADD", "c", "i%d" % i] for i in range(40)]
                  + [["CF.DEL", "c", "i3"], ["CF.ADD", "d", "x"], ["BF.ADD", "b", "y"]])

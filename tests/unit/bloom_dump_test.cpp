@@ -300,8 +300,11 @@ TEST(BloomDump, HeaderRejectsOutOfRangeFields) {
         {"options capacity 0", 20, 8, 0},
         {"expansion 0", 28, 4, 0},
         {"unknown flag", 32, 4, 8},
-        {"blocked and auto", 32, 4, 6},
+        // Blocked and auto together (6) are auto with multi-line blocks.
+        {"blocked and counting", 32, 4, 18},
+        {"blocked, auto and counting", 32, 4, 22},
         {"unknown layout", 68, 4, 2},  // auto is a filter's, not a layer's
+        {"auto with multi-line blocks as a layer's layout", 68, 4, 7},
         {"layer count larger than the layers present", 36, 4, 2},
         {"zero layers", 36, 4, 0},
         {"65 layers", 36, 4, 65},

@@ -93,6 +93,26 @@ TEST(SnapshotRoundTrip, NonscalingFilterStaysNonscaling) {
     EXPECT_EQ(entry->value.filter().add("one-more", bloom::GrowthLimits{}), bloom::AddResult::full);
 }
 
+TEST(SnapshotRoundTrip, MultiLineBlockLayersKeepTheirLayoutAndPolicy) {
+    TempDir dir;
+    Keyspace keyspace(8);
+    FilterOptions options{0.01, 30000, 2, false};
+    options.layout = bloom::Layout::automatic_blocks;
+    auto filter = make_filter(options, "b-", 40000);
+    ASSERT_EQ(filter->num_layers(), 2u);
+    ASSERT_EQ(filter->layer(0).layout(), bloom::Layout::blocked_4096);
+    keyspace.put("blocks", filter);
+    auto loaded = round_trip(keyspace, dir);
+    auto entry = loaded->get("blocks");
+    ASSERT_TRUE(entry);
+    const ScalableFilter& copy = entry->value.filter();
+    expect_same_filter(*filter, copy, "b-", 40000);
+    EXPECT_EQ(copy.options().layout, bloom::Layout::automatic_blocks);
+    for (std::size_t i = 0; i < copy.num_layers(); ++i) {
+        EXPECT_EQ(copy.layer(i).layout(), filter->layer(i).layout()) << i;
+    }
+}
+
 TEST(SnapshotRoundTrip, ExpiringKeyKeepsItsDeadline) {
     TempDir dir;
     Keyspace keyspace(8);

@@ -19,8 +19,8 @@
 //   needs almost no bits per item, so memory alone does not bound them; 64
 //   layers sum below 2^63, so BF.INFO's signed integers never overflow.
 // - Expansion 1..32768: RedisBloom's bf-expansion-factor range.
-// - Bits per layer: a positive multiple of 64 (whole words), of 512 (whole
-//   blocks) for a blocked layer. The bytes of a
+// - Bits per layer: a positive multiple of 64 (whole words), of the block
+//   (512 to 4,096 bits) for a blocked layer. The bytes of a
 //   whole filter are bounded by the server's --max-filter-bytes, a policy
 //   value checked by the command layer against filter_bytes() below before
 //   anything is allocated.
@@ -74,11 +74,47 @@ inline constexpr std::uint64_t kMaxLayerBits = std::uint64_t{1} << 49;
 //            is (128 cells to a 512-bit block), so items can be deleted
 //            (counting.hpp). A filter's policy and the layout of every one
 //            of its layers; its bits are 4 per cell.
-enum class Layout : std::uint8_t { classic = 0, blocked = 1, automatic = 2, counting = 3 };
+//   blocked_1024, blocked_2048, blocked_4096: all k in one block of 2, 4
+//            or 8 adjacent cache lines (1,024, 2,048 or 4,096 bits), sized
+//            by the same model as `blocked` (params.hpp); the whole block is
+//            prefetched, so a lookup still costs about one random access,
+//            for fewer extra bits than one line: +1.7 % at 1 % with 1,024
+//            bits. Only automatic_blocks picks them.
+//   automatic_blocks: a filter's policy, never a layer's: automatic's rule
+//            with those blocks too. Each layer takes the smallest block
+//            among 512, 1,024, 2,048 and 4,096 bits whose bits are within
+//            kMaxAutoOverhead of RedisBloom's (where `blocked` would block
+//            it: big enough, rate not too low), else classic as under
+//            automatic. What LAYOUT AUTO and the default create; filters
+//            made under `automatic` keep its rule as they grow.
+enum class Layout : std::uint8_t {
+    classic = 0,
+    blocked = 1,
+    automatic = 2,
+    counting = 3,
+    blocked_1024 = 4,
+    blocked_2048 = 5,
+    blocked_4096 = 6,
+    automatic_blocks = 7,
+};
 inline constexpr double kMaxBlockedOverhead = 1.5;
 inline constexpr double kMaxAutoOverhead = 1.02;
-// "classic" / "blocked" / "auto" / "counting"
+// "classic" / "blocked" / "auto" / "counting" / "blocked-1024" /
+// "blocked-2048" / "blocked-4096" ("auto" for automatic_blocks too)
 std::string_view layout_name(Layout layout);
+// Bits in one block of a layer's layout: 512 for blocked (and counting's
+// 128 cells), 1,024 / 2,048 / 4,096 for the multi-line blocks, 0 for
+// classic and the policies.
+std::uint64_t layout_block_bits(Layout layout);
+// A layer layout whose k bits lie in one block of bits (not counting).
+inline bool blocked_layout(Layout layout) {
+    return layout == Layout::blocked || layout == Layout::blocked_1024 ||
+           layout == Layout::blocked_2048 || layout == Layout::blocked_4096;
+}
+// The automatic policies (their rules: Layout).
+inline bool automatic_policy(Layout layout) {
+    return layout == Layout::automatic || layout == Layout::automatic_blocks;
+}
 
 // How a filter turns an item into bit positions, fixed when it is created
 // and kept with it everywhere it goes (snapshots, journal, replicas, dumps).
@@ -115,7 +151,7 @@ struct LayerGeometry {
     double error_rate = 0;
     std::uint64_t bits = 0;
     std::uint32_t hashes = 0;
-    Layout layout = Layout::classic;  // classic, blocked or counting, never automatic
+    Layout layout = Layout::classic;  // a layer's layout, never a policy (automatic*)
     HashScheme scheme = HashScheme::bloomery;
     // RedisBloom scheme only (0 otherwise), kept verbatim so a dump gives
     // back RedisBloom's header byte for byte: its bits per entry (`bpe`, from
@@ -137,8 +173,8 @@ enum class BoundsError {
     expansion_range,
     layers_range,
     nonscaling_layers,  // a NONSCALING filter with more than one layer
-    bits_invalid,       // zero, not a multiple of 64 (512 if blocked), or above kMaxLayerBits
-    layout_invalid,     // not a known Layout (automatic: options only)
+    bits_invalid,    // zero, not a multiple of 64 (of the block if blocked), or above kMaxLayerBits
+    layout_invalid,  // not a known Layout (automatic: options only)
     hashes_range,
     items_too_large,
     scheme_invalid,       // an unknown scheme, RedisBloom options it cannot honour
@@ -158,8 +194,8 @@ BoundsError check_options(const FilterOptions& options);
 // growth stops (next_layer() fails) before a layer would leave the bounds.
 BoundsError check_stored_options(const FilterOptions& options);
 // Whether a stored layer's layout (a number read from a file) may belong to
-// a filter of `filter_layout`: classic or blocked, or counting in a counting
-// filter, whose layers are all counting.
+// a filter of `filter_layout`: classic or blocked (any block size), or
+// counting in a counting filter, whose layers are all counting.
 bool layer_layout_fits(Layout filter_layout, std::uint32_t layer_layout);
 // A layer as stored (loaders): geometry and item count.
 BoundsError check_layer(const LayerGeometry& layer, std::uint64_t items);
@@ -177,6 +213,12 @@ LayerGeometry first_layer(const FilterOptions& options);
 // (capacity, bits or hashes too large, or an error rate below 2^-128, which
 // no kMaxHashes hashes can reach).
 std::optional<LayerGeometry> next_layer(const FilterOptions& options, const LayerGeometry& last);
+
+// The bloomery-scheme layer for this capacity, rate and layout (or
+// policy), computed afresh. first_layer() and next_layer() give the same
+// from a cache of recent sizings (one per distinct capacity, rate and
+// layout), as sizing one costs far more than creating a small filter.
+LayerGeometry size_layer(std::uint64_t capacity, double error_rate, Layout layout);
 
 // Bytes the bit arrays of these layers take (the quantity --max-filter-bytes
 // bounds). Saturates instead of overflowing.

@@ -26,7 +26,8 @@
 //
 // Layout (bounds.hpp): classic layers spread an item's k probes over the
 // whole array (hash.hpp: probe_position); blocked layers put them in one
-// 512-bit block chosen by h1, at positions from h2 (block_probe()).
+// block (512 to 4,096 bits) chosen by h1, at positions from h2
+// (BasicBlockProbes).
 // Counting layers (counting.hpp) are blocked in the same way, with 128
 // 4-bit cells to a block; their "bits set" are the non-zero cells.
 // Layers of the RedisBloom scheme (redisbloom.hpp) are classic with
@@ -91,9 +92,10 @@ public:
     // Asks the CPU to fetch the words add/contains of this item will touch
     // (its block, or its first probes), so batches overlap their misses.
     void prefetch(const ItemHash& hash) const;
-    // Blocked layers only: found[i] = contains(hashes[i]) for i in [0, n),
-    // in order, each item's block prefetched 16 items ahead (about what a
-    // core's fill buffers hold; 8, 24, 32 and 48 were slower or no faster).
+    // Blocked layers only (blocked_layout()): found[i] = contains(hashes[i])
+    // for i in [0, n), in order, each item's block (all its cache lines)
+    // prefetched 16 items ahead (about what a core's fill buffers hold for
+    // one-line blocks; 8, 24, 32 and 48 were slower or no faster).
     // One call for the batch, so the loop keeps the layer's fields in
     // registers.
     void contains_blocked(const ItemHash* hashes, std::size_t n, std::uint8_t* found) const;
@@ -180,7 +182,7 @@ private:
     std::uint64_t capacity_ : 49;
     std::uint64_t hashes_ : 8;
     std::uint64_t mapped_ : 1;  // 1: words_ and counters are a block of mapped_bytes() of their own
-    std::uint64_t layout_ : 2;  // Layout
+    std::uint64_t layout_ : 4;  // Layout
     std::uint64_t redisbloom_ : 1;    // HashScheme::redisbloom
     std::uint64_t pow2_modulus_ : 1;  // RedisBloom layer with n2 != 0
     double error_rate_;

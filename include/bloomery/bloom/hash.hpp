@@ -71,18 +71,22 @@ private:
 
 // The in-block probes of one item in order, as block_probe(hash, 0),
 // block_probe(hash, 1), ...: a shift per probe, a remix every seven.
-class BlockProbes {
+// BasicBlockProbes<W> does the same for blocks of 2^W bits: W-bit fields,
+// 63 / W to a round (W = 9: BlockProbes, the 512-bit block's).
+template <unsigned W>
+class BasicBlockProbes {
 public:
-    explicit BlockProbes(const ItemHash& hash) : h2_(hash.h2), fields_(hash.h2 >> 1) {}
+    static constexpr std::uint32_t kPerRound = 63 / W;
+    explicit BasicBlockProbes(const ItemHash& hash) : h2_(hash.h2), fields_(hash.h2 >> 1) {}
     std::uint32_t next() {
         if (left_ == 0) {
             ++round_;
             fields_ = (h2_ + round_ * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
             fields_ ^= fields_ >> 29;
-            left_ = 7;
+            left_ = kPerRound;
         }
-        const auto pos = static_cast<std::uint32_t>(fields_) & 511u;
-        fields_ >>= 9;
+        const auto pos = static_cast<std::uint32_t>(fields_) & ((1u << W) - 1);
+        fields_ >>= W;
         --left_;
         return pos;
     }
@@ -91,7 +95,8 @@ private:
     std::uint64_t h2_;
     std::uint64_t fields_;
     std::uint64_t round_ = 0;
-    std::uint32_t left_ = 7;
+    std::uint32_t left_ = kPerRound;
 };
+using BlockProbes = BasicBlockProbes<9>;
 
 }  // namespace bloomery::bloom

@@ -77,7 +77,8 @@ struct BlockedSizing {
 // first time for a given p, a lookup after. Precondition: 0 < p < 1.
 BlockedSizing blocked_sizing(double error_rate, std::uint64_t block_bits = kBlockBits);
 
-// ceil(capacity · bits_per_item) rounded up to whole 512-bit blocks.
-std::uint64_t blocked_bits(std::uint64_t capacity, double bits_per_item);
+// ceil(capacity · bits_per_item) rounded up to whole blocks of `block_bits`.
+std::uint64_t blocked_bits(std::uint64_t capacity, double bits_per_item,
+                           std::uint64_t block_bits = kBlockBits);
 
 }  // namespace bloomery::bloom
