@@ -93,7 +93,7 @@ class DumpRestoreTest(unittest.TestCase):
             payload = self.c.dump(key)
             self.assertIsInstance(payload, bytes)
             # Redis's shape: 2-byte version then CRC64 at the end.
-            self.assertEqual(payload[-10:-8], b"\x01\xbf")
+            self.assertEqual(payload[-10:-8], b"\x02\xbf")  # 0xBF02: layers as runs
             self.assertTrue(self.c.restore(key + ".copy", 0, payload))
             self.assertEqual(scandump(self.c, key), scandump(self.c, key + ".copy"))
             self.assertEqual(self.c.execute_command("BF.INFO", key),
