@@ -103,6 +103,24 @@ class DumpRestoreTest(unittest.TestCase):
         answers = self.c.execute_command("BF.MEXISTS", "grown.copy", *range(5000))
         self.assertEqual(answers, [1] * 5000)
 
+    def test_mostly_empty_filter_dumps_and_scandumps_what_it_holds(self):
+        self.c.execute_command("BF.RESERVE", "sparse", 0.001, 10000000)  # 18 MB
+        self.c.execute_command("BF.MADD", "sparse", *range(100))
+        payload = self.c.dump("sparse")
+        # About 1,000 non-zero words, as runs: not 18 MB.
+        self.assertLess(len(payload), 64 * 1024)
+        self.assertTrue(self.c.restore("sparse.copy", 0, payload))
+        chunks = scandump(self.c, "sparse")
+        self.assertEqual(scandump(self.c, "sparse.copy"), chunks)
+        # SCANDUMP skips untouched regions: chunks of what the filter holds,
+        # each at its own iterator, which LOADCHUNK places.
+        self.assertLess(sum(len(data) for _, data in chunks), 2 * 1024 * 1024)
+        for it, data in chunks:
+            self.c.execute_command("BF.LOADCHUNK", "sparse.chunks", it, data)
+        self.assertEqual(scandump(self.c, "sparse.chunks"), chunks)
+        self.assertEqual(self.c.execute_command("BF.MEXISTS", "sparse.chunks", *range(100)),
+                         [1] * 100)
+
     def test_dump_of_missing_key_is_nil(self):
         self.assertIsNone(self.c.dump("nothing"))
 
