@@ -193,6 +193,17 @@ void BloomLayer::set_items(std::uint64_t n) {
         slots[i].budget.store(0, std::memory_order_relaxed);
     }
     taken_or_unclaimed_.store(n >= capacity_ ? 0 : capacity_ - n, std::memory_order_relaxed);
+    // A loaded layer (set_items() comes before its words) whose items hit
+    // fewer than one 4 KiB page in 8 (a blocked item one page, a classic one
+    // k) gets no huge pages: each page written would commit 2 MiB, so a
+    // 2.6 GB layer of 1,000 items would take all of it (and the time to
+    // clear it). Its untouched pages stay uncommitted.
+    if (mapped_bytes() >= kHugePageBytes) {
+        const bool blocks = layout_ != static_cast<std::uint8_t>(Layout::classic);
+        if ((blocks ? n : n * hashes_) < num_words() / 512 / 8) {
+            ::madvise(words_, mapped_bytes(), MADV_NOHUGEPAGE);
+        }
+    }
 }
 
 bool BloomLayer::reserve_item() {
@@ -506,16 +517,6 @@ std::uint64_t BloomLayer::set_bits() const {
     // A slot can be transiently negative while store_words() races with
     // add(); the sum of a quiescent layer is exact and never negative.
     return total < 0 ? 0 : static_cast<std::uint64_t>(total);
-}
-
-std::uint64_t BloomLayer::load_word(std::uint64_t index) const {
-    return WordRef(words_[index]).load(std::memory_order_relaxed);
-}
-
-void BloomLayer::copy_words(std::uint64_t first, std::uint64_t count, std::uint64_t* out) const {
-    for (std::uint64_t i = 0; i < count; ++i) {
-        out[i] = WordRef(words_[first + i]).load(std::memory_order_relaxed);
-    }
 }
 
 void BloomLayer::store_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in) {

@@ -1,5 +1,6 @@
-// A layer's touched regions (filter.hpp): walking them for snapshots, dumps
-// and copies, and the check that they cover every non-zero word.
+// Reading a layer's words (filter.hpp): single words, copies, and the
+// touched regions snapshots, dumps and copies walk, with the check that
+// they cover every non-zero word.
 
 #include <atomic>
 #include <bit>
@@ -11,6 +12,16 @@ namespace bloomery::bloom {
 namespace {
 using WordRef = std::atomic_ref<std::uint64_t>;
 }  // namespace
+
+std::uint64_t BloomLayer::load_word(std::uint64_t index) const {
+    return WordRef(words_[index]).load(std::memory_order_relaxed);
+}
+
+void BloomLayer::copy_words(std::uint64_t first, std::uint64_t count, std::uint64_t* out) const {
+    for (std::uint64_t i = 0; i < count; ++i) {
+        out[i] = WordRef(words_[first + i]).load(std::memory_order_relaxed);
+    }
+}
 
 std::uint64_t BloomLayer::next_touched(std::uint64_t from) const {
     const std::uint64_t n = num_words();
