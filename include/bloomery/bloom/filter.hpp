@@ -128,7 +128,10 @@ public:
     // Items taken: committed adds (exact once concurrent adds have finished).
     std::uint64_t items() const;
     // For loaders that own the layer exclusively: the item count, with room
-    // for capacity() - n more (none if n >= capacity()).
+    // for capacity() - n more (none if n >= capacity()). Called before the
+    // words are loaded: a large layer whose n items touch fewer than one
+    // 4 KiB page in 8 gets no huge pages (filter.cpp), so loading it commits
+    // only the pages its words are on.
     void set_items(std::uint64_t n);
 
     // Reserves room for one item; false when the layer already holds
