@@ -14,12 +14,18 @@
 
 #include "bloomery/bloom/params.hpp"
 #include "bloomery/bloom/redisbloom.hpp"
+#include "dump_location.hpp"
 
 namespace bloomery::bloom {
 
 // bloomery's header and chunks: dump.hpp.
 
 namespace {
+
+using dump_location::chunk_length;
+using dump_location::locate;
+using dump_location::locate_touched;
+using dump_location::Location;
 
 constexpr char kMagic[8] = {'B', 'L', 'M', 'D', 'U', 'M', 'P', '1'};
 constexpr std::uint32_t kVersion = 2;
@@ -94,25 +100,6 @@ std::uint64_t chunk_checksum(std::uint64_t offset, std::string_view payload) {
     XXH64_update(state.get(), &le_offset, sizeof le_offset);
     XXH64_update(state.get(), payload.data(), payload.size());
     return XXH64_digest(state.get());
-}
-
-struct Location {
-    std::size_t layer;
-    std::uint64_t layer_offset;  // byte offset inside the layer
-    std::uint64_t layer_bytes;
-};
-
-// Finds the layer holding byte `offset` of the concatenated bit arrays;
-// nothing if the offset lies past the last layer.
-std::optional<Location> locate(const ScalableFilter& filter, std::uint64_t offset) {
-    const std::size_t n = filter.num_layers();
-    std::uint64_t start = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t size = filter.layer(i).byte_size();
-        if (offset - start < size) return Location{i, offset - start, size};
-        start += size;
-    }
-    return std::nullopt;
 }
 
 // ---- RedisBloom's format ----
@@ -300,13 +287,14 @@ std::string layer_bytes(const BloomLayer& layer, std::uint64_t offset, std::uint
 DumpChunk redisbloom_chunk(const ScalableFilter& filter, std::int64_t iter,
                            std::size_t max_chunk_bytes) {
     if (iter < 1) return DumpChunk{0, {}};
-    const std::optional<Location> loc = locate(filter, static_cast<std::uint64_t>(iter - 1));
+    std::uint64_t offset = static_cast<std::uint64_t>(iter - 1);
+    const std::optional<Location> loc = locate_touched(filter, offset);
     if (!loc) return DumpChunk{0, {}};
     const std::uint64_t limit = std::max<std::uint64_t>(1, max_chunk_bytes);
-    const std::uint64_t length = std::min(limit, loc->layer_bytes - loc->layer_offset);
+    const std::uint64_t length = chunk_length(filter, *loc, limit);
     DumpChunk chunk;
     chunk.data = layer_bytes(filter.layer(loc->layer), loc->layer_offset, length);
-    chunk.next_iter = iter + static_cast<std::int64_t>(length);
+    chunk.next_iter = static_cast<std::int64_t>(offset + length + 1);
     return chunk;
 }
 
@@ -495,13 +483,13 @@ DumpChunk dump_chunk(const ScalableFilter& filter, std::int64_t iter, std::size_
         return redisbloom_chunk(filter, iter, max_chunk_bytes);
     }
     if (iter < 0) return DumpChunk{0, {}};
-    const auto offset = static_cast<std::uint64_t>(iter - 1);
+    auto offset = static_cast<std::uint64_t>(iter - 1);
     if (offset % 8 != 0) return DumpChunk{0, {}};
-    const std::optional<Location> loc = locate(filter, offset);
+    const std::optional<Location> loc = locate_touched(filter, offset);
     if (!loc) return DumpChunk{0, {}};
 
     const std::uint64_t limit = std::max<std::uint64_t>(8, max_chunk_bytes & ~std::size_t{7});
-    const std::uint64_t length = std::min(limit, loc->layer_bytes - loc->layer_offset);
+    const std::uint64_t length = chunk_length(filter, *loc, limit);
     const std::uint64_t words = length / 8;
     std::vector<std::uint64_t> buffer(words);
     filter.layer(loc->layer).copy_words(loc->layer_offset / 8, words, buffer.data());

@@ -49,10 +49,12 @@ std::uint64_t fields_bytes(const LayerGeometry& geometry) {
 }
 
 // Words, then the counter slots (64-byte aligned: the words are whole pages
-// or a multiple of 64 bytes once rounded), then a RedisBloom layer's fields.
+// or a multiple of 64 bytes once rounded), then a RedisBloom layer's fields,
+// then the touched-regions bitmap.
 std::uint64_t mapping_bytes(const LayerGeometry& geometry) {
     const std::uint64_t words_bytes = (geometry.bits / 8 + 63) / 64 * 64;
-    return round_to_pages(words_bytes + kCounterSlots * 64 + fields_bytes(geometry));
+    return round_to_pages(words_bytes + kCounterSlots * 64 + fields_bytes(geometry) +
+                          BloomLayer::summary_words(geometry.bits / 64) * 8);
 }
 
 }  // namespace
@@ -144,6 +146,24 @@ BloomLayer::Counter* BloomLayer::counters() const {
     return reinterpret_cast<Counter*>(reinterpret_cast<char*>(words_) + words_bytes);
 }
 
+std::uint64_t* BloomLayer::summary() const {
+    char* at = reinterpret_cast<char*>(counters()) + kCounterSlots * sizeof(Counter) +
+               (redisbloom_ ? kRedisBloomFieldsBytes : 0);
+    return reinterpret_cast<std::uint64_t*>(at);
+}
+
+void BloomLayer::touch(std::uint64_t index) {
+    if (!mapped_) return;
+    const std::uint64_t region = index / kRegionWords;
+    const std::uint64_t bit = std::uint64_t{1} << (region & 63);
+    WordRef word(summary()[region / 64]);
+    // Relaxed: the write of the data word that follows publishes it
+    // (set_bit(), or the caller's own synchronization for loaders).
+    if ((word.load(std::memory_order_relaxed) & bit) == 0) {
+        word.fetch_or(bit, std::memory_order_relaxed);
+    }
+}
+
 BloomLayer::Counter& BloomLayer::my_counter() const {
     return counters()[thread_slot()];
 }
@@ -174,6 +194,17 @@ void BloomLayer::set_items(std::uint64_t n) {
         slots[i].budget.store(0, std::memory_order_relaxed);
     }
     taken_or_unclaimed_.store(n >= capacity_ ? 0 : capacity_ - n, std::memory_order_relaxed);
+    // A loaded layer (set_items() comes before its words) whose items hit
+    // fewer than one 4 KiB page in 8 (a blocked item one page, a classic one
+    // k) gets no huge pages: each page written would commit 2 MiB, so a
+    // 2.6 GB layer of 1,000 items would take all of it (and the time to
+    // clear it). Its untouched pages stay uncommitted.
+    if (mapped_bytes() >= kHugePageBytes) {
+        const bool blocks = layout_ != static_cast<std::uint8_t>(Layout::classic);
+        if ((blocks ? n : n * hashes_) < num_words() / 512 / 8) {
+            ::madvise(words_, mapped_bytes(), MADV_NOHUGEPAGE);
+        }
+    }
 }
 
 bool BloomLayer::reserve_item() {
@@ -322,18 +353,6 @@ void BloomLayer::prefetch(const ItemHash& hash) const {
 
 namespace {
 
-// Sets bit `pos` of the array at `words`; 1 if this call flipped it.
-inline std::int64_t set_bit(std::uint64_t* words, std::uint64_t pos) {
-    const std::uint64_t mask = std::uint64_t{1} << (pos & 63);
-    WordRef word(words[pos >> 6]);
-    // Read before writing: re-adding a present item (common for crawlers)
-    // then never dirties a shared cache line, as in RocksDB's DynamicBloom.
-    if ((word.load(std::memory_order_relaxed) & mask) != 0) return 0;
-    // Only the thread that flipped the bit counts it, so the counters sum to
-    // the exact popcount once concurrent adds finish.
-    return (word.fetch_or(mask, std::memory_order_relaxed) & mask) == 0 ? 1 : 0;
-}
-
 // Whether the k in-block probes of `hash` are all set in `block`. Stops at
 // the first clear bit: a branch-free AND of all k was slower in batches, as
 // the early exit lets the processor run ahead into the next items' loads.
@@ -389,6 +408,27 @@ inline std::int64_t step_cells(std::uint64_t* block, const ItemHash& hash, std::
 
 }  // namespace
 
+inline std::int64_t BloomLayer::set_bit(std::uint64_t pos) {
+    const std::uint64_t index = pos >> 6;
+    const std::uint64_t mask = std::uint64_t{1} << (pos & 63);
+    WordRef word(words_[index]);
+    // Read before writing: re-adding a present item (common for crawlers)
+    // then never dirties a shared cache line, as in RocksDB's DynamicBloom.
+    const std::uint64_t seen = word.load(std::memory_order_acquire);
+    if ((seen & mask) != 0) return 0;
+    // The region is marked touched before the word can become non-zero, by
+    // whichever adder saw it zero. An adder that sees it non-zero read (with
+    // acquire) a fetch_or that released the mark, so every add that has
+    // returned has its word's region marked where any later reader looks:
+    // a DUMP after the reply, or a snapshot after its cut (which waits for
+    // the add's journal scope to close, and so also orders the mark before
+    // the snapshot's reads). On x86 the orderings cost no instruction.
+    if (seen == 0) touch(index);
+    // Only the thread that flipped the bit counts it, so the counters sum to
+    // the exact popcount once concurrent adds finish.
+    return (word.fetch_or(mask, std::memory_order_acq_rel) & mask) == 0 ? 1 : 0;
+}
+
 bool BloomLayer::remove(const ItemHash& hash) {
     std::uint64_t* block = words_ + block_start(hash);
     if (!counting() || !cells_nonzero(block, hash, hashes_)) return false;
@@ -400,27 +440,35 @@ bool BloomLayer::remove(const ItemHash& hash) {
 bool BloomLayer::add(const ItemHash& hash) {
     std::int64_t flipped = 0;
     if (counting()) {
-        flipped = step_cells(words_ + block_start(hash), hash, hashes_, +1);
+        // One block: its region is marked before any of its cells goes up
+        // (a write from one thread at a time).
+        const std::uint64_t start = block_start(hash);
+        touch(start);
+        flipped = step_cells(words_ + start, hash, hashes_, +1);
     } else if (layout_ == static_cast<std::uint8_t>(Layout::blocked)) {
-        std::uint64_t* block = words_ + block_start(hash);
+        const std::uint64_t block_bit = block_start(hash) * 64;
         BlockProbes probes(hash);
-        for (std::uint32_t i = 0; i < hashes_; ++i) flipped += set_bit(block, probes.next());
+        for (std::uint32_t i = 0; i < hashes_; ++i) flipped += set_bit(block_bit + probes.next());
     } else if (blocked_layout(layout())) {
         flipped = blocks::with_width(
             blocks::width_of(layout()), [&]<unsigned W>(std::integral_constant<unsigned, W>) {
-                return blocks::add<W>(blocks::block_of<W>(words_, bits_, hash), hash, hashes_,
-                                      set_bit);
+                std::uint64_t* block = blocks::block_of<W>(words_, bits_, hash);
+                const auto block_bit = static_cast<std::uint64_t>(block - words_) * 64;
+                return blocks::add<W>(block, hash, hashes_,
+                                      [this, block_bit](std::uint64_t*, std::uint32_t pos) {
+                                          return set_bit(block_bit + pos);
+                                      });
             });
     } else if (redisbloom_) {
         // RedisBloom's probes: (a + i·b) mod 2^64, then mod M.
         const std::uint64_t modulus = redisbloom_modulus();
         std::uint64_t x = hash.h1;
         for (std::uint32_t i = 0; i < hashes_; ++i, x += hash.h2) {
-            flipped += set_bit(words_, x % modulus);
+            flipped += set_bit(x % modulus);
         }
     } else {
         ClassicProbes probes(hash, bits_);
-        for (std::uint32_t i = 0; i < hashes_; ++i) flipped += set_bit(words_, probes.next());
+        for (std::uint32_t i = 0; i < hashes_; ++i) flipped += set_bit(probes.next());
     }
     if (flipped != 0) count_flipped(flipped);
     return flipped != 0;
@@ -485,23 +533,20 @@ std::uint64_t BloomLayer::set_bits() const {
     return total < 0 ? 0 : static_cast<std::uint64_t>(total);
 }
 
-std::uint64_t BloomLayer::load_word(std::uint64_t index) const {
-    return WordRef(words_[index]).load(std::memory_order_relaxed);
-}
-
-void BloomLayer::copy_words(std::uint64_t first, std::uint64_t count, std::uint64_t* out) const {
-    for (std::uint64_t i = 0; i < count; ++i) {
-        out[i] = WordRef(words_[first + i]).load(std::memory_order_relaxed);
-    }
-}
-
 void BloomLayer::store_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in) {
     std::int64_t delta = 0;
     for (std::uint64_t i = 0; i < count; ++i) {
+        WordRef word(words_[first + i]);
+        if (in[i] == 0) {
+            // A zero over a zero is not written: loading a mostly empty
+            // layer leaves its untouched pages uncommitted.
+            if (word.load(std::memory_order_relaxed) == 0) continue;
+        } else {
+            touch(first + i);
+        }
         // exchange, not store: the popcount difference must be against the
         // word actually replaced for set_bits() to stay exact.
-        const std::uint64_t old =
-            WordRef(words_[first + i]).exchange(in[i], std::memory_order_relaxed);
+        const std::uint64_t old = word.exchange(in[i], std::memory_order_relaxed);
         delta += static_cast<std::int64_t>(ones(in[i])) - static_cast<std::int64_t>(ones(old));
     }
     if (delta != 0) count_flipped(delta);
@@ -512,6 +557,7 @@ void BloomLayer::or_words(std::uint64_t first, std::uint64_t count, const std::u
     if (counting()) {
         for (std::uint64_t i = 0; i < count; ++i) {
             if (in[i] == 0) continue;
+            touch(first + i);
             WordRef word(words_[first + i]);
             const std::uint64_t old = word.load(std::memory_order_relaxed);
             const std::uint64_t sum = cells::saturating_add(old, in[i]);
@@ -525,8 +571,10 @@ void BloomLayer::or_words(std::uint64_t first, std::uint64_t count, const std::u
         if (in[i] == 0) continue;
         WordRef word(words_[first + i]);
         // As set_bit(): a word already holding every bit is not written.
-        if ((word.load(std::memory_order_relaxed) & in[i]) == in[i]) continue;
-        const std::uint64_t old = word.fetch_or(in[i], std::memory_order_relaxed);
+        const std::uint64_t seen = word.load(std::memory_order_acquire);
+        if ((seen & in[i]) == in[i]) continue;
+        if (seen == 0) touch(first + i);  // as set_bit()
+        const std::uint64_t old = word.fetch_or(in[i], std::memory_order_acq_rel);
         flipped += std::popcount(in[i] & ~old);
     }
     if (flipped != 0) count_flipped(flipped);

@@ -213,7 +213,8 @@ FilterRef ScalableFilter::copy_of(const ScalableFilter& source, std::size_t num_
     FilterRef copy = create(source.options(), layers, maxmemory);
     if (!copy) return copy;
     // 1 MiB of words at a time: a copy never holds a third copy of a big
-    // layer.
+    // layer. Only the source's touched regions: every other word is zero,
+    // as the new layer's are.
     constexpr std::uint64_t kWordsAtOnce = (std::uint64_t{1} << 20) / 8;
     std::vector<std::uint64_t> words;
     for (std::size_t i = 0; i < num_layers; ++i) {
@@ -221,11 +222,14 @@ FilterRef ScalableFilter::copy_of(const ScalableFilter& source, std::size_t num_
         BloomLayer& to = copy->layer(i);
         to.set_items(counts[i]);
         const std::uint64_t num_words = from.num_words();
-        for (std::uint64_t first = 0; first < num_words; first += kWordsAtOnce) {
-            const std::uint64_t count = std::min(kWordsAtOnce, num_words - first);
-            words.resize(static_cast<std::size_t>(count));
-            from.copy_words(first, count, words.data());
-            to.store_words(first, count, words.data());
+        for (std::uint64_t first = from.next_touched(0); first < num_words;
+             first = from.next_touched(first)) {
+            const std::uint64_t end = from.touched_end(first);
+            for (; first < end; first += words.size()) {
+                words.resize(static_cast<std::size_t>(std::min(kWordsAtOnce, end - first)));
+                from.copy_words(first, words.size(), words.data());
+                to.store_words(first, words.size(), words.data());
+            }
         }
     }
     return copy;

@@ -38,6 +38,13 @@ void append_length_line(std::string& out, char type, std::uint64_t length) {
     out += "\r\n";
 }
 
+// Puts the bulk length line of the bytes from `start` on in front of them.
+void insert_length_line(std::string& out, std::size_t start) {
+    std::string line;
+    append_length_line(line, '$', out.size() - start);
+    out.insert(start, line);
+}
+
 void append_bulk(std::string& out, std::string_view bytes) {
     append_length_line(out, '$', bytes.size());
     out.append(bytes);
@@ -46,7 +53,7 @@ void append_bulk(std::string& out, std::string_view bytes) {
 
 // DUMP key: the payload as a bulk string, nil if the key is missing. The
 // payload is written straight into the reply (no second copy of a large
-// filter), its size known before a byte of it is: the layers are read once.
+// filter), then its length line put in front of it: the layers are read once.
 void cmd_dump(Context& ctx, Args argv) {
     // A reference, not a lookup's epoch: encoding a large filter takes a
     // while, and no writer should wait for it.
@@ -68,16 +75,15 @@ void cmd_dump(Context& ctx, Args argv) {
     // A counting filter's cells and counts as of one moment.
     const std::unique_lock serial = filter.serialize_changes();
     const std::size_t layers = filter.num_layers();
-    const std::uint64_t bytes = persist::dump_payload_bytes(filter, layers);
+    std::string& out = ctx.out.buffer();
+    const std::size_t start = out.size();
     // What no server could RESTORE is not made: the bound of every
     // argument a client may send (and of the reply it would take).
-    if (bytes > ctx.config.proto_max_bulk_len) {
+    if (!persist::append_dump_payload(filter, layers, out, ctx.config.proto_max_bulk_len)) {
         ctx.out.error(errors::kDumpTooLarge);
         return;
     }
-    std::string& out = ctx.out.buffer();
-    append_length_line(out, '$', bytes);
-    persist::append_dump_payload(filter, layers, out);
+    insert_length_line(out, start);
     out += "\r\n";
 }
 
@@ -380,14 +386,15 @@ struct Migration {
         // Counted before the payload copies the bits: an add after this is
         // seen as a change when the key is deleted.
         for (std::size_t i = 0; i < record.layers; ++i) record.items += filter.layer(i).items();
-        const std::uint64_t bytes = persist::dump_payload_bytes(filter, record.layers);
-        if (bytes > max_payload) {
+        const std::size_t before = command.size();
+        append_restore_head(index, ttl, command);
+        const std::size_t start = command.size();
+        if (!persist::append_dump_payload(filter, record.layers, command, max_payload)) {
+            command.resize(before);
             too_large = true;
             return false;
         }
-        append_restore_head(index, ttl, command);
-        append_length_line(command, '$', bytes);
-        persist::append_dump_payload(filter, record.layers, command);
+        insert_length_line(command, start);
         command += "\r\n";
         if (if_exists == IfExists::replace) append_bulk(command, "REPLACE");
         sent[index] = std::move(record);

@@ -37,13 +37,13 @@ std::string command(const Words&... words) {
 
 // The largest snapshot this replica takes from its primary. Once loaded,
 // every filter and key the file describes is held in memory: the file stores
-// each bit array whole and little beside it (a 37-byte header per layer,
-// about 60 bytes and the name per key), all of which the loaded data set
-// holds too. A larger file could not be held within --maxmemory or, without
-// one, within the memory the process may use (its container's limit, else
-// the machine's), so receiving more of it would only fill the disk: a
-// primary that sent an endless snapshot once made a replica write until it
-// was stopped (tests/bench/README.md).
+// each bit array's non-zero words (a run of them costs 16 bytes and leaves
+// out at least 4 zero words before the next) and little beside it (a
+// 37-byte header per layer, about 60 bytes and the name per key), all of
+// which the loaded data set holds too. A larger file could not be held within --maxmemory or,
+// without one, within the memory the process may use (its container's limit, else the machine's),
+// so receiving more of it would only fill the disk: a primary that sent an endless snapshot once
+// made a replica write until it was stopped (tests/bench/README.md).
 std::uint64_t largest_snapshot(const core::Config& config) {
     return config.maxmemory != 0 ? config.maxmemory : core::memory_available();
 }

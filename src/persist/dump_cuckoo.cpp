@@ -14,8 +14,8 @@ std::string cuckoo_dump_payload(const cuckoo::CuckooFilter& filter) {
     out.push_back(static_cast<char>(kDumpTypeCuckoo));
     out += filter.header();
     for (std::uint16_t i = 0; i < filter.num_filters(); ++i) out += filter.filter_data(i);
-    out.push_back(static_cast<char>(kDumpPayloadVersion & 0xff));
-    out.push_back(static_cast<char>(kDumpPayloadVersion >> 8));
+    out.push_back(static_cast<char>(kDumpPayloadWholeVersion & 0xff));
+    out.push_back(static_cast<char>(kDumpPayloadWholeVersion >> 8));
     const std::uint64_t crc = core::crc64(0, out);
     for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
     return out;

@@ -14,14 +14,23 @@
 namespace bloomery::persist {
 namespace {
 
-// write_filter_body()'s output, appended to a string.
+// write_filter_body()'s output, appended to a string until it would pass
+// `limit` bytes there (then nothing more is appended: full()).
 class StringOut {
 public:
-    explicit StringOut(std::string& out) : out_(out) {}
+    StringOut(std::string& out, std::uint64_t limit) : out_(out), limit_(limit) {}
     void append(const void* data, std::size_t size) {
+        if (full_ || out_.size() + size > limit_) {
+            full_ = true;
+            return;
+        }
         out_.append(static_cast<const char*>(data), size);
     }
-    void append_u8(std::uint8_t v) { out_.push_back(static_cast<char>(v)); }
+    bool full() const { return full_; }
+    void append_u8(std::uint8_t v) {
+        const auto c = static_cast<char>(v);
+        append(&c, 1);
+    }
     void append_u32(std::uint32_t v) {
         unsigned char b[4];
         format::put_u32(b, v);
@@ -36,6 +45,8 @@ public:
 
 private:
     std::string& out_;
+    std::uint64_t limit_;
+    bool full_ = false;
 };
 
 // A cursor over the value that refuses to read past its end.
@@ -66,6 +77,7 @@ public:
         v = std::bit_cast<double>(bits);
         return true;
     }
+    std::string_view rest() const { return bytes_.substr(at_); }
     bool bytes(std::uint64_t n, std::string_view& v) {
         if (left() < n) return false;
         v = bytes_.substr(at_, static_cast<std::size_t>(n));
@@ -86,29 +98,28 @@ std::uint16_t footer_version(std::string_view payload) {
 
 }  // namespace
 
-std::uint64_t dump_payload_bytes(const bloom::ScalableFilter& filter, std::size_t num_layers) {
-    return 1 + format::filter_body_bytes(filter, num_layers) + kDumpFooterBytes;
-}
-
-void append_dump_payload(const bloom::ScalableFilter& filter, std::size_t num_layers,
-                         std::string& out) {
+bool append_dump_payload(const bloom::ScalableFilter& filter, std::size_t num_layers,
+                         std::string& out, std::uint64_t max_bytes) {
     const std::size_t start = out.size();
-    out.reserve(start + static_cast<std::size_t>(dump_payload_bytes(filter, num_layers)));
     std::vector<std::uint64_t> counts(num_layers);
     for (std::size_t i = 0; i < num_layers; ++i) counts[i] = filter.layer(i).items();
     std::vector<std::uint64_t> words;
-    StringOut writer(out);
+    StringOut writer(out, max_bytes > UINT64_MAX - start ? UINT64_MAX : start + max_bytes);
     writer.append_u8(kDumpTypeBloom);
     format::write_filter_body(writer, filter, num_layers, counts, words);
     const unsigned char version[2] = {static_cast<unsigned char>(kDumpPayloadVersion & 0xff),
                                       static_cast<unsigned char>(kDumpPayloadVersion >> 8)};
     writer.append(version, sizeof version);
     writer.append_u64(core::crc64(0, std::string_view(out).substr(start)));
+    if (!writer.full()) return true;
+    out.resize(start);
+    return false;
 }
 
 bool verify_dump_payload(std::string_view payload) {
     if (payload.size() < kDumpFooterBytes) return false;
-    if (footer_version(payload) != kDumpPayloadVersion) return false;
+    const std::uint16_t version = footer_version(payload);
+    if (version != kDumpPayloadVersion && version != kDumpPayloadWholeVersion) return false;
     const std::uint64_t stored = format::get_u64(
         reinterpret_cast<const unsigned char*>(payload.data() + payload.size() - 8));
     return core::crc64(0, payload.substr(0, payload.size() - 8)) == stored;
@@ -159,6 +170,27 @@ core::Result<bloom::FilterOptions> parse_options(Reader& in) {
     return options;
 }
 
+// A layer's runs of `num_words` words (proto/snapshot.md, "Layer words"),
+// checked: each pair leaves out or holds at least one word, and together
+// they account for exactly `num_words`. `runs` is set to their bytes.
+core::Status parse_runs(Reader& in, std::uint64_t num_words, std::string_view& runs) {
+    const std::size_t before = in.left();
+    const std::string_view rest = in.rest();
+    for (std::uint64_t done = 0; done < num_words;) {
+        std::uint64_t zeros, count;
+        if (!in.u64(zeros) || !in.u64(count)) return truncated("a layer's runs");
+        if (zeros == 0 && count == 0) return core::Error{"a run of no words"};
+        if (zeros > num_words - done || count > num_words - done - zeros) {
+            return core::Error{"runs past the layer's " + std::to_string(num_words) + " words"};
+        }
+        std::string_view skipped;
+        if (!in.bytes(count * 8, skipped)) return truncated("a layer's runs");
+        done += zeros + count;
+    }
+    runs = rest.substr(0, before - in.left());
+    return {};
+}
+
 // Layer `index` of `out`'s filter: its geometry and item count, checked, and
 // where its words lie.
 core::Status parse_layer(Reader& in, std::uint32_t index, DumpValue& out) {
@@ -185,7 +217,13 @@ core::Status parse_layer(Reader& in, std::uint32_t index, DumpValue& out) {
     }
     // Checked against the bytes there before anything is sized by it.
     std::string_view words;
-    if (!in.bytes(g.bits / 8, words)) return truncated("a layer's bits");
+    if (out.runs) {
+        if (core::Status runs = parse_runs(in, g.bits / 64, words); !runs) {
+            return core::Error{"layer " + std::to_string(index) + ": " + runs.error()};
+        }
+    } else if (!in.bytes(g.bits / 8, words)) {
+        return truncated("a layer's bits");
+    }
     out.layers.push_back(g);
     out.items.push_back(items);
     out.layer_words.push_back(words);
@@ -201,6 +239,7 @@ core::Result<DumpValue> parse_dump_value(std::string_view payload) {
     if (!in.u8(type)) return truncated("the type");
     if (type != kDumpTypeBloom) return core::Error{"unknown value type " + std::to_string(type)};
     DumpValue out;
+    out.runs = footer_version(payload) == kDumpPayloadVersion;
     core::Result<bloom::FilterOptions> options = parse_options(in);
     if (!options) return options.failure();
     out.options = *options;
@@ -225,6 +264,35 @@ core::Result<DumpValue> parse_dump_value(std::string_view payload) {
     return out;
 }
 
+namespace {
+
+// Stores the runs parse_runs() checked into a fresh (zeroed) layer: only
+// the words they hold are written.
+void store_runs(bloom::BloomLayer& layer, std::string_view runs,
+                std::vector<std::uint64_t>& words) {
+    Reader in(runs);
+    for (std::uint64_t at = 0; in.left() != 0;) {
+        std::uint64_t zeros = 0, count = 0;
+        in.u64(zeros);
+        in.u64(count);
+        at += zeros;
+        std::string_view bytes;
+        in.bytes(count * 8, bytes);
+        for (std::uint64_t first = 0; first < count; first += format::kWordChunk) {
+            const std::uint64_t left = count - first;
+            const std::size_t n =
+                left < format::kWordChunk ? static_cast<std::size_t>(left) : format::kWordChunk;
+            words.resize(n);
+            std::memcpy(words.data(), bytes.data() + first * 8, n * 8);
+            format::words_little_to_host(words.data(), n);
+            layer.store_words(at + first, n, words.data());
+        }
+        at += count;
+    }
+}
+
+}  // namespace
+
 bloom::FilterRef build_dump_filter(const DumpValue& value, std::uint64_t maxmemory) {
     bloom::FilterRef filter = bloom::ScalableFilter::create(value.options, value.layers, maxmemory);
     if (!filter) return filter;
@@ -233,6 +301,10 @@ bloom::FilterRef build_dump_filter(const DumpValue& value, std::uint64_t maxmemo
         bloom::BloomLayer& layer = filter->layer(i);
         layer.set_items(value.items[i]);
         const std::string_view bytes = value.layer_words[i];
+        if (value.runs) {
+            store_runs(layer, bytes, words);
+            continue;
+        }
         const std::uint64_t num_words = layer.num_words();
         for (std::uint64_t first = 0; first < num_words; first += format::kWordChunk) {
             const std::uint64_t left = num_words - first;

@@ -28,23 +28,72 @@ inline std::uint64_t options_bytes(const bloom::FilterOptions& options) {
            (options.tightening != bloom::kDefaultTightening ? 8 : 0) + 4;
 }
 
-// Bytes write_filter_body() writes for the first `num_layers` layers.
-inline std::uint64_t filter_body_bytes(const bloom::ScalableFilter& filter,
-                                       std::size_t num_layers) {
-    const bloom::HashScheme scheme = filter.scheme();
-    std::uint64_t bytes = options_bytes(filter.options());
-    for (std::size_t i = 0; i < num_layers; ++i) {
-        bytes += layer_header_bytes(scheme) + filter.layer(i).byte_size();
+// A layer's words as runs (proto/snapshot.md, "Layer words"): pairs of u64
+// zeros (zero words left out) and u64 count (words that follow), until the
+// pairs account for every word. A run ends before a gap of this many zero
+// words (shorter gaps stay in it: a pair costs 16 bytes) and at every
+// multiple of kWordChunk words.
+inline constexpr std::uint64_t kMinZeroGap = 4;
+
+// The end of the run of words[from, count) that starts at the non-zero word
+// `from`: just after its last non-zero word before a gap of kMinZeroGap zero
+// words or the end of the chunk.
+inline std::size_t run_end(const std::uint64_t* words, std::size_t from, std::size_t count) {
+    std::size_t last = from;
+    for (std::size_t i = from + 1; i < count && i - last < kMinZeroGap + 1; ++i) {
+        if (words[i] != 0) last = i;
     }
-    return bytes;
+    return last + 1;
+}
+
+// Writes `layer`'s words as runs, visiting only its touched regions (every
+// other word is zero), kWordChunk words at a time through `words`. Copied
+// live: words only go from zero in a non-counting layer, and a word found
+// zero here is written as zero.
+template <class Out>
+void write_layer_runs(Out& out, const bloom::BloomLayer& layer, std::vector<std::uint64_t>& words) {
+    const std::uint64_t num_words = layer.num_words();
+    if (words.size() < kWordChunk && words.size() < num_words) {
+        words.resize(num_words < kWordChunk ? static_cast<std::size_t>(num_words) : kWordChunk);
+    }
+    std::uint64_t done = 0;  // every word before this is written or left out
+    for (std::uint64_t from = layer.next_touched(0); from < num_words;
+         from = layer.next_touched(from)) {
+        const std::uint64_t end = layer.touched_end(from);
+        for (; from < end;) {
+            // Chunks end at multiples of kWordChunk, so runs split there and
+            // nowhere else beside the gaps: one encoding per layer.
+            const std::uint64_t chunk_end = (from / kWordChunk + 1) * kWordChunk;
+            const std::size_t count =
+                static_cast<std::size_t>((chunk_end < end ? chunk_end : end) - from);
+            layer.copy_words(from, count, words.data());
+            for (std::size_t i = 0; i < count;) {
+                if (words[i] == 0) {
+                    ++i;
+                    continue;
+                }
+                const std::size_t stop = run_end(words.data(), i, count);
+                out.append_u64(from + i - done);
+                out.append_u64(stop - i);
+                words_host_to_little(words.data() + i, stop - i);
+                out.append(words.data() + i, (stop - i) * sizeof(std::uint64_t));
+                done = from + stop;
+                i = stop;
+            }
+            from += count;
+        }
+    }
+    if (done < num_words) {
+        out.append_u64(num_words - done);
+        out.append_u64(0);
+    }
 }
 
 // Writes the filter's options and its first `num_layers` layers (read once by
 // the caller: a filter may grow meanwhile) to `out`, which has
 // append(data, size), append_u8, append_u32, append_u64 and append_f64.
 // Layer i counts counts[i] items (0 past the end of `counts`: a layer created
-// after they were read). Words are copied kWordChunk at a time through
-// `words` (grown to that as needed), live: bits only go 0 -> 1.
+// after they were read). Words as runs (write_layer_runs()).
 template <class Out>
 void write_filter_body(Out& out, const bloom::ScalableFilter& filter, std::size_t num_layers,
                        std::span<const std::uint64_t> counts, std::vector<std::uint64_t>& words) {
@@ -75,19 +124,7 @@ void write_filter_body(Out& out, const bloom::ScalableFilter& filter, std::size_
             out.append_u8(geometry.redisbloom_n2);
         }
         out.append_u64(items);
-
-        const std::uint64_t num_words = layer.num_words();
-        if (words.size() < kWordChunk && words.size() < num_words) {
-            words.resize(num_words < kWordChunk ? static_cast<std::size_t>(num_words) : kWordChunk);
-        }
-        for (std::uint64_t first = 0; first < num_words; first += kWordChunk) {
-            const std::uint64_t left = num_words - first;
-            const std::size_t count =
-                left < kWordChunk ? static_cast<std::size_t>(left) : kWordChunk;
-            layer.copy_words(first, count, words.data());
-            words_host_to_little(words.data(), count);
-            out.append(words.data(), count * sizeof(std::uint64_t));
-        }
+        write_layer_runs(out, layer, words);
     }
 }
 

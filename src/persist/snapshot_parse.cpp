@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bloomery/bloom/bounds.hpp"
+#include "bloomery/core/config.hpp"
 #include "bloomery/persist/snapshot.hpp"
 #include "snapshot_format.hpp"
 #include "snapshot_parse.hpp"
@@ -421,10 +422,21 @@ private:
                              : std::string()) +
                         ")");
         }
-        // The check that bounds allocation by the file's own size.
-        const std::uint64_t layer_bytes = g.bits / 8;
-        if (layer_bytes > in_.remaining()) {
-            fail_at(bits_offset, which + "bit array of " + std::to_string(layer_bytes) +
+        // The check that bounds allocation by the file's own size. Runs
+        // (version 5) leave zero words out, so an empty layer of any size
+        // is 16 bytes: its layers are bounded, all together, by the memory
+        // the process may use instead (a layer's pages are committed only
+        // where a run gives words, each checked against the bytes left).
+        if (version_ >= 5) {
+            runs_layer_bytes_ += g.bits / 8;
+            if (runs_layer_bytes_ > core::memory_available()) {
+                fail_at(bits_offset, which + "bit arrays of " + std::to_string(runs_layer_bytes_) +
+                                         " bytes in all exceed the " +
+                                         std::to_string(core::memory_available()) +
+                                         " bytes of memory this process may use");
+            }
+        } else if (g.bits / 8 > in_.remaining()) {
+            fail_at(bits_offset, which + "bit array of " + std::to_string(g.bits / 8) +
                                      " bytes exceeds the " + std::to_string(in_.remaining()) +
                                      " bytes left in the file (truncated or corrupt)");
         }
@@ -440,23 +452,59 @@ private:
             target->set_items(layer.items);
         }
         const std::uint64_t num_words = g.bits / 64;
-        // Grown on demand (the size was checked against the file above), at
-        // most one chunk.
-        if (words_.size() < format::kWordChunk && words_.size() < num_words) {
-            words_.resize(num_words < format::kWordChunk ? static_cast<std::size_t>(num_words)
-                                                         : format::kWordChunk);
-        }
-        for (std::uint64_t first = 0; first < num_words; first += format::kWordChunk) {
-            const std::uint64_t left = num_words - first;
-            const std::size_t count =
-                left < format::kWordChunk ? static_cast<std::size_t>(left) : format::kWordChunk;
-            read_exact(words_.data(), count * sizeof(std::uint64_t));
-            if (target) {
-                format::words_little_to_host(words_.data(), count);
-                target->store_words(first, count, words_.data());
-            }
+        if (version_ >= 5) {
+            read_runs(which, num_words, target);
+        } else {
+            read_words(0, num_words, target);
         }
         record.layers.push_back(layer);
+    }
+
+    // A layer's runs (version 5): pairs of u64 zeros, u64 count and count
+    // words, accounting for exactly `num_words` words. Only the words held
+    // are stored (the layer starts zeroed).
+    void read_runs(const std::string& which, std::uint64_t num_words, bloom::BloomLayer* target) {
+        for (std::uint64_t done = 0; done < num_words;) {
+            const std::uint64_t at = in_.offset();
+            const std::uint64_t zeros = read_u64();
+            const std::uint64_t count = read_u64();
+            if (zeros == 0 && count == 0) fail_at(at, which + "a run of no words");
+            if (zeros > num_words - done || count > num_words - done - zeros) {
+                fail_at(at, which + "runs past the layer's " + std::to_string(num_words) +
+                                " words (" + std::to_string(done) + " before, then " +
+                                std::to_string(zeros) + " zero and " + std::to_string(count) +
+                                " held)");
+            }
+            if (count * 8 > in_.remaining()) {
+                fail_at(at, which + "a run of " + std::to_string(count) + " words exceeds the " +
+                                std::to_string(in_.remaining()) +
+                                " bytes left in the file (truncated or corrupt)");
+            }
+            read_words(done + zeros, count, target);
+            done += zeros + count;
+        }
+    }
+
+    // `count` words from the file into `target` (if any) from word `first`,
+    // a chunk at a time.
+    void read_words(std::uint64_t first, std::uint64_t count, bloom::BloomLayer* target) {
+        // Grown on demand (the size was checked against the file), at most
+        // one chunk.
+        if (words_.size() < format::kWordChunk && words_.size() < count) {
+            words_.resize(count < format::kWordChunk ? static_cast<std::size_t>(count)
+                                                     : format::kWordChunk);
+        }
+        for (std::uint64_t done = 0; done < count;) {
+            const std::uint64_t left = count - done;
+            const std::size_t n =
+                left < format::kWordChunk ? static_cast<std::size_t>(left) : format::kWordChunk;
+            read_exact(words_.data(), n * sizeof(std::uint64_t));
+            if (target) {
+                format::words_little_to_host(words_.data(), n);
+                target->store_words(first + done, n, words_.data());
+            }
+            done += n;
+        }
     }
 
     FileSource& in_;
@@ -464,6 +512,7 @@ private:
     std::uint32_t version_ = kSnapshotFormatVersion;  // of the file being read
     Context context_;
     std::vector<std::uint64_t> words_;
+    std::uint64_t runs_layer_bytes_ = 0;  // of every layer read so far (version 5)
     std::unordered_set<std::string> seen_keys_;
 };
 

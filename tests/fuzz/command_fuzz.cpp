@@ -45,6 +45,7 @@
 #include "bloomery/core/config.hpp"
 #include "bloomery/resp/writer.hpp"
 #include "bloomery/store/keyspace.hpp"
+#include "bloomery/store/keyspace_view.hpp"
 #include "command_fuzz_replies.hpp"
 
 namespace {
@@ -492,10 +493,27 @@ void run_program(Server& server, Input& in) {
 
 }  // namespace
 
+// Every write the commands made (adds, RESTORE, COPY, chunks, merges) kept
+// each non-zero word in a touched region of its layer, where snapshots and
+// DUMP look.
+void require_covered(const store::Keyspace& keyspace) {
+    const store::KeyspaceView view = keyspace.view(store::ViewFor::keys);
+    for (std::size_t i = 0; i < view.size(); ++i) {
+        const store::KeyspaceView::Entry& entry = view.entry(i);
+        if (entry.value.cuckoo_or_null() != nullptr) continue;
+        const bloom::ScalableFilter& filter = entry.value.filter();
+        for (std::size_t l = 0; l < filter.num_layers(); ++l) {
+            require(filter.layer(l).summary_covers_nonzero(),
+                    "a non-zero word outside its layer's touched regions");
+        }
+    }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static Server server;
     server.reset();
     Input in(data, size);
     run_program(server, in);
+    require_covered(server.keyspace);
     return 0;
 }

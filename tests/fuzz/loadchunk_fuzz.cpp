@@ -53,6 +53,13 @@ void require(bool condition, const char* what) {
     }
 }
 
+void require_covered(const ScalableFilter& filter) {
+    for (std::size_t i = 0; i < filter.num_layers(); ++i) {
+        require(filter.layer(i).summary_covers_nonzero(),
+                "a non-zero word outside the layer's touched regions");
+    }
+}
+
 class Input {
 public:
     Input(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
@@ -175,6 +182,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const std::string& item : added) {
         require(filter->contains(item), "false negative after add");
     }
+    // Chunks and adds kept every non-zero word in a touched region (what
+    // snapshots and DUMP read).
+    require_covered(*filter);
 
     // The SCANDUMP / LOADCHUNK copy a client would make.
     check_header_fixed_point(*filter);
@@ -194,6 +204,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const std::string& item : added) {
         require(copy->contains(item), "false negative in the copy");
     }
+    require_covered(*copy);
     require(full_dump(*copy, chunk_bytes, SIZE_MAX) == full_dump(*filter, chunk_bytes, SIZE_MAX),
             "the copy dumps differently");
     return 0;

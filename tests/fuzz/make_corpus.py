@@ -240,6 +240,14 @@ def command_seeds(dumps):
         + round_trip("k0", "k1") + mutated_chunk("k0", "k1", 1, 3, 0xFF, True)
         + mutated_chunk("k0", "k1", 1, 3, 0x01, False) + add_then_exists("k1", ["a", "b"], MADD),
     }
+    for name, payload in PAYLOADS.items():
+        programs["restore-" + name] = (cmd("RESTORE", "k1", "0", payload) + cmd("BF.INFO", "k1")
+                                       + add_then_exists("k1", ["a", "z"], MADD)
+                                       + cmd("DUMP", "k1") + round_trip("k1", "k2"))
+    programs["sparse-copy-dump"] = (cmd("BF.RESERVE", "k0", "0.01", "40000")
+                                    + add_then_exists("k0", ["a", "b", "c"], MADD)
+                                    + cmd("COPY", "k0", "k1") + cmd("DUMP", "k1")
+                                    + round_trip("k0", "k2") + cmd("BF.MERGE", "k3", "k0", "k2"))
     # Real SCANDUMP pieces loaded with BF.LOADCHUNK as plain commands.
     for name, pieces in dumps.items():
         if all(len(data) <= 255 for _, data in pieces) and len(pieces) < 60:
@@ -311,7 +319,13 @@ FILTERS = {
     + [["BF.ADD", "f", "c%d" % (i % 7)] for i in range(60)] + [["BF.DEL", "f", "c1"]],
     # 42 KB at 0.5 %: blocks of 4,096 bits (the smallest within 2 % there).
     "auto-blocks": [["BF.RESERVE", "f", "0.01", "30000"], ["BF.MADD", "f", "a", "b", "c"]],
+    # A 48 KB layer with two items: BF.SCANDUMP skips its untouched regions.
+    "sparse": [["BF.RESERVE", "f", "0.01", "40000", "LAYOUT", "CLASSIC"], ["BF.MADD", "f", "a", "b"]],
 }
+
+# DUMP payloads (format 0xBF02: layers as runs) of small filters, taken from
+# the server, for RESTORE seeds of command_fuzz.
+PAYLOADS = {}
 
 
 # RedisBloom 2.4's own dumps (tests/fixtures/redisbloom, made with RedisBloom):
@@ -357,6 +371,14 @@ def from_server(binary):
             for command in commands:
                 client.execute_command(*command)
             dumps[name] = scandump(client, "f")
+        for name, commands in (("one-layer", [["BF.RESERVE", "f", "0.1", "5", "NONSCALING"],
+                                              ["BF.ADD", "f", "a"]]),
+                               ("counting", [["BF.RESERVE", "f", "0.2", "3", "COUNTING"],
+                                             ["BF.MADD", "f", "a", "a", "b"]])):
+            client.delete("f")
+            for command in commands:
+                client.execute_command(*command)
+            PAYLOADS[name] = client.dump("f")
 
         def snapshot(name, commands):
             client.flushall()
@@ -377,6 +399,10 @@ def from_server(binary):
                  + [["BF.INSERT", "n", "NONSCALING", "TIGHTENING", "0.75", "ITEMS", "x"]])
         snapshot("counting", FILTERS["counting"])
         snapshot("auto-blocks", FILTERS["auto-blocks"])
+        # Layers of 48 KB and 1.2 MB holding a few items: runs and long gaps.
+        snapshot("sparse", [["BF.RESERVE", "s", "0.01", "40000"], ["BF.MADD", "s", "a", "b", "c"],
+                            ["BF.RESERVE", "t", "0.01", "1000000", "COUNTING"],
+                            ["BF.MADD", "t", "a", "a", "b"], ["BF.DEL", "t", "b"]])
         snapshot("cuckoo", [["CF.RESERVE", "c", "8", "EXPANSION", "2"]]
                  + [["CF.ADD", "c", "i%d" % i] for i in range(40)]
                  + [["CF.DEL", "c", "i3"], ["CF.ADD", "d", "x"], ["BF.ADD", "b", "y"]])

@@ -20,6 +20,30 @@
 #include <string>
 
 #include "bloomery/persist/snapshot.hpp"
+#include "bloomery/store/keyspace_view.hpp"
+
+namespace {
+
+// Every non-zero word a load wrote lies in a touched region of its layer
+// (what snapshots and DUMP read). Layers up to 16 MiB: a hostile file may
+// describe an empty layer of gigabytes, which would take long to scan.
+void require_covered(const bloomery::store::Keyspace& keyspace) {
+    constexpr std::uint64_t kMaxScannedBytes = std::uint64_t{16} << 20;
+    const bloomery::store::KeyspaceView view = keyspace.view(bloomery::store::ViewFor::keys);
+    for (std::size_t i = 0; i < view.size(); ++i) {
+        const bloomery::store::KeyspaceView::Entry& entry = view.entry(i);
+        if (entry.value.cuckoo_or_null() != nullptr) continue;
+        const bloomery::bloom::ScalableFilter& filter = entry.value.filter();
+        for (std::size_t l = 0; l < filter.num_layers(); ++l) {
+            const bloomery::bloom::BloomLayer& layer = filter.layer(l);
+            if (layer.byte_size() <= kMaxScannedBytes && !layer.summary_covers_nonzero()) {
+                std::abort();
+            }
+        }
+    }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const int fd = ::memfd_create("snapshot_fuzz", MFD_CLOEXEC);
@@ -38,6 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             bloomery::persist::load_snapshot(path, keyspace);
         if (!loaded && (keyspace.size() != 0 || loaded.error().empty())) std::abort();
         if (loaded && keyspace.size() != loaded->keys) std::abort();
+        if (loaded) require_covered(keyspace);
     }
     {
         const bloomery::persist::SnapshotCheck checked = bloomery::persist::check_snapshot(path);

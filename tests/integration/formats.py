@@ -73,6 +73,52 @@ def xxh64(data, seed=0):
 # ---------------------------------------------------------------------------
 # A small parser / builder of the snapshot format (proto/snapshot.md).
 
+RUN_MIN_ZERO_GAP = 4       # zero words that end a run
+RUN_CHUNK_WORDS = 1 << 17  # runs also end at every multiple of this
+
+
+def decode_runs(data, p, bits):
+    """A layer's runs (version 5, and DUMP payloads 0xBF02) at data[p:]:
+    (the layer's bits // 8 bytes, every word, and the offset after them)."""
+    num_words = bits // 64
+    out = bytearray(num_words * 8)
+    done = 0
+    while done < num_words:
+        zeros, count = struct.unpack_from("<QQ", data, p)
+        assert zeros + count > 0 and done + zeros + count <= num_words, (zeros, count)
+        p += 16
+        done += zeros
+        out[done * 8:(done + count) * 8] = data[p:p + count * 8]
+        assert len(data[p:p + count * 8]) == count * 8, "runs truncated"
+        p += count * 8
+        done += count
+    return bytes(out), p
+
+
+def encode_runs(words):
+    """A layer's words (bytes) as the runs the server writes."""
+    num_words = len(words) // 8  # a partial word (a crafted bad layer) is left out
+    values = struct.unpack_from("<%dQ" % num_words, words)
+    out = b""
+    done = 0
+    i = 0
+    while i < num_words:
+        if values[i] == 0:
+            i += 1
+            continue
+        chunk_end = min(num_words, (i // RUN_CHUNK_WORDS + 1) * RUN_CHUNK_WORDS)
+        last = i
+        j = i + 1
+        while j < chunk_end and j - last <= RUN_MIN_ZERO_GAP:
+            if values[j] != 0:
+                last = j
+            j += 1
+        out += struct.pack("<QQ", i - done, last + 1 - i) + words[i * 8:(last + 1) * 8]
+        done = i = last + 1
+    if done < num_words:
+        out += struct.pack("<QQ", num_words - done, 0)
+    return out
+
 def parse_snapshot(data):
     """Returns (header dict, [record dicts], end dict); raises on anything odd.
     Reads versions 1 (no layout), 2 (a layout byte per filter and layer), 3
@@ -80,10 +126,10 @@ def parse_snapshot(data):
     hash scheme byte per filter; RedisBloom-scheme filters carry their option
     word and each layer its bpe and n2; a filter whose tightening ratio is not
     0.5 has bit 1 of its option byte set and the ratio after the scheme
-    fields)."""
+    fields) and 5 (a layer's words as runs: decoded, every word in `words`)."""
     assert data[:8] == b"BLOOMERY", data[:8]
     version, created = struct.unpack_from("<Iq", data, 8)
-    assert version in (1, 2, 3, 4), version
+    assert version in (1, 2, 3, 4, 5), version
     journal_id = journal_offset = 0
     pos = 20
     if version >= 3:
@@ -141,11 +187,15 @@ def parse_snapshot(data):
             else:
                 l_cap, l_err, bits, hashes, items = struct.unpack_from("<QdQIQ", data, p)
                 l_layout, header_bytes = 0, 36
-            words = data[p + header_bytes:p + header_bytes + bits // 8]
+            if version >= 5:
+                words, end = decode_runs(data, p + header_bytes, bits)
+            else:
+                words = data[p + header_bytes:p + header_bytes + bits // 8]
+                end = p + header_bytes + bits // 8
             layers.append(dict(capacity=l_cap, error_rate=l_err, bits=bits, hashes=hashes,
                                layout=l_layout, items=items, words=words, offset=p, bpe=bpe,
-                               n2=n2))
-            p += header_bytes + bits // 8
+                               n2=n2, words_offset=p + header_bytes))
+            p = end
         (checksum,) = struct.unpack_from("<Q", data, p)
         assert checksum == xxh64(data[start:p]), "record checksum (test parser)"
         p += 8
@@ -199,7 +249,7 @@ def build_record(r, layer_count=None, version=4):
         else:
             body += struct.pack("<QdQIQ", layer["capacity"], layer["error_rate"], layer["bits"],
                                 layer["hashes"], layer["items"])
-        body += layer["words"]
+        body += encode_runs(layer["words"]) if version >= 5 else layer["words"]
     return body + struct.pack("<Q", xxh64(body))
 
 

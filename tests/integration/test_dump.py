@@ -93,7 +93,7 @@ class DumpRestoreTest(unittest.TestCase):
             payload = self.c.dump(key)
             self.assertIsInstance(payload, bytes)
             # Redis's shape: 2-byte version then CRC64 at the end.
-            self.assertEqual(payload[-10:-8], b"\x01\xbf")
+            self.assertEqual(payload[-10:-8], b"\x02\xbf")  # 0xBF02: layers as runs
             self.assertTrue(self.c.restore(key + ".copy", 0, payload))
             self.assertEqual(scandump(self.c, key), scandump(self.c, key + ".copy"))
             self.assertEqual(self.c.execute_command("BF.INFO", key),
@@ -102,6 +102,24 @@ class DumpRestoreTest(unittest.TestCase):
         # The restored filter answers for every item added to the original.
         answers = self.c.execute_command("BF.MEXISTS", "grown.copy", *range(5000))
         self.assertEqual(answers, [1] * 5000)
+
+    def test_mostly_empty_filter_dumps_and_scandumps_what_it_holds(self):
+        self.c.execute_command("BF.RESERVE", "sparse", 0.001, 10000000)  # 18 MB
+        self.c.execute_command("BF.MADD", "sparse", *range(100))
+        payload = self.c.dump("sparse")
+        # About 1,000 non-zero words, as runs: not 18 MB.
+        self.assertLess(len(payload), 64 * 1024)
+        self.assertTrue(self.c.restore("sparse.copy", 0, payload))
+        chunks = scandump(self.c, "sparse")
+        self.assertEqual(scandump(self.c, "sparse.copy"), chunks)
+        # SCANDUMP skips untouched regions: chunks of what the filter holds,
+        # each at its own iterator, which LOADCHUNK places.
+        self.assertLess(sum(len(data) for _, data in chunks), 2 * 1024 * 1024)
+        for it, data in chunks:
+            self.c.execute_command("BF.LOADCHUNK", "sparse.chunks", it, data)
+        self.assertEqual(scandump(self.c, "sparse.chunks"), chunks)
+        self.assertEqual(self.c.execute_command("BF.MEXISTS", "sparse.chunks", *range(100)),
+                         [1] * 100)
 
     def test_dump_of_missing_key_is_nil(self):
         self.assertIsNone(self.c.dump("nothing"))

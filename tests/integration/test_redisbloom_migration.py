@@ -394,9 +394,12 @@ class MigrationTool(MigrationTestCase):
         s.execute_command("BF.MADD", "own:blocked", *range(30000))
         s.execute_command("BF.INSERT", "own:small", "ITEMS", "a", "b")
         s.pexpire("own:small", 600000)
+        # 18 MB holding 100 items: SCANDUMP skips its untouched regions.
+        s.execute_command("BF.RESERVE", "own:sparse", 0.001, 10000000)
+        s.execute_command("BF.MADD", "own:sparse", *range(100))
         code, out, err = self.run_tool(source, target, "--verify", "--sample", "300")
         self.assertEqual(code, 0, out + err)
-        self.assertIn("copied %d Bloom filters" % (len(FILTERS["filters"]) + 2), out)
+        self.assertIn("copied %d Bloom filters" % (len(FILTERS["filters"]) + 3), out)
         self.assertIn("verified", out)
         t = target.client()
         for f in FILTERS["filters"]:
@@ -404,8 +407,9 @@ class MigrationTool(MigrationTestCase):
             if f["pexpiretime"] > 0:
                 self.assertEqual(t.execute_command("PEXPIRETIME", f["key"]) // 60000,
                                  f["pexpiretime"] // 60000, f["key"])
-        for key in ("own:blocked", "own:small"):
+        for key in ("own:blocked", "own:small", "own:sparse"):
             self.assertEqual(scandump(t, key), scandump(s, key), key)
+        self.assertEqual(t.execute_command("BF.MEXISTS", "own:sparse", *range(100)), [1] * 100)
         self.assertTrue(0 < t.pttl("own:small") <= 600000)
         self.assertEqual(t.pttl("own:blocked"), -1)
         # Again: every key exists now, refused unless --replace.

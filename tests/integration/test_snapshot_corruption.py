@@ -212,7 +212,7 @@ class Corruption(TempDirCase):
         self.assertEqual(self.mutated(lambda h, r: None), self.good)
         nan = float("nan")
         cases = [
-            ("version 5", self.mutated(lambda h, r: h.__setitem__("version", 5)), ("version 5",)),
+            ("version 6", self.mutated(lambda h, r: h.__setitem__("version", 6)), ("version 6",)),
             ("version 0", self.mutated(lambda h, r: h.__setitem__("version", 0)), ("version 0",)),
             ("filter layout 3", self.mutated(set_field(b"beta", "layout", 3)), ("layout",)),
             ("layer layout 2", self.mutated(set_field(b"alpha", "layout", 2, 1)), ("layout",)),
@@ -256,7 +256,7 @@ class Corruption(TempDirCase):
             ("empty", b"", ("not a bloomery snapshot",)),
             ("text", b"just some text\n", ("not a bloomery snapshot",)),
             ("random", bytes(rng.randrange(256) for _ in range(3000)), ()),
-            ("version 5", self.mutated(lambda h, r: h.__setitem__("version", 5)), ("version 5",)),
+            ("version 6", self.mutated(lambda h, r: h.__setitem__("version", 6)), ("version 6",)),
             ("truncated header", self.good[:13], ()),
             ("truncated end record", self.good[:n - 3], ("truncated",)),
             ("truncated in a key", self.good[:records[1]["offset"] + 7], ()),

@@ -98,9 +98,13 @@ struct DumpChunk {
 // iter 0: the header; iter >= 1: the chunk starting at byte offset iter - 1.
 // Chunks are at most `max_chunk_bytes` of payload (bloomery's: rounded down
 // to words, at least one word, from a word-aligned offset; RedisBloom's: any
-// byte offset, at least one byte) and never cross a layer boundary. An iter
-// past the end (or, for bloomery's format, not word aligned + 1) yields
-// {0, ""}.
+// byte offset, at least one byte) and never cross a layer boundary. The
+// untouched regions of a large layer (filter.hpp), all zero, are skipped:
+// the chunk starts at the first touched byte at or after the iter and
+// stops before a long untouched stretch, its next iter just after it
+// (LOADCHUNK places a chunk by its iter, in a filter made zeroed). An iter
+// past the end, or past the last touched byte (or, for bloomery's format,
+// not word aligned + 1) yields {0, ""}.
 DumpChunk dump_chunk(const ScalableFilter& filter, std::int64_t iter,
                      std::size_t max_chunk_bytes = kMaxDumpChunkBytes);
 

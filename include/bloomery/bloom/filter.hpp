@@ -34,10 +34,18 @@
 // RedisBloom's probes, (h1 + i·h2) mod M; they keep RedisBloom's bpe and n2
 // in 16 bytes right behind their words (inline) or their counters (mapped).
 //
+// Touched regions: mapped layers also keep one bit per kRegionWords words
+// (a 2.6 GB layer: 630 KB, behind the counters), set before any word of its
+// region first becomes non-zero, by every write (add, store_words,
+// or_words), so the bits cover every non-zero word; a counting layer's
+// deletes leave them set (a superset). Snapshots and dumps visit only the
+// touched regions (next_touched(), touched_end()), so a large layer that is
+// mostly empty costs in proportion to what it holds, not to its size.
+//
 // Thread safety: add(), contains() and every getter may be called from any
-// number of threads at once without a lock: bits are set with a relaxed
-// atomic fetch_or on 64-bit words, and only when a plain load shows them
-// clear (bits only go 0 -> 1). store_words() (loading) is atomic per word.
+// number of threads at once without a lock: bits are set with an atomic
+// fetch_or on 64-bit words, and only when a plain load shows them clear
+// (bits only go 0 -> 1). store_words() (loading) is atomic per word.
 // Counting layers: contains() and the getters from any thread at any time;
 // add(), remove() and every word write from one thread at a time, as
 // saturating increments and decrements do not commute (whoever records
@@ -122,7 +130,10 @@ public:
     // Items taken: committed adds (exact once concurrent adds have finished).
     std::uint64_t items() const;
     // For loaders that own the layer exclusively: the item count, with room
-    // for capacity() - n more (none if n >= capacity()).
+    // for capacity() - n more (none if n >= capacity()). Called before the
+    // words are loaded: a large layer whose n items touch fewer than one
+    // 4 KiB page in 8 gets no huge pages (filter.cpp), so loading it commits
+    // only the pages its words are on.
     void set_items(std::uint64_t n);
 
     // Reserves room for one item; false when the layer already holds
@@ -154,6 +165,25 @@ public:
     // Counting layers add `in`'s cells to theirs instead, saturating (a
     // merge; serialized as add() is).
     void or_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in);
+
+    // Touched regions (see the top of this file). Words per region: 512
+    // bytes, so one summary word covers 32 KiB of words.
+    static constexpr std::uint64_t kRegionWords = 64;
+    // Words of the touched-regions bitmap (mapped layers) of a layer of `num_words` words.
+    static constexpr std::uint64_t summary_words(std::uint64_t num_words) {
+        return ((num_words + kRegionWords - 1) / kRegionWords + 63) / 64;
+    }
+    // The first word at or after `from` that may be non-zero: `from` itself
+    // if its region is touched, else the first word of the next touched
+    // region; num_words() if there is none. Inline layers keep no summary:
+    // `from` (every word may be non-zero).
+    std::uint64_t next_touched(std::uint64_t from) const;
+    // The end of the run of touched regions holding `from`: the first word of
+    // the next untouched region, or num_words(). Inline layers: num_words().
+    std::uint64_t touched_end(std::uint64_t from) const;
+    // Whether every non-zero word lies in a touched region (tests and fuzz
+    // targets; reads every word). Always true for inline layers.
+    bool summary_covers_nonzero() const;
 
 private:
     struct alignas(64) Counter {
@@ -192,6 +222,14 @@ private:
     std::uint64_t block_start(const ItemHash& hash) const;
     // Bits set in a word, or a counting layer's non-zero cells.
     std::uint64_t ones(std::uint64_t word) const;
+    // Mapped layers: the touched-regions bitmap, behind the counters and a
+    // RedisBloom layer's fields.
+    std::uint64_t* summary() const;
+    // Marks the region of word `index` touched (mapped layers; a no-op for
+    // inline ones). Called before the word is written non-zero.
+    void touch(std::uint64_t index);
+    // Sets bit `pos` of the words; 1 if this call flipped it.
+    std::int64_t set_bit(std::uint64_t pos);
     // Inline layers: items taken (reserved or committed). Mapped layers:
     // room not yet claimed by any counter slot.
     std::atomic<std::uint64_t> taken_or_unclaimed_;

@@ -6,16 +6,17 @@
 //   value   = u8 type (0x01, a Bloom filter), then the filter's fields of a
 //             snapshot record (proto/snapshot.md, from error_rate through the
 //             last layer's words): options, hash scheme, every layer's
-//             geometry, item count and bits;
+//             geometry, item count and bits (as runs of non-zero words
+//             since version 0xBF02, every word before);
 //             or u8 type 0x02 (a Cuckoo filter), its 38-byte CF.SCANDUMP
 //             header, then every sub-filter's slots, oldest first
 //
 // Integers little-endian; crc64 is core/crc64.hpp's (Redis's) over every
-// byte before it. The version is bloomery's own (kDumpPayloadVersion): Redis
-// refuses it (above any RDB version), and bloomery refuses every other, so a
-// payload from Redis, or from a bloomery that encodes differently, is
-// answered "DUMP payload version or checksum are wrong", as Redis answers a
-// payload it cannot read.
+// byte before it. The version is bloomery's own (kDumpPayloadVersion, or
+// kDumpPayloadWholeVersion from earlier builds): Redis refuses it (above any
+// RDB version), and bloomery refuses every other, so a payload from Redis,
+// or from a bloomery that encodes differently, is answered "DUMP payload
+// version or checksum are wrong", as Redis answers a payload it cannot read.
 //
 // Thread safety: every function may run beside concurrent adds to the
 // filter it encodes (bits only go 0 -> 1; the layer count is read once by
@@ -32,27 +33,31 @@
 
 namespace bloomery::persist {
 
-// 0xBF marks bloomery, the low byte is the encoding's version.
-inline constexpr std::uint16_t kDumpPayloadVersion = 0xBF01;
+// 0xBF marks bloomery, the low byte is the encoding's version: 2, a Bloom
+// filter's layers as runs of non-zero words (what this build writes).
+inline constexpr std::uint16_t kDumpPayloadVersion = 0xBF02;
+// 1: every word of every layer (still read). Cuckoo payloads, whose
+// encoding did not change, are still written with it.
+inline constexpr std::uint16_t kDumpPayloadWholeVersion = 0xBF01;
 // The value's type byte, as a snapshot's filter record type.
 inline constexpr std::uint8_t kDumpTypeBloom = 0x01;
 inline constexpr std::uint8_t kDumpTypeCuckoo = 0x02;
 // u16 version and u64 CRC64 after the value.
 inline constexpr std::size_t kDumpFooterBytes = 2 + 8;
 
-// Bytes of the payload of `filter`'s first `num_layers` layers.
-std::uint64_t dump_payload_bytes(const bloom::ScalableFilter& filter, std::size_t num_layers);
-
 // Appends the payload of `filter`'s first `num_layers` layers (num_layers <=
-// filter.num_layers(), read once by the caller) to `out`: exactly
-// dump_payload_bytes() bytes. The item counts are read before any word (an
-// add racing the dump may have set bits it does not count, never the
-// reverse). Throws std::bad_alloc.
-void append_dump_payload(const bloom::ScalableFilter& filter, std::size_t num_layers,
-                         std::string& out);
+// filter.num_layers(), read once by the caller) to `out`, its size known
+// only once written (the runs of a filter being added to). The item counts
+// are read before any word (an add racing the dump may have set bits it
+// does not count, never the reverse). Returns false, `out` as it was, if the
+// payload would pass `max_bytes`; it then stops there. Throws
+// std::bad_alloc.
+bool append_dump_payload(const bloom::ScalableFilter& filter, std::size_t num_layers,
+                         std::string& out, std::uint64_t max_bytes = UINT64_MAX);
 
-// Redis's verifyDumpPayload: at least the footer, this build's version, and
-// the checksum. False: "DUMP payload version or checksum are wrong".
+// Redis's verifyDumpPayload: at least the footer, a version this build
+// reads, and the checksum. False: "DUMP payload version or checksum are
+// wrong".
 bool verify_dump_payload(std::string_view payload);
 
 // A verified payload's value, parsed and checked against the bounds every
@@ -61,8 +66,10 @@ bool verify_dump_payload(std::string_view payload);
 struct DumpValue {
     bloom::FilterOptions options;
     std::vector<bloom::LayerGeometry> layers;
-    std::vector<std::uint64_t> items;           // per layer
-    std::vector<std::string_view> layer_words;  // per layer: its bits/8 bytes, in the payload
+    std::vector<std::uint64_t> items;  // per layer
+    // Per layer, in the payload: its runs (runs), or its bits/8 bytes.
+    std::vector<std::string_view> layer_words;
+    bool runs = true;  // kDumpPayloadVersion; false: kDumpPayloadWholeVersion
 };
 
 // Parses the value of a payload verify_dump_payload() accepted. Fails (the

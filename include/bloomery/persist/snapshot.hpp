@@ -26,13 +26,14 @@
 
 namespace bloomery::persist {
 
-// The on-disk format this build writes and the only one it reads.
+// The on-disk format this build writes, and the oldest it still reads.
 // Version 2 added the layout (a byte per filter and per layer); version 3 the
 // journal position the snapshot covers and each filter's journal id;
 // version 4 each filter's hash scheme (and a RedisBloom-scheme filter's own
-// fields). Versions 1 (every filter classic) to 3 still load, as bloomery's
-// scheme.
-inline constexpr std::uint32_t kSnapshotFormatVersion = 4;
+// fields); version 5 a layer's words as runs of non-zero words, not every
+// word. Versions 1 (every filter classic) to 4 still load (1 to 3 as
+// bloomery's scheme).
+inline constexpr std::uint32_t kSnapshotFormatVersion = 5;
 inline constexpr std::uint32_t kOldestSnapshotFormatVersion = 1;
 inline constexpr char kSnapshotMagic[8] = {'B', 'L', 'O', 'O', 'M', 'E', 'R', 'Y'};
 
