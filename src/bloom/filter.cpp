@@ -533,53 +533,6 @@ std::uint64_t BloomLayer::set_bits() const {
     return total < 0 ? 0 : static_cast<std::uint64_t>(total);
 }
 
-void BloomLayer::store_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in) {
-    std::int64_t delta = 0;
-    for (std::uint64_t i = 0; i < count; ++i) {
-        WordRef word(words_[first + i]);
-        if (in[i] == 0) {
-            // A zero over a zero is not written: loading a mostly empty
-            // layer leaves its untouched pages uncommitted.
-            if (word.load(std::memory_order_relaxed) == 0) continue;
-        } else {
-            touch(first + i);
-        }
-        // exchange, not store: the popcount difference must be against the
-        // word actually replaced for set_bits() to stay exact.
-        const std::uint64_t old = word.exchange(in[i], std::memory_order_relaxed);
-        delta += static_cast<std::int64_t>(ones(in[i])) - static_cast<std::int64_t>(ones(old));
-    }
-    if (delta != 0) count_flipped(delta);
-}
-
-void BloomLayer::or_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in) {
-    std::int64_t flipped = 0;
-    if (counting()) {
-        for (std::uint64_t i = 0; i < count; ++i) {
-            if (in[i] == 0) continue;
-            touch(first + i);
-            WordRef word(words_[first + i]);
-            const std::uint64_t old = word.load(std::memory_order_relaxed);
-            const std::uint64_t sum = cells::saturating_add(old, in[i]);
-            word.store(sum, std::memory_order_relaxed);
-            flipped += cells::count_nonzero(sum) - cells::count_nonzero(old);
-        }
-        if (flipped != 0) count_flipped(flipped);
-        return;
-    }
-    for (std::uint64_t i = 0; i < count; ++i) {
-        if (in[i] == 0) continue;
-        WordRef word(words_[first + i]);
-        // As set_bit(): a word already holding every bit is not written.
-        const std::uint64_t seen = word.load(std::memory_order_acquire);
-        if ((seen & in[i]) == in[i]) continue;
-        if (seen == 0) touch(first + i);  // as set_bit()
-        const std::uint64_t old = word.fetch_or(in[i], std::memory_order_acq_rel);
-        flipped += std::popcount(in[i] & ~old);
-    }
-    if (flipped != 0) count_flipped(flipped);
-}
-
 void LayerDeleter::operator()(BloomLayer* layer) const {
     layer->~BloomLayer();
     ::operator delete(layer);
