@@ -92,19 +92,5 @@ for depth in $DEPTHS; do
     done
 done
 
-python3 - "$WORK/results.csv" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-print("| command | -P | server | ops/s | p99 ms | CPU µs/op |")
-print("|---|---|---|---|---|---|")
-keys = []
-for r in rows:
-    key = (r["command"], r["depth"], r["server"])
-    if key not in keys:
-        keys.append(key)
-for command, depth, server in keys:
-    mine = [r for r in rows if (r["command"], r["depth"], r["server"]) == (command, depth, server)]
-    med = lambda field: statistics.median(float(r[field]) for r in mine)
-    print("| %s | %s | %s | %.0f | %.2f | %.2f |" % (command, depth, server, med("rps"),
-                                                     med("p99_ms"), med("cpu_us")))
-PY
+python3 tests/bench/median_table.py "$WORK/results.csv" "command,depth=-P,server" \
+    "rps=ops/s=%.0f,p99_ms=p99 ms=%.2f,cpu_us=CPU µs/op=%.2f"

@@ -98,19 +98,5 @@ for clients in $CLIENTS; do
     done
 done
 
-python3 - "$WORK/results.csv" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-print("| server | -P | clients | CPU ns/request | ops/s | p99 ms |")
-print("|---|---|---|---|---|---|")
-keys = []
-for r in rows:
-    key = (r["server"], r["depth"], r["clients"])
-    if key not in keys:
-        keys.append(key)
-for server, depth, clients in sorted(keys, key=lambda k: (int(k[2]), int(k[1]))):
-    mine = [r for r in rows if (r["server"], r["depth"], r["clients"]) == (server, depth, clients)]
-    med = lambda field: statistics.median(float(r[field]) for r in mine)
-    print("| %s | %s | %s | %.0f | %.0f | %.2f |" % (server, depth, clients, med("cpu_ns"),
-                                                     med("rps"), med("p99_ms")))
-PY
+python3 tests/bench/median_table.py "$WORK/results.csv" "server,depth=-P,clients" \
+    "cpu_ns=CPU ns/request=%.0f,rps=ops/s=%.0f,p99_ms=p99 ms=%.2f"

@@ -73,19 +73,5 @@ for command in $COMMANDS; do
     done
 done
 
-python3 - "$WORK/results.csv" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-print("| command | rate/s | server | p50 µs | p99 µs | p99.9 µs |")
-print("|---|---|---|---|---|---|")
-keys = []
-for r in rows:
-    key = (r["command"], r["rate"], r["server"])
-    if key not in keys:
-        keys.append(key)
-for command, rate, server in keys:
-    mine = [r for r in rows if (r["command"], r["rate"], r["server"]) == (command, rate, server)]
-    med = lambda field: statistics.median(float(r[field]) for r in mine)
-    print("| %s | %s | %s | %.0f | %.0f | %.0f |" % (command, rate, server, med("p50"),
-                                                    med("p99"), med("p999")))
-PY
+python3 tests/bench/median_table.py "$WORK/results.csv" "command,rate=rate/s,server" \
+    "p50=p50 µs=%.0f,p99=p99 µs=%.0f,p999=p99.9 µs=%.0f"
