@@ -266,6 +266,21 @@ core::Result<DumpValue> parse_dump_value(std::string_view payload) {
 
 namespace {
 
+// Stores `count` little-endian words from `bytes` at word `at` of `layer`,
+// kWordChunk at a time through `words`.
+void store_words(bloom::BloomLayer& layer, std::uint64_t at, std::uint64_t count,
+                 std::string_view bytes, std::vector<std::uint64_t>& words) {
+    for (std::uint64_t first = 0; first < count; first += format::kWordChunk) {
+        const std::uint64_t left = count - first;
+        const std::size_t n =
+            left < format::kWordChunk ? static_cast<std::size_t>(left) : format::kWordChunk;
+        words.resize(n);
+        std::memcpy(words.data(), bytes.data() + first * 8, n * 8);
+        format::words_little_to_host(words.data(), n);
+        layer.store_words(at + first, n, words.data());
+    }
+}
+
 // Stores the runs parse_runs() checked into a fresh (zeroed) layer: only
 // the words they hold are written.
 void store_runs(bloom::BloomLayer& layer, std::string_view runs,
@@ -278,15 +293,7 @@ void store_runs(bloom::BloomLayer& layer, std::string_view runs,
         at += zeros;
         std::string_view bytes;
         in.bytes(count * 8, bytes);
-        for (std::uint64_t first = 0; first < count; first += format::kWordChunk) {
-            const std::uint64_t left = count - first;
-            const std::size_t n =
-                left < format::kWordChunk ? static_cast<std::size_t>(left) : format::kWordChunk;
-            words.resize(n);
-            std::memcpy(words.data(), bytes.data() + first * 8, n * 8);
-            format::words_little_to_host(words.data(), n);
-            layer.store_words(at + first, n, words.data());
-        }
+        store_words(layer, at, count, bytes, words);
         at += count;
     }
 }
@@ -305,16 +312,7 @@ bloom::FilterRef build_dump_filter(const DumpValue& value, std::uint64_t maxmemo
             store_runs(layer, bytes, words);
             continue;
         }
-        const std::uint64_t num_words = layer.num_words();
-        for (std::uint64_t first = 0; first < num_words; first += format::kWordChunk) {
-            const std::uint64_t left = num_words - first;
-            const std::size_t count =
-                left < format::kWordChunk ? static_cast<std::size_t>(left) : format::kWordChunk;
-            words.resize(count);
-            std::memcpy(words.data(), bytes.data() + first * 8, count * 8);
-            format::words_little_to_host(words.data(), count);
-            layer.store_words(first, count, words.data());
-        }
+        store_words(layer, 0, layer.num_words(), bytes, words);
     }
     return filter;
 }

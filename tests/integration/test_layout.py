@@ -338,7 +338,7 @@ class SnapshotsAcrossLayoutsTest(unittest.TestCase):
             s.kill()
             code, text = harness.check_snapshot(os.path.join(s.data_dir, DUMP))
             self.assertEqual(code, 0, text)
-            self.assertIn("format version: 4", text)
+            self.assertIn("format version: 5", text)
             self.assertNotIn("blocked", text)
             s.start()
             self.assertEqual(set(s.client().execute_command(

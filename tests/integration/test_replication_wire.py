@@ -290,9 +290,11 @@ class ReplicationWireTest(ServersTestCase):
     def test_a_replica_that_does_not_read_costs_the_primary_little(self):
         primary = self.start(Server())
         p = primary.client()
-        # A 64 MB filter: its snapshot is far more than the feed may queue.
+        # A 60 MB filter with 200,000 items: a third of its words are not
+        # zero, so its snapshot (about 20 MB) is far more than the feed may
+        # queue.
         p.execute_command("BF.RESERVE", "big", 0.0001, 25000000, "NONSCALING")
-        add_range(p, "big", 0, 20000)
+        add_range(p, "big", 0, 200000)
 
         def rss_kb():
             with open("/proc/%d/status" % primary.process.pid) as f:
