@@ -98,10 +98,11 @@ inline void prefetch_first_probes(const std::uint64_t* block, const ItemHash& ha
         __builtin_prefetch(block);
     } else {
         BasicBlockProbes<W> probes(hash);
-        const std::uint32_t first = probes.next() >> 9;
-        const std::uint32_t second = probes.next() >> 9;
-        __builtin_prefetch(block + first * 8);
-        if (second != first) __builtin_prefetch(block + second * 8);
+        // The 64-byte line (8 words) of each probe.
+        const std::size_t first = std::size_t{probes.next() >> 9} * 8;
+        const std::size_t second = std::size_t{probes.next() >> 9} * 8;
+        __builtin_prefetch(block + first);
+        if (second != first) __builtin_prefetch(block + second);
     }
 }
 

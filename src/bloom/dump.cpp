@@ -287,7 +287,7 @@ std::string layer_bytes(const BloomLayer& layer, std::uint64_t offset, std::uint
 DumpChunk redisbloom_chunk(const ScalableFilter& filter, std::int64_t iter,
                            std::size_t max_chunk_bytes) {
     if (iter < 1) return DumpChunk{0, {}};
-    std::uint64_t offset = static_cast<std::uint64_t>(iter - 1);
+    auto offset = static_cast<std::uint64_t>(iter - 1);
     const std::optional<Location> loc = locate_touched(filter, offset);
     if (!loc) return DumpChunk{0, {}};
     const std::uint64_t limit = std::max<std::uint64_t>(1, max_chunk_bytes);

@@ -64,8 +64,7 @@ void write_layer_runs(Out& out, const bloom::BloomLayer& layer, std::vector<std:
             // Chunks end at multiples of kWordChunk, so runs split there and
             // nowhere else beside the gaps: one encoding per layer.
             const std::uint64_t chunk_end = (from / kWordChunk + 1) * kWordChunk;
-            const std::size_t count =
-                static_cast<std::size_t>((chunk_end < end ? chunk_end : end) - from);
+            const auto count = static_cast<std::size_t>((chunk_end < end ? chunk_end : end) - from);
             layer.copy_words(from, count, words.data());
             for (std::size_t i = 0; i < count;) {
                 if (words[i] == 0) {
