@@ -452,9 +452,14 @@ class ReplicaSemanticsTest(unittest.TestCase):
 
     def test_info_says_loading_while_the_snapshot_loads_and_hello_says_replica(self):
         primary = self.start(harness.Server())
-        # About 240 MB of bits: loading them takes a while, and INFO answers
-        # meanwhile (the load runs on the replication thread).
-        primary.client().execute_command("BF.RESERVE", "big", "0.0001", "100000000", "NONSCALING")
+        # About 240 MB of bits, 300,000 items at 50 hashes each: a third of
+        # the words are not zero, so the copy (which holds only those) takes
+        # a while to load, and INFO answers meanwhile (the load runs on the
+        # replication thread).
+        p = primary.client()
+        p.execute_command("BF.RESERVE", "big", "1e-15", "26700000", "NONSCALING", "LAYOUT",
+                          "CLASSIC")
+        harness.add_range(p, "big", 0, 300000)
         replica = self.start(harness.Server("--replicaof", "127.0.0.1 %d" % primary.port))
         c = RespConnection(replica.port)
         self.addCleanup(c.close)
