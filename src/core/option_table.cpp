@@ -364,11 +364,11 @@ constexpr OptionSpec kOptions[] = {
                                   "Journal segment name inside --dir (files NAME.<offset>)"),
     integer<&Config::auto_aof_rewrite_percentage>(
         "auto-aof-rewrite-percentage", kPersistence, 0, kIntMax,
-        "Snapshot (dropping the journal it covers) when the journal grew by this percentage "
-        "since the last one; 0 disables"),
+        "Snapshot (dropping the journal it covers) when the last snapshot's bytes plus the "
+        "journal's grew by this percentage since that snapshot, as Redis's AOF; 0 disables"),
     bytes<&Config::auto_aof_rewrite_min_size>(
         "auto-aof-rewrite-min-size", kPersistence, 0, kLongMax,
-        "...and is at least this large (suffixes kb, mb, gb)"),
+        "...and snapshot plus journal are at least this large (suffixes kb, mb, gb)"),
     // A disk slower than the clients holds at most this much in memory.
     bytes<&Config::journal_buffer_limit>(
         "journal-buffer-limit", kPersistence, kMb, std::int64_t{1} << 40,

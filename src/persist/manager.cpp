@@ -157,6 +157,7 @@ core::Result<std::optional<LoadStats>> Manager::load_snapshot_file() {
     // their deadline are counted when they expire, after replay).
     loaded_keys_ = counted.keys - counted.past_deadline;
     load_seconds_ = counted.seconds;
+    snapshot_bytes_ = counted.bytes;
     return loaded;
 }
 
@@ -289,6 +290,7 @@ void Manager::record(const core::Result<SaveStats>& saved, std::uint64_t changes
         last_save_time_ = now_seconds();
         ++saves_;
         last_bytes_ = saved->bytes;
+        snapshot_bytes_ = saved->bytes;
         last_keys_ = saved->keys;
         last_error_.clear();
     } else {
@@ -350,27 +352,36 @@ void Manager::start_thread_locked(SaveKind kind, std::function<void(persist::Sav
     });
 }
 
-void Manager::tick() {
+bool Manager::journal_outgrew_snapshot() {
     Journal* journal = this->journal();
-    if (journal != nullptr && config_.auto_aof_rewrite_percentage != 0) {
-        // Redis's auto-aof-rewrite: here a snapshot, after which the journal
-        // it covers is dropped.
-        const persist::JournalInfo j = journal->info();
-        const std::uint64_t grown_to =
-            j.base_size + j.base_size / 100 * config_.auto_aof_rewrite_percentage;
-        if (j.current_size >= config_.auto_aof_rewrite_min_size && j.current_size > grown_to) {
-            bool idle;
-            {
-                std::lock_guard lock(mutex_);
-                idle = !running_ && (last_ok_ || (store::now_ms() - last_attempt_ms_) >= 5000);
-            }
-            if (idle) {
-                spdlog::info("journal is {} bytes ({} after the last snapshot): saving",
-                             j.current_size, j.base_size);
-                bgsave();
-                return;
-            }
-        }
+    if (journal == nullptr || config_.auto_aof_rewrite_percentage == 0) return false;
+    // Redis's auto-aof-rewrite, which here is a snapshot after which the
+    // journal it covers is dropped. As Redis's AOF is its base file and the
+    // increments after it, the size measured is the snapshot's plus the
+    // journal's: a large keyspace is saved after its journal grew by the
+    // percentage of all of it, not after every min-size of journal.
+    const persist::JournalInfo j = journal->info();
+    std::lock_guard lock(mutex_);
+    const std::uint64_t current = snapshot_bytes_ + j.current_size;
+    const std::uint64_t base = snapshot_bytes_ + j.base_size;
+    // In doubles: base times a percentage up to 2^31 overflows 64 bits.
+    const bool grown =
+        current > base &&
+        static_cast<double>(current - base) * 100.0 >
+            static_cast<double>(base) * static_cast<double>(config_.auto_aof_rewrite_percentage);
+    if (current < config_.auto_aof_rewrite_min_size || !grown) return false;
+    // After a failure, no sooner than 5 s later.
+    if (running_ || (!last_ok_ && store::now_ms() - last_attempt_ms_ < 5000)) return false;
+    spdlog::info(
+        "journal is {} bytes and the snapshot {}: grown from {} since the snapshot, saving",
+        j.current_size, snapshot_bytes_, base);
+    return true;
+}
+
+void Manager::tick() {
+    if (journal_outgrew_snapshot()) {
+        bgsave();
+        return;
     }
     if (config_.save_points.empty()) return;
     std::uint64_t changes;

@@ -19,8 +19,8 @@ import unittest
 import redis
 
 from formats import build_snapshot, parse_snapshot
-from harness import (DUMP, Server, TempDirCase, bgsave, check_snapshot, persistence_info,
-                     read_bytes, scandump, temp_files, wait_until, write_bytes)
+from harness import (DUMP, Server, TempDirCase, bgsave, check_snapshot, missing_items,
+                     persistence_info, read_bytes, scandump, temp_files, wait_until, write_bytes)
 
 
 class RoundTrip(TempDirCase):
@@ -449,6 +449,64 @@ class SaveFailures(TempDirCase):
         r.delete("large")
         self.assertTrue(r.save())
         self.assertEqual(persistence_info(r)["rdb_last_bgsave_status"], "ok")
+
+
+class AutoSnapshot(TempDirCase):
+    """--auto-aof-rewrite-*: as Redis measures its AOF, the journal counts
+    with the snapshot before it, so a large keyspace is not saved again after
+    every min-size of journal."""
+
+    AUTO = ("--auto-aof-rewrite-min-size", "1mb", "--auto-aof-rewrite-percentage", "100")
+
+    def add_until_saved(self, server, r, key, start):
+        """Adds items to `key` in batches until a save follows; returns the
+        journal's bytes that the log says started it."""
+        saves = persistence_info(r)["rdb_saves"]
+        logged = server.log().count("grown from")
+        added = 0
+        while persistence_info(r)["rdb_saves"] == saves:
+            self.assertLess(added, 3000000, "no automatic save")
+            r.execute_command("BF.MADD", key, *range(start + added, start + added + 2000))
+            added += 2000
+        lines = [line for line in server.log().splitlines() if "grown from" in line]
+        self.assertEqual(len(lines), logged + 1, lines)
+        return int(lines[-1].split("journal is ")[1].split(" ")[0])
+
+    def test_without_a_snapshot_the_journal_is_saved_at_min_size(self):
+        s = self.server(self.make_dir(), *self.AUTO)
+        r = s.client()
+        journal = self.add_until_saved(s, r, "k", 0)
+        self.assertGreaterEqual(journal, 1024 * 1024)
+        self.assertLess(journal, 3 * 1024 * 1024)
+
+    def test_after_a_large_snapshot_the_journal_grows_by_its_size(self):
+        d = self.make_dir()
+        s = self.server(d, "--auto-aof-rewrite-percentage", "0")
+        r = s.client()
+        # A snapshot of about 4.8 MB, every region of it touched.
+        r.execute_command("BF.RESERVE", "big", 0.01, 4000000, "NONSCALING")
+        for first in range(0, 100000, 2000):
+            r.execute_command("BF.MADD", "big", *range(first, first + 2000))
+        self.assertTrue(r.save())
+        snapshot = persistence_info(r)["rdb_last_save_bytes"]
+        self.assertEqual(snapshot, os.path.getsize(os.path.join(d, "dump.bloomery")))
+        self.assertGreater(snapshot, 4000000)
+        s.stop()
+        # Loaded at start, the snapshot counts as the base.
+        s = self.server(d, *self.AUTO)
+        r = s.client()
+        journal = self.add_until_saved(s, r, "small", 0)
+        self.assertGreater(journal, snapshot)
+        # Saved once more: the new snapshot, holding both, is the base now.
+        snapshot = persistence_info(r)["rdb_last_save_bytes"]
+        journal = self.add_until_saved(s, r, "small", 10000000)
+        self.assertGreater(journal, snapshot)
+        r.execute_command("BF.ADD", "small", "last")
+        s.kill()
+        again = self.server(d)
+        r = again.client()
+        self.assertEqual(r.execute_command("BF.EXISTS", "small", "last"), 1)
+        self.assertEqual(missing_items(r, "big", range(100000)), [])
 
 
 def limited_server(fsize_limit, **kwargs):

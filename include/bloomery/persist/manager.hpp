@@ -116,6 +116,8 @@ private:
     void warn_of_unloaded_journal() const;
 
     persist::SaveResult save_locked();  // requires running_ to be owned
+    // Whether the journal grew past --auto-aof-rewrite-* and no save runs.
+    bool journal_outgrew_snapshot();
     // Starts the persistence thread; requires mutex_ held and !running_.
     void start_thread_locked(SaveKind kind, std::function<void(persist::SaveResult)> done);
     // Books a save's outcome for INFO persistence and -MISCONF.
@@ -141,6 +143,9 @@ private:
     double last_duration_seconds_ = -1;
     std::uint64_t saves_ = 0;
     std::uint64_t last_bytes_ = 0;
+    // The snapshot on disk, loaded at start or saved since: with the journal
+    // after it, what Redis's auto-aof-rewrite measures as the AOF.
+    std::uint64_t snapshot_bytes_ = 0;
     std::uint64_t last_keys_ = 0;
     std::string last_error_;
     std::uint64_t loaded_keys_ = 0;
