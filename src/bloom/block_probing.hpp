@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -22,16 +23,7 @@ inline constexpr std::uint64_t kWords = (std::uint64_t{1} << W) / 64;
 
 // log2 of a blocked layout's block bits: 9 to 12.
 inline unsigned width_of(Layout layout) {
-    switch (layout) {
-        case Layout::blocked_1024:
-            return 10;
-        case Layout::blocked_2048:
-            return 11;
-        case Layout::blocked_4096:
-            return 12;
-        default:
-            return 9;
-    }
+    return static_cast<unsigned>(std::countr_zero(layout_block_bits(layout)));
 }
 
 // f(std::integral_constant<unsigned, W>{}) for the block width `width`.

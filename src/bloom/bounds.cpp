@@ -78,22 +78,6 @@ std::string_view layout_name(Layout layout) {
     }
 }
 
-std::uint64_t layout_block_bits(Layout layout) {
-    switch (layout) {
-        case Layout::blocked:
-        case Layout::counting:
-            return kBlockBits;
-        case Layout::blocked_1024:
-            return 1024;
-        case Layout::blocked_2048:
-            return 2048;
-        case Layout::blocked_4096:
-            return 4096;
-        default:
-            return 0;
-    }
-}
-
 std::string_view scheme_name(HashScheme scheme) {
     return scheme == HashScheme::redisbloom ? "redisbloom" : "bloomery";
 }

@@ -33,6 +33,8 @@
 #include <string>
 #include <string_view>
 
+#include "bloomery/bloom/params.hpp"
+
 namespace bloomery::bloom {
 
 inline constexpr double kMinErrorRate = 1e-15;  // inclusive
@@ -105,7 +107,21 @@ std::string_view layout_name(Layout layout);
 // Bits in one block of a layer's layout: 512 for blocked (and counting's
 // 128 cells), 1,024 / 2,048 / 4,096 for the multi-line blocks, 0 for
 // classic and the policies.
-std::uint64_t layout_block_bits(Layout layout);
+inline std::uint64_t layout_block_bits(Layout layout) {
+    switch (layout) {
+        case Layout::blocked:
+        case Layout::counting:
+            return kBlockBits;
+        case Layout::blocked_1024:
+            return 1024;
+        case Layout::blocked_2048:
+            return 2048;
+        case Layout::blocked_4096:
+            return 4096;
+        default:
+            return 0;
+    }
+}
 // A layer layout whose k bits lie in one block of bits (not counting).
 inline bool blocked_layout(Layout layout) {
     return layout == Layout::blocked || layout == Layout::blocked_1024 ||
