@@ -11,6 +11,7 @@
 #
 # Usage: tests/bench/io_floor_bench.sh [--rounds N] [--requests N]
 #        [--depths "1 16"] [--clients "50"] [--servers "..."]
+#        [--commands "BF.EXISTS BF.ADD"] (what bloomery and RedisBloom answer)
 # IO_FLOOR (default build/bench/tests/bench/io_floor), BLOOMERY (default
 # build/release/bloomery), REDISBLOOM_SO (default ../shared/anchors/redisbloom.so).
 set -euo pipefail
@@ -21,6 +22,7 @@ REQUESTS=300000
 DEPTHS="1 16"
 CLIENTS="50"
 SERVERS="epoll asio io_uring redis bloomery redisbloom"
+COMMANDS="BF.EXISTS"
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) ROUNDS=$2; shift 2 ;;
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
         --depths) DEPTHS=$2; shift 2 ;;
         --clients) CLIENTS=$2; shift 2 ;;
         --servers) SERVERS=$2; shift 2 ;;
+        --commands) COMMANDS=$2; shift 2 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -59,9 +62,9 @@ start() {  # start SERVER PORT DIR: starts it in the background, sets PID
     PID=$!
 }
 
-echo "server,depth,clients,round,rps,p99_ms,cpu_ns" >"$WORK/results.csv"
-run() {  # run SERVER DEPTH CLIENTS ROUND
-    local server=$1 depth=$2 clients=$3 round=$4 dir port command
+echo "server,command,depth,clients,round,rps,p99_ms,cpu_ns" >"$WORK/results.csv"
+run() {  # run SERVER COMMAND DEPTH CLIENTS ROUND
+    local server=$1 bf=$2 depth=$3 clients=$4 round=$5 dir port command
     dir="$WORK/$server-$round"
     mkdir -p "$dir"
     port=$(free_port)
@@ -71,7 +74,7 @@ run() {  # run SERVER DEPTH CLIENTS ROUND
     case $server in
         bloomery | redisbloom)
             redis-cli -p "$port" BF.RESERVE hot 0.01 10000000 NONSCALING >/dev/null
-            command=(BF.EXISTS hot __rand_int__)
+            command=("$bf" hot __rand_int__)
             ;;
     esac
     local before after line
@@ -86,17 +89,24 @@ run() {  # run SERVER DEPTH CLIENTS ROUND
     local rps p99
     rps=$(echo "$line" | cut -d, -f2 | tr -d '"')
     p99=$(echo "$line" | cut -d, -f7 | tr -d '"')
-    echo "$server,$depth,$clients,$round,$rps,$p99,$(((after - before) / REQUESTS))" \
+    echo "$server,$bf,$depth,$clients,$round,$rps,$p99,$(((after - before) / REQUESTS))" \
         >>"$WORK/results.csv"
 }
 
 for clients in $CLIENTS; do
     for depth in $DEPTHS; do
         for round in $(seq 1 "$ROUNDS"); do
-            for server in $SERVERS; do run "$server" "$depth" "$clients" "$round"; done
+            for server in $SERVERS; do
+                case $server in
+                    bloomery | redisbloom)
+                        for bf in $COMMANDS; do run "$server" "$bf" "$depth" "$clients" "$round"; done
+                        ;;
+                    *) run "$server" PING "$depth" "$clients" "$round" ;;
+                esac
+            done
         done
     done
 done
 
-python3 tests/bench/median_table.py "$WORK/results.csv" "server,depth=-P,clients" \
+python3 tests/bench/median_table.py "$WORK/results.csv" "server,command,depth=-P,clients" \
     "cpu_ns=CPU ns/request=%.0f,rps=ops/s=%.0f,p99_ms=p99 ms=%.2f"
