@@ -194,7 +194,7 @@ void cmd_mexists(Context& ctx, Args argv) {
             filter->contains_many(items, present);
         }
     });
-    for (std::size_t i = 0; i < items.size(); ++i) reply_flag(ctx, present[i] != 0);
+    ctx.out.booleans(present);
     WorkerStats::bump(found ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
 }
 

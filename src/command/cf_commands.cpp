@@ -297,7 +297,7 @@ void cmd_mexists(Context& ctx, Args argv) {
         }
     });
     ctx.out.array(items.size());
-    for (const std::uint8_t flag : present) reply_flag(ctx, flag != 0);
+    ctx.out.booleans(present);
 }
 
 void cmd_count(Context& ctx, Args argv) {

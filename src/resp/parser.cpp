@@ -273,6 +273,26 @@ ParseResult Parser::parse_multibulk(std::string_view input, std::vector<std::str
 
 // The `$<length>` line of the next argument.
 [[gnu::always_inline]] inline ParseStatus Parser::read_bulk_length(std::string_view input) {
+    // The usual line, received whole: '$', 1 to 9 digits without a leading
+    // zero, CRLF, a length within the limits. It is read in one pass; any
+    // other line (and every error) takes the general path below.
+    const char* at = input.data() + pos_;
+    const std::size_t available = input.size() - pos_;
+    if (available >= 4 && at[0] == '$' && at[1] >= '1' && at[1] <= '9') {
+        std::size_t length = static_cast<std::size_t>(at[1] - '0');
+        std::size_t end = 2;
+        for (; end < available && end < 10 && at[end] >= '0' && at[end] <= '9'; ++end) {
+            length = length * 10 + static_cast<std::size_t>(at[end] - '0');
+        }
+        if (end + 1 < available && at[end] == '\r' && at[end + 1] == '\n' &&
+            end <= limits_.max_inline_length && length_error(length) == nullptr) {
+            bulk_length_ = static_cast<std::int64_t>(length);
+            pos_ += end + kCrlfLength;
+            scan_pos_ = pos_;
+            bytes_expected_ = pos_ + length + kCrlfLength;
+            return ParseStatus::complete;
+        }
+    }
     std::size_t line_end = 0;
     switch (find_line_end(input, pos_, limits_.max_inline_length, '\r', scan_pos_, line_end)) {
         case LineSearch::incomplete:

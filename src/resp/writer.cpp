@@ -114,6 +114,24 @@ void Writer::boolean(bool value) {
     }
 }
 
+void Writer::booleans(std::span<const std::uint8_t> values) {
+    // Every reply is 4 bytes in either protocol: sized once, then filled.
+    const bool resp3 = protocol_ >= 3;
+    const char type = resp3 ? '#' : ':';
+    const char yes = resp3 ? 't' : '1';
+    const char no = resp3 ? 'f' : '0';
+    const std::size_t start = out_->size();
+    out_->resize(start + 4 * values.size());
+    char* at = out_->data() + start;
+    for (const std::uint8_t value : values) {
+        at[0] = type;
+        at[1] = value != 0 ? yes : no;
+        at[2] = '\r';
+        at[3] = '\n';
+        at += 4;
+    }
+}
+
 void Writer::real(double value) {
     char buffer[32];
     const std::string_view text = format_real(value, buffer);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -33,8 +34,10 @@ public:
     void map(std::size_t pairs);        // RESP3 %pairs, RESP2 *2·pairs
     void set(std::size_t count);        // RESP3 ~count, RESP2 *count
     void boolean(bool value);           // RESP3 #t/#f, RESP2 :1/:0
-    void real(double value);            // RESP3 ,value, RESP2 bulk string; value in
-                                        // shortest round-trip form, or inf, -inf, nan
+    // One boolean() per byte of `values` (non-zero: true), written at once.
+    void booleans(std::span<const std::uint8_t> values);
+    void real(double value);               // RESP3 ,value, RESP2 bulk string; value in
+                                           // shortest round-trip form, or inf, -inf, nan
     void verbatim(std::string_view text);  // RESP3 =len txt:..., RESP2 bulk
     void ok() { simple("OK"); }
 
