@@ -28,7 +28,7 @@ import unittest
 
 import redis
 
-from harness import Server, wait_until
+from harness import Server, add_range, wait_until
 
 ROUNDS = int(os.environ.get("BLOOMERY_CRASH_ROUNDS", "20"))
 BATCH = 50
@@ -283,8 +283,11 @@ class CrashDuringSnapshots(unittest.TestCase):
         self.assertTrue(client.save())
         with open(os.path.join(self.dir, DUMP), "rb") as f:
             saved = f.read()
-        # ~48 MB of bits: a background save takes long enough to be caught.
+        # ~48 MB of bits, items in nearly every region of them (a snapshot
+        # writes only the regions items touched): a background save takes
+        # long enough to be caught.
         client.execute_command("BF.RESERVE", "big", 0.01, 40000000)
+        add_range(client, "big", 0, 500000, batch=10000)
         client.response_callbacks.pop("BGSAVE", None)
         caught = []
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace bloomery::resp {
 namespace {
@@ -133,6 +134,19 @@ TEST(RespWriter, BooleanIsHashInResp3AndIntegerInResp2) {
     EXPECT_EQ(resp3([](Writer& w) { w.boolean(false); }), "#f\r\n");
     EXPECT_EQ(resp2([](Writer& w) { w.boolean(true); }), ":1\r\n");
     EXPECT_EQ(resp2([](Writer& w) { w.boolean(false); }), ":0\r\n");
+}
+
+TEST(RespWriter, BooleansAreBooleanRepliesOneAfterAnother) {
+    const std::vector<std::uint8_t> flags{1, 0, 0, 7, 1};
+    for (const bool three : {false, true}) {
+        const auto each = [&](Writer& w) {
+            for (const std::uint8_t f : flags) w.boolean(f != 0);
+        };
+        const auto all = [&](Writer& w) { w.booleans(flags); };
+        EXPECT_EQ(three ? resp3(all) : resp2(all), three ? resp3(each) : resp2(each));
+    }
+    EXPECT_EQ(resp2([&](Writer& w) { w.booleans(flags); }), ":1\r\n:0\r\n:0\r\n:1\r\n:1\r\n");
+    EXPECT_EQ(resp3([](Writer& w) { w.booleans({}); }), "");
 }
 
 TEST(RespWriter, RealUsesShortestRoundTripText) {
