@@ -1,0 +1,49 @@
+#pragma once
+// The shape of an age-partitioned Bloom filter (Shtul, Baquero, Almeida,
+// "Age-Partitioned Bloom Filters", 2020): a ring of k + l slices of equal
+// size. Each generation of g items is added to the k newest slices (one bit
+// in each); a lookup answers 1 when some k consecutive slices all hold the
+// item's bit. When a generation is full the ring shifts: the oldest slice is
+// cleared and becomes the newest. An item is found for at least l·g adds
+// after it was added, and only by false positive after (l + 1)·g.
+//
+// Slices are sized so that one that took its k generations is half full:
+// m = k·g / ln 2 bits. The false-positive rate then depends on (k, l) alone
+// (and on how far the newest generation has filled), which is what
+// choose_age_shape() searches. All functions are pure and thread-safe.
+
+#include <cstdint>
+#include <optional>
+
+namespace bloomery::bloom {
+
+struct AgeShape {
+    std::uint32_t k = 0;  // slices an item is added to and a lookup needs in a row
+    std::uint32_t l = 0;  // slices beyond k: the window is l generations
+
+    bool operator==(const AgeShape&) const = default;
+};
+
+// The largest k and l choose_age_shape() considers.
+inline constexpr std::uint32_t kMaxAgeK = 64;
+inline constexpr std::uint32_t kMaxAgeL = 1u << 16;
+
+// The probability that an item never added answers 1, when the newest
+// generation holds `generation_fill` (0 to 1) of its g items and every older
+// slice took its full generations. The rate is highest at the end of a
+// generation (fill 1), which is what a requested error rate bounds.
+double age_false_positive_rate(AgeShape shape, double generation_fill = 1.0);
+
+// Bits per item of the guaranteed window (l·g items): (k + l)·k / (l·ln 2).
+double age_bits_per_window_item(AgeShape shape);
+
+// The shape of fewest bits per window item whose rate at the end of a
+// generation is at most `error_rate`; nullopt when the rate is not in
+// (0, 1) or no k up to kMaxAgeK reaches it.
+std::optional<AgeShape> choose_age_shape(double error_rate);
+
+// Bits of one slice for generations of `generation_items` items: k·g / ln 2,
+// rounded up to whole 64-bit words (at least one word).
+std::uint64_t age_slice_bits(AgeShape shape, std::uint64_t generation_items);
+
+}  // namespace bloomery::bloom
