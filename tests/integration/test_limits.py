@@ -18,7 +18,7 @@ import unittest
 import redis
 
 from formats import build_dump_header
-from harness import Server, check_snapshot, rss_bytes, scandump, wait_until
+from harness import Server, add_range, check_snapshot, rss_bytes, scandump, wait_until
 from test_protocol import Err, RespConnection, encode
 
 MAX_LAYERS = 64
@@ -425,10 +425,11 @@ class SnapshotConsistency(LimitsTestCase):
         d = self.make_dir()
         s = self.start(data_dir=d, threads=2)
         r = s.client()
-        # One 24 MB filter makes each save take a while; the other keys are
-        # spread over every shard.
+        # One 24 MB filter, items in nearly every region of it (a snapshot
+        # writes only the regions items touched), makes each save take a
+        # while; the other keys are spread over every shard.
         r.execute_command("BF.RESERVE", "big", 0.01, 17000000, "NONSCALING")
-        r.execute_command("BF.MADD", "big", *["b%d" % i for i in range(1000)])
+        add_range(r, "big", 0, 300000, batch=10000)
         r.execute_command("BF.ADD", "a", "renamed")
         for i in range(200):
             r.execute_command("BF.ADD", "other:%d" % i, "x")
@@ -489,7 +490,10 @@ class SnapshotConsistency(LimitsTestCase):
         d = self.make_dir()
         s = self.start(data_dir=d)
         r = s.client()
+        # Items in most regions of the 24 MB (a snapshot writes only the
+        # regions items touched), so that each save takes a while.
         r.execute_command("BF.RESERVE", "big", 0.01, 17000000, "NONSCALING")
+        add_range(r, "big", 0, 100000, batch=10000)
         path = os.path.join(d, "dump.bloomery")
         for round_ in range(10):
             for i in range(100):
@@ -497,6 +501,7 @@ class SnapshotConsistency(LimitsTestCase):
             r.bgsave()
             r.flushall()
             r.execute_command("BF.RESERVE", "big", 0.01, 17000000, "NONSCALING")
+            add_range(r, "big", 0, 100000, batch=10000)
             wait_until(lambda: r.info("persistence")["rdb_bgsave_in_progress"] != 1, 60,
                        "the background save to finish", interval=0.01)
             keys = snapshot_keys(path)
