@@ -279,7 +279,7 @@ ParseResult Parser::parse_multibulk(std::string_view input, std::vector<std::str
     const char* at = input.data() + pos_;
     const std::size_t available = input.size() - pos_;
     if (available >= 4 && at[0] == '$' && at[1] >= '1' && at[1] <= '9') {
-        std::size_t length = static_cast<std::size_t>(at[1] - '0');
+        auto length = static_cast<std::size_t>(at[1] - '0');
         std::size_t end = 2;
         for (; end < available && end < 10 && at[end] >= '0' && at[end] <= '9'; ++end) {
             length = length * 10 + static_cast<std::size_t>(at[end] - '0');
