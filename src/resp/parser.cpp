@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "bloomery/core/parse_int64.hpp"
@@ -17,9 +18,6 @@ constexpr std::size_t kKeptInlineStorage = 1024;
 
 enum class LineSearch { found, incomplete, too_long };
 
-// Bytes of a line searched one by one before memchr takes over.
-constexpr std::size_t kQuickScan = 16;
-
 // Looks for `terminator` in the line that starts at `line_start`, resuming at
 // `scan_from` so bytes already searched on an earlier call are not searched
 // again. A line may hold at most `max_length` bytes before its terminator; the
@@ -31,18 +29,7 @@ LineSearch find_line_end(std::string_view input, std::size_t line_start, std::si
     const std::size_t search_end =
         available > max_length ? line_start + max_length + 1 : input.size();
     if (scan_from < search_end) {
-        // A request's header lines are a few bytes ("$5", "*3"): a loop finds
-        // their end sooner than a call to memchr does.
-        const char* from = input.data() + scan_from;
-        const std::size_t length = search_end - scan_from;
-        const std::size_t quick = std::min<std::size_t>(length, kQuickScan);
-        const void* hit = nullptr;
-        for (std::size_t i = 0; i < quick && hit == nullptr; ++i) {
-            if (from[i] == terminator) hit = from + i;
-        }
-        if (hit == nullptr && length > quick) {
-            hit = std::memchr(from + quick, terminator, length - quick);
-        }
+        const void* hit = std::memchr(input.data() + scan_from, terminator, search_end - scan_from);
         if (hit != nullptr) {
             terminator_index =
                 static_cast<std::size_t>(static_cast<const char*>(hit) - input.data());
@@ -54,6 +41,33 @@ LineSearch find_line_end(std::string_view input, std::size_t line_start, std::si
         scan_from = search_end;
     }
     return available > max_length ? LineSearch::too_long : LineSearch::incomplete;
+}
+
+// A header line in its usual form, received whole: `type`, 1 to 9 digits
+// without a leading zero, CRLF. A request's `*<count>` and `$<length>` lines
+// are such, and reading one in a single pass costs less than a memchr call
+// and a parse; any other line (empty, longer, incomplete, invalid) is left
+// to the general path, which judges it. `max_length` bounds the line as
+// find_line_end() does.
+struct ShortLine {
+    std::size_t value;
+    std::size_t next;  // the offset after its CRLF
+};
+[[gnu::always_inline]] inline std::optional<ShortLine> short_line(std::string_view input,
+                                                                  std::size_t start, char type,
+                                                                  std::size_t max_length) {
+    const char* at = input.data() + start;
+    const std::size_t available = input.size() - start;
+    if (available < 4 || at[0] != type || at[1] < '1' || at[1] > '9') return std::nullopt;
+    auto value = static_cast<std::size_t>(at[1] - '0');
+    std::size_t end = 2;
+    for (; end < available && end < 10 && at[end] >= '0' && at[end] <= '9'; ++end) {
+        value = value * 10 + static_cast<std::size_t>(at[end] - '0');
+    }
+    if (end + 1 >= available || at[end] != '\r' || at[end + 1] != '\n' || end > max_length) {
+        return std::nullopt;
+    }
+    return ShortLine{value, start + end + kCrlfLength};
 }
 
 // Error text for a bulk header that does not start with '$'. The byte is echoed
@@ -247,6 +261,12 @@ ParseResult Parser::parse_multibulk(std::string_view input, std::vector<std::str
 // used up: they read as a command of no arguments, which completes at once
 // with an empty argv.
 [[gnu::always_inline]] inline ParseStatus Parser::read_argument_count(std::string_view input) {
+    if (const std::optional<ShortLine> line = short_line(input, 0, '*', limits_.max_inline_length);
+        line && count_error(line->value) == nullptr) {
+        args_expected_ = static_cast<std::int64_t>(line->value);
+        pos_ = scan_pos_ = first_arg_ = line->next;
+        return ParseStatus::complete;
+    }
     std::size_t line_end = 0;
     switch (find_line_end(input, 0, limits_.max_inline_length, '\r', scan_pos_, line_end)) {
         case LineSearch::incomplete:
@@ -273,25 +293,13 @@ ParseResult Parser::parse_multibulk(std::string_view input, std::vector<std::str
 
 // The `$<length>` line of the next argument.
 [[gnu::always_inline]] inline ParseStatus Parser::read_bulk_length(std::string_view input) {
-    // The usual line, received whole: '$', 1 to 9 digits without a leading
-    // zero, CRLF, a length within the limits. It is read in one pass; any
-    // other line (and every error) takes the general path below.
-    const char* at = input.data() + pos_;
-    const std::size_t available = input.size() - pos_;
-    if (available >= 4 && at[0] == '$' && at[1] >= '1' && at[1] <= '9') {
-        auto length = static_cast<std::size_t>(at[1] - '0');
-        std::size_t end = 2;
-        for (; end < available && end < 10 && at[end] >= '0' && at[end] <= '9'; ++end) {
-            length = length * 10 + static_cast<std::size_t>(at[end] - '0');
-        }
-        if (end + 1 < available && at[end] == '\r' && at[end + 1] == '\n' &&
-            end <= limits_.max_inline_length && length_error(length) == nullptr) {
-            bulk_length_ = static_cast<std::int64_t>(length);
-            pos_ += end + kCrlfLength;
-            scan_pos_ = pos_;
-            bytes_expected_ = pos_ + length + kCrlfLength;
-            return ParseStatus::complete;
-        }
+    if (const std::optional<ShortLine> line =
+            short_line(input, pos_, '$', limits_.max_inline_length);
+        line && length_error(line->value) == nullptr) {
+        bulk_length_ = static_cast<std::int64_t>(line->value);
+        pos_ = scan_pos_ = line->next;
+        bytes_expected_ = pos_ + line->value + kCrlfLength;
+        return ParseStatus::complete;
     }
     std::size_t line_end = 0;
     switch (find_line_end(input, pos_, limits_.max_inline_length, '\r', scan_pos_, line_end)) {
