@@ -62,13 +62,15 @@ std::optional<AgeShape> choose_age_shape(double error_rate) {
             return age_false_positive_rate({k, l}) <= error_rate;
         };
         if (!fits(1)) continue;
-        // The rate grows with l: double while it fits, then bisect.
+        // The rate grows with l: double while it fits, then bisect between
+        // the last l that fits and the first that does not (or the cap).
         std::uint32_t low = 1;
         std::uint32_t high = 2;
         while (high <= kMaxAgeL && fits(high)) {
             low = high;
-            high = high >= kMaxAgeL ? kMaxAgeL + 1 : std::min(high * 2, kMaxAgeL);
+            high *= 2;
         }
+        high = std::min(high, kMaxAgeL + 1);
         while (high - low > 1) {
             const std::uint32_t middle = low + (high - low) / 2;
             (fits(middle) ? low : high) = middle;

@@ -15,7 +15,8 @@
 # Redis rewrites its AOF in a forked child, bloomery snapshots in a thread
 # of its own), over the run, divided by the requests (by the items for
 # mexists). The run ends once neither server has a rewrite or snapshot in
-# progress, so each is charged for the persistence its writes started. Runs alternate which server goes first, ROUNDS rounds.
+# progress, so each is charged for the persistence its writes started. Runs
+# alternate which server goes first, ROUNDS rounds.
 #
 # Usage: tests/bench/blocks_bench.sh creates|mexists [ROUNDS] [CAPACITY] [LAYOUT]
 # Environment: BLOOMERY_BIN (default build/release/bloomery), REDISBLOOM_SO

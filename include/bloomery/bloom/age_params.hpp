@@ -20,8 +20,6 @@ namespace bloomery::bloom {
 struct AgeShape {
     std::uint32_t k = 0;  // slices an item is added to and a lookup needs in a row
     std::uint32_t l = 0;  // slices beyond k: the window is l generations
-
-    bool operator==(const AgeShape&) const = default;
 };
 
 // The largest k and l choose_age_shape() considers.
