@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <new>
 #include <stdexcept>
 
@@ -27,41 +26,16 @@ namespace bloomery::command {
 // The lookups are defined here, beside their one caller on every request,
 // so the compiler may inline them into it.
 
-namespace {
-
-// The name find() last answered on this thread, as the client spelled it: a
-// pipeline or a client repeats its command, and the same bytes find the same
-// command without lower-casing, hashing and comparing them again.
-struct LastFound {
-    std::uint64_t registry = 0;  // Registry::serial_; 0: none yet
-    const CommandSpec* spec = nullptr;
-    std::size_t size = 0;
-    char name[32] = {};
-};
-thread_local LastFound t_last_found;
-
-}  // namespace
-
 const CommandSpec* Registry::find(std::string_view name) const {
     // Command names are short: lower-casing into a stack buffer avoids an
     // allocation per command on the hot path.
-    char buffer[sizeof(LastFound::name)] = {};
+    char buffer[32] = {};
     if (name.size() > sizeof(buffer)) return nullptr;
-    LastFound& last = t_last_found;
-    if (last.registry == serial_ && last.size == name.size() &&
-        std::memcmp(last.name, name.data(), name.size()) == 0) {
-        return last.spec;
-    }
     for (std::size_t i = 0; i < name.size(); ++i) {
         buffer[i] = core::ascii_lower(name[i]);
     }
     auto it = commands_.find(std::string_view(buffer, name.size()));
-    if (it == commands_.end()) return nullptr;
-    last.registry = serial_;
-    last.spec = it->second.get();
-    last.size = name.size();
-    std::memcpy(last.name, name.data(), name.size());
-    return last.spec;
+    return it == commands_.end() ? nullptr : it->second.get();
 }
 
 const CommandSpec* CommandSpec::find_subcommand(std::string_view sub) const {

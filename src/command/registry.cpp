@@ -5,17 +5,10 @@
 
 #include "bloomery/command/registry.hpp"
 
-#include <atomic>
-
 #include "bloomery/core/ascii.hpp"
 #include "families.hpp"
 
 namespace bloomery::command {
-
-std::uint64_t Registry::next_serial() {
-    static std::atomic<std::uint64_t> last{0};
-    return last.fetch_add(1, std::memory_order_relaxed) + 1;
-}
 
 void Registry::register_dispatch(std::string_view name, Handler handler) {
     handlers_[core::ascii_lower(name)] = handler;

@@ -167,10 +167,6 @@ private:
     std::vector<std::string> categories_;
     std::vector<const CommandSpec*> by_id_;
     std::shared_ptr<const Acl> acl_;
-    // Tells registries apart for find()'s per-thread memory of its last
-    // answer (never 0, never reused).
-    std::uint64_t serial_ = next_serial();
-    static std::uint64_t next_serial();
 };
 
 // The keys of one call of `spec` (the call passed the arity check): what
