@@ -35,9 +35,11 @@ void ExpiryIndex::change(std::size_t index, std::uintptr_t entry, std::int64_t f
     Shard& shard = shards_[index];
     const std::size_t before = shard.keys.bytes();
     if (from == 0 && to != 0) {
-        shard.keys.insert(entry);
+        shard.keys.insert(entry, to);
     } else if (from != 0 && to == 0) {
         shard.keys.erase(entry);
+    } else if (from != 0) {
+        shard.keys.set_deadline(entry, to);
     }
     shard.deadline_sum += static_cast<Int128>(to) - static_cast<Int128>(from);
     shard.count.store(shard.keys.size(), std::memory_order_relaxed);
@@ -53,23 +55,27 @@ void ExpiryIndex::clear(std::size_t index) {
     charge_since(shard, before);
 }
 
-std::size_t ExpiryIndex::sample(std::size_t index, const std::function<void(std::uintptr_t)>& fn) {
+std::size_t ExpiryIndex::sample_expired(std::size_t index, std::int64_t now,
+                                       const std::function<void(std::uintptr_t)>& fn) {
     Shard& shard = shards_[index];
     std::size_t sampled = 0;
-    const std::size_t resume = shard.keys.sample(shard.cursor.load(std::memory_order_relaxed),
-                                                 kSample, kSample * 20, [&](std::uintptr_t entry) {
-                                                     ++sampled;
-                                                     fn(entry);
-                                                 });
+    const std::size_t resume =
+        shard.keys.sample(shard.cursor.load(std::memory_order_relaxed), kSample, kSample * 20,
+                          [&](std::uintptr_t entry, std::int64_t deadline) {
+                              ++sampled;
+                              if (deadline <= now) fn(entry);
+                          });
     shard.cursor.store(resume, std::memory_order_relaxed);
     return sampled;
 }
 
-void ExpiryIndex::visit(std::size_t index, const std::function<void(std::uintptr_t)>& fn) const {
-    const Shard& shard = shards_[index];
+void ExpiryIndex::visit_expired(std::size_t index, std::int64_t now,
+                                const std::function<void(std::uintptr_t)>& fn) const {
+    const ExpirySet& keys = shards_[index].keys;
     // Every slot of the set once.
-    const std::size_t slots = shard.keys.bytes() / sizeof(std::uintptr_t);
-    shard.keys.sample(0, SIZE_MAX, slots, fn);
+    keys.sample(0, SIZE_MAX, keys.slots(), [&](std::uintptr_t entry, std::int64_t deadline) {
+        if (deadline <= now) fn(entry);
+    });
 }
 
 std::size_t ExpiryIndex::run_round(std::chrono::microseconds budget,
@@ -96,6 +102,8 @@ std::size_t ExpiryIndex::run_round(std::chrono::microseconds budget,
             out_of_time = true;
             break;
         }
+        // Enough looked at, and too few of them expired to go on.
+        if (looked_at >= kSample && removed * 10 <= looked_at) break;
     }
     // INFO stats, as Redis keeps them: the share of sampled keys found
     // expired, smoothed over rounds (5 % weight for each new round), rounds

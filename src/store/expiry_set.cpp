@@ -21,16 +21,16 @@ std::size_t ExpirySet::home(std::uintptr_t entry) const {
 }
 
 bool ExpirySet::rebuild(std::size_t slots) {
-    std::unique_ptr<std::uintptr_t[]> fresh(new (std::nothrow) std::uintptr_t[slots]());
+    std::unique_ptr<Slot[]> fresh(new (std::nothrow) Slot[slots]());
     if (!fresh) return false;
-    std::unique_ptr<std::uintptr_t[]> old = std::move(slots_);
+    std::unique_ptr<Slot[]> old = std::move(slots_);
     const std::size_t old_slots = old ? mask_ + 1 : 0;
     slots_ = std::move(fresh);
     mask_ = slots - 1;
     for (std::size_t i = 0; i < old_slots; ++i) {
-        if (old[i] == 0) continue;
-        std::size_t k = home(old[i]);
-        while (slots_[k] != 0) k = (k + 1) & mask_;
+        if (old[i].entry == 0) continue;
+        std::size_t k = home(old[i].entry);
+        while (slots_[k].entry != 0) k = (k + 1) & mask_;
         slots_[k] = old[i];
     }
     return true;
@@ -44,36 +44,44 @@ void ExpirySet::reserve(std::size_t more) {
     if (!rebuild(size)) throw std::bad_alloc();
 }
 
-void ExpirySet::insert(std::uintptr_t entry) {
+void ExpirySet::insert(std::uintptr_t entry, std::int64_t deadline) {
     std::size_t i = home(entry);
-    while (slots_[i] != 0) i = (i + 1) & mask_;
-    slots_[i] = entry;
+    while (slots_[i].entry != 0) i = (i + 1) & mask_;
+    slots_[i] = Slot{entry, deadline};
     ++count_;
 }
 
-bool ExpirySet::contains(std::uintptr_t entry) const {
-    if (!slots_) return false;
+ExpirySet::Slot* ExpirySet::find(std::uintptr_t entry) const {
+    if (!slots_) return nullptr;
     for (std::size_t i = home(entry);; i = (i + 1) & mask_) {
-        if (slots_[i] == 0) return false;
-        if (slots_[i] == entry) return true;
+        if (slots_[i].entry == 0) return nullptr;
+        if (slots_[i].entry == entry) return &slots_[i];
     }
 }
 
+bool ExpirySet::contains(std::uintptr_t entry) const {
+    return find(entry) != nullptr;
+}
+
+bool ExpirySet::set_deadline(std::uintptr_t entry, std::int64_t deadline) {
+    Slot* slot = find(entry);
+    if (slot == nullptr) return false;
+    slot->deadline = deadline;
+    return true;
+}
+
 bool ExpirySet::erase(std::uintptr_t entry) {
-    if (!slots_) return false;
-    std::size_t hole = home(entry);
-    while (slots_[hole] != entry) {
-        if (slots_[hole] == 0) return false;
-        hole = (hole + 1) & mask_;
-    }
+    const Slot* found = find(entry);
+    if (found == nullptr) return false;
+    auto hole = static_cast<std::size_t>(found - slots_.get());
     // Backward-shift deletion, as the keyspace's own table.
-    slots_[hole] = 0;
-    for (std::size_t j = (hole + 1) & mask_; slots_[j] != 0; j = (j + 1) & mask_) {
-        const std::size_t h = home(slots_[j]);
+    slots_[hole] = Slot{};
+    for (std::size_t j = (hole + 1) & mask_; slots_[j].entry != 0; j = (j + 1) & mask_) {
+        const std::size_t h = home(slots_[j].entry);
         const bool stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
         if (stays) continue;
         slots_[hole] = slots_[j];
-        slots_[j] = 0;
+        slots_[j] = Slot{};
         hole = j;
     }
     --count_;

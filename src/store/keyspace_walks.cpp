@@ -204,9 +204,9 @@ ExpiryIndex::Sampled Keyspace::expire_sample(std::size_t index) {
         // A shard a transaction holds is left for a later round.
         std::shared_lock lock(shard.mutex);
         if (ShardGates::closed(shard)) return sampled;
-        sampled.looked_at = expiry_.sample(index, [&](std::uintptr_t entry) {
-            const auto* node = shard_table_detail::expiring_node<Node>(entry);
-            if (node->expired(now)) expired.emplace_back(node->key());
+        // The set holds the deadlines: only an expired key's node is read.
+        sampled.looked_at = expiry_.sample_expired(index, now, [&](std::uintptr_t entry) {
+            expired.emplace_back(shard_table_detail::expiring_node<Node>(entry)->key());
         });
     }
     // One at a time, each with its DEL record (reap() checks again).
@@ -234,9 +234,8 @@ std::size_t Keyspace::expire_past_deadlines() {
         std::vector<std::string> expired;
         {
             std::shared_lock lock = ShardGates::read(table_.shard(i));
-            expiry_.visit(i, [&](std::uintptr_t entry) {
-                const auto* node = shard_table_detail::expiring_node<Node>(entry);
-                if (node->expired(now)) expired.emplace_back(node->key());
+            expiry_.visit_expired(i, now, [&](std::uintptr_t entry) {
+                expired.emplace_back(shard_table_detail::expiring_node<Node>(entry)->key());
             });
         }
         for (const std::string& key : expired) {

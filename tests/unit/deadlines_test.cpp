@@ -11,6 +11,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bloomery/bloom/dump.hpp"
@@ -38,6 +39,35 @@ void add(Keyspace& keyspace, const std::string& key, const std::vector<std::stri
     const std::function<FilterRef()> make = [] { return make_filter(); };
     std::vector<AddResult> results;
     ASSERT_TRUE(keyspace.add_items(key, views, {}, &make, results));
+}
+
+// Active expiry goes by the deadline a key has now: one moved sooner is
+// erased once it passes, one moved later or removed is kept.
+TEST(Deadlines, ActiveExpiryGoesByTheDeadlineAsLastSet) {
+    Keyspace keyspace(4);
+    const std::int64_t soon = now_ms() + 20;
+    keyspace.put("sooner", make_filter(), now_ms() + 3600'000);
+    keyspace.put("later", make_filter(), soon);
+    keyspace.put("persisted", make_filter(), soon);
+    ASSERT_TRUE(keyspace.set_expiry("sooner", soon));
+    ASSERT_TRUE(keyspace.set_expiry("later", now_ms() + 3600'000));
+    ASSERT_TRUE(keyspace.set_expiry("persisted", 0));
+    // Polled: the clock must pass the deadline.
+    for (int i = 0; i < 10000 && now_ms() <= soon; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_GT(now_ms(), soon);
+    std::size_t erased = 0;
+    for (int round = 0; round < 100 && erased == 0; ++round) {
+        erased += keyspace.active_expire_cycle(std::chrono::seconds(10));
+    }
+    EXPECT_EQ(erased, 1u);
+    EXPECT_EQ(keyspace.active_expire_cycle(std::chrono::seconds(10)), 0u);
+    EXPECT_EQ(keyspace.size(), 2u);
+    EXPECT_TRUE(keyspace.contains("later"));
+    EXPECT_TRUE(keyspace.contains("persisted"));
+    EXPECT_EQ(keyspace.expire_past_deadlines(), 0u);
+    EXPECT_EQ(keyspace.counts().with_expiry, 1u);
 }
 
 TEST(Deadlines, FollowingHidesAKeyPastItsDeadlineButKeepsItForLaterRecords) {

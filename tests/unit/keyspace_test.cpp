@@ -563,29 +563,5 @@ TEST(Keyspace, ScanWorkIsBoundedByCount) {
     EXPECT_TRUE(keys.empty());
 }
 
-TEST(ExpirySet, InsertEraseAndSampleAgreeWithASet) {
-    ExpirySet set;
-    std::set<std::uintptr_t> truth;
-    std::mt19937_64 rng(3);
-    for (int step = 0; step < 200000; ++step) {
-        const std::uintptr_t entry = 16 * (1 + rng() % 5000);
-        if (rng() % 3 != 0) {
-            if (truth.insert(entry).second) {
-                set.reserve(1);
-                set.insert(entry);
-            }
-        } else {
-            EXPECT_EQ(set.erase(entry), truth.erase(entry) == 1);
-        }
-        ASSERT_EQ(set.size(), truth.size());
-    }
-    for (std::uintptr_t entry : truth) EXPECT_TRUE(set.contains(entry));
-    std::set<std::uintptr_t> sampled;
-    set.sample(0, SIZE_MAX, set.bytes() / sizeof(std::uintptr_t),
-               [&](std::uintptr_t entry) { sampled.insert(entry); });
-    EXPECT_EQ(sampled, truth);
-    EXPECT_LE(set.bytes(), truth.size() * 8 * sizeof(std::uintptr_t));
-}
-
 }  // namespace
 }  // namespace bloomery::store

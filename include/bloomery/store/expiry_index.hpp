@@ -60,7 +60,8 @@ struct ExpireStats {
 
 class ExpiryIndex {
 public:
-    // Keys a round samples in a shard at a time.
+    // Keys a round samples in a shard at a time, and the fewest a round
+    // looks at in all (Redis's ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP).
     static constexpr std::size_t kSample = 20;
 
     explicit ExpiryIndex(std::size_t num_shards);
@@ -101,11 +102,15 @@ public:
     }
     // The sum of `shard`'s deadlines; under its shared lock.
     Int128 deadline_sum(std::size_t shard) const { return shards_[shard].deadline_sum; }
-    // Calls fn(entry) for up to kSample entries of `shard`, from where the
-    // last sample of it stopped; under its shared lock. Returns how many.
-    std::size_t sample(std::size_t shard, const std::function<void(std::uintptr_t)>& fn);
-    // Calls fn(entry) for every entry of `shard`; under its shared lock.
-    void visit(std::size_t shard, const std::function<void(std::uintptr_t)>& fn) const;
+    // Looks at up to kSample entries of `shard`, from where the last sample
+    // of it stopped, and calls fn(entry) for those whose deadline is at or
+    // before `now`; under its shared lock. Returns how many it looked at.
+    std::size_t sample_expired(std::size_t shard, std::int64_t now,
+                               const std::function<void(std::uintptr_t)>& fn);
+    // Calls fn(entry) for every entry of `shard` whose deadline is at or
+    // before `now`; under its shared lock.
+    void visit_expired(std::size_t shard, std::int64_t now,
+                       const std::function<void(std::uintptr_t)>& fn) const;
 
     // ---- Active expiry ----
     // What one sample of a shard did.
@@ -116,8 +121,12 @@ public:
     // One round, as Redis's expire.c: visits the shards in turn (from where
     // the last round stopped), calls sample_shard(shard) for those with
     // keys that have a deadline, and again for the same shard while more
-    // than a tenth of a sample had expired; stops once `budget` has been
-    // spent. Keeps the statistics. Returns how many keys were erased.
+    // than a tenth of a sample had expired. It stops once it has looked at
+    // kSample keys and no more than a tenth of all it looked at had
+    // expired, after one pass over the shards, or once `budget` has been
+    // spent: at idle a round costs kSample lookups whatever the number of
+    // shards or keys, and a mass expiry is swept within the budget. Keeps
+    // the statistics. Returns how many keys were erased.
     std::size_t run_round(std::chrono::microseconds budget,
                           const std::function<Sampled(std::size_t shard)>& sample_shard);
     ExpireStats stats() const;

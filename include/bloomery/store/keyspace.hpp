@@ -408,10 +408,11 @@ public:
     // snapshot or only of the keys (ViewFor).
     KeyspaceView view(ViewFor purpose = ViewFor::snapshot) const;
 
-    // One round of active expiry (ExpiryIndex::run_round()): samples
-    // ExpiryIndex::kSample keys that have a deadline in each shard in turn
-    // and erases the expired ones, each with its DEL record, until `budget`
-    // has been spent. Keys without a deadline are never looked at. Returns
+    // One round of active expiry (ExpiryIndex::run_round()): samples keys
+    // that have a deadline, ExpiryIndex::kSample of a shard at a time, the
+    // shards in turn, and erases the expired ones, each with its DEL record,
+    // until few of those it looked at had expired or `budget` has been
+    // spent. Keys without a deadline are never looked at. Returns
     // how many keys it erased. Also frees what earlier writes unlinked while
     // lookups were still reading it.
     std::size_t active_expire_cycle(
