@@ -56,7 +56,7 @@ void ExpiryIndex::clear(std::size_t index) {
 }
 
 std::size_t ExpiryIndex::sample_expired(std::size_t index, std::int64_t now,
-                                       const std::function<void(std::uintptr_t)>& fn) {
+                                        const std::function<void(std::uintptr_t)>& fn) {
     Shard& shard = shards_[index];
     std::size_t sampled = 0;
     const std::size_t resume =
