@@ -14,8 +14,7 @@ struct alignas(64) Counter {
 Counter counters[kMemoryUses];
 std::atomic<std::uint64_t> peak{0};
 
-void note_peak() {
-    const std::uint64_t total = memory_used_total();
+void note_peak(std::uint64_t total) {
     std::uint64_t seen = peak.load(std::memory_order_relaxed);
     while (total > seen && !peak.compare_exchange_weak(seen, total, std::memory_order_relaxed)) {
     }
@@ -25,10 +24,18 @@ void note_peak() {
 
 void memory_add(MemoryUse use, std::int64_t delta) {
     counters[static_cast<unsigned>(use)].bytes.fetch_add(delta, std::memory_order_relaxed);
-    if (delta > 0) note_peak();
+    // A large allocation is taken into the peak at once, as it may be
+    // freed before the cron looks; small ones (a key, a small filter) add
+    // up slowly and are left to it, so they cost one atomic add.
+    if (delta >= kPeakNotedAtOnce) memory_note_peak();
+}
+
+void memory_note_peak() {
+    note_peak(memory_used_total());
 }
 
 std::uint64_t memory_peak() {
+    memory_note_peak();
     return peak.load(std::memory_order_relaxed);
 }
 
@@ -83,7 +90,7 @@ bool memory_try_add(MemoryUse use, std::uint64_t bytes, std::uint64_t limit) {
         counter.fetch_sub(static_cast<std::int64_t>(bytes), std::memory_order_seq_cst);
         return false;
     }
-    note_peak();
+    note_peak(total);
     return true;
 }
 

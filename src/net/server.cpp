@@ -9,6 +9,7 @@
 #include "acceptor.hpp"
 #include "bloomery/cluster/topology.hpp"
 #include "bloomery/core/latency_monitor.hpp"
+#include "bloomery/core/memory.hpp"
 #include "bloomery/net/metrics_server.hpp"
 #include "bloomery/net/prometheus.hpp"
 #include "bloomery/net/replication.hpp"
@@ -191,6 +192,7 @@ void Server::cron() {
     cron_timer_.async_wait([this](const error_code& error) {
         if (error || shutdown_->stopping()) return;
         store::tick_access_clock();
+        core::memory_note_peak();
         const auto expire_began = std::chrono::steady_clock::now();
         keyspace_.active_expire_cycle();
         core::latency_add_sample_if_needed(

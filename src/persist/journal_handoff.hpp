@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "adaptive_mutex.hpp"
+
 namespace bloomery::persist {
 
 class JournalHandoff {
@@ -25,10 +27,12 @@ public:
     JournalHandoff& operator=(const JournalHandoff&) = delete;
 
     // Guards the appender's stream (its pending records, which threads have
-    // buffers) and the writer's requests and failure state.
-    std::mutex mutex;
+    // buffers) and the writer's requests and failure state. Every keyspace
+    // record takes it, from every thread, for a few instructions: it spins
+    // before it sleeps.
+    AdaptiveMutex mutex;
     // The writer sleeps on it, under `mutex`.
-    std::condition_variable wake;
+    std::condition_variable_any wake;
 
     // ---- The writer's sleep ----
     // After an append outside `mutex`: wakes the writer if it sleeps.

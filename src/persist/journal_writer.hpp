@@ -92,10 +92,10 @@ private:
     void run();
     // Under the handoff's mutex (`lock`): waits until there are records to
     // write, a request, or an everysec fdatasync due.
-    void wait_for_records(std::unique_lock<std::mutex>& lock, const Round& round);
+    void wait_for_records(std::unique_lock<AdaptiveMutex>& lock, const Round& round);
     // The part of wait_for_records() that sleeps until something wakes the
     // writer or its retry or everysec timer is due.
-    void sleep_until_wanted(std::unique_lock<std::mutex>& lock, const Round& round);
+    void sleep_until_wanted(std::unique_lock<AdaptiveMutex>& lock, const Round& round);
     // Outside the handoff's mutex: takes every thread's records, writes
     // them, fdatasyncs if due, rotates if asked.
     Outcome write_and_sync(Requests requests, Round& round);
@@ -107,7 +107,7 @@ private:
     void settle_round(Outcome outcome, Requests requests);
     // Under the handoff's mutex (`lock`): false when the writer is done;
     // backs off after a failure.
-    bool another_round(std::unique_lock<std::mutex>& lock, Outcome outcome, Requests requests,
+    bool another_round(std::unique_lock<AdaptiveMutex>& lock, Outcome outcome, Requests requests,
                        const Round& round);
     // Under the file lock; writer thread or start().
     core::Status open_segment(std::uint64_t start);
@@ -140,7 +140,7 @@ private:
     DurableMark durable_;
 
     // Under the handoff's mutex: requests, and the failure state.
-    std::condition_variable rotated_;
+    std::condition_variable_any rotated_;
     bool stop_ = false;
     bool rotate_requested_ = false;
     std::uint64_t rotations_done_ = 0;

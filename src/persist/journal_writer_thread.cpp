@@ -31,7 +31,7 @@ void JournalWriter::run() {
     }
 }
 
-void JournalWriter::wait_for_records(std::unique_lock<std::mutex>& lock, const Round& round) {
+void JournalWriter::wait_for_records(std::unique_lock<AdaptiveMutex>& lock, const Round& round) {
     const auto requested = [this] { return stop_ || rotate_requested_; };
     if (policy_ == FsyncPolicy::always && round.released > 1 && !requested()) {
         // Group commit: the clients just answered send their next
@@ -64,7 +64,7 @@ void JournalWriter::wait_for_records(std::unique_lock<std::mutex>& lock, const R
     }
 }
 
-void JournalWriter::sleep_until_wanted(std::unique_lock<std::mutex>& lock, const Round& round) {
+void JournalWriter::sleep_until_wanted(std::unique_lock<AdaptiveMutex>& lock, const Round& round) {
     const auto wanted = [this] { return stop_ || rotate_requested_ || appender_.holds_records(); };
     // Marked idle before wanted() reads the threads' buffers
     // (JournalHandoff::wake_writer()), again after every wake: whoever woke
@@ -136,7 +136,7 @@ void JournalWriter::settle_round(Outcome outcome, Requests requests) {
     }
 }
 
-bool JournalWriter::another_round(std::unique_lock<std::mutex>& lock, Outcome outcome,
+bool JournalWriter::another_round(std::unique_lock<AdaptiveMutex>& lock, Outcome outcome,
                                   Requests requests, const Round& round) {
     if (requests.stop && !appender_.holds_records() &&
         (outcome == Outcome::ok || round.all_written)) {

@@ -7,7 +7,10 @@
 //
 // Thread safety: all functions may be called from any thread. Each use has its
 // own cache line and is updated with one relaxed atomic add; holders update
-// only when an allocation changes size, never per command.
+// only when an allocation changes size, never per command. The peak is
+// taken by every growth of kPeakNotedAtOnce bytes or more, by each
+// reservation against a limit, and otherwise sampled as Redis samples
+// used_memory_peak: by the server's cron and by every reading of it.
 
 #include <cstdint>
 
@@ -22,6 +25,8 @@ enum class MemoryUse : unsigned {
     replica_buffers,  // replicas' feeds: the stream piece being sent, a snapshot queued
 };
 inline constexpr unsigned kMemoryUses = 6;
+// Growths this large update the peak at once (see above).
+inline constexpr std::int64_t kPeakNotedAtOnce = 64 * 1024;
 
 // Adds `delta` bytes (negative when freed) to `use`.
 void memory_add(MemoryUse use, std::int64_t delta);
@@ -29,8 +34,10 @@ void memory_add(MemoryUse use, std::int64_t delta);
 std::uint64_t memory_used(MemoryUse use);
 // The sum over every use: used_memory.
 std::uint64_t memory_used_total();
-// The largest sum seen since start (used_memory_peak), updated as holders grow.
+// The largest sum seen since start (used_memory_peak), the sum now included.
 std::uint64_t memory_peak();
+// Takes the sum now into the peak (the server's cron, every 100 ms).
+void memory_note_peak();
 // MEMORY STATS's startup.allocated: the sum when the server had set itself
 // up, before loading data (memory_mark_startup(), called once by main).
 void memory_mark_startup();
