@@ -47,12 +47,25 @@ public:
         buffer_.reserve(format::kIoBufferBytes);
     }
 
-    // Bytes inside a record are hashed into the record checksum as well.
-    void begin_record() { record_hash_.reset(); }
-    std::uint64_t record_checksum() const { return record_hash_.digest(); }
+    // Bytes between begin_record() and record_checksum() are hashed into
+    // the record's checksum as well: in the buffer, once per record or per
+    // flush, not once per field. A file-only append ends a record's bytes.
+    void begin_record() {
+        record_hash_.reset();
+        record_from_ = buffer_.size();
+        in_record_ = true;
+    }
+    std::uint64_t record_checksum() {
+        hash_record_bytes();
+        in_record_ = false;
+        return record_hash_.digest();
+    }
 
     void append(const void* data, std::size_t size, Hashed hashed = Hashed::in_record) {
-        if (hashed == Hashed::in_record) record_hash_.update(data, size);
+        if (hashed == Hashed::file_only && in_record_) {
+            hash_record_bytes();
+            in_record_ = false;
+        }
         const auto* bytes = static_cast<const unsigned char*>(data);
         while (size > 0) {
             const std::size_t room = format::kIoBufferBytes - buffer_.size();
@@ -80,6 +93,8 @@ public:
     // The whole-file checksum covers every byte handed to write(), so it is
     // taken here over whole buffers rather than per field.
     void flush() {
+        hash_record_bytes();
+        record_from_ = 0;
         file_hash_.update(buffer_.data(), buffer_.size());
         if (sink_ != nullptr) {
             if (!buffer_.empty() && !(*sink_)(buffer_.data(), buffer_.size())) {
@@ -110,11 +125,21 @@ public:
     }
 
 private:
+    // The open record's bytes in the buffer not yet hashed.
+    void hash_record_bytes() {
+        if (in_record_ && buffer_.size() > record_from_) {
+            record_hash_.update(buffer_.data() + record_from_, buffer_.size() - record_from_);
+        }
+        record_from_ = buffer_.size();
+    }
+
     int fd_ = -1;
     const SnapshotSink* sink_ = nullptr;
     std::string path_;
     std::vector<unsigned char> buffer_;
     format::Xxh64 record_hash_;
+    std::size_t record_from_ = 0;
+    bool in_record_ = false;
     format::Xxh64 file_hash_;
     std::uint64_t written_ = 0;
 };
@@ -172,6 +197,9 @@ void write_filter_record(SnapshotFileWriter& out, const store::KeyspaceView& vie
     out.append_u64(out.record_checksum(), Hashed::file_only);
 }
 
+// How many records ahead the writer asks for a filter's lines.
+constexpr std::size_t kRecordsAhead = 4;
+
 // The whole snapshot into `out`; returns the filter records written.
 std::uint64_t write_snapshot(const store::Keyspace& keyspace, SnapshotFileWriter& out,
                              SaveStats& stats, const SnapshotPositionListener& on_position) {
@@ -196,6 +224,9 @@ std::uint64_t write_snapshot(const store::Keyspace& keyspace, SnapshotFileWriter
     out.append(header, sizeof header, Hashed::file_only);
     std::uint64_t records = 0;
     for (std::size_t i = 0; i < view.size(); ++i) {
+        // A small filter is its object and its words right after it: asked
+        // for a few records ahead, its misses overlap the writing.
+        if (i + kRecordsAhead < view.size()) view.entry(i + kRecordsAhead).value.prefetch(4);
         write_filter_record(out, view, i, words);
         ++records;
     }

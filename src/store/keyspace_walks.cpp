@@ -24,6 +24,7 @@ Keyspace::Counts Keyspace::counts() const {
     for (std::size_t i = 0; i < table_.num_shards(); ++i) {
         const Shard& shard = table_.shard(i);
         counts.keys += shard.count.load(std::memory_order_relaxed);
+        counts.key_bytes += shard.key_bytes.load(std::memory_order_relaxed);
         counts.with_expiry += expiry_.count(i);
         items += shard.linked_items.load(std::memory_order_relaxed);
     }
@@ -164,20 +165,24 @@ KeyspaceView Keyspace::view(ViewFor purpose) const {
     std::size_t entries = 0;
     std::size_t key_bytes = 0;
     for (const Shard& shard : table_.shards()) {
-        entries += shard.count;
-        table_.for_each(shard, [&](const Node& node) { key_bytes += node.key_size; });
+        entries += shard.count.load(std::memory_order_relaxed);
+        key_bytes += shard.key_bytes.load(std::memory_order_relaxed);
     }
     view.entries_.reserve(entries);
     view.keys_.reserve(key_bytes);
     // Keys past their deadline too: records after the cut may still move
     // their deadline (a replica's primary decides), and the loader keeps
-    // them until the journal after it has been redone.
+    // them until the journal after it has been redone. Each value's count
+    // of references is taken: its line is asked for a few keys ahead.
     for (const Shard& shard : table_.shards()) {
-        table_.for_each(shard, [&](const Node& node) {
-            view.entries_.push_back(
-                KeyspaceView::Entry{view.keys_.size(), node.key_size, node.deadline(), node.value});
-            view.keys_.append(node.key());
-        });
+        table_.for_each(
+            shard,
+            [&](const Node& node) {
+                view.entries_.push_back(KeyspaceView::Entry{view.keys_.size(), node.key_size,
+                                                            node.deadline(), node.value});
+                view.keys_.append(node.key());
+            },
+            [](const Node& node) { node.value.prefetch(); });
     }
     view.counted_.assign(view.entries_.size(), false);
     if (MutationLog* log = mutation_log(); log != nullptr && purpose == ViewFor::snapshot) {

@@ -154,6 +154,8 @@ void ShardTable::insert(Shard& shard, Node* node, std::uint64_t hash, Garbage& g
     while (table->slots()[i] != 0) i = (i + 1) & table->mask;
     store_slot(table->slots()[i], address | (tag_of(hash) << kTagShift));
     shard.count.store(shard.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    shard.key_bytes.store(shard.key_bytes.load(std::memory_order_relaxed) + node->key_size,
+                          std::memory_order_relaxed);
 }
 
 const ShardTable::Node* ShardTable::replace(Shard& shard, std::size_t slot, Node* node,
@@ -162,6 +164,9 @@ const ShardTable::Node* ShardTable::replace(Shard& shard, std::size_t slot, Node
     Node* old = node_of<Node>(table->slots()[slot]);
     store_slot(table->slots()[slot],
                reinterpret_cast<std::uint64_t>(node) | (tag_of(hash) << kTagShift));
+    shard.key_bytes.store(
+        shard.key_bytes.load(std::memory_order_relaxed) + node->key_size - old->key_size,
+        std::memory_order_relaxed);
     garbage.nodes.push_back(old);
     return old;
 }
@@ -172,7 +177,10 @@ void ShardTable::erase(Shard& shard, std::size_t hole, Garbage& garbage) {
     Table* table = shard.table.load(std::memory_order_relaxed);
     std::uint64_t* slots = table->slots();
     const std::size_t mask = table->mask;
+    const Node* gone = node_of<Node>(slots[hole]);
     garbage.nodes.push_back(node_of<Node>(slots[hole]));
+    shard.key_bytes.store(shard.key_bytes.load(std::memory_order_relaxed) - gone->key_size,
+                          std::memory_order_relaxed);
     store_slot(slots[hole], 0);
     const std::size_t count = shard.count.load(std::memory_order_relaxed) - 1;
     shard.count.store(count, std::memory_order_relaxed);
@@ -200,6 +208,7 @@ void ShardTable::detach(Shard& shard, Garbage& garbage) {
     if (table == nullptr) return;
     shard.table.store(nullptr, std::memory_order_release);
     shard.count.store(0, std::memory_order_relaxed);
+    shard.key_bytes.store(0, std::memory_order_relaxed);
     garbage.tables_and_nodes.push_back(table);
 }
 

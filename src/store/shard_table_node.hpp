@@ -122,13 +122,23 @@ inline ShardTable::Probe ShardTable::probe(const Shard& shard, std::string_view 
     return Probe::found;
 }
 
-template <class Fn>
-void ShardTable::for_each(const Shard& shard, Fn&& fn) const {
+template <class Fn, class Ahead>
+void ShardTable::for_each(const Shard& shard, Fn&& fn, Ahead&& ahead) const {
+    using shard_table_detail::node_of;
     const Table* table = shard.table.load(std::memory_order_relaxed);
     if (table == nullptr) return;
-    for (std::size_t i = 0; i <= table->mask; ++i) {
-        const std::uint64_t slot = table->slots()[i];
-        if (slot != 0) fn(*shard_table_detail::node_of<const Node>(slot));
+    const std::uint64_t* slots = table->slots();
+    const std::size_t size = table->mask + 1;
+    for (std::size_t i = 0; i < size; ++i) {
+        // The node two strides ahead is asked for; the one a stride ahead,
+        // asked for a stride ago, is in cache for ahead().
+        if (i + 2 * kAheadSlots < size && slots[i + 2 * kAheadSlots] != 0) {
+            __builtin_prefetch(node_of<const Node>(slots[i + 2 * kAheadSlots]));
+        }
+        if (i + kAheadSlots < size && slots[i + kAheadSlots] != 0) {
+            ahead(*node_of<const Node>(slots[i + kAheadSlots]));
+        }
+        if (slots[i] != 0) fn(*node_of<const Node>(slots[i]));
     }
 }
 

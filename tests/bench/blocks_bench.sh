@@ -19,7 +19,9 @@
 # alternate which server goes first, ROUNDS rounds.
 #
 # Usage: tests/bench/blocks_bench.sh creates|mexists [ROUNDS] [CAPACITY] [LAYOUT]
-# Environment: BLOOMERY_BIN (default build/release/bloomery), REDISBLOOM_SO
+# Environment: PERSISTENCE (everysec, the default: both journal or AOF
+# fsynced every second; none: neither server persists, to tell the cost of
+# persistence from the rest), BLOOMERY_BIN (default build/release/bloomery), REDISBLOOM_SO
 # (default /work/shared/anchors/redisbloom.so), BP / RP (ports, 7411 / 7412),
 # BLOOMERY_ARGS (more bloomery flags, e.g. "--threads 1"), SERVER_CPUS /
 # CLIENT_CPUS (taskset -c lists for both servers / redis-benchmark; default
@@ -39,14 +41,22 @@ SERVER_PIN=()
 CLIENT_PIN=()
 [ -n "${SERVER_CPUS:-}" ] && SERVER_PIN=(taskset -c "$SERVER_CPUS")
 [ -n "${CLIENT_CPUS:-}" ] && CLIENT_PIN=(taskset -c "$CLIENT_CPUS")
+case ${PERSISTENCE:-everysec} in
+everysec) DURABLE=(--appendonly yes --appendfsync everysec) ;;
+none) DURABLE=(--appendonly no) ;;
+*)
+    echo "PERSISTENCE is everysec or none" >&2
+    exit 2
+    ;;
+esac
 WORK=$(mktemp -d /tmp/blocks-bench.XXXXXX)
 
 mkdir -p "$WORK/b" "$WORK/r"
 # shellcheck disable=SC2086
-"${SERVER_PIN[@]}" "$BIN" --port "$BP" --dir "$WORK/b" --appendonly yes --appendfsync everysec \
+"${SERVER_PIN[@]}" "$BIN" --port "$BP" --dir "$WORK/b" "${DURABLE[@]}" \
     ${BLOOMERY_ARGS:-} >"$WORK/b.log" 2>&1 &
 BPID=$!
-"${SERVER_PIN[@]}" redis-server --port "$RP" --save '' --appendonly yes --appendfsync everysec --dir "$WORK/r" \
+"${SERVER_PIN[@]}" redis-server --port "$RP" --save '' "${DURABLE[@]}" --dir "$WORK/r" \
     --loadmodule "$SO" >"$WORK/r.log" 2>&1 &
 RPID=$!
 cleanup() {

@@ -375,7 +375,8 @@ public:
     struct Counts {
         std::size_t keys = 0;
         std::size_t with_expiry = 0;
-        std::uint64_t items = 0;  // every Bloom filter's items inserted, summed
+        std::uint64_t items = 0;    // every Bloom filter's items inserted, summed
+        std::size_t key_bytes = 0;  // the keys' names, summed
     };
     // Keys, and how many of them have a deadline, as Redis counts them: keys
     // past their deadline that no lookup or expiry cycle has erased yet are

@@ -63,6 +63,7 @@ public:
         std::atomic<std::uint64_t> gate{0};
         // Written under the exclusive lock, read without it.
         std::atomic<std::size_t> count{0};          // keys linked
+        std::atomic<std::size_t> key_bytes{0};      // the sum of their keys' sizes
         std::atomic<std::int64_t> linked_items{0};  // items of the linked filters, when linked
     };
 
@@ -136,9 +137,16 @@ public:
 
     // ---- Walks (under the shard's lock) ----
 
-    // Calls fn(const Node&) for every node linked in `shard`.
-    template <class Fn>
-    void for_each(const Shard& shard, Fn&& fn) const;
+    // Calls fn(const Node&) for every node linked in `shard`, with the
+    // nodes a few slots ahead prefetched, and ahead(const Node&) on the node
+    // kAheadSlots slots before fn reaches it (to prefetch what fn will read
+    // through it), so the misses of a walk over many keys overlap.
+    static constexpr std::size_t kAheadSlots = 4;
+    struct NothingAhead {
+        void operator()(const Node&) const {}
+    };
+    template <class Fn, class Ahead = NothingAhead>
+    void for_each(const Shard& shard, Fn&& fn, Ahead&& ahead = NothingAhead{}) const;
     // One SCAN step in one shard's table: calls fn(const Node&) for the
     // nodes of the buckets from `bucket` on (a bucket is a home slot, its
     // keys are those whose hash points there), and more() after each
