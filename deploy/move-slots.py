@@ -26,11 +26,12 @@ an error (rerun to continue), 2 on bad arguments.
 """
 
 import argparse
-import hashlib
 import os
 import sys
 
 import redis
+
+from scandump_digest import ScandumpDigest
 
 SLOTS = 16384
 
@@ -80,14 +81,15 @@ def info_items(conn, key):
 
 
 def dump(conn, key, each_chunk):
-    """Calls each_chunk(iterator, data) for every BF.SCANDUMP chunk; returns their digests."""
-    digests = []
+    """Calls each_chunk(iterator, data) for every BF.SCANDUMP chunk; returns
+    the digest of the bits they describe (scandump_digest)."""
+    digest = ScandumpDigest()
     cursor = 0
     while True:
         cursor, data = asking(conn, "BF.SCANDUMP", key, cursor)
         if cursor == 0:
-            return digests
-        digests.append(hashlib.sha256(b"%d:" % cursor + data).digest())
+            return digest.digest()
+        digest.add(cursor, data)
         each_chunk(cursor, data)
 
 
