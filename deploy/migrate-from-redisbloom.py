@@ -47,6 +47,8 @@ import time
 
 import redis
 
+from scandump_digest import ScandumpDigest
+
 BLOOM_TYPE = "MBbloom--"
 CUCKOO_TYPE = "MBbloomCF"
 
@@ -129,16 +131,22 @@ def info(conn, kind, key):
 
 def dump(conn, kind, key, each_chunk):
     """Calls each_chunk(iterator, data) for the BF.SCANDUMP / CF.SCANDUMP
-    stream; returns its SHA-256."""
-    digest = hashlib.sha256()
+    stream; returns its digest: for a Bloom filter, of the bits the stream
+    describes (scandump_digest: RedisBloom dumps every byte, bloomery leaves
+    out ranges it knows to be zero), for a Cuckoo filter, of the stream."""
+    bits = ScandumpDigest() if kind is BLOOM else None
+    stream = hashlib.sha256()
     cursor = 0
     while True:
         cursor, data = conn.execute_command(kind.scandump_cmd, key, cursor)
         if cursor == 0:
-            return digest.hexdigest()
+            return bits.digest() if bits is not None else stream.digest()
         data = data or b""
-        digest.update(b"%d:%d:" % (cursor, len(data)))
-        digest.update(data)
+        if bits is not None:
+            bits.add(cursor, data)
+        else:
+            stream.update(b"%d:%d:" % (cursor, len(data)))
+            stream.update(data)
         each_chunk(cursor, data)
 
 
