@@ -127,7 +127,7 @@ void Migrator::arm_timer(const std::shared_ptr<Target>& target) {
     target->timed_out = false;
     target->timer.expires_after(
         std::chrono::milliseconds(target->jobs.front()->request.timeout_ms));
-    target->timer.async_wait([this, target, session = target->session](const error_code& error) {
+    target->timer.async_wait([target, session = target->session](const error_code& error) {
         if (error || session != target->session) return;
         // The operation in flight ends with an error once the socket is
         // closed; it sees timed_out.
