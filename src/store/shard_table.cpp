@@ -177,8 +177,8 @@ void ShardTable::erase(Shard& shard, std::size_t hole, Garbage& garbage) {
     Table* table = shard.table.load(std::memory_order_relaxed);
     std::uint64_t* slots = table->slots();
     const std::size_t mask = table->mask;
-    const Node* gone = node_of<Node>(slots[hole]);
-    garbage.nodes.push_back(node_of<Node>(slots[hole]));
+    Node* gone = node_of<Node>(slots[hole]);
+    garbage.nodes.push_back(gone);
     shard.key_bytes.store(shard.key_bytes.load(std::memory_order_relaxed) - gone->key_size,
                           std::memory_order_relaxed);
     store_slot(slots[hole], 0);
