@@ -1,7 +1,6 @@
 #include "bloomery/bloom/age_params.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <numbers>
 
@@ -21,26 +20,10 @@ double slice_fill(std::uint32_t i, std::uint32_t k, double generation_fill) {
 }  // namespace
 
 double age_false_positive_rate(AgeShape shape, double generation_fill) {
-    const std::uint32_t k = shape.k;
-    if (k == 0 || k > kMaxAgeK) return 1.0;
+    if (shape.k == 0 || shape.k > kMaxAgeK) return 1.0;
     const double fill = std::clamp(generation_fill, 0.0, 1.0);
-    // runs[j]: the probability that the slices seen so far hold no k in a
-    // row and end in a run of exactly j set bits. What reaches k is the rate.
-    std::array<double, kMaxAgeK> runs{};
-    runs[0] = 1.0;
-    double found = 0.0;
-    for (std::uint32_t i = 0; i < k + shape.l; ++i) {
-        const double p = slice_fill(i, k, fill);
-        found += runs[k - 1] * p;
-        // A clear bit ends every run; a set one lengthens each by one.
-        double broken = 0.0;
-        for (std::uint32_t j = k - 1; j > 0; --j) {
-            broken += runs[j];
-            runs[j] = runs[j - 1] * p;
-        }
-        runs[0] = (runs[0] + broken) * (1.0 - p);
-    }
-    return found;
+    return age_run_probability(shape.k, shape.k + shape.l,
+                               [&](std::uint32_t i) { return slice_fill(i, shape.k, fill); });
 }
 
 double age_bits_per_window_item(AgeShape shape) {

@@ -12,6 +12,7 @@
 // (and on how far the newest generation has filled), which is what
 // choose_age_shape() searches. All functions are pure and thread-safe.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 
@@ -31,6 +32,32 @@ inline constexpr std::uint32_t kMaxAgeL = 1u << 16;
 // slice took its full generations. The rate is highest at the end of a
 // generation (fill 1), which is what a requested error rate bounds.
 double age_false_positive_rate(AgeShape shape, double generation_fill = 1.0);
+
+// The probability that `slices` independent bits, bit i set with
+// probability fill(i) (slice 0 the newest), hold `k` set in a row: the rate
+// of a ring whose slices are that full (a dynamic program over the length
+// of the run that ends at each slice). 1 for k outside [1, kMaxAgeK].
+template <class Fill>
+double age_run_probability(std::uint32_t k, std::uint32_t slices, Fill&& fill) {
+    if (k == 0 || k > kMaxAgeK) return 1.0;
+    // runs[j]: the probability that the slices seen so far hold no k in a
+    // row and end in a run of exactly j set bits. What reaches k is the rate.
+    std::array<double, kMaxAgeK> runs{};
+    runs[0] = 1.0;
+    double found = 0.0;
+    for (std::uint32_t i = 0; i < slices; ++i) {
+        const double p = fill(i);
+        found += runs[k - 1] * p;
+        // A clear bit ends every run; a set one lengthens each by one.
+        double broken = 0.0;
+        for (std::uint32_t j = k - 1; j > 0; --j) {
+            broken += runs[j];
+            runs[j] = runs[j - 1] * p;
+        }
+        runs[0] = (runs[0] + broken) * (1.0 - p);
+    }
+    return found;
+}
 
 // Bits per item of the guaranteed window (l·g items): (k + l)·k / (l·ln 2).
 double age_bits_per_window_item(AgeShape shape);

@@ -1,0 +1,250 @@
+#pragma once
+// An age-partitioned Bloom filter (age_params.hpp): items that expire.
+//
+// Slices: k + l = n of them, each m bits (age_slice_bits), in one array of
+// words, slice s at words [s·m/64, (s+1)·m/64). Generations are numbered
+// from 0 and never reused; generation L lives in physical slice L mod n, so
+// at generation G position p (0 = newest) is slice (G − p) mod n, and the
+// slices hold generations G − n + 1 .. G ("live"). An item's bit in
+// physical slice s is probe_position(hash, s, m): each slice has its own
+// bit function, whatever generation it holds.
+//
+// Adds: an add reads G once, looks the item up over the whole window, and
+// if it is absent sets its bit in the k newest slices, generations
+// G − k + 1 .. G ("stamped G"). An item the window already holds is left
+// as it is (no refresh), as a plain filter leaves a present item: it
+// expires a window after it was first added. An item stamped L is found
+// while every one of its k slices is live, that is while G <= L + l: for
+// at least l full generations after its own.
+//
+// Shifts: shift() makes G + 1 current: it clears slice (G + 1) mod n (the
+// oldest, generation G + 1 − n), then publishes G + 1. Its precondition is
+// that no add stamped older than G is still running: such an add (stamped
+// G + 1 − n + p for some p < k, l generations back or more) could write the
+// slice being recycled. The keyspace provides it with its epoch: every add
+// runs inside a guard, and a shift waits out the guards entered before G
+// was published. One thread shifts a filter at a time.
+//
+// Counts: each generation takes g items (generation_items) before it wants
+// a shift, counted exactly or late, never early, so the window always holds
+// at least the last l·g items: adds take room for the current generation
+// from per-thread budgets claimed in chunks from the generation's room (one
+// shared write per chunk), and take what other slots still hold before
+// declaring the generation full. An add that finds no room left still goes
+// into the current generation (late), and shift_wanted() says a shift is
+// due. Items per generation are counted per thread (two parities: adds in
+// flight are stamped G or G − 1 at most), and each shift files the total
+// of the generation two back, whose adds have all finished.
+//
+// Time windows keep the same counts (a burst beyond g still shifts early,
+// so the guarantee in items holds); when to shift by the clock is decided
+// by the primary's keyspace, which records each shift.
+//
+// Redoing recorded adds and shifts (replay, replicas), by one thread that
+// alone changes the filter: redo_add(L, hash) first advances to L if the
+// filter is behind (an add stamped L proves the primary published L), then
+// sets the item's bits in those of its slices still live. advance_to()
+// shifts to a given generation, every slice cleared at once when it is a
+// window or more ahead. So records applied in any order between threads
+// give back the primary's bits exactly.
+//
+// Thread safety: add(), contains() and the getters from any number of
+// threads at once, without a lock; shift() from one thread at a time, under
+// its precondition; redo_*(), advance_to() and the word writes only by a
+// thread that alone changes the filter.
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "bloomery/bloom/age_params.hpp"
+#include "bloomery/bloom/bounds.hpp"
+#include "bloomery/bloom/hash.hpp"
+#include "bloomery/core/memory.hpp"
+
+namespace bloomery::bloom {
+
+struct AgeGeometry {
+    AgeShape shape;                      // k, l
+    std::uint64_t generation_items = 0;  // g: items a generation takes before it wants a shift
+    std::uint64_t slice_bits = 0;        // m: age_slice_bits(shape, g)
+    double error_rate = 0.0;             // what was asked for
+    std::uint64_t window_ms = 0;         // time window; 0 for a count window
+    std::uint32_t slices() const { return shape.k + shape.l; }
+    // Items the window always holds: l·g.
+    std::uint64_t window_items() const { return shape.l * generation_items; }
+    // A time window's generation: window / l (0 for count windows).
+    std::uint64_t generation_ms() const { return window_ms == 0 ? 0 : window_ms / shape.l; }
+};
+
+// The largest slice array an expiring filter may have (bits, all slices):
+// a plain layer's.
+inline constexpr std::uint64_t kMaxAgeBits = kMaxLayerBits;
+
+// The geometry for a window of `capacity` items (count window) or of
+// `capacity` items expected per window (time window, window_ms > 0) at
+// `error_rate`: `shape` if given, else choose_age_shape(); g = ⌈capacity/l⌉.
+// nullopt if the rate has no shape or the result breaks check_age_geometry.
+std::optional<AgeGeometry> age_geometry(double error_rate, std::uint64_t capacity,
+                                        std::uint64_t window_ms,
+                                        std::optional<AgeShape> shape = std::nullopt);
+// Empty if the geometry is one a filter can have (loaders check what they
+// read), else what is wrong with it.
+std::string_view check_age_geometry(const AgeGeometry& geometry);
+
+class AgeFilterRef;
+
+// Told of each add after its room is taken and before any of its bits is
+// set, with the generation it is stamped with; false (could not keep it)
+// cancels the add before anything changed.
+class AgeRecorder {
+public:
+    virtual ~AgeRecorder() = default;
+    virtual bool record(std::uint64_t generation, const ItemHash& hash) noexcept = 0;
+};
+
+class AgeFilter {
+public:
+    enum class Added { added, exists, not_recorded };
+
+    // A new filter, all slices clear, at `generation`, its last shift at
+    // `shifted_ms`. Throws std::bad_alloc. `geometry` must pass
+    // check_age_geometry().
+    static AgeFilterRef create(const AgeGeometry& geometry, std::uint64_t generation = 0,
+                               std::uint64_t shifted_ms = 0);
+
+    AgeGeometry geometry() const { return geometry_; }
+    std::uint32_t slices() const { return geometry_.slices(); }
+    std::uint64_t slice_words() const { return geometry_.slice_bits / 64; }
+    std::uint64_t num_words() const { return slices() * slice_words(); }
+
+    // The current generation, G.
+    std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+    // When the last shift happened (the primary's clock, ms), for time windows.
+    std::uint64_t shifted_ms() const { return shifted_ms_.load(std::memory_order_relaxed); }
+
+    // Sets `*full` when the current generation had no room left for the
+    // item (it is added all the same: the shift comes late, never early).
+    Added add(const ItemHash& hash, AgeRecorder* recorder = nullptr, bool* full = nullptr);
+    bool contains(const ItemHash& hash) const;
+    // out[i] = contains(hashes[i]), each item's first probes prefetched a few
+    // items ahead.
+    void contains_many(const ItemHash* hashes, std::size_t n, std::uint8_t* out) const;
+
+    // True when the current generation has taken its g items.
+    bool shift_wanted() const;
+    // Makes generation() + 1 current (see the top), its time `now_ms`.
+    void shift(std::uint64_t now_ms);
+
+    // ---- Redoing records (one thread alone changes the filter) ----
+    void redo_add(std::uint64_t generation, const ItemHash& hash);
+    // Shifts until `generation` is current (nothing if it already is or is
+    // past it), the last at `shifted_ms`; a window or more ahead, every
+    // slice is cleared in one step.
+    void advance_to(std::uint64_t generation, std::uint64_t shifted_ms);
+
+    // Items in the generations whose items are all still found (G − l .. G),
+    // exact once concurrent adds have finished.
+    std::uint64_t items() const;
+    // Items stamped `generation` (0 for one not live).
+    std::uint64_t generation_count(std::uint64_t generation) const;
+    // Sets the counts (loaders, before the filter is shared): counts[i] is
+    // generation G − i's, for i < slices().
+    void set_counts(const std::uint64_t* counts, std::size_t n);
+    // Bits set in physical slice s (a popcount: O(m)).
+    std::uint64_t slice_set_bits(std::uint32_t s) const;
+    // The false-positive rate now: the paper's run probability over the
+    // slices' measured fill (O(n·m) popcounts).
+    double estimated_false_positive_rate() const;
+    // Estimated distinct items in the window: the newest slice's fill gives
+    // the current generation's items ((m)·ln(m/m0), m0 its clear bits), the
+    // counts of the older live generations are added.
+    std::uint64_t estimate_cardinality() const;
+
+    // Word access (dumps, snapshots; host order). Writers: loaders, alone.
+    std::uint64_t load_word(std::uint64_t index) const;
+    void copy_words(std::uint64_t first, std::uint64_t count, std::uint64_t* out) const;
+    void store_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in);
+
+    // Bytes held (object, words, counters).
+    std::uint64_t allocated_bytes() const;
+    std::uint64_t id() const { return id_; }
+    void set_id(std::uint64_t id) { id_ = id; }
+    std::uint32_t references() const { return refs_.load(std::memory_order_relaxed); }
+
+private:
+    friend class AgeFilterRef;
+    struct alignas(64) Slot {
+        std::atomic<std::uint64_t> budget{0};          // packed: generation tag, room
+        std::atomic<std::uint64_t> count[2] = {0, 0};  // items by stamp parity
+    };
+    AgeFilter(const AgeGeometry& geometry, std::uint64_t generation, std::uint64_t shifted_ms);
+    ~AgeFilter();
+    void retain() const { refs_.fetch_add(1, std::memory_order_relaxed); }
+    void release() const;
+
+    std::uint32_t physical(std::uint64_t generation) const {
+        return static_cast<std::uint32_t>(generation % slices());
+    }
+    bool bit(std::uint32_t slice, const ItemHash& hash) const;
+    void set_bit(std::uint32_t slice, const ItemHash& hash);
+    bool found(std::uint64_t generation, const ItemHash& hash) const;
+    bool take_room(std::uint64_t generation);
+    bool take_from_others(std::uint64_t generation, std::size_t mine);
+    void give_back_room(std::uint64_t generation);
+    void clear_slice(std::uint32_t slice);
+    // Files generation `generation`'s per-thread counts into counts_ and
+    // clears them (their parity is reused two generations on).
+    void file_counts(std::uint64_t generation);
+    void count_item(std::uint64_t generation);
+
+    mutable std::atomic<std::uint32_t> refs_{1};
+    std::uint64_t id_ = 0;
+    AgeGeometry geometry_;
+    std::atomic<std::uint64_t> generation_;
+    std::atomic<std::uint64_t> shifted_ms_;
+    alignas(64) std::atomic<std::uint64_t> room_;  // packed: generation tag, room
+    std::uint64_t* words_ = nullptr;
+    Slot* slots_ = nullptr;
+    // Filed counts by physical slice of their generation; written by the
+    // shifter (or the one redoing thread), read by anyone.
+    std::atomic<std::uint64_t>* counts_ = nullptr;
+    bool mapped_ = false;
+    core::MemoryCharge charge_;
+};
+
+// An owning, thread-safe reference (intrusive count, as bloom::FilterRef).
+class AgeFilterRef {
+public:
+    AgeFilterRef() = default;
+    AgeFilterRef(const AgeFilterRef& other) : filter_(other.filter_) {
+        if (filter_ != nullptr) filter_->retain();
+    }
+    AgeFilterRef(AgeFilterRef&& other) noexcept : filter_(std::exchange(other.filter_, nullptr)) {}
+    AgeFilterRef& operator=(AgeFilterRef other) noexcept {
+        std::swap(filter_, other.filter_);
+        return *this;
+    }
+    ~AgeFilterRef() {
+        if (filter_ != nullptr) filter_->release();
+    }
+    AgeFilter* get() const { return filter_; }
+    AgeFilter& operator*() const { return *filter_; }
+    AgeFilter* operator->() const { return filter_; }
+    explicit operator bool() const { return filter_ != nullptr; }
+    AgeFilter* release_ownership() { return std::exchange(filter_, nullptr); }
+    static AgeFilterRef adopt(AgeFilter* filter) { return AgeFilterRef(filter); }
+    static AgeFilterRef share(AgeFilter& filter) {
+        filter.retain();
+        return AgeFilterRef(&filter);
+    }
+
+private:
+    friend class AgeFilter;
+    explicit AgeFilterRef(AgeFilter* adopted) : filter_(adopted) {}
+    AgeFilter* filter_ = nullptr;
+};
+
+}  // namespace bloomery::bloom

@@ -1,0 +1,451 @@
+#include "bloomery/bloom/age_filter.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <new>
+
+#include "bloomery/bloom/params.hpp"
+
+namespace bloomery::bloom {
+
+namespace {
+
+using WordRef = std::atomic_ref<std::uint64_t>;
+
+// Per-thread slots: 16 cache lines, as a large plain layer's counters.
+constexpr std::size_t kSlots = 16;
+constexpr std::uint64_t kPageBytes = 4096;
+constexpr std::uint64_t kHugePageBytes = std::uint64_t{2} * 1024 * 1024;
+// Slice arrays from this size up get an anonymous mapping of their own
+// (pages committed when first written); smaller ones come from the allocator.
+constexpr std::uint64_t kOwnMappingBytes = std::uint64_t{1024} * 1024;
+
+// Room (the generation's, and each slot's budget) is one word: the low 24
+// bits of the generation it belongs to, and 40 bits of items.
+constexpr unsigned kRoomBits = 40;
+constexpr std::uint64_t kRoomMask = (std::uint64_t{1} << kRoomBits) - 1;
+constexpr std::uint64_t kTagMask = (std::uint64_t{1} << 24) - 1;
+std::uint64_t room_word(std::uint64_t generation, std::uint64_t items) {
+    return ((generation & kTagMask) << kRoomBits) | items;
+}
+bool room_of(std::uint64_t word, std::uint64_t generation) {
+    return (word >> kRoomBits) == (generation & kTagMask) && (word & kRoomMask) != 0;
+}
+
+std::size_t thread_slot() {
+    static std::atomic<std::size_t> next{0};
+    thread_local const std::size_t slot = next.fetch_add(1, std::memory_order_relaxed) % kSlots;
+    return slot;
+}
+
+std::uint64_t words_bytes(const AgeGeometry& geometry) {
+    return geometry.slices() * (geometry.slice_bits / 8);
+}
+
+bool own_mapping(const AgeGeometry& geometry) {
+    return words_bytes(geometry) >= kOwnMappingBytes;
+}
+
+std::uint64_t rounded_words_bytes(const AgeGeometry& geometry) {
+    const std::uint64_t bytes = words_bytes(geometry);
+    return own_mapping(geometry) ? (bytes + kPageBytes - 1) / kPageBytes * kPageBytes
+                                 : (bytes + 63) / 64 * 64;
+}
+
+// Items a slot claims from the generation's room at once: one shared write
+// per chunk, and at most a sixteenth of the generation held per slot.
+std::uint64_t chunk_items(std::uint64_t generation_items) {
+    return std::clamp<std::uint64_t>(generation_items / (4 * kSlots), 1, 4096);
+}
+
+}  // namespace
+
+std::optional<AgeGeometry> age_geometry(double error_rate, std::uint64_t capacity,
+                                        std::uint64_t window_ms, std::optional<AgeShape> shape) {
+    if (!shape) shape = choose_age_shape(error_rate);
+    if (!shape || shape->l == 0 || capacity == 0) return std::nullopt;
+    AgeGeometry geometry;
+    geometry.shape = *shape;
+    geometry.generation_items = (capacity + shape->l - 1) / shape->l;
+    geometry.slice_bits = age_slice_bits(*shape, geometry.generation_items);
+    geometry.error_rate = error_rate;
+    geometry.window_ms = window_ms;
+    if (!check_age_geometry(geometry).empty()) return std::nullopt;
+    return geometry;
+}
+
+std::string_view check_age_geometry(const AgeGeometry& geometry) {
+    const AgeShape shape = geometry.shape;
+    if (shape.k == 0 || shape.k > kMaxAgeK || shape.l == 0 || shape.l > kMaxAgeL) {
+        return "slices out of range";
+    }
+    if (!(geometry.error_rate > 0.0 && geometry.error_rate < 1.0)) return "error rate out of range";
+    if (geometry.generation_items == 0 || geometry.generation_items > kRoomMask) {
+        return "generation size out of range";
+    }
+    if (geometry.slice_bits == 0 || geometry.slice_bits % 64 != 0) return "slice size invalid";
+    if (geometry.slice_bits > kMaxAgeBits / geometry.slices()) return "filter too large";
+    if (geometry.window_ms != 0 && geometry.window_ms < shape.l) return "window too short";
+    return {};
+}
+
+AgeFilterRef AgeFilter::create(const AgeGeometry& geometry, std::uint64_t generation,
+                               std::uint64_t shifted_ms) {
+    return AgeFilterRef(new AgeFilter(geometry, generation, shifted_ms));
+}
+
+AgeFilter::AgeFilter(const AgeGeometry& geometry, std::uint64_t generation,
+                     std::uint64_t shifted_ms)
+    : geometry_(geometry),
+      generation_(generation),
+      shifted_ms_(shifted_ms),
+      room_(room_word(generation, geometry.generation_items)),
+      mapped_(own_mapping(geometry)),
+      charge_(core::MemoryUse::filters) {
+    const std::uint64_t bytes = rounded_words_bytes(geometry);
+    if (mapped_) {
+        void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+        if (bytes >= kHugePageBytes) ::madvise(p, bytes, MADV_HUGEPAGE);
+        words_ = static_cast<std::uint64_t*>(p);
+    } else {
+        words_ = static_cast<std::uint64_t*>(::operator new (bytes, std::align_val_t{64}));
+        std::fill_n(words_, bytes / 8, std::uint64_t{0});
+    }
+    slots_ = new Slot[kSlots];
+    counts_ = new std::atomic<std::uint64_t>[slices()];
+    for (std::uint32_t s = 0; s < slices(); ++s) counts_[s].store(0, std::memory_order_relaxed);
+    charge_.set(allocated_bytes());
+}
+
+AgeFilter::~AgeFilter() {
+    if (mapped_) {
+        ::munmap(words_, rounded_words_bytes(geometry_));
+    } else {
+        ::operator delete (words_, std::align_val_t{64});
+    }
+    delete[] slots_;
+    delete[] counts_;
+}
+
+void AgeFilter::release() const {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+}
+
+std::uint64_t AgeFilter::allocated_bytes() const {
+    return sizeof(AgeFilter) + rounded_words_bytes(geometry_) + kSlots * sizeof(Slot) +
+           slices() * sizeof(std::uint64_t);
+}
+
+bool AgeFilter::bit(std::uint32_t slice, const ItemHash& hash) const {
+    const std::uint64_t pos = probe_position(hash, slice, geometry_.slice_bits);
+    const std::uint64_t word =
+        WordRef(words_[slice * slice_words() + pos / 64]).load(std::memory_order_relaxed);
+    return (word >> (pos % 64) & 1) != 0;
+}
+
+void AgeFilter::set_bit(std::uint32_t slice, const ItemHash& hash) {
+    const std::uint64_t pos = probe_position(hash, slice, geometry_.slice_bits);
+    WordRef word(words_[slice * slice_words() + pos / 64]);
+    const std::uint64_t mask = std::uint64_t{1} << (pos % 64);
+    if ((word.load(std::memory_order_relaxed) & mask) == 0) {
+        word.fetch_or(mask, std::memory_order_relaxed);
+    }
+}
+
+// Some k positions in a row hold the item's bits. Any such run covers one
+// of the positions k − 1, 2k − 1, ... after the last clear bit found, so the
+// search probes those, and around each one found set, only as far as a run
+// could reach.
+bool AgeFilter::found(std::uint64_t generation, const ItemHash& hash) const {
+    const std::int64_t k = geometry_.shape.k;
+    const std::int64_t n = slices();
+    const std::uint64_t newest = physical(generation);
+    const auto at = [&](std::int64_t p) {
+        const std::uint64_t s = (newest + static_cast<std::uint64_t>(n - p)) % slices();
+        return bit(static_cast<std::uint32_t>(s), hash);
+    };
+    std::int64_t p = k - 1;
+    while (p < n) {
+        if (!at(p)) {
+            p += k;
+            continue;
+        }
+        std::int64_t run = 1;
+        for (std::int64_t b = p - 1; b > p - k && at(b); --b) ++run;
+        std::int64_t f = p + 1;
+        while (run < k && f < n && at(f)) {
+            ++run;
+            ++f;
+        }
+        if (run >= k) return true;
+        p = f + k;
+    }
+    return false;
+}
+
+bool AgeFilter::contains(const ItemHash& hash) const {
+    return found(generation(), hash);
+}
+
+void AgeFilter::contains_many(const ItemHash* hashes, std::size_t n, std::uint8_t* out) const {
+    constexpr std::size_t kAhead = 8;
+    const std::uint64_t g = generation();
+    const std::uint32_t first = physical(g + slices() - (geometry_.shape.k - 1));
+    const auto prefetch = [&](const ItemHash& hash) {
+        const std::uint64_t pos = probe_position(hash, first, geometry_.slice_bits);
+        __builtin_prefetch(&words_[first * slice_words() + pos / 64]);
+    };
+    for (std::size_t i = 0; i < n && i < kAhead; ++i) prefetch(hashes[i]);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i + kAhead < n) prefetch(hashes[i + kAhead]);
+        out[i] = found(g, hashes[i]) ? 1 : 0;
+    }
+}
+
+AgeFilter::Added AgeFilter::add(const ItemHash& hash, AgeRecorder* recorder, bool* full) {
+    const std::uint64_t g = generation();
+    if (found(g, hash)) return Added::exists;
+    const bool room = take_room(g);
+    if (!room && full != nullptr) *full = true;
+    if (recorder != nullptr && !recorder->record(g, hash)) {
+        if (room) give_back_room(g);
+        return Added::not_recorded;
+    }
+    for (std::uint32_t p = 0; p < geometry_.shape.k; ++p) set_bit(physical(g + slices() - p), hash);
+    slots_[thread_slot()].count[g & 1].fetch_add(1, std::memory_order_relaxed);
+    return Added::added;
+}
+
+bool AgeFilter::take_room(std::uint64_t generation) {
+    const std::size_t mine = thread_slot();
+    std::atomic<std::uint64_t>& budget = slots_[mine].budget;
+    std::uint64_t held = budget.load(std::memory_order_relaxed);
+    while (room_of(held, generation)) {
+        if (budget.compare_exchange_weak(held, held - 1, std::memory_order_relaxed)) return true;
+    }
+    std::uint64_t left = room_.load(std::memory_order_relaxed);
+    while (room_of(left, generation)) {
+        const std::uint64_t take =
+            std::min(chunk_items(geometry_.generation_items), left & kRoomMask);
+        if (!room_.compare_exchange_weak(left, left - take, std::memory_order_relaxed)) continue;
+        // One item now, the rest into this slot's budget (a stale budget,
+        // another generation's, is dropped).
+        held = budget.load(std::memory_order_relaxed);
+        for (;;) {
+            const std::uint64_t next =
+                room_of(held, generation) ? held + (take - 1) : room_word(generation, take - 1);
+            if (budget.compare_exchange_weak(held, next, std::memory_order_relaxed)) return true;
+        }
+    }
+    return take_from_others(generation, mine);
+}
+
+bool AgeFilter::take_from_others(std::uint64_t generation, std::size_t mine) {
+    for (std::size_t i = 1; i < kSlots; ++i) {
+        std::atomic<std::uint64_t>& budget = slots_[(mine + i) % kSlots].budget;
+        std::uint64_t held = budget.load(std::memory_order_relaxed);
+        while (room_of(held, generation)) {
+            if (budget.compare_exchange_weak(held, held - 1, std::memory_order_relaxed)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+void AgeFilter::give_back_room(std::uint64_t generation) {
+    std::atomic<std::uint64_t>& budget = slots_[thread_slot()].budget;
+    std::uint64_t held = budget.load(std::memory_order_relaxed);
+    for (;;) {
+        const std::uint64_t next =
+            (held >> kRoomBits) == (generation & kTagMask) ? held + 1 : room_word(generation, 1);
+        if (budget.compare_exchange_weak(held, next, std::memory_order_relaxed)) return;
+    }
+}
+
+bool AgeFilter::shift_wanted() const {
+    const std::uint64_t g = generation();
+    if (room_of(room_.load(std::memory_order_relaxed), g)) return false;
+    for (std::size_t i = 0; i < kSlots; ++i) {
+        if (room_of(slots_[i].budget.load(std::memory_order_relaxed), g)) return false;
+    }
+    return true;
+}
+
+void AgeFilter::clear_slice(std::uint32_t slice) {
+    std::uint64_t* first = words_ + slice * slice_words();
+    for (std::uint64_t i = 0; i < slice_words(); ++i) {
+        WordRef(first[i]).store(0, std::memory_order_relaxed);
+    }
+}
+
+void AgeFilter::file_counts(std::uint64_t generation) {
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < kSlots; ++i) {
+        total += slots_[i].count[generation & 1].exchange(0, std::memory_order_relaxed);
+    }
+    counts_[physical(generation)].fetch_add(total, std::memory_order_relaxed);
+}
+
+void AgeFilter::shift(std::uint64_t now_ms) {
+    const std::uint64_t g = generation_.load(std::memory_order_relaxed);
+    // Every add stamped g − 1 has finished (the precondition): file its
+    // count, freeing its parity for g + 1.
+    if (g > 0) file_counts(g - 1);
+    const std::uint32_t recycled = physical(g + 1);
+    clear_slice(recycled);
+    counts_[recycled].store(0, std::memory_order_relaxed);
+    room_.store(room_word(g + 1, geometry_.generation_items), std::memory_order_relaxed);
+    shifted_ms_.store(now_ms, std::memory_order_relaxed);
+    // Release: an add that reads g + 1 sees the slice cleared.
+    generation_.store(g + 1, std::memory_order_release);
+}
+
+void AgeFilter::advance_to(std::uint64_t generation, std::uint64_t shifted_ms) {
+    const std::uint64_t g = generation_.load(std::memory_order_relaxed);
+    if (generation <= g) return;
+    if (generation - g < slices()) {
+        while (generation_.load(std::memory_order_relaxed) < generation) shift(shifted_ms);
+        return;
+    }
+    // A window or more ahead: nothing now held stays live.
+    for (std::uint32_t s = 0; s < slices(); ++s) {
+        clear_slice(s);
+        counts_[s].store(0, std::memory_order_relaxed);
+    }
+    for (std::size_t i = 0; i < kSlots; ++i) {
+        slots_[i].count[0].store(0, std::memory_order_relaxed);
+        slots_[i].count[1].store(0, std::memory_order_relaxed);
+    }
+    room_.store(room_word(generation, geometry_.generation_items), std::memory_order_relaxed);
+    shifted_ms_.store(shifted_ms, std::memory_order_relaxed);
+    generation_.store(generation, std::memory_order_release);
+}
+
+void AgeFilter::count_item(std::uint64_t generation) {
+    const std::uint64_t g = generation_.load(std::memory_order_relaxed);
+    if (generation + 1 >= g) {
+        slots_[thread_slot()].count[generation & 1].fetch_add(1, std::memory_order_relaxed);
+    } else {
+        counts_[physical(generation)].fetch_add(1, std::memory_order_relaxed);
+    }
+    // The room it took, so a server promoted after replay shifts on time.
+    std::uint64_t left = room_.load(std::memory_order_relaxed);
+    while (generation == g && room_of(left, g) &&
+           !room_.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
+    }
+}
+
+void AgeFilter::redo_add(std::uint64_t generation, const ItemHash& hash) {
+    advance_to(generation, shifted_ms());
+    const std::uint64_t g = generation_.load(std::memory_order_relaxed);
+    // Generations at or below g − n have been recycled: their slices hold
+    // newer ones now, which the primary's add never reached.
+    if (generation + slices() <= g) return;
+    for (std::uint32_t p = 0; p < geometry_.shape.k; ++p) {
+        // Generation − p (which may precede 0: the slices generation 0's
+        // adds reach back into) is live while it is above g − n.
+        if (generation + slices() > g + p) set_bit(physical(generation + slices() - p), hash);
+    }
+    count_item(generation);
+}
+
+std::uint64_t AgeFilter::generation_count(std::uint64_t generation) const {
+    const std::uint64_t g = generation_.load(std::memory_order_acquire);
+    if (generation > g || generation + slices() <= g) return 0;
+    std::uint64_t total = counts_[physical(generation)].load(std::memory_order_relaxed);
+    if (generation + 1 >= g) {
+        for (std::size_t i = 0; i < kSlots; ++i) {
+            total += slots_[i].count[generation & 1].load(std::memory_order_relaxed);
+        }
+    }
+    return total;
+}
+
+std::uint64_t AgeFilter::items() const {
+    const std::uint64_t g = generation();
+    const std::uint64_t oldest = g >= geometry_.shape.l ? g - geometry_.shape.l : 0;
+    std::uint64_t total = 0;
+    for (std::uint64_t L = oldest; L <= g; ++L) total += generation_count(L);
+    return total;
+}
+
+void AgeFilter::set_counts(const std::uint64_t* counts, std::size_t n) {
+    const std::uint64_t g = generation_.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < kSlots; ++i) {
+        slots_[i].count[0].store(0, std::memory_order_relaxed);
+        slots_[i].count[1].store(0, std::memory_order_relaxed);
+    }
+    for (std::uint32_t i = 0; i < slices(); ++i) {
+        const std::uint64_t count = i < n && i <= g ? counts[i] : 0;
+        counts_[physical(g + slices() - i)].store(count, std::memory_order_relaxed);
+    }
+    const std::uint64_t taken =
+        std::min(counts_[physical(g)].load(std::memory_order_relaxed), geometry_.generation_items);
+    room_.store(room_word(g, geometry_.generation_items - taken), std::memory_order_relaxed);
+}
+
+std::uint64_t AgeFilter::slice_set_bits(std::uint32_t s) const {
+    std::uint64_t ones = 0;
+    for (std::uint64_t i = 0; i < slice_words(); ++i) {
+        ones += static_cast<std::uint64_t>(std::popcount(load_word(s * slice_words() + i)));
+    }
+    return ones;
+}
+
+double AgeFilter::estimated_false_positive_rate() const {
+    const std::uint64_t g = generation();
+    const auto m = static_cast<double>(geometry_.slice_bits);
+    return age_run_probability(geometry_.shape.k, slices(), [&](std::uint32_t p) {
+        return static_cast<double>(slice_set_bits(physical(g + slices() - p))) / m;
+    });
+}
+
+// The window's generations, newest first, in blocks of k: the slice of the
+// oldest generation of a block holds exactly the block's items (an item
+// stamped S is in the slices of S − k + 1 .. S), so its fill estimates them.
+// A last block cut by the window's start is taken from the counts.
+std::uint64_t AgeFilter::estimate_cardinality() const {
+    const std::uint64_t g = generation();
+    const std::uint64_t k = geometry_.shape.k;
+    const std::uint64_t start = g >= geometry_.shape.l ? g - geometry_.shape.l : 0;
+    const std::uint64_t m = geometry_.slice_bits;
+    double total = 0.0;
+    for (std::uint64_t top = g + 1; top > start;) {
+        const std::uint64_t newest = top - 1;
+        // The block's oldest generation, newest − k + 1 (below 0 when the
+        // filter is young: no item is stamped there).
+        if (newest + 1 >= start + k || start == 0) {
+            const std::uint32_t s = physical(newest + slices() - (k - 1));
+            total += estimate_items(m, 1, m - slice_set_bits(s));
+            top = newest + 1 >= k ? newest + 1 - k : 0;
+        } else {
+            for (std::uint64_t L = start; L <= newest; ++L) {
+                total += static_cast<double>(generation_count(L));
+            }
+            top = start;
+        }
+    }
+    return static_cast<std::uint64_t>(std::llround(total));
+}
+
+std::uint64_t AgeFilter::load_word(std::uint64_t index) const {
+    return WordRef(words_[index]).load(std::memory_order_relaxed);
+}
+
+void AgeFilter::copy_words(std::uint64_t first, std::uint64_t count, std::uint64_t* out) const {
+    for (std::uint64_t i = 0; i < count; ++i) out[i] = load_word(first + i);
+}
+
+void AgeFilter::store_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in) {
+    for (std::uint64_t i = 0; i < count; ++i) {
+        WordRef(words_[first + i]).store(in[i], std::memory_order_relaxed);
+    }
+}
+
+}  // namespace bloomery::bloom
