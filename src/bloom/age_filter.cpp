@@ -61,6 +61,24 @@ std::uint64_t chunk_items(std::uint64_t generation_items) {
     return std::clamp<std::uint64_t>(generation_items / (4 * kSlots), 1, 4096);
 }
 
+constexpr std::uint32_t kBlockWords = kAgeBlockBits / 64;
+// An item's bit in a block: the top log2(kAgeBlockBits) bits of a product.
+constexpr unsigned kBlockShift = 64 - std::countr_zero(kAgeBlockBits);
+
+// Slice s's multiplier: SplitMix64's output for s, made odd. An item's bit
+// in slice s's block is the top 9 bits of h2 times it (multiply-shift, a
+// universal family: with independent multipliers, two items meet in one
+// slice independently of the others). A single multiplier for all slices,
+// with the slice added to h2, would not do: the top bits of (h2 + c_s)·C
+// are those of h2·C shifted by about the same amount for every item, so
+// slices would repeat one another's patterns.
+std::uint64_t slice_multiplier(std::uint32_t slice) {
+    std::uint64_t z = (std::uint64_t{slice} + 1) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (z ^ (z >> 31)) | 1;
+}
+
 }  // namespace
 
 std::optional<AgeGeometry> age_geometry(double error_rate, std::uint64_t capacity,
@@ -70,7 +88,9 @@ std::optional<AgeGeometry> age_geometry(double error_rate, std::uint64_t capacit
     AgeGeometry geometry;
     geometry.shape = *shape;
     geometry.generation_items = (capacity + shape->l - 1) / shape->l;
-    geometry.slice_bits = age_slice_bits(*shape, geometry.generation_items);
+    const double scale = age_slice_scale(*shape, error_rate);
+    if (scale == 0.0) return std::nullopt;
+    geometry.slice_bits = age_slice_bits(*shape, geometry.generation_items, scale);
     geometry.error_rate = error_rate;
     geometry.window_ms = window_ms;
     if (!check_age_geometry(geometry).empty()) return std::nullopt;
@@ -86,7 +106,9 @@ std::string_view check_age_geometry(const AgeGeometry& geometry) {
     if (geometry.generation_items == 0 || geometry.generation_items > kRoomMask) {
         return "generation size out of range";
     }
-    if (geometry.slice_bits == 0 || geometry.slice_bits % 64 != 0) return "slice size invalid";
+    if (geometry.slice_bits == 0 || geometry.slice_bits % kAgeBlockBits != 0) {
+        return "slice size invalid";
+    }
     if (geometry.slice_bits > kMaxAgeBits / geometry.slices()) return "filter too large";
     if (geometry.window_ms != 0 && geometry.window_ms < shape.l) return "window too short";
     return {};
@@ -118,6 +140,8 @@ AgeFilter::AgeFilter(const AgeGeometry& geometry, std::uint64_t generation,
     }
     slots_ = new Slot[kSlots];
     counts_ = new std::atomic<std::uint64_t>[slices()];
+    multipliers_ = new std::uint64_t[slices()];
+    for (std::uint32_t s = 0; s < slices(); ++s) multipliers_[s] = slice_multiplier(s);
     for (std::uint32_t s = 0; s < slices(); ++s) counts_[s].store(0, std::memory_order_relaxed);
     charge_.set(allocated_bytes());
 }
@@ -130,6 +154,7 @@ AgeFilter::~AgeFilter() {
     }
     delete[] slots_;
     delete[] counts_;
+    delete[] multipliers_;
 }
 
 void AgeFilter::release() const {
@@ -138,52 +163,59 @@ void AgeFilter::release() const {
 
 std::uint64_t AgeFilter::allocated_bytes() const {
     return sizeof(AgeFilter) + rounded_words_bytes(geometry_) + kSlots * sizeof(Slot) +
-           slices() * sizeof(std::uint64_t);
+           2 * slices() * sizeof(std::uint64_t);
 }
 
-bool AgeFilter::bit(std::uint32_t slice, const ItemHash& hash) const {
-    const std::uint64_t pos = probe_position(hash, slice, geometry_.slice_bits);
-    const std::uint64_t word =
-        WordRef(words_[slice * slice_words() + pos / 64]).load(std::memory_order_relaxed);
-    return (word >> (pos % 64) & 1) != 0;
+std::uint64_t* AgeFilter::group(const ItemHash& hash) const {
+    __extension__ typedef unsigned __int128 uint128;
+    const auto block = static_cast<std::uint64_t>((static_cast<uint128>(hash.h1) * blocks()) >> 64);
+    return words_ + word_index(block, 0, 0);
 }
 
-void AgeFilter::set_bit(std::uint32_t slice, const ItemHash& hash) {
-    const std::uint64_t pos = probe_position(hash, slice, geometry_.slice_bits);
-    WordRef word(words_[slice * slice_words() + pos / 64]);
+bool AgeFilter::bit(const std::uint64_t* group, std::uint32_t slice, const ItemHash& hash) const {
+    const auto pos = static_cast<std::uint32_t>((hash.h2 * multipliers_[slice]) >> kBlockShift);
+    const std::uint64_t* word = group + slice * kBlockWords + pos / 64;
+    const std::uint64_t value =
+        WordRef(*const_cast<std::uint64_t*>(word)).load(std::memory_order_relaxed);
+    return (value >> (pos % 64) & 1) != 0;
+}
+
+void AgeFilter::set_bit(std::uint64_t* group, std::uint32_t slice, const ItemHash& hash) const {
+    const auto pos = static_cast<std::uint32_t>((hash.h2 * multipliers_[slice]) >> kBlockShift);
+    WordRef word(group[slice * kBlockWords + pos / 64]);
     const std::uint64_t mask = std::uint64_t{1} << (pos % 64);
     if ((word.load(std::memory_order_relaxed) & mask) == 0) {
         word.fetch_or(mask, std::memory_order_relaxed);
     }
 }
 
-// Some k positions in a row hold the item's bits. Any such run covers one
-// of the positions k − 1, 2k − 1, ... after the last clear bit found, so the
-// search probes those, and around each one found set, only as far as a run
-// could reach.
+// Some k positions in a row hold the item's bits. Every such run holds one
+// of the positions k − 1, 2k − 1, ... ("checkpoints"), so the search loads
+// those first, 64 at a time and independently of one another (their misses
+// overlap), then looks around each one found set, only as far as a run
+// through it could reach.
 bool AgeFilter::found(std::uint64_t generation, const ItemHash& hash) const {
     const std::int64_t k = geometry_.shape.k;
     const std::int64_t n = slices();
-    const std::uint64_t newest = physical(generation);
+    const std::int64_t newest = physical(generation);
+    const std::uint64_t* lines = group(hash);
     const auto at = [&](std::int64_t p) {
-        const std::uint64_t s = (newest + static_cast<std::uint64_t>(n - p)) % slices();
-        return bit(static_cast<std::uint32_t>(s), hash);
+        const std::int64_t s = newest >= p ? newest - p : newest + n - p;
+        return bit(lines, static_cast<std::uint32_t>(s), hash);
     };
-    std::int64_t p = k - 1;
-    while (p < n) {
-        if (!at(p)) {
-            p += k;
-            continue;
+    for (std::int64_t first = k - 1; first < n; first += 64 * k) {
+        const std::int64_t count = std::min<std::int64_t>(64, (n - 1 - first) / k + 1);
+        std::uint64_t set = 0;
+        for (std::int64_t j = 0; j < count; ++j) {
+            set |= static_cast<std::uint64_t>(at(first + j * k)) << j;
         }
-        std::int64_t run = 1;
-        for (std::int64_t b = p - 1; b > p - k && at(b); --b) ++run;
-        std::int64_t f = p + 1;
-        while (run < k && f < n && at(f)) {
-            ++run;
-            ++f;
+        for (; set != 0; set &= set - 1) {
+            const std::int64_t p = first + std::countr_zero(set) * k;
+            std::int64_t run = 1;
+            for (std::int64_t b = p - 1; b > p - k && at(b); --b) ++run;
+            for (std::int64_t f = p + 1; run < k && f < n && f < p + k && at(f); ++f) ++run;
+            if (run >= k) return true;
         }
-        if (run >= k) return true;
-        p = f + k;
     }
     return false;
 }
@@ -195,10 +227,14 @@ bool AgeFilter::contains(const ItemHash& hash) const {
 void AgeFilter::contains_many(const ItemHash* hashes, std::size_t n, std::uint8_t* out) const {
     constexpr std::size_t kAhead = 8;
     const std::uint64_t g = generation();
-    const std::uint32_t first = physical(g + slices() - (geometry_.shape.k - 1));
+    // The lines of the newest slice and of the k-th: a recent item's run
+    // lies between them, and a search starts at the k-th.
+    const std::uint32_t newest = physical(g);
+    const std::uint32_t kth = physical(g + slices() - (geometry_.shape.k - 1));
     const auto prefetch = [&](const ItemHash& hash) {
-        const std::uint64_t pos = probe_position(hash, first, geometry_.slice_bits);
-        __builtin_prefetch(&words_[first * slice_words() + pos / 64]);
+        const std::uint64_t* lines = group(hash);
+        __builtin_prefetch(lines + newest * kBlockWords);
+        __builtin_prefetch(lines + kth * kBlockWords);
     };
     for (std::size_t i = 0; i < n && i < kAhead; ++i) prefetch(hashes[i]);
     for (std::size_t i = 0; i < n; ++i) {
@@ -207,18 +243,30 @@ void AgeFilter::contains_many(const ItemHash* hashes, std::size_t n, std::uint8_
     }
 }
 
+bool AgeFilter::newest_hold(std::uint64_t generation, const ItemHash& hash) const {
+    const std::uint64_t* lines = group(hash);
+    for (std::uint32_t p = 0; p < geometry_.shape.k; ++p) {
+        if (!bit(lines, physical(generation + slices() - p), hash)) return false;
+    }
+    return true;
+}
+
 AgeFilter::Added AgeFilter::add(const ItemHash& hash, AgeRecorder* recorder, bool* full) {
     const std::uint64_t g = generation();
-    if (found(g, hash)) return Added::exists;
+    if (newest_hold(g, hash)) return Added::exists;
+    const bool held = found(g, hash);
     const bool room = take_room(g);
     if (!room && full != nullptr) *full = true;
     if (recorder != nullptr && !recorder->record(g, hash)) {
         if (room) give_back_room(g);
         return Added::not_recorded;
     }
-    for (std::uint32_t p = 0; p < geometry_.shape.k; ++p) set_bit(physical(g + slices() - p), hash);
+    std::uint64_t* lines = group(hash);
+    for (std::uint32_t p = 0; p < geometry_.shape.k; ++p) {
+        set_bit(lines, physical(g + slices() - p), hash);
+    }
     slots_[thread_slot()].count[g & 1].fetch_add(1, std::memory_order_relaxed);
-    return Added::added;
+    return held ? Added::exists : Added::added;
 }
 
 bool AgeFilter::take_room(std::uint64_t generation) {
@@ -278,9 +326,11 @@ bool AgeFilter::shift_wanted() const {
 }
 
 void AgeFilter::clear_slice(std::uint32_t slice) {
-    std::uint64_t* first = words_ + slice * slice_words();
-    for (std::uint64_t i = 0; i < slice_words(); ++i) {
-        WordRef(first[i]).store(0, std::memory_order_relaxed);
+    for (std::uint64_t b = 0; b < blocks(); ++b) {
+        std::uint64_t* line = words_ + word_index(b, slice, 0);
+        for (std::uint32_t i = 0; i < kBlockWords; ++i) {
+            WordRef(line[i]).store(0, std::memory_order_relaxed);
+        }
     }
 }
 
@@ -350,7 +400,9 @@ void AgeFilter::redo_add(std::uint64_t generation, const ItemHash& hash) {
     for (std::uint32_t p = 0; p < geometry_.shape.k; ++p) {
         // Generation − p (which may precede 0: the slices generation 0's
         // adds reach back into) is live while it is above g − n.
-        if (generation + slices() > g + p) set_bit(physical(generation + slices() - p), hash);
+        if (generation + slices() > g + p) {
+            set_bit(group(hash), physical(generation + slices() - p), hash);
+        }
     }
     count_item(generation);
 }
@@ -392,8 +444,10 @@ void AgeFilter::set_counts(const std::uint64_t* counts, std::size_t n) {
 
 std::uint64_t AgeFilter::slice_set_bits(std::uint32_t s) const {
     std::uint64_t ones = 0;
-    for (std::uint64_t i = 0; i < slice_words(); ++i) {
-        ones += static_cast<std::uint64_t>(std::popcount(load_word(s * slice_words() + i)));
+    for (std::uint64_t b = 0; b < blocks(); ++b) {
+        for (std::uint32_t i = 0; i < kBlockWords; ++i) {
+            ones += static_cast<std::uint64_t>(std::popcount(load_word(word_index(b, s, i))));
+        }
     }
     return ones;
 }

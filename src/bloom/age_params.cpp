@@ -10,20 +10,51 @@ namespace {
 
 // The share of slice `i`'s bits that are set (slice 0 the newest). Slice i < k
 // has taken i full generations and the newest one's share; an older slice
-// took its k generations and stopped. With m = k·g / ln 2, x items set a share
-// 1 - e^(-x/m) = 1 - 2^(-x / (k·g)) of the bits.
-double slice_fill(std::uint32_t i, std::uint32_t k, double generation_fill) {
+// took its k generations and stopped. With m = scale·k·g / ln 2, x items set
+// a share 1 - e^(-x/m) = 1 - 2^(-x / (scale·k·g)) of the bits.
+double slice_fill(std::uint32_t i, std::uint32_t k, double generation_fill, double scale) {
     const double generations = i < k ? static_cast<double>(i) + generation_fill : k;
-    return 1.0 - std::exp2(-generations / static_cast<double>(k));
+    return 1.0 - std::exp2(-generations / (scale * static_cast<double>(k)));
 }
 
 }  // namespace
 
-double age_false_positive_rate(AgeShape shape, double generation_fill) {
+double age_false_positive_rate(AgeShape shape, double generation_fill, double scale) {
     if (shape.k == 0 || shape.k > kMaxAgeK) return 1.0;
     const double fill = std::clamp(generation_fill, 0.0, 1.0);
-    return age_run_probability(shape.k, shape.k + shape.l,
-                               [&](std::uint32_t i) { return slice_fill(i, shape.k, fill); });
+    return age_run_probability(shape.k, shape.k + shape.l, [&](std::uint32_t i) {
+        return slice_fill(i, shape.k, fill, scale);
+    });
+}
+
+double age_block_inflation(std::uint32_t k) {
+    const double kk = k;
+    const double b = static_cast<double>(kAgeBlockBits);
+    const double covariance = std::numbers::ln2 * (kk - 1) * (2 * kk - 1) / (6 * b);
+    const double concavity = kk * std::numbers::ln2 / (2 * b);
+    return std::max(0.0, covariance - concavity);
+}
+
+double age_slice_scale(AgeShape shape, double error_rate) {
+    const double inflation = 1.0 + age_block_inflation(shape.k);
+    const auto fits = [&](double scale) {
+        return age_false_positive_rate(shape, 1.0, scale) * inflation <= error_rate;
+    };
+    if (fits(1.0)) return 1.0;
+    // A shape chosen for the rate needs a few percent more; one a user
+    // chose may need many times the bits. Double until it fits, then bisect.
+    double low = 1.0;  // does not fit
+    double high = 2.0;
+    while (!fits(high)) {
+        low = high;
+        high *= 2;
+        if (high > kMaxAgeScale) return 0.0;
+    }
+    for (int step = 0; step < 40; ++step) {
+        const double middle = (low + high) / 2;
+        (fits(middle) ? high : low) = middle;
+    }
+    return high;
 }
 
 double age_bits_per_window_item(AgeShape shape) {
@@ -68,11 +99,12 @@ std::optional<AgeShape> choose_age_shape(double error_rate) {
     return best;
 }
 
-std::uint64_t age_slice_bits(AgeShape shape, std::uint64_t generation_items) {
-    const double bits = std::ceil(static_cast<double>(shape.k) *
+std::uint64_t age_slice_bits(AgeShape shape, std::uint64_t generation_items, double scale) {
+    const double bits = std::ceil(scale * static_cast<double>(shape.k) *
                                   static_cast<double>(generation_items) / std::numbers::ln2);
-    const auto words = static_cast<std::uint64_t>(std::ceil(bits / 64.0));
-    return std::max<std::uint64_t>(words, 1) * 64;
+    const auto blocks =
+        static_cast<std::uint64_t>(std::ceil(bits / static_cast<double>(kAgeBlockBits)));
+    return std::max<std::uint64_t>(blocks, 1) * kAgeBlockBits;
 }
 
 }  // namespace bloomery::bloom

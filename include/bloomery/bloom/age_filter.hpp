@@ -1,21 +1,27 @@
 #pragma once
 // An age-partitioned Bloom filter (age_params.hpp): items that expire.
 //
-// Slices: k + l = n of them, each m bits (age_slice_bits), in one array of
-// words, slice s at words [s·m/64, (s+1)·m/64). Generations are numbered
+// Slices: k + l = n of them, each m bits (age_slice_bits), in blocks of
+// kAgeBlockBits (one cache line). Block b of every slice sits together:
+// block b of slice s is line b·n + s of one array. Generations are numbered
 // from 0 and never reused; generation L lives in physical slice L mod n, so
 // at generation G position p (0 = newest) is slice (G − p) mod n, and the
-// slices hold generations G − n + 1 .. G ("live"). An item's bit in
-// physical slice s is probe_position(hash, s, m): each slice has its own
-// bit function, whatever generation it holds.
+// slices hold generations G − n + 1 .. G ("live"). An item has one block
+// index b (fast range of h1 over m / 512) and, in physical slice s, one bit
+// of that block (the top 9 bits of h2 times s's multiplier): each slice has its own bit
+// function, whatever generation it holds, and an item's k newest slices are
+// k adjacent lines (age_params.hpp: what the shared block index costs).
 //
-// Adds: an add reads G once, looks the item up over the whole window, and
-// if it is absent sets its bit in the k newest slices, generations
-// G − k + 1 .. G ("stamped G"). An item the window already holds is left
-// as it is (no refresh), as a plain filter leaves a present item: it
-// expires a window after it was first added. An item stamped L is found
-// while every one of its k slices is live, that is while G <= L + l: for
-// at least l full generations after its own.
+// Adds: an add reads G once and makes the item last a full window from
+// then: it sets the item's bit in the k newest slices, generations
+// G − k + 1 .. G ("stamped G"), unless all k are set already. So every
+// add counts, whatever it answers: an item whose earlier add has aged, or
+// which only a false positive made look present, is set again (a filter
+// that skipped such an add would let an item added within the window
+// answer 0). It answers "added" when the window did not hold the item
+// before (BF.EXISTS would have said 0), else "exists". An item stamped L
+// is found while every one of its k slices is live, that is while
+// G <= L + l: for at least l full generations after its own.
 //
 // Shifts: shift() makes G + 1 current: it clears slice (G + 1) mod n (the
 // oldest, generation G + 1 − n), then publishes G + 1. Its precondition is
@@ -127,6 +133,8 @@ public:
 
     // Sets `*full` when the current generation had no room left for the
     // item (it is added all the same: the shift comes late, never early).
+    // An add whose k newest bits are all set already changes nothing and
+    // is not recorded.
     Added add(const ItemHash& hash, AgeRecorder* recorder = nullptr, bool* full = nullptr);
     bool contains(const ItemHash& hash) const;
     // out[i] = contains(hashes[i]), each item's first probes prefetched a few
@@ -188,9 +196,18 @@ private:
     std::uint32_t physical(std::uint64_t generation) const {
         return static_cast<std::uint32_t>(generation % slices());
     }
-    bool bit(std::uint32_t slice, const ItemHash& hash) const;
-    void set_bit(std::uint32_t slice, const ItemHash& hash);
+    std::uint64_t blocks() const { return geometry_.slice_bits / kAgeBlockBits; }
+    // The first word of the item's block in slice 0 (its group of n lines).
+    std::uint64_t* group(const ItemHash& hash) const;
+    bool bit(const std::uint64_t* group, std::uint32_t slice, const ItemHash& hash) const;
+    void set_bit(std::uint64_t* group, std::uint32_t slice, const ItemHash& hash) const;
     bool found(std::uint64_t generation, const ItemHash& hash) const;
+    // The item's bits are set in the k newest slices.
+    bool newest_hold(std::uint64_t generation, const ItemHash& hash) const;
+    // The word of slice `slice`'s block `block`, and of word `i` in it.
+    std::uint64_t word_index(std::uint64_t block, std::uint32_t slice, std::uint32_t i) const {
+        return (block * slices() + slice) * (kAgeBlockBits / 64) + i;
+    }
     bool take_room(std::uint64_t generation);
     bool take_from_others(std::uint64_t generation, std::size_t mine);
     void give_back_room(std::uint64_t generation);
@@ -211,6 +228,9 @@ private:
     // Filed counts by physical slice of their generation; written by the
     // shifter (or the one redoing thread), read by anyone.
     std::atomic<std::uint64_t>* counts_ = nullptr;
+    // Each physical slice's multiplier for the bit in its block (fixed: part
+    // of the format).
+    std::uint64_t* multipliers_ = nullptr;
     bool mapped_ = false;
     core::MemoryCharge charge_;
 };
