@@ -358,7 +358,13 @@ void AgeFilter::shift(std::uint64_t now_ms) {
 
 void AgeFilter::advance_to(std::uint64_t generation, std::uint64_t shifted_ms) {
     const std::uint64_t g = generation_.load(std::memory_order_relaxed);
-    if (generation <= g) return;
+    if (generation < g) return;
+    if (generation == g) {
+        // The shift's own record, after an add stamped with its generation
+        // made the step: it brings the time.
+        shifted_ms_.store(shifted_ms, std::memory_order_relaxed);
+        return;
+    }
     if (generation - g < slices()) {
         while (generation_.load(std::memory_order_relaxed) < generation) shift(shifted_ms);
         return;
@@ -392,7 +398,9 @@ void AgeFilter::count_item(std::uint64_t generation) {
 }
 
 void AgeFilter::redo_add(std::uint64_t generation, const ItemHash& hash) {
-    advance_to(generation, shifted_ms());
+    if (generation > generation_.load(std::memory_order_relaxed)) {
+        advance_to(generation, shifted_ms());
+    }
     const std::uint64_t g = generation_.load(std::memory_order_relaxed);
     // Generations at or below g − n have been recycled: their slices hold
     // newer ones now, which the primary's add never reached.

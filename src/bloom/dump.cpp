@@ -15,6 +15,7 @@
 #include "bloomery/bloom/params.hpp"
 #include "bloomery/bloom/redisbloom.hpp"
 #include "dump_location.hpp"
+#include "little_endian.hpp"
 
 namespace bloomery::bloom {
 
@@ -26,6 +27,11 @@ using dump_location::chunk_length;
 using dump_location::locate;
 using dump_location::locate_touched;
 using dump_location::Location;
+using little_endian::put_f64;
+using little_endian::put_u32;
+using little_endian::put_u64;
+using little_endian::Reader;
+using little_endian::to_le;
 
 constexpr char kMagic[8] = {'B', 'L', 'M', 'D', 'U', 'M', 'P', '1'};
 constexpr std::uint32_t kVersion = 2;
@@ -40,54 +46,6 @@ constexpr std::size_t kLayerBytesV1 = 8 + 8 + 8 + 4 + 8;
 constexpr std::size_t kLayerBytes = kLayerBytesV1 + 4;
 constexpr std::size_t kChecksumBytes = 8;
 constexpr std::uint64_t kChecksumSeed = 0;
-
-// Little-endian conversion. On little-endian hosts (all we ship on) these are
-// plain copies the compiler turns into single moves.
-std::uint64_t to_le(std::uint64_t v) {
-    if constexpr (std::endian::native == std::endian::big) return __builtin_bswap64(v);
-    return v;
-}
-std::uint32_t to_le(std::uint32_t v) {
-    if constexpr (std::endian::native == std::endian::big) return __builtin_bswap32(v);
-    return v;
-}
-
-void put_u32(std::string& out, std::uint32_t v) {
-    v = to_le(v);
-    out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-void put_u64(std::string& out, std::uint64_t v) {
-    v = to_le(v);
-    out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-void put_f64(std::string& out, double v) {
-    put_u64(out, std::bit_cast<std::uint64_t>(v));
-}
-
-// Bounds are checked by the caller (exact total length) before any read.
-class Reader {
-public:
-    explicit Reader(std::string_view bytes) : bytes_(bytes) {}
-    std::uint8_t u8() { return static_cast<std::uint8_t>(bytes_[pos_++]); }
-    std::uint32_t u32() {
-        std::uint32_t v;
-        std::memcpy(&v, bytes_.data() + pos_, sizeof v);
-        pos_ += sizeof v;
-        return to_le(v);
-    }
-    std::uint64_t u64() {
-        std::uint64_t v;
-        std::memcpy(&v, bytes_.data() + pos_, sizeof v);
-        pos_ += sizeof v;
-        return to_le(v);
-    }
-    double f64() { return std::bit_cast<double>(u64()); }
-    void skip(std::size_t n) { pos_ += n; }
-
-private:
-    std::string_view bytes_;
-    std::size_t pos_ = 0;
-};
 
 std::uint64_t chunk_checksum(std::uint64_t offset, std::string_view payload) {
     struct StateDeleter {

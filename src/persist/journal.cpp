@@ -129,6 +129,21 @@ bloom::AddRecorder& Journal::begin_adds(const bloom::ScalableFilter& filter,
     return parts_->appender.begin_adds(filter, max_items);
 }
 
+store::EncodedRecord Journal::encode_age_created(std::string_view key,
+                                                 const bloom::AgeFilter& filter,
+                                                 std::int64_t expire_at_ms) {
+    return journal_encode::age_created(key, filter, expire_at_ms);
+}
+
+bloom::AgeRecorder& Journal::begin_age_adds(const bloom::AgeFilter& filter, std::size_t max_items) {
+    return parts_->appender.begin_age_adds(filter, max_items);
+}
+
+void Journal::begin_age_shift(const bloom::AgeFilter& filter, std::uint64_t generation,
+                              std::uint64_t shifted_ms) {
+    parts_->appender.begin_age_shift(filter, generation, shifted_ms);
+}
+
 void Journal::begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
                           std::string_view data) {
     parts_->appender.begin_chunk(filter, iter, data);

@@ -285,14 +285,16 @@ void JournalAppender::mark_open(LocalBuffer& local) {
     std::atomic_thread_fence(std::memory_order_release);
 }
 
-bloom::AddRecorder& JournalAppender::begin_entries(const bloom::ScalableFilter& filter,
-                                                   std::size_t max_items, std::uint8_t type) {
+JournalAppender::LocalBuffer& JournalAppender::begin_entries(std::uint64_t filter_id,
+                                                             std::size_t max_items,
+                                                             std::uint8_t type,
+                                                             std::size_t entry_bytes) {
     if (max_items > bloom::ScalableFilter::kBatch) throw std::length_error("batch too large");
     LocalBuffer& local = local_buffer();
     std::unique_lock lock(local.mutex);
     // Room for the whole record first: once an add is recorded its bits are
     // set, so recording must not fail (no allocation after this).
-    const std::size_t most = jf::kRecordOverhead + 12 + max_items * jf::kAddEntryBytes;
+    const std::size_t most = jf::kRecordOverhead + 12 + max_items * entry_bytes;
     local.reserve(most);
     std::string& out = local.block->bytes;
     local.record_start = out.size();
@@ -301,9 +303,10 @@ bloom::AddRecorder& JournalAppender::begin_entries(const bloom::ScalableFilter& 
     out.resize(local.record_start + most);
     auto* head = reinterpret_cast<unsigned char*>(out.data() + local.record_start);
     head[4] = type;
-    put_u64(head + 5, filter.id());
+    put_u64(head + 5, filter_id);
     local.next_entry = head + 5 + 12;
     local.scope = LocalBuffer::Scope::adds;
+    local.entry_bytes = entry_bytes;
     local.entries = 0;
     local.max_entries = static_cast<std::uint32_t>(max_items);
     mark_open(local);
@@ -312,9 +315,9 @@ bloom::AddRecorder& JournalAppender::begin_entries(const bloom::ScalableFilter& 
     return local;
 }
 
-void JournalAppender::begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
-                                  std::string_view data) {
-    const std::size_t body_bytes = journal_encode::chunk_body_bytes(data);
+template <class Encode>
+void JournalAppender::begin_whole_record(std::uint8_t type, std::size_t body_bytes,
+                                         Encode&& encode) {
     journal_encode::check_body_size(body_bytes);
     LocalBuffer& local = local_buffer();
     std::unique_lock lock(local.mutex);
@@ -322,13 +325,26 @@ void JournalAppender::begin_chunk(const bloom::ScalableFilter& filter, std::int6
     std::string& out = local.block->bytes;
     const std::size_t at = out.size();
     out.resize(at + jf::kRecordOverhead + body_bytes);
-    journal_encode::encode_record_at(
-        reinterpret_cast<unsigned char*>(out.data() + at), jf::kChunk, body_bytes,
-        [&](unsigned char* body) { journal_encode::put_chunk_body(body, filter, iter, data); });
+    journal_encode::encode_record_at(reinterpret_cast<unsigned char*>(out.data() + at), type,
+                                     body_bytes, encode);
     local.scope = LocalBuffer::Scope::chunk;
     mark_open(local);
     t_scope = &local;
     lock.release();  // held until end_data()
+}
+
+void JournalAppender::begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
+                                  std::string_view data) {
+    begin_whole_record(
+        jf::kChunk, journal_encode::chunk_body_bytes(data),
+        [&](unsigned char* body) { journal_encode::put_chunk_body(body, filter, iter, data); });
+}
+
+void JournalAppender::begin_age_shift(const bloom::AgeFilter& filter, std::uint64_t generation,
+                                      std::uint64_t shifted_ms) {
+    begin_whole_record(jf::kAgeShift, journal_encode::kAgeShiftBodyBytes, [&](unsigned char* body) {
+        journal_encode::put_age_shift_body(body, filter, generation, shifted_ms);
+    });
 }
 
 void JournalAppender::publish_thread() noexcept {
@@ -356,7 +372,7 @@ void JournalAppender::end_data() noexcept {
             wrote = false;
         } else {
             auto* record = reinterpret_cast<unsigned char*>(out.data() + local->record_start);
-            const std::size_t body_bytes = 12 + std::size_t{local->entries} * jf::kAddEntryBytes;
+            const std::size_t body_bytes = 12 + std::size_t{local->entries} * local->entry_bytes;
             put_u32(record, static_cast<std::uint32_t>(body_bytes));
             put_u32(record + 5 + 8, local->entries);
             put_u64(record + 5 + body_bytes, XXH64(record, 5 + body_bytes, 0));

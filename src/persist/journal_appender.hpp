@@ -37,12 +37,11 @@ public:
     void append(store::EncodedRecord record) noexcept;
     // A keepalive (PING) record: changes nothing, so changes_end() stays.
     void append_keepalive(store::EncodedRecord record) noexcept;
-    bloom::AddRecorder& begin_adds(const bloom::ScalableFilter& filter, std::size_t max_items) {
-        return begin_entries(filter, max_items, journal_format::kAdd);
-    }
-    bloom::AddRecorder& begin_removes(const bloom::ScalableFilter& filter, std::size_t max_items) {
-        return begin_entries(filter, max_items, journal_format::kRemove);
-    }
+    bloom::AddRecorder& begin_adds(const bloom::ScalableFilter& filter, std::size_t max_items);
+    bloom::AddRecorder& begin_removes(const bloom::ScalableFilter& filter, std::size_t max_items);
+    bloom::AgeRecorder& begin_age_adds(const bloom::AgeFilter& filter, std::size_t max_items);
+    void begin_age_shift(const bloom::AgeFilter& filter, std::uint64_t generation,
+                         std::uint64_t shifted_ms);
     // Moves this thread's buffer into the stream (MutationLog::publish_thread).
     void publish_thread() noexcept;
     void begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter, std::string_view data);
@@ -103,9 +102,14 @@ private:
     // Under the handoff's mutex: take_local for every claimed buffer
     // (waiting for open scopes to close); true if any held records.
     bool take_all_locals();
-    // An ADD or REMOVE record's scope: entries of (layer, h1, h2).
-    bloom::AddRecorder& begin_entries(const bloom::ScalableFilter& filter, std::size_t max_items,
-                                      std::uint8_t type);
+    // An ADD or REMOVE record's scope, entries of (layer, h1, h2), or an
+    // AGE-ADD record's, entries of (generation, h1, h2): `entry_bytes` each.
+    LocalBuffer& begin_entries(std::uint64_t filter_id, std::size_t max_items, std::uint8_t type,
+                               std::size_t entry_bytes);
+    // Opens a scope holding one whole record of `body_bytes` written by
+    // `encode` (a CHUNK, an AGE-SHIFT).
+    template <class Encode>
+    void begin_whole_record(std::uint8_t type, std::size_t body_bytes, Encode&& encode);
     // Marks the caller's scope open before any change it records.
     static void mark_open(LocalBuffer& local);
     // Under the handoff's mutex: books `bytes` just moved into pending_
@@ -135,7 +139,7 @@ private:
 // built, or whole records waiting for the writer. Its mutex is held by the
 // owning thread for a whole data scope, and taken by the writer, position()
 // and cut() to move its records into the stream.
-class JournalAppender::LocalBuffer final : public bloom::AddRecorder {
+class JournalAppender::LocalBuffer final : public bloom::AddRecorder, public bloom::AgeRecorder {
 public:
     std::mutex mutex;
     store::RecordBlock* block = nullptr;  // owned; null until first used
@@ -151,10 +155,14 @@ public:
     std::size_t record_start = 0;  // offset of the open ADD record in the block
     std::uint32_t entries = 0;
     std::uint32_t max_entries = 0;
+    std::size_t entry_bytes = 0;          // of the open record's entries
     unsigned char* next_entry = nullptr;  // where the next ADD entry goes
 
     bool record(std::uint32_t layer, const bloom::ItemHash& hash) noexcept override {
-        if (scope != Scope::adds || entries == max_entries || layer > 255) return false;
+        if (scope != Scope::adds || entry_bytes != journal_format::kAddEntryBytes ||
+            entries == max_entries || layer > 255) {
+            return false;
+        }
         // Into the space begin_adds() sized for the whole batch: no
         // allocation, and a plain store per field (appending the 17 bytes to
         // the string cost BF.MADD measurably more instructions per item;
@@ -164,6 +172,19 @@ public:
         format::put_u64(entry + 1, hash.h1);
         format::put_u64(entry + 9, hash.h2);
         next_entry += journal_format::kAddEntryBytes;
+        ++entries;
+        return true;
+    }
+    // An expiring filter's add (AgeRecorder), likewise.
+    bool record(std::uint64_t generation, const bloom::ItemHash& hash) noexcept override {
+        if (scope != Scope::adds || entry_bytes != journal_format::kAgeAddEntryBytes ||
+            entries == max_entries) {
+            return false;
+        }
+        format::put_u64(next_entry, generation);
+        format::put_u64(next_entry + 8, hash.h1);
+        format::put_u64(next_entry + 16, hash.h2);
+        next_entry += journal_format::kAgeAddEntryBytes;
         ++entries;
         return true;
     }
@@ -220,5 +241,23 @@ struct JournalAppender::Transaction {
         buffer.release();
     }
 };
+
+inline bloom::AddRecorder& JournalAppender::begin_adds(const bloom::ScalableFilter& filter,
+                                                       std::size_t max_items) {
+    return begin_entries(filter.id(), max_items, journal_format::kAdd,
+                         journal_format::kAddEntryBytes);
+}
+
+inline bloom::AddRecorder& JournalAppender::begin_removes(const bloom::ScalableFilter& filter,
+                                                          std::size_t max_items) {
+    return begin_entries(filter.id(), max_items, journal_format::kRemove,
+                         journal_format::kAddEntryBytes);
+}
+
+inline bloom::AgeRecorder& JournalAppender::begin_age_adds(const bloom::AgeFilter& filter,
+                                                           std::size_t max_items) {
+    return begin_entries(filter.id(), max_items, journal_format::kAgeAdd,
+                         journal_format::kAgeAddEntryBytes);
+}
 
 }  // namespace bloomery::persist

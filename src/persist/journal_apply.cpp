@@ -8,6 +8,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "bloomery/bloom/age_header.hpp"
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/persist/journal_reader.hpp"
 #include "journal_cuckoo.hpp"
@@ -124,6 +125,33 @@ core::Status Applier::cuckoo_change(const Decoded& d) {
     return {};
 }
 
+core::Status Applier::age_create(const Decoded& d) {
+    const core::Result<bloom::AgeHeader> header = bloom::decode_age_header(d.data);
+    if (!header) return core::Error{"AGE-CREATE record: " + header.error()};
+    link(d, bloom::AgeFilter::create(header->geometry, header->generation, header->shifted_ms));
+    return {};
+}
+
+core::Status Applier::age_record(std::uint8_t type, const Decoded& d) {
+    auto it = by_id_.find(d.filter_id);
+    if (it == by_id_.end()) return {};  // deleted before this record landed
+    bloom::AgeFilter* filter = it->second.age_or_null();
+    if (filter == nullptr) {
+        return core::Error{std::string(jf::type_name(type)) + " record of another kind of filter"};
+    }
+    if (type == jf::kAgeShift) {
+        keyspace_.redo_age_shift(*filter, d.generation, d.shifted_ms);
+        return {};
+    }
+    age_adds_.resize(d.count);
+    for (std::uint32_t i = 0; i < d.count; ++i) {
+        const unsigned char* entry = d.adds + i * jf::kAgeAddEntryBytes;
+        age_adds_[i] = {get_u64(entry), {get_u64(entry + 8), get_u64(entry + 16)}};
+    }
+    keyspace_.redo_age_adds(*filter, age_adds_);
+    return {};
+}
+
 core::Status Applier::apply(std::uint8_t type, const Decoded& d) {
     switch (type) {
         case jf::kCreate:
@@ -157,6 +185,11 @@ core::Status Applier::apply(std::uint8_t type, const Decoded& d) {
             return cuckoo_create(d);
         case jf::kCuckooChange:
             return cuckoo_change(d);
+        case jf::kAgeCreate:
+            return age_create(d);
+        case jf::kAgeAdd:
+        case jf::kAgeShift:
+            return age_record(type, d);
         case jf::kChunk: {
             auto it = by_id_.find(d.filter_id);
             if (it == by_id_.end()) return {};

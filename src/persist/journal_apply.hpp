@@ -50,6 +50,9 @@ private:
     core::Status add(const Decoded& d);
     core::Status remove(const Decoded& d);
     core::Status cuckoo_create(const Decoded& d);
+    // Expiring filters: AGE-CREATE, AGE-ADD, AGE-SHIFT.
+    core::Status age_create(const Decoded& d);
+    core::Status age_record(std::uint8_t type, const Decoded& d);
     // Links a new filter under the record's key and id (CREATE, CF-CREATE).
     void link(const Decoded& d, store::ValueRef value);
     core::Status cuckoo_change(const Decoded& d);
@@ -59,6 +62,7 @@ private:
 
     store::Keyspace& keyspace_;
     std::vector<store::Keyspace::RecordedAdd> adds_;
+    std::vector<store::Keyspace::RecordedAgeAdd> age_adds_;
     std::unordered_map<std::uint64_t, store::ValueRef> by_id_;
     std::uint64_t max_id_ = 0;
 };

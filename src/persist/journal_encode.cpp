@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "bloomery/bloom/age_header.hpp"
 #include "bloomery/bloom/dump.hpp"
 
 namespace bloomery::persist::journal_encode {
@@ -71,6 +72,25 @@ store::EncodedRecord chunk(const bloom::ScalableFilter& filter, std::int64_t ite
                            std::string_view data) {
     return encode_block(jf::kChunk, chunk_body_bytes(data),
                         [&](unsigned char* out) { put_chunk_body(out, filter, iter, data); });
+}
+
+store::EncodedRecord age_created(std::string_view key, const bloom::AgeFilter& filter,
+                                 std::int64_t expire_at_ms) {
+    const std::string header = bloom::encode_age_header(filter);
+    return encode_block(jf::kAgeCreate, 4 + key.size() + 8 + 8 + 4 + header.size(),
+                        [&](unsigned char* out) {
+                            out = put_bytes(out, key);
+                            put_u64(out, static_cast<std::uint64_t>(expire_at_ms));
+                            put_u64(out + 8, filter.id());
+                            put_bytes(out + 16, header);
+                        });
+}
+
+void put_age_shift_body(unsigned char* out, const bloom::AgeFilter& filter,
+                        std::uint64_t generation, std::uint64_t shifted_ms) {
+    put_u64(out, filter.id());
+    put_u64(out + 8, generation);
+    put_u64(out + 16, shifted_ms);
 }
 
 store::EncodedRecord ping() {

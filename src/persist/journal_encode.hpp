@@ -10,6 +10,7 @@
 #include <memory>
 #include <string_view>
 
+#include "bloomery/bloom/age_filter.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/store/mutation_log.hpp"
 #include "journal_format.hpp"
@@ -59,6 +60,13 @@ store::EncodedRecord chunk(const bloom::ScalableFilter& filter, std::int64_t ite
                            std::string_view data);
 // A keepalive for replicas, skipped by replay.
 store::EncodedRecord ping();
+// An expiring filter linked under `key` (AGE-CREATE).
+store::EncodedRecord age_created(std::string_view key, const bloom::AgeFilter& filter,
+                                 std::int64_t expire_at_ms);
+// The body of an AGE-SHIFT record at `out`.
+inline constexpr std::size_t kAgeShiftBodyBytes = 8 + 8 + 8;
+void put_age_shift_body(unsigned char* out, const bloom::AgeFilter& filter,
+                        std::uint64_t generation, std::uint64_t shifted_ms);
 
 // The body of a CHUNK record: its size, and the body at `out`.
 std::size_t chunk_body_bytes(std::string_view data);

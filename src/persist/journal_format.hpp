@@ -45,10 +45,19 @@ enum RecordType : std::uint8_t {
     kCuckooCreate = 12,
     // u64 filter id, u64 change number, u8 kind, the change (journal_cuckoo.hpp)
     kCuckooChange = 13,
+    // u32 key length, key, i64 deadline, u64 filter id, u32 n, n bytes of the
+    // expiring filter's header (bloom/age_header.hpp): an expiring filter linked
+    kAgeCreate = 14,
+    // u64 filter id, u32 n, n x (u64 generation, u64 h1, u64 h2)
+    kAgeAdd = 15,
+    // u64 filter id, u64 generation, u64 time of the shift (ms): the filter
+    // shifted to that generation
+    kAgeShift = 16,
 };
-inline constexpr std::uint8_t kLastRecordType = kCuckooChange;
+inline constexpr std::uint8_t kLastRecordType = kAgeShift;
 
 inline constexpr std::size_t kAddEntryBytes = 1 + 8 + 8;
+inline constexpr std::size_t kAgeAddEntryBytes = 8 + 8 + 8;
 
 inline const char* type_name(std::uint8_t type) {
     switch (type) {
@@ -78,6 +87,12 @@ inline const char* type_name(std::uint8_t type) {
             return "CF-CREATE";
         case kCuckooChange:
             return "CF-CHANGE";
+        case kAgeCreate:
+            return "AGE-CREATE";
+        case kAgeAdd:
+            return "AGE-ADD";
+        case kAgeShift:
+            return "AGE-SHIFT";
         default:
             return "unknown";
     }

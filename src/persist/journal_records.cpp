@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "bloomery/bloom/age_header.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "journal_cuckoo.hpp"
 #include "journal_format.hpp"
@@ -89,6 +90,32 @@ private:
     const unsigned char* end_;
 };
 
+// The records of expiring filters; false if the body is not what the type says.
+bool decode_age(const Record& record, Body& body, Decoded& d) {
+    std::uint64_t v = 0;
+    switch (record.type) {
+        case jf::kAgeCreate:
+            if (!(body.bytes(d.key) && body.u64(v) && body.u64(d.filter_id) && body.bytes(d.data) &&
+                  d.data.size() == bloom::kAgeHeaderBytes)) {
+                return false;
+            }
+            d.deadline = static_cast<std::int64_t>(v);
+            break;
+        case jf::kAgeAdd:
+            if (!(body.u64(d.filter_id) && body.u32(d.count) && d.count != 0 &&
+                  body.left() == std::uint64_t{d.count} * jf::kAgeAddEntryBytes)) {
+                return false;
+            }
+            d.adds = record.body + 12;
+            return d.filter_id <= bloom::ScalableFilter::kMaxFilterId;
+        default:  // kAgeShift
+            if (!(body.u64(d.filter_id) && body.u64(d.generation) && body.u64(d.shifted_ms))) {
+                return false;
+            }
+    }
+    return d.filter_id <= bloom::ScalableFilter::kMaxFilterId && body.done();
+}
+
 }  // namespace
 
 core::Result<Decoded> decode(const Record& record) {
@@ -140,6 +167,11 @@ core::Result<Decoded> decode(const Record& record) {
                  body.bytes(d.data) && d.filter_id <= bloom::ScalableFilter::kMaxFilterId &&
                  d.data.size() == cuckoo::kHeaderBytes;
             d.deadline = static_cast<std::int64_t>(v);
+            break;
+        case jf::kAgeCreate:
+        case jf::kAgeAdd:
+        case jf::kAgeShift:
+            if (decode_age(record, body, d)) return d;
             break;
         case jf::kCuckooChange:
             // The whole body; the applier parses it (journal_cuckoo.hpp).

@@ -45,8 +45,10 @@ struct Decoded {
     std::int64_t iter = 0;
     std::uint32_t count = 0;
     const unsigned char* adds = nullptr;
-    std::uint64_t span = 0;  // MULTI: bytes of the records it holds
-    std::uint64_t seq = 0;   // CF-CREATE: the number of the filter's last change
+    std::uint64_t span = 0;        // MULTI: bytes of the records it holds
+    std::uint64_t seq = 0;         // CF-CREATE: the number of the filter's last change
+    std::uint64_t generation = 0;  // AGE-SHIFT: the generation shifted to
+    std::uint64_t shifted_ms = 0;  // AGE-SHIFT: when
 };
 
 // Decodes a record's body by its type; fails if it does not hold what its

@@ -101,6 +101,10 @@ bool Keyspace::store(std::string_view key, ValueRef value, const Link& how) {
         if (const bloom::ScalableFilter* filter = value.bloom_or_null()) {
             created = log->encode_created(key, *filter, how.expire_at_ms);
             if (with_bits) bits = encode_bits(*log, *filter);
+        } else if (const bloom::AgeFilter* age = value.age_or_null()) {
+            // Linked empty: RESTORE and COPY refuse expiring filters.
+            if (with_bits) throw WrongType();
+            created = log->encode_age_created(key, *age, how.expire_at_ms);
         } else {
             created = encode_cuckoo(*log, key, value.cuckoo(), how.expire_at_ms, with_bits, bits);
         }

@@ -68,6 +68,20 @@ public:
         maybe_fail();
         journal_.begin_chunk(filter, iter, data);
     }
+    store::EncodedRecord encode_age_created(std::string_view key, const bloom::AgeFilter& filter,
+                                            std::int64_t at) override {
+        maybe_fail();
+        return journal_.encode_age_created(key, filter, at);
+    }
+    bloom::AgeRecorder& begin_age_adds(const bloom::AgeFilter& filter, std::size_t n) override {
+        maybe_fail();
+        return journal_.begin_age_adds(filter, n);
+    }
+    void begin_age_shift(const bloom::AgeFilter& filter, std::uint64_t generation,
+                         std::uint64_t ms) override {
+        maybe_fail();
+        journal_.begin_age_shift(filter, generation, ms);
+    }
     bloom::AddRecorder& begin_removes(const bloom::ScalableFilter& filter, std::size_t n) override {
         maybe_fail();
         return journal_.begin_removes(filter, n);

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "bloomery/bloom/age_header.hpp"
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/persist/dump_payload.hpp"
 #include "bloomery/persist/journal.hpp"
@@ -140,12 +141,31 @@ inline std::pair<std::string, std::uint64_t> cuckoo_state(const store::ValueRef&
     return {cuckoo_dump_payload(copy.filter), copy.changes};
 }
 
+// Two expiring filters alike: header (geometry, generation, last shift),
+// every word, and the count of every live generation.
+inline void expect_same_age_filter(const bloom::AgeFilter& a, const bloom::AgeFilter& b) {
+    EXPECT_EQ(bloom::encode_age_header(a), bloom::encode_age_header(b));
+    ASSERT_EQ(a.num_words(), b.num_words());
+    std::uint64_t differ = 0;
+    for (std::uint64_t w = 0; w < a.num_words(); ++w) differ += a.load_word(w) != b.load_word(w);
+    EXPECT_EQ(differ, 0u) << "words differ";
+    for (std::uint64_t back = 0; back < a.slices() && back <= a.generation(); ++back) {
+        const std::uint64_t generation = a.generation() - back;
+        EXPECT_EQ(a.generation_count(generation), b.generation_count(generation))
+            << "generation " << generation;
+    }
+}
+
 inline void expect_same_keyspace(const Keyspace& a, const Keyspace& b) {
     for_each_key_in_both(a, b, [](const auto& ea, const auto& eb) {
         EXPECT_EQ(eb.expire_at_ms, ea.expire_at_ms);
         ASSERT_EQ(ea.value.kind(), eb.value.kind());
         if (ea.value.kind() == store::ValueKind::cuckoo) {
             EXPECT_TRUE(cuckoo_state(ea.value) == cuckoo_state(eb.value)) << "Cuckoo filter";
+            return;
+        }
+        if (ea.value.kind() == store::ValueKind::age) {
+            expect_same_age_filter(ea.value.age(), eb.value.age());
             return;
         }
         EXPECT_EQ(bloom::encode_header(ea.value.filter()), bloom::encode_header(eb.value.filter()));

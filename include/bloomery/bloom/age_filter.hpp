@@ -148,9 +148,10 @@ public:
 
     // ---- Redoing records (one thread alone changes the filter) ----
     void redo_add(std::uint64_t generation, const ItemHash& hash);
-    // Shifts until `generation` is current (nothing if it already is or is
-    // past it), the last at `shifted_ms`; a window or more ahead, every
-    // slice is cleared in one step.
+    // Shifts until `generation` is current, the last at `shifted_ms`; a
+    // window or more ahead, every slice is cleared in one step. Nothing if
+    // the filter is past it; if it is current (an add stamped with it came
+    // first and made the step), only the time is taken.
     void advance_to(std::uint64_t generation, std::uint64_t shifted_ms);
 
     // Items in the generations whose items are all still found (G − l .. G),

@@ -114,6 +114,12 @@ public:
     void append(store::EncodedRecord record) noexcept override;
     bloom::AddRecorder& begin_adds(const bloom::ScalableFilter& filter,
                                    std::size_t max_items) override;
+    store::EncodedRecord encode_age_created(std::string_view key, const bloom::AgeFilter& filter,
+                                            std::int64_t expire_at_ms) override;
+    bloom::AgeRecorder& begin_age_adds(const bloom::AgeFilter& filter,
+                                       std::size_t max_items) override;
+    void begin_age_shift(const bloom::AgeFilter& filter, std::uint64_t generation,
+                         std::uint64_t shifted_ms) override;
     void begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
                      std::string_view data) override;
     bloom::AddRecorder& begin_removes(const bloom::ScalableFilter& filter,

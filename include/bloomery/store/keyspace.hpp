@@ -287,6 +287,34 @@ public:
     core::Status redo_cuckoo(cuckoo::CuckooObject& object, std::uint64_t seq,
                              const CuckooChange& change);
 
+    // ---- Expiring filters (bloom/age_filter.hpp; keyspace_age.cpp) ----
+    // BF.ADD / BF.MADD / BF.INSERT on the expiring filter under `key`: each
+    // batch of up to ScalableFilter::kBatch items one AGE-ADD record, each
+    // add recorded with the generation it read before its bits are set.
+    // One result per item in `results`; out_of_memory for the first item of
+    // a batch whose record could not be allocated (nothing of it changed),
+    // and no result after it. `full` is set when a generation had no room
+    // left (a shift is due). False if the key is missing. Throws WrongType
+    // for a key of another kind.
+    enum class AgeAdded : std::uint8_t { added, exists, out_of_memory };
+    bool add_age_items(std::string_view key, std::span<const std::string_view> items,
+                       std::vector<AgeAdded>& results, bool& full);
+    // Shifts `filter` to its next generation at `now_ms` and records it
+    // (AGE-SHIFT), in one data scope: no snapshot cut between the two. The
+    // caller has waited out every add that read an older generation than
+    // the current one (AgeFilter::shift()'s precondition). Throws
+    // std::bad_alloc with nothing changed.
+    void shift_age(bloom::AgeFilter& filter, std::uint64_t now_ms);
+    // Redoes recorded adds and shifts (replay, replicas) in `filter`, which
+    // this thread alone changes, recording them in this keyspace's own log.
+    struct RecordedAgeAdd {
+        std::uint64_t generation;
+        bloom::ItemHash hash;
+    };
+    void redo_age_adds(bloom::AgeFilter& filter, std::span<const RecordedAgeAdd> adds);
+    void redo_age_shift(bloom::AgeFilter& filter, std::uint64_t generation,
+                        std::uint64_t shifted_ms);
+
     // RESTORE and COPY: links a filter (`value`), complete with its bits and
     // item counts and not shared with anything yet, under `key` with the
     // options' deadline, access clock and use counter. Its CREATE record and

@@ -37,6 +37,7 @@
 #include <string>
 #include <string_view>
 
+#include "bloomery/bloom/age_filter.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/cuckoo/cuckoo_filter.hpp"
 
@@ -112,6 +113,10 @@ public:
                                                 const cuckoo::CuckooFilter& filter,
                                                 std::uint64_t id, std::uint64_t seq,
                                                 std::int64_t expire_at_ms) = 0;
+    // A new expiring filter linked under `key`: its id and its header
+    // (bloom/age_header.hpp); it holds no item yet.
+    virtual EncodedRecord encode_age_created(std::string_view key, const bloom::AgeFilter& filter,
+                                             std::int64_t expire_at_ms) = 0;
     // A record with room for one change to a Cuckoo filter of at most
     // `max_moves` relocations or `data_bytes` bytes of chunk, allocated
     // before the change (throws std::bad_alloc with nothing changed), then
@@ -133,6 +138,15 @@ public:
     // REMOVE record: the layer each was taken from and its hash).
     virtual bloom::AddRecorder& begin_removes(const bloom::ScalableFilter& filter,
                                               std::size_t max_items) = 0;
+    // The same for up to `max_items` adds to an expiring filter (an AGE-ADD
+    // record: the generation each was stamped with and its hash).
+    virtual bloom::AgeRecorder& begin_age_adds(const bloom::AgeFilter& filter,
+                                               std::size_t max_items) = 0;
+    // Opens this thread's scope with an expiring filter's shift to
+    // `generation` at `shifted_ms` recorded, made before the scope closes.
+    // Throws std::bad_alloc with nothing changed.
+    virtual void begin_age_shift(const bloom::AgeFilter& filter, std::uint64_t generation,
+                                 std::uint64_t shifted_ms) = 0;
     // Opens this thread's scope with one BF.LOADCHUNK chunk, already checked
     // against `filter`, recorded. Throws std::bad_alloc with nothing changed.
     virtual void begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,

@@ -1,0 +1,39 @@
+#pragma once
+// What describes an expiring filter apart from its words: its geometry, its
+// generation and the time of its last shift, as the journal's AGE-CREATE
+// record, snapshots and dumps carry it (proto/journal.md, "Expiring
+// filters"). Little-endian, 76 bytes:
+//   0  char[8] "BLMAGE01"
+//   8  u32     k          12 u32 l
+//   16 u64     generation items (g)
+//   24 u64     slice bits (m)
+//   32 f64     error rate
+//   40 u64     window in ms (0: a count window)
+//   48 u32     block bits (512)
+//   52 u64     generation
+//   60 u64     time of the last shift (ms)
+//   68 u64     XXH64 (seed 0) of the 68 bytes before it
+// Decoding checks the length, the checksum and the geometry
+// (check_age_geometry): bad bytes are an error, never a filter.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "bloomery/bloom/age_filter.hpp"
+#include "bloomery/core/result.hpp"
+
+namespace bloomery::bloom {
+
+inline constexpr std::size_t kAgeHeaderBytes = 76;
+
+struct AgeHeader {
+    AgeGeometry geometry;
+    std::uint64_t generation = 0;
+    std::uint64_t shifted_ms = 0;
+};
+
+std::string encode_age_header(const AgeFilter& filter);
+core::Result<AgeHeader> decode_age_header(std::string_view bytes);
+
+}  // namespace bloomery::bloom
