@@ -16,6 +16,11 @@ constexpr std::size_t kChecked = kAgeHeaderBytes - 8;
 }  // namespace
 
 std::string encode_age_header(const AgeFilter& filter) {
+    return encode_age_header(filter, filter.generation(), filter.shifted_ms());
+}
+
+std::string encode_age_header(const AgeFilter& filter, std::uint64_t generation,
+                              std::uint64_t shifted_ms) {
     using little_endian::put_f64;
     using little_endian::put_u32;
     using little_endian::put_u64;
@@ -28,8 +33,8 @@ std::string encode_age_header(const AgeFilter& filter) {
     put_f64(out, g.error_rate);
     put_u64(out, g.window_ms);
     put_u32(out, static_cast<std::uint32_t>(kAgeBlockBits));
-    put_u64(out, filter.generation());
-    put_u64(out, filter.shifted_ms());
+    put_u64(out, generation);
+    put_u64(out, shifted_ms);
     put_u64(out, XXH64(out.data(), out.size(), 0));
     return out;
 }

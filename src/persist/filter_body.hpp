@@ -50,8 +50,9 @@ inline std::size_t run_end(const std::uint64_t* words, std::size_t from, std::si
 // other word is zero), kWordChunk words at a time through `words`. Copied
 // live: words only go from zero in a non-counting layer, and a word found
 // zero here is written as zero.
-template <class Out>
-void write_layer_runs(Out& out, const bloom::BloomLayer& layer, std::vector<std::uint64_t>& words) {
+// (`Layer`: a BloomLayer, or an expiring filter's slices.)
+template <class Out, class Layer>
+void write_layer_runs(Out& out, const Layer& layer, std::vector<std::uint64_t>& words) {
     const std::uint64_t num_words = layer.num_words();
     if (words.size() < kWordChunk && words.size() < num_words) {
         words.resize(num_words < kWordChunk ? static_cast<std::size_t>(num_words) : kWordChunk);

@@ -28,6 +28,10 @@ inline constexpr std::uint8_t kRecordFilter = 0x01;
 // the number of its last change, its 38-byte CF.SCANDUMP header, then every
 // sub-filter's slots, oldest first, then the record checksum.
 inline constexpr std::uint8_t kRecordCuckoo = 0x02;
+// An expiring filter: u32 key length, key, i64 deadline, u64 filter id, its
+// 76-byte header (bloom/age_header.hpp) at the cut, u32 n and the counts of
+// generations G, G - 1, ..., G - n + 1, its words as runs, the checksum.
+inline constexpr std::uint8_t kRecordAge = 0x03;
 inline constexpr std::uint8_t kRecordEnd = 0xFF;
 
 // A filter record's byte after the expansion: bit 0 NONSCALING, bit 1 (from

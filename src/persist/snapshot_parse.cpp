@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "bloomery/bloom/age_header.hpp"
 #include "bloomery/bloom/bounds.hpp"
 #include "bloomery/core/config.hpp"
 #include "bloomery/persist/snapshot.hpp"
@@ -125,6 +126,10 @@ public:
             context_.record = records;
             if (type == format::kRecordCuckoo && version_ >= 3) {
                 parse_cuckoo_record(records, record_offset);
+                continue;
+            }
+            if (type == format::kRecordAge && version_ >= 5) {
+                parse_age_record(records, record_offset);
                 continue;
             }
             if (type != format::kRecordFilter) {
@@ -280,6 +285,38 @@ private:
         if (read_u64() != computed) fail_at(at, "record checksum mismatch");
         record.bytes = in_.offset() - record_offset;
         record.cuckoo = cuckoo::CuckooObject::make(std::move(*filter), seq);
+        context_.key = nullptr;  // `record` is about to move
+        if (hooks_.on_record) hooks_.on_record(std::move(record));
+    }
+
+    // An expiring filter: header, counts, words as runs (proto/snapshot.md).
+    void parse_age_record(std::uint64_t index, std::uint64_t record_offset) {
+        Record record;
+        record.index = index;
+        record.offset = record_offset;
+        parse_key_fields(record, record_offset);
+        std::uint64_t at = in_.offset();
+        std::string bytes(bloom::kAgeHeaderBytes, '\0');
+        read_exact(bytes.data(), bytes.size());
+        const core::Result<bloom::AgeHeader> header = bloom::decode_age_header(bytes);
+        if (!header) fail_at(at, header.error());
+        const bloom::AgeGeometry& g = header->geometry;
+        runs_layer_bytes_ += g.slices() * (g.slice_bits / 8);
+        if (runs_layer_bytes_ > core::memory_available()) {
+            fail_at(at, "bit arrays of " + std::to_string(runs_layer_bytes_) +
+                            " bytes in all exceed the memory this process may use");
+        }
+        record.age = bloom::AgeFilter::create(g, header->generation, header->shifted_ms);
+        at = in_.offset();
+        if (read_u32() != g.slices()) fail_at(at, "generation counts other than one per slice");
+        std::vector<std::uint64_t> counts(g.slices());
+        for (std::uint64_t& count : counts) count = read_u64();
+        record.age->set_counts(counts.data(), counts.size());
+        read_runs("", record.age->num_words(), record.age.get());
+        const std::uint64_t computed = in_.record_checksum();
+        at = in_.offset();
+        if (read_u64() != computed) fail_at(at, "record checksum mismatch");
+        record.bytes = in_.offset() - record_offset;
         context_.key = nullptr;  // `record` is about to move
         if (hooks_.on_record) hooks_.on_record(std::move(record));
     }
@@ -463,7 +500,8 @@ private:
     // A layer's runs (version 5): pairs of u64 zeros, u64 count and count
     // words, accounting for exactly `num_words` words. Only the words held
     // are stored (the layer starts zeroed).
-    void read_runs(const std::string& which, std::uint64_t num_words, bloom::BloomLayer* target) {
+    template <class Target>
+    void read_runs(const std::string& which, std::uint64_t num_words, Target* target) {
         for (std::uint64_t done = 0; done < num_words;) {
             const std::uint64_t at = in_.offset();
             const std::uint64_t zeros = read_u64();
@@ -487,7 +525,8 @@ private:
 
     // `count` words from the file into `target` (if any) from word `first`,
     // a chunk at a time.
-    void read_words(std::uint64_t first, std::uint64_t count, bloom::BloomLayer* target) {
+    template <class Target>
+    void read_words(std::uint64_t first, std::uint64_t count, Target* target) {
         // Grown on demand (the size was checked against the file), at most
         // one chunk.
         if (words_.size() < format::kWordChunk && words_.size() < count) {

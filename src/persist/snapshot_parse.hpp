@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bloomery/bloom/age_filter.hpp"
 #include "bloomery/bloom/bounds.hpp"
 #include "bloomery/core/result.hpp"
 #include "bloomery/cuckoo/cuckoo_object.hpp"
@@ -32,6 +33,8 @@ struct Record {
     // A Cuckoo filter's record: the filter (always built) and the number
     // of its last change; options and layers stay empty.
     cuckoo::CuckooRef cuckoo;
+    // An expiring filter's record: the filter (always built).
+    bloom::AgeFilterRef age;
 };
 
 struct FileHeader {

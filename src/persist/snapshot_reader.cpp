@@ -63,8 +63,9 @@ core::Result<LoadStats> load_snapshot(const std::string& path, store::Keyspace& 
     };
     hooks.on_record = [&](Record&& record) {
         if (record.expire_at_ms != 0 && record.expire_at_ms <= now) ++past_deadline;
-        if (record.cuckoo) {
-            record.cuckoo->set_id(record.filter_id);
+        if (record.cuckoo || record.age) {
+            if (record.cuckoo) record.cuckoo->set_id(record.filter_id);
+            if (record.age) record.age->set_id(record.filter_id);
             bloom::ScalableFilter::reserve_ids_through(record.filter_id);
             records.push_back(std::move(record));
         } else if (record.filter) {
@@ -89,6 +90,7 @@ core::Result<LoadStats> load_snapshot(const std::string& path, store::Keyspace& 
         // Only now, with every checksum verified, does the keyspace change.
         for (Record& record : records) {
             store::ValueRef value = record.cuckoo ? store::ValueRef(std::move(record.cuckoo))
+                                    : record.age  ? store::ValueRef(std::move(record.age))
                                                   : store::ValueRef(std::move(record.filter));
             keyspace.put(record.key, std::move(value), record.expire_at_ms);
         }
@@ -153,9 +155,35 @@ std::string describe_cuckoo(const Record& record, SnapshotTotals& totals) {
     return line;
 }
 
+// --check-snapshot's line for an expiring filter.
+std::string describe_age(const Record& record, SnapshotTotals& totals) {
+    const bloom::AgeFilter& filter = *record.age;
+    const bloom::AgeGeometry g = filter.geometry();
+    const std::uint64_t bytes = filter.num_words() * 8;
+    ++totals.keys;
+    totals.capacity += g.window_items();
+    totals.items += filter.items();
+    totals.bit_bytes += bytes;
+    std::string line = "key " + format::printable_key(record.key) + ": expiring";
+    line += ", slices " + std::to_string(g.shape.k) + "+" + std::to_string(g.shape.l);
+    line += ", generation items " + std::to_string(g.generation_items);
+    line += ", window ";
+    line += g.window_ms == 0 ? "items" : std::to_string(g.window_ms) + " ms";
+    line += ", generation " + std::to_string(filter.generation());
+    line += ", items " + std::to_string(filter.items());
+    line += ", error rate " + format_rate(g.error_rate);
+    line += ", expiry ";
+    line += record.expire_at_ms == 0 ? "none" : format_time_ms(record.expire_at_ms);
+    line += ", bytes " + std::to_string(bytes);
+    line += ", record bytes " + std::to_string(record.bytes);
+    line += ", offset " + std::to_string(record.offset) + "\n";
+    return line;
+}
+
 // --check-snapshot's lines for one key (and its layers), counted in `totals`.
 std::string describe_record(const Record& record, SnapshotTotals& totals) {
     if (record.cuckoo) return describe_cuckoo(record, totals);
+    if (record.age) return describe_age(record, totals);
     std::uint64_t capacity = 0;
     std::uint64_t items = 0;
     std::uint64_t bit_bytes = 0;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bloomery/bloom/age_header.hpp"
 #include "bloomery/core/file_io.hpp"
 #include "bloomery/core/latency_monitor.hpp"
 #include "bloomery/persist/snapshot.hpp"
@@ -168,12 +169,41 @@ void write_cuckoo_record(SnapshotFileWriter& out, std::string_view key,
     out.append_u64(out.record_checksum(), Hashed::file_only);
 }
 
+// An expiring filter: its generation, last shift and counts at the cut
+// (SnapshotCounts), its words copied live (replaying the records after the
+// cut gives back the live bits whatever moment they were copied at:
+// proto/journal.md, "Expiring filters").
+void write_age_record(SnapshotFileWriter& out, const store::KeyspaceView& view, std::size_t index,
+                      std::vector<std::uint64_t>& words) {
+    const std::string_view key = view.key(index);
+    const store::KeyspaceView::Entry& entry = view.entry(index);
+    const bloom::AgeFilter& filter = entry.value.age();
+    const store::KeyspaceView::AtCut at_cut = view.at_cut(index);
+    out.begin_record();
+    out.append_u8(format::kRecordAge);
+    out.append_u32(static_cast<std::uint32_t>(key.size()));
+    out.append(key.data(), key.size());
+    out.append_i64(entry.expire_at_ms);
+    out.append_u64(filter.id());
+    const std::string header =
+        bloom::encode_age_header(filter, at_cut.generation, at_cut.shifted_ms);
+    out.append(header.data(), header.size());
+    out.append_u32(static_cast<std::uint32_t>(at_cut.counts.size()));
+    for (const std::uint64_t count : at_cut.counts) out.append_u64(count);
+    format::write_layer_runs(out, filter, words);
+    out.append_u64(out.record_checksum(), Hashed::file_only);
+}
+
 void write_filter_record(SnapshotFileWriter& out, const store::KeyspaceView& view,
                          std::size_t index, std::vector<std::uint64_t>& words) {
     const std::string_view key = view.key(index);
     const store::KeyspaceView::Entry& entry = view.entry(index);
     if (entry.value.cuckoo_or_null() != nullptr) {
         write_cuckoo_record(out, key, entry);
+        return;
+    }
+    if (entry.value.age_or_null() != nullptr) {
+        write_age_record(out, view, index, words);
         return;
     }
     const bloom::ScalableFilter& filter = entry.value.filter();

@@ -30,6 +30,11 @@ bool Keyspace::add_age_items(std::string_view key, std::span<const std::string_v
                 }
             }
             DataScope close(log);
+            // A running snapshot keeps the generation and counts of its cut.
+            if (log != nullptr && !snapshot_counts_.before_count_change(filter)) {
+                results.push_back(AgeAdded::out_of_memory);
+                break;
+            }
             for (const std::string_view item : batch) {
                 const auto result = filter.add(bloom::hash_item(item), scope, &full);
                 if (result == bloom::AgeFilter::Added::not_recorded) {
@@ -46,9 +51,31 @@ bool Keyspace::add_age_items(std::string_view key, std::span<const std::string_v
     });
 }
 
+namespace {
+
+// Saves an expiring filter's state for running snapshots before a shift
+// (SnapshotCounts), then opens the scope recording the shift. The save is
+// made first, outside the scope, so that a failure to allocate it refuses
+// the shift before its record exists; inside, it is made again, which
+// costs nothing unless a snapshot cut fell in between. If that second save
+// cannot be allocated, the shift still goes ahead, as its record is
+// written: that snapshot then holds the filter as it was after the shift
+// rather than at its cut, which replay brings to the same bits (the shift
+// record finds its generation current) with the items added between the
+// cut and the shift counted twice.
+void open_shift(MutationLog* log, SnapshotCounts& counts, bloom::AgeFilter& filter,
+                std::uint64_t generation, std::uint64_t shifted_ms) {
+    if (log == nullptr) return;
+    if (!counts.before_count_change(filter)) throw std::bad_alloc();
+    log->begin_age_shift(filter, generation, shifted_ms);
+    static_cast<void>(counts.before_count_change(filter));
+}
+
+}  // namespace
+
 void Keyspace::shift_age(bloom::AgeFilter& filter, std::uint64_t now_ms) {
     MutationLog* log = mutation_log();
-    if (log != nullptr) log->begin_age_shift(filter, filter.generation() + 1, now_ms);
+    open_shift(log, snapshot_counts_, filter, filter.generation() + 1, now_ms);
     DataScope close(log);
     filter.shift(now_ms);
 }
@@ -61,6 +88,9 @@ void Keyspace::redo_age_adds(bloom::AgeFilter& filter, std::span<const RecordedA
         bloom::AgeRecorder* scope =
             log != nullptr ? &log->begin_age_adds(filter, batch.size()) : nullptr;
         DataScope close(log);
+        if (log != nullptr && !snapshot_counts_.before_count_change(filter)) {
+            throw std::bad_alloc();
+        }
         for (const RecordedAgeAdd& add : batch) {
             if (scope != nullptr) scope->record(add.generation, add.hash);
             filter.redo_add(add.generation, add.hash);
@@ -72,7 +102,7 @@ void Keyspace::redo_age_adds(bloom::AgeFilter& filter, std::span<const RecordedA
 void Keyspace::redo_age_shift(bloom::AgeFilter& filter, std::uint64_t generation,
                               std::uint64_t shifted_ms) {
     MutationLog* log = mutation_log();
-    if (log != nullptr) log->begin_age_shift(filter, generation, shifted_ms);
+    open_shift(log, snapshot_counts_, filter, generation, shifted_ms);
     DataScope close(log);
     filter.advance_to(generation, shifted_ms);
 }

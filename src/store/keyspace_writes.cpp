@@ -114,6 +114,8 @@ bool Keyspace::store(std::string_view key, ValueRef value, const Link& how) {
     // link: the new filter owes nothing to a snapshot taken before.
     if (const bloom::ScalableFilter* filter = value.bloom_or_null()) {
         filter->set_count_stamp(snapshot_counts_.current_stamp());
+    } else if (const bloom::AgeFilter* age = value.age_or_null()) {
+        age->set_count_stamp(snapshot_counts_.current_stamp());
     }
     reserve_deadline(write.shard, how.expire_at_ms);
     const std::size_t slot = write.find();

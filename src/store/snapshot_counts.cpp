@@ -42,7 +42,19 @@ SnapshotCounts::Session::AtCut SnapshotCounts::live_state(const bloom::ScalableF
     return state;
 }
 
-void SnapshotCounts::save_locked(const bloom::ScalableFilter& filter) {
+SnapshotCounts::Session::AtCut SnapshotCounts::live_state(const bloom::AgeFilter& filter) {
+    Session::AtCut state;
+    state.generation = filter.generation();
+    state.shifted_ms = filter.shifted_ms();
+    state.counts.resize(filter.slices());
+    for (std::uint64_t i = 0; i < state.counts.size() && i <= state.generation; ++i) {
+        state.counts[i] = filter.generation_count(state.generation - i);
+    }
+    return state;
+}
+
+template <class Filter>
+void SnapshotCounts::save_locked(const Filter& filter) {
     const auto newest = static_cast<std::uint16_t>(newest_.load(std::memory_order_relaxed));
     const std::uint16_t stamp = filter.count_stamp();
     if (stamp == newest) return;
@@ -62,7 +74,8 @@ void SnapshotCounts::save_locked(const bloom::ScalableFilter& filter) {
     filter.set_count_stamp(newest);
 }
 
-bool SnapshotCounts::before_count_change(const bloom::ScalableFilter& filter) noexcept {
+template <class Filter>
+bool SnapshotCounts::before_change(const Filter& filter) noexcept {
     // The scope's thread holds its journal buffer, which every cut takes
     // before it moves newest_: this load and the stamps are ordered with it.
     const auto newest = static_cast<std::uint16_t>(newest_.load(std::memory_order_relaxed));
@@ -77,8 +90,16 @@ bool SnapshotCounts::before_count_change(const bloom::ScalableFilter& filter) no
     return true;
 }
 
-SnapshotCounts::Session::AtCut SnapshotCounts::Session::at_cut(
-    const bloom::ScalableFilter& filter) {
+bool SnapshotCounts::before_count_change(const bloom::ScalableFilter& filter) noexcept {
+    return before_change(filter);
+}
+
+bool SnapshotCounts::before_count_change(const bloom::AgeFilter& filter) noexcept {
+    return before_change(filter);
+}
+
+template <class Filter>
+SnapshotCounts::Session::AtCut SnapshotCounts::Session::take(const Filter& filter) {
     std::lock_guard lock(owner_.mutex_);
     owner_.save_locked(filter);
     auto it = saved_.find(&filter);
@@ -89,6 +110,15 @@ SnapshotCounts::Session::AtCut SnapshotCounts::Session::at_cut(
     core::memory_add(core::MemoryUse::other, -static_cast<std::int64_t>(bytes));
     saved_.erase(it);
     return state;
+}
+
+SnapshotCounts::Session::AtCut SnapshotCounts::Session::at_cut(
+    const bloom::ScalableFilter& filter) {
+    return take(filter);
+}
+
+SnapshotCounts::Session::AtCut SnapshotCounts::Session::at_cut(const bloom::AgeFilter& filter) {
+    return take(filter);
 }
 
 void SnapshotCounts::Session::end() {
@@ -106,13 +136,22 @@ void SnapshotCounts::Session::end_locked() {
     saved_.clear();
 }
 
-void SnapshotCounts::Session::settle(const bloom::ScalableFilter& filter) {
+template <class Filter>
+void SnapshotCounts::Session::settle_one(const Filter& filter) {
     std::lock_guard lock(owner_.mutex_);
     try {
         owner_.save_locked(filter);
     } catch (const std::bad_alloc&) {
         // Left behind; a stamp matters only once ~2^15 cuts behind.
     }
+}
+
+void SnapshotCounts::Session::settle(const bloom::ScalableFilter& filter) {
+    settle_one(filter);
+}
+
+void SnapshotCounts::Session::settle(const bloom::AgeFilter& filter) {
+    settle_one(filter);
 }
 
 SnapshotCounts::Session::~Session() {

@@ -137,6 +137,67 @@ TEST(AgeJournal, ADeletedFiltersRecordsDoNotReachItsSuccessor) {
     EXPECT_EQ(second.items(), 1u);
 }
 
+// A snapshot holds an expiring filter's generation, last shift, counts
+// and words; loaded, it is the same filter.
+TEST(AgeJournal, ASnapshotHoldsTheRingAndItsCounts) {
+    TempDir dir;
+    const std::string dump = dir.str() + "/dump.bdb";
+    Journaled live(dir, FsyncPolicy::no);
+    AgeFilter& filter = reserve(live.keyspace, "w", 2'000);
+    for (int round = 0; round < 150; ++round) {
+        add(live.keyspace, "w", {"a" + std::to_string(round), "b" + std::to_string(round)});
+        if (filter.shift_wanted()) shift(live.keyspace, filter, 7000 + round);
+    }
+    shift(live.keyspace, filter, 9999);
+    ASSERT_GT(filter.generation(), 3u);
+    snapshot_and_drop_covered(live, dump);
+    Keyspace loaded(8);
+    const core::Result<LoadStats> stats = load_snapshot(dump, loaded);
+    ASSERT_TRUE(stats.ok()) << stats.error();
+    expect_exact_replay(live.keyspace, loaded);
+    EXPECT_EQ(loaded.get("w")->value.age().shifted_ms(), 9999u);
+}
+
+// Snapshots taken one after another while threads add and another shifts:
+// each snapshot holds the filter as at its cut (generation and counts) with
+// its words copied later, and the journal after the cut brings a restart
+// to exactly the live filter.
+TEST(AgeJournal, SnapshotsDuringAddsAndShiftsRestartExactly) {
+    TempDir dir;
+    const std::string dump = dir.str() + "/dump.bdb";
+    Journaled live(dir, FsyncPolicy::no);
+    AgeFilter& filter = reserve(live.keyspace, "w", 3'000);
+    const int rounds = snapshots_while(live, dump, [&] {
+        std::atomic<bool> adding{true};
+        std::thread shifter([&] {
+            for (std::uint64_t now = 1; adding.load(); ++now) {
+                if (filter.shift_wanted()) {
+                    shift(live.keyspace, filter, now);
+                } else {
+                    std::this_thread::yield();
+                }
+            }
+        });
+        for (int batch = 0; batch < 600; ++batch) {
+            std::vector<std::string> items;
+            for (int i = 0; i < 20; ++i) items.push_back(std::to_string(batch * 20 + i));
+            const std::uint64_t generation = filter.generation();
+            const bool full = add(live.keyspace, "w", items);
+            for (int spin = 0; full && spin < 1000 && filter.generation() == generation; ++spin) {
+                std::this_thread::yield();
+            }
+        }
+        adding = false;
+        shifter.join();
+    });
+    EXPECT_GE(rounds, 1);
+    ASSERT_GT(filter.generation(), filter.slices());
+    Keyspace restarted(8);
+    live.close();
+    restart_from(dir, dump, restarted);
+    expect_exact_replay(live.keyspace, restarted);
+}
+
 TEST(AgeJournal, AHeaderWithAnyByteChangedIsRefused) {
     const bloom::AgeFilterRef filter = AgeFilter::create(window(1'000), 7, 99);
     const std::string header = bloom::encode_age_header(*filter);

@@ -176,12 +176,23 @@ public:
     std::uint64_t load_word(std::uint64_t index) const;
     void copy_words(std::uint64_t first, std::uint64_t count, std::uint64_t* out) const;
     void store_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in);
+    // As BloomLayer's, for writers of runs (persist/filter_body.hpp): an
+    // expiring filter keeps no touched-regions summary, so every word may
+    // be non-zero.
+    std::uint64_t next_touched(std::uint64_t from) const { return from; }
+    std::uint64_t touched_end(std::uint64_t) const { return num_words(); }
 
     // Bytes held (object, words, counters).
     std::uint64_t allocated_bytes() const;
     std::uint64_t id() const { return id_; }
     void set_id(std::uint64_t id) { id_ = id; }
     std::uint32_t references() const { return refs_.load(std::memory_order_relaxed); }
+    // store/snapshot_counts.hpp's mark: the last snapshot cut whose counts
+    // this filter has accounted for (as ScalableFilter::count_stamp()).
+    std::uint16_t count_stamp() const { return count_stamp_.load(std::memory_order_acquire); }
+    void set_count_stamp(std::uint16_t stamp) const {
+        count_stamp_.store(stamp, std::memory_order_release);
+    }
 
 private:
     friend class AgeFilterRef;
@@ -219,6 +230,7 @@ private:
     void count_item(std::uint64_t generation);
 
     mutable std::atomic<std::uint32_t> refs_{1};
+    mutable std::atomic<std::uint16_t> count_stamp_{0};
     std::uint64_t id_ = 0;
     AgeGeometry geometry_;
     std::atomic<std::uint64_t> generation_;

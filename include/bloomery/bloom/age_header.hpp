@@ -34,6 +34,10 @@ struct AgeHeader {
 };
 
 std::string encode_age_header(const AgeFilter& filter);
+// The header of `filter` at another generation and last shift (a snapshot's
+// cut).
+std::string encode_age_header(const AgeFilter& filter, std::uint64_t generation,
+                              std::uint64_t shifted_ms);
 core::Result<AgeHeader> decode_age_header(std::string_view bytes);
 
 }  // namespace bloomery::bloom

@@ -29,6 +29,12 @@
 // more copy of each of them (counted in used_memory as filters), as a
 // forked Redis's copy-on-write pages do.
 //
+// Expiring filters (bloom/age_filter.hpp) are saved the same way, their
+// generation, the time of their last shift and the count of each live
+// generation: a shift clears a slice, but replaying the records after the
+// cut from that generation gives back the live bits whatever moment the
+// snapshot copied the words at (proto/journal.md, "Expiring filters").
+//
 // Thread safety: every member may be called from any thread.
 
 #include <cstdint>
@@ -37,6 +43,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bloomery/bloom/age_filter.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 
 namespace bloomery::store {
@@ -64,6 +71,8 @@ public:
     // session that needs them; false (nothing changed) if that could not be
     // allocated.
     bool before_count_change(const bloom::ScalableFilter& filter) noexcept;
+    // The same before an expiring filter's add or shift.
+    bool before_count_change(const bloom::AgeFilter& filter) noexcept;
 
     class Session {
     public:
@@ -71,26 +80,36 @@ public:
         // The per-layer item counts `filter` (in the snapshot's view) had at
         // the cut (layers created after it count 0), and for a counting
         // filter its copy as it was then. Each filter is asked once.
+        // An expiring filter's: `counts` holds generation − i's for
+        // i < slices, and its generation and last shift are set.
         struct AtCut {
             std::vector<std::uint64_t> counts;
             bloom::FilterRef copy;  // counting filters only
+            std::uint64_t generation = 0;
+            std::uint64_t shifted_ms = 0;
         };
         AtCut at_cut(const bloom::ScalableFilter& filter);
+        AtCut at_cut(const bloom::AgeFilter& filter);
         // Ends the session: later changes save nothing for it.
         void end();
         // After end(): brings `filter`'s stamp to the newest cut (saving its
         // counts for the other running sessions that need them), so no stamp
         // falls behind while a snapshot that stopped early never read it.
         void settle(const bloom::ScalableFilter& filter);
+        void settle(const bloom::AgeFilter& filter);
 
     private:
         friend class SnapshotCounts;
+        template <class Filter>
+        AtCut take(const Filter& filter);
+        template <class Filter>
+        void settle_one(const Filter& filter);
         Session(SnapshotCounts& owner, std::uint32_t epoch) : owner_(owner), epoch_(epoch) {}
         void end_locked();  // under owner_.mutex_
         SnapshotCounts& owner_;
         const std::uint32_t epoch_;
         // Saved on first change, under owner_.mutex_.
-        std::unordered_map<const bloom::ScalableFilter*, AtCut> saved_;
+        std::unordered_map<const void*, AtCut> saved_;
         std::uint64_t saved_bytes_ = 0;  // counted in core/memory.hpp (other)
         bool ended_ = false;
     };
@@ -103,12 +122,16 @@ private:
     static std::vector<std::uint64_t> live_counts(const bloom::ScalableFilter& filter);
     // live_counts, and a counting filter's copy. Throws std::bad_alloc.
     static Session::AtCut live_state(const bloom::ScalableFilter& filter);
+    static Session::AtCut live_state(const bloom::AgeFilter& filter);
     // Under mutex_: if `filter`'s stamp is behind the newest cut, saves its
     // (unchanged since) counts for every running session after the stamp,
     // then stamps it with the newest cut. The only way a stamp moves
     // forward, so a running session never misses a filter's counts. Throws
     // std::bad_alloc (the stamp then stays).
-    void save_locked(const bloom::ScalableFilter& filter);
+    template <class Filter>
+    void save_locked(const Filter& filter);
+    template <class Filter>
+    bool before_change(const Filter& filter) noexcept;
 
     mutable std::mutex mutex_;
     std::atomic<std::uint32_t> newest_{0};
