@@ -325,13 +325,26 @@ bool AgeFilter::shift_wanted() const {
     return true;
 }
 
+// Words already zero are left alone: a block no item reached is read, not
+// written, so a large filter's untouched pages stay uncommitted.
 void AgeFilter::clear_slice(std::uint32_t slice) {
     for (std::uint64_t b = 0; b < blocks(); ++b) {
         std::uint64_t* line = words_ + word_index(b, slice, 0);
         for (std::uint32_t i = 0; i < kBlockWords; ++i) {
-            WordRef(line[i]).store(0, std::memory_order_relaxed);
+            WordRef word(line[i]);
+            if (word.load(std::memory_order_relaxed) != 0) word.store(0, std::memory_order_relaxed);
         }
     }
+}
+
+void AgeFilter::clear_all() {
+    if (mapped_) {
+        // Pages handed back read as zeros again (and cost nothing until
+        // written); only the thread that alone changes the filter calls this.
+        ::madvise(words_, rounded_words_bytes(geometry_), MADV_DONTNEED);
+        return;
+    }
+    std::fill_n(words_, rounded_words_bytes(geometry_) / 8, std::uint64_t{0});
 }
 
 void AgeFilter::file_counts(std::uint64_t generation) {
@@ -370,10 +383,8 @@ void AgeFilter::advance_to(std::uint64_t generation, std::uint64_t shifted_ms) {
         return;
     }
     // A window or more ahead: nothing now held stays live.
-    for (std::uint32_t s = 0; s < slices(); ++s) {
-        clear_slice(s);
-        counts_[s].store(0, std::memory_order_relaxed);
-    }
+    clear_all();
+    for (std::uint32_t s = 0; s < slices(); ++s) counts_[s].store(0, std::memory_order_relaxed);
     for (std::size_t i = 0; i < kSlots; ++i) {
         slots_[i].count[0].store(0, std::memory_order_relaxed);
         slots_[i].count[1].store(0, std::memory_order_relaxed);

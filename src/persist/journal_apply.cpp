@@ -10,6 +10,7 @@
 
 #include "bloomery/bloom/age_header.hpp"
 #include "bloomery/bloom/dump.hpp"
+#include "bloomery/core/config.hpp"
 #include "bloomery/persist/journal_reader.hpp"
 #include "journal_cuckoo.hpp"
 #include "journal_format.hpp"
@@ -128,6 +129,11 @@ core::Status Applier::cuckoo_change(const Decoded& d) {
 core::Status Applier::age_create(const Decoded& d) {
     const core::Result<bloom::AgeHeader> header = bloom::decode_age_header(d.data);
     if (!header) return core::Error{"AGE-CREATE record: " + header.error()};
+    const bloom::AgeGeometry& g = header->geometry;
+    if (g.slices() * (g.slice_bits / 8) > core::memory_available()) {
+        return core::Error{
+            "AGE-CREATE record: a filter larger than the memory this process may use"};
+    }
     link(d, bloom::AgeFilter::create(header->geometry, header->generation, header->shifted_ms));
     return {};
 }

@@ -17,6 +17,7 @@ from formats import build_dump_header, xxh64  # noqa: E402
 
 CREATE, ADD, DELETE, RENAME, EXPIRE, FLUSHALL, CHUNK = range(1, 8)
 CF_CREATE, CF_CHANGE = 12, 13
+AGE_CREATE, AGE_ADD, AGE_SHIFT = 14, 15, 16
 
 
 def record(kind, body):
@@ -57,6 +58,28 @@ def cf_insert(filter_id, seq, fingerprint, sub, offset, moves=(), filters=1):
     return cf_change(filter_id, seq, 1, body)
 
 
+def age_header(k=4, l=6, generation_items=100, slice_bits=1024, error_rate=0.01, window_ms=0,
+               generation=0, shifted_ms=0):
+    body = b"BLMAGE01" + struct.pack("<IIQQdQIQQ", k, l, generation_items, slice_bits, error_rate,
+                                     window_ms, 512, generation, shifted_ms)
+    return body + struct.pack("<Q", xxh64(body))
+
+
+def age_create(key, filter_id, **header):
+    return record(AGE_CREATE, s(key) + struct.pack("<qQ", 0, filter_id) + s(age_header(**header)))
+
+
+def age_add(filter_id, entries):
+    body = struct.pack("<QI", filter_id, len(entries))
+    for generation, h1, h2 in entries:
+        body += struct.pack("<QQQ", generation, h1, h2)
+    return record(AGE_ADD, body)
+
+
+def age_shift(filter_id, generation, ms):
+    return record(AGE_SHIFT, struct.pack("<QQQ", filter_id, generation, ms))
+
+
 def main():
     seeds = []
     base = create("k", 1) + add(1, [(0, 0x1234, 0x5678), (0, 0xDEADBEEF, 0x1)])
@@ -73,6 +96,12 @@ def main():
                   + cf_change(3, 0, 4, struct.pack("<q", 9) + s(b"\x03" * 8))))
     seeds.append(("cuckoo-grow-gap", cuckoo + cf_insert(3, 3, 4, 1, 6, filters=2)
                   + cf_insert(3, 9, 4, 0, 1) + cf_insert(3, 2, 4, 0, 1)))
+    age = age_create("a", 4) + age_add(4, [(0, 11, 13), (0, 17, 19)]) + age_shift(4, 1, 1000)
+    seeds.append(("age", age + age_add(4, [(3, 23, 29), (1, 31, 37)]) + age_shift(4, 2, 2000)
+                  + age_shift(4, 40, 3000) + age_add(4, [(0, 41, 43)])))
+    seeds.append(("age-time-window", age_create("t", 5, window_ms=60000, shifted_ms=5)
+                  + age_add(5, [(0, 1, 3)]) + age_shift(5, 1, 6005) + record(DELETE, s("t"))
+                  + age_add(5, [(1, 5, 7)])))
     seeds.append(("torn", base + add(1, [(0, 9, 9)])[:-5]))
     seeds.append(("zeros", base + b"\0" * 64))
     seeds.append(("empty", b""))
@@ -85,6 +114,7 @@ def main():
     with open(os.path.join(HERE, "journal_reader_fuzz.dict"), "w") as f:
         f.write("# journal record types and framing\n# Written by tests/fuzz/make_journal_corpus.py.\n")
         for token in (b"\x01", b"\x02", b"\x03", b"\x04", b"\x05", b"\x06", b"\x07", b"\x0C", b"\x0D",
+                      b"\x0E", b"\x0F", b"\x10", b"BLMAGE01",
                       b"\x00\x00\x00\x00", b"\xff\xff\xff\x7f"):
             f.write('"%s"\n' % "".join("\\x%02X" % b for b in token))
     print("journal_reader_fuzz: %d seeds" % len(seeds))

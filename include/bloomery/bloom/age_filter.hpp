@@ -224,6 +224,8 @@ private:
     bool take_from_others(std::uint64_t generation, std::size_t mine);
     void give_back_room(std::uint64_t generation);
     void clear_slice(std::uint32_t slice);
+    // Every word zero (advance_to a window or more ahead).
+    void clear_all();
     // Files generation `generation`'s per-thread counts into counts_ and
     // clears them (their parity is reused two generations on).
     void file_counts(std::uint64_t generation);
