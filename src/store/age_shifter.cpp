@@ -1,0 +1,162 @@
+#include "bloomery/store/age_shifter.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <new>
+#include <utility>
+
+#include "bloomery/store/keyspace.hpp"
+
+namespace bloomery::store {
+
+namespace {
+
+// How often the thread looks when no time window is due sooner.
+constexpr std::uint64_t kIdleMs = 100;
+// Shifts of one woken filter per round: adders that refill generations as
+// fast as they are shifted cannot keep the thread on one filter.
+constexpr int kShiftsPerWake = 64;
+
+bool holds(const std::vector<bloom::AgeFilterRef>& filters, const bloom::AgeFilter& filter) {
+    return std::any_of(filters.begin(), filters.end(),
+                       [&](const bloom::AgeFilterRef& held) { return held.get() == &filter; });
+}
+
+}  // namespace
+
+AgeShifter::AgeShifter(Keyspace& keyspace, Clock clock)
+    : keyspace_(keyspace), clock_(std::move(clock)) {}
+
+AgeShifter::~AgeShifter() {
+    stop();
+}
+
+void AgeShifter::start() {
+    if (thread_.joinable()) return;
+    thread_ = std::thread([this] { run(); });
+}
+
+void AgeShifter::stop() {
+    {
+        const std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    const std::lock_guard lock(mutex_);
+    stopping_ = false;
+}
+
+void AgeShifter::wake(bloom::AgeFilter& filter) {
+    {
+        const std::lock_guard lock(mutex_);
+        if (holds(woken_, filter)) return;
+        woken_.push_back(bloom::AgeFilterRef::share(filter));
+    }
+    wake_.notify_one();
+}
+
+void AgeShifter::track(bloom::AgeFilter& filter) {
+    if (filter.geometry().window_ms == 0) return;
+    const std::lock_guard lock(mutex_);
+    if (!holds(tracked_, filter)) tracked_.push_back(bloom::AgeFilterRef::share(filter));
+}
+
+std::uint64_t AgeShifter::behind(const bloom::AgeFilter& filter, std::uint64_t now,
+                                 std::uint64_t& due_ms) {
+    const std::uint64_t generation_ms = filter.geometry().generation_ms();
+    const std::uint64_t last = filter.shifted_ms();
+    if (generation_ms == 0 || now < last || now - last < generation_ms) return 0;
+    const std::uint64_t missed = (now - last) / generation_ms;
+    due_ms = last + missed * generation_ms;
+    return missed;
+}
+
+void AgeShifter::shift(bloom::AgeFilter& filter, std::uint64_t at_ms) {
+    // Every add that read an older generation than the current one has
+    // finished once the readers that had begun by now are done.
+    Keyspace::wait_for_readers();
+    keyspace_.shift_age(filter, at_ms);
+}
+
+std::size_t AgeShifter::run_due() {
+    std::vector<bloom::AgeFilterRef> woken;
+    std::vector<bloom::AgeFilterRef> tracked;
+    {
+        const std::lock_guard lock(mutex_);
+        woken.swap(woken_);
+        // Filters no key holds any more are let go.
+        std::erase_if(tracked_, [](const bloom::AgeFilterRef& f) { return f->references() == 1; });
+        tracked = tracked_;
+    }
+    std::size_t shifts = 0;
+    try {
+        for (const bloom::AgeFilterRef& filter : woken) {
+            for (int i = 0; i < kShiftsPerWake && filter->shift_wanted(); ++i, ++shifts) {
+                shift(*filter, clock_());
+            }
+            if (filter->shift_wanted()) wake(*filter);
+        }
+        for (const bloom::AgeFilterRef& filter : tracked) {
+            std::uint64_t due = 0;
+            const std::uint64_t missed = behind(*filter, clock_(), due);
+            if (missed == 0) continue;
+            // Past a full ring every slice is clear: the rest would only
+            // clear clear slices. The last shift takes the time the last
+            // missed generation was due, so the schedule holds.
+            const std::uint64_t steps = std::min<std::uint64_t>(missed, filter->slices());
+            const std::uint64_t generation_ms = filter->geometry().generation_ms();
+            const std::uint64_t first_due = due - (missed - 1) * generation_ms;
+            for (std::uint64_t i = 0; i < steps; ++i, ++shifts) {
+                shift(*filter, i + 1 == steps ? due : first_due + i * generation_ms);
+            }
+        }
+    } catch (const std::bad_alloc&) {
+        // A shift's record could not be allocated: nothing of that shift
+        // changed; the next round tries again.
+    }
+    return shifts;
+}
+
+std::size_t AgeShifter::catch_up() {
+    std::vector<bloom::AgeFilterRef> tracked;
+    {
+        const std::lock_guard lock(mutex_);
+        tracked = tracked_;
+    }
+    std::size_t moved = 0;
+    for (const bloom::AgeFilterRef& filter : tracked) {
+        std::uint64_t due = 0;
+        const std::uint64_t missed = behind(*filter, clock_(), due);
+        if (missed == 0) continue;
+        keyspace_.redo_age_shift(*filter, filter->generation() + missed, due);
+        ++moved;
+    }
+    return moved;
+}
+
+std::uint64_t AgeShifter::next_due_in(std::uint64_t idle_ms) const {
+    const std::uint64_t now = clock_();
+    std::uint64_t soonest = idle_ms;
+    const std::lock_guard lock(mutex_);
+    for (const bloom::AgeFilterRef& filter : tracked_) {
+        const std::uint64_t due = filter->shifted_ms() + filter->geometry().generation_ms();
+        soonest = std::min(soonest, due > now ? due - now : 0);
+    }
+    return soonest;
+}
+
+void AgeShifter::run() {
+    for (;;) {
+        const std::uint64_t wait_ms = next_due_in(kIdleMs);
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait_for(lock, std::chrono::milliseconds(wait_ms),
+                           [this] { return stopping_ || !woken_.empty(); });
+            if (stopping_) return;
+        }
+        run_due();
+    }
+}
+
+}  // namespace bloomery::store
