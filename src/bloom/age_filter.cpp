@@ -163,18 +163,16 @@ void AgeFilter::release() const {
 
 std::uint64_t AgeFilter::allocated_bytes() const {
     return sizeof(AgeFilter) + rounded_words_bytes(geometry_) + kSlots * sizeof(Slot) +
-           2 * slices() * sizeof(std::uint64_t);
+           std::uint64_t{2} * slices() * sizeof(std::uint64_t);
 }
 
 std::uint64_t* AgeFilter::group(const ItemHash& hash) const {
-    __extension__ typedef unsigned __int128 uint128;
-    const auto block = static_cast<std::uint64_t>((static_cast<uint128>(hash.h1) * blocks()) >> 64);
-    return words_ + word_index(block, 0, 0);
+    return words_ + word_index(block_index(hash, blocks()), 0, 0);
 }
 
 bool AgeFilter::bit(const std::uint64_t* group, std::uint32_t slice, const ItemHash& hash) const {
     const auto pos = static_cast<std::uint32_t>((hash.h2 * multipliers_[slice]) >> kBlockShift);
-    const std::uint64_t* word = group + slice * kBlockWords + pos / 64;
+    const std::uint64_t* word = group + std::size_t{slice} * kBlockWords + pos / 64;
     const std::uint64_t value =
         WordRef(*const_cast<std::uint64_t*>(word)).load(std::memory_order_relaxed);
     return (value >> (pos % 64) & 1) != 0;
@@ -182,7 +180,7 @@ bool AgeFilter::bit(const std::uint64_t* group, std::uint32_t slice, const ItemH
 
 void AgeFilter::set_bit(std::uint64_t* group, std::uint32_t slice, const ItemHash& hash) const {
     const auto pos = static_cast<std::uint32_t>((hash.h2 * multipliers_[slice]) >> kBlockShift);
-    WordRef word(group[slice * kBlockWords + pos / 64]);
+    WordRef word(group[std::size_t{slice} * kBlockWords + pos / 64]);
     const std::uint64_t mask = std::uint64_t{1} << (pos % 64);
     if ((word.load(std::memory_order_relaxed) & mask) == 0) {
         word.fetch_or(mask, std::memory_order_relaxed);
@@ -233,8 +231,8 @@ void AgeFilter::contains_many(const ItemHash* hashes, std::size_t n, std::uint8_
     const std::uint32_t kth = physical(g + slices() - (geometry_.shape.k - 1));
     const auto prefetch = [&](const ItemHash& hash) {
         const std::uint64_t* lines = group(hash);
-        __builtin_prefetch(lines + newest * kBlockWords);
-        __builtin_prefetch(lines + kth * kBlockWords);
+        __builtin_prefetch(lines + std::size_t{newest} * kBlockWords);
+        __builtin_prefetch(lines + std::size_t{kth} * kBlockWords);
     };
     for (std::size_t i = 0; i < n && i < kAhead; ++i) prefetch(hashes[i]);
     for (std::size_t i = 0; i < n; ++i) {

@@ -29,7 +29,7 @@ double age_false_positive_rate(AgeShape shape, double generation_fill, double sc
 
 double age_block_inflation(std::uint32_t k) {
     const double kk = k;
-    const double b = static_cast<double>(kAgeBlockBits);
+    const auto b = static_cast<double>(kAgeBlockBits);
     const double covariance = std::numbers::ln2 * (kk - 1) * (2 * kk - 1) / (6 * b);
     const double concavity = kk * std::numbers::ln2 / (2 * b);
     return std::max(0.0, covariance - concavity);
