@@ -241,7 +241,7 @@ TEST(AgeFilter, ConcurrentAddsAndShiftsRedoToTheSameBits) {
     const AgeGeometry shape = geometry(0.01, 4'000);
     const auto filter = AgeFilter::create(shape);
     constexpr int kThreads = 3;
-    constexpr std::uint64_t kPerThread = 30'000;
+    constexpr std::uint64_t kPerThread = 1'000'000;
     std::vector<Recorder> recorders(kThreads);
     std::vector<Event> shifts;
     std::atomic<int> running{kThreads};
@@ -260,7 +260,10 @@ TEST(AgeFilter, ConcurrentAddsAndShiftsRedoToTheSameBits) {
     std::vector<std::thread> adders;
     for (int t = 0; t < kThreads; ++t) {
         adders.emplace_back([&, t] {
-            for (std::uint64_t i = 0; i < kPerThread; ++i) {
+            // Until the ring has gone round twice (bounded), however the
+            // shifter is scheduled.
+            for (std::uint64_t i = 0; i < kPerThread && filter->generation() <= 2 * shape.slices();
+                 ++i) {
                 bool full = false;
                 const std::uint64_t g = filter->generation();
                 {

@@ -92,7 +92,10 @@ TEST(AgeJournal, ConcurrentAddsAndShiftsReplayExactly) {
     std::vector<std::thread> adders;
     for (int t = 0; t < kThreads; ++t) {
         adders.emplace_back([&, t] {
-            for (int batch = 0; batch < 400; ++batch) {
+            // Until the ring has gone round twice (bounded), however the
+            // shifter is scheduled.
+            for (int batch = 0; batch < 100'000 && filter.generation() <= 2 * filter.slices();
+                 ++batch) {
                 std::vector<std::string> items;
                 for (int i = 0; i < 25; ++i) {
                     items.push_back(std::to_string(t) + ":" + std::to_string(batch * 25 + i));
@@ -178,7 +181,7 @@ TEST(AgeJournal, SnapshotsDuringAddsAndShiftsRestartExactly) {
                 }
             }
         });
-        for (int batch = 0; batch < 600; ++batch) {
+        for (int batch = 0; batch < 100'000 && filter.generation() <= filter.slices(); ++batch) {
             std::vector<std::string> items;
             for (int i = 0; i < 20; ++i) items.push_back(std::to_string(batch * 20 + i));
             const std::uint64_t generation = filter.generation();
