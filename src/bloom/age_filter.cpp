@@ -8,6 +8,7 @@
 #include <new>
 
 #include "bloomery/bloom/params.hpp"
+#include "counter_slot.hpp"
 
 namespace bloomery::bloom {
 
@@ -15,8 +16,8 @@ namespace {
 
 using WordRef = std::atomic_ref<std::uint64_t>;
 
-// Per-thread slots: 16 cache lines, as a large plain layer's counters.
-constexpr std::size_t kSlots = 16;
+// Per-thread slots: as a large plain layer's counters (counter_slot.hpp).
+constexpr std::size_t kSlots = kCounterSlots;
 constexpr std::uint64_t kPageBytes = 4096;
 constexpr std::uint64_t kHugePageBytes = std::uint64_t{2} * 1024 * 1024;
 // Slice arrays from this size up get an anonymous mapping of their own
@@ -33,12 +34,6 @@ std::uint64_t room_word(std::uint64_t generation, std::uint64_t items) {
 }
 bool room_of(std::uint64_t word, std::uint64_t generation) {
     return (word >> kRoomBits) == (generation & kTagMask) && (word & kRoomMask) != 0;
-}
-
-std::size_t thread_slot() {
-    static std::atomic<std::size_t> next{0};
-    thread_local const std::size_t slot = next.fetch_add(1, std::memory_order_relaxed) % kSlots;
-    return slot;
 }
 
 std::uint64_t words_bytes(const AgeGeometry& geometry) {
@@ -263,12 +258,12 @@ AgeFilter::Added AgeFilter::add(const ItemHash& hash, AgeRecorder* recorder, boo
     for (std::uint32_t p = 0; p < geometry_.shape.k; ++p) {
         set_bit(lines, physical(g + slices() - p), hash);
     }
-    slots_[thread_slot()].count[g & 1].fetch_add(1, std::memory_order_relaxed);
+    slots_[counter_slot()].count[g & 1].fetch_add(1, std::memory_order_relaxed);
     return held ? Added::exists : Added::added;
 }
 
 bool AgeFilter::take_room(std::uint64_t generation) {
-    const std::size_t mine = thread_slot();
+    const std::size_t mine = counter_slot();
     std::atomic<std::uint64_t>& budget = slots_[mine].budget;
     std::uint64_t held = budget.load(std::memory_order_relaxed);
     while (room_of(held, generation)) {
@@ -305,7 +300,7 @@ bool AgeFilter::take_from_others(std::uint64_t generation, std::size_t mine) {
 }
 
 void AgeFilter::give_back_room(std::uint64_t generation) {
-    std::atomic<std::uint64_t>& budget = slots_[thread_slot()].budget;
+    std::atomic<std::uint64_t>& budget = slots_[counter_slot()].budget;
     std::uint64_t held = budget.load(std::memory_order_relaxed);
     for (;;) {
         const std::uint64_t next =
@@ -395,7 +390,7 @@ void AgeFilter::advance_to(std::uint64_t generation, std::uint64_t shifted_ms) {
 void AgeFilter::count_item(std::uint64_t generation) {
     const std::uint64_t g = generation_.load(std::memory_order_relaxed);
     if (generation + 1 >= g) {
-        slots_[thread_slot()].count[generation & 1].fetch_add(1, std::memory_order_relaxed);
+        slots_[counter_slot()].count[generation & 1].fetch_add(1, std::memory_order_relaxed);
     } else {
         counts_[physical(generation)].fetch_add(1, std::memory_order_relaxed);
     }

@@ -2,6 +2,7 @@
 
 #include "block_probing.hpp"
 #include "bloomery/bloom/params.hpp"
+#include "counter_slot.hpp"
 
 #include <sys/mman.h>
 
@@ -18,21 +19,12 @@ using WordRef = std::atomic_ref<std::uint64_t>;
 static_assert(WordRef::required_alignment <= alignof(std::uint64_t),
               "inline words behind a layer must satisfy atomic_ref<uint64_t>");
 
-// Per-thread counter slots of a mapped layer: 16 cache lines (1 KiB) beside
-// at least 32 KiB of words. Threads take slots round-robin, so up to 16
-// workers never share a line; more threads share slots, which stays correct.
-constexpr std::size_t kCounterSlots = 16;
+// A mapped layer keeps kCounterSlots per-thread counter slots
+// (counter_slot.hpp): 16 cache lines (1 KiB) beside at least 32 KiB of words.
 constexpr std::size_t kPageBytes = 4096;
 constexpr std::uint64_t kHugePageBytes = std::uint64_t{2} * 1024 * 1024;
 // Layers with counters from this many bytes up get their own mapping.
 constexpr std::uint64_t kOwnMappingBytes = std::uint64_t{1024} * 1024;
-
-std::size_t thread_slot() {
-    static std::atomic<std::size_t> next{0};
-    thread_local const std::size_t slot =
-        next.fetch_add(1, std::memory_order_relaxed) % kCounterSlots;
-    return slot;
-}
 
 std::uint64_t round_to_pages(std::uint64_t bytes) {
     return (bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
@@ -165,7 +157,7 @@ void BloomLayer::touch(std::uint64_t index) {
 }
 
 BloomLayer::Counter& BloomLayer::my_counter() const {
-    return counters()[thread_slot()];
+    return counters()[counter_slot()];
 }
 
 void BloomLayer::count_flipped(std::int64_t n) {

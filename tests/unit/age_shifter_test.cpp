@@ -79,10 +79,7 @@ TEST(AgeShifter, CountWindowsShiftAsAddsFillThemAndReplayExactly) {
          ++L) {
         EXPECT_GE(filter.generation_count(L), g) << "generation " << L << " shifted early";
     }
-    Keyspace replayed(8);
-    live.close();
-    replay_into(dir, replayed);
-    expect_exact_replay(live.keyspace, replayed);
+    expect_journal_gives_back(dir, live);
 }
 
 TEST(AgeShifter, TimeWindowsShiftOnScheduleByTheClock) {
@@ -119,10 +116,7 @@ TEST(AgeShifter, TimeWindowsShiftOnScheduleByTheClock) {
     shifter.run_due();
     EXPECT_EQ(filter.generation(), 127u);
     EXPECT_LE(found(), 4);
-    Keyspace replayed(8);
-    live.close();
-    replay_into(dir, replayed);
-    expect_exact_replay(live.keyspace, replayed);
+    expect_journal_gives_back(dir, live);
 }
 
 // A server down for longer than the window: at start, each time window is
@@ -142,10 +136,7 @@ TEST(AgeShifter, AfterALongOutageTimeWindowsCatchUpInOneStep) {
     EXPECT_EQ(filter.items(), 0u);
     for (std::uint64_t w = 0; w < filter.num_words(); ++w) ASSERT_EQ(filter.load_word(w), 0u);
     EXPECT_EQ(shifter.catch_up(), 0u);
-    Keyspace replayed(8);
-    live.close();
-    replay_into(dir, replayed);
-    expect_exact_replay(live.keyspace, replayed);
+    expect_journal_gives_back(dir, live);
 }
 
 // Count windows are not tracked; a time window no one else holds any more

@@ -215,6 +215,15 @@ inline ReplayStats replay_into(const TempDir& dir, Keyspace& keyspace,
     return replayed.ok() ? *replayed : ReplayStats{};
 }
 
+// Closes `live`'s journal, replays it into a fresh keyspace and expects
+// exactly `live`'s keys and filters back.
+inline void expect_journal_gives_back(const TempDir& dir, Journaled& live) {
+    Keyspace replayed(8);
+    live.close();
+    replay_into(dir, replayed);
+    expect_exact_replay(live.keyspace, replayed);
+}
+
 // A snapshot of `live` into `dump` as the server takes one: a new journal
 // segment first, the segments it covers dropped after.
 inline void snapshot_and_drop_covered(Journaled& live, const std::string& dump) {
