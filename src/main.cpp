@@ -31,6 +31,8 @@
 #include "bloomery/persist/manager.hpp"
 #include "bloomery/persist/rdb_import.hpp"
 #include "bloomery/persist/snapshot.hpp"
+#include "bloomery/store/age_shifter.hpp"
+#include "bloomery/store/clock.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace {
@@ -277,6 +279,11 @@ int serve(const bloomery::core::Config& config, const bloomery::command::Registr
     net::ReplicationSource replication(config, persistence);
     persistence.set_journal_listener(
         [&replication](std::uint64_t written) { replication.on_written(written); });
+    // Decides expiring filters' shifts while this server is primary: the
+    // keyspace starts and stops it as deadlines are enforced or followed.
+    store::AgeShifter age_shifter(keyspace,
+                                  [] { return static_cast<std::uint64_t>(store::now_ms()); });
+    keyspace.attach_age_shifter(&age_shifter);
     // The server (its monitoring thread reads replication and persistence)
     // goes first on every way out.
     struct StopServerFirst {

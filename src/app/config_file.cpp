@@ -44,7 +44,7 @@ constexpr std::string_view kRedisOnlySettings =
     "cluster-preferred-endpoint-type cluster-replica-no-failover "
     "cluster-replica-validity-factor cluster-require-full-coverage cluster-slave-no-failover "
     "cluster-slave-validity-factor crash-log-enabled crash-memcheck-enabled daemonize "
-    "databases disable-thp dynamic-hz enable-debug-command enable-module-command "
+    "databases disable-thp dynamic-hz enable-module-command "
     "enable-protected-configs hash-max-listpack-entries hash-max-listpack-value "
     "hash-max-ziplist-entries hash-max-ziplist-value hll-sparse-max-bytes hz ignore-warnings "
     "io-threads io-threads-do-reads jemalloc-bg-thread key-load-delay latency-tracking "

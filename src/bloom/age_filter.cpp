@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <new>
 
 #include "bloomery/bloom/params.hpp"
+#include "bloomery/bloom/scalable_filter.hpp"
 #include "counter_slot.hpp"
+#include "little_endian.hpp"
 
 namespace bloomery::bloom {
 
@@ -122,6 +125,8 @@ AgeFilter::AgeFilter(const AgeGeometry& geometry, std::uint64_t generation,
       room_(room_word(generation, geometry.generation_items)),
       mapped_(own_mapping(geometry)),
       charge_(core::MemoryUse::filters) {
+    // Ids are shared by every kind of filter (journal records name them).
+    id_ = ScalableFilter::next_id();
     const std::uint64_t bytes = rounded_words_bytes(geometry);
     if (mapped_) {
         void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
@@ -249,7 +254,9 @@ AgeFilter::Added AgeFilter::add(const ItemHash& hash, AgeRecorder* recorder, boo
     if (newest_hold(g, hash)) return Added::exists;
     const bool held = found(g, hash);
     const bool room = take_room(g);
-    if (!room && full != nullptr) *full = true;
+    // Full when no room was left, or this add took the last of it: the
+    // shift then comes as the generation reaches g items, not one later.
+    if (full != nullptr && (!room || took_last_room(g))) *full = true;
     if (recorder != nullptr && !recorder->record(g, hash)) {
         if (room) give_back_room(g);
         return Added::not_recorded;
@@ -307,6 +314,16 @@ void AgeFilter::give_back_room(std::uint64_t generation) {
             (held >> kRoomBits) == (generation & kTagMask) ? held + 1 : room_word(generation, 1);
         if (budget.compare_exchange_weak(held, next, std::memory_order_relaxed)) return;
     }
+}
+
+bool AgeFilter::took_last_room(std::uint64_t generation) const {
+    // Only once this thread's budget and the shared room are both spent
+    // are the other slots looked at (once per chunk of room).
+    if (room_of(slots_[counter_slot()].budget.load(std::memory_order_relaxed), generation) ||
+        room_of(room_.load(std::memory_order_relaxed), generation)) {
+        return false;
+    }
+    return shift_wanted();
 }
 
 bool AgeFilter::shift_wanted() const {
@@ -511,6 +528,32 @@ void AgeFilter::copy_words(std::uint64_t first, std::uint64_t count, std::uint64
 void AgeFilter::store_words(std::uint64_t first, std::uint64_t count, const std::uint64_t* in) {
     for (std::uint64_t i = 0; i < count; ++i) {
         WordRef(words_[first + i]).store(in[i], std::memory_order_relaxed);
+    }
+}
+
+void AgeFilter::or_words(std::uint64_t first, std::string_view data) {
+    for (std::size_t i = 0; i * 8 < data.size(); ++i) {
+        std::uint64_t word;
+        std::memcpy(&word, data.data() + i * 8, 8);
+        WordRef(words_[first + i]).fetch_or(little_endian::to_le(word), std::memory_order_relaxed);
+    }
+}
+
+void AgeFilter::redo_words(std::uint64_t generation, std::uint64_t first, std::string_view data) {
+    if (generation > generation_.load(std::memory_order_relaxed)) {
+        advance_to(generation, shifted_ms());
+    }
+    const std::uint64_t g = generation_.load(std::memory_order_relaxed);
+    const std::uint64_t n = slices();
+    for (std::size_t i = 0; i * 8 < data.size(); ++i) {
+        const std::uint64_t slice = ((first + i) / (kAgeBlockBits / 64)) % n;
+        // The generation slice held at `generation`, plus n: the one that
+        // recycled it, if that shift has been made.
+        const std::uint64_t recycled_by = generation + n - (generation + n - slice) % n;
+        if (recycled_by <= g) continue;
+        std::uint64_t word;
+        std::memcpy(&word, data.data() + i * 8, 8);
+        WordRef(words_[first + i]).fetch_or(little_endian::to_le(word), std::memory_order_relaxed);
     }
 }
 

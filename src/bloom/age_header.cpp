@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "little_endian.hpp"
@@ -63,6 +64,54 @@ core::Result<AgeHeader> decode_age_header(std::string_view bytes) {
     const std::string_view why = check_age_geometry(g);
     if (!why.empty()) return core::Error{"invalid expiring filter: " + std::string(why)};
     return header;
+}
+
+std::string encode_age_dump_header(const AgeFilter& filter) {
+    const std::uint64_t generation = filter.generation();
+    std::string out = encode_age_header(filter, generation, filter.shifted_ms());
+    const std::uint64_t n = std::min<std::uint64_t>(filter.slices(), generation + 1);
+    little_endian::put_u32(out, static_cast<std::uint32_t>(n));
+    for (std::uint64_t i = 0; i < n; ++i) {
+        little_endian::put_u64(out, filter.generation_count(generation - i));
+    }
+    return out;
+}
+
+core::Result<AgeDumpHeader> decode_age_dump_header(std::string_view bytes) {
+    if (bytes.size() < kAgeHeaderBytes + 4) return core::Error{"not an expiring filter's header"};
+    core::Result<AgeHeader> header = decode_age_header(bytes.substr(0, kAgeHeaderBytes));
+    if (!header) return header.failure();
+    little_endian::Reader in(bytes.substr(kAgeHeaderBytes));
+    const std::uint32_t n = in.u32();
+    const AgeHeader& h = *header;
+    if (n > std::min<std::uint64_t>(h.geometry.slices(), h.generation + 1) ||
+        bytes.size() != kAgeHeaderBytes + 4 + std::size_t{n} * 8) {
+        return core::Error{"expiring filter's counts do not match its header"};
+    }
+    AgeDumpHeader dumped{h, std::vector<std::uint64_t>(n)};
+    for (std::uint64_t& count : dumped.counts) {
+        count = in.u64();
+        if (count > kMaxAgeCount) return core::Error{"expiring filter's count out of range"};
+    }
+    return dumped;
+}
+
+std::string age_chunk(const AgeFilter& filter, std::uint64_t chunk) {
+    if (chunk >= age_chunks(filter)) return {};
+    const std::uint64_t first = chunk * kAgeChunkWords;
+    const std::uint64_t words = std::min(kAgeChunkWords, filter.num_words() - first);
+    std::string out;
+    out.reserve(words * 8);
+    for (std::uint64_t i = 0; i < words; ++i)
+        little_endian::put_u64(out, filter.load_word(first + i));
+    return out;
+}
+
+AgeFilterRef create_dumped(const AgeDumpHeader& dumped) {
+    AgeFilterRef filter = AgeFilter::create(dumped.header.geometry, dumped.header.generation,
+                                            dumped.header.shifted_ms);
+    filter->set_counts(dumped.counts.data(), dumped.counts.size());
+    return filter;
 }
 
 }  // namespace bloomery::bloom

@@ -11,11 +11,13 @@
 #include <utility>
 
 #include "bf_family.hpp"
+#include "bloomery/bloom/age_header.hpp"
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/command/arg_cursor.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/memory.hpp"
 #include "common.hpp"
 #include "new_filter.hpp"
 
@@ -24,19 +26,44 @@ namespace {
 
 // BF.SCANDUMP key iter: the key first, then the iterator (RedisBloom's
 // order and text); an iterator past the end, or below 0, gives (0, "").
+// An expiring filter's chunks: at 0 its header with its counts, then its
+// words, chunk j at iterator j + 1 (bloom/age_header.hpp).
+void scandump_age(Context& ctx, const bloom::AgeFilter& filter, std::int64_t iter) {
+    if (iter == 0) {
+        ctx.out.integer(1);
+        ctx.out.bulk(bloom::encode_age_dump_header(filter));
+        return;
+    }
+    const std::uint64_t chunk = static_cast<std::uint64_t>(iter - 1);
+    if (chunk >= bloom::age_chunks(filter)) {
+        ctx.out.integer(0);
+        ctx.out.bulk("");
+        return;
+    }
+    ctx.out.integer(iter + 1);
+    ctx.out.bulk(bloom::age_chunk(filter, chunk));
+}
+
 void cmd_scandump(Context& ctx, Args argv) {
     const std::optional<std::int64_t> iter = ArgCursor(argv, 2).next_int();
-    const bool found = ctx.keyspace.with_filter(argv[1], [&](const bloom::ScalableFilter& filter) {
+    const bool found = ctx.keyspace.with_value(argv[1], [&](const store::ValueRef& value) {
         if (!iter) {
             ctx.out.error(errors::kScandumpIterator);
             return;
         }
+        const bloom::ScalableFilter* plain = value.bloom_or_null();
+        const bloom::AgeFilter* age = plain == nullptr ? &value.age() : nullptr;
         ctx.out.array(2);
         if (*iter < 0) {
             ctx.out.integer(0);
             ctx.out.bulk("");
             return;
         }
+        if (age != nullptr) {
+            scandump_age(ctx, *age, *iter);
+            return;
+        }
+        const bloom::ScalableFilter& filter = *plain;
         // A counting filter's cells as of one moment within the chunk.
         const std::unique_lock serial = filter.serialize_changes();
         const bloom::DumpChunk chunk = bloom::dump_chunk(filter, *iter);
@@ -46,12 +73,35 @@ void cmd_scandump(Context& ctx, Args argv) {
     if (!found) ctx.out.error(errors::kNotFound);
 }
 
+// BF.LOADCHUNK key 1 header of an expiring filter, `key` missing: creates
+// it with the header's shape, generation and counts, all bits clear.
+core::Status load_age_header(Context& ctx, std::string_view key, std::string_view bytes) {
+    const core::Result<bloom::AgeDumpHeader> dumped = bloom::decode_age_dump_header(bytes);
+    if (!dumped) return core::Error{"ERR " + dumped.error()};
+    const bloom::AgeGeometry& g = dumped->header.geometry;
+    const std::uint64_t filter_bytes = g.slices() * (g.slice_bits / 8);
+    if (ctx.config.max_filter_bytes != 0 && filter_bytes > ctx.config.max_filter_bytes) {
+        return refuse(errors::kFilterTooLarge);
+    }
+    if (core::memory_would_exceed(ctx.config.maxmemory, filter_bytes)) return refuse(errors::kOom);
+    bloom::AgeFilterRef filter;
+    try {
+        filter = bloom::create_dumped(*dumped);
+    } catch (const std::bad_alloc&) {
+        return refuse(errors::kOutOfMemory);
+    }
+    if (!ctx.keyspace.insert_new(key, std::move(filter))) return refuse(errors::kItemExists);
+    return {};
+}
+
 // BF.LOADCHUNK key 1 header, `key` missing: creates it with the filter the
 // header describes, all bits clear. A payload that is no header of either
 // format is refused as RedisBloom refuses it; a header of either format with
 // the check it fails (bloom::parse_header: RedisBloom's texts for
 // RedisBloom's format, bloomery's own checks for its own).
 core::Status load_header(Context& ctx, std::string_view key, std::string_view header_bytes) {
+    if (header_bytes.starts_with(bloom::kAgeHeaderMagic))
+        return load_age_header(ctx, key, header_bytes);
     if (bloom::header_format(header_bytes) == bloom::HeaderFormat::unknown) {
         return refuse(errors::kBadChunkData);
     }

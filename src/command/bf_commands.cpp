@@ -3,7 +3,9 @@
 // Parsing and replying live here; the filter math lives in bloom/, the map
 // in store/.
 
+#include <algorithm>
 #include <functional>
+#include <new>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -12,10 +14,14 @@
 
 #include "bf_family.hpp"
 #include "bf_options.hpp"
+#include "bf_window.hpp"
+#include "bloomery/bloom/age_filter.hpp"
 #include "bloomery/bloom/bounds.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/core/memory.hpp"
+#include "bloomery/store/clock.hpp"
 #include "common.hpp"
 #include "families.hpp"
 #include "new_filter.hpp"
@@ -42,6 +48,35 @@ core::Result<FilterRef> make_filter(const Context& ctx, const FilterOptions& opt
     }
     return build_new_filter(ctx, std::span(&first, 1),
                             [&] { return ScalableFilter::create(options, ctx.config.maxmemory); });
+}
+
+// A new expiring filter of `geometry`, within --max-filter-bytes and
+// --maxmemory; a time window's generation starts now.
+core::Result<bloom::AgeFilterRef> make_age_filter(const Context& ctx,
+                                                  const bloom::AgeGeometry& geometry) {
+    const std::uint64_t bytes = geometry.slices() * (geometry.slice_bits / 8);
+    if (ctx.config.max_filter_bytes != 0 && bytes > ctx.config.max_filter_bytes) {
+        return refuse(errors::kFilterTooLarge);
+    }
+    if (core::memory_would_exceed(ctx.config.maxmemory, bytes)) return refuse(errors::kOom);
+    try {
+        return bloom::AgeFilter::create(geometry, 0, static_cast<std::uint64_t>(store::now_ms()));
+    } catch (const std::bad_alloc&) {
+        return refuse(errors::kOutOfMemory);
+    }
+}
+
+// Lookups of `items` in an expiring filter, hashed and looked up a batch at
+// a time (AgeFilter::contains_many prefetches across a batch).
+void age_contains_many(const bloom::AgeFilter& filter, Args items,
+                       std::vector<std::uint8_t>& present) {
+    constexpr std::size_t kBatch = 64;
+    bloom::ItemHash hashes[kBatch];
+    for (std::size_t first = 0; first < items.size(); first += kBatch) {
+        const std::size_t n = std::min(kBatch, items.size() - first);
+        for (std::size_t i = 0; i < n; ++i) hashes[i] = bloom::hash_item(items[first + i]);
+        filter.contains_many(hashes, n, present.data() + first);
+    }
 }
 
 // What an add does with a missing key: creates it with `options` (null: the
@@ -132,6 +167,26 @@ void cmd_madd(Context& ctx, Args argv) {
     reply_adds(ctx, add_items(ctx, argv[1], argv.subspan(2), NewKey{}), Answers::array);
 }
 
+// BF.INSERT WINDOW: creates the expiring filter if the key is missing (and
+// NOCREATE does not refuse), then adds as to any filter the key holds.
+core::Result<std::span<const AddResult>> insert_expiring(Context& ctx, std::string_view key,
+                                                         const InsertRequest& request) {
+    // Each round creates the key or finds it; only a client deleting it
+    // between the two steps every time could make this give up.
+    for (int round = 0; round < 8; ++round) {
+        if (!ctx.keyspace.contains(key)) {
+            if (request.if_missing == IfMissing::refuse) return refuse(errors::kNotFound);
+            core::Result<bloom::AgeFilterRef> filter = make_age_filter(ctx, *request.age);
+            if (!filter) return filter.failure();
+            if (ctx.keyspace.insert_new(key, std::move(*filter))) note_changes(ctx);
+        }
+        core::Result<std::span<const AddResult>> adds =
+            add_items(ctx, key, request.items, NewKey{nullptr, IfMissing::refuse});
+        if (adds || adds.error() != errors::kNotFound) return adds;
+    }
+    return refuse(errors::kNotFound);
+}
+
 // BF.INSERT: options as bf_options.hpp reads them, then an add that answers
 // an array.
 void cmd_insert(Context& ctx, Args argv) {
@@ -140,13 +195,45 @@ void cmd_insert(Context& ctx, Args argv) {
         ctx.out.error(request.error());
         return;
     }
+    if (request->age) {
+        reply_adds(ctx, insert_expiring(ctx, argv[1], *request), Answers::array);
+        return;
+    }
     const NewKey new_key{&request->options, request->if_missing};
     reply_adds(ctx, add_items(ctx, argv[1], request->items, new_key), Answers::array);
+}
+
+// BF.RESERVE ... WINDOW: an expiring filter under `key`.
+void reserve_expiring(Context& ctx, std::string_view key, const bloom::AgeGeometry& geometry) {
+    if (ctx.keyspace.contains(key)) {
+        ctx.out.error(exists_error(ctx, key, store::ValueKind::age));
+        return;
+    }
+    core::Result<bloom::AgeFilterRef> filter = make_age_filter(ctx, geometry);
+    if (!filter) {
+        ctx.out.error(filter.error());
+        return;
+    }
+    if (!ctx.keyspace.insert_new(key, std::move(*filter))) {
+        ctx.out.error(exists_error(ctx, key, store::ValueKind::age));
+        return;
+    }
+    note_changes(ctx);
+    ctx.out.ok();
 }
 
 // BF.RESERVE: options as bf_options.hpp reads them; the key is looked at
 // last, as RedisBloom does.
 void cmd_reserve(Context& ctx, Args argv) {
+    const core::Result<std::optional<bloom::AgeGeometry>> window = parse_reserve_window(argv);
+    if (!window) {
+        ctx.out.error(window.error());
+        return;
+    }
+    if (*window) {
+        reserve_expiring(ctx, argv[1], **window);
+        return;
+    }
     const core::Result<FilterOptions> options = parse_reserve(ctx.config, argv);
     if (!options) {
         ctx.out.error(options.error());
@@ -177,8 +264,11 @@ void cmd_reserve(Context& ctx, Args argv) {
 void cmd_exists(Context& ctx, Args argv) {
     bool present = false;
     const bool found = ctx.keyspace.with_value(argv[1], [&](const store::ValueRef& value) {
-        if (const ScalableFilter* filter = value.bloom_or_null())
+        if (const ScalableFilter* filter = value.bloom_or_null()) {
             present = filter->contains(argv[2]);
+        } else if (const bloom::AgeFilter* age = value.age_or_null()) {
+            present = age->contains(bloom::hash_item(argv[2]));
+        }
     });
     WorkerStats::bump(found ? ctx.stats.keyspace_hits : ctx.stats.keyspace_misses);
     reply_flag(ctx, present);
@@ -192,6 +282,8 @@ void cmd_mexists(Context& ctx, Args argv) {
     const bool found = ctx.keyspace.with_value(argv[1], [&](const store::ValueRef& value) {
         if (const ScalableFilter* filter = value.bloom_or_null()) {
             filter->contains_many(items, present);
+        } else if (const bloom::AgeFilter* age = value.age_or_null()) {
+            age_contains_many(*age, items, present);
         }
     });
     ctx.out.booleans(present);

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bf_age_info.hpp"
 #include "bf_family.hpp"
 #include "bloomery/bloom/bounds.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
@@ -152,7 +153,16 @@ void cmd_info(Context& ctx, Args argv) {
     const bool one_field = argv.size() == 3;
     const InfoField* field = one_field ? find_info_field(argv[2]) : nullptr;
     const InfoLimits limits{ctx.config.max_filter_bytes};
-    const bool found = ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
+    bool age = false;             // the key holds an expiring filter
+    bool age_field_found = true;  // ... which has the field asked for
+    const bool found = ctx.keyspace.with_value(argv[1], [&](const store::ValueRef& value) {
+        if (const bloom::AgeFilter* filter = value.age_or_null()) {
+            age = true;
+            age_field_found =
+                reply_age_info(ctx.out, *filter, one_field ? std::optional(argv[2]) : std::nullopt);
+            return;
+        }
+        const ScalableFilter& filter = value.filter();
         if (!one_field) {
             ctx.out.map(kRedisBloomInfoFields);
             for (std::size_t i = 0; i < kRedisBloomInfoFields; ++i) {
@@ -171,7 +181,7 @@ void cmd_info(Context& ctx, Args argv) {
     });
     if (!found) {
         ctx.out.error(errors::kNotFound);
-    } else if (one_field && field == nullptr) {
+    } else if (age ? !age_field_found : one_field && field == nullptr) {
         ctx.out.error(errors::kInvalidInfoField);
     }
 }

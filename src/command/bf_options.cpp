@@ -5,6 +5,7 @@
 #include <span>
 #include <string_view>
 
+#include "bf_window.hpp"
 #include "bloomery/bloom/redisbloom.hpp"
 #include "bloomery/command/arg_cursor.hpp"
 #include "bloomery/command/errors.hpp"
@@ -155,6 +156,9 @@ struct CreationExtras {
     bool layout_given = false;                // LAYOUT
     bool counting = false;                    // COUNTING
     std::uint64_t scale_to = 0;               // VALIDATESCALETO; 0: none
+    WindowRequest window;                     // BF.INSERT's WINDOW and SLICES
+    bool window_given = false;
+    bool slices_given = false;
 };
 
 // The configured defaults of every field but the scheme's.
@@ -265,6 +269,20 @@ core::Status read_reserve_extras(const ArgCursor& after_capacity, bloom::FilterO
 // `extras`, true.
 core::Result<bool> read_insert_extra(ArgCursor& args, InsertRequest& request,
                                      CreationExtras& extras) {
+    if (args.eat("WINDOW")) {
+        const core::Result<std::uint64_t> ms = take_window(args);
+        if (!ms) return ms.failure();
+        extras.window.window_ms = *ms;
+        extras.window_given = true;
+        return true;
+    }
+    if (args.eat("SLICES")) {
+        const core::Result<bloom::AgeShape> shape = take_slices(args);
+        if (!shape) return shape.failure();
+        extras.window.shape = *shape;
+        extras.slices_given = true;
+        return true;
+    }
     if (args.eat("COUNTING")) {
         extras.counting = true;
         return true;
@@ -294,6 +312,25 @@ core::Result<bool> read_insert_extra(ArgCursor& args, InsertRequest& request,
         extras.scale_to = *items;
     }
     return true;
+}
+
+// BF.INSERT's WINDOW: the expiring filter's geometry in `request`, once
+// the numbers passed their checks; refused beside options only plain
+// filters have, and SLICES without WINDOW.
+core::Status settle_window(const core::Config& config, const CreationExtras& extras,
+                           const InsertNumbers& numbers, InsertRequest& request) {
+    if (!extras.window_given) return refuse(errors::kSlicesWithoutWindow);
+    const bloom::FilterOptions& options = request.options;
+    if (extras.scheme || extras.layout_given || extras.counting || extras.scale_to != 0 ||
+        options.nonscaling || options.tightening != bloom::kDefaultTightening ||
+        numbers.expansion != static_cast<std::int64_t>(config.default_expansion)) {
+        return refuse(errors::kWindowOptions);
+    }
+    const core::Result<bloom::AgeGeometry> geometry = window_geometry(
+        numbers.error_rate, static_cast<std::uint64_t>(numbers.capacity), extras.window);
+    if (!geometry) return geometry.failure();
+    request.age = *geometry;
+    return {};
 }
 
 }  // namespace
@@ -352,7 +389,7 @@ core::Result<bloom::FilterOptions> parse_reserve(const core::Config& config, Arg
 // AUTO|CLASSIC|BLOCKED, SCHEME BLOOMERY|REDISBLOOM, VALIDATESCALETO n and
 // TIGHTENING r and COUNTING (whole words).
 core::Result<InsertRequest> parse_insert(const core::Config& config, Args argv) {
-    InsertRequest request{configured_options(config), IfMissing::create, {}};
+    InsertRequest request{configured_options(config), IfMissing::create, {}, std::nullopt};
     InsertNumbers numbers{request.options.error_rate,
                           static_cast<std::int64_t>(request.options.capacity),
                           request.options.expansion};
@@ -380,6 +417,13 @@ core::Result<InsertRequest> parse_insert(const core::Config& config, Args argv) 
         return bounds.failure();
     }
     if (core::Status bound = expansion_bound(numbers.expansion); !bound) return bound.failure();
+    if (extras.window_given || extras.slices_given) {
+        if (core::Status window = settle_window(config, extras, numbers, request); !window) {
+            return window.failure();
+        }
+        request.items = args.rest();
+        return request;
+    }
     request.options.error_rate = numbers.error_rate;
     request.options.capacity = static_cast<std::uint64_t>(numbers.capacity);
     request.options.expansion = static_cast<std::uint32_t>(numbers.expansion);

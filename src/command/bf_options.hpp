@@ -5,6 +5,9 @@
 // bounds (bloom/bounds.hpp). Parsing only: nothing here touches the keyspace
 // or writes a reply; a refusal carries the error text the command answers.
 
+#include <optional>
+
+#include "bloomery/bloom/age_filter.hpp"
 #include "bloomery/bloom/bounds.hpp"
 #include "bloomery/command/context.hpp"
 #include "bloomery/core/config.hpp"
@@ -36,12 +39,15 @@ struct InsertRequest {
     bloom::FilterOptions options;  // the filter's, if it is created
     IfMissing if_missing = IfMissing::create;
     Args items;  // the arguments after ITEMS (at least one), in argv
+    // WINDOW (bf_window.hpp): an expiring filter's, if it is created.
+    std::optional<bloom::AgeGeometry> age;
 };
 
 // BF.INSERT key [CAPACITY n] [ERROR rate] [EXPANSION n] [NOCREATE]
 // [NONSCALING] [LAYOUT l] [SCHEME s] [VALIDATESCALETO n] [TIGHTENING r]
-// ITEMS item...: the request, or the error to reply (SCHEME, VALIDATESCALETO
-// and TIGHTENING as BF.RESERVE's;
+// [WINDOW w [SLICES k l]] ITEMS item...: the request, or the error to reply
+// (SCHEME, VALIDATESCALETO and TIGHTENING as BF.RESERVE's; WINDOW takes
+// only CAPACITY, ERROR, NOCREATE and SLICES beside it;
 // VALIDATESCALETO is checked whether or not the key exists).
 core::Result<InsertRequest> parse_insert(const core::Config& config, Args argv);
 

@@ -142,7 +142,12 @@ std::int64_t rounded(double estimate) {
 void cmd_card(Context& ctx, Args argv) {
     if (argv.size() == 2) {
         std::uint64_t estimate = 0;
-        ctx.keyspace.with_filter(argv[1], [&](const ScalableFilter& filter) {
+        ctx.keyspace.with_value(argv[1], [&](const store::ValueRef& value) {
+            if (const bloom::AgeFilter* age = value.age_or_null()) {
+                estimate = age->estimate_cardinality();  // the window's
+                return;
+            }
+            const ScalableFilter& filter = value.filter();
             estimate = filter.scheme() == bloom::HashScheme::redisbloom
                            ? filter.items()
                            : filter.estimate_cardinality();

@@ -33,7 +33,10 @@ void reply_help(Context& ctx, std::initializer_list<std::string_view> lines) {
 
 std::string_view exists_error(const Context& ctx, std::string_view key, store::ValueKind kind) {
     const std::optional<store::KeyDetails> found = ctx.keyspace.inspect(key);
-    return found && found->value.kind() != kind ? errors::kWrongType : errors::kItemExists;
+    // Bloom filters, plain or expiring, are one family: either exists.
+    const auto cuckoo = [](store::ValueKind k) { return k == store::ValueKind::cuckoo; };
+    return found && cuckoo(found->value.kind()) != cuckoo(kind) ? errors::kWrongType
+                                                                : errors::kItemExists;
 }
 
 core::Error wrong_arity(std::string_view command_name) {

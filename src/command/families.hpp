@@ -23,4 +23,5 @@ void register_transaction_commands(Registry& registry);
 void register_pubsub_commands(Registry& registry);
 void register_memory_commands(Registry& registry);
 void register_latency_commands(Registry& registry);
+void register_debug_commands(Registry& registry);
 }  // namespace bloomery::command

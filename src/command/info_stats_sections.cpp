@@ -8,6 +8,7 @@
 
 #include "bloomery/command/pubsub.hpp"
 #include "bloomery/command/registry.hpp"
+#include "bloomery/store/age_shifter.hpp"
 #include "info_sections.hpp"
 
 namespace bloomery::command::info {
@@ -62,6 +63,15 @@ void stats_section(InfoContext& ctx, std::string& out) {
     line(out, "client_query_buffer_limit_disconnections", s.query_buffer_limit_disconnections);
     line(out, "client_output_buffer_limit_disconnections", s.output_buffer_limit_disconnections);
     line(out, "protocol_errors", s.protocol_errors);
+    // bloomery's: expiring filters' shifts decided here (0 on a replica),
+    // because a generation was full or by the clock, and the time windows
+    // watched.
+    const store::AgeShifter* shifter = ctx.keyspace.age_shifter();
+    line(out, "expiring_shifts_by_count", shifter != nullptr ? shifter->shifts_by_count() : 0);
+    line(out, "expiring_shifts_by_time", shifter != nullptr ? shifter->shifts_by_time() : 0);
+    line(out, "expiring_time_windows_watched", shifter != nullptr ? shifter->watched() : 0);
+    line(out, "expiring_catch_ups", shifter != nullptr ? shifter->catch_ups() : 0);
+    line(out, "expiring_shifts_pending", shifter != nullptr ? shifter->pending() : 0);
 }
 
 // Redis's fields; offsets are byte positions in the primary's journal stream

@@ -48,6 +48,7 @@ core::Status build_default_registry(Registry& registry) {
     register_info_commands(registry);
     register_introspection_commands(registry);
     register_persistence_commands(registry);
+    register_debug_commands(registry);
     register_acl_commands(registry);
     register_replication_commands(registry);
     register_cluster_commands(registry);

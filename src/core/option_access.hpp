@@ -19,6 +19,7 @@ inline constexpr std::string_view kYesNoWords[] = {"yes", "no"};
 inline constexpr std::string_view kTlsAuthClientsWords[] = {"yes", "no", "optional"};
 inline constexpr std::string_view kLayoutWords[] = {"auto", "blocked", "classic"};
 inline constexpr std::string_view kSchemeWords[] = {"bloomery", "redisbloom"};
+inline constexpr std::string_view kDebugCommandWords[] = {"yes", "no", "local"};
 inline constexpr std::string_view kAppendFsyncWords[] = {"always", "everysec", "no"};
 inline constexpr std::string_view kLogLevelWords[] = {"trace", "debug",    "info", "warn",
                                                       "error", "critical", "off"};

@@ -247,6 +247,10 @@ constexpr OptionSpec kOptions[] = {
         "protected-mode", kSecurity,
         "yes: while the default user has no password, serve only clients on the loopback "
         "interface (127.0.0.1, ::1)"),
+    choice<&Config::enable_debug_command, kDebugCommandWords>(
+        "enable-debug-command", kSecurity,
+        "Who may run DEBUG, whose subcommands are for tests (JUMP-CLOCK moves the clock): "
+        "no one, every client (yes), or clients on the loopback interface (local)"),
     // AUTH needs its three arguments (AUTH user password).
     integer<&Config::unauthenticated_max_multibulk_len>(
         "unauthenticated-max-multibulk-len", kSecurity, 3, 1 << 20,

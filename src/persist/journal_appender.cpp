@@ -347,6 +347,14 @@ void JournalAppender::begin_age_shift(const bloom::AgeFilter& filter, std::uint6
     });
 }
 
+void JournalAppender::begin_age_words(const bloom::AgeFilter& filter, std::uint64_t generation,
+                                      std::uint64_t first, std::string_view data) {
+    begin_whole_record(
+        jf::kAgeWords, journal_encode::age_words_body_bytes(data), [&](unsigned char* body) {
+            journal_encode::put_age_words_body(body, filter, generation, first, data);
+        });
+}
+
 void JournalAppender::publish_thread() noexcept {
     if (transaction() != nullptr) return;  // held back in order, appended whole
     LocalBuffer& local = local_buffer();

@@ -40,6 +40,8 @@ public:
     bloom::AddRecorder& begin_adds(const bloom::ScalableFilter& filter, std::size_t max_items);
     bloom::AddRecorder& begin_removes(const bloom::ScalableFilter& filter, std::size_t max_items);
     bloom::AgeRecorder& begin_age_adds(const bloom::AgeFilter& filter, std::size_t max_items);
+    void begin_age_words(const bloom::AgeFilter& filter, std::uint64_t generation,
+                         std::uint64_t first, std::string_view data);
     void begin_age_shift(const bloom::AgeFilter& filter, std::uint64_t generation,
                          std::uint64_t shifted_ms);
     // Moves this thread's buffer into the stream (MutationLog::publish_thread).

@@ -127,14 +127,14 @@ core::Status Applier::cuckoo_change(const Decoded& d) {
 }
 
 core::Status Applier::age_create(const Decoded& d) {
-    const core::Result<bloom::AgeHeader> header = bloom::decode_age_header(d.data);
-    if (!header) return core::Error{"AGE-CREATE record: " + header.error()};
-    const bloom::AgeGeometry& g = header->geometry;
+    const core::Result<bloom::AgeDumpHeader> dumped = bloom::decode_age_dump_header(d.data);
+    if (!dumped) return core::Error{"AGE-CREATE record: " + dumped.error()};
+    const bloom::AgeGeometry& g = dumped->header.geometry;
     if (g.slices() * (g.slice_bits / 8) > core::memory_available()) {
         return core::Error{
             "AGE-CREATE record: a filter larger than the memory this process may use"};
     }
-    link(d, bloom::AgeFilter::create(header->geometry, header->generation, header->shifted_ms));
+    link(d, bloom::create_dumped(*dumped));
     return {};
 }
 
@@ -147,6 +147,14 @@ core::Status Applier::age_record(std::uint8_t type, const Decoded& d) {
     }
     if (type == jf::kAgeShift) {
         keyspace_.redo_age_shift(*filter, d.generation, d.shifted_ms);
+        return {};
+    }
+    if (type == jf::kAgeWords) {
+        if (core::Status redone =
+                keyspace_.redo_age_words(*filter, d.generation, d.first_word, d.data);
+            !redone) {
+            return core::Error{"AGE-WORDS record: " + redone.error()};
+        }
         return {};
     }
     age_adds_.resize(d.count);
@@ -195,6 +203,7 @@ core::Status Applier::apply(std::uint8_t type, const Decoded& d) {
             return age_create(d);
         case jf::kAgeAdd:
         case jf::kAgeShift:
+        case jf::kAgeWords:
             return age_record(type, d);
         case jf::kChunk: {
             auto it = by_id_.find(d.filter_id);

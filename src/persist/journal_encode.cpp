@@ -76,7 +76,7 @@ store::EncodedRecord chunk(const bloom::ScalableFilter& filter, std::int64_t ite
 
 store::EncodedRecord age_created(std::string_view key, const bloom::AgeFilter& filter,
                                  std::int64_t expire_at_ms) {
-    const std::string header = bloom::encode_age_header(filter);
+    const std::string header = bloom::encode_age_dump_header(filter);
     return encode_block(jf::kAgeCreate, 4 + key.size() + 8 + 8 + 4 + header.size(),
                         [&](unsigned char* out) {
                             out = put_bytes(out, key);
@@ -91,6 +91,14 @@ void put_age_shift_body(unsigned char* out, const bloom::AgeFilter& filter,
     put_u64(out, filter.id());
     put_u64(out + 8, generation);
     put_u64(out + 16, shifted_ms);
+}
+
+void put_age_words_body(unsigned char* out, const bloom::AgeFilter& filter,
+                        std::uint64_t generation, std::uint64_t first, std::string_view data) {
+    put_u64(out, filter.id());
+    put_u64(out + 8, generation);
+    put_u64(out + 16, first);
+    std::memcpy(out + 24, data.data(), data.size());
 }
 
 store::EncodedRecord ping() {

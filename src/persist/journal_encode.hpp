@@ -65,6 +65,11 @@ store::EncodedRecord age_created(std::string_view key, const bloom::AgeFilter& f
                                  std::int64_t expire_at_ms);
 // The body of an AGE-SHIFT record at `out`.
 inline constexpr std::size_t kAgeShiftBodyBytes = 8 + 8 + 8;
+inline std::size_t age_words_body_bytes(std::string_view data) {
+    return 8 + 8 + 8 + data.size();
+}
+void put_age_words_body(unsigned char* out, const bloom::AgeFilter& filter,
+                        std::uint64_t generation, std::uint64_t first, std::string_view data);
 void put_age_shift_body(unsigned char* out, const bloom::AgeFilter& filter,
                         std::uint64_t generation, std::uint64_t shifted_ms);
 

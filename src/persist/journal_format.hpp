@@ -53,8 +53,11 @@ enum RecordType : std::uint8_t {
     // u64 filter id, u64 generation, u64 time of the shift (ms): the filter
     // shifted to that generation
     kAgeShift = 16,
+    // u64 filter id, u64 generation, u64 first word, then words (8 bytes
+    // each, at least one): ORed into an expiring filter at that generation
+    kAgeWords = 17,
 };
-inline constexpr std::uint8_t kLastRecordType = kAgeShift;
+inline constexpr std::uint8_t kLastRecordType = kAgeWords;
 
 inline constexpr std::size_t kAddEntryBytes = 1 + 8 + 8;
 inline constexpr std::size_t kAgeAddEntryBytes = 8 + 8 + 8;
@@ -93,6 +96,8 @@ inline const char* type_name(std::uint8_t type) {
             return "AGE-ADD";
         case kAgeShift:
             return "AGE-SHIFT";
+        case kAgeWords:
+            return "AGE-WORDS";
         default:
             return "unknown";
     }

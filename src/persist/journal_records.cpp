@@ -96,7 +96,7 @@ bool decode_age(const Record& record, Body& body, Decoded& d) {
     switch (record.type) {
         case jf::kAgeCreate:
             if (!(body.bytes(d.key) && body.u64(v) && body.u64(d.filter_id) && body.bytes(d.data) &&
-                  d.data.size() == bloom::kAgeHeaderBytes)) {
+                  d.data.size() >= bloom::kAgeHeaderBytes + 4)) {
                 return false;
             }
             d.deadline = static_cast<std::int64_t>(v);
@@ -107,6 +107,14 @@ bool decode_age(const Record& record, Body& body, Decoded& d) {
                 return false;
             }
             d.adds = record.body + 12;
+            return d.filter_id <= bloom::ScalableFilter::kMaxFilterId;
+        case jf::kAgeWords:
+            if (!(body.u64(d.filter_id) && body.u64(d.generation) && body.u64(d.first_word) &&
+                  body.left() != 0 && body.left() % 8 == 0)) {
+                return false;
+            }
+            d.data = std::string_view(reinterpret_cast<const char*>(record.body) + 24,
+                                      record.body_size - 24);
             return d.filter_id <= bloom::ScalableFilter::kMaxFilterId;
         default:  // kAgeShift
             if (!(body.u64(d.filter_id) && body.u64(d.generation) && body.u64(d.shifted_ms))) {
@@ -171,6 +179,7 @@ core::Result<Decoded> decode(const Record& record) {
         case jf::kAgeCreate:
         case jf::kAgeAdd:
         case jf::kAgeShift:
+        case jf::kAgeWords:
             if (decode_age(record, body, d)) return d;
             break;
         case jf::kCuckooChange:

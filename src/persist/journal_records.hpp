@@ -47,7 +47,8 @@ struct Decoded {
     const unsigned char* adds = nullptr;
     std::uint64_t span = 0;        // MULTI: bytes of the records it holds
     std::uint64_t seq = 0;         // CF-CREATE: the number of the filter's last change
-    std::uint64_t generation = 0;  // AGE-SHIFT: the generation shifted to
+    std::uint64_t generation = 0;  // AGE-SHIFT: the generation shifted to; AGE-WORDS: ORed at
+    std::uint64_t first_word = 0;  // AGE-WORDS: where its words go
     std::uint64_t shifted_ms = 0;  // AGE-SHIFT: when
 };
 

@@ -29,6 +29,7 @@ AgeShifter::AgeShifter(Keyspace& keyspace, Clock clock)
 
 AgeShifter::~AgeShifter() {
     stop();
+    if (keyspace_.age_shifter() == this) keyspace_.attach_age_shifter(nullptr);
 }
 
 void AgeShifter::start() {
@@ -47,10 +48,54 @@ void AgeShifter::stop() {
     stopping_ = false;
 }
 
+void AgeShifter::lead(bool leading) {
+    const std::lock_guard role(role_mutex_);
+    {
+        const std::lock_guard lock(mutex_);
+        leading_ = leading;
+    }
+    if (!leading) {
+        stop();
+        const std::lock_guard lock(mutex_);
+        woken_.clear();
+        tracked_.clear();
+        return;
+    }
+    const KeyspaceView view = keyspace_.view(ViewFor::keys);
+    for (std::size_t i = 0; i < view.size(); ++i) {
+        if (bloom::AgeFilter* filter = view.entry(i).value.age_or_null()) track(*filter);
+    }
+    catch_up();
+    start();
+}
+
+bool AgeShifter::leading() const {
+    const std::lock_guard lock(mutex_);
+    return leading_;
+}
+
+std::size_t AgeShifter::watched() const {
+    const std::lock_guard lock(mutex_);
+    return tracked_.size();
+}
+
+std::size_t AgeShifter::pending() const {
+    const std::lock_guard lock(mutex_);
+    return woken_.size() + busy_;
+}
+
+void AgeShifter::poke() {
+    {
+        const std::lock_guard lock(mutex_);
+        poked_ = true;
+    }
+    wake_.notify_all();
+}
+
 void AgeShifter::wake(bloom::AgeFilter& filter) {
     {
         const std::lock_guard lock(mutex_);
-        if (holds(woken_, filter)) return;
+        if (!leading_ || holds(woken_, filter)) return;
         woken_.push_back(bloom::AgeFilterRef::share(filter));
     }
     wake_.notify_one();
@@ -59,7 +104,9 @@ void AgeShifter::wake(bloom::AgeFilter& filter) {
 void AgeShifter::track(bloom::AgeFilter& filter) {
     if (filter.geometry().window_ms == 0) return;
     const std::lock_guard lock(mutex_);
-    if (!holds(tracked_, filter)) tracked_.push_back(bloom::AgeFilterRef::share(filter));
+    if (leading_ && !holds(tracked_, filter)) {
+        tracked_.push_back(bloom::AgeFilterRef::share(filter));
+    }
 }
 
 std::uint64_t AgeShifter::behind(const bloom::AgeFilter& filter, std::uint64_t now,
@@ -79,24 +126,41 @@ void AgeShifter::shift(bloom::AgeFilter& filter, std::uint64_t at_ms) {
     keyspace_.shift_age(filter, at_ms);
 }
 
+std::size_t AgeShifter::shift_woken(const std::vector<bloom::AgeFilterRef>& woken) {
+    std::size_t shifts = 0;
+    for (const bloom::AgeFilterRef& filter : woken) {
+        try {
+            for (int i = 0; i < kShiftsPerWake && filter->shift_wanted(); ++i, ++shifts) {
+                shift(*filter, clock_());
+                if (filter->geometry().window_ms != 0) filter->count_early_shift();
+                shifts_by_count_.fetch_add(1, std::memory_order_relaxed);
+            }
+        } catch (const std::bad_alloc&) {
+            // The shift's record could not be allocated: nothing of it
+            // changed; the filter is woken again below.
+        }
+        if (filter->shift_wanted()) wake(*filter);
+    }
+    return shifts;
+}
+
 std::size_t AgeShifter::run_due() {
     std::vector<bloom::AgeFilterRef> woken;
     std::vector<bloom::AgeFilterRef> tracked;
     {
         const std::lock_guard lock(mutex_);
         woken.swap(woken_);
+        busy_ = woken.size();
         // Filters no key holds any more are let go.
         std::erase_if(tracked_, [](const bloom::AgeFilterRef& f) { return f->references() == 1; });
         tracked = tracked_;
     }
-    std::size_t shifts = 0;
+    std::size_t shifts = shift_woken(woken);
+    {
+        const std::lock_guard lock(mutex_);
+        busy_ = 0;
+    }
     try {
-        for (const bloom::AgeFilterRef& filter : woken) {
-            for (int i = 0; i < kShiftsPerWake && filter->shift_wanted(); ++i, ++shifts) {
-                shift(*filter, clock_());
-            }
-            if (filter->shift_wanted()) wake(*filter);
-        }
         for (const bloom::AgeFilterRef& filter : tracked) {
             std::uint64_t due = 0;
             const std::uint64_t missed = behind(*filter, clock_(), due);
@@ -109,6 +173,7 @@ std::size_t AgeShifter::run_due() {
             const std::uint64_t first_due = due - (missed - 1) * generation_ms;
             for (std::uint64_t i = 0; i < steps; ++i, ++shifts) {
                 shift(*filter, i + 1 == steps ? due : first_due + i * generation_ms);
+                shifts_by_time_.fetch_add(1, std::memory_order_relaxed);
             }
         }
     } catch (const std::bad_alloc&) {
@@ -130,6 +195,7 @@ std::size_t AgeShifter::catch_up() {
         const std::uint64_t missed = behind(*filter, clock_(), due);
         if (missed == 0) continue;
         keyspace_.redo_age_shift(*filter, filter->generation() + missed, due);
+        catch_ups_.fetch_add(1, std::memory_order_relaxed);
         ++moved;
     }
     return moved;
@@ -152,8 +218,9 @@ void AgeShifter::run() {
         {
             std::unique_lock lock(mutex_);
             wake_.wait_for(lock, std::chrono::milliseconds(wait_ms),
-                           [this] { return stopping_ || !woken_.empty(); });
+                           [this] { return stopping_ || poked_ || !woken_.empty(); });
             if (stopping_) return;
+            poked_ = false;
         }
         run_due();
     }

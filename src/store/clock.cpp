@@ -11,6 +11,8 @@ namespace {
 // What now_ms() answers while a ManualClock exists; kSystem otherwise.
 constexpr std::int64_t kSystem = std::numeric_limits<std::int64_t>::min();
 std::atomic<std::int64_t> g_manual_ms{kSystem};
+// jump_clock()'s offset, added to the system clock.
+std::atomic<std::int64_t> g_jumped_ms{0};
 
 std::int64_t system_ms() {
     using namespace std::chrono;
@@ -27,7 +29,16 @@ std::atomic<std::uint32_t> g_access_clock{static_cast<std::uint32_t>(system_ms()
 
 std::int64_t now_ms() {
     const std::int64_t manual = g_manual_ms.load(std::memory_order_relaxed);
-    return manual != kSystem ? manual : system_ms();
+    return manual != kSystem ? manual : system_ms() + g_jumped_ms.load(std::memory_order_relaxed);
+}
+
+void jump_clock(std::int64_t ms) {
+    if (ms > 0) g_jumped_ms.fetch_add(ms, std::memory_order_relaxed);
+    tick_access_clock();
+}
+
+std::int64_t clock_jumped_ms() {
+    return g_jumped_ms.load(std::memory_order_relaxed);
 }
 
 std::uint32_t access_clock() {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <new>
 
+#include "bloomery/bloom/age_header.hpp"
+#include "bloomery/store/age_shifter.hpp"
 #include "bloomery/store/keyspace.hpp"
 
 namespace bloomery::store {
@@ -12,43 +14,75 @@ namespace bloomery::store {
 bool Keyspace::add_age_items(std::string_view key, std::span<const std::string_view> items,
                              std::vector<AgeAdded>& results, bool& full) {
     results.clear();
-    return with_value(key, [&](const ValueRef& value) {
-        bloom::AgeFilter& filter = value.age();
-        results.clear();
-        MutationLog* log = mutation_log();
-        constexpr std::size_t kBatch = bloom::ScalableFilter::kBatch;
-        std::int64_t added = 0;
-        for (std::size_t first = 0; first < items.size(); first += kBatch) {
-            const auto batch = items.subspan(first, std::min(kBatch, items.size() - first));
-            bloom::AgeRecorder* scope = nullptr;
-            if (log != nullptr) {
-                try {
-                    scope = &log->begin_age_adds(filter, batch.size());
-                } catch (const std::bad_alloc&) {
-                    results.push_back(AgeAdded::out_of_memory);
-                    break;
-                }
-            }
-            DataScope close(log);
-            // A running snapshot keeps the generation and counts of its cut.
-            if (log != nullptr && !snapshot_counts_.before_count_change(filter)) {
+    return with_value(
+        key, [&](const ValueRef& value) { add_to_age(value.age(), items, results, full); });
+}
+
+void Keyspace::add_to_age(bloom::AgeFilter& filter, std::span<const std::string_view> items,
+                          std::vector<AgeAdded>& results, bool& full) {
+    results.clear();
+    MutationLog* log = mutation_log();
+    constexpr std::size_t kBatch = bloom::ScalableFilter::kBatch;
+    std::int64_t added = 0;
+    for (std::size_t first = 0; first < items.size(); first += kBatch) {
+        const auto batch = items.subspan(first, std::min(kBatch, items.size() - first));
+        bloom::AgeRecorder* scope = nullptr;
+        if (log != nullptr) {
+            try {
+                scope = &log->begin_age_adds(filter, batch.size());
+            } catch (const std::bad_alloc&) {
                 results.push_back(AgeAdded::out_of_memory);
                 break;
             }
-            for (const std::string_view item : batch) {
-                const auto result = filter.add(bloom::hash_item(item), scope, &full);
-                if (result == bloom::AgeFilter::Added::not_recorded) {
-                    results.push_back(AgeAdded::out_of_memory);  // cannot happen: room reserved
-                    items_added_.add(added);
-                    return;
-                }
-                results.push_back(result == bloom::AgeFilter::Added::added ? AgeAdded::added
-                                                                           : AgeAdded::exists);
-                added += result == bloom::AgeFilter::Added::added ? 1 : 0;
-            }
         }
-        items_added_.add(added);
-    });
+        DataScope close(log);
+        // A running snapshot keeps the generation and counts of its cut.
+        if (log != nullptr && !snapshot_counts_.before_count_change(filter)) {
+            results.push_back(AgeAdded::out_of_memory);
+            break;
+        }
+        for (const std::string_view item : batch) {
+            const auto result = filter.add(bloom::hash_item(item), scope, &full);
+            if (result == bloom::AgeFilter::Added::not_recorded) {
+                results.push_back(AgeAdded::out_of_memory);  // cannot happen: room reserved
+                items_added_.add(added);
+                return;
+            }
+            results.push_back(result == bloom::AgeFilter::Added::added ? AgeAdded::added
+                                                                       : AgeAdded::exists);
+            added += result == bloom::AgeFilter::Added::added ? 1 : 0;
+        }
+    }
+    items_added_.add(added);
+    if (full) {
+        if (AgeShifter* shifter = age_shifter_.load(std::memory_order_acquire)) {
+            shifter->wake(filter);
+        }
+    }
+}
+
+void Keyspace::add_age_results(bloom::AgeFilter& filter, std::span<const std::string_view> items,
+                               std::vector<bloom::AddResult>& results) {
+    thread_local std::vector<AgeAdded> added;
+    bool full = false;
+    add_to_age(filter, items, added, full);
+    results.resize(added.size());
+    for (std::size_t i = 0; i < added.size(); ++i) {
+        results[i] = added[i] == AgeAdded::added    ? bloom::AddResult::added
+                     : added[i] == AgeAdded::exists ? bloom::AddResult::exists
+                                                    : bloom::AddResult::out_of_memory;
+    }
+}
+
+void Keyspace::attach_age_shifter(AgeShifter* shifter) {
+    age_shifter_.store(shifter, std::memory_order_release);
+}
+
+void Keyspace::set_deadlines(Deadlines rule) {
+    expiry_.set_rule(rule);
+    if (AgeShifter* shifter = age_shifter_.load(std::memory_order_acquire)) {
+        shifter->lead(rule == Deadlines::enforce);
+    }
 }
 
 namespace {
@@ -74,10 +108,44 @@ void open_shift(MutationLog* log, SnapshotCounts& counts, bloom::AgeFilter& filt
 }  // namespace
 
 void Keyspace::shift_age(bloom::AgeFilter& filter, std::uint64_t now_ms) {
+    const auto whole = filter.lock_whole_changes();
     MutationLog* log = mutation_log();
     open_shift(log, snapshot_counts_, filter, filter.generation() + 1, now_ms);
     DataScope close(log);
     filter.shift(now_ms);
+}
+
+core::Status Keyspace::load_age_words(bloom::AgeFilter& filter, std::int64_t iter,
+                                      std::string_view data) {
+    const std::uint64_t chunk =
+        iter >= 2 ? static_cast<std::uint64_t>(iter - 2) : ~std::uint64_t{0};
+    const std::uint64_t words = data.size() / 8;
+    if (chunk >= bloom::age_chunks(filter) || data.empty() || data.size() % 8 != 0 ||
+        words > filter.num_words() - chunk * bloom::kAgeChunkWords) {
+        return core::Error{"the chunk does not fit the expiring filter"};
+    }
+    const std::uint64_t first = chunk * bloom::kAgeChunkWords;
+    const auto whole = filter.lock_whole_changes();
+    MutationLog* log = mutation_log();
+    if (log != nullptr) log->begin_age_words(filter, filter.generation(), first, data);
+    DataScope close(log);
+    filter.or_words(first, data);
+    chunks_loaded_.fetch_add(1, std::memory_order_relaxed);
+    return {};
+}
+
+core::Status Keyspace::redo_age_words(bloom::AgeFilter& filter, std::uint64_t generation,
+                                      std::uint64_t first, std::string_view data) {
+    if (data.empty() || data.size() % 8 != 0 || first > filter.num_words() ||
+        data.size() / 8 > filter.num_words() - first) {
+        return core::Error{"words beyond the expiring filter"};
+    }
+    MutationLog* log = mutation_log();
+    if (log != nullptr) log->begin_age_words(filter, generation, first, data);
+    DataScope close(log);
+    filter.redo_words(generation, first, data);
+    chunks_loaded_.fetch_add(1, std::memory_order_relaxed);
+    return {};
 }
 
 void Keyspace::redo_age_adds(bloom::AgeFilter& filter, std::span<const RecordedAgeAdd> adds) {

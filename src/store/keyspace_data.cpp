@@ -93,12 +93,22 @@ bool Keyspace::add_items(std::string_view key, std::span<const std::string_view>
     };
     bool found = true;
     try {
+        bool age = false;
+        const auto dispatch = [&](const ValueRef& value) {
+            if (bloom::AgeFilter* filter = value.age_or_null()) {
+                age = true;
+                add_age_results(*filter, items, results);
+            } else {
+                run(value.filter());
+            }
+        };
         if (make == nullptr) {
-            found = with_filter(key, run);
+            found = with_value(key, dispatch);
         } else {
-            found = with_filter_or_create(key, *make, run);
+            found = with_value_or_create(
+                key, [make]() -> ValueRef { return (*make)(); }, dispatch);
         }
-        results.resize(done);
+        if (!age) results.resize(done);
     } catch (const std::bad_alloc&) {
         // The key's record or entry could not be allocated (nothing of it
         // changed): the adds stop there, as at a full filter.
@@ -151,7 +161,14 @@ core::Result<Keyspace::ChunkStatus> Keyspace::load_chunk(std::string_view key, s
                                                          std::string_view data) {
     bool refused = false;
     std::string why;
-    const bool found = with_filter(key, [&](bloom::ScalableFilter& filter) {
+    const bool found = with_value(key, [&](const ValueRef& value) {
+        if (bloom::AgeFilter* age = value.age_or_null()) {
+            const core::Status loaded = load_age_words(*age, iter, data);
+            refused = !loaded;
+            if (refused) why = loaded.error();
+            return;
+        }
+        bloom::ScalableFilter& filter = value.filter();
         const std::unique_lock serial = filter.serialize_changes();
         const Published published(serial.owns_lock() ? mutation_log() : nullptr);
         // Checked first: a refused chunk is not recorded (nor sent to

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "bloomery/bloom/dump.hpp"
+#include "bloomery/store/age_shifter.hpp"
 #include "bloomery/store/keyspace.hpp"
 #include "keyspace_write.hpp"
 #include "shard_table_node.hpp"
@@ -109,6 +110,9 @@ bool Keyspace::store(std::string_view key, ValueRef value, const Link& how) {
             created = encode_cuckoo(*log, key, value.cuckoo(), how.expire_at_ms, with_bits, bits);
         }
     }
+    // A time window linked is watched by the shifter (when one leads).
+    bloom::AgeFilter* const linked_age = value.age_or_null();
+    AgeShifter* const shifter = linked_age != nullptr ? age_shifter() : nullptr;
     KeyWrite write(*this, key);
     // Under the lock, so no snapshot cut falls between the stamp and the
     // link: the new filter owes nothing to a snapshot taken before.
@@ -128,6 +132,7 @@ bool Keyspace::store(std::string_view key, ValueRef value, const Link& how) {
             throw;
         }
         if (created) append_chain(log, std::move(created), bits);
+        if (shifter != nullptr) shifter->track(*linked_age);
         return true;
     }
     Node* node = write.node_at(slot);
@@ -145,6 +150,7 @@ bool Keyspace::store(std::string_view key, ValueRef value, const Link& how) {
         log->append(std::move(deleted));
         append_chain(log, std::move(created), bits);
     }
+    if (shifter != nullptr) shifter->track(*linked_age);
     return true;
 }
 

@@ -77,6 +77,11 @@ public:
         maybe_fail();
         return journal_.begin_age_adds(filter, n);
     }
+    void begin_age_words(const bloom::AgeFilter& filter, std::uint64_t generation,
+                         std::uint64_t first, std::string_view data) override {
+        maybe_fail();
+        journal_.begin_age_words(filter, generation, first, data);
+    }
     void begin_age_shift(const bloom::AgeFilter& filter, std::uint64_t generation,
                          std::uint64_t ms) override {
         maybe_fail();

@@ -61,6 +61,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -131,8 +132,9 @@ public:
     // When the last shift happened (the primary's clock, ms), for time windows.
     std::uint64_t shifted_ms() const { return shifted_ms_.load(std::memory_order_relaxed); }
 
-    // Sets `*full` when the current generation had no room left for the
-    // item (it is added all the same: the shift comes late, never early).
+    // Sets `*full` when the item took the current generation's last room,
+    // or found none left (it is added all the same: the shift comes late,
+    // never early): a shift is due.
     // An add whose k newest bits are all set already changes nothing and
     // is not recorded.
     Added add(const ItemHash& hash, AgeRecorder* recorder = nullptr, bool* full = nullptr);
@@ -182,6 +184,20 @@ public:
     std::uint64_t next_touched(std::uint64_t from) const { return from; }
     std::uint64_t touched_end(std::uint64_t) const { return num_words(); }
 
+    // BF.LOADCHUNK: ORs `data` (little-endian words, 8 bytes each) into the
+    // words from `first`, which the caller checked fit. Made under
+    // lock_whole_changes(), so no shift runs meanwhile: recorded with the
+    // generation it was made at, it is redone exactly by redo_words().
+    void or_words(std::uint64_t first, std::string_view data);
+    // Redoes or_words() made at `generation`: advances to it first if
+    // behind; ahead of it, leaves out the words of slices recycled since
+    // (the primary's later shifts cleared them).
+    void redo_words(std::uint64_t generation, std::uint64_t first, std::string_view data);
+    // Serializes the changes that are not adds: shifts and or_words().
+    std::unique_lock<std::mutex> lock_whole_changes() const {
+        return std::unique_lock(whole_changes_);
+    }
+
     // Bytes held (object, words, counters).
     std::uint64_t allocated_bytes() const;
     std::uint64_t id() const { return id_; }
@@ -189,6 +205,12 @@ public:
     std::uint32_t references() const { return refs_.load(std::memory_order_relaxed); }
     // store/snapshot_counts.hpp's mark: the last snapshot cut whose counts
     // this filter has accounted for (as ScalableFilter::count_stamp()).
+    // Shifts of a time window made early because a generation filled
+    // before its time (a burst beyond the expected items), counted by the
+    // shifter that made them since it began leading; not persisted.
+    std::uint64_t early_shifts() const { return early_shifts_.load(std::memory_order_relaxed); }
+    void count_early_shift() { early_shifts_.fetch_add(1, std::memory_order_relaxed); }
+
     std::uint16_t count_stamp() const { return count_stamp_.load(std::memory_order_acquire); }
     void set_count_stamp(std::uint16_t stamp) const {
         count_stamp_.store(stamp, std::memory_order_release);
@@ -221,6 +243,7 @@ private:
         return (block * slices() + slice) * (kAgeBlockBits / 64) + i;
     }
     bool take_room(std::uint64_t generation);
+    bool took_last_room(std::uint64_t generation) const;
     bool take_from_others(std::uint64_t generation, std::size_t mine);
     void give_back_room(std::uint64_t generation);
     void clear_slice(std::uint32_t slice);
@@ -233,6 +256,8 @@ private:
 
     mutable std::atomic<std::uint32_t> refs_{1};
     mutable std::atomic<std::uint16_t> count_stamp_{0};
+    std::atomic<std::uint64_t> early_shifts_{0};
+    mutable std::mutex whole_changes_;
     std::uint64_t id_ = 0;
     AgeGeometry geometry_;
     std::atomic<std::uint64_t> generation_;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bloomery/bloom/age_filter.hpp"
 #include "bloomery/core/result.hpp"
@@ -39,5 +40,32 @@ std::string encode_age_header(const AgeFilter& filter);
 std::string encode_age_header(const AgeFilter& filter, std::uint64_t generation,
                               std::uint64_t shifted_ms);
 core::Result<AgeHeader> decode_age_header(std::string_view bytes);
+
+// An expiring filter's header with its item counts: BF.SCANDUMP's first
+// chunk and the AGE-CREATE record's. The header, then u32 n and n u64
+// counts, count i being generation G − i's (n ≤ min(slices, G + 1)).
+// What every expiring filter's header begins with.
+inline constexpr std::string_view kAgeHeaderMagic = "BLMAGE01";
+
+struct AgeDumpHeader {
+    AgeHeader header;
+    std::vector<std::uint64_t> counts;
+};
+std::string encode_age_dump_header(const AgeFilter& filter);
+core::Result<AgeDumpHeader> decode_age_dump_header(std::string_view bytes);
+// The largest count a generation may claim (loaders refuse more).
+inline constexpr std::uint64_t kMaxAgeCount = std::uint64_t{1} << 48;
+// A new filter as `dumped` describes it, its counts set, all bits clear.
+// Throws std::bad_alloc.
+AgeFilterRef create_dumped(const AgeDumpHeader& dumped);
+
+// BF.SCANDUMP's data chunks of an expiring filter: chunk j holds the words
+// [j·kAgeChunkWords, (j + 1)·kAgeChunkWords), the last one fewer.
+inline constexpr std::uint64_t kAgeChunkWords = std::uint64_t{1} << 20;
+inline std::uint64_t age_chunks(const AgeFilter& filter) {
+    return (filter.num_words() + kAgeChunkWords - 1) / kAgeChunkWords;
+}
+// Chunk j's bytes: its words, little-endian; empty past the last chunk.
+std::string age_chunk(const AgeFilter& filter, std::uint64_t chunk);
 
 }  // namespace bloomery::bloom

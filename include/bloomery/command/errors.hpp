@@ -256,6 +256,21 @@ inline constexpr std::string_view kTighteningRange = "ERR (0 < tightening ratio 
 inline constexpr std::string_view kSchemeTightening =
     "ERR TIGHTENING must be 0.5 with the redisbloom scheme: its error rates halve at each "
     "sub-filter, as RedisBloom's";
+// Expiring filters' options (BF.RESERVE and BF.INSERT's WINDOW and SLICES).
+inline constexpr std::string_view kBadWindow =
+    "ERR WINDOW must be ITEMS or a whole number with a unit: ms, s, m, h or d (e.g. 7d)";
+inline constexpr std::string_view kWindowTooShort =
+    "ERR WINDOW too short: each of its l generations needs at least 1 ms";
+inline constexpr std::string_view kBadSlices =
+    "ERR SLICES takes two whole numbers: k from 1 to 64 and l from 1 to 4096";
+inline constexpr std::string_view kSlicesWithoutWindow = "ERR SLICES needs WINDOW";
+inline constexpr std::string_view kWindowOptions =
+    "ERR an expiring filter (WINDOW) takes only ERROR, CAPACITY, NOCREATE and SLICES";
+inline constexpr std::string_view kWindowUnreachable =
+    "ERR no expiring filter of these slices reaches this error rate";
+// A command that does not yet take expiring filters.
+inline constexpr std::string_view kExpiringUnsupported =
+    "ERR this command does not take expiring filters (WINDOW)";
 inline constexpr std::string_view kMaxLayers = "ERR maximum number of sub-filters reached";
 inline constexpr std::string_view kFilterTooLarge =
     "ERR filter would exceed max-filter-bytes (see CONFIG GET max-filter-bytes)";

@@ -58,6 +58,10 @@ enum class DefaultScheme {
 // (persist::FsyncPolicy, persist/journal.hpp).
 enum class AppendFsync { always, everysec, no };
 
+// --enable-debug-command: who may run DEBUG (its test-only subcommands):
+// nobody, every client, or clients on the loopback interface.
+enum class DebugCommand { yes, no, local };
+
 // --loglevel (spdlog's levels).
 enum class LogLevel { trace, debug, info, warn, error, critical, off };
 
@@ -186,6 +190,7 @@ struct Config {
     std::string requirepass;     // the default user's password; empty: none
     std::string aclfile;         // users file (command/acl.hpp); empty: none
     bool protected_mode = true;  // no password: serve loopback clients only
+    DebugCommand enable_debug_command = DebugCommand::no;
     // Redis's bounds for a client that has not authenticated yet (when one
     // must): arguments per command, bytes per bulk argument, bytes buffered.
     std::size_t unauthenticated_max_multibulk_len = 10;

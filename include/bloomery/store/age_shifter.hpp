@@ -20,6 +20,7 @@
 //
 // Thread safety: every member from any thread; start() and stop() from one.
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -45,6 +46,17 @@ public:
     void start();
     void stop();
 
+    // The server's role (Keyspace::set_deadlines() calls it): leading, it
+    // tracks every time window the keyspace holds, catches them up
+    // (catch_up(), before clients write) and starts; following (a replica,
+    // replay), it stops and lets go of every filter, and wake() and track()
+    // do nothing until it leads again. A new shifter leads without a
+    // thread until start() or lead(true).
+    void lead(bool leading);
+    bool leading() const;
+    // Looks again at once at what is due (the clock moved).
+    void poke();
+
     // An add found `filter`'s generation full: shift it soon.
     void wake(bloom::AgeFilter& filter);
     // A filter with a time window, watched while anyone else holds it (a
@@ -59,6 +71,19 @@ public:
     // Returns the filters moved.
     std::size_t catch_up();
 
+    // Shifts made (INFO stats): because a generation was full, and by the
+    // clock; filters watched now.
+    std::uint64_t shifts_by_count() const {
+        return shifts_by_count_.load(std::memory_order_relaxed);
+    }
+    std::uint64_t shifts_by_time() const { return shifts_by_time_.load(std::memory_order_relaxed); }
+    std::size_t watched() const;
+    // Filters brought to the clock in one step by catch_up().
+    std::uint64_t catch_ups() const { return catch_ups_.load(std::memory_order_relaxed); }
+    // Woken filters not yet done with (0: every generation found full has
+    // been shifted).
+    std::size_t pending() const;
+
     // Time until the next time window is due (ms; `idle_ms` if none).
     std::uint64_t next_due_in(std::uint64_t idle_ms) const;
 
@@ -68,6 +93,8 @@ private:
     static std::uint64_t behind(const bloom::AgeFilter& filter, std::uint64_t now,
                                 std::uint64_t& due_ms);
     void shift(bloom::AgeFilter& filter, std::uint64_t at_ms);
+    // The shifts of filters woken as full (at most kShiftsPerWake each).
+    std::size_t shift_woken(const std::vector<bloom::AgeFilterRef>& woken);
     void run();
 
     Keyspace& keyspace_;
@@ -77,7 +104,14 @@ private:
     std::vector<bloom::AgeFilterRef> woken_;    // under mutex_
     std::vector<bloom::AgeFilterRef> tracked_;  // under mutex_
     bool stopping_ = false;                     // under mutex_
+    bool poked_ = false;                        // under mutex_
+    bool leading_ = true;                       // under mutex_
+    std::mutex role_mutex_;                     // one lead() at a time
     std::thread thread_;
+    std::atomic<std::uint64_t> shifts_by_count_{0};
+    std::atomic<std::uint64_t> shifts_by_time_{0};
+    std::atomic<std::uint64_t> catch_ups_{0};
+    std::size_t busy_ = 0;  // under mutex_: woken filters run_due() holds
 };
 
 }  // namespace bloomery::store

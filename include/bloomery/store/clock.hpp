@@ -32,6 +32,12 @@ std::uint32_t access_clock();
 // 100 ms.
 void tick_access_clock();
 
+// For tests against a running server (DEBUG JUMP-CLOCK, only with
+// enable-debug-command): moves both clocks forward by `ms` from then on,
+// with the system clock still running under them. The offset only grows.
+void jump_clock(std::int64_t ms);
+std::int64_t clock_jumped_ms();
+
 // For tests: stops both clocks at `start_ms` until destroyed, then gives
 // them back to the system clock. set() and advance() move both clocks (the
 // access clock to the whole second, as a tick would). One at a time per

@@ -65,6 +65,8 @@ class LfuSettings;  // core/runtime_settings.hpp
 
 namespace bloomery::store {
 
+class AgeShifter;  // age_shifter.hpp
+
 using bloom::FilterRef;
 
 // What a write that links a filter does when the key is live: leaves it
@@ -110,7 +112,9 @@ public:
 
     // Enforce (the default) or follow deadlines (expiry_index.hpp).
     // Thread-safe; a lookup racing the change may still go by the old rule.
-    void set_deadlines(Deadlines rule) { expiry_.set_rule(rule); }
+    // The attached AgeShifter follows the same rule: it decides expiring
+    // filters' shifts while deadlines are enforced (AgeShifter::lead()).
+    void set_deadlines(Deadlines rule);
     Deadlines deadlines() const { return expiry_.rule(); }
     // Erases every key past its deadline now, each with its DEL record
     // (enforcing deadlines only; follow: does nothing). For a server that
@@ -221,6 +225,7 @@ public:
     // creating it with make() when it is missing (make may return an empty
     // reference to refuse, and is not called when null). Results as
     // ScalableFilter::add_many, in `results` (resized to what was stored).
+    // An expiring filter under the key takes them as add_age_items does.
     // Each batch of up to ScalableFilter::kBatch items is one record; a
     // record (or the new key) that cannot be allocated stops the adds with
     // out_of_memory before anything of its batch changed. Returns false if
@@ -314,6 +319,19 @@ public:
     void redo_age_adds(bloom::AgeFilter& filter, std::span<const RecordedAgeAdd> adds);
     void redo_age_shift(bloom::AgeFilter& filter, std::uint64_t generation,
                         std::uint64_t shifted_ms);
+    // BF.LOADCHUNK's data chunk `iter` (bloom/age_header.hpp: chunk iter − 2)
+    // ORed into an expiring filter and recorded (AGE-WORDS) at its
+    // generation; refused, nothing recorded, if it does not fit. Replay and
+    // replicas redo the record (AgeFilter::redo_words).
+    core::Status load_age_words(bloom::AgeFilter& filter, std::int64_t iter, std::string_view data);
+    core::Status redo_age_words(bloom::AgeFilter& filter, std::uint64_t generation,
+                                std::uint64_t first, std::string_view data);
+    // The shifter this keyspace tells of expiring filters linked (it tracks
+    // time windows) and of generations found full (it shifts them), and
+    // whose role follows set_deadlines(); null: none. Set while nothing
+    // else runs (at start) and cleared before the shifter is destroyed.
+    void attach_age_shifter(AgeShifter* shifter);
+    AgeShifter* age_shifter() const { return age_shifter_.load(std::memory_order_acquire); }
 
     // RESTORE and COPY: links a filter (`value`), complete with its bits and
     // item counts and not shared with anything yet, under `key` with the
@@ -545,6 +563,15 @@ private:
     enum class Moved { missing, exists, moved };
     Moved move_key(std::string_view from, std::string_view to, IfLive if_live);
 
+    // ---- Expiring filters (keyspace_age.cpp) ----
+    // add_age_items's adds to `filter`, a shift woken when a generation is
+    // found full.
+    void add_to_age(bloom::AgeFilter& filter, std::span<const std::string_view> items,
+                    std::vector<AgeAdded>& results, bool& full);
+    // The same for add_items(), in its results' terms.
+    void add_age_results(bloom::AgeFilter& filter, std::span<const std::string_view> items,
+                         std::vector<bloom::AddResult>& results);
+
     // ---- Walks (keyspace_walks.cpp) ----
     // Samples one shard for active expiry.
     ExpiryIndex::Sampled expire_sample(std::size_t shard);
@@ -558,6 +585,7 @@ private:
     // view() starts a session.
     mutable SnapshotCounts snapshot_counts_;
     std::atomic<MutationLog*> log_{nullptr};
+    std::atomic<AgeShifter*> age_shifter_{nullptr};
     std::atomic<std::uint64_t> chunks_loaded_{0};  // BF.LOADCHUNK data chunks applied
 };
 

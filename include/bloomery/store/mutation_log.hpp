@@ -113,8 +113,9 @@ public:
                                                 const cuckoo::CuckooFilter& filter,
                                                 std::uint64_t id, std::uint64_t seq,
                                                 std::int64_t expire_at_ms) = 0;
-    // A new expiring filter linked under `key`: its id and its header
-    // (bloom/age_header.hpp); it holds no item yet.
+    // A new expiring filter linked under `key`: its id and its header with
+    // its counts (bloom/age_header.hpp: encode_age_dump_header); its bits are
+    // clear.
     virtual EncodedRecord encode_age_created(std::string_view key, const bloom::AgeFilter& filter,
                                              std::int64_t expire_at_ms) = 0;
     // A record with room for one change to a Cuckoo filter of at most
@@ -147,6 +148,11 @@ public:
     // Throws std::bad_alloc with nothing changed.
     virtual void begin_age_shift(const bloom::AgeFilter& filter, std::uint64_t generation,
                                  std::uint64_t shifted_ms) = 0;
+    // Opens this thread's scope with words ORed into an expiring filter at
+    // `generation` (BF.LOADCHUNK), from word `first`: `data`, 8 bytes a
+    // word. Throws std::bad_alloc with nothing changed.
+    virtual void begin_age_words(const bloom::AgeFilter& filter, std::uint64_t generation,
+                                 std::uint64_t first, std::string_view data) = 0;
     // Opens this thread's scope with one BF.LOADCHUNK chunk, already checked
     // against `filter`, recorded. Throws std::bad_alloc with nothing changed.
     virtual void begin_chunk(const bloom::ScalableFilter& filter, std::int64_t iter,
