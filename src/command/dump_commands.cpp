@@ -301,6 +301,7 @@ struct Migration {
     std::vector<Sent> sent;
     bool too_large = false;      // a key's payload passed proto-max-bulk-len: not sent
     bool out_of_memory = false;  // a key's payload could not be allocated: not sent
+    bool expiring = false;       // an expiring filter, which RESTORE does not take: not sent
     // Keys that took adds while they were sent (kept here), and how many
     // more times such keys are sent again before MIGRATE gives up on them.
     std::vector<std::string> changed;
@@ -373,6 +374,10 @@ struct Migration {
             ttl = entry->expire_at_ms - store::now_ms();
             if (ttl < 0) return false;
             if (ttl < 1) ttl = 1;
+        }
+        if (entry->value.age_or_null() != nullptr) {
+            expiring = true;
+            return false;
         }
         if (const cuckoo::CuckooObject* object = entry->value.cuckoo_or_null()) {
             const cuckoo::CuckooObject::Copy copy = object->copy();
@@ -475,6 +480,7 @@ struct Migration {
         }
         if (too_large) return std::string(errors::kDumpTooLarge);
         if (out_of_memory) return std::string(errors::kNoMemory);
+        if (expiring) return std::string(errors::kExpiringUnsupported);
         if (deletion.kept_changed) return std::string(errors::kMigrateKeyChanged);
         return {};
     }
@@ -505,7 +511,7 @@ void run_migration(MigrationRun run) {
         migration.deleted += deletion.deleted;
         const bool clean = result.failure == MigrateResult::Failure::none &&
                            result.target_error.empty() && !migration.too_large &&
-                           !migration.out_of_memory;
+                           !migration.out_of_memory && !migration.expiring;
         if (clean && migration.next_round()) return run_migration(run);
         migration.release_holds();
         // The client's connection runs this on its worker thread, the only

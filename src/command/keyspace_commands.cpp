@@ -285,7 +285,7 @@ void cmd_copy(Context& ctx, Args argv) {
 void cmd_touch(Context& ctx, Args argv) {
     std::int64_t count = 0;
     for (std::size_t i = 1; i < argv.size(); ++i) {
-        count += ctx.keyspace.with_filter(argv[i], [](const bloom::ScalableFilter&) {}) ? 1 : 0;
+        count += ctx.keyspace.with_value(argv[i], [](const store::ValueRef&) {}) ? 1 : 0;
     }
     ctx.out.integer(count);
 }

@@ -157,10 +157,16 @@ Keyspace::WatchStamp Keyspace::watch_stamp(std::string_view key) const {
     stamp.exists = true;
     stamp.filter_id = value->id();
     stamp.expire_at_ms = table_.node_at(shard, table_.find_slot(shard, key, hash))->deadline();
-    // A Bloom filter changes by adding items (or loading chunks); a Cuckoo
-    // filter's changes are numbered.
-    const bloom::ScalableFilter* filter = value->bloom_or_null();
-    stamp.items = filter != nullptr ? filter->items() : value->cuckoo().changes();
+    // A Bloom filter changes by adding items (or loading chunks), an
+    // expiring one also by shifting; a Cuckoo filter's changes are numbered.
+    if (const bloom::AgeFilter* age = value->age_or_null()) {
+        stamp.items = age->items();
+        stamp.generation = age->generation();
+    } else if (const bloom::ScalableFilter* filter = value->bloom_or_null()) {
+        stamp.items = filter->items();
+    } else {
+        stamp.items = value->cuckoo().changes();
+    }
     stamp.chunks = chunks_loaded_.load(std::memory_order_relaxed);
     return stamp;
 }

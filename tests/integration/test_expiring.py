@@ -113,6 +113,11 @@ class CountWindowTest(harness.SharedServerTestCase):
             (("BF.INSERT", "x", "NOCREATE", "WINDOW", "1h", "ITEMS", "a"), "not found"),
             (("BF.RESERVE", "i", 0.01, 10, "WINDOW", "ITEMS"), "item exists"),
             (("BF.RESERVE", "i", 0.01, 10), "item exists"),
+            (("BF.LOADCHUNK", "x", 1, b"BLMAGE01" + b"\0" * 80), "checksum"),
+            (("BF.LOADCHUNK", "x", 1, b"BLMAGE01"), "not an expiring filter"),
+            (("BF.LOADCHUNK", "i", 2, b"\0" * 7), "does not fit"),
+            (("BF.LOADCHUNK", "i", 3, b"\0" * 8), "does not fit"),
+            (("BF.LOADCHUNK", "i", 2, b"\0" * 8 * 100000), "does not fit"),
         ]
         for args, text in refusals:
             with self.assertRaises(Exception, msg=str(args)) as caught:
@@ -121,12 +126,22 @@ class CountWindowTest(harness.SharedServerTestCase):
         self.assertEqual(call("EXISTS", "x"), 0)
         # What does not take an expiring filter yet says so, and nothing
         # changes.
+        target = self.server.port  # MIGRATE refuses before it connects
         for args in [("DUMP", "i"), ("COPY", "i", "j"), ("BF.MERGE", "j", "i"),
-                     ("BF.CARD", "i", "t"), ("BF.DEBUG", "i")]:
+                     ("BF.CARD", "i", "t"), ("BF.DEBUG", "i"), ("CF.ADD", "i", "a"),
+                     ("MIGRATE", "127.0.0.1", target, "i", 0, 1000)]:
             with self.assertRaises(Exception, msg=str(args)):
                 call(*args)
         self.assertEqual(call("EXISTS", "j"), 0)
         self.assertEqual(call("BF.EXISTS", "i", "a"), 1)
+        # What every kind of key takes.
+        self.assertEqual(call("TOUCH", "i", "t", "nothing"), 2)
+        pipe = c.pipeline(transaction=True)
+        pipe.watch("i")
+        pipe.multi()
+        pipe.execute_command("BF.ADD", "i", "in the transaction")
+        self.assertEqual(pipe.execute(), [1])
+        self.assertEqual(call("BF.EXISTS", "i", "in the transaction"), 1)
 
     def test_debug_is_refused_by_default(self):
         with self.assertRaises(Exception) as caught:
@@ -185,11 +200,16 @@ class ExactnessTest(TempDirCase, ServersTestCase):
         harness.add_range(c, "time", 20000, 25000, batch=300)
         wait_until(lambda: c.info("stats")["expiring_shifts_pending"] == 0,
                    what="every full generation shifted")
+        # A copy by BF.SCANDUMP and BF.LOADCHUNK holds what its source holds.
+        for it, data in dump_of(c, "time"):
+            c.execute_command("BF.LOADCHUNK", "copy", it, data)
+        self.assertEqual(dump_of(c, "copy"), dump_of(c, "time"))
+        self.assertEqual(c.execute_command("BF.INFO", "copy"), c.execute_command("BF.INFO", "time"))
 
     def state(self, c):
         return {key: (dump_of(c, key), c.execute_command("BF.INFO", key),
                       info(c, key, "GENERATION"), info(c, key, "SHIFTED"))
-                for key in ("count", "time")}
+                for key in ("count", "time", "copy")}
 
     def test_a_restart_and_kill_9_give_back_the_same_filters(self):
         data = self.make_dir()

@@ -315,6 +315,49 @@ TEST(AgeFilter, ARecordStampedAheadAdvancesTheCopy) {
     EXPECT_EQ(copy->generation_count(5), 1u);
 }
 
+// BF.LOADCHUNK's words ORed in at generation G0, then shifts: a copy that
+// redoes the words before the shifts, or after them (records of different
+// threads reach a replica in any order), holds the same words.
+TEST(AgeFilter, WordsLoadedBeforeShiftsRedoTheSameInEitherOrder) {
+    const AgeGeometry shape = geometry(0.01, 1'000);
+    // Adds first..end-1, twenty a generation.
+    const auto history = [&](AgeFilter& filter, std::uint64_t begin = 0, std::uint64_t end = 400) {
+        for (std::uint64_t i = begin; i < end; ++i) filter.redo_add(i / 20, item(i));
+    };
+    std::mt19937_64 random(7);
+    std::string data;
+    for (int i = 0; i < 200; ++i) {
+        const std::uint64_t word = random() & random();
+        data.append(reinterpret_cast<const char*>(&word), 8);
+    }
+    const std::uint64_t first = 8;
+    const auto primary = AgeFilter::create(shape);
+    history(*primary);
+    const std::uint64_t g0 = primary->generation();
+    primary->or_words(first, data);
+    const std::uint64_t last = g0 + shape.slices() / 2;
+    primary->advance_to(last, 0);
+    for (std::uint64_t ahead : {g0, g0 + 1, last}) {
+        const auto copy = AgeFilter::create(shape);
+        history(*copy);
+        // The shifts up to `ahead` came first, then the words, then the rest.
+        copy->advance_to(ahead, 0);
+        copy->redo_words(g0, first, data);
+        copy->advance_to(last, 0);
+        expect_same(*primary, *copy);
+    }
+    // Words stamped ahead of the copy bring it to their generation first;
+    // the adds recorded before them by other threads still land after.
+    const auto behind = AgeFilter::create(shape);
+    history(*behind, 0, 300);
+    ASSERT_LT(behind->generation(), g0);
+    behind->redo_words(g0, first, data);
+    EXPECT_EQ(behind->generation(), g0);
+    history(*behind, 300, 400);
+    behind->advance_to(last, 0);
+    expect_same(*primary, *behind);
+}
+
 TEST(AgeFilter, GeometryChecks) {
     EXPECT_FALSE(age_geometry(0.0, 1000, 0));
     EXPECT_FALSE(age_geometry(0.01, 0, 0));

@@ -93,6 +93,7 @@ struct WatchStamp {
     std::int64_t expire_at_ms = 0;
     std::uint64_t items = 0;
     std::uint64_t chunks = 0;
+    std::uint64_t generation = 0;  // an expiring filter's
     bool operator==(const WatchStamp&) const = default;
 };
 
