@@ -107,6 +107,18 @@ std::string age_chunk(const AgeFilter& filter, std::uint64_t chunk) {
     return out;
 }
 
+std::uint64_t next_age_chunk(const AgeFilter& filter, std::uint64_t chunk) {
+    const std::uint64_t chunks = age_chunks(filter);
+    for (; chunk < chunks; ++chunk) {
+        const std::uint64_t first = chunk * kAgeChunkWords;
+        const std::uint64_t end = std::min(first + kAgeChunkWords, filter.num_words());
+        for (std::uint64_t w = first; w < end; ++w) {
+            if (filter.load_word(w) != 0) return chunk;
+        }
+    }
+    return chunks;
+}
+
 AgeFilterRef create_dumped(const AgeDumpHeader& dumped) {
     AgeFilterRef filter = AgeFilter::create(dumped.header.geometry, dumped.header.generation,
                                             dumped.header.shifted_ms);

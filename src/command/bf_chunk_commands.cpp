@@ -34,13 +34,15 @@ void scandump_age(Context& ctx, const bloom::AgeFilter& filter, std::int64_t ite
         ctx.out.bulk(bloom::encode_age_dump_header(filter));
         return;
     }
-    const std::uint64_t chunk = static_cast<std::uint64_t>(iter - 1);
+    // Chunks of zero words are left out: the filter a header creates is
+    // all zero, and a chunk is placed by its iterator.
+    const std::uint64_t chunk = bloom::next_age_chunk(filter, static_cast<std::uint64_t>(iter - 1));
     if (chunk >= bloom::age_chunks(filter)) {
         ctx.out.integer(0);
         ctx.out.bulk("");
         return;
     }
-    ctx.out.integer(iter + 1);
+    ctx.out.integer(static_cast<std::int64_t>(chunk) + 2);
     ctx.out.bulk(bloom::age_chunk(filter, chunk));
 }
 

@@ -399,6 +399,12 @@ def from_server(binary):
                  + [["BF.INSERT", "n", "NONSCALING", "TIGHTENING", "0.75", "ITEMS", "x"]])
         snapshot("counting", FILTERS["counting"])
         snapshot("auto-blocks", FILTERS["auto-blocks"])
+        # Expiring filters: a count window shifted by its adds (a ring gone
+        # round), a time window, and one loaded by chunks.
+        snapshot("expiring", [["BF.RESERVE", "w", "0.01", "200", "WINDOW", "ITEMS", "SLICES", "4",
+                               "6"]]
+                 + [["BF.MADD", "w"] + ["i%d" % (i * 40 + j) for j in range(40)] for i in range(12)]
+                 + [["BF.INSERT", "t", "WINDOW", "2d", "ITEMS", "a", "b"]])
         # Layers of 48 KB and 1.2 MB holding a few items: runs and long gaps.
         snapshot("sparse", [["BF.RESERVE", "s", "0.01", "40000"], ["BF.MADD", "s", "a", "b", "c"],
                             ["BF.RESERVE", "t", "0.01", "1000000", "COUNTING"],

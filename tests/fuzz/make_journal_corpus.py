@@ -17,7 +17,7 @@ from formats import build_dump_header, xxh64  # noqa: E402
 
 CREATE, ADD, DELETE, RENAME, EXPIRE, FLUSHALL, CHUNK = range(1, 8)
 CF_CREATE, CF_CHANGE = 12, 13
-AGE_CREATE, AGE_ADD, AGE_SHIFT = 14, 15, 16
+AGE_CREATE, AGE_ADD, AGE_SHIFT, AGE_WORDS = 14, 15, 16, 17
 
 
 def record(kind, body):
@@ -65,8 +65,14 @@ def age_header(k=4, l=6, generation_items=100, slice_bits=1024, error_rate=0.01,
     return body + struct.pack("<Q", xxh64(body))
 
 
-def age_create(key, filter_id, **header):
-    return record(AGE_CREATE, s(key) + struct.pack("<qQ", 0, filter_id) + s(age_header(**header)))
+def age_create(key, filter_id, counts=(), **header):
+    dumped = age_header(**header) + struct.pack("<I%dQ" % len(counts), len(counts), *counts)
+    return record(AGE_CREATE, s(key) + struct.pack("<qQ", 0, filter_id) + s(dumped))
+
+
+def age_words(filter_id, generation, first, words):
+    return record(AGE_WORDS, struct.pack("<QQQ%dQ" % len(words), filter_id, generation, first,
+                                         *words))
 
 
 def age_add(filter_id, entries):
@@ -99,6 +105,9 @@ def main():
     age = age_create("a", 4) + age_add(4, [(0, 11, 13), (0, 17, 19)]) + age_shift(4, 1, 1000)
     seeds.append(("age", age + age_add(4, [(3, 23, 29), (1, 31, 37)]) + age_shift(4, 2, 2000)
                   + age_shift(4, 40, 3000) + age_add(4, [(0, 41, 43)])))
+    seeds.append(("age-words", age_create("w", 6, counts=(3, 2), generation=1)
+                  + age_words(6, 1, 0, [0xff, 1 << 63]) + age_shift(6, 2, 10)
+                  + age_words(6, 1, 8, [7] * 16) + age_words(6, 5, 100, [9])))
     seeds.append(("age-time-window", age_create("t", 5, window_ms=60000, shifted_ms=5)
                   + age_add(5, [(0, 1, 3)]) + age_shift(5, 1, 6005) + record(DELETE, s("t"))
                   + age_add(5, [(1, 5, 7)])))

@@ -67,5 +67,7 @@ inline std::uint64_t age_chunks(const AgeFilter& filter) {
 }
 // Chunk j's bytes: its words, little-endian; empty past the last chunk.
 std::string age_chunk(const AgeFilter& filter, std::uint64_t chunk);
+// The first chunk from `chunk` on with a word set (age_chunks() if none).
+std::uint64_t next_age_chunk(const AgeFilter& filter, std::uint64_t chunk);
 
 }  // namespace bloomery::bloom
