@@ -66,13 +66,64 @@ core::Result<AgeHeader> decode_age_header(std::string_view bytes) {
     return header;
 }
 
+AgeDumpHeader dump_header_of(const AgeFilter& filter) {
+    AgeDumpHeader dumped;
+    dumped.header = {filter.geometry(), filter.generation(), filter.shifted_ms()};
+    const std::uint64_t generation = dumped.header.generation;
+    dumped.counts.resize(std::min<std::uint64_t>(filter.slices(), generation + 1));
+    for (std::uint64_t i = 0; i < dumped.counts.size(); ++i) {
+        dumped.counts[i] = filter.generation_count(generation - i);
+    }
+    return dumped;
+}
+
 std::string encode_age_dump_header(const AgeFilter& filter) {
-    const std::uint64_t generation = filter.generation();
-    std::string out = encode_age_header(filter, generation, filter.shifted_ms());
-    const std::uint64_t n = std::min<std::uint64_t>(filter.slices(), generation + 1);
-    little_endian::put_u32(out, static_cast<std::uint32_t>(n));
-    for (std::uint64_t i = 0; i < n; ++i) {
-        little_endian::put_u64(out, filter.generation_count(generation - i));
+    const AgeDumpHeader dumped = dump_header_of(filter);
+    std::string out = encode_age_header(filter, dumped.header.generation, dumped.header.shifted_ms);
+    little_endian::put_u32(out, static_cast<std::uint32_t>(dumped.counts.size()));
+    for (const std::uint64_t count : dumped.counts) little_endian::put_u64(out, count);
+    return out;
+}
+
+AgeFilterRef copy_age(const AgeFilter& source) {
+    const AgeFilter* const one[] = {&source};
+    return merge_age(one);
+}
+
+bool age_aligned(const AgeFilter& a, const AgeFilter& b) {
+    const AgeGeometry x = a.geometry();
+    const AgeGeometry y = b.geometry();
+    return x.shape.k == y.shape.k && x.shape.l == y.shape.l &&
+           x.generation_items == y.generation_items && x.slice_bits == y.slice_bits &&
+           x.error_rate == y.error_rate && x.window_ms == y.window_ms &&
+           a.generation() == b.generation();
+}
+
+AgeFilterRef merge_age(std::span<const AgeFilter* const> sources) {
+    AgeDumpHeader merged = dump_header_of(*sources[0]);
+    for (const AgeFilter* source : sources.subspan(1)) {
+        const AgeDumpHeader other = dump_header_of(*source);
+        merged.header.shifted_ms = std::max(merged.header.shifted_ms, other.header.shifted_ms);
+        for (std::size_t i = 0; i < merged.counts.size() && i < other.counts.size(); ++i) {
+            merged.counts[i] = std::min(merged.counts[i] + other.counts[i], kMaxAgeCount);
+        }
+    }
+    AgeFilterRef out = create_dumped(merged);
+    constexpr std::uint64_t kStep = 4096;
+    std::vector<std::uint64_t> words(kStep);
+    std::vector<std::uint64_t> more(kStep);
+    for (std::uint64_t first = 0; first < out->num_words(); first += kStep) {
+        const std::uint64_t n = std::min(kStep, out->num_words() - first);
+        sources[0]->copy_words(first, n, words.data());
+        for (const AgeFilter* source : sources.subspan(1)) {
+            source->copy_words(first, n, more.data());
+            for (std::uint64_t i = 0; i < n; ++i) words[i] |= more[i];
+        }
+        // Zero words are left unwritten: a sparse filter's pages stay
+        // uncommitted.
+        for (std::uint64_t i = 0; i < n; ++i) {
+            if (words[i] != 0) out->store_words(first + i, 1, &words[i]);
+        }
     }
     return out;
 }

@@ -80,19 +80,10 @@ void cmd_scandump(Context& ctx, Args argv) {
 core::Status load_age_header(Context& ctx, std::string_view key, std::string_view bytes) {
     const core::Result<bloom::AgeDumpHeader> dumped = bloom::decode_age_dump_header(bytes);
     if (!dumped) return core::Error{"ERR " + dumped.error()};
-    const bloom::AgeGeometry& g = dumped->header.geometry;
-    const std::uint64_t filter_bytes = g.slices() * (g.slice_bits / 8);
-    if (ctx.config.max_filter_bytes != 0 && filter_bytes > ctx.config.max_filter_bytes) {
-        return refuse(errors::kFilterTooLarge);
-    }
-    if (core::memory_would_exceed(ctx.config.maxmemory, filter_bytes)) return refuse(errors::kOom);
-    bloom::AgeFilterRef filter;
-    try {
-        filter = bloom::create_dumped(*dumped);
-    } catch (const std::bad_alloc&) {
-        return refuse(errors::kOutOfMemory);
-    }
-    if (!ctx.keyspace.insert_new(key, std::move(filter))) return refuse(errors::kItemExists);
+    core::Result<bloom::AgeFilterRef> filter = build_new_age_filter(
+        ctx, dumped->header.geometry, [&] { return bloom::create_dumped(*dumped); });
+    if (!filter) return filter.failure();
+    if (!ctx.keyspace.insert_new(key, std::move(*filter))) return refuse(errors::kItemExists);
     return {};
 }
 

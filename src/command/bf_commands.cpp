@@ -54,16 +54,9 @@ core::Result<FilterRef> make_filter(const Context& ctx, const FilterOptions& opt
 // --maxmemory; a time window's generation starts now.
 core::Result<bloom::AgeFilterRef> make_age_filter(const Context& ctx,
                                                   const bloom::AgeGeometry& geometry) {
-    const std::uint64_t bytes = geometry.slices() * (geometry.slice_bits / 8);
-    if (ctx.config.max_filter_bytes != 0 && bytes > ctx.config.max_filter_bytes) {
-        return refuse(errors::kFilterTooLarge);
-    }
-    if (core::memory_would_exceed(ctx.config.maxmemory, bytes)) return refuse(errors::kOom);
-    try {
+    return build_new_age_filter(ctx, geometry, [&] {
         return bloom::AgeFilter::create(geometry, 0, static_cast<std::uint64_t>(store::now_ms()));
-    } catch (const std::bad_alloc&) {
-        return refuse(errors::kOutOfMemory);
-    }
+    });
 }
 
 // Lookups of `items` in an expiring filter, hashed and looked up a batch at

@@ -1,6 +1,7 @@
 // Set operations on filters (bloom/set_operations.hpp has the math):
 // BF.MERGE, BF.CARD of one key or the union of several, BF.INTERCARD.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "bf_family.hpp"
+#include "bloomery/bloom/age_header.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/bloom/set_operations.hpp"
 #include "bloomery/command/errors.hpp"
@@ -85,6 +87,33 @@ std::string rate_exceeded(double rate, double target) {
     return text;
 }
 
+// BF.MERGE of expiring filters: all aligned slice for slice (the same
+// shape, window and generation), ORed into a new filter that replaces the
+// destination with its bits journaled (AGE-CREATE, AGE-WORDS).
+void merge_expiring(Context& ctx, std::string_view destination,
+                    const std::vector<store::KeySnapshot>& found, std::int64_t deadline,
+                    bool force) {
+    std::vector<const bloom::AgeFilter*> filters;
+    for (const store::KeySnapshot& snapshot : found) {
+        const bloom::AgeFilter* filter = snapshot.value.age_or_null();
+        if (filter == nullptr ||
+            (!filters.empty() && !bloom::age_aligned(*filter, *filters.front()))) {
+            return ctx.out.error(errors::kMergeExpiringUnaligned);
+        }
+        filters.push_back(filter);
+    }
+    core::Result<bloom::AgeFilterRef> merged = build_new_age_filter(
+        ctx, filters.front()->geometry(), [&] { return bloom::merge_age(filters); });
+    if (!merged) return ctx.out.error(merged.error());
+    const double rate = (*merged)->estimated_false_positive_rate();
+    const double target = filters.front()->geometry().error_rate;
+    if (!force && rate > target) return ctx.out.error(rate_exceeded(rate, target));
+    ctx.keyspace.restore(destination, std::move(*merged),
+                         {.expire_at_ms = deadline, .if_live = store::IfLive::replace});
+    note_changes(ctx);
+    ctx.out.ok();
+}
+
 // Merges with the keys held (a transaction of this thread: EXEC's, or one
 // of its own), so no add to the destination can fall between reading it
 // and replacing it. The merged filter replaces the destination whole, its
@@ -93,12 +122,16 @@ std::string rate_exceeded(double rate, double target) {
 void merge_held(Context& ctx, Args argv, std::span<const std::string_view> sources, bool force) {
     std::optional<std::vector<store::KeySnapshot>> found = live_filters(ctx, sources);
     if (!found) return ctx.out.error(errors::kNotFound);
-    const std::vector<const ScalableFilter*> filters = filters_of(*found);
     std::size_t base = 0;
     std::optional<std::int64_t> deadline;
     for (std::size_t i = 0; i < sources.size() && !deadline; ++i) {
         if (sources[i] == argv[1]) base = i, deadline = (*found)[i].expire_at_ms;
     }
+    if (std::any_of(found->begin(), found->end(),
+                    [](const store::KeySnapshot& s) { return s.value.age_or_null() != nullptr; })) {
+        return merge_expiring(ctx, argv[1], *found, deadline.value_or(0), force);
+    }
+    const std::vector<const ScalableFilter*> filters = filters_of(*found);
     bloom::MergePlan plan;
     if (const SetRefusal refusal = bloom::plan_merge(filters, base, plan);
         refusal != SetRefusal::none) {

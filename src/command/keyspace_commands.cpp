@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "args.hpp"
+#include "bloomery/bloom/age_header.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/glob.hpp"
@@ -213,15 +214,12 @@ core::Result<IfExists> parse_copy_options(Args argv) {
 
 // COPY of a Cuckoo filter: a copy taken under its lock, linked with its
 // slots recorded (Keyspace::restore()).
-void copy_cuckoo(Context& ctx, std::string_view to, const cuckoo::CuckooObject& source,
-                 std::int64_t expire_at_ms, bool replace) {
-    core::Result<cuckoo::CuckooRef> copy = cf::duplicate(ctx, source);
-    if (!copy) {
-        ctx.out.error(copy.error());
-        return;
-    }
+// Links a copy under `to` and answers COPY: 1, or 0 when `to` was created
+// by another client meanwhile (without REPLACE).
+void link_copy(Context& ctx, std::string_view to, store::ValueRef copy, std::int64_t expire_at_ms,
+               bool replace) {
     if (!ctx.keyspace.restore(
-            to, std::move(*copy),
+            to, std::move(copy),
             {.expire_at_ms = expire_at_ms,
              .if_live = replace ? store::IfLive::replace : store::IfLive::keep})) {
         ctx.out.integer(0);
@@ -229,6 +227,28 @@ void copy_cuckoo(Context& ctx, std::string_view to, const cuckoo::CuckooObject& 
     }
     note_changes(ctx);
     ctx.out.integer(1);
+}
+
+void copy_cuckoo(Context& ctx, std::string_view to, const cuckoo::CuckooObject& source,
+                 std::int64_t expire_at_ms, bool replace) {
+    core::Result<cuckoo::CuckooRef> copy = cf::duplicate(ctx, source);
+    if (!copy) {
+        ctx.out.error(copy.error());
+        return;
+    }
+    link_copy(ctx, to, std::move(*copy), expire_at_ms, replace);
+}
+
+// An expiring filter's copy: its header, counts and words.
+void copy_expiring(Context& ctx, std::string_view to, const bloom::AgeFilter& source,
+                   std::int64_t expire_at_ms, bool replace) {
+    core::Result<bloom::AgeFilterRef> copy =
+        build_new_age_filter(ctx, source.geometry(), [&] { return bloom::copy_age(source); });
+    if (!copy) {
+        ctx.out.error(copy.error());
+        return;
+    }
+    link_copy(ctx, to, std::move(*copy), expire_at_ms, replace);
 }
 
 // COPY source destination [DB destination-db] [REPLACE], as Redis 7: 1 if
@@ -256,6 +276,10 @@ void cmd_copy(Context& ctx, Args argv) {
         copy_cuckoo(ctx, argv[2], *object, source->expire_at_ms, replace);
         return;
     }
+    if (const bloom::AgeFilter* age = source->value.age_or_null()) {
+        copy_expiring(ctx, argv[2], *age, source->expire_at_ms, replace);
+        return;
+    }
     const bloom::ScalableFilter& filter = source->value.filter();
     const std::size_t layers = filter.num_layers();
     std::vector<bloom::LayerGeometry> geometry(layers);
@@ -269,15 +293,7 @@ void cmd_copy(Context& ctx, Args argv) {
         ctx.out.error(copy.error());
         return;
     }
-    if (!ctx.keyspace.restore(
-            argv[2], std::move(*copy),
-            {.expire_at_ms = source->expire_at_ms,
-             .if_live = replace ? store::IfLive::replace : store::IfLive::keep})) {
-        ctx.out.integer(0);  // created by another client meanwhile
-        return;
-    }
-    note_changes(ctx);
-    ctx.out.integer(1);
+    link_copy(ctx, argv[2], std::move(*copy), source->expire_at_ms, replace);
 }
 
 // TOUCH: how many of the keys exist; each one's access clock moves to now

@@ -7,6 +7,7 @@
 #include <new>
 #include <span>
 
+#include "bloomery/bloom/age_filter.hpp"
 #include "bloomery/bloom/bounds.hpp"
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/command/context.hpp"
@@ -41,6 +42,21 @@ core::Result<bloom::FilterRef> build_new_filter(const Context& ctx,
     }
     if (!filter) return refuse(errors::kOom);
     return filter;
+}
+
+// The same for an expiring filter of `geometry` (bloom/age_filter.hpp):
+// build() makes it once its bytes fit --max-filter-bytes and --maxmemory.
+core::Status new_age_filter_fits(const Context& ctx, const bloom::AgeGeometry& geometry);
+template <class Build>
+core::Result<bloom::AgeFilterRef> build_new_age_filter(const Context& ctx,
+                                                       const bloom::AgeGeometry& geometry,
+                                                       Build&& build) {
+    if (core::Status fits = new_age_filter_fits(ctx, geometry); !fits) return fits.failure();
+    try {
+        return build();
+    } catch (const std::bad_alloc&) {
+        return refuse(errors::kOutOfMemory);
+    }
 }
 
 }  // namespace bloomery::command

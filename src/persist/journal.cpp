@@ -144,6 +144,12 @@ void Journal::begin_age_shift(const bloom::AgeFilter& filter, std::uint64_t gene
     parts_->appender.begin_age_shift(filter, generation, shifted_ms);
 }
 
+store::EncodedRecord Journal::encode_age_words(const bloom::AgeFilter& filter,
+                                               std::uint64_t generation, std::uint64_t first,
+                                               std::string_view data) {
+    return journal_encode::age_words(filter, generation, first, data);
+}
+
 void Journal::begin_age_words(const bloom::AgeFilter& filter, std::uint64_t generation,
                               std::uint64_t first, std::string_view data) {
     parts_->appender.begin_age_words(filter, generation, first, data);

@@ -101,6 +101,13 @@ void put_age_words_body(unsigned char* out, const bloom::AgeFilter& filter,
     std::memcpy(out + 24, data.data(), data.size());
 }
 
+store::EncodedRecord age_words(const bloom::AgeFilter& filter, std::uint64_t generation,
+                               std::uint64_t first, std::string_view data) {
+    return encode_block(jf::kAgeWords, age_words_body_bytes(data), [&](unsigned char* out) {
+        put_age_words_body(out, filter, generation, first, data);
+    });
+}
+
 store::EncodedRecord ping() {
     return encode_block(jf::kPing, 0, [](unsigned char*) {});
 }

@@ -70,6 +70,8 @@ inline std::size_t age_words_body_bytes(std::string_view data) {
 }
 void put_age_words_body(unsigned char* out, const bloom::AgeFilter& filter,
                         std::uint64_t generation, std::uint64_t first, std::string_view data);
+store::EncodedRecord age_words(const bloom::AgeFilter& filter, std::uint64_t generation,
+                               std::uint64_t first, std::string_view data);
 void put_age_shift_body(unsigned char* out, const bloom::AgeFilter& filter,
                         std::uint64_t generation, std::uint64_t shifted_ms);
 

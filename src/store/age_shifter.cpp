@@ -119,21 +119,39 @@ std::uint64_t AgeShifter::behind(const bloom::AgeFilter& filter, std::uint64_t n
     return missed;
 }
 
-void AgeShifter::shift(bloom::AgeFilter& filter, std::uint64_t at_ms) {
-    // Every add that read an older generation than the current one has
-    // finished once the readers that had begun by now are done.
+bool AgeShifter::shift(bloom::AgeFilter& filter, std::uint64_t at_ms) {
+    // Every add that read an older generation than `from` has finished
+    // once the readers that had begun by now are done; another thread that
+    // shifted meanwhile makes this one step down.
+    const std::uint64_t from = filter.generation();
     Keyspace::wait_for_readers();
-    keyspace_.shift_age(filter, at_ms);
+    return keyspace_.shift_age(filter, at_ms, from);
+}
+
+void AgeShifter::shift_full(bloom::AgeFilter& filter) {
+    if (!leading()) return;
+    try {
+        for (int i = 0; i < kShiftsPerWake && filter.shift_wanted(); ++i) {
+            if (shift(filter, clock_())) count_shift_by_count(filter);
+        }
+    } catch (const std::bad_alloc&) {
+        wake(filter);  // the shifter's thread tries again
+    }
+}
+
+void AgeShifter::count_shift_by_count(bloom::AgeFilter& filter) {
+    if (filter.geometry().window_ms != 0) filter.count_early_shift();
+    shifts_by_count_.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::size_t AgeShifter::shift_woken(const std::vector<bloom::AgeFilterRef>& woken) {
     std::size_t shifts = 0;
     for (const bloom::AgeFilterRef& filter : woken) {
         try {
-            for (int i = 0; i < kShiftsPerWake && filter->shift_wanted(); ++i, ++shifts) {
-                shift(*filter, clock_());
-                if (filter->geometry().window_ms != 0) filter->count_early_shift();
-                shifts_by_count_.fetch_add(1, std::memory_order_relaxed);
+            for (int i = 0; i < kShiftsPerWake && filter->shift_wanted(); ++i) {
+                if (!shift(*filter, clock_())) continue;
+                count_shift_by_count(*filter);
+                ++shifts;
             }
         } catch (const std::bad_alloc&) {
             // The shift's record could not be allocated: nothing of it
@@ -171,9 +189,10 @@ std::size_t AgeShifter::run_due() {
             const std::uint64_t steps = std::min<std::uint64_t>(missed, filter->slices());
             const std::uint64_t generation_ms = filter->geometry().generation_ms();
             const std::uint64_t first_due = due - (missed - 1) * generation_ms;
-            for (std::uint64_t i = 0; i < steps; ++i, ++shifts) {
-                shift(*filter, i + 1 == steps ? due : first_due + i * generation_ms);
+            for (std::uint64_t i = 0; i < steps; ++i) {
+                if (!shift(*filter, i + 1 == steps ? due : first_due + i * generation_ms)) break;
                 shifts_by_time_.fetch_add(1, std::memory_order_relaxed);
+                ++shifts;
             }
         }
     } catch (const std::bad_alloc&) {

@@ -14,17 +14,19 @@ namespace bloomery::store {
 bool Keyspace::add_age_items(std::string_view key, std::span<const std::string_view> items,
                              std::vector<AgeAdded>& results, bool& full) {
     results.clear();
-    return with_value(
-        key, [&](const ValueRef& value) { add_to_age(value.age(), items, results, full); });
+    return with_value(key, [&](const ValueRef& value) {
+        add_to_age(value.age(), items, results, full, AtFull::go_on);
+    });
 }
 
 void Keyspace::add_to_age(bloom::AgeFilter& filter, std::span<const std::string_view> items,
-                          std::vector<AgeAdded>& results, bool& full) {
+                          std::vector<AgeAdded>& results, bool& full, AtFull at_full) {
     results.clear();
     MutationLog* log = mutation_log();
     constexpr std::size_t kBatch = bloom::ScalableFilter::kBatch;
     std::int64_t added = 0;
-    for (std::size_t first = 0; first < items.size(); first += kBatch) {
+    for (std::size_t first = 0; first < items.size() && !(full && at_full == AtFull::stop);
+         first += kBatch) {
         const auto batch = items.subspan(first, std::min(kBatch, items.size() - first));
         bloom::AgeRecorder* scope = nullptr;
         if (log != nullptr) {
@@ -51,26 +53,50 @@ void Keyspace::add_to_age(bloom::AgeFilter& filter, std::span<const std::string_
             results.push_back(result == bloom::AgeFilter::Added::added ? AgeAdded::added
                                                                        : AgeAdded::exists);
             added += result == bloom::AgeFilter::Added::added ? 1 : 0;
+            if (full && at_full == AtFull::stop) break;
         }
     }
     items_added_.add(added);
-    if (full) {
-        if (AgeShifter* shifter = age_shifter_.load(std::memory_order_acquire)) {
-            shifter->wake(filter);
-        }
-    }
 }
 
-void Keyspace::add_age_results(bloom::AgeFilter& filter, std::span<const std::string_view> items,
-                               std::vector<bloom::AddResult>& results) {
+std::size_t Keyspace::add_age_chunk(bloom::AgeFilter& filter,
+                                    std::span<const std::string_view> items, std::size_t from,
+                                    std::vector<bloom::AddResult>& results, bool& due) {
+    const auto part = items.subspan(from);
     thread_local std::vector<AgeAdded> added;
-    bool full = false;
-    add_to_age(filter, items, added, full);
-    results.resize(added.size());
-    for (std::size_t i = 0; i < added.size(); ++i) {
-        results[i] = added[i] == AgeAdded::added    ? bloom::AddResult::added
-                     : added[i] == AgeAdded::exists ? bloom::AddResult::exists
-                                                    : bloom::AddResult::out_of_memory;
+    add_to_age(filter, part, added, due, AtFull::stop);
+    for (const AgeAdded result : added) {
+        results.push_back(result == AgeAdded::added    ? bloom::AddResult::added
+                          : result == AgeAdded::exists ? bloom::AddResult::exists
+                                                       : bloom::AddResult::out_of_memory);
+    }
+    return added.size();
+}
+
+void Keyspace::continue_age_adds(std::string_view key, std::span<const std::string_view> items,
+                                 std::size_t done, std::vector<bloom::AddResult>& results,
+                                 bloom::AgeFilterRef due) {
+    for (;;) {
+        if (due) {
+            if (AgeShifter* shifter = age_shifter()) shifter->shift_full(*due);
+            due = {};
+        }
+        if (done == items.size() ||
+            (!results.empty() && results.back() == bloom::AddResult::out_of_memory)) {
+            return;
+        }
+        // The key is looked up again for each chunk: one that went, or holds
+        // another kind of filter now, takes no more of the items.
+        bool taken = false;
+        with_value(key, [&](const ValueRef& value) {
+            bloom::AgeFilter* filter = value.age_or_null();
+            if (filter == nullptr) return;
+            bool full = false;
+            done += add_age_chunk(*filter, items, done, results, full);
+            taken = true;
+            if (full) due = bloom::AgeFilterRef::share(*filter);
+        });
+        if (!taken) return;
     }
 }
 
@@ -107,12 +133,14 @@ void open_shift(MutationLog* log, SnapshotCounts& counts, bloom::AgeFilter& filt
 
 }  // namespace
 
-void Keyspace::shift_age(bloom::AgeFilter& filter, std::uint64_t now_ms) {
+bool Keyspace::shift_age(bloom::AgeFilter& filter, std::uint64_t now_ms, std::uint64_t from) {
     const auto whole = filter.lock_whole_changes();
+    if (filter.generation() != from) return false;
     MutationLog* log = mutation_log();
     open_shift(log, snapshot_counts_, filter, filter.generation() + 1, now_ms);
     DataScope close(log);
     filter.shift(now_ms);
+    return true;
 }
 
 core::Status Keyspace::load_age_words(bloom::AgeFilter& filter, std::int64_t iter,

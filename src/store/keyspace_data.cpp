@@ -94,10 +94,15 @@ bool Keyspace::add_items(std::string_view key, std::span<const std::string_view>
     bool found = true;
     try {
         bool age = false;
+        std::size_t age_done = 0;
+        bloom::AgeFilterRef due;  // an expiring filter whose shift is due
         const auto dispatch = [&](const ValueRef& value) {
             if (bloom::AgeFilter* filter = value.age_or_null()) {
                 age = true;
-                add_age_results(*filter, items, results);
+                results.clear();
+                bool full = false;
+                age_done = add_age_chunk(*filter, items, 0, results, full);
+                if (full) due = bloom::AgeFilterRef::share(*filter);
             } else {
                 run(value.filter());
             }
@@ -108,7 +113,11 @@ bool Keyspace::add_items(std::string_view key, std::span<const std::string_view>
             found = with_value_or_create(
                 key, [make]() -> ValueRef { return (*make)(); }, dispatch);
         }
-        if (!age) results.resize(done);
+        if (age) {
+            continue_age_adds(key, items, age_done, results, std::move(due));
+        } else {
+            results.resize(done);
+        }
     } catch (const std::bad_alloc&) {
         // The key's record or entry could not be allocated (nothing of it
         // changed): the adds stop there, as at a full filter.

@@ -5,6 +5,7 @@
 #include <deque>
 #include <new>
 
+#include "bloomery/bloom/age_header.hpp"
 #include "bloomery/bloom/dump.hpp"
 #include "bloomery/store/age_shifter.hpp"
 #include "bloomery/store/keyspace.hpp"
@@ -41,6 +42,19 @@ std::vector<EncodedRecord> encode_bits(MutationLog& log, const bloom::ScalableFi
             records.push_back(log.encode_chunk(filter, chunk.next_iter, chunk.data));
         }
         iter = chunk.next_iter;
+    }
+    return records;
+}
+
+// An expiring filter's words as AGE-WORDS records at its generation, chunks
+// of zero words left out.
+std::vector<EncodedRecord> encode_age_bits(MutationLog& log, const bloom::AgeFilter& filter) {
+    std::vector<EncodedRecord> records;
+    const std::uint64_t chunks = bloom::age_chunks(filter);
+    for (std::uint64_t j = bloom::next_age_chunk(filter, 0); j < chunks;
+         j = bloom::next_age_chunk(filter, j + 1)) {
+        records.push_back(log.encode_age_words(
+            filter, filter.generation(), j * bloom::kAgeChunkWords, bloom::age_chunk(filter, j)));
     }
     return records;
 }
@@ -103,9 +117,8 @@ bool Keyspace::store(std::string_view key, ValueRef value, const Link& how) {
             created = log->encode_created(key, *filter, how.expire_at_ms);
             if (with_bits) bits = encode_bits(*log, *filter);
         } else if (const bloom::AgeFilter* age = value.age_or_null()) {
-            // Linked empty: RESTORE and COPY refuse expiring filters.
-            if (with_bits) throw WrongType();
             created = log->encode_age_created(key, *age, how.expire_at_ms);
+            if (with_bits) bits = encode_age_bits(*log, *age);
         } else {
             created = encode_cuckoo(*log, key, value.cuckoo(), how.expire_at_ms, with_bits, bits);
         }

@@ -47,8 +47,9 @@ bool add(Keyspace& keyspace, const std::string& key, const std::vector<std::stri
 
 // The server's shifter: waits out adds that read an older generation.
 void shift(Keyspace& keyspace, AgeFilter& filter, std::uint64_t now_ms) {
+    const std::uint64_t from = filter.generation();
     Keyspace::wait_for_readers();
-    keyspace.shift_age(filter, now_ms);
+    keyspace.shift_age(filter, now_ms, from);
 }
 
 TEST(AgeJournal, AddsAndShiftsReplayExactly) {

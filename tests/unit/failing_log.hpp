@@ -77,6 +77,11 @@ public:
         maybe_fail();
         return journal_.begin_age_adds(filter, n);
     }
+    store::EncodedRecord encode_age_words(const bloom::AgeFilter& filter, std::uint64_t generation,
+                                          std::uint64_t first, std::string_view data) override {
+        maybe_fail();
+        return journal_.encode_age_words(filter, generation, first, data);
+    }
     void begin_age_words(const bloom::AgeFilter& filter, std::uint64_t generation,
                          std::uint64_t first, std::string_view data) override {
         maybe_fail();

@@ -17,6 +17,7 @@
 // (check_age_geometry): bad bytes are an error, never a filter.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,19 @@ inline constexpr std::uint64_t kMaxAgeCount = std::uint64_t{1} << 48;
 // A new filter as `dumped` describes it, its counts set, all bits clear.
 // Throws std::bad_alloc.
 AgeFilterRef create_dumped(const AgeDumpHeader& dumped);
+// What encode_age_dump_header() writes of `filter`, unencoded.
+AgeDumpHeader dump_header_of(const AgeFilter& filter);
+
+// COPY: a new filter holding what `source` holds (its words copied live:
+// an add racing the copy may or may not be in it). Throws std::bad_alloc.
+AgeFilterRef copy_age(const AgeFilter& source);
+// BF.MERGE: whether two expiring filters line up slice for slice (the same
+// shape, generation size, slice bits, error rate and window, and the same
+// generation).
+bool age_aligned(const AgeFilter& a, const AgeFilter& b);
+// The union of `sources`, all aligned: words ORed, each generation's counts
+// summed, the latest shift's time. Throws std::bad_alloc.
+AgeFilterRef merge_age(std::span<const AgeFilter* const> sources);
 
 // BF.SCANDUMP's data chunks of an expiring filter: chunk j holds the words
 // [j·kAgeChunkWords, (j + 1)·kAgeChunkWords), the last one fewer.

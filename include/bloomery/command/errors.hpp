@@ -268,6 +268,9 @@ inline constexpr std::string_view kWindowOptions =
     "ERR an expiring filter (WINDOW) takes only ERROR, CAPACITY, NOCREATE and SLICES";
 inline constexpr std::string_view kWindowUnreachable =
     "ERR no expiring filter of these slices reaches this error rate";
+inline constexpr std::string_view kMergeExpiringUnaligned =
+    "ERR expiring filters merge only with expiring filters of the same shape, window and "
+    "generation";
 // A command that does not yet take expiring filters.
 inline constexpr std::string_view kExpiringUnsupported =
     "ERR this command does not take expiring filters (WINDOW)";

@@ -118,6 +118,8 @@ public:
                                             std::int64_t expire_at_ms) override;
     bloom::AgeRecorder& begin_age_adds(const bloom::AgeFilter& filter,
                                        std::size_t max_items) override;
+    store::EncodedRecord encode_age_words(const bloom::AgeFilter& filter, std::uint64_t generation,
+                                          std::uint64_t first, std::string_view data) override;
     void begin_age_words(const bloom::AgeFilter& filter, std::uint64_t generation,
                          std::uint64_t first, std::string_view data) override;
     void begin_age_shift(const bloom::AgeFilter& filter, std::uint64_t generation,

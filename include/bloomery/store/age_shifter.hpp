@@ -59,6 +59,10 @@ public:
 
     // An add found `filter`'s generation full: shift it soon.
     void wake(bloom::AgeFilter& filter);
+    // The same, on the calling thread (an adder's, outside any epoch
+    // guard): the shifts a full generation wants, made now (while leading;
+    // the thread is woken to retry one whose record could not be allocated).
+    void shift_full(bloom::AgeFilter& filter);
     // A filter with a time window, watched while anyone else holds it (a
     // key, a snapshot); filters with a count window are ignored.
     void track(bloom::AgeFilter& filter);
@@ -92,7 +96,10 @@ private:
     // the last of them was due.
     static std::uint64_t behind(const bloom::AgeFilter& filter, std::uint64_t now,
                                 std::uint64_t& due_ms);
-    void shift(bloom::AgeFilter& filter, std::uint64_t at_ms);
+    // One shift from the generation current now; false if another thread
+    // shifted first.
+    bool shift(bloom::AgeFilter& filter, std::uint64_t at_ms);
+    void count_shift_by_count(bloom::AgeFilter& filter);
     // The shifts of filters woken as full (at most kShiftsPerWake each).
     std::size_t shift_woken(const std::vector<bloom::AgeFilterRef>& woken);
     void run();

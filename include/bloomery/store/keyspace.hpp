@@ -304,12 +304,13 @@ public:
     enum class AgeAdded : std::uint8_t { added, exists, out_of_memory };
     bool add_age_items(std::string_view key, std::span<const std::string_view> items,
                        std::vector<AgeAdded>& results, bool& full);
-    // Shifts `filter` to its next generation at `now_ms` and records it
-    // (AGE-SHIFT), in one data scope: no snapshot cut between the two. The
-    // caller has waited out every add that read an older generation than
-    // the current one (AgeFilter::shift()'s precondition). Throws
-    // std::bad_alloc with nothing changed.
-    void shift_age(bloom::AgeFilter& filter, std::uint64_t now_ms);
+    // Shifts `filter` from generation `from` to the next at `now_ms` and
+    // records it (AGE-SHIFT), in one data scope: no snapshot cut between the
+    // two; false, nothing done, if the filter is no longer at `from` (another
+    // thread shifted it). The caller read `from` current, then waited out
+    // every add that had begun (wait_for_readers(): AgeFilter::shift()'s
+    // precondition). Throws std::bad_alloc with nothing changed.
+    bool shift_age(bloom::AgeFilter& filter, std::uint64_t now_ms, std::uint64_t from);
     // Redoes recorded adds and shifts (replay, replicas) in `filter`, which
     // this thread alone changes, recording them in this keyspace's own log.
     struct RecordedAgeAdd {
@@ -564,13 +565,25 @@ private:
     Moved move_key(std::string_view from, std::string_view to, IfLive if_live);
 
     // ---- Expiring filters (keyspace_age.cpp) ----
-    // add_age_items's adds to `filter`, a shift woken when a generation is
-    // found full.
+    // add_age_items's adds to `filter`; with AtFull::stop, none after the
+    // one that set `full` (its generation took its g items).
+    enum class AtFull { go_on, stop };
     void add_to_age(bloom::AgeFilter& filter, std::span<const std::string_view> items,
-                    std::vector<AgeAdded>& results, bool& full);
-    // The same for add_items(), in its results' terms.
-    void add_age_results(bloom::AgeFilter& filter, std::span<const std::string_view> items,
-                         std::vector<bloom::AddResult>& results);
+                    std::vector<AgeAdded>& results, bool& full, AtFull at_full);
+    // add_items() on an expiring filter: items from `from` on, up to the one
+    // that fills the current generation (`due` set: a shift is due), their
+    // results appended to `results`; returns how many it took (fewer when a
+    // record could not be allocated: out_of_memory is the last result).
+    std::size_t add_age_chunk(bloom::AgeFilter& filter, std::span<const std::string_view> items,
+                              std::size_t from, std::vector<bloom::AddResult>& results, bool& due);
+    // After add_items()'s first chunk to the expiring filter under `key`:
+    // makes the shift `due` asks for on this thread (outside any epoch
+    // guard: AgeShifter::shift_full()), then adds the rest, a generation and
+    // a shift at a time: adders are held to the shifts' pace, and one adder
+    // alone fills each generation with exactly its g items.
+    void continue_age_adds(std::string_view key, std::span<const std::string_view> items,
+                           std::size_t done, std::vector<bloom::AddResult>& results,
+                           bloom::AgeFilterRef due);
 
     // ---- Walks (keyspace_walks.cpp) ----
     // Samples one shard for active expiry.

@@ -118,6 +118,11 @@ public:
     // clear.
     virtual EncodedRecord encode_age_created(std::string_view key, const bloom::AgeFilter& filter,
                                              std::int64_t expire_at_ms) = 0;
+    // An AGE-WORDS record encoded as a keyspace record: words of an
+    // expiring filter not linked yet (COPY and BF.MERGE carry its bits this
+    // way, right after its AGE-CREATE).
+    virtual EncodedRecord encode_age_words(const bloom::AgeFilter& filter, std::uint64_t generation,
+                                           std::uint64_t first, std::string_view data) = 0;
     // A record with room for one change to a Cuckoo filter of at most
     // `max_moves` relocations or `data_bytes` bytes of chunk, allocated
     // before the change (throws std::bad_alloc with nothing changed), then
