@@ -137,7 +137,8 @@ class OneClient(ExactnessTestCase):
 
 class Worker(threading.Thread):
     """Random operations on a small shared set of keys and some of its own:
-    RESERVE at error rates from 0.9 to 1e-6 (COUNTING filters among them),
+    RESERVE at error rates from 0.9 to 1e-6 (COUNTING and expiring filters
+    among them),
     Cuckoo filters' CF.ADD, ADDNX, INSERT, DEL, COMPACT and LOADCHUNK,
     ADD, MADD, INSERT, BF.DEL of items added before (counting filters'
     saturating counters: their order matters), DEL, RENAME,
@@ -239,6 +240,10 @@ class Worker(threading.Thread):
         key = self.key() if key is None else key
         if r < 0.10:
             args = ["BF.RESERVE", key, self.rng.choice(self.RATES), self.rng.choice((10, 100, 1000))]
+            if self.rng.random() < 0.2:
+                # An expiring filter: adds shift it (a day is never up here).
+                c.execute_command(*args, "WINDOW", self.rng.choice(("ITEMS", "1d")))
+                return
             if self.rng.random() < 0.3:
                 args.append("NONSCALING")
             elif self.rng.random() < 0.5:
@@ -269,7 +274,7 @@ class Worker(threading.Thread):
             c.execute_command("BF.MADD", key,
                               *[self.item(key) for _ in range(self.rng.randrange(1, 200))])
         elif r < 0.70:
-            counting = ["COUNTING"] if self.rng.random() < 0.5 else []
+            counting = self.rng.choice((["COUNTING"], [], ["WINDOW", "ITEMS"]))
             c.execute_command("BF.INSERT", key, "CAPACITY", self.rng.choice((10, 50, 500)), "ERROR",
                               self.rng.choice(self.RATES), *counting, "ITEMS",
                               *[self.item(key) for _ in range(self.rng.randrange(1, 100))])

@@ -266,6 +266,10 @@ class ExactnessTest(TempDirCase, ServersTestCase):
         self.assertEqual(p.execute_command("WAIT", 1, 10000), 1)
         r = replica.client()
         self.assertEqual(self.state(r), self.state(p))
+        # A replica that starts now takes them by a full sync (a snapshot).
+        late = self.start(replica_of(primary))
+        wait_until(lambda: link_up(late), what="the late replica's link")
+        self.assertEqual(self.state(late.client()), self.state(p))
         self.assertEqual(r.info("stats")["expiring_shifts_by_time"], 0)
         self.assertEqual(r.info("stats")["expiring_shifts_by_count"], 0)
         # Promoted, it decides the shifts from then on.
