@@ -72,6 +72,12 @@ std::optional<std::vector<store::KeySnapshot>> live_filters(
     return found;
 }
 
+bool holds_expiring(const std::vector<store::KeySnapshot>& snapshots) {
+    return std::any_of(snapshots.begin(), snapshots.end(), [](const store::KeySnapshot& s) {
+        return s.value.age_or_null() != nullptr;
+    });
+}
+
 std::vector<const ScalableFilter*> filters_of(const std::vector<store::KeySnapshot>& snapshots) {
     std::vector<const ScalableFilter*> filters;
     filters.reserve(snapshots.size());
@@ -127,10 +133,8 @@ void merge_held(Context& ctx, Args argv, std::span<const std::string_view> sourc
     for (std::size_t i = 0; i < sources.size() && !deadline; ++i) {
         if (sources[i] == argv[1]) base = i, deadline = (*found)[i].expire_at_ms;
     }
-    if (std::any_of(found->begin(), found->end(),
-                    [](const store::KeySnapshot& s) { return s.value.age_or_null() != nullptr; })) {
+    if (holds_expiring(*found))
         return merge_expiring(ctx, argv[1], *found, deadline.value_or(0), force);
-    }
     const std::vector<const ScalableFilter*> filters = filters_of(*found);
     bloom::MergePlan plan;
     if (const SetRefusal refusal = bloom::plan_merge(filters, base, plan);
@@ -194,6 +198,7 @@ void cmd_card(Context& ctx, Args argv) {
         }
     }
     if (found.empty()) return ctx.out.integer(0);
+    if (holds_expiring(found)) return ctx.out.error(errors::kExpiringUnsupported);
     SetRefusal refusal = SetRefusal::none;
     const double estimate = bloom::union_estimate(filters_of(found), refusal);
     if (refusal != SetRefusal::none) return ctx.out.error(refusal_text(refusal));
@@ -224,6 +229,7 @@ void cmd_intercard(Context& ctx, Args argv) {
     std::optional<std::vector<store::KeySnapshot>> found =
         live_filters(ctx, std::span<const std::string_view>(argv.data() + 2, *count));
     if (!found) return ctx.out.integer(0);
+    if (holds_expiring(*found)) return ctx.out.error(errors::kExpiringUnsupported);
     SetRefusal refusal = SetRefusal::none;
     const double estimate = bloom::intersection_estimate(filters_of(*found), refusal);
     if (refusal != SetRefusal::none) return ctx.out.error(refusal_text(refusal));

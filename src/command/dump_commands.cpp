@@ -62,6 +62,10 @@ void cmd_dump(Context& ctx, Args argv) {
         ctx.out.null();
         return;
     }
+    if (entry->value.age_or_null() != nullptr) {
+        ctx.out.error(errors::kExpiringUnsupported);  // BF.SCANDUMP carries them
+        return;
+    }
     if (const cuckoo::CuckooObject* object = entry->value.cuckoo_or_null()) {
         const std::string payload = persist::cuckoo_dump_payload(object->copy().filter);
         if (payload.size() > ctx.config.proto_max_bulk_len) {

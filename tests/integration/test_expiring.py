@@ -132,10 +132,12 @@ class CountWindowTest(harness.SharedServerTestCase):
         # changes.
         target = self.server.port  # MIGRATE refuses before it connects
         for args in [("DUMP", "i"), ("BF.MERGE", "j", "i", "t"), ("BF.CARD", "i", "t"),
-                     ("BF.DEBUG", "i"), ("CF.ADD", "i", "a"),
+                     ("BF.INTERCARD", 2, "i", "t"), ("BF.DEBUG", "i"), ("CF.ADD", "i", "a"),
                      ("MIGRATE", "127.0.0.1", target, "i", 0, 1000)]:
-            with self.assertRaises(Exception, msg=str(args)):
+            with self.assertRaises(Exception, msg=str(args)) as caught:
                 call(*args)
+            if args[0] in ("DUMP", "BF.CARD", "BF.INTERCARD", "MIGRATE"):
+                self.assertIn("does not take expiring filters", str(caught.exception))
         self.assertEqual(call("EXISTS", "j"), 0)
         self.assertEqual(call("BF.EXISTS", "i", "a"), 1)
         # What every kind of key takes.

@@ -271,9 +271,12 @@ inline constexpr std::string_view kWindowUnreachable =
 inline constexpr std::string_view kMergeExpiringUnaligned =
     "ERR expiring filters merge only with expiring filters of the same shape, window and "
     "generation";
-// A command that does not yet take expiring filters.
+// What expiring filters do not take: DUMP, RESTORE and MIGRATE (their
+// payload has no expiring form: BF.SCANDUMP and BF.LOADCHUNK carry them),
+// BF.CARD of several keys and BF.INTERCARD.
 inline constexpr std::string_view kExpiringUnsupported =
-    "ERR this command does not take expiring filters (WINDOW)";
+    "ERR this command does not take expiring filters (WINDOW); BF.SCANDUMP and BF.LOADCHUNK "
+    "copy them";
 inline constexpr std::string_view kMaxLayers = "ERR maximum number of sub-filters reached";
 inline constexpr std::string_view kFilterTooLarge =
     "ERR filter would exceed max-filter-bytes (see CONFIG GET max-filter-bytes)";
