@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <new>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -20,7 +19,6 @@
 #include "bloomery/bloom/scalable_filter.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/command/registry.hpp"
-#include "bloomery/core/memory.hpp"
 #include "bloomery/store/clock.hpp"
 #include "common.hpp"
 #include "families.hpp"

@@ -5,7 +5,9 @@
 //                          its register_bf_commands (families.hpp) calls the
 //                          two below
 //   bf_options.cpp         how BF.RESERVE and BF.INSERT read their options
+//   bf_window.cpp          ... and an expiring filter's (WINDOW, SLICES)
 //   bf_info_commands.cpp   what a filter reports (BF.INFO, BF.DEBUG)
+//   bf_age_info.cpp        ... and an expiring filter's BF.INFO
 //   bf_set_commands.cpp    set operations (BF.MERGE, BF.CARD, BF.INTERCARD)
 //   bf_chunk_commands.cpp  dumping and loading by chunks (BF.SCANDUMP,
 //                          BF.LOADCHUNK)
