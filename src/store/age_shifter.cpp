@@ -16,6 +16,8 @@ constexpr std::uint64_t kIdleMs = 100;
 // Shifts of one woken filter per round: adders that refill generations as
 // fast as they are shifted cannot keep the thread on one filter.
 constexpr int kShiftsPerWake = 64;
+// The pause after a round that shifted nothing.
+constexpr std::uint64_t kRetryMs = 5;
 
 bool holds(const std::vector<bloom::AgeFilterRef>& filters, const bloom::AgeFilter& filter) {
     return std::any_of(filters.begin(), filters.end(),
@@ -241,7 +243,15 @@ void AgeShifter::run() {
             if (stopping_) return;
             poked_ = false;
         }
-        run_due();
+        if (run_due() == 0) {
+            // Nothing shifted (an adder made the shift first, or a record
+            // could not be allocated and the filter was woken again): a
+            // pause, not a spin, before the next look.
+            std::unique_lock lock(mutex_);
+            wake_.wait_for(lock, std::chrono::milliseconds(kRetryMs),
+                           [this] { return stopping_ || poked_; });
+            if (stopping_) return;
+        }
     }
 }
 
