@@ -335,6 +335,16 @@ core::Status settle_window(const core::Config& config, const CreationExtras& ext
 
 }  // namespace
 
+core::Result<RateAndCapacity> take_rate_and_capacity(ArgCursor& args) {
+    const core::Result<double> error_rate = args.take_double(errors::kErrorRateNotNumber);
+    if (!error_rate) return error_rate.failure();
+    if (!(*error_rate > 0 && *error_rate < 1)) return refuse(errors::kBadErrorRate);
+    const core::Result<std::int64_t> capacity = args.take_int(errors::kCapacityNotNumber);
+    if (!capacity) return capacity.failure();
+    if (*capacity <= 0) return refuse(errors::kBadCapacity);
+    return RateAndCapacity{*error_rate, *capacity};
+}
+
 bloom::FilterOptions default_filter_options(const core::Config& config) {
     bloom::FilterOptions options = configured_options(config);
     // Without LAYOUT or VALIDATESCALETO there is nothing to refuse.
@@ -354,12 +364,8 @@ core::Result<bloom::FilterOptions> parse_reserve(const core::Config& config, Arg
     const ArgCursor after_capacity(argv, 4);
     if (argv.size() - reserve_extra_args(after_capacity) > 7) return wrong_arity("bf.reserve");
     ArgCursor args(argv, 2);
-    const core::Result<double> error_rate = args.take_double(errors::kErrorRateNotNumber);
-    if (!error_rate) return error_rate.failure();
-    if (!(*error_rate > 0 && *error_rate < 1)) return refuse(errors::kBadErrorRate);
-    const core::Result<std::int64_t> capacity = args.take_int(errors::kCapacityNotNumber);
-    if (!capacity) return capacity.failure();
-    if (*capacity <= 0) return refuse(errors::kBadCapacity);
+    const core::Result<RateAndCapacity> numbers = take_rate_and_capacity(args);
+    if (!numbers) return numbers.failure();
 
     bloom::FilterOptions options = configured_options(config);
     options.nonscaling = after_capacity.find("NONSCALING").has_value();
@@ -372,11 +378,12 @@ core::Result<bloom::FilterOptions> parse_reserve(const core::Config& config, Arg
     if (core::Status read = read_reserve_extras(after_capacity, options, extras); !read) {
         return read.failure();
     }
-    if (core::Status bounds = rate_and_capacity_bounds(*error_rate, *capacity); !bounds) {
+    if (core::Status bounds = rate_and_capacity_bounds(numbers->error_rate, numbers->capacity);
+        !bounds) {
         return bounds.failure();
     }
-    options.error_rate = *error_rate;
-    options.capacity = static_cast<std::uint64_t>(*capacity);
+    options.error_rate = numbers->error_rate;
+    options.capacity = static_cast<std::uint64_t>(numbers->capacity);
     if (core::Status settled = settle(config, extras, options); !settled) {
         return settled.failure();
     }

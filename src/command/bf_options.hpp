@@ -9,6 +9,7 @@
 
 #include "bloomery/bloom/age_filter.hpp"
 #include "bloomery/bloom/bounds.hpp"
+#include "bloomery/command/arg_cursor.hpp"
 #include "bloomery/command/context.hpp"
 #include "bloomery/core/config.hpp"
 #include "bloomery/core/result.hpp"
@@ -29,6 +30,14 @@ bloom::FilterOptions default_filter_options(const core::Config& config);
 // max_scaled_capacity, at the filter's ratio) and a NONSCALING one.
 // TIGHTENING (valkey-bloom's, in (0, 1)) is taken beside NONSCALING and kept.
 core::Result<bloom::FilterOptions> parse_reserve(const core::Config& config, Args argv);
+
+// BF.RESERVE's error rate and capacity, `args` at the rate: read and
+// checked as RedisBloom reads them (its texts), the bounds not yet.
+struct RateAndCapacity {
+    double error_rate;
+    std::int64_t capacity;
+};
+core::Result<RateAndCapacity> take_rate_and_capacity(ArgCursor& args);
 
 // What an add does with a key that is missing: creates it (BF.ADD, BF.MADD,
 // BF.INSERT) or, with BF.INSERT's NOCREATE, refuses.

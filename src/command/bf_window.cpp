@@ -3,6 +3,7 @@
 #include <charconv>
 #include <string_view>
 
+#include "bf_options.hpp"
 #include "bloomery/command/errors.hpp"
 #include "bloomery/core/ascii.hpp"
 #include "common.hpp"
@@ -73,12 +74,8 @@ core::Result<std::optional<bloom::AgeGeometry>> parse_reserve_window(Args argv) 
     const ArgCursor after_capacity(argv, 4);
     if (!after_capacity.find("WINDOW")) return std::optional<bloom::AgeGeometry>{};
     ArgCursor args(argv, 2);
-    const core::Result<double> error_rate = args.take_double(errors::kErrorRateNotNumber);
-    if (!error_rate) return error_rate.failure();
-    if (!(*error_rate > 0 && *error_rate < 1)) return refuse(errors::kBadErrorRate);
-    const core::Result<std::int64_t> capacity = args.take_int(errors::kCapacityNotNumber);
-    if (!capacity) return capacity.failure();
-    if (*capacity <= 0) return refuse(errors::kBadCapacity);
+    const core::Result<RateAndCapacity> numbers = take_rate_and_capacity(args);
+    if (!numbers) return numbers.failure();
     WindowRequest window;
     bool window_given = false;
     while (args.has_next()) {
@@ -98,7 +95,7 @@ core::Result<std::optional<bloom::AgeGeometry>> parse_reserve_window(Args argv) 
         }
     }
     const core::Result<bloom::AgeGeometry> geometry =
-        window_geometry(*error_rate, static_cast<std::uint64_t>(*capacity), window);
+        window_geometry(numbers->error_rate, static_cast<std::uint64_t>(numbers->capacity), window);
     if (!geometry) return geometry.failure();
     return std::optional<bloom::AgeGeometry>(*geometry);
 }
