@@ -63,10 +63,9 @@ void AgeShifter::lead(bool leading) {
         tracked_.clear();
         return;
     }
-    const KeyspaceView view = keyspace_.view(ViewFor::keys);
-    for (std::size_t i = 0; i < view.size(); ++i) {
-        if (bloom::AgeFilter* filter = view.entry(i).value.age_or_null()) track(*filter);
-    }
+    // One shard at a time: no lock of all shards at once while role_mutex_
+    // is held.
+    for (const bloom::AgeFilterRef& filter : keyspace_.expiring_filters()) track(*filter);
     catch_up();
     start();
 }

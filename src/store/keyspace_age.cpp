@@ -19,6 +19,8 @@ bool Keyspace::add_age_items(std::string_view key, std::span<const std::string_v
     });
 }
 
+// add_age_items's adds to `filter`; with AtFull::stop, none after the one
+// that set `full` (its generation took its g items).
 void Keyspace::add_to_age(bloom::AgeFilter& filter, std::span<const std::string_view> items,
                           std::vector<AgeAdded>& results, bool& full, AtFull at_full) {
     results.clear();
@@ -59,6 +61,10 @@ void Keyspace::add_to_age(bloom::AgeFilter& filter, std::span<const std::string_
     items_added_.add(added);
 }
 
+// add_items() on an expiring filter: items from `from` on, up to the one
+// that fills the current generation (`due` set: a shift is due), their
+// results appended to `results`; returns how many it took (fewer when a
+// record could not be allocated: out_of_memory is the last result).
 std::size_t Keyspace::add_age_chunk(bloom::AgeFilter& filter,
                                     std::span<const std::string_view> items, std::size_t from,
                                     std::vector<bloom::AddResult>& results, bool& due) {
@@ -73,6 +79,11 @@ std::size_t Keyspace::add_age_chunk(bloom::AgeFilter& filter,
     return added.size();
 }
 
+// After add_items()'s first chunk to the expiring filter under `key`: makes
+// the shift `due` asks for on this thread (outside any epoch guard:
+// AgeShifter::shift_full()), then adds the rest, a generation and a shift at
+// a time: adders are held to the shifts' pace, and one adder alone fills
+// each generation with exactly its g items.
 void Keyspace::continue_age_adds(std::string_view key, std::span<const std::string_view> items,
                                  std::size_t done, std::vector<bloom::AddResult>& results,
                                  bloom::AgeFilterRef due) {

@@ -59,6 +59,22 @@ std::vector<KeySnapshot> Keyspace::shard_entries(std::size_t index) const {
     return out;
 }
 
+std::vector<bloom::AgeFilterRef> Keyspace::expiring_filters() const {
+    std::vector<bloom::AgeFilterRef> out;
+    const std::int64_t now = now_ms();
+    for (std::size_t index = 0; index < table_.num_shards(); ++index) {
+        const Shard& shard = table_.shard(index);
+        std::shared_lock lock = ShardGates::read(shard);
+        table_.for_each(shard, [&](const Node& node) {
+            bloom::AgeFilter* filter = node.value.age_or_null();
+            if (filter != nullptr && !node.expired(now)) {
+                out.push_back(bloom::AgeFilterRef::share(*filter));
+            }
+        });
+    }
+    return out;
+}
+
 std::uint64_t Keyspace::scan(std::uint64_t cursor, std::size_t count,
                              std::vector<std::string>& keys) const {
     // The bits of the cursor that name the shard.

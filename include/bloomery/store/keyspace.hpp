@@ -437,6 +437,9 @@ public:
     // lock at a time.
     std::int64_t average_ttl_ms() const;
 
+    // The expiring filters of live keys, one shard's shared lock at a time
+    // (AgeShifter::lead(): O(keys), once per start or promotion).
+    std::vector<bloom::AgeFilterRef> expiring_filters() const;
     // Copies the live entries of shard `index` (for KEYS: O(keys)).
     std::vector<KeySnapshot> shard_entries(std::size_t index) const;
 
@@ -564,23 +567,12 @@ private:
     enum class Moved { missing, exists, moved };
     Moved move_key(std::string_view from, std::string_view to, IfLive if_live);
 
-    // ---- Expiring filters (keyspace_age.cpp) ----
-    // add_age_items's adds to `filter`; with AtFull::stop, none after the
-    // one that set `full` (its generation took its g items).
+    // ---- Expiring filters' adds (keyspace_age.cpp says how) ----
     enum class AtFull { go_on, stop };
     void add_to_age(bloom::AgeFilter& filter, std::span<const std::string_view> items,
                     std::vector<AgeAdded>& results, bool& full, AtFull at_full);
-    // add_items() on an expiring filter: items from `from` on, up to the one
-    // that fills the current generation (`due` set: a shift is due), their
-    // results appended to `results`; returns how many it took (fewer when a
-    // record could not be allocated: out_of_memory is the last result).
     std::size_t add_age_chunk(bloom::AgeFilter& filter, std::span<const std::string_view> items,
                               std::size_t from, std::vector<bloom::AddResult>& results, bool& due);
-    // After add_items()'s first chunk to the expiring filter under `key`:
-    // makes the shift `due` asks for on this thread (outside any epoch
-    // guard: AgeShifter::shift_full()), then adds the rest, a generation and
-    // a shift at a time: adders are held to the shifts' pace, and one adder
-    // alone fills each generation with exactly its g items.
     void continue_age_adds(std::string_view key, std::span<const std::string_view> items,
                            std::size_t done, std::vector<bloom::AddResult>& results,
                            bloom::AgeFilterRef due);
