@@ -28,28 +28,10 @@
 #include "common.hpp"
 #include "families.hpp"
 #include "new_filter.hpp"
+#include "resp_text.hpp"
 
 namespace bloomery::command {
 namespace {
-
-void append_length_line(std::string& out, char type, std::uint64_t length) {
-    out += type;
-    out += std::to_string(length);
-    out += "\r\n";
-}
-
-// Puts the bulk length line of the bytes from `start` on in front of them.
-void insert_length_line(std::string& out, std::size_t start) {
-    std::string line;
-    append_length_line(line, '$', out.size() - start);
-    out.insert(start, line);
-}
-
-void append_bulk(std::string& out, std::string_view bytes) {
-    append_length_line(out, '$', bytes.size());
-    out.append(bytes);
-    out += "\r\n";
-}
 
 // DUMP key: the payload as a bulk string, nil if the key is missing. The
 // payload is written straight into the reply (no second copy of a large

@@ -3,19 +3,9 @@
 #include <algorithm>
 #include <optional>
 
+#include "resp_text.hpp"
+
 namespace bloomery::command {
-
-namespace {
-
-void append_bulk(std::string& out, std::string_view bytes) {
-    out += '$';
-    out += std::to_string(bytes.size());
-    out += "\r\n";
-    out.append(bytes);
-    out += "\r\n";
-}
-
-}  // namespace
 
 namespace {
 

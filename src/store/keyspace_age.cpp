@@ -62,15 +62,19 @@ void Keyspace::add_to_age(bloom::AgeFilter& filter, std::span<const std::string_
 }
 
 // add_items() on an expiring filter: items from `from` on, up to the one
-// that fills the current generation (`due` set: a shift is due), their
+// that fills the current generation (`due` then holds the filter: a shift
+// is due), their
 // results appended to `results`; returns how many it took (fewer when a
 // record could not be allocated: out_of_memory is the last result).
 std::size_t Keyspace::add_age_chunk(bloom::AgeFilter& filter,
                                     std::span<const std::string_view> items, std::size_t from,
-                                    std::vector<bloom::AddResult>& results, bool& due) {
+                                    std::vector<bloom::AddResult>& results,
+                                    bloom::AgeFilterRef& due) {
     const auto part = items.subspan(from);
     thread_local std::vector<AgeAdded> added;
-    add_to_age(filter, part, added, due, AtFull::stop);
+    bool full = false;
+    add_to_age(filter, part, added, full, AtFull::stop);
+    if (full) due = bloom::AgeFilterRef::share(filter);
     for (const AgeAdded result : added) {
         results.push_back(result == AgeAdded::added    ? bloom::AddResult::added
                           : result == AgeAdded::exists ? bloom::AddResult::exists
@@ -102,10 +106,8 @@ void Keyspace::continue_age_adds(std::string_view key, std::span<const std::stri
         with_value(key, [&](const ValueRef& value) {
             bloom::AgeFilter* filter = value.age_or_null();
             if (filter == nullptr) return;
-            bool full = false;
-            done += add_age_chunk(*filter, items, done, results, full);
+            done += add_age_chunk(*filter, items, done, results, due);
             taken = true;
-            if (full) due = bloom::AgeFilterRef::share(*filter);
         });
         if (!taken) return;
     }

@@ -93,16 +93,12 @@ bool Keyspace::add_items(std::string_view key, std::span<const std::string_view>
     };
     bool found = true;
     try {
-        bool age = false;
-        std::size_t age_done = 0;
-        bloom::AgeFilterRef due;  // an expiring filter whose shift is due
+        std::optional<std::size_t> age_done;  // an expiring filter's adds
+        bloom::AgeFilterRef due;              // ... and one whose shift is due
         const auto dispatch = [&](const ValueRef& value) {
             if (bloom::AgeFilter* filter = value.age_or_null()) {
-                age = true;
                 results.clear();
-                bool full = false;
-                age_done = add_age_chunk(*filter, items, 0, results, full);
-                if (full) due = bloom::AgeFilterRef::share(*filter);
+                age_done = add_age_chunk(*filter, items, 0, results, due);
             } else {
                 run(value.filter());
             }
@@ -113,8 +109,8 @@ bool Keyspace::add_items(std::string_view key, std::span<const std::string_view>
             found = with_value_or_create(
                 key, [make]() -> ValueRef { return (*make)(); }, dispatch);
         }
-        if (age) {
-            continue_age_adds(key, items, age_done, results, std::move(due));
+        if (age_done) {
+            continue_age_adds(key, items, *age_done, results, std::move(due));
         } else {
             results.resize(done);
         }

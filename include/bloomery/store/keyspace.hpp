@@ -572,7 +572,8 @@ private:
     void add_to_age(bloom::AgeFilter& filter, std::span<const std::string_view> items,
                     std::vector<AgeAdded>& results, bool& full, AtFull at_full);
     std::size_t add_age_chunk(bloom::AgeFilter& filter, std::span<const std::string_view> items,
-                              std::size_t from, std::vector<bloom::AddResult>& results, bool& due);
+                              std::size_t from, std::vector<bloom::AddResult>& results,
+                              bloom::AgeFilterRef& due);
     void continue_age_adds(std::string_view key, std::span<const std::string_view> items,
                            std::size_t done, std::vector<bloom::AddResult>& results,
                            bloom::AgeFilterRef due);
