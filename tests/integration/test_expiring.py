@@ -310,9 +310,11 @@ class OutageTest(TempDirCase, ServersTestCase):
         first = generation(c, "t")
         self.assertGreaterEqual(first, g + int((started * 1000 - shifted) // 34) - 1)
         self.assertLessEqual(first, g + int((time.time() * 1000 - shifted) // 34) + 1)
-        # One step at start, not one shift per missed generation.
-        self.assertLess(c.info("stats")["expiring_shifts_by_time"], 20)
-        self.assertEqual(c.info("stats")["expiring_catch_ups"], 1)
+        # One step at start, not one shift per missed generation (the
+        # shifter goes on every 34 ms after it: a slow start sees some).
+        stats = c.info("stats")
+        self.assertEqual(stats["expiring_catch_ups"], 1)
+        self.assertLess(stats["expiring_shifts_by_time"], (generation(c, "t") - g) / 2)
 
 
 if __name__ == "__main__":
