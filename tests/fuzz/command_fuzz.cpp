@@ -500,8 +500,10 @@ void require_covered(const store::Keyspace& keyspace) {
     const store::KeyspaceView view = keyspace.view(store::ViewFor::keys);
     for (std::size_t i = 0; i < view.size(); ++i) {
         const store::KeyspaceView::Entry& entry = view.entry(i);
-        if (entry.value.cuckoo_or_null() != nullptr) continue;
-        const bloom::ScalableFilter& filter = entry.value.filter();
+        // Only plain filters keep touched regions.
+        const bloom::ScalableFilter* plain = entry.value.bloom_or_null();
+        if (plain == nullptr) continue;
+        const bloom::ScalableFilter& filter = *plain;
         for (std::size_t l = 0; l < filter.num_layers(); ++l) {
             require(filter.layer(l).summary_covers_nonzero(),
                     "a non-zero word outside its layer's touched regions");

@@ -32,8 +32,10 @@ void require_covered(const bloomery::store::Keyspace& keyspace) {
     const bloomery::store::KeyspaceView view = keyspace.view(bloomery::store::ViewFor::keys);
     for (std::size_t i = 0; i < view.size(); ++i) {
         const bloomery::store::KeyspaceView::Entry& entry = view.entry(i);
-        if (entry.value.cuckoo_or_null() != nullptr) continue;
-        const bloomery::bloom::ScalableFilter& filter = entry.value.filter();
+        // Only plain filters keep touched regions.
+        const bloomery::bloom::ScalableFilter* plain = entry.value.bloom_or_null();
+        if (plain == nullptr) continue;
+        const bloomery::bloom::ScalableFilter& filter = *plain;
         for (std::size_t l = 0; l < filter.num_layers(); ++l) {
             const bloomery::bloom::BloomLayer& layer = filter.layer(l);
             if (layer.byte_size() <= kMaxScannedBytes && !layer.summary_covers_nonzero()) {
