@@ -11,7 +11,6 @@ namespace bloomery::bloom {
 
 namespace {
 
-constexpr char kMagic[8] = {'B', 'L', 'M', 'A', 'G', 'E', '0', '1'};
 constexpr std::size_t kChecked = kAgeHeaderBytes - 8;
 
 }  // namespace
@@ -26,7 +25,7 @@ std::string encode_age_header(const AgeFilter& filter, std::uint64_t generation,
     using little_endian::put_u32;
     using little_endian::put_u64;
     const AgeGeometry g = filter.geometry();
-    std::string out(kMagic, sizeof kMagic);
+    std::string out(kAgeHeaderMagic);
     put_u32(out, g.shape.k);
     put_u32(out, g.shape.l);
     put_u64(out, g.generation_items);
@@ -41,11 +40,11 @@ std::string encode_age_header(const AgeFilter& filter, std::uint64_t generation,
 }
 
 core::Result<AgeHeader> decode_age_header(std::string_view bytes) {
-    if (bytes.size() != kAgeHeaderBytes || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+    if (bytes.size() != kAgeHeaderBytes || !bytes.starts_with(kAgeHeaderMagic)) {
         return core::Error{"not an expiring filter's header"};
     }
     little_endian::Reader in(bytes);
-    in.skip(sizeof kMagic);
+    in.skip(kAgeHeaderMagic.size());
     AgeHeader header;
     AgeGeometry& g = header.geometry;
     g.shape.k = in.u32();

@@ -194,19 +194,22 @@ void cmd_insert(Context& ctx, Args argv) {
     reply_adds(ctx, add_items(ctx, argv[1], request->items, new_key), Answers::array);
 }
 
-// BF.RESERVE ... WINDOW: an expiring filter under `key`.
-void reserve_expiring(Context& ctx, std::string_view key, const bloom::AgeGeometry& geometry) {
+// Creates what make() builds (a core::Result of a filter reference) under
+// `key`, unless the key exists: checked first so an existing key costs no
+// allocation; insert_new still settles a race with another creator.
+template <class Make>
+void reserve_new(Context& ctx, std::string_view key, store::ValueKind kind, Make&& make) {
     if (ctx.keyspace.contains(key)) {
-        ctx.out.error(exists_error(ctx, key, store::ValueKind::age));
+        ctx.out.error(exists_error(ctx, key, kind));
         return;
     }
-    core::Result<bloom::AgeFilterRef> filter = make_age_filter(ctx, geometry);
+    auto filter = make();
     if (!filter) {
         ctx.out.error(filter.error());
         return;
     }
     if (!ctx.keyspace.insert_new(key, std::move(*filter))) {
-        ctx.out.error(exists_error(ctx, key, store::ValueKind::age));
+        ctx.out.error(exists_error(ctx, key, kind));  // another client created it meanwhile
         return;
     }
     note_changes(ctx);
@@ -222,7 +225,8 @@ void cmd_reserve(Context& ctx, Args argv) {
         return;
     }
     if (*window) {
-        reserve_expiring(ctx, argv[1], **window);
+        reserve_new(ctx, argv[1], store::ValueKind::age,
+                    [&] { return make_age_filter(ctx, **window); });
         return;
     }
     const core::Result<FilterOptions> options = parse_reserve(ctx.config, argv);
@@ -230,25 +234,7 @@ void cmd_reserve(Context& ctx, Args argv) {
         ctx.out.error(options.error());
         return;
     }
-    const std::string_view key = argv[1];
-    // Checked first so an existing key costs no allocation; insert_new below
-    // still settles a race with another creator.
-    if (ctx.keyspace.contains(key)) {
-        ctx.out.error(exists_error(ctx, key, store::ValueKind::bloom));
-        return;
-    }
-    core::Result<FilterRef> filter = make_filter(ctx, *options);
-    if (!filter) {
-        ctx.out.error(filter.error());
-        return;
-    }
-    if (!ctx.keyspace.insert_new(key, std::move(*filter))) {
-        // Another client created it meanwhile.
-        ctx.out.error(exists_error(ctx, key, store::ValueKind::bloom));
-        return;
-    }
-    note_changes(ctx);
-    ctx.out.ok();
+    reserve_new(ctx, argv[1], store::ValueKind::bloom, [&] { return make_filter(ctx, *options); });
 }
 
 // Lookups answer 0 for a key holding a Cuckoo filter, as RedisBloom's do.
